@@ -1,0 +1,5 @@
+"""consolidator: two-phase background memory consolidation for coding agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Model backends: `openai` (any OpenAI-compatible endpoint) and `extractive` (offline)."""

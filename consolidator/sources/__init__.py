@@ -1,0 +1,1 @@
+"""Rollout adapters (Codex, Claude Code), file discovery and change detection."""
