@@ -1,0 +1,44 @@
+"""Database access: engine setup, tables, migrations and the store (every SQL verb)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
+
+from consolidator.db import migrate
+from consolidator.db.engine import create_db_engine, is_sqlite, redact_url
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached (exit code 3)."""
+
+
+class DatabaseNotMigrated(RuntimeError):
+    """The database schema is behind this version of the program."""
+
+
+def open_engine(url: str, *, auto_upgrade_sqlite: bool = True) -> Engine:
+    """Connect, and make sure the schema is current.
+
+    SQLite is the embedded store, so it is upgraded on first use. A shared PostgreSQL is
+    upgraded only on request (`consolidator db upgrade`), because an automatic migration by
+    whichever host starts first would surprise its operators.
+    """
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        engine.dispose()
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise DatabaseUnavailable(f"cannot reach {redact_url(url)}: {reason}") from exc
+    if migrate.is_current(engine):
+        return engine
+    if is_sqlite(engine) and auto_upgrade_sqlite:
+        migrate.upgrade(engine)
+        return engine
+    engine.dispose()
+    raise DatabaseNotMigrated(
+        f"the database {redact_url(url)} is not at the current schema; "
+        "run `consolidator db upgrade` first"
+    )

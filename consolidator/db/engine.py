@@ -1,0 +1,93 @@
+"""Engine construction: URLs as users write them, SQLite tuned for claims, PostgreSQL as is.
+
+SQLite's Python driver opens transactions lazily and never before a SELECT, so a claim that
+reads and then writes can fail with "database is locked" instead of waiting. We switch the
+driver's transaction handling off and emit `BEGIN IMMEDIATE` ourselves, which takes the write
+lock up front and makes the busy timeout apply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Execution option marking a transaction that only reads: on SQLite it may stay deferred.
+READ_ONLY_OPTION = "consolidator_read_only"
+
+
+class BadDatabaseURL(ValueError):
+    pass
+
+
+def normalize_url(raw: str) -> URL:
+    """Accept `sqlite:///path` and `postgresql://user@host/db`; pick the installed driver."""
+    try:
+        url = make_url(raw)
+    except ArgumentError as exc:
+        raise BadDatabaseURL(f"cannot parse database URL {redact_url(raw)!r}") from exc
+    backend = url.get_backend_name()
+    if backend == "postgresql":
+        if url.drivername in ("postgresql", "postgres"):
+            url = url.set(drivername="postgresql+psycopg")
+    elif backend == "sqlite":
+        if url.database in (None, "", ":memory:"):
+            raise BadDatabaseURL("an in-memory SQLite database cannot be shared: give a file path")
+    else:
+        raise BadDatabaseURL(
+            f"unsupported database {backend!r}: use sqlite:///path or postgresql://user@host/db"
+        )
+    return url
+
+
+def redact_url(raw: str | URL) -> str:
+    """The URL with any password masked, safe for logs and errors."""
+    try:
+        url = raw if isinstance(raw, URL) else make_url(raw)
+    except ArgumentError:
+        return "<unparseable database URL>"
+    return url.render_as_string(hide_password=True)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def create_db_engine(raw_url: str, *, pool_size: int = 10) -> Engine:
+    url = normalize_url(raw_url)
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            pool_size=pool_size,
+            max_overflow=pool_size,
+        )
+        _tune_sqlite(engine)
+        return engine
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA secure_delete = ON")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        if connection.get_execution_options().get(READ_ONLY_OPTION):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,162 @@
+"""Tables. Every change here is an Alembic migration in `migrations/versions/`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on both databases.
+
+    SQLite has no time zone type; we store naive UTC there so that its text comparison orders
+    instants correctly, and hand back aware values everywhere.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Thread(Base):
+    """One agent session, known by the session id inside its rollout file."""
+
+    __tablename__ = "threads"
+
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    source: Mapped[str] = mapped_column(String(20))
+    rollout_path: Mapped[str] = mapped_column(Text)
+    ingested: Mapped[bool] = mapped_column(default=False)
+    cwd: Mapped[str | None] = mapped_column(Text)
+    git_branch: Mapped[str | None] = mapped_column(String(400))
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    source_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    file_size: Mapped[int] = mapped_column(BigInteger)
+    file_mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(20))
+    problem: Mapped[str | None] = mapped_column(Text)
+    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index(None, "rollout_path"),
+        Index(None, "state", "source_updated_at"),
+    )
+
+
+class Stage1Output(Base):
+    """The per-thread distillate; absent when the thread had nothing worth remembering."""
+
+    __tablename__ = "stage1_outputs"
+
+    thread_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
+    )
+    raw_memory: Mapped[str] = mapped_column(Text)
+    rollout_summary: Mapped[str] = mapped_column(Text)
+    rollout_slug: Mapped[str | None] = mapped_column(String(200))
+    rollout_path: Mapped[str] = mapped_column(Text)
+    cwd: Mapped[str | None] = mapped_column(Text)
+    git_branch: Mapped[str | None] = mapped_column(String(400))
+    source_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    generated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    backend: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Job(Base):
+    """A leased unit of work: one per thread for stage one, one global row for phase two.
+
+    Watermarks: for stage one they are the thread's `source_updated_at` in epoch
+    microseconds; for phase two they are `input_changes.seq` values.
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    job_key: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20))
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    ownership_token: Mapped[str | None] = mapped_column(String(64))
+    lease_epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    retry_remaining: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    input_watermark: Mapped[int] = mapped_column(BigInteger, default=0)
+    claimed_watermark: Mapped[int | None] = mapped_column(BigInteger)
+    last_success_watermark: Mapped[int | None] = mapped_column(BigInteger)
+    last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        UniqueConstraint("kind", "job_key"),
+        Index(None, "kind", "status", "retry_at"),
+        Index(None, "kind", "lease_until"),
+    )
+
+
+class InputChange(Base):
+    """The input change log. `seq` is assigned from `counters` under a row lock, so sequence
+    order is commit order and a reader never skips a change that commits late."""
+
+    __tablename__ = "input_changes"
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    thread_id: Mapped[str] = mapped_column(String(200))
+    change: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index(None, "thread_id"),)
+
+
+class Counter(Base):
+    __tablename__ = "counters"
+
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger)

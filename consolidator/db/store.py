@@ -1,0 +1,826 @@
+"""The data-access layer: every SQL statement the worker runs lives here.
+
+Conditional writes report their outcome from the row count of one guarded statement, never
+from a read made before it. No transaction is held open across a model call: callers claim,
+work, then finish with a fenced statement that checks the ownership token.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    Row,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError
+from tenacity import (
+    retry,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
+from consolidator.db.schema import Counter, InputChange, Job, Stage1Output, Thread
+from consolidator.sources.items import RolloutHeader
+
+log = logging.getLogger(__name__)
+
+THREADS = Thread.__table__
+JOBS = Job.__table__
+OUTPUTS = Stage1Output.__table__
+
+STAGE1 = "stage1"
+PHASE2 = "phase2"
+PHASE2_KEY = "global"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"
+    SKIPPED_UP_TO_DATE = "skipped_up_to_date"
+    SKIPPED_RUNNING = "skipped_running"
+    SKIPPED_RETRY_BACKOFF = "skipped_retry_backoff"
+    SKIPPED_RETRY_EXHAUSTED = "skipped_retry_exhausted"
+    SKIPPED_COOLDOWN = "skipped_cooldown"
+
+
+class ThreadState(StrEnum):
+    ACTIVE = "active"
+    BAD = "bad"
+    DELETED = "deleted"
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class ThreadChange(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    BAD = "bad"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The result of a claim attempt. Token and epoch are set only when `claimed`."""
+
+    outcome: ClaimOutcome
+    kind: str
+    job_key: str
+    token: str | None = None
+    epoch: int | None = None
+    watermark: int | None = None
+
+    @property
+    def claimed(self) -> bool:
+        return self.outcome is ClaimOutcome.CLAIMED
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    thread_id: str
+    size: int
+    mtime_ns: int
+    state: ThreadState
+    ingested: bool
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    thread_id: str
+    source: str
+    rollout_path: str
+    cwd: str | None
+    git_branch: str | None
+    source_updated_at: datetime
+    state: ThreadState
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class Stage1Record:
+    thread_id: str
+    raw_memory: str
+    rollout_summary: str
+    rollout_slug: str | None
+    rollout_path: str
+    cwd: str | None
+    git_branch: str | None
+    source_updated_at: datetime
+    generated_at: datetime
+    backend: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Stage1Payload:
+    """What a finished extraction stores. `None` fields mean "nothing worth remembering"."""
+
+    raw_memory: str
+    rollout_summary: str
+    rollout_slug: str | None
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    kind: str
+    job_key: str
+    status: JobStatus
+    worker_id: str | None
+    lease_epoch: int
+    lease_until: datetime | None
+    retry_at: datetime | None
+    retry_remaining: int
+    attempts: int
+    last_error: str | None
+    input_watermark: int
+    last_success_watermark: int | None
+    last_success_at: datetime | None
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    threads_total: int
+    threads_deleted: int
+    threads_bad: int
+    outputs: int
+    pending: int
+    running: int
+    failed: int
+    exhausted: int
+    input_watermark: int
+    problems: tuple[tuple[str, str], ...]
+    errors: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    """Which threads a batch claim may take: idle long enough and not too old."""
+
+    min_idle_seconds: int
+    max_age_days: int
+
+
+def to_watermark(moment: datetime) -> int:
+    """Stage-one watermarks are a thread's last event time in epoch microseconds."""
+    return int(moment.timestamp() * 1_000_000)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def retry_delay(attempts: int, *, base_seconds: float = 30.0, cap_seconds: float = 3600.0) -> float:
+    """Exponential backoff with jitter: full doubling per attempt, capped, then 50-100%."""
+    exponent = max(0, attempts - 1)
+    delay = min(cap_seconds, base_seconds * (2**exponent))
+    return float(delay * random.uniform(0.5, 1.0))
+
+
+def _is_contention(exc: BaseException) -> bool:
+    if isinstance(exc, OperationalError) and "database is locked" in str(exc):
+        return True
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None)
+        return code in ("40001", "40P01")
+    return False
+
+
+_contention_retry = retry(
+    retry=retry_if_exception(_is_contention),
+    wait=wait_random_exponential(multiplier=0.05, max=2),
+    stop=stop_after_attempt(8),
+    reraise=True,
+)
+
+
+def _rowcount(result: Any) -> int:
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
+class Store:
+    """Every database verb of the worker.
+
+    `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used
+    on PostgreSQL, so hosts with skewed clocks agree on lease expiry, and the local clock on
+    SQLite, which only ever serves one host.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self._clock = clock
+        self.worker_id = worker_id or default_worker_id()
+        self._sqlite = is_sqlite(engine)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(**{READ_ONLY_OPTION: True})
+            with connection.begin():
+                yield connection
+
+    def _now(self, connection: Connection) -> datetime:
+        if self._clock is not None:
+            return self._clock()
+        if self._sqlite:
+            return datetime.now(UTC)
+        moment = connection.execute(select(func.clock_timestamp())).scalar_one()
+        assert isinstance(moment, datetime)
+        return moment.astimezone(UTC)
+
+    def now(self) -> datetime:
+        with self._read() as connection:
+            return self._now(connection)
+
+    def _insert_ignore(self, connection: Connection, table: Any, values: dict[str, Any]) -> int:
+        dialect_insert = sqlite.insert if self._sqlite else postgresql.insert
+        statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
+        return _rowcount(connection.execute(statement))
+
+    def _log_change(
+        self, connection: Connection, thread_id: str, change: str, now: datetime
+    ) -> int:
+        """Append to the change log. The counter row's lock orders sequence numbers by commit."""
+        seq = connection.execute(
+            update(Counter)
+            .where(Counter.name == "input_seq")
+            .values(value=Counter.value + 1)
+            .returning(Counter.value)
+        ).scalar_one()
+        connection.execute(
+            insert(InputChange).values(seq=seq, thread_id=thread_id, change=change, created_at=now)
+        )
+        return int(seq)
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def known_files(self) -> dict[str, KnownFile]:
+        """Every registered rollout path with the size and mtime seen last time (one query)."""
+        with self._read() as connection:
+            rows = connection.execute(
+                select(
+                    Thread.rollout_path,
+                    Thread.thread_id,
+                    Thread.file_size,
+                    Thread.file_mtime_ns,
+                    Thread.state,
+                    Thread.ingested,
+                )
+            ).all()
+        return {
+            row.rollout_path: KnownFile(
+                row.thread_id,
+                row.file_size,
+                row.file_mtime_ns,
+                ThreadState(row.state),
+                row.ingested,
+            )
+            for row in rows
+        }
+
+    @_contention_retry
+    def register_thread(
+        self, header: RolloutHeader, *, ingested: bool, retry_budget: int
+    ) -> ThreadChange:
+        """Insert or refresh a thread from its header.
+
+        - A new readable thread gets a `pending` stage-one job.
+        - A newer `source_updated_at` raises the job's input watermark and resets its retry
+          budget and backoff: new input deserves a fresh try.
+        - An unreadable file is recorded as `bad` with its one-line reason and gets no job.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            updated_at = header.last_event_at or datetime.fromtimestamp(
+                header.mtime_ns / 1e9, tz=UTC
+            )
+            bad = header.problem is not None and header.format is None
+            state = ThreadState.BAD if bad else ThreadState.ACTIVE
+            values = {
+                "source": str(header.format or "unknown"),
+                "rollout_path": header.path,
+                "ingested": ingested,
+                "cwd": header.cwd,
+                "git_branch": header.git_branch,
+                "started_at": header.started_at,
+                "source_updated_at": updated_at,
+                "file_size": header.size,
+                "file_mtime_ns": header.mtime_ns,
+                "state": state.value,
+                "problem": header.problem,
+                "updated_at": now,
+            }
+            inserted = self._insert_ignore(
+                connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
+            )
+            if not inserted:
+                previous = connection.execute(
+                    select(Thread.state, Thread.ingested).where(
+                        Thread.thread_id == header.thread_id
+                    )
+                ).one()
+                values["ingested"] = ingested or previous.ingested
+                connection.execute(
+                    update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
+                )
+            if bad:
+                connection.execute(
+                    delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
+                )
+                return ThreadChange.BAD
+            watermark = to_watermark(updated_at)
+            job_created = self._insert_ignore(
+                connection,
+                Job,
+                {
+                    "kind": STAGE1,
+                    "job_key": header.thread_id,
+                    "status": JobStatus.PENDING.value,
+                    "lease_epoch": 0,
+                    "retry_remaining": retry_budget,
+                    "attempts": 0,
+                    "input_watermark": watermark,
+                },
+            )
+            if not job_created:
+                connection.execute(
+                    update(Job)
+                    .where(
+                        Job.kind == STAGE1,
+                        Job.job_key == header.thread_id,
+                        Job.input_watermark < watermark,
+                    )
+                    .values(
+                        input_watermark=watermark,
+                        retry_remaining=retry_budget,
+                        retry_at=None,
+                    )
+                )
+            return ThreadChange.NEW if inserted else ThreadChange.CHANGED
+
+    @_contention_retry
+    def mark_deleted(self, thread_ids: Iterable[str]) -> int:
+        """Record vanished inputs: the thread turns `deleted`, its stage-one output and job go,
+        and the change log records the deletion so phase two forgets what only it supported."""
+        count = 0
+        with self._write() as connection:
+            now = self._now(connection)
+            for thread_id in thread_ids:
+                changed = connection.execute(
+                    update(Thread)
+                    .where(Thread.thread_id == thread_id, Thread.state != ThreadState.DELETED.value)
+                    .values(state=ThreadState.DELETED.value, updated_at=now)
+                )
+                if not _rowcount(changed):
+                    continue
+                count += 1
+                connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
+                connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
+                self._log_change(connection, thread_id, "delete", now)
+        return count
+
+    def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        with self._read() as connection:
+            row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
+            return None if row is None else _thread_record(row)
+
+    def list_threads(self, thread_ids: Sequence[str]) -> list[ThreadRecord]:
+        with self._read() as connection:
+            rows = connection.execute(select(THREADS).where(Thread.thread_id.in_(thread_ids)))
+            return [_thread_record(row) for row in rows]
+
+    # -- stage one claims -------------------------------------------------------------------
+
+    def _stage1_claimable(self, now: datetime) -> Any:
+        return and_(
+            Job.kind == STAGE1,
+            or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
+            or_(
+                Job.last_success_watermark.is_(None),
+                Job.last_success_watermark < Job.input_watermark,
+            ),
+            Job.retry_remaining > 0,
+            or_(Job.retry_at.is_(None), Job.retry_at <= now),
+        )
+
+    def _take(
+        self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
+    ) -> tuple[str, int, int] | None:
+        token = uuid.uuid4().hex
+        row = connection.execute(
+            update(Job)
+            .where(Job.id == job_id, guard)
+            .values(
+                status=JobStatus.RUNNING.value,
+                ownership_token=token,
+                lease_epoch=Job.lease_epoch + 1,
+                lease_until=now + timedelta(seconds=lease_seconds),
+                worker_id=self.worker_id,
+                started_at=now,
+                finished_at=None,
+                attempts=Job.attempts + 1,
+                retry_remaining=Job.retry_remaining - 1,
+                claimed_watermark=Job.input_watermark,
+            )
+            .returning(Job.lease_epoch, Job.input_watermark)
+        ).first()
+        if row is None:
+            return None
+        return token, int(row.lease_epoch), int(row.input_watermark)
+
+    @_contention_retry
+    def try_claim_stage1(self, thread_id: str, *, lease_seconds: int) -> Claim:
+        """Claim one thread's stage-one job, whatever its idle time (an explicit request).
+
+        - One guarded UPDATE decides; on SQLite it runs under BEGIN IMMEDIATE.
+        - `claimed` carries a fresh token and a higher epoch; every other outcome says why not.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            job = connection.execute(
+                select(JOBS).where(Job.kind == STAGE1, Job.job_key == thread_id)
+            ).first()
+            if job is None:
+                raise KeyError(f"no stage-one job for thread {thread_id}")
+            taken = self._take(
+                connection,
+                job.id,
+                and_(self._stage1_claimable(now), self._thread_is_active()),
+                now,
+                lease_seconds,
+            )
+            if taken is not None:
+                token, epoch, watermark = taken
+                return Claim(ClaimOutcome.CLAIMED, STAGE1, thread_id, token, epoch, watermark)
+            current = connection.execute(select(JOBS).where(Job.id == job.id)).one()
+            return Claim(_stage1_refusal(current, now), STAGE1, thread_id)
+
+    def _thread_is_active(self) -> Any:
+        return Job.job_key.in_(
+            select(Thread.thread_id).where(Thread.state == ThreadState.ACTIVE.value)
+        )
+
+    @_contention_retry
+    def claim_stage1_batch(
+        self, *, limit: int, lease_seconds: int, eligibility: Eligibility
+    ) -> list[Claim]:
+        """Claim up to `limit` eligible stage-one jobs, newest input first.
+
+        - PostgreSQL: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
+          claimers take disjoint sets without waiting on each other.
+        - SQLite: BEGIN IMMEDIATE serialises claimers; SKIP LOCKED compiles to nothing.
+        - Each candidate is then taken by the guarded UPDATE, so no job is claimed twice.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            eligible = select(Thread.thread_id).where(
+                Thread.state == ThreadState.ACTIVE.value,
+                Thread.source_updated_at <= now - timedelta(seconds=eligibility.min_idle_seconds),
+            )
+            if eligibility.max_age_days > 0:
+                eligible = eligible.where(
+                    Thread.source_updated_at >= now - timedelta(days=eligibility.max_age_days)
+                )
+            guard = and_(self._stage1_claimable(now), Job.job_key.in_(eligible))
+            candidates = connection.execute(
+                select(Job.id, Job.job_key)
+                .where(guard)
+                .order_by(Job.input_watermark.desc())
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            ).all()
+            claims: list[Claim] = []
+            for candidate in candidates:
+                taken = self._take(connection, candidate.id, guard, now, lease_seconds)
+                if taken is not None:
+                    token, epoch, watermark = taken
+                    claims.append(
+                        Claim(
+                            ClaimOutcome.CLAIMED, STAGE1, candidate.job_key, token, epoch, watermark
+                        )
+                    )
+            return claims
+
+    @_contention_retry
+    def renew_lease(self, claim: Claim, *, lease_seconds: int) -> bool:
+        """Heartbeat. False means the lease is gone (reclaimed, cleared, or the job deleted)."""
+        with self._write() as connection:
+            now = self._now(connection)
+            result = connection.execute(
+                update(Job)
+                .where(
+                    Job.kind == claim.kind,
+                    Job.job_key == claim.job_key,
+                    Job.ownership_token == claim.token,
+                    Job.status == JobStatus.RUNNING.value,
+                )
+                .values(lease_until=now + timedelta(seconds=lease_seconds))
+            )
+            return _rowcount(result) == 1
+
+    def _fenced_finish(self, connection: Connection, claim: Claim, **values: Any) -> bool:
+        result = connection.execute(
+            update(Job)
+            .where(
+                Job.kind == claim.kind,
+                Job.job_key == claim.job_key,
+                Job.ownership_token == claim.token,
+                Job.status == JobStatus.RUNNING.value,
+            )
+            .values(ownership_token=None, lease_until=None, **values)
+        )
+        return _rowcount(result) == 1
+
+    @_contention_retry
+    def complete_stage1(self, claim: Claim, payload: Stage1Payload | None) -> bool:
+        """Store a finished extraction if, and only if, the claim still owns the job.
+
+        - Zero rows updated by the fenced UPDATE = lost lease: nothing at all is written.
+        - `payload=None` (nothing worth remembering) removes an earlier output; removing one
+          is logged as a deletion so phase two forgets it.
+        - A new or replaced output is logged as an upsert in the same transaction.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            owned = self._fenced_finish(
+                connection,
+                claim,
+                status=JobStatus.SUCCEEDED.value,
+                finished_at=now,
+                last_error=None,
+                retry_at=None,
+                last_success_watermark=claim.watermark,
+                last_success_at=now,
+            )
+            if not owned:
+                return False
+            thread = connection.execute(
+                select(THREADS).where(Thread.thread_id == claim.job_key)
+            ).one()
+            had_output = connection.execute(
+                delete(Stage1Output).where(Stage1Output.thread_id == claim.job_key)
+            )
+            if payload is None:
+                if _rowcount(had_output):
+                    self._log_change(connection, claim.job_key, "delete", now)
+                return True
+            connection.execute(
+                insert(Stage1Output).values(
+                    thread_id=claim.job_key,
+                    raw_memory=payload.raw_memory,
+                    rollout_summary=payload.rollout_summary,
+                    rollout_slug=payload.rollout_slug,
+                    rollout_path=thread.rollout_path,
+                    cwd=thread.cwd,
+                    git_branch=thread.git_branch,
+                    source_updated_at=thread.source_updated_at,
+                    generated_at=now,
+                    backend=payload.backend,
+                    model=payload.model,
+                    input_tokens=payload.input_tokens,
+                    output_tokens=payload.output_tokens,
+                )
+            )
+            self._log_change(connection, claim.job_key, "upsert", now)
+            return True
+
+    @_contention_retry
+    def fail_job(self, claim: Claim, error: str, *, retryable: bool) -> bool:
+        """Release a claim as failed, with a backoff before the next try (fenced like a finish).
+
+        A non-retryable failure spends the whole retry budget at once.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            attempts = connection.execute(
+                select(Job.attempts).where(Job.kind == claim.kind, Job.job_key == claim.job_key)
+            ).scalar()
+            delay = retry_delay(int(attempts or 1))
+            values: dict[str, Any] = {
+                "status": JobStatus.FAILED.value,
+                "finished_at": now,
+                "last_error": error[:1000],
+                "retry_at": now + timedelta(seconds=delay),
+            }
+            if not retryable:
+                values["retry_remaining"] = 0
+            return self._fenced_finish(connection, claim, **values)
+
+    @_contention_retry
+    def release_job(self, claim: Claim) -> bool:
+        """Give back a claim whose work never started (shutdown); the attempt is refunded."""
+        with self._write() as connection:
+            return self._fenced_finish(
+                connection,
+                claim,
+                status=JobStatus.PENDING.value,
+                retry_remaining=Job.retry_remaining + 1,
+                attempts=Job.attempts - 1,
+            )
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def get_job(self, kind: str, job_key: str) -> JobRecord | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(JOBS).where(Job.kind == kind, Job.job_key == job_key)
+            ).first()
+            return None if row is None else _job_record(row)
+
+    def get_stage1_output(self, thread_id: str) -> Stage1Record | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(OUTPUTS).where(Stage1Output.thread_id == thread_id)
+            ).first()
+            return None if row is None else _stage1_record(row)
+
+    def list_stage1_outputs(self, thread_ids: Sequence[str] | None = None) -> list[Stage1Record]:
+        with self._read() as connection:
+            query = select(OUTPUTS).order_by(Stage1Output.thread_id)
+            if thread_ids is not None:
+                query = query.where(Stage1Output.thread_id.in_(thread_ids))
+            return [_stage1_record(row) for row in connection.execute(query)]
+
+    def status_counts(self) -> StatusCounts:
+        with self._read() as connection:
+            now = self._now(connection)
+            thread_states = dict(
+                connection.execute(select(Thread.state, func.count()).group_by(Thread.state)).all()
+            )
+            problem_count = connection.execute(
+                select(func.count()).where(Thread.problem.is_not(None))
+            ).scalar_one()
+            outputs = connection.execute(
+                select(func.count()).select_from(Stage1Output)
+            ).scalar_one()
+            jobs = connection.execute(
+                select(
+                    Job.status,
+                    Job.retry_remaining,
+                    Job.lease_until,
+                    Job.last_success_watermark,
+                    Job.input_watermark,
+                ).where(Job.kind == STAGE1)
+            ).all()
+            pending = running = failed = exhausted = 0
+            for job in jobs:
+                up_to_date = (
+                    job.last_success_watermark is not None
+                    and job.last_success_watermark >= job.input_watermark
+                )
+                if (
+                    job.status == JobStatus.RUNNING.value
+                    and job.lease_until
+                    and job.lease_until > now
+                ):
+                    running += 1
+                elif up_to_date:
+                    continue
+                elif job.retry_remaining <= 0:
+                    exhausted += 1
+                elif job.status == JobStatus.FAILED.value:
+                    failed += 1
+                else:
+                    pending += 1
+            watermark = connection.execute(
+                select(Counter.value).where(Counter.name == "input_seq")
+            ).scalar_one()
+            problems = connection.execute(
+                select(Thread.rollout_path, Thread.problem)
+                .where(Thread.problem.is_not(None))
+                .order_by(Thread.updated_at.desc())
+                .limit(20)
+            ).all()
+            errors = connection.execute(
+                select(Job.job_key, Job.last_error)
+                .where(Job.last_error.is_not(None))
+                .order_by(Job.finished_at.desc())
+                .limit(10)
+            ).all()
+        return StatusCounts(
+            threads_total=sum(thread_states.values()),
+            threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
+            threads_bad=int(problem_count),
+            outputs=int(outputs),
+            pending=pending,
+            running=running,
+            failed=failed,
+            exhausted=exhausted,
+            input_watermark=int(watermark),
+            problems=tuple((row[0], row[1] or "") for row in problems),
+            errors=tuple((row[0], row[1] or "") for row in errors),
+        )
+
+
+def _stage1_refusal(job: Row[Any], now: datetime) -> ClaimOutcome:
+    if job.last_success_watermark is not None and job.last_success_watermark >= job.input_watermark:
+        return ClaimOutcome.SKIPPED_UP_TO_DATE
+    if (
+        job.status == JobStatus.RUNNING.value
+        and job.lease_until is not None
+        and job.lease_until > now
+    ):
+        return ClaimOutcome.SKIPPED_RUNNING
+    if job.retry_remaining <= 0:
+        return ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
+    if job.retry_at is not None and job.retry_at > now:
+        return ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    # The thread is no longer active (bad or deleted): nothing left to do for it.
+    return ClaimOutcome.SKIPPED_UP_TO_DATE
+
+
+def _thread_record(row: Row[Any]) -> ThreadRecord:
+    return ThreadRecord(
+        thread_id=row.thread_id,
+        source=row.source,
+        rollout_path=row.rollout_path,
+        cwd=row.cwd,
+        git_branch=row.git_branch,
+        source_updated_at=row.source_updated_at,
+        state=ThreadState(row.state),
+        problem=row.problem,
+    )
+
+
+def _stage1_record(row: Row[Any]) -> Stage1Record:
+    return Stage1Record(
+        thread_id=row.thread_id,
+        raw_memory=row.raw_memory,
+        rollout_summary=row.rollout_summary,
+        rollout_slug=row.rollout_slug,
+        rollout_path=row.rollout_path,
+        cwd=row.cwd,
+        git_branch=row.git_branch,
+        source_updated_at=row.source_updated_at,
+        generated_at=row.generated_at,
+        backend=row.backend,
+        model=row.model,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+    )
+
+
+def _job_record(row: Row[Any]) -> JobRecord:
+    return JobRecord(
+        kind=row.kind,
+        job_key=row.job_key,
+        status=JobStatus(row.status),
+        worker_id=row.worker_id,
+        lease_epoch=row.lease_epoch,
+        lease_until=row.lease_until,
+        retry_at=row.retry_at,
+        retry_remaining=row.retry_remaining,
+        attempts=row.attempts,
+        last_error=row.last_error,
+        input_watermark=row.input_watermark,
+        last_success_watermark=row.last_success_watermark,
+        last_success_at=row.last_success_at,
+    )

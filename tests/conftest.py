@@ -1,0 +1,92 @@
+"""Shared fixtures: real SQLite files and the real PostgreSQL, never a mock of either."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.migrate import upgrade
+from consolidator.db.store import Store
+
+PG_ADMIN_URL = os.environ.get(
+    "CONSOLIDATOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _pg_reachable() -> str | None:
+    try:
+        engine = create_engine(PG_ADMIN_URL)
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return None
+
+
+_PG_PROBLEM = _pg_reachable()
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's shell must not leak settings into tests."""
+    for name in list(os.environ):
+        if name.startswith("CONSOLIDATOR_") and name != "CONSOLIDATOR_TEST_PG_URL":
+            monkeypatch.delenv(name)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def require_postgres() -> None:
+    if _PG_PROBLEM is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL is required under CI=true but unreachable: {_PG_PROBLEM}")
+    pytest.skip(f"PostgreSQL unreachable ({_PG_PROBLEM}); set CI=true to make this fatal")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty schema on the real PostgreSQL, selected through search_path."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{PG_ADMIN_URL}?options=-csearch_path%3D{schema}"
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> str:
+    return f"sqlite:///{tmp_path}/state.db"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """An empty database of each kind: parametrises a test over both stores."""
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    url: str = request.getfixturevalue(name)
+    return url
+
+
+@pytest.fixture
+def migrated_url(db_url: str) -> str:
+    engine = create_db_engine(db_url)
+    upgrade(engine)
+    engine.dispose()
+    return db_url
+
+
+@pytest.fixture
+def store(migrated_url: str) -> Iterator[Store]:
+    engine = create_db_engine(migrated_url)
+    yield Store(engine)
+    engine.dispose()
