@@ -280,10 +280,14 @@ class Store:
         with self._read() as connection:
             return self._now(connection)
 
-    def _insert_ignore(self, connection: Connection, table: Any, values: dict[str, Any]) -> int:
+    def _insert_ignore(self, connection: Connection, table: Any, values: dict[str, Any]) -> bool:
+        """INSERT ... ON CONFLICT DO NOTHING; True when the row was inserted."""
         dialect_insert = sqlite.insert if self._sqlite else postgresql.insert
-        statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
-        return _rowcount(connection.execute(statement))
+        primary_key = next(iter(table.__table__.primary_key.columns))
+        statement = (
+            dialect_insert(table).values(**values).on_conflict_do_nothing().returning(primary_key)
+        )
+        return connection.execute(statement).first() is not None
 
     def _log_change(
         self, connection: Connection, thread_id: str, change: str, now: datetime

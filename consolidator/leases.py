@@ -1,0 +1,89 @@
+"""Lease keeping: one heartbeat thread renews every claim this process holds.
+
+A claim whose renewal fails has lost its lease (reclaimed, cleared or deleted elsewhere); its
+`lost` event is set so the worker stops early. Fencing in the store makes the final write
+safe anyway; the event only saves wasted work.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from consolidator.db.store import Claim, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LeaseWatch:
+    claim: Claim
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
+class Heartbeat:
+    """Renews watched leases every `lease_seconds / 3` (or `interval_seconds`)."""
+
+    def __init__(
+        self, store: Store, *, lease_seconds: int, interval_seconds: float | None = None
+    ) -> None:
+        self._store = store
+        self._lease_seconds = lease_seconds
+        self._interval = interval_seconds or max(0.05, lease_seconds / 3)
+        self._watches: dict[tuple[str, str], LeaseWatch] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> Heartbeat:
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and self.error is None
+
+    def watch(self, claim: Claim) -> LeaseWatch:
+        watch = LeaseWatch(claim)
+        with self._lock:
+            self._watches[(claim.kind, claim.job_key)] = watch
+        return watch
+
+    def unwatch(self, claim: Claim) -> None:
+        with self._lock:
+            self._watches.pop((claim.kind, claim.job_key), None)
+
+    def beat(self) -> None:
+        """Renew every watched lease once."""
+        with self._lock:
+            watches = list(self._watches.values())
+        for watch in watches:
+            if watch.lost.is_set():
+                continue
+            if not self._store.renew_lease(watch.claim, lease_seconds=self._lease_seconds):
+                log.warning(
+                    "lease lost for %s %s",
+                    watch.claim.kind,
+                    watch.claim.job_key,
+                    extra={"action": "lease_lost", "job_key": watch.claim.job_key},
+                )
+                watch.lost.set()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self._interval):
+                self.beat()
+        except BaseException as exc:
+            self.error = exc
+            log.exception("heartbeat stopped", extra={"action": "heartbeat_failed"})
+            with self._lock:
+                for watch in self._watches.values():
+                    watch.lost.set()

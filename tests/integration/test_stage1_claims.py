@@ -1,0 +1,220 @@
+"""Stage-one claims on a real SQLite file and the real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.store import (
+    ClaimOutcome,
+    Eligibility,
+    Stage1Payload,
+    Store,
+    ThreadChange,
+    ThreadState,
+)
+from consolidator.sources.items import RolloutHeader, SourceFormat
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+class DrivenClock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def header(thread_id: str, updated: datetime, *, size: int = 100) -> RolloutHeader:
+    return RolloutHeader(
+        path=f"/sessions/{thread_id}.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id=thread_id,
+        cwd="/work/app",
+        git_branch="main",
+        started_at=updated - timedelta(minutes=5),
+        last_event_at=updated,
+        size=size,
+        mtime_ns=int(updated.timestamp() * 1e9),
+    )
+
+
+def payload(text: str) -> Stage1Payload:
+    return Stage1Payload(
+        raw_memory=text, rollout_summary=f"summary {text}", rollout_slug="s", backend="t", model="m"
+    )
+
+
+@pytest.fixture
+def clock() -> DrivenClock:
+    return DrivenClock(T0 + timedelta(days=1))
+
+
+@pytest.fixture
+def driven(migrated_url: str, clock: DrivenClock) -> Iterator[Store]:
+    engine = create_db_engine(migrated_url)
+    yield Store(engine, clock=clock, worker_id="test")
+    engine.dispose()
+
+
+def test_claim_outcomes_follow_the_job_lifecycle(driven: Store, clock: DrivenClock) -> None:
+    assert (
+        driven.register_thread(header("a", T0), ingested=False, retry_budget=2) is ThreadChange.NEW
+    )
+    first = driven.try_claim_stage1("a", lease_seconds=60)
+    assert first.outcome is ClaimOutcome.CLAIMED and first.epoch == 1 and first.token
+    assert driven.try_claim_stage1("a", lease_seconds=60).outcome is ClaimOutcome.SKIPPED_RUNNING
+
+    assert driven.complete_stage1(first, payload("one"))
+    assert driven.try_claim_stage1("a", lease_seconds=60).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    output = driven.get_stage1_output("a")
+    assert output is not None and output.raw_memory == "one" and output.cwd == "/work/app"
+
+    # Newer input: claimable again, with a higher epoch and a new token.
+    driven.register_thread(header("a", T0 + timedelta(minutes=1)), ingested=False, retry_budget=2)
+    second = driven.try_claim_stage1("a", lease_seconds=60)
+    assert second.claimed and second.epoch == 2 and second.token != first.token
+
+    # A failure backs off; the budget of 2 is then spent by one more failure.
+    assert driven.fail_job(second, "boom", retryable=True)
+    assert (
+        driven.try_claim_stage1("a", lease_seconds=60).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    )
+    job = driven.get_job("stage1", "a")
+    assert job is not None and job.retry_at is not None
+    clock.now = job.retry_at
+    third = driven.try_claim_stage1("a", lease_seconds=60)
+    assert third.claimed
+    assert driven.fail_job(third, "boom again", retryable=True)
+    clock.advance(10_000)
+    assert (
+        driven.try_claim_stage1("a", lease_seconds=60).outcome
+        is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
+    )
+
+    # A newer rollout resets the budget and the backoff.
+    driven.register_thread(header("a", T0 + timedelta(minutes=2)), ingested=False, retry_budget=2)
+    assert driven.try_claim_stage1("a", lease_seconds=60).claimed
+
+
+def test_backoff_boundary_is_exact(driven: Store, clock: DrivenClock) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.try_claim_stage1("a", lease_seconds=60)
+    driven.fail_job(claim, "boom", retryable=True)
+    job = driven.get_job("stage1", "a")
+    assert job is not None and job.retry_at is not None
+    clock.now = job.retry_at - timedelta(microseconds=1)
+    assert (
+        driven.try_claim_stage1("a", lease_seconds=60).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    )
+    clock.now = job.retry_at
+    assert driven.try_claim_stage1("a", lease_seconds=60).claimed
+
+
+def test_non_retryable_failure_exhausts_at_once(driven: Store, clock: DrivenClock) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.try_claim_stage1("a", lease_seconds=60)
+    driven.fail_job(claim, "401 unauthorized", retryable=False)
+    clock.advance(100_000)
+    outcome = driven.try_claim_stage1("a", lease_seconds=60).outcome
+    assert outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
+    assert driven.status_counts().exhausted == 1
+
+
+def test_expired_lease_is_reclaimed_and_the_stale_owner_writes_nothing(
+    driven: Store, clock: DrivenClock
+) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    stale = driven.try_claim_stage1("a", lease_seconds=30)
+    clock.advance(29)
+    assert driven.try_claim_stage1("a", lease_seconds=30).outcome is ClaimOutcome.SKIPPED_RUNNING
+    clock.advance(1)  # exactly at lease_until: expired
+    fresh = driven.try_claim_stage1("a", lease_seconds=30)
+    assert fresh.claimed and fresh.epoch == (stale.epoch or 0) + 1
+
+    assert not driven.renew_lease(stale, lease_seconds=30)
+    assert not driven.complete_stage1(stale, payload("stale"))
+    assert driven.get_stage1_output("a") is None
+    assert not driven.fail_job(stale, "late failure", retryable=True)
+    assert driven.complete_stage1(fresh, payload("fresh"))
+    output = driven.get_stage1_output("a")
+    assert output is not None and output.raw_memory == "fresh"
+
+
+def test_heartbeat_keeps_the_lease(driven: Store, clock: DrivenClock) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.try_claim_stage1("a", lease_seconds=30)
+    for _ in range(5):
+        clock.advance(20)
+        assert driven.renew_lease(claim, lease_seconds=30)
+        assert (
+            driven.try_claim_stage1("a", lease_seconds=30).outcome is ClaimOutcome.SKIPPED_RUNNING
+        )
+
+
+def test_batch_claim_respects_idle_and_age(driven: Store, clock: DrivenClock) -> None:
+    now = clock.now
+    driven.register_thread(
+        header("fresh", now - timedelta(minutes=10)), ingested=False, retry_budget=3
+    )
+    driven.register_thread(header("idle", now - timedelta(hours=2)), ingested=False, retry_budget=3)
+    driven.register_thread(header("old", now - timedelta(days=40)), ingested=False, retry_budget=3)
+    claims = driven.claim_stage1_batch(
+        limit=10, lease_seconds=60, eligibility=Eligibility(min_idle_seconds=3600, max_age_days=30)
+    )
+    assert [c.job_key for c in claims] == ["idle"]
+    claims = driven.claim_stage1_batch(
+        limit=10, lease_seconds=60, eligibility=Eligibility(min_idle_seconds=0, max_age_days=0)
+    )
+    assert sorted(c.job_key for c in claims) == ["fresh", "old"]
+
+
+def test_empty_result_replacing_an_output_is_logged_as_a_deletion(
+    driven: Store, clock: DrivenClock
+) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    driven.complete_stage1(driven.try_claim_stage1("a", lease_seconds=60), payload("x"))
+    watermark_after_upsert = driven.status_counts().input_watermark
+    driven.register_thread(header("a", T0 + timedelta(minutes=1)), ingested=False, retry_budget=3)
+    assert driven.complete_stage1(driven.try_claim_stage1("a", lease_seconds=60), None)
+    assert driven.get_stage1_output("a") is None
+    assert driven.status_counts().input_watermark == watermark_after_upsert + 1
+
+
+def test_mark_deleted_purges_the_output_and_the_job(driven: Store) -> None:
+    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.try_claim_stage1("a", lease_seconds=60)
+    assert driven.mark_deleted(["a"]) == 1
+    assert driven.mark_deleted(["a"]) == 0
+    assert not driven.complete_stage1(claim, payload("late"))
+    assert driven.get_stage1_output("a") is None
+    thread = driven.get_thread("a")
+    assert thread is not None and thread.state is ThreadState.DELETED
+    counts = driven.status_counts()
+    assert counts.threads_deleted == 1 and counts.pending == 0
+
+
+def test_bad_file_is_recorded_with_its_reason(driven: Store) -> None:
+    bad = RolloutHeader(
+        path="/sessions/x.jsonl",
+        format=None,
+        thread_id="path-x",
+        cwd=None,
+        git_branch=None,
+        started_at=None,
+        last_event_at=None,
+        size=0,
+        mtime_ns=1,
+        problem="empty file",
+    )
+    assert driven.register_thread(bad, ingested=False, retry_budget=3) is ThreadChange.BAD
+    counts = driven.status_counts()
+    assert counts.threads_bad == 1 and counts.pending == 0
+    assert counts.problems == (("/sessions/x.jsonl", "empty file"),)
