@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, text
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
+from tests.fake_openai import fake_openai_fixture  # noqa: F401  (the `fake_openai` fixture)
 
 PG_ADMIN_URL = os.environ.get(
     "CONSOLIDATOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -1,0 +1,578 @@
+"""The `openai` backend: structured JSON answers from any OpenAI-compatible endpoint.
+
+The SDK's own retry loop is switched off and tenacity owns every retry, so that one policy
+decides what is retried, how long to wait (a server's `Retry-After` beats our backoff) and
+when to give up, and so that every attempt is counted in the usage the pipeline records.
+A model's answer is untrusted: it is parsed and checked against the request's JSON schema
+here, and an answer that breaks it is retried like a transient fault, because sampling again
+usually fixes it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, NoReturn
+
+import openai
+from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential, wait_random
+
+from consolidator.backends.base import (
+    BackendError,
+    InvalidModelOutput,
+    Stage1Input,
+    Stage1Result,
+    Usage,
+)
+from consolidator.resources import load_prompt, load_schema
+
+log = logging.getLogger(__name__)
+
+STAGE_ONE = "stage_one"
+
+_PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
+_RETRYABLE_STATUS = frozenset({408, 429})
+_MAX_REASON_CHARS = 200
+_MIN_KEY_CHARS_TO_SCRUB = 8
+
+
+@dataclass(frozen=True)
+class OpenAIConfig:
+    """Connection and retry settings; `api_key` stays out of `repr` so it cannot leak into logs."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_seconds: float = 120
+    max_attempts: int = 4
+    api: Literal["chat", "responses"] = "chat"
+    max_output_tokens: int = 4000
+    max_retry_wait_seconds: float = 60
+    initial_retry_wait_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', not {self.api!r}")
+        if self.timeout_seconds <= 0 or self.max_output_tokens <= 0:
+            raise ValueError("timeout_seconds and max_output_tokens must be positive")
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One logical model call (all its attempts), for per-run accounting.
+
+    `usage.calls` counts the attempts the server answered (any HTTP status); `attempts` counts
+    every request sent, including those that timed out or never connected.
+    """
+
+    schema_name: str
+    model: str
+    attempts: int
+    usage: Usage
+    latency_seconds: float
+    attempt_latencies: tuple[float, ...]
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class BackendStats:
+    """Totals since construction or the last `reset_stats()`."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    attempts: int = 0
+    usage: Usage = field(default_factory=Usage)
+    latency_seconds: float = 0.0
+
+
+class _TransientFailure(Exception):
+    """An attempt failed in a way a later attempt may not: 429, 5xx, timeout, no connection."""
+
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Attempts:
+    sent: int = 0
+    answered: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.answered)
+
+
+def render_stage_one_prompt(rollout: Stage1Input) -> str:
+    """Fill the stage-one template in one pass.
+
+    A single substitution (not `str.format`, not a chain of `str.replace`) because the
+    transcript is full of braces and may itself contain text like `{cwd}`, which must reach
+    the model unchanged.
+    """
+    values = {
+        "thread_id": rollout.thread_id,
+        "cwd": rollout.cwd or "unknown",
+        "git_branch": rollout.git_branch or "unknown",
+        "rollout_path": rollout.rollout_path,
+        "transcript": rollout.transcript,
+    }
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], load_prompt(STAGE_ONE))
+
+
+class OpenAIBackend:
+    """Stage-one extraction and generic schema-checked JSON calls over the `openai` SDK.
+
+    Safe to share between threads: per-call state lives on the stack, `last_call` is
+    per thread, and the totals are guarded by a lock.
+    """
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIConfig) -> None:
+        self.config = config
+        self.model = config.model
+        self._client = openai.OpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key or "unused",
+            max_retries=0,
+            timeout=config.timeout_seconds,
+        )
+        self._backoff = wait_exponential(
+            multiplier=config.initial_retry_wait_seconds, max=config.max_retry_wait_seconds
+        ) + wait_random(0, config.initial_retry_wait_seconds)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._stats = BackendStats()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAIBackend:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @property
+    def last_call(self) -> CallRecord | None:
+        """The latest call made by the current thread, kept even when the call raised."""
+        record: CallRecord | None = getattr(self._local, "record", None)
+        return record
+
+    def stats(self) -> BackendStats:
+        with self._lock:
+            return self._stats
+
+    def reset_stats(self) -> BackendStats:
+        """Return the totals and start again, so a caller can account per run."""
+        with self._lock:
+            stats, self._stats = self._stats, BackendStats()
+            return stats
+
+    def extract(self, rollout: Stage1Input) -> Stage1Result:
+        answer, usage = self.complete_json(
+            render_stage_one_prompt(rollout), STAGE_ONE, load_schema(STAGE_ONE)
+        )
+        summary, slug, raw_memory = (
+            answer["rollout_summary"],
+            answer["rollout_slug"],
+            answer["raw_memory"],
+        )
+        if not (
+            isinstance(summary, str)
+            and isinstance(raw_memory, str)
+            and (slug is None or isinstance(slug, str))
+        ):
+            raise InvalidModelOutput("stage_one answer has wrong field types")
+        return Stage1Result(
+            rollout_summary=summary, rollout_slug=slug, raw_memory=raw_memory, usage=usage
+        )
+
+    def complete_json(
+        self, system_or_prompt: str, schema_name: str, schema: dict[str, Any]
+    ) -> tuple[dict[str, Any], Usage]:
+        """Ask for a JSON object matching `schema` and return it with the usage of all attempts.
+
+        Raises `BackendError(retryable=False)` at once when the request itself is refused
+        (400, 401, 403, 404, ...), `InvalidModelOutput` when every attempt answered with
+        something the schema does not allow, and `BackendError(retryable=True)` when the
+        attempts ran out on rate limits, server errors, timeouts or connection failures.
+        """
+        attempts = _Attempts()
+        started = time.monotonic()
+        retrying = Retrying(
+            stop=stop_after_attempt(self.config.max_attempts),
+            wait=self._wait,
+            retry=self._should_retry,
+            before_sleep=lambda state: self._log_retry(state, schema_name),
+            reraise=True,
+        )
+        error: BackendError | None = None
+        answered = False
+        try:
+            answer = retrying(self._attempt, system_or_prompt, schema_name, schema, attempts)
+            answered = True
+        except _TransientFailure as exc:
+            error = BackendError(self._gave_up(attempts, exc.reason), retryable=True)
+        except InvalidModelOutput as exc:
+            error = InvalidModelOutput(self._gave_up(attempts, str(exc)))
+        except BackendError as exc:
+            error = exc
+        finally:
+            record = CallRecord(
+                schema_name=schema_name,
+                model=self.model,
+                attempts=attempts.sent,
+                usage=attempts.usage(),
+                latency_seconds=time.monotonic() - started,
+                attempt_latencies=tuple(attempts.latencies),
+                error=None if answered else str(error or "the call was interrupted"),
+            )
+            self._record(record)
+        if error is not None:
+            raise error from None
+        return answer, record.usage
+
+    def _attempt(
+        self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: _Attempts
+    ) -> dict[str, Any]:
+        attempts.sent += 1
+        started = time.monotonic()
+        try:
+            text, truncated = self._send(prompt, schema_name, schema, attempts)
+        except openai.APITimeoutError:
+            raise _TransientFailure(f"timed out after {self.config.timeout_seconds:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise _TransientFailure(f"connection failed: {self._scrub(str(exc))}") from None
+        except openai.APIStatusError as exc:
+            attempts.answered += 1
+            self._raise_for_status(exc)
+        except openai.APIResponseValidationError:
+            attempts.answered += 1
+            raise InvalidModelOutput("the response body is not a valid API response") from None
+        except openai.OpenAIError as exc:
+            raise BackendError(
+                f"model call failed: {type(exc).__name__}: {self._scrub(str(exc))}",
+                retryable=False,
+            ) from None
+        finally:
+            attempts.latencies.append(time.monotonic() - started)
+        return parse_json_answer(text, schema, truncated=truncated)
+
+    def _send(
+        self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: _Attempts
+    ) -> tuple[str, bool]:
+        """One HTTP request; returns the answer text and whether it was cut off."""
+        if self.config.api == "responses":
+            response = self._client.responses.create(
+                model=self.model,
+                input=prompt,
+                max_output_tokens=self.config.max_output_tokens,
+                store=False,
+                text={
+                    "format": {
+                        "type": "json_schema",
+                        "name": schema_name,
+                        "schema": schema,
+                        "strict": True,
+                    }
+                },
+            )
+            attempts.answered += 1
+            _require_api_object(response)
+            usage = getattr(response, "usage", None)
+            attempts.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
+            attempts.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
+            text = getattr(response, "output_text", None)
+            if not isinstance(text, str) or not text:
+                raise InvalidModelOutput("the answer has no text output")
+            return text, getattr(response, "status", None) == "incomplete"
+
+        completion = self._client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "user", "content": prompt}],
+            max_completion_tokens=self.config.max_output_tokens,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            },
+        )
+        attempts.answered += 1
+        _require_api_object(completion)
+        usage = getattr(completion, "usage", None)
+        attempts.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        attempts.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            raise InvalidModelOutput("the answer has no choices")
+        message = getattr(choices[0], "message", None)
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise InvalidModelOutput("the model refused to answer")
+        content = getattr(message, "content", None)
+        if not isinstance(content, str):
+            raise InvalidModelOutput("the answer has no text content")
+        return content, getattr(choices[0], "finish_reason", None) == "length"
+
+    def _raise_for_status(self, exc: openai.APIStatusError) -> NoReturn:
+        status = exc.status_code
+        detail = _describe_status(status)
+        code = exc.code or exc.type
+        if code:
+            detail += f" ({self._scrub(str(code))})"
+        if status in _RETRYABLE_STATUS or status >= 500:
+            retry_after = retry_after_seconds(exc.response.headers)
+            raise _TransientFailure(f"HTTP {status} {detail}", retry_after=retry_after) from None
+        body = exc.body
+        server_message = body.get("message") if isinstance(body, dict) else None
+        if not isinstance(server_message, str):
+            server_message = exc.message
+        message = " ".join(self._scrub(server_message).split())[:_MAX_REASON_CHARS]
+        raise BackendError(
+            f"{self.model}: request refused, not retried: HTTP {status} {detail}: {message}",
+            retryable=False,
+        ) from None
+
+    def _should_retry(self, state: RetryCallState) -> bool:
+        if state.outcome is None or not state.outcome.failed:
+            return False
+        return isinstance(state.outcome.exception(), (_TransientFailure, InvalidModelOutput))
+
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's `Retry-After` when it sent one, else exponential backoff with jitter."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, _TransientFailure) and exc.retry_after is not None:
+            return min(exc.retry_after, self.config.max_retry_wait_seconds)
+        return min(float(self._backoff(state)), self.config.max_retry_wait_seconds)
+
+    def _log_retry(self, state: RetryCallState, schema_name: str) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log.warning(
+            "model call attempt %d/%d failed (%s); retrying in %.2fs",
+            state.attempt_number,
+            self.config.max_attempts,
+            exc,
+            state.upcoming_sleep,
+            extra={
+                "action": "model_call",
+                "outcome": "retry",
+                "model": self.model,
+                "schema": schema_name,
+                "attempt": state.attempt_number,
+                "wait_seconds": state.upcoming_sleep,
+            },
+        )
+
+    def _record(self, record: CallRecord) -> None:
+        self._local.record = record
+        with self._lock:
+            s = self._stats
+            self._stats = BackendStats(
+                calls=s.calls + 1,
+                failed_calls=s.failed_calls + (0 if record.ok else 1),
+                attempts=s.attempts + record.attempts,
+                usage=s.usage + record.usage,
+                latency_seconds=s.latency_seconds + record.latency_seconds,
+            )
+        extra = {
+            "action": "model_call",
+            "outcome": "ok" if record.ok else "failed",
+            "model": record.model,
+            "schema": record.schema_name,
+            "attempts": record.attempts,
+            "input_tokens": record.usage.input_tokens,
+            "output_tokens": record.usage.output_tokens,
+            "latency_ms": round(record.latency_seconds * 1000),
+        }
+        if record.ok:
+            log.info(
+                "model call %s ok: %d attempt(s), %d input / %d output tokens, %.2fs",
+                record.schema_name,
+                record.attempts,
+                record.usage.input_tokens,
+                record.usage.output_tokens,
+                record.latency_seconds,
+                extra=extra,
+            )
+        else:
+            log.warning("model call %s failed: %s", record.schema_name, record.error, extra=extra)
+
+    def _gave_up(self, attempts: _Attempts, reason: str) -> str:
+        return f"{self.model}: gave up after {attempts.sent} attempt(s): {reason}"
+
+    def _scrub(self, text: str) -> str:
+        """Drop the API key (and anything shaped like one) from text that came from elsewhere."""
+        key = self.config.api_key
+        if key and len(key) >= _MIN_KEY_CHARS_TO_SCRUB:
+            text = text.replace(key, "[REDACTED_SECRET]")
+        return _KEY_LIKE.sub("[REDACTED_SECRET]", text)
+
+
+def _require_api_object(response: object) -> None:
+    """The SDK hands back the raw text when a 200 body is not JSON (an HTML error page from a
+    proxy, say); that is a broken answer, not a crash."""
+    if isinstance(response, str | bytes):
+        raise InvalidModelOutput("the response body is not a JSON API response")
+
+
+def _describe_status(status: int) -> str:
+    known = {
+        400: "bad request",
+        401: "authentication failed",
+        403: "permission denied",
+        404: "not found (check the model name and base URL)",
+        408: "request timeout",
+        409: "conflict",
+        413: "request too large",
+        422: "unprocessable request",
+        429: "rate limited",
+    }
+    if status in known:
+        return known[status]
+    return "server error" if status >= 500 else "client error"
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """How long the server asked us to wait: `retry-after-ms`, or `Retry-After` as seconds or
+    an HTTP date. None when absent or unreadable, so the caller falls back to backoff."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def parse_json_answer(
+    text: str, schema: Mapping[str, Any], *, truncated: bool = False
+) -> dict[str, Any]:
+    """Parse a model's answer and check it against `schema`, or raise `InvalidModelOutput`.
+
+    The reason names the place and the rule that failed but never quotes the answer, which
+    may carry a secret or an injection payload into logs and `status`.
+    """
+    cut = " (the answer was cut off at the output token limit)" if truncated else ""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidModelOutput(
+            f"answer is not valid JSON: {exc.msg} (char {exc.pos} of {len(text)}){cut}"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidModelOutput(f"answer is a JSON {_json_type(value)}, not an object{cut}")
+    problem = _violation(value, schema, schema, "$")
+    if problem is not None:
+        raise InvalidModelOutput(f"answer breaks the schema: {problem}{cut}")
+    return value
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_matches(value: object, expected: str) -> bool:
+    actual = _json_type(value)
+    return actual == expected or (expected == "number" and actual == "integer")
+
+
+def _violation(
+    value: object, schema: Mapping[str, Any], root: Mapping[str, Any], path: str
+) -> str | None:
+    """The first way `value` breaks `schema`, for the subset of JSON Schema that strict
+    structured outputs allow (type, properties, required, additionalProperties, items, enum,
+    const, anyOf, local $ref)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target: Any = root
+        for part in ref.removeprefix("#/").split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        if not isinstance(target, Mapping):
+            return f"{path}: schema reference {ref!r} cannot be resolved"
+        return _violation(value, target, root, path)
+
+    any_of = schema.get("anyOf")
+    if isinstance(any_of, list) and any_of:
+        problems = [_violation(value, option, root, path) for option in any_of]
+        if all(problems):
+            return problems[0]
+
+    expected = schema.get("type")
+    if expected is not None:
+        allowed = [expected] if isinstance(expected, str) else list(expected)
+        if not any(_type_matches(value, name) for name in allowed):
+            return f"{path} must be {' or '.join(allowed)}, not {_json_type(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{path} is not one of the allowed values"
+    if "const" in schema and value != schema["const"]:
+        return f"{path} is not the required constant"
+
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                return f"{path} is missing key {key!r}"
+        extra_allowed = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in properties:
+                problem = _violation(item, properties[key], root, f"{path}.{key}")
+            elif extra_allowed is False:
+                return f"{path} has unexpected key {key[:40]!r}"
+            elif isinstance(extra_allowed, Mapping):
+                problem = _violation(item, extra_allowed, root, f"{path}.{key[:40]}")
+            else:
+                problem = None
+            if problem is not None:
+                return problem
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            problem = _violation(item, schema["items"], root, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+    return None
