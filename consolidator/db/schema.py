@@ -133,6 +133,7 @@ class Job(Base):
     claimed_watermark: Mapped[int | None] = mapped_column(BigInteger)
     last_success_watermark: Mapped[int | None] = mapped_column(BigInteger)
     last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cooldown_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         UniqueConstraint("kind", "job_key"),
@@ -160,3 +161,54 @@ class Counter(Base):
 
     name: Mapped[str] = mapped_column(String(40), primary_key=True)
     value: Mapped[int] = mapped_column(BigInteger)
+
+
+class MemoryVersion(Base):
+    """One committed memory. The newest row is the current memory; `rollback` adds a row.
+
+    `memory_json` is the structured memory; `content_md` is its rendering, kept so history can
+    be shown without re-rendering. Forgetting rewrites both in every row that cited the thread.
+    """
+
+    __tablename__ = "memory_versions"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    kind: Mapped[str] = mapped_column(String(20))
+    memory_json: Mapped[str] = mapped_column(Text)
+    content_md: Mapped[str] = mapped_column(Text)
+    content_bytes: Mapped[int] = mapped_column(Integer)
+    watermark_from: Mapped[int | None] = mapped_column(BigInteger)
+    watermark_to: Mapped[int | None] = mapped_column(BigInteger)
+    backend: Mapped[str | None] = mapped_column(String(40))
+    model: Mapped[str | None] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    diff_summary: Mapped[str] = mapped_column(Text)
+    quarantined: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class MemoryVersionThread(Base):
+    """Which threads a version cites, so a forget rewrites only the versions that need it."""
+
+    __tablename__ = "memory_version_threads"
+
+    version: Mapped[int] = mapped_column(
+        Integer, ForeignKey("memory_versions.version", ondelete="CASCADE"), primary_key=True
+    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+
+    __table_args__ = (Index(None, "thread_id"),)
+
+
+class QuarantinedEntry(Base):
+    """A model-written entry kept out of MEMORY.md by the commit gate, for an admin to read."""
+
+    __tablename__ = "quarantined_entries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    version: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    thread_ids: Mapped[str] = mapped_column(Text)
