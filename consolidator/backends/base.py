@@ -6,10 +6,11 @@ pipeline decides what is stored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
+from consolidator.memory.model import Block, ThreadCitation
 from consolidator.sources.items import RolloutItem
 
 
@@ -72,3 +73,49 @@ class Backend(Protocol):
     model: str
 
     def extract(self, rollout: Stage1Input) -> Stage1Result: ...
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult: ...
+
+
+@dataclass(frozen=True)
+class ConsolidationInput:
+    """One changed stage-one output, as phase two shows it to the consolidator."""
+
+    thread_id: str
+    cwd: str | None
+    git_branch: str | None
+    rollout_path: str
+    updated_at: str
+    rollout_slug: str | None
+    rollout_summary: str
+    raw_memory: str
+
+    def to_prompt_dict(self) -> dict[str, str | None]:
+        return {
+            "thread_id": self.thread_id,
+            "cwd": self.cwd,
+            "git_branch": self.git_branch,
+            "rollout_path": self.rollout_path,
+            "updated_at": self.updated_at,
+            "rollout_summary": self.rollout_summary,
+            "raw_memory": self.raw_memory,
+        }
+
+
+@dataclass(frozen=True)
+class ConsolidationRequest:
+    """A bounded slice of the work: the changed inputs, the blocks they can touch in full,
+    and every other block only as an index line, so the prompt grows with the change."""
+
+    mode: Literal["INIT", "INCREMENTAL"]
+    inputs: Sequence[ConsolidationInput]
+    touched_blocks: Sequence[Block]
+    other_blocks: Sequence[Block]
+    citations: Mapping[str, ThreadCitation]
+
+
+@dataclass(frozen=True)
+class ConsolidationResult:
+    upserts: tuple[Block, ...]
+    deletions: tuple[str, ...]
+    usage: Usage = Usage()

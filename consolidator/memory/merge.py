@@ -1,0 +1,211 @@
+"""Applying a consolidation result to the current memory, and the sizes the commit gate checks.
+
+A consolidation (model or extractive) returns whole blocks to upsert and block ids to delete,
+never a full memory: blocks it was not shown stay exactly as they were. The gate then compares
+old and new with `shrink_fraction` and fits the result under the byte budget with
+`enforce_budget`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from consolidator.memory.model import (
+    SECTIONS,
+    Block,
+    Bullet,
+    Memory,
+    Section,
+    bullet_count,
+    task_count,
+)
+
+
+def apply_changes(memory: Memory, upserts: Sequence[Block], deletions: Collection[str]) -> Memory:
+    """Replace blocks in place by id, append new ones in the order given, drop deleted ids.
+
+    Existing blocks keep their order, so an incremental run causes no churn in the file.
+    Deleting an id that does not exist is a no-op. Upserting one id twice, or upserting and
+    deleting the same id, is contradictory and raises `ValueError`.
+    """
+    by_id: dict[str, Block] = {}
+    for block in upserts:
+        if block.block_id in by_id:
+            raise ValueError(f"block {block.block_id!r} is upserted twice")
+        by_id[block.block_id] = block
+    deleted = frozenset(deletions)
+    if conflict := sorted(deleted & by_id.keys()):
+        raise ValueError(f"block {conflict[0]!r} is both upserted and deleted")
+    blocks: list[Block] = []
+    placed: set[str] = set()
+    for block in memory.blocks:
+        if block.block_id in deleted:
+            continue
+        replacement = by_id.get(block.block_id)
+        if replacement is not None and block.block_id not in placed:
+            placed.add(block.block_id)
+            blocks.append(replacement)
+        elif replacement is None:
+            blocks.append(block)
+    blocks.extend(block for block in upserts if block.block_id not in placed)
+    return Memory(tuple(blocks))
+
+
+def shrink_fraction(old: Memory, new: Memory) -> float:
+    """The share of the old memory's tasks and bullets that the new one lost, from 0.0 to 1.0.
+
+    Counted per block so that growth in one block cannot hide a deletion in another: a block
+    that disappeared loses everything; a kept block loses the tasks whose ids are gone and its
+    net drop in bullets (a reworded bullet is not a loss).
+    """
+    total = task_count(old) + bullet_count(old)
+    if total == 0:
+        return 0.0
+    new_blocks = {block.block_id: block for block in new.blocks}
+    lost = 0
+    for block in old.blocks:
+        after = new_blocks.get(block.block_id)
+        old_bullets = len(block.preferences) + len(block.knowledge) + len(block.failures)
+        if after is None:
+            lost += len(block.tasks) + old_bullets
+            continue
+        surviving = {task.task_id for task in after.tasks}
+        lost += sum(1 for task in block.tasks if task.task_id not in surviving)
+        new_bullets = len(after.preferences) + len(after.knowledge) + len(after.failures)
+        lost += max(0, old_bullets - new_bullets)
+    return min(1.0, lost / total)
+
+
+def enforce_budget(
+    memory: Memory, budget_bytes: int, render: Callable[[Memory], str]
+) -> tuple[Memory, int]:
+    """Fit the rendered memory into `budget_bytes` (UTF-8); return it and how many were evicted.
+
+    Identical bullets in the same section of a block (ignoring case and spacing) are merged
+    first, keeping the first wording and the union of their task references; merging is
+    lossless and is not counted as an eviction. Then bullets are evicted least supported first
+    (fewest citing tasks), then stalest (the newest `updated_at` among their tasks' citations is
+    the oldest), then in file order. Only if every bullet is gone and the task index alone is
+    still too big are tasks evicted, stalest first, dropping blocks left without tasks.
+
+    The number of evictions is found by bisection, which assumes that evicting more never makes
+    the rendering bigger; it needs O(log n) renders rather than one per eviction.
+    """
+    memory = dedupe_bullets(memory)
+
+    def size(candidate: Memory) -> int:
+        return len(render(candidate).encode("utf-8"))
+
+    if size(memory) <= budget_bytes:
+        return memory, 0
+    order = _eviction_order(memory)
+    low, high = 1, len(order)
+    if size(_evict(memory, order, high)) > budget_bytes:
+        return _evict(memory, order, high), high
+    while low < high:
+        middle = (low + high) // 2
+        if size(_evict(memory, order, middle)) <= budget_bytes:
+            high = middle
+        else:
+            low = middle + 1
+    return _evict(memory, order, low), low
+
+
+def dedupe_bullets(memory: Memory) -> Memory:
+    """Merge bullets of one block and section that say the same thing; see `enforce_budget`."""
+    blocks: list[Block] = []
+    changed = False
+    for block in memory.blocks:
+        sections: dict[Section, tuple[Bullet, ...]] = {}
+        for name in SECTIONS:
+            original = block.section(name)
+            merged: dict[str, Bullet] = {}
+            for bullet in original:
+                key = " ".join(bullet.text.split()).casefold()
+                first = merged.get(key)
+                if first is None:
+                    merged[key] = bullet
+                else:
+                    refs = tuple(dict.fromkeys(first.task_ids + bullet.task_ids))
+                    merged[key] = replace(first, task_ids=refs)
+            sections[name] = original if len(merged) == len(original) else tuple(merged.values())
+        if any(sections[name] is not block.section(name) for name in SECTIONS):
+            changed = True
+            block = replace(
+                block,
+                preferences=sections["preferences"],
+                knowledge=sections["knowledge"],
+                failures=sections["failures"],
+            )
+        blocks.append(block)
+    return Memory(tuple(blocks)) if changed else memory
+
+
+_OLDEST = float("-inf")
+
+# An eviction candidate: (block index, section or None for a task, index within it).
+_Slot = tuple[int, Section | None, int]
+
+
+def _eviction_order(memory: Memory) -> list[_Slot]:
+    bullets: list[tuple[int, float, int, _Slot]] = []
+    tasks: list[tuple[float, int, _Slot]] = []
+    position = 0
+    for block_index, block in enumerate(memory.blocks):
+        freshness: dict[str, float] = {}
+        for task_index, task in enumerate(block.tasks):
+            newest = max((_timestamp(c.updated_at) for c in task.citations), default=_OLDEST)
+            freshness.setdefault(task.task_id, newest)
+            tasks.append((newest, position, (block_index, None, task_index)))
+            position += 1
+        for name in SECTIONS:
+            for bullet_index, bullet in enumerate(block.section(name)):
+                newest = max((freshness.get(t, _OLDEST) for t in bullet.task_ids), default=_OLDEST)
+                slot: _Slot = (block_index, name, bullet_index)
+                bullets.append((len(bullet.task_ids), newest, position, slot))
+                position += 1
+    bullets.sort(key=lambda entry: entry[:3])
+    tasks.sort(key=lambda entry: entry[:2])
+    return [entry[3] for entry in bullets] + [entry[2] for entry in tasks]
+
+
+def _evict(memory: Memory, order: list[_Slot], count: int) -> Memory:
+    doomed = set(order[:count])
+    blocks: list[Block] = []
+    for block_index, block in enumerate(memory.blocks):
+        tasks = tuple(
+            task for i, task in enumerate(block.tasks) if (block_index, None, i) not in doomed
+        )
+        if not tasks:
+            continue
+        kept: dict[Section, tuple[Bullet, ...]] = {
+            name: tuple(
+                bullet
+                for i, bullet in enumerate(block.section(name))
+                if (block_index, name, i) not in doomed
+            )
+            for name in SECTIONS
+        }
+        blocks.append(
+            replace(
+                block,
+                tasks=tasks,
+                preferences=kept["preferences"],
+                knowledge=kept["knowledge"],
+                failures=kept["failures"],
+            )
+        )
+    return Memory(tuple(blocks))
+
+
+def _timestamp(value: str) -> float:
+    """Seconds since the epoch; an unreadable timestamp counts as the oldest possible."""
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return _OLDEST
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()

@@ -1,0 +1,322 @@
+"""The structured memory: the one source that `MEMORY.md` and its siblings are rendered from.
+
+The database stores this structure (as the JSON of `Memory.to_dict`), never the Markdown, so
+forgetting, merging and budgeting work on explicit citations instead of re-reading prose. Every
+type is immutable: a phase-two run builds a new `Memory`, and the commit gate compares the two.
+
+A committed memory keeps these invariants (`invariant_violations` lists the broken ones):
+block ids are unique and well formed; task ids are unique within their block; every task cites
+at least one thread; every bullet cites at least one task of its own block; every block has at
+least one task. `forget.forget_threads(memory, ())` repairs a memory that breaks the citation
+invariants by pruning, which is what a hand-edited file gets after parsing.
+
+`updated_at` values are ISO-8601 strings (UTC, e.g. `2025-05-01T12:00:00Z`): they are rendered
+verbatim and compared as timestamps only when eviction needs an age.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+FORMAT_VERSION: Final = 1
+
+# Ids are rendered inside HTML comments and used as keys in prompts, so they stay plain tokens.
+ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+Section = Literal["preferences", "knowledge", "failures"]
+SECTIONS: Final[tuple[Section, ...]] = ("preferences", "knowledge", "failures")
+
+
+def is_valid_id(value: str) -> bool:
+    return ID_PATTERN.fullmatch(value) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCitation:
+    """Where a task's evidence lives: one stage-one output and the rollout behind it."""
+
+    thread_id: str
+    rollout_summary_file: str
+    cwd: str | None
+    rollout_path: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One past piece of work inside a task group; the unit that bullets cite."""
+
+    task_id: str
+    title: str
+    citations: tuple[ThreadCitation, ...]
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def thread_ids(self) -> tuple[str, ...]:
+        return tuple(citation.thread_id for citation in self.citations)
+
+
+@dataclass(frozen=True, slots=True)
+class Bullet:
+    text: str
+    task_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One `# Task Group`: a cwd, project or workflow family and what was learned in it."""
+
+    block_id: str
+    title: str
+    scope: str
+    applies_to_cwd: str | None
+    reuse_rule: str
+    tasks: tuple[Task, ...]
+    preferences: tuple[Bullet, ...] = ()
+    knowledge: tuple[Bullet, ...] = ()
+    failures: tuple[Bullet, ...] = ()
+
+    def section(self, name: Section) -> tuple[Bullet, ...]:
+        bullets: tuple[Bullet, ...] = getattr(self, name)
+        return bullets
+
+    def bullets(self) -> Iterator[tuple[Section, Bullet]]:
+        for name in SECTIONS:
+            for bullet in self.section(name):
+                yield name, bullet
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    blocks: tuple[Block, ...] = ()
+
+    def block(self, block_id: str) -> Block | None:
+        for block in self.blocks:
+            if block.block_id == block_id:
+                return block
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict with a fixed key order, so two dumps of equal memories are equal."""
+        return {"format": FORMAT_VERSION, "blocks": [_block_to_dict(b) for b in self.blocks]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Memory:
+        """Read what `to_dict` wrote; a malformed document raises `ValueError` naming the field."""
+        reader = _Reader(data, "memory")
+        version = data.get("format", FORMAT_VERSION)
+        if version != FORMAT_VERSION:
+            raise ValueError(f"memory: unsupported format {version!r}")
+        return cls(tuple(_block_from_dict(r) for r in reader.objects("blocks")))
+
+
+def cited_thread_ids(memory: Memory) -> frozenset[str]:
+    return frozenset(
+        citation.thread_id
+        for block in memory.blocks
+        for task in block.tasks
+        for citation in task.citations
+    )
+
+
+def bullet_count(memory: Memory) -> int:
+    return sum(
+        len(block.preferences) + len(block.knowledge) + len(block.failures)
+        for block in memory.blocks
+    )
+
+
+def task_count(memory: Memory) -> int:
+    return sum(len(block.tasks) for block in memory.blocks)
+
+
+def invariant_violations(memory: Memory) -> list[str]:
+    """Every broken invariant as a one-line reason; empty means the memory may be committed."""
+    problems: list[str] = []
+    seen_blocks: set[str] = set()
+    for block in memory.blocks:
+        where = f"block {block.block_id!r}"
+        if not is_valid_id(block.block_id):
+            problems.append(f"{where}: malformed block id")
+        if block.block_id in seen_blocks:
+            problems.append(f"{where}: duplicate block id")
+        seen_blocks.add(block.block_id)
+        if not block.tasks:
+            problems.append(f"{where}: no tasks")
+        task_ids: set[str] = set()
+        for task in block.tasks:
+            if not is_valid_id(task.task_id):
+                problems.append(f"{where}: malformed task id {task.task_id!r}")
+            if task.task_id in task_ids:
+                problems.append(f"{where}: duplicate task id {task.task_id!r}")
+            task_ids.add(task.task_id)
+            if not task.citations:
+                problems.append(f"{where}: task {task.task_id!r} cites no thread")
+        for name, bullet in block.bullets():
+            if not bullet.task_ids:
+                problems.append(f"{where}: a {name} bullet cites no task")
+            for task_id in bullet.task_ids:
+                if task_id not in task_ids:
+                    problems.append(f"{where}: a {name} bullet cites unknown task {task_id!r}")
+    return problems
+
+
+def diff_summary(old: Memory, new: Memory) -> str:
+    """A one-line change count for logs and `history`, e.g. `+2 blocks, -1 task, +5 bullets`.
+
+    Blocks and tasks are matched by id, citations by (block, task, thread), bullets by their
+    section and text, so a reworded bullet shows as one removed and one added. `~n blocks`
+    counts blocks kept under the same id whose content changed.
+    """
+    old_blocks = {b.block_id: b for b in old.blocks}
+    new_blocks = {b.block_id: b for b in new.blocks}
+    changed = sum(
+        1 for block_id, block in new_blocks.items() if old_blocks.get(block_id, block) != block
+    )
+    old_tasks, old_cites, old_bullets = _identities(old)
+    new_tasks, new_cites, new_bullets = _identities(new)
+    counts = [
+        ("+", len(new_blocks.keys() - old_blocks.keys()), "block"),
+        ("-", len(old_blocks.keys() - new_blocks.keys()), "block"),
+        ("~", changed, "block"),
+        ("+", len(new_tasks - old_tasks), "task"),
+        ("-", len(old_tasks - new_tasks), "task"),
+        ("+", len(new_cites - old_cites), "citation"),
+        ("-", len(old_cites - new_cites), "citation"),
+        ("+", (new_bullets - old_bullets).total(), "bullet"),
+        ("-", (old_bullets - new_bullets).total(), "bullet"),
+    ]
+    parts = [f"{sign}{n} {noun}{'' if n == 1 else 's'}" for sign, n, noun in counts if n]
+    return ", ".join(parts) if parts else "no changes"
+
+
+def _identities(
+    memory: Memory,
+) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]], Counter[tuple[str, str, str]]]:
+    tasks: set[tuple[str, str]] = set()
+    cites: set[tuple[str, str, str]] = set()
+    bullets: Counter[tuple[str, str, str]] = Counter()
+    for block in memory.blocks:
+        for task in block.tasks:
+            tasks.add((block.block_id, task.task_id))
+            for citation in task.citations:
+                cites.add((block.block_id, task.task_id, citation.thread_id))
+        for name, bullet in block.bullets():
+            bullets[(block.block_id, name, bullet.text)] += 1
+    return tasks, cites, bullets
+
+
+def _block_to_dict(block: Block) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "block_id": block.block_id,
+        "title": block.title,
+        "scope": block.scope,
+        "applies_to_cwd": block.applies_to_cwd,
+        "reuse_rule": block.reuse_rule,
+        "tasks": [
+            {
+                "task_id": task.task_id,
+                "title": task.title,
+                "citations": [
+                    {
+                        "thread_id": c.thread_id,
+                        "rollout_summary_file": c.rollout_summary_file,
+                        "cwd": c.cwd,
+                        "rollout_path": c.rollout_path,
+                        "updated_at": c.updated_at,
+                    }
+                    for c in task.citations
+                ],
+                "keywords": list(task.keywords),
+            }
+            for task in block.tasks
+        ],
+    }
+    for name in SECTIONS:
+        result[name] = [
+            {"text": bullet.text, "task_ids": list(bullet.task_ids)}
+            for bullet in block.section(name)
+        ]
+    return result
+
+
+def _block_from_dict(reader: _Reader) -> Block:
+    return Block(
+        block_id=reader.string("block_id"),
+        title=reader.string("title"),
+        scope=reader.string("scope"),
+        applies_to_cwd=reader.optional_string("applies_to_cwd"),
+        reuse_rule=reader.string("reuse_rule"),
+        tasks=tuple(
+            Task(
+                task_id=t.string("task_id"),
+                title=t.string("title"),
+                citations=tuple(
+                    ThreadCitation(
+                        thread_id=c.string("thread_id"),
+                        rollout_summary_file=c.string("rollout_summary_file"),
+                        cwd=c.optional_string("cwd"),
+                        rollout_path=c.string("rollout_path"),
+                        updated_at=c.string("updated_at"),
+                    )
+                    for c in t.objects("citations")
+                ),
+                keywords=t.strings("keywords"),
+            )
+            for t in reader.objects("tasks")
+        ),
+        preferences=_bullets_from(reader, "preferences"),
+        knowledge=_bullets_from(reader, "knowledge"),
+        failures=_bullets_from(reader, "failures"),
+    )
+
+
+def _bullets_from(reader: _Reader, key: Section) -> tuple[Bullet, ...]:
+    return tuple(Bullet(b.string("text"), b.strings("task_ids")) for b in reader.objects(key))
+
+
+class _Reader:
+    """Typed access to one JSON object, with the field path in every error."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{path}: expected an object, got {type(data).__name__}")
+        self._data: Mapping[str, Any] = data
+        self._path = path
+
+    def _get(self, key: str) -> Any:
+        if key not in self._data:
+            raise ValueError(f"{self._path}: missing {key!r}")
+        return self._data[key]
+
+    def string(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise ValueError(f"{self._path}.{key}: expected a string")
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        value = self._get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{self._path}.{key}: expected a string or null")
+        return value
+
+    def _list(self, key: str) -> list[Any]:
+        value = self._get(key)
+        if not isinstance(value, list):
+            raise ValueError(f"{self._path}.{key}: expected a list")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        values = self._list(key)
+        if not all(isinstance(v, str) for v in values):
+            raise ValueError(f"{self._path}.{key}: expected a list of strings")
+        return tuple(values)
+
+    def objects(self, key: str) -> Iterator[_Reader]:
+        for index, value in enumerate(self._list(key)):
+            yield _Reader(value, f"{self._path}.{key}[{index}]")
