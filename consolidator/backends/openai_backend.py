@@ -27,18 +27,24 @@ from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponent
 
 from consolidator.backends.base import (
     BackendError,
+    ConsolidationRequest,
+    ConsolidationResult,
     InvalidModelOutput,
     Stage1Input,
     Stage1Result,
     Usage,
 )
+from consolidator.memory.render import render_block_index
+from consolidator.memory.schema import block_to_payload, blocks_from_model_output
 from consolidator.resources import load_prompt, load_schema
 
 log = logging.getLogger(__name__)
 
 STAGE_ONE = "stage_one"
+CONSOLIDATION = "consolidation"
 
 _PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
+_CONSOLIDATION_PLACEHOLDER = re.compile(r"\{(mode|memory_index|touched_blocks|inputs)\}")
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
 _RETRYABLE_STATUS = frozenset({408, 429})
 _MAX_REASON_CHARS = 200
@@ -138,6 +144,23 @@ def render_stage_one_prompt(rollout: Stage1Input) -> str:
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], load_prompt(STAGE_ONE))
 
 
+def render_consolidation_prompt(request: ConsolidationRequest) -> str:
+    """Fill the consolidation template: stable rules first, this run's slice last."""
+    values = {
+        "mode": request.mode,
+        "memory_index": render_block_index(request.other_blocks),
+        "touched_blocks": json.dumps(
+            [block_to_payload(block) for block in request.touched_blocks], ensure_ascii=False
+        ),
+        "inputs": json.dumps(
+            [item.to_prompt_dict() for item in request.inputs], ensure_ascii=False
+        ),
+    }
+    return _CONSOLIDATION_PLACEHOLDER.sub(
+        lambda match: values[match.group(1)], load_prompt(CONSOLIDATION)
+    )
+
+
 class OpenAIBackend:
     """Stage-one extraction and generic schema-checked JSON calls over the `openai` SDK.
 
@@ -206,6 +229,20 @@ class OpenAIBackend:
         return Stage1Result(
             rollout_summary=summary, rollout_slug=slug, raw_memory=raw_memory, usage=usage
         )
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        answer, usage = self.complete_json(
+            render_consolidation_prompt(request), CONSOLIDATION, load_schema(CONSOLIDATION)
+        )
+        try:
+            upserts, deletions = blocks_from_model_output(
+                answer,
+                request.citations.get,
+                reserved_ids={block.block_id for block in request.other_blocks},
+            )
+        except ValueError as exc:
+            raise InvalidModelOutput(f"consolidation answer refused: {exc}") from exc
+        return ConsolidationResult(tuple(upserts), tuple(deletions), usage)
 
     def complete_json(
         self, system_or_prompt: str, schema_name: str, schema: dict[str, Any]

@@ -42,7 +42,18 @@ from tenacity import (
 )
 
 from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
-from consolidator.db.schema import Counter, InputChange, Job, Stage1Output, Thread
+from consolidator.db.schema import (
+    Counter,
+    InputChange,
+    Job,
+    MemoryVersion,
+    MemoryVersionThread,
+    QuarantinedEntry,
+    Stage1Output,
+    Thread,
+)
+from consolidator.memory.codec import StoredMemory, decode, encode, forget_in
+from consolidator.memory.model import Memory, diff_summary
 from consolidator.sources.items import RolloutHeader
 
 log = logging.getLogger(__name__)
@@ -50,6 +61,9 @@ log = logging.getLogger(__name__)
 THREADS = Thread.__table__
 JOBS = Job.__table__
 OUTPUTS = Stage1Output.__table__
+VERSIONS = MemoryVersion.__table__
+# Phase two never runs out of retries; it backs off instead.
+PHASE2_RETRY_BUDGET = 1_000_000_000
 
 STAGE1 = "stage1"
 PHASE2 = "phase2"
@@ -72,6 +86,8 @@ class ThreadState(StrEnum):
     ACTIVE = "active"
     BAD = "bad"
     DELETED = "deleted"
+    # Forgotten on request: stays forgotten even while its file is still on disk.
+    FORGOTTEN = "forgotten"
 
 
 class JobStatus(StrEnum):
@@ -170,6 +186,7 @@ class JobRecord:
     input_watermark: int
     last_success_watermark: int | None
     last_success_at: datetime | None
+    cooldown_until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +202,71 @@ class StatusCounts:
     input_watermark: int
     problems: tuple[tuple[str, str], ...]
     errors: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    version: int
+    created_at: datetime
+    kind: str
+    memory_json: str
+    content_md: str
+    content_bytes: int
+    watermark_from: int | None
+    watermark_to: int | None
+    backend: str | None
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    diff_summary: str
+    quarantined: int
+
+
+@dataclass(frozen=True)
+class Phase2Inputs:
+    base: VersionRecord | None
+    watermark_from: int
+    watermark_to: int
+    changed: list[Stage1Record]
+    removed: list[str]
+
+
+@dataclass(frozen=True)
+class QuarantineItem:
+    reason: str
+    text: str
+    thread_ids: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Phase2Result:
+    """A gated consolidation result, ready for the fenced commit."""
+
+    memory: StoredMemory
+    kind: str
+    watermark_from: int
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    quarantined: tuple[QuarantineItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Phase2Commit:
+    committed: bool
+    version: int | None
+    forgotten: int
+
+
+@dataclass(frozen=True)
+class ClearReport:
+    outputs: int
+    versions: int
+    jobs: int
+    changes: int
+    quarantined: int
+    threads: int
 
 
 @dataclass(frozen=True)
@@ -371,6 +453,8 @@ class Store:
                         Thread.thread_id == header.thread_id
                     )
                 ).one()
+                if previous.state == ThreadState.FORGOTTEN.value:
+                    return ThreadChange.UNCHANGED
                 values["ingested"] = ingested or previous.ingested
                 connection.execute(
                     update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
@@ -412,24 +496,136 @@ class Store:
 
     @_contention_retry
     def mark_deleted(self, thread_ids: Iterable[str]) -> int:
-        """Record vanished inputs: the thread turns `deleted`, its stage-one output and job go,
-        and the change log records the deletion so phase two forgets what only it supported."""
-        count = 0
+        """Record vanished inputs and forget them at once (no model call, even in cooldown).
+
+        - The thread turns `deleted`; its stage-one output and job go.
+        - The change log records the deletion; memory versions citing it are rewritten.
+        """
         with self._write() as connection:
             now = self._now(connection)
-            for thread_id in thread_ids:
-                changed = connection.execute(
-                    update(Thread)
-                    .where(Thread.thread_id == thread_id, Thread.state != ThreadState.DELETED.value)
-                    .values(state=ThreadState.DELETED.value, updated_at=now)
+            removed = self._remove_inputs(connection, list(thread_ids), ThreadState.DELETED, now)
+        return len(removed)
+
+    def _remove_inputs(
+        self, connection: Connection, thread_ids: list[str], state: ThreadState, now: datetime
+    ) -> list[str]:
+        spared = [ThreadState.FORGOTTEN.value]
+        if state is ThreadState.DELETED:
+            spared.append(ThreadState.DELETED.value)
+        removed: list[str] = []
+        for thread_id in thread_ids:
+            changed = connection.execute(
+                update(Thread)
+                .where(Thread.thread_id == thread_id, Thread.state.not_in(spared))
+                .values(state=state.value, updated_at=now, problem=None)
+            )
+            if not _rowcount(changed):
+                continue
+            removed.append(thread_id)
+            connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
+            connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
+            self._log_change(connection, thread_id, "delete", now)
+        if removed:
+            self._forget_in_memory(connection, removed, now)
+        return removed
+
+    def _forget_in_memory(
+        self, connection: Connection, thread_ids: list[str], now: datetime
+    ) -> int:
+        """Purge the threads from every stored memory version and the quarantine.
+
+        The current version is followed by a new `forget` version (so projections notice),
+        and every older version citing the threads is rewritten in place, so that neither
+        history nor a rollback can bring their content back. Returns versions rewritten.
+        """
+        current = connection.execute(
+            select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+        ).first()
+        affected = sorted(
+            connection.execute(
+                select(MemoryVersionThread.version)
+                .where(MemoryVersionThread.thread_id.in_(thread_ids))
+                .distinct()
+            ).scalars()
+        )
+        for version in affected:
+            row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).one()
+            rewritten = forget_in(row.memory_json, thread_ids)
+            if rewritten is None:
+                continue
+            if current is not None and version == current.version:
+                self._insert_version(
+                    connection,
+                    rewritten,
+                    now=now,
+                    kind="forget",
+                    summary=diff_summary(decode(row.memory_json), rewritten.memory),
                 )
-                if not _rowcount(changed):
-                    continue
-                count += 1
-                connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
-                connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
-                self._log_change(connection, thread_id, "delete", now)
-        return count
+            connection.execute(
+                update(MemoryVersion)
+                .where(MemoryVersion.version == version)
+                .values(
+                    memory_json=rewritten.memory_json,
+                    content_md=rewritten.content_md,
+                    content_bytes=rewritten.content_bytes,
+                )
+            )
+            self._set_version_threads(connection, version, rewritten.thread_ids)
+        for thread_id in thread_ids:
+            connection.execute(
+                delete(QuarantinedEntry).where(
+                    QuarantinedEntry.thread_ids.contains(f" {thread_id} ")
+                )
+            )
+        return len(affected)
+
+    def _set_version_threads(
+        self, connection: Connection, version: int, thread_ids: Iterable[str]
+    ) -> None:
+        connection.execute(
+            delete(MemoryVersionThread).where(MemoryVersionThread.version == version)
+        )
+        rows = [{"version": version, "thread_id": t} for t in sorted(thread_ids)]
+        if rows:
+            connection.execute(insert(MemoryVersionThread), rows)
+
+    def _insert_version(
+        self,
+        connection: Connection,
+        stored: StoredMemory,
+        *,
+        now: datetime,
+        kind: str,
+        summary: str,
+        watermark_from: int | None = None,
+        watermark_to: int | None = None,
+        backend: str | None = None,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        quarantined: int = 0,
+    ) -> int:
+        version = connection.execute(
+            insert(MemoryVersion)
+            .values(
+                created_at=now,
+                kind=kind,
+                memory_json=stored.memory_json,
+                content_md=stored.content_md,
+                content_bytes=stored.content_bytes,
+                watermark_from=watermark_from,
+                watermark_to=watermark_to,
+                backend=backend,
+                model=model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                diff_summary=summary,
+                quarantined=quarantined,
+            )
+            .returning(MemoryVersion.version)
+        ).scalar_one()
+        self._set_version_threads(connection, int(version), stored.thread_ids)
+        return int(version)
 
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         with self._read() as connection:
@@ -615,6 +811,7 @@ class Store:
             if payload is None:
                 if _rowcount(had_output):
                     self._log_change(connection, claim.job_key, "delete", now)
+                    self._forget_in_memory(connection, [claim.job_key], now)
                 return True
             connection.execute(
                 insert(Stage1Output).values(
@@ -669,6 +866,350 @@ class Store:
                 retry_remaining=Job.retry_remaining + 1,
                 attempts=Job.attempts - 1,
             )
+
+    # -- phase two --------------------------------------------------------------------------
+
+    def _input_seq(self, connection: Connection) -> int:
+        value = connection.execute(
+            select(Counter.value).where(Counter.name == "input_seq")
+        ).scalar_one()
+        return int(value)
+
+    @_contention_retry
+    def try_claim_phase2(self, *, lease_seconds: int) -> Claim:
+        """Claim the global consolidation job.
+
+        - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
+          with input changes after the last success's watermark. Its row count decides.
+        - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
+        - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
+          `skipped_up_to_date` claims nothing and leaves the cooldown alone.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            self._insert_ignore(
+                connection,
+                Job,
+                {
+                    "kind": PHASE2,
+                    "job_key": PHASE2_KEY,
+                    "status": JobStatus.PENDING.value,
+                    "lease_epoch": 0,
+                    "retry_remaining": PHASE2_RETRY_BUDGET,
+                    "attempts": 0,
+                    "input_watermark": 0,
+                    "last_success_watermark": 0,
+                },
+            )
+            seq = self._input_seq(connection)
+            guard = and_(
+                Job.kind == PHASE2,
+                Job.job_key == PHASE2_KEY,
+                or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
+                func.coalesce(Job.last_success_watermark, 0) < seq,
+                or_(Job.retry_at.is_(None), Job.retry_at <= now),
+                or_(Job.cooldown_until.is_(None), Job.cooldown_until <= now),
+            )
+            token = uuid.uuid4().hex
+            row = connection.execute(
+                update(Job)
+                .where(guard)
+                .values(
+                    status=JobStatus.RUNNING.value,
+                    ownership_token=token,
+                    lease_epoch=Job.lease_epoch + 1,
+                    lease_until=now + timedelta(seconds=lease_seconds),
+                    worker_id=self.worker_id,
+                    started_at=now,
+                    finished_at=None,
+                    attempts=Job.attempts + 1,
+                    input_watermark=seq,
+                    claimed_watermark=seq,
+                )
+                .returning(Job.lease_epoch)
+            ).first()
+            if row is not None:
+                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, int(row[0]), seq)
+            job = connection.execute(
+                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            ).one()
+            if job.status == JobStatus.RUNNING.value and job.lease_until > now:
+                outcome = ClaimOutcome.SKIPPED_RUNNING
+            elif (job.last_success_watermark or 0) >= seq:
+                outcome = ClaimOutcome.SKIPPED_UP_TO_DATE
+            elif job.retry_at is not None and job.retry_at > now:
+                outcome = ClaimOutcome.SKIPPED_RETRY_BACKOFF
+            else:
+                outcome = ClaimOutcome.SKIPPED_COOLDOWN
+            return Claim(outcome, PHASE2, PHASE2_KEY)
+
+    def phase2_inputs(self, claim: Claim) -> Phase2Inputs:
+        """What a claimed run consumes: the current memory and the inputs changed in
+        (last success watermark, claimed watermark]. Deleted inputs are listed, but their
+        forgetting was already applied when they were deleted."""
+        with self._read() as connection:
+            job = connection.execute(
+                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            ).one()
+            start = int(job.last_success_watermark or 0)
+            end = int(claim.watermark or 0)
+            changed_ids = sorted(
+                set(
+                    connection.execute(
+                        select(InputChange.thread_id).where(
+                            InputChange.seq > start, InputChange.seq <= end
+                        )
+                    ).scalars()
+                )
+            )
+            outputs = [
+                _stage1_record(row)
+                for row in connection.execute(
+                    select(OUTPUTS)
+                    .where(Stage1Output.thread_id.in_(changed_ids))
+                    .order_by(Stage1Output.source_updated_at, Stage1Output.thread_id)
+                )
+            ]
+            base = connection.execute(
+                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+            ).first()
+        live = {output.thread_id for output in outputs}
+        return Phase2Inputs(
+            base=None if base is None else _version_record(base),
+            watermark_from=start,
+            watermark_to=end,
+            changed=outputs,
+            removed=[thread_id for thread_id in changed_ids if thread_id not in live],
+        )
+
+    def all_stage1_outputs(self) -> list[Stage1Record]:
+        return self.list_stage1_outputs()
+
+    def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]:
+        """Threads that may be cited: active, with a stored stage-one output."""
+        ids = list(thread_ids)
+        if not ids:
+            return frozenset()
+        with self._read() as connection:
+            return self._live(connection, ids)
+
+    def _live(self, connection: Connection, thread_ids: list[str]) -> frozenset[str]:
+        rows = connection.execute(
+            select(Stage1Output.thread_id)
+            .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+            .where(
+                Stage1Output.thread_id.in_(thread_ids),
+                Thread.state == ThreadState.ACTIVE.value,
+            )
+        ).scalars()
+        return frozenset(rows)
+
+    @_contention_retry
+    def commit_phase2(
+        self, claim: Claim, result: Phase2Result | None, *, cooldown_seconds: int
+    ) -> Phase2Commit:
+        """The fenced commit of a consolidation: all or nothing, in one transaction.
+
+        - Fencing: the job must still be `running` under this claim's token, else nothing
+          is written and `committed` is False (lost lease, clear-all, rollback).
+        - Threads the result cites that stopped being live since the run started are
+          forgotten here, deterministically, so a concurrent deletion always wins.
+        - A result equal to the current memory adds no version and starts no cooldown.
+        - The watermark advances to the claimed one; consumed change-log rows are pruned.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            version: int | None = None
+            forgotten = 0
+            memory: StoredMemory | None = None
+            if result is not None:
+                memory = result.memory
+                dead = memory.thread_ids - self._live(connection, sorted(memory.thread_ids))
+                if dead:
+                    rewritten = forget_in(memory.memory_json, dead)
+                    if rewritten is not None:
+                        memory = rewritten
+                    forgotten = len(dead)
+                current = connection.execute(
+                    select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
+                ).scalar()
+                if current == memory.memory_json:
+                    memory = None
+            values: dict[str, Any] = {
+                "status": JobStatus.SUCCEEDED.value,
+                "finished_at": now,
+                "last_error": None,
+                "retry_at": None,
+                "attempts": 0,
+                "last_success_watermark": claim.watermark,
+                "last_success_at": now,
+            }
+            if memory is not None:
+                values["cooldown_until"] = now + timedelta(seconds=cooldown_seconds)
+            if not self._fenced_finish(connection, claim, **values):
+                return Phase2Commit(committed=False, version=None, forgotten=0)
+            if memory is not None and result is not None:
+                previous = connection.execute(
+                    select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
+                ).scalar()
+                old = decode(previous) if previous else Memory()
+                version = self._insert_version(
+                    connection,
+                    memory,
+                    now=now,
+                    kind=result.kind,
+                    summary=diff_summary(old, memory.memory),
+                    watermark_from=result.watermark_from,
+                    watermark_to=claim.watermark,
+                    backend=result.backend,
+                    model=result.model,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    quarantined=len(result.quarantined),
+                )
+                for entry in result.quarantined:
+                    connection.execute(
+                        insert(QuarantinedEntry).values(
+                            created_at=now,
+                            version=version,
+                            reason=entry.reason,
+                            text=entry.text,
+                            thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
+                        )
+                    )
+            connection.execute(delete(InputChange).where(InputChange.seq <= (claim.watermark or 0)))
+            return Phase2Commit(committed=True, version=version, forgotten=forgotten)
+
+    # -- versions and admin -----------------------------------------------------------------
+
+    def current_version(self) -> VersionRecord | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+            ).first()
+            return None if row is None else _version_record(row)
+
+    def get_version(self, version: int) -> VersionRecord | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(VERSIONS).where(MemoryVersion.version == version)
+            ).first()
+            return None if row is None else _version_record(row)
+
+    def list_versions(self, *, limit: int = 50) -> list[VersionRecord]:
+        with self._read() as connection:
+            rows = connection.execute(
+                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
+            )
+            return [_version_record(row) for row in rows]
+
+    @_contention_retry
+    def rollback(self, version: int) -> int:
+        """Make an earlier version current again, as a new version.
+
+        - Threads it cites that are no longer live are forgotten in the copy.
+        - An in-flight phase-two run is fenced off (its token is cleared), so it cannot
+          commit on top of the rollback.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            row = connection.execute(
+                select(VERSIONS).where(MemoryVersion.version == version)
+            ).first()
+            if row is None:
+                raise KeyError(version)
+            current = connection.execute(
+                select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
+            ).scalar_one()
+            restored = decode(row.memory_json)
+            stored = encode(restored)
+            dead = stored.thread_ids - self._live(connection, sorted(stored.thread_ids))
+            if dead:
+                stored = forget_in(stored.memory_json, dead) or stored
+            self._fence_phase2(connection)
+            return self._insert_version(
+                connection,
+                stored,
+                now=now,
+                kind="rollback",
+                summary=f"rollback to {version}: " + diff_summary(decode(current), stored.memory),
+            )
+
+    def _fence_phase2(self, connection: Connection) -> None:
+        connection.execute(
+            update(Job)
+            .where(Job.kind == PHASE2, Job.status == JobStatus.RUNNING.value)
+            .values(status=JobStatus.PENDING.value, ownership_token=None, lease_until=None)
+        )
+
+    @_contention_retry
+    def forget_thread(self, thread_id: str) -> bool:
+        """Forget one thread now: output, job and every memory version; stays forgotten.
+
+        False when the thread is unknown or already forgotten.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            removed = self._remove_inputs(connection, [thread_id], ThreadState.FORGOTTEN, now)
+        return bool(removed)
+
+    @_contention_retry
+    def clear_all(self) -> ClearReport:
+        """Erase all memory in one transaction: stage-one outputs, jobs, the change log,
+        every version and the quarantine. Threads are dropped too, so the sessions still on
+        disk are read afresh; forgotten threads are kept, so they stay forgotten. A running
+        phase-two worker loses its job row and therefore its lease."""
+        with self._write() as connection:
+            counts = ClearReport(
+                outputs=_rowcount(connection.execute(delete(Stage1Output))),
+                versions=_rowcount(connection.execute(delete(MemoryVersion))),
+                jobs=_rowcount(connection.execute(delete(Job))),
+                changes=_rowcount(connection.execute(delete(InputChange))),
+                quarantined=_rowcount(connection.execute(delete(QuarantinedEntry))),
+                threads=_rowcount(
+                    connection.execute(
+                        delete(Thread).where(Thread.state != ThreadState.FORGOTTEN.value)
+                    )
+                ),
+            )
+            connection.execute(delete(MemoryVersionThread))
+            return counts
+
+    def purge_free_space(self) -> None:
+        """After a forget or clear on SQLite: fold the WAL into the database and truncate it,
+        so deleted content survives in neither the WAL nor free pages (secure_delete)."""
+        if not self._sqlite:
+            return
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cursor.close()
+        finally:
+            raw.close()
+
+    def phase2_job(self) -> JobRecord | None:
+        return self.get_job(PHASE2, PHASE2_KEY)
+
+    def quarantined_count(self) -> int:
+        with self._read() as connection:
+            return int(
+                connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one()
+            )
+
+    def quarantined_entries(self, *, limit: int = 50) -> list[tuple[str, str]]:
+        with self._read() as connection:
+            rows = connection.execute(
+                select(QuarantinedEntry.reason, QuarantinedEntry.text)
+                .order_by(QuarantinedEntry.id.desc())
+                .limit(limit)
+            ).all()
+        return [(row[0], row[1]) for row in rows]
+
+    @_contention_retry
+    def fail_phase2(self, claim: Claim, error: str) -> bool:
+        """A failed or refused run: back off exponentially (with jitter), fenced by token."""
+        return self.fail_job(claim, error, retryable=True)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -812,6 +1353,25 @@ def _stage1_record(row: Row[Any]) -> Stage1Record:
     )
 
 
+def _version_record(row: Row[Any]) -> VersionRecord:
+    return VersionRecord(
+        version=row.version,
+        created_at=row.created_at,
+        kind=row.kind,
+        memory_json=row.memory_json,
+        content_md=row.content_md,
+        content_bytes=row.content_bytes,
+        watermark_from=row.watermark_from,
+        watermark_to=row.watermark_to,
+        backend=row.backend,
+        model=row.model,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        diff_summary=row.diff_summary,
+        quarantined=row.quarantined,
+    )
+
+
 def _job_record(row: Row[Any]) -> JobRecord:
     return JobRecord(
         kind=row.kind,
@@ -827,4 +1387,5 @@ def _job_record(row: Row[Any]) -> JobRecord:
         input_watermark=row.input_watermark,
         last_success_watermark=row.last_success_watermark,
         last_success_at=row.last_success_at,
+        cooldown_until=row.cooldown_until,
     )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Memory, cited_thread_ids
@@ -40,3 +42,16 @@ def forget_in(memory_json: str, thread_ids: Collection[str]) -> StoredMemory | N
     """The stored memory without the threads, or None when it cites none of them."""
     result = forget_threads(decode(memory_json), thread_ids)
     return encode(result.memory) if result.changed else None
+
+
+_UNSAFE_STEM = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def summary_stem(thread_id: str, slug: str | None, updated_at: datetime) -> str:
+    """The file stem of a thread's `rollout_summaries/<stem>.md`: date, slug, short id.
+
+    The slug comes from a model, so the stem is reduced to a safe file-name alphabet.
+    """
+    readable = _UNSAFE_STEM.sub("-", (slug or "session").lower()).strip("-.")[:60] or "session"
+    short_id = _UNSAFE_STEM.sub("", thread_id)[:12] or "thread"
+    return f"{updated_at.strftime('%Y-%m-%d')}-{readable}-{short_id}"

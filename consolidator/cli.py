@@ -1,0 +1,446 @@
+"""The `consolidator` command line: one function per command, one error boundary.
+
+Exit codes: 0 done (a skip is not an error), 1 the work failed, 2 bad usage or
+configuration, 3 the database is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlalchemy.exc import OperationalError
+
+from consolidator import __version__
+from consolidator.backends.base import Backend
+from consolidator.backends.factory import make_backend
+from consolidator.config import SETTINGS, ConfigError, Settings, build_settings
+from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, open_engine
+from consolidator.db.engine import BadDatabaseURL, create_db_engine
+from consolidator.db.store import Eligibility, Store
+from consolidator.logs import configure_logging
+from consolidator.scanner import ScanReport, register_file, scan
+from consolidator.stage_one import (
+    Stage1Options,
+    Stage1Report,
+    ThreadResult,
+    process_one,
+    run_stage_one,
+    transcript_budget_chars,
+)
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_DB_UNAVAILABLE = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class WorkFailed(Exception):
+    """The command ran but its work failed (exit code 1)."""
+
+
+@dataclass
+class Invocation:
+    settings: Settings
+    json_output: bool
+    quiet: bool
+    console: Console
+
+    def emit(self, payload: dict[str, Any], human: Callable[[], None]) -> None:
+        if self.json_output:
+            click.echo(json.dumps(payload, indent=2, default=str))
+        elif not self.quiet:
+            human()
+
+
+def _help_for(spec_name: str) -> str:
+    spec = next(s for s in SETTINGS if s.name == spec_name)
+    return f"{spec.help} [env: {spec.env}; default: {spec.default}]"
+
+
+def common_options(func: F) -> F:
+    """Every command takes the settings, `--json`, `--quiet` and the logging options."""
+    decorated: Any = func
+    for spec in reversed(SETTINGS):
+        decorated = click.option(
+            spec.option,
+            spec.name,
+            default=None,
+            type=spec.kind,
+            help=_help_for(spec.name),
+            show_default=False,
+        )(decorated)
+    decorated = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Config file (TOML, keys as the option names with underscores). "
+        "[default: $CONSOLIDATOR_HOME/config.toml]",
+    )(decorated)
+    decorated = click.option("--json", "json_output", is_flag=True, help="Print JSON for scripts.")(
+        decorated
+    )
+    decorated = click.option(
+        "--quiet", "-q", is_flag=True, help="Print nothing on success (for cron mail)."
+    )(decorated)
+    decorated = click.option(
+        "--log-format",
+        type=click.Choice(["human", "json"]),
+        default="human",
+        show_default=True,
+        help="Log line format on stderr.",
+    )(decorated)
+    decorated = click.option(
+        "--verbose", "-v", is_flag=True, help="Log progress details (and tracebacks on errors)."
+    )(decorated)
+    result: F = decorated
+    return result
+
+
+def _invocation(params: dict[str, Any]) -> Invocation:
+    explicit = {spec.name: params.pop(spec.name, None) for spec in SETTINGS}
+    config_file = params.pop("config_file", None)
+    json_output = bool(params.pop("json_output", False))
+    quiet = bool(params.pop("quiet", False))
+    verbose = bool(params.pop("verbose", False))
+    log_format = params.pop("log_format", "human")
+    level = (
+        logging.DEBUG if verbose else (logging.WARNING if quiet or json_output else logging.INFO)
+    )
+    configure_logging(level=level, fmt=log_format)
+    settings = build_settings(explicit, config_file=config_file)
+    return Invocation(settings, json_output, quiet, Console(stderr=False, highlight=False))
+
+
+@contextmanager
+def _store(settings: Settings) -> Iterator[Store]:
+    engine = open_engine(settings.db_url)
+    try:
+        yield Store(engine)
+    finally:
+        engine.dispose()
+
+
+def _stage1_options(settings: Settings) -> Stage1Options:
+    return Stage1Options(
+        concurrency=settings.stage1_concurrency,
+        lease_seconds=settings.lease_seconds,
+        eligibility=Eligibility(settings.min_idle_seconds, settings.max_age_days),
+        transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
+    )
+
+
+def _backend(inv: Invocation) -> Backend:
+    backend = make_backend(inv.settings)
+    if inv.settings.backend == "auto":
+        log.info(
+            "backend auto -> %s (%s)",
+            backend.name,
+            "OPENAI_API_KEY or OPENAI_BASE_URL is set"
+            if backend.name == "openai"
+            else "no OPENAI_API_KEY or OPENAI_BASE_URL: offline extractive mode",
+            extra={"action": "backend_selected", "backend": backend.name},
+        )
+    return backend
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="consolidator")
+def cli() -> None:
+    """Turn finished coding-agent sessions into a long-term, cited MEMORY.md.
+
+    Stage one distils each finished session (rollout) into a stored, redacted summary; phase
+    two consolidates them under a database lease. Every command shares the options below
+    (flags win over CONSOLIDATOR_* variables, which win over config.toml and defaults).
+
+    \b
+    Quick start (offline, no API key):
+      consolidator run --sessions examples/sessions --home ./state --min-idle-seconds 0 \\
+          --max-age-days 0
+    """
+
+
+@cli.group()
+def db() -> None:
+    """Database administration."""
+
+
+@db.command("upgrade")
+@common_options
+def db_upgrade(**params: Any) -> None:
+    """Apply every pending migration (Alembic `upgrade head`).
+
+    SQLite is upgraded automatically on first use; a shared PostgreSQL only by this command.
+    """
+    inv = _invocation(params)
+    try:
+        engine = create_db_engine(inv.settings.db_url)
+    except BadDatabaseURL as exc:
+        raise ConfigError(str(exc)) from exc
+    try:
+        before = _checked(lambda: migrate.current_revision(engine), inv.settings)
+        migrate.upgrade(engine)
+        after = migrate.current_revision(engine)
+    finally:
+        engine.dispose()
+    inv.emit(
+        {"from": before, "to": after, "database": inv.settings.db_url_for_display},
+        lambda: inv.console.print(
+            f"database {inv.settings.db_url_for_display}: {before or 'empty'} -> {after}"
+        ),
+    )
+
+
+def _checked(func: Callable[[], Any], settings: Settings) -> Any:
+    try:
+        return func()
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise DatabaseUnavailable(f"cannot reach {settings.db_url_for_display}: {reason}") from exc
+
+
+def _do_scan(inv: Invocation, store: Store) -> ScanReport:
+    report = scan(store, inv.settings.sessions_dir, retry_budget=inv.settings.stage1_retry_budget)
+    for warning in report.warnings:
+        log.warning("%s", warning, extra={"action": "scan_warning"})
+    return report
+
+
+@cli.command("scan")
+@common_options
+def scan_command(**params: Any) -> None:
+    """Discover rollouts: register new ones, detect changed ones, forget vanished ones."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        report = _do_scan(inv, store)
+    inv.emit(report.as_json(), lambda: _print_scan(inv, report))
+
+
+def _print_scan(inv: Invocation, report: ScanReport) -> None:
+    inv.console.print(
+        f"scan: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
+        f"{report.deleted} deleted, {report.bad} bad"
+    )
+
+
+def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
+    backend = _backend(inv)
+    options = _stage1_options(inv.settings)
+    show_progress = not (inv.json_output or inv.quiet) and sys.stderr.isatty()
+    if not show_progress:
+        return run_stage_one(store, backend, options)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("stage one: {task.completed} threads done"),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=None)
+
+        def advance(thread_id: str, result: ThreadResult) -> None:
+            progress.update(task, advance=1, description=f"last: {thread_id[:12]} {result}")
+
+        return run_stage_one(store, backend, options, on_thread_done=advance)
+
+
+def _print_stage1(inv: Invocation, report: Stage1Report) -> None:
+    inv.console.print(
+        f"stage one: {report.claimed} claimed, {report.succeeded} stored, "
+        f"{report.empty} with nothing to remember, {report.failed} failed"
+        + (f", {report.lost} lost their lease" if report.lost else "")
+    )
+
+
+def _stage1_failed(report: Stage1Report) -> bool:
+    return bool(report.errors) or (report.failed > 0 and report.succeeded + report.empty == 0)
+
+
+@cli.command("stage1")
+@common_options
+def stage1_command(**params: Any) -> None:
+    """Run stage one on every eligible thread (idle long enough, not too old)."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        report = _do_stage1(inv, store)
+    inv.emit(report.as_json(), lambda: _print_stage1(inv, report))
+    if _stage1_failed(report):
+        raise WorkFailed("stage one failed: " + "; ".join(report.errors or ["every claim failed"]))
+
+
+@cli.command("run")
+@common_options
+def run_command(**params: Any) -> None:
+    """One pass: scan, then stage one, then phase two. Safe to overlap with itself or a daemon.
+
+    For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
+    """
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        scan_report = _do_scan(inv, store)
+        stage1_report = _do_stage1(inv, store)
+    payload = {"scan": scan_report.as_json(), "stage1": stage1_report.as_json(), "phase2": None}
+
+    def human() -> None:
+        _print_scan(inv, scan_report)
+        _print_stage1(inv, stage1_report)
+
+    inv.emit(payload, human)
+    if _stage1_failed(stage1_report):
+        raise WorkFailed(
+            "stage one failed: " + "; ".join(stage1_report.errors or ["every claim failed"])
+        )
+
+
+@cli.command("ingest")
+@click.argument("file", type=click.Path(path_type=Path))
+@common_options
+def ingest_command(file: Path, **params: Any) -> None:
+    """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
+    inv = _invocation(params)
+    if not file.is_file():
+        raise click.UsageError(f"{file} is not a readable file")
+    with _store(inv.settings) as store:
+        change, thread_id = register_file(
+            store,
+            str(file.resolve()),
+            ingested=True,
+            retry_budget=inv.settings.stage1_retry_budget,
+        )
+        result: ThreadResult | None = None
+        outcome = "skipped_bad_input"
+        if change.value != "bad":
+            claim, result = process_one(
+                store, _backend(inv), thread_id, _stage1_options(inv.settings)
+            )
+            outcome = claim.outcome.value
+        thread = store.get_thread(thread_id)
+    payload = {
+        "thread_id": thread_id,
+        "registered": change.value,
+        "claim": outcome,
+        "result": result.value if result else None,
+        "problem": thread.problem if thread else None,
+    }
+    inv.emit(
+        payload,
+        lambda: inv.console.print(
+            f"{thread_id}: {change.value}, {outcome}"
+            + (f", {result.value}" if result else "")
+            + (f" ({thread.problem})" if thread and thread.problem else "")
+        ),
+    )
+    if result is ThreadResult.FAILED:
+        raise WorkFailed(f"stage one failed for {thread_id}; see `consolidator status`")
+
+
+@cli.command("status")
+@common_options
+def status_command(**params: Any) -> None:
+    """Show threads, stage-one backlog, leases, the last run and recent problems."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        counts = store.status_counts()
+    payload: dict[str, Any] = {
+        "threads": {
+            "total": counts.threads_total,
+            "deleted": counts.threads_deleted,
+            "bad": counts.threads_bad,
+        },
+        "stage1": {
+            "outputs": counts.outputs,
+            "pending": counts.pending,
+            "running": counts.running,
+            "failed": counts.failed,
+            "exhausted": counts.exhausted,
+        },
+        "phase2": {
+            "status": "never_run",
+            "lease_until": None,
+            "last_success_at": None,
+            "cooldown_until": None,
+            "input_watermark": counts.input_watermark,
+            "last_success_watermark": 0,
+        },
+        "memory": {"version": None, "bytes": 0, "blocks": 0, "quarantined": 0},
+        "problems": [{"rollout_path": p, "reason": r} for p, r in counts.problems],
+        "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
+    }
+
+    def human() -> None:
+        table = Table(title="consolidator status", show_header=False)
+        table.add_column("what")
+        table.add_column("value")
+        table.add_row("database", inv.settings.db_url_for_display)
+        table.add_row(
+            "threads",
+            f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
+            f"{counts.threads_bad} with bad input",
+        )
+        table.add_row(
+            "stage one",
+            f"{counts.outputs} outputs, {counts.pending} pending, {counts.running} running, "
+            f"{counts.failed} failed, {counts.exhausted} exhausted",
+        )
+        table.add_row("input watermark", str(counts.input_watermark))
+        inv.console.print(table)
+        for path, reason in counts.problems:
+            inv.console.print(f"bad input: {path}: {reason}", markup=False)
+        for thread_id, error in counts.errors:
+            inv.console.print(f"error: {thread_id}: {error}", markup=False)
+
+    inv.emit(payload, human)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"consolidator: {message}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The error boundary: known errors become one line and an exit code."""
+    try:
+        cli.main(args=argv, prog_name="consolidator", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", EXIT_FAILED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except (ConfigError, DatabaseNotMigrated) as exc:
+        _fail(str(exc), EXIT_USAGE)
+    except DatabaseUnavailable as exc:
+        _fail(str(exc), EXIT_DB_UNAVAILABLE)
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE)
+    except WorkFailed as exc:
+        _fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_FAILED)
+    except Exception as exc:
+        log.debug("unexpected error", exc_info=True)
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        _fail(
+            f"unexpected error: {type(exc).__name__}: {first_line}"
+            " (run with --verbose for the traceback)",
+            EXIT_FAILED,
+        )
+    sys.exit(EXIT_OK)

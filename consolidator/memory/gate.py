@@ -1,0 +1,140 @@
+"""The commit gate: what a consolidation result must pass before it may become memory.
+
+The model's result is untrusted. Entries carrying a secret, an injection or exfiltration
+pattern, or invisible/bidi Unicode are quarantined (kept out, but counted and kept for an
+admin), and the rest goes on; a result that breaks structure, cites threads that are not
+live, overflows the budget, or deletes too much of the memory is refused whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
+
+from consolidator.memory.forget import forget_threads
+from consolidator.memory.merge import enforce_budget, shrink_fraction
+from consolidator.memory.model import (
+    Block,
+    Bullet,
+    Memory,
+    cited_thread_ids,
+    invariant_violations,
+)
+from consolidator.memory.render import render_memory_md
+from consolidator.security import scan_threats
+
+
+class GateRefused(Exception):
+    """The whole result is refused; the message is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    reason: str
+    text: str
+    thread_ids: frozenset[str]
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    budget_bytes: int
+    max_shrink_fraction: float = 0.5
+    allow_shrink: bool = False
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    memory: Memory
+    quarantined: tuple[Quarantined, ...]
+    evicted: int
+
+
+def _threat_reason(text: str) -> str | None:
+    threats = scan_threats(text)
+    if not threats:
+        return None
+    return "; ".join(sorted({f"{t.kind}: {t.detail}" for t in threats}))
+
+
+def _block_threads(block: Block, task_ids: Collection[str] | None = None) -> frozenset[str]:
+    return frozenset(
+        citation.thread_id
+        for task in block.tasks
+        if task_ids is None or task.task_id in task_ids
+        for citation in task.citations
+    )
+
+
+def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
+    """Move unsafe entries out of the memory. A bad block header or task title takes the
+    whole block or task with it, since its bullets would be read in that context."""
+    quarantined: list[Quarantined] = []
+    blocks: list[Block] = []
+    for block in memory.blocks:
+        header = "\n".join((block.title, block.scope, block.reuse_rule, block.applies_to_cwd or ""))
+        reason = _threat_reason(header)
+        if reason:
+            quarantined.append(Quarantined(reason, header, _block_threads(block)))
+            continue
+        tasks = []
+        for task in block.tasks:
+            task_text = "\n".join((task.title, *task.keywords))
+            reason = _threat_reason(task_text)
+            if reason:
+                quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))
+            else:
+                tasks.append(task)
+        sections: dict[str, tuple[Bullet, ...]] = {}
+        for name in ("preferences", "knowledge", "failures"):
+            kept = []
+            for bullet in block.section(name):
+                reason = _threat_reason(bullet.text)
+                if reason:
+                    quarantined.append(
+                        Quarantined(reason, bullet.text, _block_threads(block, bullet.task_ids))
+                    )
+                else:
+                    kept.append(bullet)
+            sections[name] = tuple(kept)
+        blocks.append(
+            replace(
+                block,
+                tasks=tuple(tasks),
+                preferences=sections["preferences"],
+                knowledge=sections["knowledge"],
+                failures=sections["failures"],
+            )
+        )
+    return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
+
+
+def check(
+    proposed: Memory,
+    base: Memory,
+    *,
+    live_thread_ids: Callable[[Collection[str]], Collection[str]],
+    policy: GatePolicy,
+) -> GateOutcome:
+    problems = invariant_violations(proposed)
+    if problems:
+        raise GateRefused(f"the result breaks the memory structure: {problems[0]}")
+    cited = cited_thread_ids(proposed)
+    unknown = sorted(cited - set(live_thread_ids(cited)))
+    if unknown:
+        raise GateRefused(
+            f"the result cites {len(unknown)} thread(s) that are not live inputs, e.g. {unknown[0]}"
+        )
+    lost = shrink_fraction(base, proposed)
+    if lost > policy.max_shrink_fraction and not policy.allow_shrink:
+        raise GateRefused(
+            f"the result would remove {lost:.0%} of the memory (limit "
+            f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
+        )
+    memory, quarantined = quarantine_unsafe(proposed)
+    memory, evicted = enforce_budget(memory, policy.budget_bytes, render_memory_md)
+    size = len(render_memory_md(memory).encode("utf-8"))
+    if size > policy.budget_bytes:
+        raise GateRefused(
+            f"MEMORY.md would be {size} bytes, over the budget of {policy.budget_bytes}"
+        )
+    return GateOutcome(memory, tuple(quarantined), evicted)

@@ -1,0 +1,280 @@
+"""Phase two: one leased, fenced consolidation of the changed inputs into the memory.
+
+claim (one guarded UPDATE) -> read the base version and the changes after the last success's
+watermark -> model calls over bounded slices, with no transaction open and a heartbeat
+renewing the lease -> the commit gate -> the fenced commit (new version + watermark + job
+success in one transaction). Files are written afterwards, from the database, by `publish`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from consolidator.backends.base import (
+    Backend,
+    BackendError,
+    ConsolidationInput,
+    ConsolidationRequest,
+    Usage,
+)
+from consolidator.db.store import (
+    Claim,
+    ClaimOutcome,
+    Phase2Inputs,
+    Phase2Result,
+    QuarantineItem,
+    Stage1Record,
+    Store,
+)
+from consolidator.leases import Heartbeat, LeaseWatch
+from consolidator.memory.codec import decode, encode, summary_stem
+from consolidator.memory.gate import GatePolicy, GateRefused, check
+from consolidator.memory.merge import apply_changes
+from consolidator.memory.model import Block, Memory, ThreadCitation
+from consolidator.memory.render import select_blocks_for_cwd
+
+log = logging.getLogger(__name__)
+
+MAX_FULL_BLOCKS = 12
+_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+
+
+class LeaseLost(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Phase2Options:
+    lease_seconds: int
+    cooldown_seconds: int
+    memory_budget_bytes: int
+    input_budget_chars: int
+    max_shrink_fraction: float = 0.5
+    allow_shrink: bool = False
+    heartbeat_seconds: float | None = None
+
+
+@dataclass
+class Phase2Report:
+    outcome: ClaimOutcome
+    status: Literal["succeeded", "failed", "skipped"]
+    version: int | None = None
+    forgotten_threads: int = 0
+    error: str | None = None
+    mode: str | None = None
+    inputs: int = 0
+    quarantined: int = 0
+    evicted: int = 0
+    model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "status": self.status,
+            "version": self.version,
+            "forgotten_threads": self.forgotten_threads,
+            "error": self.error,
+            "mode": self.mode,
+            "inputs": self.inputs,
+            "quarantined": self.quarantined,
+            "evicted": self.evicted,
+            "model_calls": self.model_calls,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+        }
+
+
+def citation_for(record: Stage1Record) -> ThreadCitation:
+    stem = summary_stem(record.thread_id, record.rollout_slug, record.source_updated_at)
+    return ThreadCitation(
+        thread_id=record.thread_id,
+        rollout_summary_file=f"rollout_summaries/{stem}.md",
+        cwd=record.cwd,
+        rollout_path=record.rollout_path,
+        updated_at=record.source_updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def consolidation_input(record: Stage1Record) -> ConsolidationInput:
+    return ConsolidationInput(
+        thread_id=record.thread_id,
+        cwd=record.cwd,
+        git_branch=record.git_branch,
+        rollout_path=record.rollout_path,
+        updated_at=record.source_updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rollout_slug=record.rollout_slug,
+        rollout_summary=record.rollout_summary,
+        raw_memory=record.raw_memory,
+    )
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def select_touched(memory: Memory, inputs: Sequence[Stage1Record]) -> list[Block]:
+    """The blocks a change can touch, sent in full: blocks citing a changed thread, blocks
+    for the same cwd (or user-wide ones), then the best keyword matches, up to a cap."""
+    changed = {record.thread_id for record in inputs}
+    scores: dict[str, int] = {}
+    for record in inputs:
+        if record.cwd:
+            for block in select_blocks_for_cwd(memory, record.cwd).blocks:
+                scores[block.block_id] = scores.get(block.block_id, 0) + 50
+    words: set[str] = set()
+    for record in inputs:
+        words |= _words(record.rollout_summary)
+    for block in memory.blocks:
+        if any(t in changed for task in block.tasks for t in task.thread_ids):
+            scores[block.block_id] = scores.get(block.block_id, 0) + 100
+        keywords = {k.lower() for task in block.tasks for k in task.keywords}
+        shared = len(keywords & words)
+        if shared:
+            scores[block.block_id] = scores.get(block.block_id, 0) + shared
+    ranked = sorted(scores, key=lambda block_id: -scores[block_id])
+    must = [block_id for block_id in ranked if scores[block_id] >= 50]
+    chosen = set(must) | set(ranked[: max(MAX_FULL_BLOCKS, len(must))])
+    return [block for block in memory.blocks if block.block_id in chosen]
+
+
+def batches(records: Sequence[Stage1Record], budget_chars: int) -> Iterator[list[Stage1Record]]:
+    """Slices of the inputs that fit the request budget (at least one input per slice)."""
+    batch: list[Stage1Record] = []
+    size = 0
+    for record in records:
+        cost = len(record.raw_memory) + len(record.rollout_summary) + 400
+        if batch and size + cost > budget_chars:
+            yield batch
+            batch, size = [], 0
+        batch.append(record)
+        size += cost
+    if batch:
+        yield batch
+
+
+def consolidate(
+    store: Store,
+    backend: Backend,
+    claim: Claim,
+    inputs: Phase2Inputs,
+    options: Phase2Options,
+    report: Phase2Report,
+    watch: LeaseWatch | None = None,
+) -> Phase2Result:
+    base = decode(inputs.base.memory_json) if inputs.base is not None else Memory()
+    memory = base
+    report.mode = "INCREMENTAL" if base.blocks else "INIT"
+    for batch in batches(inputs.changed, options.input_budget_chars):
+        if watch is not None and watch.lost.is_set():
+            raise LeaseLost("the lease was lost during consolidation")
+        touched = select_touched(memory, batch)
+        touched_ids = {block.block_id for block in touched}
+        citations: dict[str, ThreadCitation] = {}
+        for block in touched:
+            for task in block.tasks:
+                for citation in task.citations:
+                    citations[citation.thread_id] = citation
+        for record in batch:
+            citations[record.thread_id] = citation_for(record)
+        request = ConsolidationRequest(
+            mode="INCREMENTAL" if memory.blocks else "INIT",
+            inputs=[consolidation_input(record) for record in batch],
+            touched_blocks=touched,
+            other_blocks=[b for b in memory.blocks if b.block_id not in touched_ids],
+            citations=citations,
+        )
+        result = backend.consolidate(request)
+        report.model_calls += 1
+        report.usage = report.usage + result.usage
+        untouchable = {b.block_id for b in request.other_blocks}
+        overreach = (set(result.deletions) | {b.block_id for b in result.upserts}) & untouchable
+        if overreach:
+            raise GateRefused(
+                f"the result changes block {sorted(overreach)[0]} that it was not shown in full"
+            )
+        try:
+            memory = apply_changes(memory, result.upserts, result.deletions)
+        except ValueError as exc:
+            raise GateRefused(f"the result cannot be applied: {exc}") from exc
+    outcome = check(
+        memory,
+        base,
+        live_thread_ids=store.live_thread_ids,
+        policy=GatePolicy(
+            budget_bytes=options.memory_budget_bytes,
+            max_shrink_fraction=options.max_shrink_fraction,
+            allow_shrink=options.allow_shrink,
+        ),
+    )
+    report.quarantined = len(outcome.quarantined)
+    report.evicted = outcome.evicted
+    return Phase2Result(
+        memory=encode(outcome.memory),
+        kind="consolidation",
+        watermark_from=inputs.watermark_from,
+        backend=backend.name,
+        model=backend.model,
+        input_tokens=report.usage.input_tokens,
+        output_tokens=report.usage.output_tokens,
+        quarantined=tuple(
+            QuarantineItem(q.reason, q.text, q.thread_ids) for q in outcome.quarantined
+        ),
+    )
+
+
+def run_phase_two(store: Store, backend: Backend, options: Phase2Options) -> Phase2Report:
+    """One phase-two attempt. A skip is a normal outcome, not an error."""
+    claim = store.try_claim_phase2(lease_seconds=options.lease_seconds)
+    if not claim.claimed:
+        log.info("phase two: %s", claim.outcome.value, extra={"action": "phase2_skipped"})
+        return Phase2Report(outcome=claim.outcome, status="skipped")
+    report = Phase2Report(outcome=claim.outcome, status="succeeded")
+    with Heartbeat(
+        store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
+    ) as heartbeat:
+        watch = heartbeat.watch(claim)
+        try:
+            inputs = store.phase2_inputs(claim)
+            report.inputs = len(inputs.changed)
+            report.forgotten_threads = len(inputs.removed)
+            result = (
+                consolidate(store, backend, claim, inputs, options, report, watch)
+                if inputs.changed
+                else None
+            )
+            if watch.lost.is_set() or not heartbeat.alive:
+                raise LeaseLost("the lease was lost before the commit")
+        except (BackendError, GateRefused) as exc:
+            return _failed(store, claim, report, str(exc))
+        except LeaseLost as exc:
+            report.status, report.error = "failed", f"{exc}; nothing was written"
+            return report
+        commit = store.commit_phase2(claim, result, cooldown_seconds=options.cooldown_seconds)
+    if not commit.committed:
+        report.status = "failed"
+        report.error = "the lease was lost before the commit; nothing was written"
+        log.warning(report.error, extra={"action": "phase2_lease_lost"})
+        return report
+    report.version = commit.version
+    report.forgotten_threads += commit.forgotten
+    log.info(
+        "phase two committed %s from %d inputs (%s)",
+        f"version {commit.version}" if commit.version else "no new version",
+        report.inputs,
+        report.mode or "deletions only",
+        extra={"action": "phase2_succeeded", "version": commit.version},
+    )
+    return report
+
+
+def _failed(store: Store, claim: Claim, report: Phase2Report, reason: str) -> Phase2Report:
+    report.status, report.error = "failed", reason
+    if not store.fail_phase2(claim, reason):
+        report.error = f"{reason} (and the lease was already lost)"
+    log.warning("phase two failed: %s", reason, extra={"action": "phase2_failed"})
+    return report
