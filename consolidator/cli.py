@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -29,6 +30,10 @@ from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, o
 from consolidator.db.engine import BadDatabaseURL, create_db_engine
 from consolidator.db.store import Eligibility, Store
 from consolidator.logs import configure_logging
+from consolidator.memory.codec import decode
+from consolidator.memory.render import render_memory_md, select_blocks_for_cwd
+from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.publish import publish, unpublish
 from consolidator.scanner import ScanReport, register_file, scan
 from consolidator.stage_one import (
     Stage1Options,
@@ -145,6 +150,27 @@ def _stage1_options(settings: Settings) -> Stage1Options:
     )
 
 
+def _phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2Options:
+    return Phase2Options(
+        lease_seconds=settings.lease_seconds,
+        cooldown_seconds=settings.phase2_cooldown_seconds,
+        memory_budget_bytes=settings.memory_budget_bytes,
+        input_budget_chars=transcript_budget_chars(settings.context_window_tokens) // 2,
+        max_shrink_fraction=settings.max_shrink_fraction,
+        allow_shrink=allow_shrink,
+    )
+
+
+def _publish(inv: Invocation, store: Store) -> None:
+    report = publish(store, inv.settings.memory_dir)
+    if report.backup:
+        log.warning(
+            "MEMORY.md was edited by hand; the edited copy was kept as %s",
+            report.backup,
+            extra={"action": "memory_hand_edit_backed_up"},
+        )
+
+
 def _backend(inv: Invocation) -> Backend:
     backend = make_backend(inv.settings)
     if inv.settings.backend == "auto":
@@ -228,6 +254,9 @@ def scan_command(**params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = _do_scan(inv, store)
+        if report.deleted:
+            store.purge_free_space()
+            _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_scan(inv, report))
 
 
@@ -285,8 +314,9 @@ def stage1_command(**params: Any) -> None:
 
 
 @cli.command("run")
+@click.option("--allow-shrink", is_flag=True, help="Let phase two remove much of the memory.")
 @common_options
-def run_command(**params: Any) -> None:
+def run_command(allow_shrink: bool, **params: Any) -> None:
     """One pass: scan, then stage one, then phase two. Safe to overlap with itself or a daemon.
 
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
@@ -295,17 +325,203 @@ def run_command(**params: Any) -> None:
     with _store(inv.settings) as store:
         scan_report = _do_scan(inv, store)
         stage1_report = _do_stage1(inv, store)
-    payload = {"scan": scan_report.as_json(), "stage1": stage1_report.as_json(), "phase2": None}
+        backend = _backend(inv)
+        phase2_report = run_phase_two(
+            store, backend, _phase2_options(inv.settings, allow_shrink=allow_shrink)
+        )
+        _publish(inv, store)
+    payload = {
+        "scan": scan_report.as_json(),
+        "stage1": stage1_report.as_json(),
+        "phase2": phase2_report.as_json(),
+    }
 
     def human() -> None:
         _print_scan(inv, scan_report)
         _print_stage1(inv, stage1_report)
+        _print_phase2(inv, phase2_report)
 
     inv.emit(payload, human)
     if _stage1_failed(stage1_report):
         raise WorkFailed(
             "stage one failed: " + "; ".join(stage1_report.errors or ["every claim failed"])
         )
+    if phase2_report.status == "failed":
+        raise WorkFailed(f"phase two failed: {phase2_report.error}")
+
+
+def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
+    if report.status == "skipped":
+        inv.console.print(f"phase two: {report.outcome.value}")
+    elif report.status == "failed":
+        inv.console.print(f"phase two failed: {report.error}", markup=False)
+    else:
+        inv.console.print(
+            f"phase two: {report.mode or 'deletions only'} over {report.inputs} inputs -> "
+            + (f"memory version {report.version}" if report.version else "no change")
+            + (f", {report.quarantined} quarantined" if report.quarantined else "")
+            + (
+                f", {report.forgotten_threads} threads forgotten"
+                if report.forgotten_threads
+                else ""
+            )
+        )
+        inv.console.print(f"memory: {inv.settings.memory_dir / 'MEMORY.md'}", markup=False)
+
+
+@cli.command("phase2")
+@click.option("--allow-shrink", is_flag=True, help="Let phase two remove much of the memory.")
+@common_options
+def phase2_command(allow_shrink: bool, **params: Any) -> None:
+    """Consolidate changed stage-one outputs into MEMORY.md, if the lease, cooldown and
+    watermark allow (a skip exits 0)."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        report = run_phase_two(
+            store, _backend(inv), _phase2_options(inv.settings, allow_shrink=allow_shrink)
+        )
+        _publish(inv, store)
+    inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
+    if report.status == "failed":
+        raise WorkFailed(f"phase two failed: {report.error}")
+
+
+@cli.command("show")
+@click.option("--cwd", type=click.Path(path_type=Path), help="Only blocks that apply to PATH.")
+@common_options
+def show_command(cwd: Path | None, **params: Any) -> None:
+    """Print the current memory (MEMORY.md as the database holds it)."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        version = store.current_version()
+    if version is None:
+        inv.emit({"version": None, "memory": None}, lambda: click.echo("no memory yet"))
+        return
+    memory = decode(version.memory_json)
+    if cwd is not None:
+        memory = select_blocks_for_cwd(memory, str(cwd.expanduser().absolute()))
+    text = render_memory_md(memory) if cwd is not None else version.content_md
+    inv.emit(
+        {"version": version.version, "memory": memory.to_dict(), "markdown": text},
+        lambda: click.echo(text, nl=False),
+    )
+
+
+@cli.command("history")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many versions.")
+@common_options
+def history_command(limit: int, **params: Any) -> None:
+    """List memory versions, newest first."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        versions = store.list_versions(limit=limit)
+    rows = [
+        {
+            "version": v.version,
+            "created_at": v.created_at.isoformat(),
+            "kind": v.kind,
+            "bytes": v.content_bytes,
+            "watermark": [v.watermark_from, v.watermark_to],
+            "backend": v.backend,
+            "model": v.model,
+            "input_tokens": v.input_tokens,
+            "output_tokens": v.output_tokens,
+            "quarantined": v.quarantined,
+            "diff": v.diff_summary,
+        }
+        for v in versions
+    ]
+
+    def human() -> None:
+        table = Table(title="memory versions")
+        for column in ("version", "created", "kind", "bytes", "backend", "diff"):
+            table.add_column(column)
+        for v in versions:
+            table.add_row(
+                str(v.version),
+                v.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                v.kind,
+                str(v.content_bytes),
+                v.backend or "",
+                v.diff_summary,
+            )
+        inv.console.print(table)
+
+    inv.emit({"versions": rows}, human)
+
+
+@cli.command("rollback")
+@click.argument("version", type=int)
+@common_options
+def rollback_command(version: int, **params: Any) -> None:
+    """Make an earlier memory version current again (as a new version).
+
+    Everything forgotten since stays forgotten.
+    """
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        try:
+            new_version = store.rollback(version)
+        except KeyError:
+            raise click.UsageError(f"there is no memory version {version}") from None
+        _publish(inv, store)
+    inv.emit(
+        {"rolled_back_to": version, "version": new_version},
+        lambda: inv.console.print(f"memory version {version} restored as version {new_version}"),
+    )
+
+
+@cli.command("forget")
+@click.argument("thread_id")
+@common_options
+def forget_command(thread_id: str, **params: Any) -> None:
+    """Forget one thread now: its stage-one output, what only it supported in every memory
+    version, and its files. No model call; it stays forgotten on later scans."""
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        if store.get_thread(thread_id) is None:
+            raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
+        forgotten = store.forget_thread(thread_id)
+        store.purge_free_space()
+        _publish(inv, store)
+        version = store.current_version()
+    inv.emit(
+        {
+            "thread_id": thread_id,
+            "forgotten": forgotten,
+            "version": version.version if version else None,
+        },
+        lambda: inv.console.print(
+            f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten"
+        ),
+    )
+
+
+@cli.command("clear-all")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@common_options
+def clear_all_command(yes: bool, **params: Any) -> None:
+    """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
+    then empty the memory directory. Sessions still on disk are read again by the next run;
+    forgotten ones stay forgotten."""
+    inv = _invocation(params)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("clear-all needs --yes when not run interactively")
+        click.confirm(
+            f"Erase all memory in {inv.settings.db_url_for_display}?", abort=True, err=True
+        )
+    with _store(inv.settings) as store:
+        report = store.clear_all()
+        store.purge_free_space()
+        unpublish(inv.settings.memory_dir)
+    inv.emit(
+        {"cleared": report.__dict__},
+        lambda: inv.console.print(
+            f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
+            f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
+        ),
+    )
 
 
 @cli.command("ingest")
@@ -357,6 +573,14 @@ def status_command(**params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         counts = store.status_counts()
+        job = store.phase2_job()
+        version = store.current_version()
+        quarantined = store.quarantined_count()
+    blocks = len(decode(version.memory_json).blocks) if version else 0
+
+    def iso(moment: datetime | None) -> str | None:
+        return moment.isoformat() if moment else None
+
     payload: dict[str, Any] = {
         "threads": {
             "total": counts.threads_total,
@@ -371,14 +595,22 @@ def status_command(**params: Any) -> None:
             "exhausted": counts.exhausted,
         },
         "phase2": {
-            "status": "never_run",
-            "lease_until": None,
-            "last_success_at": None,
-            "cooldown_until": None,
+            "status": job.status.value if job else "never_run",
+            "lease_until": iso(job.lease_until) if job else None,
+            "last_success_at": iso(job.last_success_at) if job else None,
+            "cooldown_until": iso(job.cooldown_until) if job else None,
+            "retry_at": iso(job.retry_at) if job else None,
+            "last_error": job.last_error if job else None,
+            "worker_id": job.worker_id if job else None,
             "input_watermark": counts.input_watermark,
-            "last_success_watermark": 0,
+            "last_success_watermark": (job.last_success_watermark or 0) if job else 0,
         },
-        "memory": {"version": None, "bytes": 0, "blocks": 0, "quarantined": 0},
+        "memory": {
+            "version": version.version if version else None,
+            "bytes": version.content_bytes if version else 0,
+            "blocks": blocks,
+            "quarantined": quarantined,
+        },
         "problems": [{"rollout_path": p, "reason": r} for p, r in counts.problems],
         "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
     }
@@ -398,7 +630,32 @@ def status_command(**params: Any) -> None:
             f"{counts.outputs} outputs, {counts.pending} pending, {counts.running} running, "
             f"{counts.failed} failed, {counts.exhausted} exhausted",
         )
-        table.add_row("input watermark", str(counts.input_watermark))
+        phase2 = payload["phase2"]
+        table.add_row(
+            "phase two",
+            f"{phase2['status']}; last success {phase2['last_success_at'] or 'never'}; "
+            f"next allowed after {phase2['cooldown_until'] or 'now'}"
+            + (f"; retry at {phase2['retry_at']}" if phase2["retry_at"] else "")
+            + (
+                f"; leased by {phase2['worker_id']} until {phase2['lease_until']}"
+                if phase2["status"] == "running"
+                else ""
+            ),
+        )
+        table.add_row(
+            "watermark",
+            f"{counts.input_watermark} input changes, consolidated up to "
+            f"{phase2['last_success_watermark']}",
+        )
+        table.add_row(
+            "memory",
+            f"version {version.version}, {version.content_bytes} bytes, {blocks} blocks"
+            if version
+            else "none yet",
+        )
+        table.add_row("quarantined", str(quarantined))
+        if phase2["last_error"]:
+            table.add_row("last phase-two error", str(phase2["last_error"]))
         inv.console.print(table)
         for path, reason in counts.problems:
             inv.console.print(f"bad input: {path}: {reason}", markup=False)

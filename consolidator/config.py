@@ -135,6 +135,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Cap on MEMORY.md; the stalest, least-supported memory is evicted to fit.",
     ),
     SettingSpec(
+        "max_shrink_fraction",
+        "CONSOLIDATOR_MAX_SHRINK_FRACTION",
+        0.5,
+        float,
+        "Refuse a phase-two result that removes more than this share of the memory "
+        "(unless --allow-shrink).",
+    ),
+    SettingSpec(
         "context_window_tokens",
         "CONSOLIDATOR_CONTEXT_WINDOW_TOKENS",
         128000,
@@ -176,6 +184,7 @@ class Settings:
     stage1_retry_budget: int
     scan_interval_seconds: int
     memory_budget_bytes: int
+    max_shrink_fraction: float
     context_window_tokens: int
     model_timeout_seconds: float
     openai_api: Literal["chat", "responses"]
@@ -273,6 +282,8 @@ def build_settings(
     ):
         if values[name] < 0:
             raise ConfigError(f"{_BY_NAME[name].option} cannot be negative")
+    if not 0 <= values["max_shrink_fraction"] <= 1:
+        raise ConfigError("--max-shrink-fraction must be between 0 and 1")
     return Settings(
         home=home,
         db_url=db_url,
@@ -288,6 +299,7 @@ def build_settings(
         stage1_retry_budget=values["stage1_retry_budget"],
         scan_interval_seconds=values["scan_interval_seconds"],
         memory_budget_bytes=values["memory_budget_bytes"],
+        max_shrink_fraction=values["max_shrink_fraction"],
         context_window_tokens=values["context_window_tokens"],
         model_timeout_seconds=values["model_timeout_seconds"],
         openai_api=values["openai_api"],

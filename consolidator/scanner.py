@@ -1,0 +1,107 @@
+"""Scan: bring the database's idea of the rollouts in line with the files on disk.
+
+A rescan stats every file once and reads only files whose size or mtime changed. A file that
+is gone is a deleted input; but a sessions folder that is missing altogether (an unmounted
+disk, a typo in --sessions) deletes nothing, because forgetting is not undoable.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from consolidator.db.store import Store, ThreadChange, ThreadState
+from consolidator.sources.discovery import discover_rollouts, stat_file
+from consolidator.sources.reader import read_header
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScanReport:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    bad: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, int | list[str]]:
+        return {
+            "new": self.new,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "bad": self.bad,
+            "warnings": self.warnings,
+        }
+
+
+def register_file(
+    store: Store, path: str, *, ingested: bool, retry_budget: int
+) -> tuple[ThreadChange, str]:
+    """Read one rollout's header and record it; returns the change and the thread id."""
+    header = read_header(path)
+    change = store.register_thread(header, ingested=ingested, retry_budget=retry_budget)
+    if change is ThreadChange.BAD:
+        log.warning(
+            "%s: %s",
+            path,
+            header.problem,
+            extra={"action": "rollout_bad", "thread_id": header.thread_id},
+        )
+    return change, header.thread_id
+
+
+def scan(store: Store, sessions_dir: Path, *, retry_budget: int) -> ScanReport:
+    report = ScanReport()
+    known = store.known_files()
+    root = sessions_dir.expanduser().resolve()
+    seen: set[str] = set()
+    root_present = root.is_dir()
+    if not root_present:
+        report.warnings.append(f"sessions folder {root} does not exist; nothing was scanned")
+    for found in discover_rollouts(root) if root_present else ():
+        seen.add(found.path)
+        previous = known.get(found.path)
+        if (
+            previous is not None
+            and previous.state is not ThreadState.DELETED
+            and previous.size == found.size
+            and previous.mtime_ns == found.mtime_ns
+        ):
+            report.unchanged += 1
+            continue
+        try:
+            change, _thread_id = register_file(
+                store, found.path, ingested=False, retry_budget=retry_budget
+            )
+        except OSError as exc:
+            report.warnings.append(f"{found.path}: cannot read ({exc.strerror or exc})")
+            continue
+        if change is ThreadChange.BAD:
+            report.bad += 1
+        elif change is ThreadChange.NEW:
+            report.new += 1
+        else:
+            report.changed += 1
+
+    vanished: list[str] = []
+    root_prefix = str(root) + "/"
+    for path, previous in known.items():
+        if previous.state is ThreadState.DELETED or path in seen:
+            continue
+        if previous.ingested:
+            if stat_file(path) is None:
+                vanished.append(previous.thread_id)
+        elif root_present and path.startswith(root_prefix):
+            vanished.append(previous.thread_id)
+    if vanished:
+        report.deleted = store.mark_deleted(vanished)
+        log.info(
+            "%d rollouts vanished; their stage-one outputs were purged",
+            report.deleted,
+            extra={"action": "inputs_deleted"},
+        )
+    return report

@@ -1,0 +1,258 @@
+"""Stage one: each finished thread's rollout becomes one redacted stage-one output row.
+
+Per thread: claim (short transaction) -> read, reduce and redact the rollout -> one model call
+with no transaction open -> validate, redact and store through a fenced finish. Claims run in
+`concurrency` worker threads so one host can keep a provider busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from consolidator.backends.base import Backend, BackendError, Stage1Input, Stage1Result, Usage
+from consolidator.db.store import Claim, Eligibility, Stage1Payload, Store, ThreadRecord
+from consolidator.leases import Heartbeat, LeaseWatch
+from consolidator.reduction import reduce_items, render_transcript
+from consolidator.security import redact, strip_invisible
+from consolidator.sources.items import ReadReport, RolloutItem
+from consolidator.sources.reader import iter_items
+
+log = logging.getLogger(__name__)
+
+# Room left in the context window for the prompt's instructions and the model's answer.
+PROMPT_RESERVE_TOKENS = 8000
+# A conservative characters-per-token ratio for code-heavy transcripts.
+CHARS_PER_TOKEN = 3
+
+
+class ThreadResult(StrEnum):
+    SUCCEEDED = "succeeded"
+    EMPTY = "empty"
+    FAILED = "failed"
+    LOST = "lost"
+    RELEASED = "released"
+
+
+@dataclass(frozen=True)
+class Stage1Options:
+    concurrency: int
+    lease_seconds: int
+    eligibility: Eligibility
+    transcript_budget_chars: int
+    heartbeat_seconds: float | None = None
+
+
+@dataclass
+class Stage1Report:
+    claimed: int = 0
+    succeeded: int = 0
+    empty: int = 0
+    failed: int = 0
+    lost: int = 0
+    released: int = 0
+    usage: Usage = field(default_factory=Usage)
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, result: ThreadResult) -> None:
+        setattr(self, result.value, getattr(self, result.value) + 1)
+
+    def as_json(self) -> dict[str, int]:
+        return {
+            "claimed": self.claimed,
+            "succeeded": self.succeeded + self.empty,
+            "failed": self.failed,
+            "skipped": self.lost + self.released,
+            "empty": self.empty,
+            "lost_lease": self.lost,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+        }
+
+
+def transcript_budget_chars(context_window_tokens: int) -> int:
+    """How much reduced transcript fits in one request with room for prompt and answer."""
+    usable = max(2000, context_window_tokens - PROMPT_RESERVE_TOKENS)
+    return usable * CHARS_PER_TOKEN
+
+
+def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, ReadReport]:
+    """Stream the rollout, reduce it to the budget, and redact every text that will leave."""
+    report = ReadReport()
+    reduced = reduce_items(iter_items(thread.rollout_path, report), budget_chars)
+    items = tuple(_redact_item(item) for item in reduced.items)
+    rollout = Stage1Input(
+        thread_id=thread.thread_id,
+        rollout_path=thread.rollout_path,
+        cwd=thread.cwd,
+        git_branch=thread.git_branch,
+        transcript=render_transcript(items),
+        items=items,
+    )
+    return rollout, report
+
+
+def _redact_item(item: RolloutItem) -> RolloutItem:
+    text = redact(item.text).text
+    return item if text == item.text else replace(item, text=text)
+
+
+def sanitize_result(result: Stage1Result) -> Stage1Result:
+    """The model's answer is untrusted: redact it again and strip invisible characters."""
+
+    def clean(text: str) -> str:
+        return strip_invisible(redact(text).text)
+
+    return replace(
+        result,
+        rollout_summary=clean(result.rollout_summary),
+        rollout_slug=clean(result.rollout_slug) if result.rollout_slug else result.rollout_slug,
+        raw_memory=clean(result.raw_memory),
+    )
+
+
+def process_claim(
+    store: Store,
+    backend: Backend,
+    claim: Claim,
+    options: Stage1Options,
+    watch: LeaseWatch | None = None,
+) -> tuple[ThreadResult, Usage]:
+    """Do one claimed thread's extraction and finish the claim, fenced by its token."""
+    thread = store.get_thread(claim.job_key)
+    if thread is None:
+        store.fail_job(claim, "thread vanished from the database", retryable=False)
+        return ThreadResult.FAILED, Usage()
+    usage = Usage()
+    try:
+        rollout, report = build_input(thread, options.transcript_budget_chars)
+        if report.problems:
+            log.info(
+                "%s: %s",
+                thread.rollout_path,
+                report.summary(),
+                extra={"action": "rollout_partially_read", "thread_id": thread.thread_id},
+            )
+        if watch is not None and watch.lost.is_set():
+            return ThreadResult.LOST, usage
+        result = backend.extract(rollout)
+        usage = result.usage
+    except BackendError as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        store.fail_job(claim, message, retryable=exc.retryable)
+        log.warning(
+            "stage one failed for %s: %s",
+            claim.job_key,
+            message,
+            extra={"action": "stage1_failed", "thread_id": claim.job_key},
+        )
+        return ThreadResult.FAILED, usage
+    except OSError as exc:
+        store.fail_job(claim, f"cannot read rollout: {exc.strerror or exc}", retryable=True)
+        return ThreadResult.FAILED, usage
+    if watch is not None and watch.lost.is_set():
+        return ThreadResult.LOST, usage
+    result = sanitize_result(result)
+    payload = None
+    if not result.is_empty:
+        payload = Stage1Payload(
+            raw_memory=result.raw_memory,
+            rollout_summary=result.rollout_summary,
+            rollout_slug=result.rollout_slug,
+            backend=backend.name,
+            model=backend.model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
+    if not store.complete_stage1(claim, payload):
+        log.warning(
+            "lease lost before %s finished; its result was discarded",
+            claim.job_key,
+            extra={"action": "stage1_lease_lost", "thread_id": claim.job_key},
+        )
+        return ThreadResult.LOST, usage
+    return (ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED), usage
+
+
+def run_stage_one(
+    store: Store,
+    backend: Backend,
+    options: Stage1Options,
+    *,
+    stop: threading.Event | None = None,
+    on_thread_done: Callable[[str, ThreadResult], None] | None = None,
+) -> Stage1Report:
+    """Claim and process eligible threads until none is left (or `stop` is set).
+
+    Each of `concurrency` workers claims one thread at a time, so a slow extraction never
+    holds claims that another host could be working on.
+    """
+    stop = stop or threading.Event()
+    report = Stage1Report()
+    lock = threading.Lock()
+
+    def worker(heartbeat: Heartbeat) -> None:
+        while not stop.is_set():
+            if not heartbeat.alive:
+                raise RuntimeError("the heartbeat thread died; stopping stage one")
+            claims = store.claim_stage1_batch(
+                limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
+            )
+            if not claims:
+                return
+            claim = claims[0]
+            watch = heartbeat.watch(claim)
+            try:
+                result, usage = process_claim(store, backend, claim, options, watch)
+            finally:
+                heartbeat.unwatch(claim)
+            with lock:
+                report.claimed += 1
+                report.count(result)
+                report.usage = report.usage + usage
+            if on_thread_done is not None:
+                on_thread_done(claim.job_key, result)
+
+    started = time.monotonic()
+    with (
+        Heartbeat(
+            store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
+        ) as heartbeat,
+        ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
+    ):
+        futures = [pool.submit(worker, heartbeat) for _ in range(options.concurrency)]
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                stop.set()
+                report.errors.append(f"{type(error).__name__}: {error}")
+    log.info(
+        "stage one: %d claimed, %d stored, %d empty, %d failed in %.1fs",
+        report.claimed,
+        report.succeeded,
+        report.empty,
+        report.failed,
+        time.monotonic() - started,
+        extra={"action": "stage1_done"},
+    )
+    return report
+
+
+def process_one(
+    store: Store, backend: Backend, thread_id: str, options: Stage1Options
+) -> tuple[Claim, ThreadResult | None]:
+    """Claim and process one named thread now, whatever its idle time (used by `ingest`)."""
+    claim = store.try_claim_stage1(thread_id, lease_seconds=options.lease_seconds)
+    if not claim.claimed:
+        return claim, None
+    with Heartbeat(
+        store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
+    ) as heartbeat:
+        watch = heartbeat.watch(claim)
+        result, _usage = process_claim(store, backend, claim, options, watch)
+    return claim, result

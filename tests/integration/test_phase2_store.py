@@ -1,0 +1,280 @@
+"""Phase-two job, versions and forgetting on a real SQLite file and the real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.store import (
+    ClaimOutcome,
+    Phase2Result,
+    Stage1Payload,
+    Store,
+    ThreadState,
+)
+from consolidator.memory.codec import decode, encode
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from tests.integration.test_stage1_claims import T0, DrivenClock, header
+
+COOLDOWN = 3600
+LEASE = 60
+
+
+@pytest.fixture
+def clock() -> DrivenClock:
+    return DrivenClock(T0 + timedelta(days=1))
+
+
+@pytest.fixture
+def store(migrated_url: str, clock: DrivenClock) -> Iterator[Store]:
+    engine = create_db_engine(migrated_url)
+    yield Store(engine, clock=clock, worker_id="test")
+    engine.dispose()
+
+
+def add_output(store: Store, thread_id: str, text: str, minute: int = 0) -> None:
+    store.register_thread(
+        header(thread_id, T0 + timedelta(minutes=minute)), ingested=False, retry_budget=3
+    )
+    claim = store.try_claim_stage1(thread_id, lease_seconds=LEASE)
+    assert claim.claimed
+    assert store.complete_stage1(
+        claim,
+        Stage1Payload(
+            raw_memory=text, rollout_summary=text, rollout_slug=None, backend="t", model="m"
+        ),
+    )
+
+
+def citation(thread_id: str) -> ThreadCitation:
+    return ThreadCitation(
+        thread_id,
+        f"rollout_summaries/{thread_id}.md",
+        "/w",
+        f"/s/{thread_id}",
+        "2026-11-01T00:00:00Z",
+    )
+
+
+def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memory:
+    """One block: task i cites the threads of groups[i]; a bullet per task, and a shared one."""
+    tasks = tuple(
+        Task(f"t{i}", f"task {i} {secret_word}", tuple(citation(t) for t in group))
+        for i, group in enumerate(groups)
+    )
+    bullets = tuple(
+        Bullet(f"fact from task {i} {secret_word}", (f"t{i}",)) for i in range(len(groups))
+    )
+    shared = Bullet(f"shared fact {secret_word}", tuple(t.task_id for t in tasks))
+    block = Block(
+        "proj", "Project", "scope", "/w", "same repo", tasks, knowledge=(*bullets, shared)
+    )
+    return Memory((block,))
+
+
+def result_of(memory: Memory, watermark_from: int = 0) -> Phase2Result:
+    return Phase2Result(
+        memory=encode(memory),
+        kind="consolidation",
+        watermark_from=watermark_from,
+        backend="t",
+        model="m",
+    )
+
+
+def test_claim_outcomes_cooldown_and_watermark(store: Store, clock: DrivenClock) -> None:
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    add_output(store, "a", "alpha")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    assert claim.claimed and claim.epoch == 1 and claim.watermark == 1
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
+    inputs = store.phase2_inputs(claim)
+    assert [o.thread_id for o in inputs.changed] == ["a"] and inputs.base is None
+
+    commit = store.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
+    assert commit.committed and commit.version == 1
+    job = store.phase2_job()
+    assert job is not None and job.last_success_watermark == 1
+    assert job.cooldown_until == clock.now + timedelta(seconds=COOLDOWN)
+
+    # Nothing new: up to date, and the cooldown is not touched.
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    add_output(store, "b", "beta")
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    clock.now = job.cooldown_until - timedelta(microseconds=1)
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    clock.now = job.cooldown_until
+    second = store.try_claim_phase2(lease_seconds=LEASE)
+    assert second.claimed and second.epoch == 2
+    inputs = store.phase2_inputs(second)
+    assert [o.thread_id for o in inputs.changed] == ["b"]
+    assert inputs.base is not None and inputs.base.version == 1
+
+
+def test_failure_backs_off_and_new_input_does_not_bypass_it(
+    store: Store, clock: DrivenClock
+) -> None:
+    add_output(store, "a", "alpha")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    assert store.fail_phase2(claim, "provider down")
+    job = store.phase2_job()
+    assert job is not None and job.retry_at is not None and job.last_error == "provider down"
+    add_output(store, "b", "beta")
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    clock.now = job.retry_at
+    assert store.try_claim_phase2(lease_seconds=LEASE).claimed
+
+
+def test_expired_lease_fences_the_stale_owner(store: Store, clock: DrivenClock) -> None:
+    add_output(store, "a", "alpha")
+    stale = store.try_claim_phase2(lease_seconds=LEASE)
+    clock.advance(LEASE - 1)
+    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
+    clock.advance(1)
+    fresh = store.try_claim_phase2(lease_seconds=LEASE)
+    assert fresh.claimed and fresh.epoch == (stale.epoch or 0) + 1
+    late = store.commit_phase2(stale, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
+    assert not late.committed
+    assert store.current_version() is None
+    assert store.commit_phase2(
+        fresh, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
+    ).committed
+
+
+def test_identical_result_adds_no_version_and_no_cooldown(store: Store, clock: DrivenClock) -> None:
+    add_output(store, "a", "alpha")
+    first = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    add_output(store, "a", "alpha again", minute=1)
+    second = store.try_claim_phase2(lease_seconds=LEASE)
+    assert second.claimed
+    commit = store.commit_phase2(
+        second, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
+    )
+    assert commit.committed and commit.version is None
+    job = store.phase2_job()
+    assert job is not None and (job.cooldown_until is None or job.cooldown_until <= clock.now)
+    assert [v.version for v in store.list_versions()] == [1]
+
+
+def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
+
+    assert store.forget_thread("a")
+    current = store.current_version()
+    assert current is not None and current.kind == "forget" and current.version == 2
+    memory = decode(current.memory_json)
+    block = memory.blocks[0]
+    assert [t.task_id for t in block.tasks] == ["t1"]
+    assert [b.text for b in block.knowledge] == ["fact from task 1 alpha", "shared fact alpha"]
+    assert block.knowledge[1].task_ids == ("t1",)
+    # History was rewritten too: version 1 no longer cites "a".
+    first = store.get_version(1)
+    assert first is not None and '"a"' not in first.memory_json
+    thread = store.get_thread("a")
+    assert thread is not None and thread.state is ThreadState.FORGOTTEN
+
+    assert store.forget_thread("b")
+    current = store.current_version()
+    assert current is not None and decode(current.memory_json).blocks == ()
+
+
+def test_rollback_cannot_resurrect_a_forgotten_thread(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
+    store.forget_thread("a")
+    restored = store.rollback(1)
+    current = store.current_version()
+    assert current is not None and current.version == restored and current.kind == "rollback"
+    assert "a" not in encode(decode(current.memory_json)).thread_ids
+    with pytest.raises(KeyError):
+        store.rollback(99)
+
+
+def test_deleted_input_is_forgotten_at_once_even_in_cooldown(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=COOLDOWN)
+    assert store.mark_deleted(["b"]) == 1
+    current = store.current_version()
+    assert current is not None
+    assert encode(decode(current.memory_json)).thread_ids == frozenset({"a"})
+
+
+def test_commit_forgets_threads_deleted_while_the_run_was_in_flight(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.mark_deleted(["b"])
+    commit = store.commit_phase2(
+        claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0
+    )
+    assert commit.committed and commit.forgotten == 1
+    current = store.current_version()
+    assert current is not None and encode(decode(current.memory_json)).thread_ids == {"a"}
+
+
+def test_clear_all_under_a_held_lease_fences_the_holder(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    report = store.clear_all()
+    assert report.outputs == 1 and report.jobs >= 1
+    commit = store.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    assert not commit.committed
+    assert store.current_version() is None and store.list_stage1_outputs() == []
+    assert not store.renew_lease(claim, lease_seconds=LEASE)
+
+
+def test_forgotten_content_leaves_no_byte_in_the_sqlite_files(tmp_path: Path) -> None:
+    from consolidator.db.migrate import upgrade
+
+    engine = create_db_engine(f"sqlite:///{tmp_path}/state.db")
+    upgrade(engine)
+    store = Store(engine, clock=lambda: T0 + timedelta(days=1))
+    marker = "zebracorn" + "q" * 40
+    add_output(store, "a", f"stage one text {marker}")
+    add_output(store, "b", "beta")
+    memory = Memory(
+        (
+            Block(
+                "proj",
+                "Project",
+                "scope",
+                "/w",
+                "same repo",
+                (
+                    Task("t0", f"task {marker}", (citation("a"),)),
+                    Task("t1", "task b", (citation("b"),)),
+                ),
+                knowledge=(Bullet(f"fact {marker}", ("t0",)), Bullet("fact b", ("t1",))),
+            ),
+        )
+    )
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(claim, result_of(memory), cooldown_seconds=0)
+    store.forget_thread("a")
+    store.purge_free_space()
+    engine.dispose()
+    files = [path for path in tmp_path.iterdir() if path.is_file()]
+    assert files
+    assert [p.name for p in files if marker.encode() in p.read_bytes()] == []
+
+
+def test_now_comes_from_the_database_clock_on_postgresql(pg_url: str) -> None:
+    engine = create_db_engine(pg_url)
+    try:
+        moment = Store(engine).now()
+        assert moment.tzinfo is not None
+        assert abs((moment - datetime.now(UTC)).total_seconds()) < 5
+    finally:
+        engine.dispose()
