@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consolidator.db.store import Store, ThreadChange, ThreadState
-from consolidator.sources.discovery import discover_rollouts, stat_file
+from consolidator.sources.discovery import DiscoveryProblem, discover_rollouts, stat_file
 from consolidator.sources.reader import read_header
 
 log = logging.getLogger(__name__)
@@ -62,9 +62,13 @@ def scan(store: Store, sessions_dir: Path, *, retry_budget: int) -> ScanReport:
     root_present = root.is_dir()
     if not root_present:
         report.warnings.append(f"sessions folder {root} does not exist; nothing was scanned")
-    for found in discover_rollouts(root) if root_present else ():
+    problems: list[DiscoveryProblem] = []
+    for found in discover_rollouts(root, problems=problems) if root_present else ():
         seen.add(found.path)
         previous = known.get(found.path)
+        if previous is not None and previous.state is ThreadState.FORGOTTEN:
+            report.unchanged += 1
+            continue
         if (
             previous is not None
             and previous.state is not ThreadState.DELETED
@@ -87,15 +91,28 @@ def scan(store: Store, sessions_dir: Path, *, retry_budget: int) -> ScanReport:
         else:
             report.changed += 1
 
+    for problem in problems:
+        report.warnings.append(str(problem))
+    # Files under a folder that could not be listed are not known to be gone.
+    unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
     vanished: list[str] = []
     root_prefix = str(root) + "/"
     for path, previous in known.items():
-        if previous.state is ThreadState.DELETED or path in seen:
+        if previous.state in (ThreadState.DELETED, ThreadState.FORGOTTEN) or path in seen:
             continue
         if previous.ingested:
-            if stat_file(path) is None:
+            try:
+                still_there = stat_file(path) is not None
+            except OSError as exc:
+                report.warnings.append(f"{path}: cannot check ({exc.strerror or exc})")
+                continue
+            if not still_there:
                 vanished.append(previous.thread_id)
-        elif root_present and path.startswith(root_prefix):
+        elif (
+            root_present
+            and path.startswith(root_prefix)
+            and not any(path == p.rstrip("/") or path.startswith(p) for p in unlisted)
+        ):
             vanished.append(previous.thread_id)
     if vanished:
         report.deleted = store.mark_deleted(vanished)

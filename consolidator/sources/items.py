@@ -20,6 +20,8 @@ class ItemKind(StrEnum):
     # Kept by readers so reduction can count what it drops; never sent to a model.
     INSTRUCTIONS = "instructions"
     REASONING = "reasoning"
+    # Placed by reduction where the middle of a long rollout was cut; its text says how much.
+    OMISSION = "omission"
 
 
 @dataclass(frozen=True)

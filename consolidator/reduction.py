@@ -1,0 +1,166 @@
+"""Shrink a rollout to what stage one needs, within a character budget, in bounded memory.
+
+What a future session can reuse is what the user asked and corrected, what the agent did and
+what happened. Instructions (system prompts, AGENTS.md, skills) are the same in every session
+and reasoning is the agent's scratch work, so both are dropped and only counted. When the
+conversation is still over budget, the beginning (the task as first stated) and the end (the
+outcome, the last corrections) are kept and the middle is replaced by one omission marker.
+
+Reduction runs before redaction; the caller redacts the item texts afterwards and renders the
+transcript from the redacted items, which is why the omission marker is an item itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from consolidator.sources.items import ItemKind, RolloutItem
+
+# A single item may use at most this share of the budget, so one pasted log cannot crowd out
+# the rest of the conversation.
+_ITEM_SHARE_OF_BUDGET = 4
+_MIN_ITEM_CHARS = 200
+_MARKER_RESERVE_CHARS = 48
+_HEAD_SHARE_NUMERATOR = 2
+_HEAD_SHARE_DENOMINATOR = 5
+_MAX_TOOL_NAME_CHARS = 64
+_TOOL_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")
+
+
+@dataclass(frozen=True)
+class ReducedRollout:
+    """The items to show the model, in order, with the omission marker where the cut is.
+
+    `truncated` is true when anything was cut: items omitted or any text shortened.
+    """
+
+    items: tuple[RolloutItem, ...]
+    omitted_items: int
+    dropped_instructions: int
+    dropped_reasoning: int
+    truncated: bool
+
+
+def reduce_items(
+    items: Iterable[RolloutItem], budget_chars: int, tool_output_chars: int = 2000
+) -> ReducedRollout:
+    """Keep a head and a tail of the conversation whose rendered transcript fits `budget_chars`.
+
+    Streams `items` once, holding at most about two budgets of text. A rollout that fits is
+    returned whole (minus instructions and reasoning). Otherwise the head takes up to 40 % of
+    the budget, the tail whatever the head left, and the tail always keeps the last item. The
+    budget counts rendered characters, so `render_transcript` of the result is at most
+    `budget_chars` plus one item when a single item alone exceeds what was left.
+    """
+    if budget_chars <= 0:
+        raise ValueError(f"budget_chars must be positive, not {budget_chars}")
+    if tool_output_chars < 0:
+        raise ValueError(f"tool_output_chars must not be negative, not {tool_output_chars}")
+    item_chars = max(_MIN_ITEM_CHARS, budget_chars // _ITEM_SHARE_OF_BUDGET)
+    output_chars = min(tool_output_chars, item_chars)
+    head_budget = budget_chars * _HEAD_SHARE_NUMERATOR // _HEAD_SHARE_DENOMINATOR
+
+    head: list[RolloutItem] = []
+    head_chars = 0
+    head_open = True
+    tail: deque[tuple[RolloutItem, int]] = deque()
+    tail_chars = 0
+    omitted = 0
+    dropped_instructions = 0
+    dropped_reasoning = 0
+    clipped_any = False
+
+    for item in items:
+        if item.kind is ItemKind.INSTRUCTIONS:
+            dropped_instructions += 1
+            continue
+        if item.kind is ItemKind.REASONING:
+            dropped_reasoning += 1
+            continue
+        limit = output_chars if item.kind is ItemKind.TOOL_OUTPUT else item_chars
+        clipped = clip_text(item.text, limit)
+        if clipped is not item.text:
+            clipped_any = True
+            item = replace(item, text=clipped)
+        cost = len(render_item(item)) + 1
+        if head_open and head_chars + cost <= head_budget:
+            head.append(item)
+            head_chars += cost
+            continue
+        head_open = False
+        tail.append((item, cost))
+        tail_chars += cost
+        tail_budget = budget_chars - head_chars
+        if omitted or tail_chars > tail_budget:
+            tail_budget -= _MARKER_RESERVE_CHARS
+        while tail_chars > tail_budget and len(tail) > 1:
+            _, dropped_cost = tail.popleft()
+            tail_chars -= dropped_cost
+            omitted += 1
+
+    kept = list(head)
+    if omitted:
+        kept.append(omission_marker(omitted))
+    kept.extend(item for item, _ in tail)
+    return ReducedRollout(
+        items=tuple(kept),
+        omitted_items=omitted,
+        dropped_instructions=dropped_instructions,
+        dropped_reasoning=dropped_reasoning,
+        truncated=bool(omitted) or clipped_any,
+    )
+
+
+def omission_marker(count: int) -> RolloutItem:
+    return RolloutItem(ItemKind.OMISSION, f"[... {count} items omitted ...]")
+
+
+def clip_text(text: str, limit: int) -> str:
+    """`text` itself if within `limit`, else its start and end around a marker.
+
+    The end gets the larger share: a failing command prints the error and the summary last.
+    """
+    if len(text) <= limit:
+        return text
+    marker_chars = len(f"\n[... {len(text)} chars omitted ...]\n")
+    keep = max(limit - marker_chars, 0)
+    head_chars = keep * _HEAD_SHARE_NUMERATOR // _HEAD_SHARE_DENOMINATOR
+    tail_chars = keep - head_chars
+    omitted = len(text) - head_chars - tail_chars
+    clipped = (
+        text[:head_chars]
+        + f"\n[... {omitted} chars omitted ...]\n"
+        + text[len(text) - tail_chars :]
+    )
+    # A limit shorter than the marker itself would make the text longer, not shorter.
+    return clipped if len(clipped) < len(text) else text
+
+
+def render_transcript(items: Iterable[RolloutItem]) -> str:
+    """One block per item, `[kind ...]` at the start of a line, continuation lines indented.
+
+    The indentation is what keeps a tool output that contains `[user] ...` from reading as a
+    turn of the user's.
+    """
+    return "\n".join(render_item(item) for item in items)
+
+
+def render_item(item: RolloutItem) -> str:
+    lines = item.text.replace("\r\n", "\n").replace("\r", "\n").rstrip().split("\n")
+    body = "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
+    if item.kind is ItemKind.OMISSION:
+        return body
+    label = _label(item)
+    return f"{label} {body}" if body else label
+
+
+def _label(item: RolloutItem) -> str:
+    if item.kind is ItemKind.TOOL_CALL:
+        name = _TOOL_NAME_UNSAFE.sub("_", (item.name or "")[:_MAX_TOOL_NAME_CHARS]) or "unknown"
+        return f"[tool_call {name}]"
+    if item.kind is ItemKind.TOOL_OUTPUT:
+        return "[tool_output]" if item.exit_code is None else f"[tool_output exit={item.exit_code}]"
+    return f"[{item.kind.value}]"

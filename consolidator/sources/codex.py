@@ -1,0 +1,297 @@
+"""Codex rollouts: `SESSIONS/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl`.
+
+Current files wrap every line as `{"timestamp", "type", "payload"}`. Files from early Codex
+versions have no envelope: the first line is the session metadata itself (`id`, `timestamp`,
+`instructions`) and the other lines are bare response items. Both are read.
+
+Only `response_item` lines produce items. Codex also writes each user and agent message a
+second time as an `event_msg` (for its UI), and `turn_context` / `compacted` restate what the
+response items already hold, so reading those too would double the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+from consolidator.sources.items import ItemKind, RolloutItem
+from consolidator.sources.records import (
+    Record,
+    SessionFacts,
+    as_text,
+    clean_text,
+    exit_code_from_text,
+    get_dict,
+    get_list,
+    get_str,
+    non_empty,
+    parse_timestamp,
+    session_id_or_none,
+)
+
+ENVELOPE_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+RESPONSE_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "local_shell_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "web_search_call",
+    }
+)
+
+_OUTPUT_HEADER = "Output:\n"
+_HARNESS_HEADER_MAX_CHARS = 512
+
+# User-role messages that Codex composes itself: project docs, environment, skills.
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<skill>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+)
+
+
+def is_codex_record(record: Record) -> bool:
+    record_type = record.get("type")
+    if record_type in ENVELOPE_TYPES:
+        return True
+    if record_type in RESPONSE_ITEM_TYPES and "payload" not in record:
+        return True
+    return _is_legacy_meta(record)
+
+
+def session_facts(record: Record) -> SessionFacts | None:
+    """Facts from a `session_meta` line (or the legacy first line); None for other lines."""
+    if record.get("type") == "session_meta":
+        meta = get_dict(record, "payload") or {}
+        started_at = parse_timestamp(meta.get("timestamp")) or parse_timestamp(
+            record.get("timestamp")
+        )
+    elif _is_legacy_meta(record):
+        meta = record
+        started_at = parse_timestamp(meta.get("timestamp"))
+    else:
+        return None
+    git = get_dict(meta, "git") or {}
+    return SessionFacts(
+        session_id=session_id_or_none(meta.get("id")),
+        cwd=non_empty(get_str(meta, "cwd")),
+        git_branch=non_empty(get_str(git, "branch")),
+        started_at=started_at,
+    )
+
+
+def cwd_from_turn_context(record: Record) -> str | None:
+    """Older session_meta lines lack `cwd`; the first turn context still names it."""
+    if record.get("type") != "turn_context":
+        return None
+    return non_empty(get_str(get_dict(record, "payload"), "cwd"))
+
+
+def items_from_record(record: Record) -> Iterator[RolloutItem]:
+    record_type = record.get("type")
+    timestamp = parse_timestamp(record.get("timestamp"))
+    if record_type == "response_item":
+        payload = get_dict(record, "payload")
+        if payload is not None:
+            yield from _response_item(payload, timestamp)
+    elif record_type == "session_meta":
+        instructions = _meta_instructions(get_dict(record, "payload"))
+        if instructions:
+            yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+    elif record_type == "compacted":
+        # The model's summary of the history before it, which the file still holds in full.
+        summary = as_text((get_dict(record, "payload") or {}).get("message"))
+        if summary:
+            yield RolloutItem(ItemKind.INSTRUCTIONS, summary, name="compacted", timestamp=timestamp)
+    elif record_type in RESPONSE_ITEM_TYPES and "payload" not in record:
+        yield from _response_item(record, timestamp)
+    elif _is_legacy_meta(record):
+        instructions = _meta_instructions(record)
+        if instructions:
+            yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+
+
+def _is_legacy_meta(record: Record) -> bool:
+    return "type" not in record and "id" in record and "timestamp" in record
+
+
+def _meta_instructions(meta: Record | None) -> str:
+    if meta is None:
+        return ""
+    for key in ("instructions", "base_instructions"):
+        value = meta.get(key)
+        if isinstance(value, dict):
+            value = value.get("text")
+        if isinstance(value, str) and value.strip():
+            return clean_text(value)
+    return ""
+
+
+def _response_item(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
+    item_type = payload.get("type")
+    call_id = get_str(payload, "call_id")
+    if item_type == "message":
+        yield from _message(payload, timestamp)
+    elif item_type == "function_call":
+        yield RolloutItem(
+            ItemKind.TOOL_CALL,
+            as_text(payload.get("arguments")),
+            name=get_str(payload, "name"),
+            call_id=call_id,
+            timestamp=timestamp,
+        )
+    elif item_type == "custom_tool_call":
+        yield RolloutItem(
+            ItemKind.TOOL_CALL,
+            as_text(payload.get("input")),
+            name=get_str(payload, "name"),
+            call_id=call_id,
+            timestamp=timestamp,
+        )
+    elif item_type == "local_shell_call":
+        yield RolloutItem(
+            ItemKind.TOOL_CALL,
+            as_text(payload.get("action")),
+            name="local_shell",
+            call_id=call_id or get_str(payload, "id"),
+            timestamp=timestamp,
+        )
+    elif item_type == "web_search_call":
+        yield RolloutItem(
+            ItemKind.TOOL_CALL,
+            as_text(payload.get("action")),
+            name="web_search",
+            call_id=get_str(payload, "id"),
+            timestamp=timestamp,
+        )
+    elif item_type in ("function_call_output", "custom_tool_call_output"):
+        text, exit_code = _tool_output(payload.get("output"))
+        yield RolloutItem(
+            ItemKind.TOOL_OUTPUT, text, call_id=call_id, timestamp=timestamp, exit_code=exit_code
+        )
+    elif item_type == "reasoning":
+        yield RolloutItem(ItemKind.REASONING, _reasoning_text(payload), timestamp=timestamp)
+
+
+def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
+    role = payload.get("role")
+    parts = _content_texts(payload.get("content"))
+    if role in ("developer", "system"):
+        text = "\n".join(parts)
+        if text:
+            yield RolloutItem(ItemKind.INSTRUCTIONS, text, name=role, timestamp=timestamp)
+        return
+    if role == "assistant":
+        text = "\n".join(parts)
+        if text:
+            yield RolloutItem(ItemKind.ASSISTANT, text, timestamp=timestamp)
+        return
+    if role != "user":
+        return
+    # Codex sends injected context as separate parts or separate messages; split them so a
+    # real request that shares a message with AGENTS.md is still kept.
+    injected = [part for part in parts if is_injected_context(part)]
+    spoken = [part for part in parts if not is_injected_context(part)]
+    if injected:
+        yield RolloutItem(
+            ItemKind.INSTRUCTIONS, "\n".join(injected), name="injected", timestamp=timestamp
+        )
+    if spoken:
+        yield RolloutItem(ItemKind.USER, "\n".join(spoken), timestamp=timestamp)
+
+
+def is_injected_context(text: str) -> bool:
+    return text.lstrip().startswith(_INJECTED_PREFIXES)
+
+
+def _content_texts(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [clean_text(content)] if content.strip() else []
+    texts: list[str] = []
+    if not isinstance(content, list):
+        return texts
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        part_type = part.get("type")
+        if part_type in ("input_image", "image"):
+            texts.append("[image]")
+            continue
+        text = get_str(part, "text")
+        if text is not None and text.strip():
+            texts.append(clean_text(text))
+    return texts
+
+
+def _tool_output(output: object) -> tuple[str, int | None]:
+    """The output text and exit code, across the three shapes Codex has written.
+
+    Older versions store a JSON string `{"output": ..., "metadata": {"exit_code": ...}}`;
+    newer ones a plain string headed by `Exit code: N`; some store a structured object or a
+    list of content parts.
+    """
+    if isinstance(output, dict):
+        return _structured_output(output)
+    if isinstance(output, list):
+        return "\n".join(_content_texts(output)), None
+    text = as_text(output)
+    stripped = text.lstrip()
+    if stripped.startswith("{") and '"output"' in stripped[:4096]:
+        try:
+            decoded = json.loads(stripped)
+        except (ValueError, RecursionError):
+            decoded = None
+        if isinstance(decoded, dict) and "output" in decoded:
+            return _structured_output(decoded)
+    return _strip_harness_header(text)
+
+
+def _strip_harness_header(text: str) -> tuple[str, int | None]:
+    """Split `Exit code: N / Wall time: ... / Output:` off a shell output.
+
+    The exit code becomes the item's field, and the timing lines are noise the model would
+    otherwise read for every command.
+    """
+    header_end = text.find(_OUTPUT_HEADER, 0, _HARNESS_HEADER_MAX_CHARS)
+    if header_end < 0 or (header_end > 0 and text[header_end - 1] != "\n"):
+        return text, exit_code_from_text(text)
+    exit_code = exit_code_from_text(text[:header_end])
+    if exit_code is None:
+        return text, None
+    return text[header_end + len(_OUTPUT_HEADER) :], exit_code
+
+
+def _structured_output(output: Record) -> tuple[str, int | None]:
+    body = output.get("output", output.get("content"))
+    text = "\n".join(_content_texts(body)) if isinstance(body, list) else as_text(body)
+    metadata = get_dict(output, "metadata") or {}
+    exit_code = metadata.get("exit_code", output.get("exit_code"))
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool):
+        return text, exit_code
+    parsed = exit_code_from_text(text)
+    if parsed is not None:
+        return text, parsed
+    if output.get("success") is False:
+        return text, 1
+    return text, None
+
+
+def _reasoning_text(payload: Record) -> str:
+    texts = [
+        clean_text(text)
+        for key in ("summary", "content")
+        for part in get_list(payload, key)
+        if (text := get_str(part, "text"))
+    ]
+    return "\n".join(texts)

@@ -1,0 +1,152 @@
+"""Find rollout files under a sessions root, cheaply enough to run every few minutes.
+
+A rescan of 10,000 unchanged files must cost about one directory listing plus one `stat` per
+file: `os.scandir` gives file types without a `stat`, and the single `stat` per candidate file
+supplies the size and mtime that change detection compares. No file is opened here.
+
+The tree is user-owned and may contain anything: symlinks that loop, unreadable directories,
+directories with a `.jsonl` name, files vanishing mid-walk. None of these stops the walk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ROLLOUT_SUFFIX = ".jsonl"
+
+
+@dataclass(frozen=True)
+class DiscoveredFile:
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class DiscoveryProblem:
+    """A directory that could not be listed or an entry that could not be examined.
+
+    Files at or under `path` were not seen, but that does not mean they are gone: a caller
+    that treats unseen files as deleted must exempt them.
+    """
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"cannot read {self.path}: {self.reason}"
+
+
+def discover_rollouts(
+    root: Path | str, *, problems: list[DiscoveryProblem] | None = None
+) -> Iterator[DiscoveredFile]:
+    """Every regular `*.jsonl` file under `root`, with the size and mtime of its one `stat`.
+
+    Symlinked directories are followed, each directory at most once (by device and inode), so
+    a loop ends and a linked-in tree is not reported twice. A directory that cannot be listed
+    and an entry that cannot be examined (other than one that vanished) are skipped and
+    appended to `problems` when given. A missing root yields nothing: a fresh machine has no
+    sessions yet. Order is sorted by name within each directory, so scans are reproducible.
+    """
+    root_path = str(Path(root).absolute())
+    try:
+        root_stat = Path(root_path).stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        _record(problems, DiscoveryProblem(root_path, _reason(exc)))
+        return
+    if stat.S_ISREG(root_stat.st_mode):
+        if root_path.endswith(ROLLOUT_SUFFIX):
+            yield DiscoveredFile(root_path, root_stat.st_size, root_stat.st_mtime_ns)
+        return
+    if not stat.S_ISDIR(root_stat.st_mode):
+        return
+
+    visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
+    pending = [root_path]
+    while pending:
+        directory = pending.pop()
+        subdirectories: list[str] = []
+        for entry in _list_directory(directory, problems):
+            if entry.name.endswith(ROLLOUT_SUFFIX):
+                try:
+                    entry_stat = entry.stat()
+                except FileNotFoundError:
+                    # Vanished or a dangling symlink: nothing to read either way.
+                    continue
+                except OSError as exc:
+                    _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
+                    continue
+                if stat.S_ISREG(entry_stat.st_mode):
+                    yield DiscoveredFile(entry.path, entry_stat.st_size, entry_stat.st_mtime_ns)
+                    continue
+                if not stat.S_ISDIR(entry_stat.st_mode):
+                    continue
+                key = (entry_stat.st_dev, entry_stat.st_ino)
+            else:
+                try:
+                    if not entry.is_dir():
+                        continue
+                    dir_stat = entry.stat()
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
+                    continue
+                key = (dir_stat.st_dev, dir_stat.st_ino)
+            if key in visited:
+                continue
+            visited.add(key)
+            subdirectories.append(entry.path)
+        # Reversed so that popping from the end walks the tree in sorted order.
+        pending.extend(reversed(subdirectories))
+
+
+def stat_file(path: str | Path) -> DiscoveredFile | None:
+    """The file's size and mtime, or None when it no longer exists as a regular file.
+
+    Other errors (permissions, I/O) propagate: a file we cannot see is not a deleted file,
+    and treating it as one would make the caller forget its memories.
+    """
+    abs_path = str(Path(path).absolute())
+    try:
+        file_stat = Path(abs_path).stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(file_stat.st_mode):
+        return None
+    return DiscoveredFile(abs_path, file_stat.st_size, file_stat.st_mtime_ns)
+
+
+def _list_directory(
+    directory: str, problems: list[DiscoveryProblem] | None
+) -> list[os.DirEntry[str]]:
+    """The sorted entries, read fully so no directory handle stays open across yields."""
+    try:
+        with os.scandir(directory) as iterator:
+            entries = list(iterator)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        _record(problems, DiscoveryProblem(directory, _reason(exc)))
+        return []
+    entries.sort(key=lambda entry: entry.name)
+    return entries
+
+
+def _record(problems: list[DiscoveryProblem] | None, problem: DiscoveryProblem) -> None:
+    logger.warning("%s", problem, extra={"action": "discovery_skip"})
+    if problems is not None:
+        problems.append(problem)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__

@@ -1,0 +1,309 @@
+"""Read rollout files of either format without trusting their content.
+
+A rollout is written by another program, possibly still running, possibly crashed mid-line,
+possibly not a rollout at all. Everything here reads in binary with a hard per-line cap, so a
+single 100 MB line costs at most `MAX_LINE_BYTES` of memory, and turns every content problem
+into a one-line reason instead of an exception. Only I/O errors (`OSError`) escape.
+
+`read_header` is what a rescan pays per changed file: the first lines and the tail, never the
+whole file. `iter_items` is the full streaming read, done once per stage-one extraction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from consolidator.sources import claude, codex
+from consolidator.sources.items import ReadReport, RolloutHeader, RolloutItem, SourceFormat
+from consolidator.sources.records import Record, SessionFacts, parse_timestamp
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+HEADER_MAX_LINES = 256
+TAIL_BLOCK_BYTES = 64 * 1024
+TAIL_SCAN_LIMIT_BYTES = 2 * MAX_LINE_BYTES
+_TAIL_MAX_BLOCK_BYTES = 1024 * 1024
+_SKIP_CHUNK_BYTES = 1024 * 1024
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+_ITEM_PARSERS: dict[SourceFormat, Callable[[Record], Iterator[RolloutItem]]] = {
+    SourceFormat.CODEX: codex.items_from_record,
+    SourceFormat.CLAUDE: claude.items_from_record,
+}
+_FACT_READERS: dict[SourceFormat, Callable[[Record], SessionFacts | None]] = {
+    SourceFormat.CODEX: codex.session_facts,
+    SourceFormat.CLAUDE: claude.session_facts,
+}
+_MISSING_METADATA = {
+    SourceFormat.CODEX: "no session_meta line",
+    SourceFormat.CLAUDE: "no user or assistant record",
+}
+
+
+def read_header(path: str | Path) -> RolloutHeader:
+    """Identity, provenance and freshness of a rollout, from its first lines and its tail.
+
+    Size and mtime come from the same `fstat` as the read, so they describe the bytes read.
+    """
+    abs_path = str(Path(path).absolute())
+    with open(abs_path, "rb") as stream:
+        stat = os.fstat(stream.fileno())
+        mtime = datetime.fromtimestamp(stat.st_mtime_ns / 1e9, tz=UTC)
+        sniffed = _sniff(stream)
+        last_event_at = None
+        if sniffed.format is not None:
+            last_event_at = _last_timestamp(stream, stat.st_size)
+    return RolloutHeader(
+        path=abs_path,
+        format=sniffed.format,
+        thread_id=sniffed.session_id or thread_id_from_path(abs_path),
+        cwd=sniffed.cwd,
+        git_branch=sniffed.git_branch,
+        started_at=sniffed.started_at or sniffed.first_record_at,
+        last_event_at=last_event_at or mtime,
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        problem="empty file" if stat.st_size == 0 else sniffed.problem(),
+    )
+
+
+def iter_items(
+    path: str | Path, report: ReadReport, *, source_format: SourceFormat | None = None
+) -> Iterator[RolloutItem]:
+    """Every conversation item of a rollout, in file order, skipping what cannot be read.
+
+    Each skipped line is counted and described in `report`. `source_format` saves the sniffing
+    when the header is already known; otherwise the first recognisable record decides it.
+    """
+    with open(path, "rb") as stream:
+        for line in _raw_lines(stream):
+            report.lines_read += 1
+            record, problem = _decode(line)
+            if problem is not None:
+                report.lines_skipped += 1
+                report.note(f"line {line.number}: {problem}; skipped")
+                continue
+            if record is None:
+                continue
+            if source_format is None:
+                source_format = detect_format(record)
+                if source_format is None:
+                    continue
+            try:
+                items = list(_ITEM_PARSERS[source_format](record))
+            except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+                report.lines_skipped += 1
+                report.note(
+                    f"line {line.number}: unexpected record shape ({type(exc).__name__}); skipped"
+                )
+                continue
+            yield from items
+
+
+def detect_format(record: Record) -> SourceFormat | None:
+    if codex.is_codex_record(record):
+        return SourceFormat.CODEX
+    if claude.is_claude_record(record):
+        return SourceFormat.CLAUDE
+    return None
+
+
+def thread_id_from_path(path: str | Path) -> str:
+    """The uuid in the file name (both agents put one there), else a stable hash of the path."""
+    abs_path = Path(path).absolute()
+    uuids = _UUID.findall(abs_path.name)
+    if uuids:
+        return str(uuids[-1]).lower()
+    digest = hashlib.sha256(os.fsencode(abs_path)).hexdigest()
+    return "path-" + digest[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class _RawLine:
+    number: int
+    # None when the line was over the limit and was consumed without being kept.
+    content: bytes | None
+    size: int
+    ended: bool
+
+
+def _raw_lines(stream: BinaryIO) -> Iterator[_RawLine]:
+    number = 0
+    while True:
+        chunk = stream.readline(MAX_LINE_BYTES + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) <= MAX_LINE_BYTES or chunk.endswith(b"\n"):
+            yield _RawLine(number, chunk, len(chunk), chunk.endswith(b"\n"))
+            continue
+        size = len(chunk)
+        chunk = b""
+        ended = False
+        while rest := stream.readline(_SKIP_CHUNK_BYTES):
+            size += len(rest)
+            if rest.endswith(b"\n"):
+                ended = True
+                break
+        yield _RawLine(number, None, size, ended)
+
+
+def _decode(line: _RawLine) -> tuple[Record | None, str | None]:
+    """The line's JSON object, or the reason it has none; (None, None) for a blank line."""
+    if line.content is None:
+        limit_mib = MAX_LINE_BYTES // (1024 * 1024)
+        return None, f"{line.size} bytes, over the {limit_mib} MiB line limit"
+    raw = line.content
+    if line.number == 1 and raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM) :]
+    if b"\x00" in raw:
+        return None, "binary data (NUL bytes)"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if not line.ended:
+            return None, "truncated last line (no newline, not valid UTF-8)"
+        return None, f"not UTF-8 (invalid byte at offset {exc.start})"
+    if not text.strip():
+        return None, None
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    except ValueError as exc:
+        if not line.ended:
+            return None, "truncated last line (no newline, not valid JSON)"
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]
+        return None, f"not valid JSON ({detail})"
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    return value, None
+
+
+class _Sniffed:
+    """What the first lines revealed; fields are first-seen-wins across records."""
+
+    def __init__(self) -> None:
+        self.format: SourceFormat | None = None
+        self.has_metadata = False
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+        self.git_branch: str | None = None
+        self.started_at: datetime | None = None
+        self.first_record_at: datetime | None = None
+        self.first_problem: str | None = None
+        self.saw_record = False
+        self.lines = 0
+
+    def absorb(self, facts: SessionFacts) -> None:
+        self.has_metadata = True
+        self.session_id = self.session_id or facts.session_id
+        self.git_branch = self.git_branch or facts.git_branch
+        self.cwd = self.cwd or facts.cwd
+        self.started_at = self.started_at or facts.started_at
+
+    @property
+    def complete(self) -> bool:
+        if not self.has_metadata or self.cwd is None:
+            return False
+        # Codex states its id once, in session_meta; Claude repeats it on every record.
+        return self.session_id is not None or self.format is SourceFormat.CODEX
+
+    def problem(self) -> str | None:
+        if self.has_metadata:
+            return None
+        scope = "in the first line" if self.lines == 1 else f"in the first {self.lines} lines"
+        if self.format is not None:
+            return f"{_MISSING_METADATA[self.format]} {scope}"
+        if self.first_problem is not None:
+            return f"{self.first_problem}; no session metadata {scope}"
+        if not self.saw_record:
+            return "no JSON records (only blank lines)"
+        return f"not a Codex or Claude Code transcript: no session metadata {scope}"
+
+
+def _sniff(stream: BinaryIO) -> _Sniffed:
+    sniffed = _Sniffed()
+    bytes_read = 0
+    for line in _raw_lines(stream):
+        sniffed.lines = line.number
+        bytes_read += line.size
+        record, problem = _decode(line)
+        if problem is not None:
+            if sniffed.first_problem is None:
+                where = "first line" if line.number == 1 else f"line {line.number}"
+                sniffed.first_problem = f"{where}: {problem}"
+        elif record is not None:
+            sniffed.saw_record = True
+            if sniffed.first_record_at is None:
+                sniffed.first_record_at = parse_timestamp(record.get("timestamp"))
+            if sniffed.format is None:
+                sniffed.format = detect_format(record)
+            if sniffed.format is not None:
+                facts = _FACT_READERS[sniffed.format](record)
+                if facts is not None:
+                    sniffed.absorb(facts)
+                elif sniffed.format is SourceFormat.CODEX and sniffed.cwd is None:
+                    sniffed.cwd = codex.cwd_from_turn_context(record)
+        if sniffed.complete or line.number >= HEADER_MAX_LINES or bytes_read > MAX_LINE_BYTES:
+            break
+    return sniffed
+
+
+def _last_timestamp(stream: BinaryIO, size: int) -> datetime | None:
+    """The timestamp of the last complete, readable record, reading backwards from the end.
+
+    Blocks grow from 64 KiB so the common case reads one block; a line over the line limit is
+    stepped over rather than accumulated, and the whole search stops after
+    `TAIL_SCAN_LIMIT_BYTES` (the caller falls back to the mtime).
+    """
+    position = size
+    pending = b""
+    skipping_long_line = False
+    block_size = TAIL_BLOCK_BYTES
+    scanned = 0
+    while position > 0 and scanned < TAIL_SCAN_LIMIT_BYTES:
+        read_size = min(block_size, position)
+        position -= read_size
+        stream.seek(position)
+        block = stream.read(read_size)
+        scanned += len(block)
+        block_size = min(block_size * 4, _TAIL_MAX_BLOCK_BYTES)
+        if skipping_long_line:
+            newline = block.rfind(b"\n")
+            if newline < 0:
+                continue
+            data = block[: newline + 1]
+            skipping_long_line = False
+        else:
+            data = block + pending
+        pieces = data.split(b"\n")
+        if position > 0:
+            pending = pieces[0]
+            pieces = pieces[1:]
+        for raw in reversed(pieces):
+            timestamp = _timestamp_of(raw)
+            if timestamp is not None:
+                return timestamp
+        if len(pending) > MAX_LINE_BYTES:
+            pending = b""
+            skipping_long_line = True
+    return None
+
+
+def _timestamp_of(raw: bytes) -> datetime | None:
+    if not raw.strip() or b"timestamp" not in raw:
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return parse_timestamp(value.get("timestamp")) if isinstance(value, dict) else None
