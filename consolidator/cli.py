@@ -28,21 +28,20 @@ from consolidator.backends.factory import make_backend
 from consolidator.config import SETTINGS, ConfigError, Settings, build_settings
 from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, open_engine
 from consolidator.db.engine import BadDatabaseURL, create_db_engine
-from consolidator.db.store import Eligibility, Store
+from consolidator.db.store import Store
 from consolidator.logs import configure_logging
 from consolidator.memory.codec import decode
 from consolidator.memory.render import render_memory_md, select_blocks_for_cwd
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.publish import publish, unpublish
+from consolidator.phase_two import Phase2Report, run_phase_two
+from consolidator.publish import unpublish
 from consolidator.scanner import ScanReport, register_file, scan
 from consolidator.stage_one import (
-    Stage1Options,
     Stage1Report,
     ThreadResult,
     process_one,
     run_stage_one,
-    transcript_budget_chars,
 )
+from consolidator.worker import phase2_options, publish_current, run_pass, stage1_options
 
 log = logging.getLogger(__name__)
 
@@ -141,34 +140,8 @@ def _store(settings: Settings) -> Iterator[Store]:
         engine.dispose()
 
 
-def _stage1_options(settings: Settings) -> Stage1Options:
-    return Stage1Options(
-        concurrency=settings.stage1_concurrency,
-        lease_seconds=settings.lease_seconds,
-        eligibility=Eligibility(settings.min_idle_seconds, settings.max_age_days),
-        transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
-    )
-
-
-def _phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2Options:
-    return Phase2Options(
-        lease_seconds=settings.lease_seconds,
-        cooldown_seconds=settings.phase2_cooldown_seconds,
-        memory_budget_bytes=settings.memory_budget_bytes,
-        input_budget_chars=transcript_budget_chars(settings.context_window_tokens) // 2,
-        max_shrink_fraction=settings.max_shrink_fraction,
-        allow_shrink=allow_shrink,
-    )
-
-
 def _publish(inv: Invocation, store: Store) -> None:
-    report = publish(store, inv.settings.memory_dir)
-    if report.backup:
-        log.warning(
-            "MEMORY.md was edited by hand; the edited copy was kept as %s",
-            report.backup,
-            extra={"action": "memory_hand_edit_backed_up"},
-        )
+    publish_current(store, inv.settings)
 
 
 def _backend(inv: Invocation) -> Backend:
@@ -267,12 +240,12 @@ def _print_scan(inv: Invocation, report: ScanReport) -> None:
     )
 
 
-def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
-    backend = _backend(inv)
-    options = _stage1_options(inv.settings)
-    show_progress = not (inv.json_output or inv.quiet) and sys.stderr.isatty()
-    if not show_progress:
-        return run_stage_one(store, backend, options)
+@contextmanager
+def _progress(inv: Invocation) -> Iterator[Callable[[str, ThreadResult], None] | None]:
+    """A live count of finished threads on a terminal; nothing for scripts and cron."""
+    if inv.json_output or inv.quiet or not sys.stderr.isatty():
+        yield None
+        return
     with Progress(
         SpinnerColumn(),
         TextColumn("stage one: {task.completed} threads done"),
@@ -286,7 +259,15 @@ def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
         def advance(thread_id: str, result: ThreadResult) -> None:
             progress.update(task, advance=1, description=f"last: {thread_id[:12]} {result}")
 
-        return run_stage_one(store, backend, options, on_thread_done=advance)
+        yield advance
+
+
+def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
+    backend = _backend(inv)
+    with _progress(inv) as on_thread_done:
+        return run_stage_one(
+            store, backend, stage1_options(inv.settings), on_thread_done=on_thread_done
+        )
 
 
 def _print_stage1(inv: Invocation, report: Stage1Report) -> None:
@@ -323,31 +304,25 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     """
     inv = _invocation(params)
     with _store(inv.settings) as store:
-        scan_report = _do_scan(inv, store)
-        stage1_report = _do_stage1(inv, store)
         backend = _backend(inv)
-        phase2_report = run_phase_two(
-            store, backend, _phase2_options(inv.settings, allow_shrink=allow_shrink)
-        )
-        _publish(inv, store)
-    payload = {
-        "scan": scan_report.as_json(),
-        "stage1": stage1_report.as_json(),
-        "phase2": phase2_report.as_json(),
-    }
+        with _progress(inv) as on_thread_done:
+            report = run_pass(
+                store,
+                backend,
+                inv.settings,
+                allow_shrink=allow_shrink,
+                on_thread_done=on_thread_done,
+            )
 
     def human() -> None:
-        _print_scan(inv, scan_report)
-        _print_stage1(inv, stage1_report)
-        _print_phase2(inv, phase2_report)
+        _print_scan(inv, report.scan)
+        _print_stage1(inv, report.stage1)
+        if report.phase2 is not None:
+            _print_phase2(inv, report.phase2)
 
-    inv.emit(payload, human)
-    if _stage1_failed(stage1_report):
-        raise WorkFailed(
-            "stage one failed: " + "; ".join(stage1_report.errors or ["every claim failed"])
-        )
-    if phase2_report.status == "failed":
-        raise WorkFailed(f"phase two failed: {phase2_report.error}")
+    inv.emit(report.as_json(), human)
+    if report.failed:
+        raise WorkFailed(report.failed)
 
 
 def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
@@ -378,12 +353,37 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = run_phase_two(
-            store, _backend(inv), _phase2_options(inv.settings, allow_shrink=allow_shrink)
+            store, _backend(inv), phase2_options(inv.settings, allow_shrink=allow_shrink)
         )
         _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
     if report.status == "failed":
         raise WorkFailed(f"phase two failed: {report.error}")
+
+
+@cli.command("daemon")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=None,
+    help="Serve Prometheus metrics on /metrics and a health check on /healthz at this port.",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
+@common_options
+def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -> None:
+    """Run beside the agent: a pass at start, then every CONSOLIDATOR_SCAN_INTERVAL_SECONDS.
+
+    SIGTERM or SIGINT stops new claims and lets work in flight finish within
+    CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS; a second signal exits at once.
+    """
+    from consolidator.daemon import run_daemon
+
+    inv = _invocation(params)
+    code = run_daemon(inv.settings, metrics_port=metrics_port, metrics_host=metrics_host)
+    if code != EXIT_OK:
+        raise WorkFailed("the daemon stopped because a side task died; see the log above")
 
 
 @cli.command("show")
@@ -543,7 +543,7 @@ def ingest_command(file: Path, **params: Any) -> None:
         outcome = "skipped_bad_input"
         if change.value != "bad":
             claim, result = process_one(
-                store, _backend(inv), thread_id, _stage1_options(inv.settings)
+                store, _backend(inv), thread_id, stage1_options(inv.settings)
             )
             outcome = claim.outcome.value
         thread = store.get_thread(thread_id)

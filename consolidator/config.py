@@ -128,6 +128,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Daemon: time between passes (scan + stage one + phase-two check).",
     ),
     SettingSpec(
+        "shutdown_grace_seconds",
+        "CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS",
+        30,
+        int,
+        "Daemon: after SIGTERM, how long work in flight may take to finish.",
+    ),
+    SettingSpec(
         "memory_budget_bytes",
         "CONSOLIDATOR_MEMORY_BUDGET_BYTES",
         65536,
@@ -183,6 +190,7 @@ class Settings:
     stage1_concurrency: int
     stage1_retry_budget: int
     scan_interval_seconds: int
+    shutdown_grace_seconds: int
     memory_budget_bytes: int
     max_shrink_fraction: float
     context_window_tokens: int
@@ -279,6 +287,7 @@ def build_settings(
         "max_age_days",
         "phase2_cooldown_seconds",
         "stage1_retry_budget",
+        "shutdown_grace_seconds",
     ):
         if values[name] < 0:
             raise ConfigError(f"{_BY_NAME[name].option} cannot be negative")
@@ -298,6 +307,7 @@ def build_settings(
         stage1_concurrency=values["stage1_concurrency"],
         stage1_retry_budget=values["stage1_retry_budget"],
         scan_interval_seconds=values["scan_interval_seconds"],
+        shutdown_grace_seconds=values["shutdown_grace_seconds"],
         memory_budget_bytes=values["memory_budget_bytes"],
         max_shrink_fraction=values["max_shrink_fraction"],
         context_window_tokens=values["context_window_tokens"],

@@ -1,0 +1,116 @@
+"""One pass of the worker (scan, stage one, phase two, publish), shared by `run` and the daemon.
+
+Every step is safe to overlap with other passes on other processes or hosts: the database
+decides who does what through leases, and publishing re-reads the database under a file lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from consolidator.backends.base import Backend
+from consolidator.config import Settings
+from consolidator.db.store import Eligibility, Store
+from consolidator.materialize import ProjectionReport
+from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.publish import publish
+from consolidator.scanner import ScanReport, scan
+from consolidator.stage_one import (
+    Stage1Options,
+    Stage1Report,
+    ThreadResult,
+    run_stage_one,
+    transcript_budget_chars,
+)
+
+log = logging.getLogger(__name__)
+
+
+def stage1_options(settings: Settings) -> Stage1Options:
+    return Stage1Options(
+        concurrency=settings.stage1_concurrency,
+        lease_seconds=settings.lease_seconds,
+        eligibility=Eligibility(settings.min_idle_seconds, settings.max_age_days),
+        transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
+    )
+
+
+def phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2Options:
+    return Phase2Options(
+        lease_seconds=settings.lease_seconds,
+        cooldown_seconds=settings.phase2_cooldown_seconds,
+        memory_budget_bytes=settings.memory_budget_bytes,
+        input_budget_chars=transcript_budget_chars(settings.context_window_tokens) // 2,
+        max_shrink_fraction=settings.max_shrink_fraction,
+        allow_shrink=allow_shrink,
+    )
+
+
+@dataclass
+class PassReport:
+    scan: ScanReport
+    stage1: Stage1Report
+    phase2: Phase2Report | None
+    projection: ProjectionReport | None
+
+    @property
+    def failed(self) -> str | None:
+        """Why the pass failed, or None. A skip is not a failure."""
+        if self.stage1.errors:
+            return "stage one failed: " + "; ".join(self.stage1.errors)
+        if self.stage1.failed and not (self.stage1.succeeded or self.stage1.empty):
+            return "stage one failed for every claimed thread; see `consolidator status`"
+        if self.phase2 is not None and self.phase2.status == "failed":
+            return f"phase two failed: {self.phase2.error}"
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scan": self.scan.as_json(),
+            "stage1": self.stage1.as_json(),
+            "phase2": self.phase2.as_json() if self.phase2 else None,
+        }
+
+
+def publish_current(store: Store, settings: Settings) -> ProjectionReport:
+    report = publish(store, settings.memory_dir)
+    if report.backup:
+        log.warning(
+            "MEMORY.md was edited by hand; the edited copy was kept as %s",
+            report.backup,
+            extra={"action": "memory_hand_edit_backed_up"},
+        )
+    return report
+
+
+def run_pass(
+    store: Store,
+    backend: Backend,
+    settings: Settings,
+    *,
+    allow_shrink: bool = False,
+    stop: threading.Event | None = None,
+    on_thread_done: Any = None,
+) -> PassReport:
+    stop = stop or threading.Event()
+    scan_report = scan(store, settings.sessions_dir, retry_budget=settings.stage1_retry_budget)
+    for warning in scan_report.warnings:
+        log.warning("%s", warning, extra={"action": "scan_warning"})
+    if scan_report.deleted:
+        store.purge_free_space()
+    stage1_report = run_stage_one(
+        store, backend, stage1_options(settings), stop=stop, on_thread_done=on_thread_done
+    )
+    phase2_report = None
+    if not stop.is_set():
+        phase2_report = run_phase_two(
+            store, backend, phase2_options(settings, allow_shrink=allow_shrink)
+        )
+    projection = publish_current(store, settings)
+    return PassReport(scan_report, stage1_report, phase2_report, projection)
+
+
+__all__ = ["PassReport", "ThreadResult", "phase2_options", "run_pass", "stage1_options"]
