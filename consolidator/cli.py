@@ -33,7 +33,7 @@ from consolidator.logs import configure_logging
 from consolidator.memory.codec import decode
 from consolidator.memory.render import render_memory_md, select_blocks_for_cwd
 from consolidator.phase_two import Phase2Report, run_phase_two
-from consolidator.publish import unpublish
+from consolidator.publish import drop_backups, unpublish
 from consolidator.scanner import ScanReport, register_file, scan
 from consolidator.stage_one import (
     Stage1Report,
@@ -484,6 +484,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
         forgotten = store.forget_thread(thread_id)
         store.purge_free_space()
         _publish(inv, store)
+        drop_backups(inv.settings.memory_dir, mentioning=thread_id)
         version = store.current_version()
     inv.emit(
         {
@@ -690,6 +691,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE)
     except WorkFailed as exc:
         _fail(str(exc), EXIT_FAILED)
+    except TimeoutError as exc:
+        _fail(f"timed out: {exc}", EXIT_FAILED)
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_FAILED)
     except Exception as exc:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from consolidator.db.store import Store
-from consolidator.materialize import Projection, ProjectionReport, clear_directory, project
+from consolidator.materialize import (
+    MEMORY_FILE,
+    Projection,
+    ProjectionReport,
+    clear_directory,
+    memory_dir_lock,
+    project,
+)
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.model import Memory
 from consolidator.memory.render import render_memory_summary
@@ -50,4 +57,23 @@ def publish(store: Store, memory_dir: Path) -> ProjectionReport:
 
 
 def unpublish(memory_dir: Path) -> ProjectionReport:
-    return clear_directory(memory_dir)
+    report = clear_directory(memory_dir)
+    drop_backups(memory_dir)
+    return report
+
+
+def drop_backups(memory_dir: Path, *, mentioning: str | None = None) -> list[str]:
+    """Delete hand-edit backups of MEMORY.md, all of them or those that mention a thread.
+
+    A backup is user data, but a forgotten thread must leave no trace in the directory, and
+    every citation line of a backup names its thread id.
+    """
+    removed: list[str] = []
+    if not memory_dir.is_dir():
+        return removed
+    with memory_dir_lock(memory_dir):
+        for backup in sorted(memory_dir.glob(f"{MEMORY_FILE}.edited-*.bak")):
+            if mentioning is None or mentioning.encode() in backup.read_bytes():
+                backup.unlink()
+                removed.append(backup.name)
+    return removed

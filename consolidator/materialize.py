@@ -1,0 +1,375 @@
+"""The memory directory as a projection of the database's current memory version.
+
+Files on disk are never the source of truth: they are rewritten from whatever version the
+database holds at the moment of writing. Two rules make that hold under concurrency:
+
+- `project` takes an inter-process lock on the directory first and only then asks the caller to
+  read the current version. A worker that committed v5 and then stalled cannot publish v5 after
+  a forget committed v6 and wrote it out: whoever writes last read the database last, under the
+  lock, so a forgotten thread's text cannot come back from a slow writer (the resurrection race).
+- Every file is replaced atomically (temp file in the same directory, fsync, rename, directory
+  fsync), so a reader or a crash sees either the old or the new bytes of a file.
+
+The directory as a whole is not swapped atomically. Rollout summaries are written before
+`MEMORY.md`, which cites them, and stale ones are removed only after it, so a crash midway
+leaves extra files at worst, never a citation of a missing file. The next projection repairs it.
+
+`MEMORY.md` is the one file people edit by hand. The sha256 of what was last written is kept in
+a state file; a `MEMORY.md` that no longer matches it is copied to a backup before being
+replaced, so a hand edit is never silently lost. A crash between writing `MEMORY.md` and the
+state file costs at most one spurious backup of our own output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+import filelock
+
+log = logging.getLogger(__name__)
+
+MEMORY_FILE: Final = "MEMORY.md"
+SUMMARY_FILE: Final = "memory_summary.md"
+RAW_MEMORIES_FILE: Final = "raw_memories.md"
+ROLLOUT_SUMMARIES_DIR: Final = "rollout_summaries"
+LOCK_FILE: Final = ".consolidator.lock"
+STATE_FILE: Final = ".consolidator-state.json"
+LOCK_TIMEOUT_SECONDS = 60.0
+
+_FILE_MODE: Final = 0o600
+_DIR_MODE: Final = 0o700
+_TEMP_PREFIX: Final = ".consolidator-tmp-"
+_TEMP_SUFFIX: Final = ".tmp"
+_STEM_MAX_LENGTH: Final = 200
+_SAFE_STEM: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_STATE_FORMAT: Final = 1
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What the directory should contain; with `version=None` it should contain no memory."""
+
+    version: int | None
+    memory_md: str
+    summary_md: str
+    raw_memories_md: str
+    rollout_summaries: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ProjectionReport:
+    version: int | None
+    written: tuple[str, ...]
+    removed: tuple[str, ...]
+    backup: str | None
+    unchanged: bool
+
+
+def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
+    """The lock `project` takes, creating the directory (0700) so the lock file has a home.
+
+    The instance is shared per path within a process, so a caller holding it can call `project`
+    or `clear_directory` from the same thread without deadlocking on its own lock; another thread
+    or process still waits. The lock file is never deleted: waiters must lock the same inode.
+    """
+    _ensure_private_dir(memory_dir)
+    return filelock.FileLock(
+        memory_dir / LOCK_FILE, timeout=LOCK_TIMEOUT_SECONDS, mode=_FILE_MODE, is_singleton=True
+    )
+
+
+def project(memory_dir: Path, load: Callable[[], Projection]) -> ProjectionReport:
+    """Make `memory_dir` match what `load` returns, calling `load` only once the lock is held.
+
+    `load` must read the database afresh on every call; a projection captured before the call
+    would reopen the resurrection race the lock exists to close. It is validated in full before
+    anything is written, so an unsafe rollout stem fails the projection with nothing changed.
+    """
+    lock = memory_dir_lock(memory_dir)
+    with _held(lock):
+        projection = load()
+        return _apply(memory_dir, projection)
+
+
+def clear_directory(memory_dir: Path) -> ProjectionReport:
+    """Remove every projected file after a clear-all; backups and the directory itself stay."""
+    return project(memory_dir, _empty_projection)
+
+
+def _empty_projection() -> Projection:
+    return Projection(
+        version=None, memory_md="", summary_md="", raw_memories_md="", rollout_summaries={}
+    )
+
+
+@contextlib.contextmanager
+def _held(lock: filelock.FileLock) -> Iterator[None]:
+    timeout = LOCK_TIMEOUT_SECONDS
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout as exc:
+        raise TimeoutError(
+            f"could not lock the memory directory within {timeout:g}s ({lock.lock_file}):"
+            " another consolidator process is writing it or has hung while holding the lock"
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
+    desired = _desired_files(projection)
+    rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
+    if projection.version is not None:
+        _ensure_private_dir(rollout_dir)
+    elif rollout_dir.is_dir():
+        _tighten_dir_mode(rollout_dir)
+    _sweep_temp_files(memory_dir, rollout_dir)
+
+    state = _read_state(memory_dir)
+    backup = _backup_hand_edit(memory_dir, desired.get(MEMORY_FILE), state.get(MEMORY_FILE))
+
+    rollout_names = sorted(name for name in desired if name.startswith(f"{ROLLOUT_SUMMARIES_DIR}/"))
+    top_names = [name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE) if name in desired]
+    written: list[str] = []
+    for names, directory in ((rollout_names, rollout_dir), (top_names, memory_dir)):
+        changed = [name for name in names if _read_bytes(memory_dir / name) != desired[name]]
+        for name in changed:
+            _write_atomically(memory_dir / name, desired[name], sync_directory=False)
+        if changed:
+            _fsync_directory(directory)
+        written.extend(changed)
+
+    if projection.version is None:
+        removed = _remove_stale(memory_dir, rollout_dir, desired)
+        if _remove_quietly(memory_dir / STATE_FILE):
+            _fsync_directory(memory_dir)
+    else:
+        _write_state(memory_dir, projection.version, desired)
+        removed = _remove_stale(memory_dir, rollout_dir, desired)
+
+    report = ProjectionReport(
+        version=projection.version,
+        written=tuple(written),
+        removed=tuple(removed),
+        backup=str(backup) if backup is not None else None,
+        unchanged=not written and not removed,
+    )
+    if report.unchanged:
+        log.debug(
+            "memory directory %s already matches version %s",
+            memory_dir,
+            projection.version,
+            extra={"action": "memory_projection_unchanged", "version": projection.version},
+        )
+    else:
+        log.info(
+            "memory directory %s now matches version %s (%d written, %d removed)",
+            memory_dir,
+            projection.version,
+            len(written),
+            len(removed),
+            extra={"action": "memory_projected", "version": projection.version},
+        )
+    return report
+
+
+def _desired_files(projection: Projection) -> dict[str, bytes]:
+    if projection.version is None:
+        return {}
+    files = {
+        MEMORY_FILE: projection.memory_md.encode("utf-8"),
+        SUMMARY_FILE: projection.summary_md.encode("utf-8"),
+        RAW_MEMORIES_FILE: projection.raw_memories_md.encode("utf-8"),
+    }
+    for stem, content in projection.rollout_summaries.items():
+        files[f"{ROLLOUT_SUMMARIES_DIR}/{_checked_stem(stem)}.md"] = content.encode("utf-8")
+    return files
+
+
+def _checked_stem(stem: str) -> str:
+    """Stems often come from model-written slugs; one must never name a path outside the dir."""
+    if (
+        not isinstance(stem, str)
+        or len(stem) > _STEM_MAX_LENGTH
+        or ".." in stem
+        or _SAFE_STEM.fullmatch(stem) is None
+    ):
+        raise ValueError(
+            f"unsafe rollout summary stem {stem!r}: expected 1-{_STEM_MAX_LENGTH} characters"
+            " from [A-Za-z0-9._-], not starting with '.' and without '..'"
+        )
+    return stem
+
+
+def _ensure_private_dir(path: Path) -> None:
+    missing: list[Path] = []
+    candidate = path
+    while not candidate.exists() and candidate != candidate.parent:
+        missing.append(candidate)
+        candidate = candidate.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=_DIR_MODE)
+    _tighten_dir_mode(path)
+
+
+def _tighten_dir_mode(path: Path) -> None:
+    """Drop group and other bits, never add owner bits the user took away."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        path.chmod(mode & _DIR_MODE)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except FileNotFoundError:
+        return None
+
+
+def _write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
+    """Replace `path` so that readers and crashes see the old bytes or the new, never a mix.
+
+    Callers replacing many files in one directory pass `sync_directory=False` and sync it once.
+    """
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX)
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), _FILE_MODE)
+        temp.replace(path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    if sync_directory:
+        _fsync_directory(path.parent)
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sweep_temp_files(*directories: Path) -> None:
+    """Remove temp files left by a writer that was killed mid-write.
+
+    Only a lock holder writes temp files, so any found under the lock are debris; they may hold
+    text that a later forget removed from every real file.
+    """
+    for directory in directories:
+        if not directory.is_dir():
+            continue
+        for leftover in directory.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
+            _remove_quietly(leftover)
+
+
+def _read_state(memory_dir: Path) -> dict[str, str]:
+    """The sha256 of each file as last written; empty when unknown, which errs towards backups."""
+    raw = _read_bytes(memory_dir / STATE_FILE)
+    if raw is None:
+        return {}
+    try:
+        document = json.loads(raw)
+        files = document["files"]
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
+            raise TypeError("files is not a mapping of names to digests")
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning(
+            "ignoring unreadable state file %s (%s); an existing MEMORY.md will be backed up",
+            memory_dir / STATE_FILE,
+            exc,
+            extra={"action": "memory_state_unreadable"},
+        )
+        return {}
+    return files
+
+
+def _write_state(memory_dir: Path, version: int, files: Mapping[str, bytes]) -> None:
+    document = {
+        "format": _STATE_FORMAT,
+        "version": version,
+        "files": {name: _sha256(data) for name, data in sorted(files.items())},
+    }
+    data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    path = memory_dir / STATE_FILE
+    if _read_bytes(path) != data:
+        _write_atomically(path, data)
+
+
+def _backup_hand_edit(memory_dir: Path, desired: bytes | None, recorded: str | None) -> Path | None:
+    """Copy `MEMORY.md` aside when it is about to change and its bytes are not ours."""
+    path = memory_dir / MEMORY_FILE
+    current = _read_bytes(path)
+    if current is None or current == desired:
+        return None
+    if recorded is not None and _sha256(current) == recorded:
+        return None
+    backup = _backup_path(memory_dir)
+    _write_atomically(backup, current)
+    log.warning(
+        "%s differs from what consolidator last wrote (edited by hand?); kept a copy at %s",
+        path,
+        backup,
+        extra={"action": "memory_hand_edit_backed_up"},
+    )
+    return backup
+
+
+def _backup_path(memory_dir: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    candidate = memory_dir / f"{MEMORY_FILE}.edited-{stamp}.bak"
+    counter = 1
+    while candidate.exists():
+        counter += 1
+        candidate = memory_dir / f"{MEMORY_FILE}.edited-{stamp}-{counter}.bak"
+    return candidate
+
+
+def _remove_stale(memory_dir: Path, rollout_dir: Path, desired: Mapping[str, bytes]) -> list[str]:
+    removed: list[str] = []
+    candidates = [memory_dir / name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE)]
+    if rollout_dir.is_dir():
+        candidates.extend(sorted(rollout_dir.glob("*.md")))
+    for path in candidates:
+        name = path.relative_to(memory_dir).as_posix()
+        if name in desired or not (path.is_symlink() or path.is_file()):
+            continue
+        if _remove_quietly(path):
+            removed.append(name)
+    for directory in {(memory_dir / name).parent for name in removed}:
+        _fsync_directory(directory)
+    return removed
+
+
+def _remove_quietly(path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
