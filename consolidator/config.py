@@ -325,3 +325,15 @@ def _coerce(spec: SettingSpec, value: Any) -> Any:
         raise ConfigError(
             f"{spec.option} ({spec.env}) must be a {spec.kind.__name__}, not {value!r}"
         ) from exc
+
+
+def settings_table_markdown() -> str:
+    """The README's configuration table, generated from `SETTINGS` (a test keeps them equal)."""
+    lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    for spec in SETTINGS:
+        lines.append(f"| `{spec.option}` | `{spec.env}` | `{spec.default}` | {spec.help} |")
+    lines.append(
+        "| | `OPENAI_API_KEY`, `OPENAI_BASE_URL` | unset | the openai backend's credentials "
+        "and endpoint (any OpenAI-compatible server) |"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Settings resolution: flags > environment > config file > defaults."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from consolidator.config import ConfigError, build_settings, settings_table_markdown
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_precedence_flag_over_env_over_file_over_default(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("lease_seconds = 11\nstage1_concurrency = 3\nmodel = 'from-file'\n")
+    env = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_LEASE_SECONDS": "22"}
+    settings = build_settings({"model": "from-flag"}, environ=env)
+    assert settings.model == "from-flag"
+    assert settings.lease_seconds == 22
+    assert settings.stage1_concurrency == 3
+    assert settings.phase2_cooldown_seconds == 21600
+    assert settings.db_url == f"sqlite:///{tmp_path}/state.db"
+    assert settings.memory_dir == tmp_path / "memories"
+
+
+def test_backend_auto_follows_openai_environment(tmp_path: Path) -> None:
+    base = {"CONSOLIDATOR_HOME": str(tmp_path)}
+    assert build_settings({}, environ=base).resolved_backend() == "extractive"
+    keyed = build_settings({}, environ={**base, "OPENAI_API_KEY": "sk-test-123456789"})
+    assert keyed.resolved_backend() == "openai"
+    assert "sk-test" not in repr(keyed)
+    local = build_settings({}, environ={**base, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
+    assert local.resolved_backend() == "openai"
+
+
+@pytest.mark.parametrize(
+    ("explicit", "message"),
+    [
+        ({"backend": "gpt"}, "--backend"),
+        ({"lease_seconds": 0}, "--lease-seconds"),
+        ({"stage1_concurrency": "many"}, "--stage1-concurrency"),
+        ({"db": "mysql://u@h/d"}, "unsupported database"),
+        ({"max_shrink_fraction": 2.0}, "--max-shrink-fraction"),
+    ],
+)
+def test_bad_values_are_config_errors(
+    tmp_path: Path, explicit: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        build_settings({**explicit, "home": str(tmp_path)}, environ={})
+
+
+def test_unknown_config_file_key_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("leese_seconds = 1\n")
+    with pytest.raises(ConfigError, match="leese_seconds"):
+        build_settings({"home": str(tmp_path)}, environ={})
+
+
+def test_password_is_hidden_in_display_and_repr(tmp_path: Path) -> None:
+    settings = build_settings(
+        {"home": str(tmp_path), "db": "postgresql://u:hunter2@db:5432/x"}, environ={}
+    )
+    assert "hunter2" not in settings.db_url_for_display
+    assert "hunter2" not in repr(settings)
+
+
+def test_readme_configuration_table_matches_the_settings() -> None:
+    text = README.read_text()
+    match = re.search(
+        r"<!-- settings-table:start -->\n(.*)\n<!-- settings-table:end -->", text, re.S
+    )
+    assert match is not None
+    assert match.group(1) == settings_table_markdown()
