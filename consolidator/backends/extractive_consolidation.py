@@ -104,9 +104,19 @@ def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
     return replace(notes, task=first_line.lstrip("#-* ").strip() or "session")
 
 
+def _short_title(task: str, limit: int = 100) -> str:
+    """The task's first sentence, so a long request does not become a long heading."""
+    first = re.split(r"(?<=[.!?])\s", one_line(task), maxsplit=1)[0]
+    return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
+
+
 def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
+    """The user's own words after the opening request: corrections and standing wishes."""
     bullets = []
+    opening = one_line(notes.task)[:40]
     for quote in notes.user_quotes:
+        if opening and one_line(quote).startswith(opening):
+            continue
         clipped = quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 3] + "..."
         bullets.append(f'when working in {project}, the user said: "{clipped}"')
     return bullets
@@ -127,9 +137,8 @@ def _knowledge(notes: ExtractiveNotes) -> list[str]:
     if notes.files:
         shown = ", ".join(notes.files[:MAX_FILES_LISTED])
         more = len(notes.files) - MAX_FILES_LISTED
-        bullets.append(
-            f"files touched for '{notes.task}': {shown}" + (f" (+{more} more)" if more > 0 else "")
-        )
+        suffix = f" (+{more} more)" if more > 0 else ""
+        bullets.append(f"files touched for '{_short_title(notes.task, 60)}': {shown}{suffix}")
     return bullets
 
 
@@ -146,7 +155,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         outcome = f" ({notes.task_outcome})" if notes.task_outcome else ""
         task = Task(
             task_id=task_id,
-            title=one_line(notes.task + outcome),
+            title=_short_title(notes.task) + outcome,
             citations=(citation,),
             keywords=tuple(notes.keywords),
         )

@@ -428,7 +428,7 @@ class Store:
             updated_at = header.last_event_at or datetime.fromtimestamp(
                 header.mtime_ns / 1e9, tz=UTC
             )
-            bad = header.problem is not None and header.format is None
+            bad = header.problem is not None
             state = ThreadState.BAD if bad else ThreadState.ACTIVE
             values = {
                 "source": str(header.format or "unknown"),
