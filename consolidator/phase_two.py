@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -227,17 +228,32 @@ def consolidate(
     )
 
 
-def run_phase_two(store: Store, backend: Backend, options: Phase2Options) -> Phase2Report:
-    """One phase-two attempt. A skip is a normal outcome, not an error."""
+def run_phase_two(
+    store: Store,
+    backend: Backend,
+    options: Phase2Options,
+    *,
+    heartbeat: Heartbeat | None = None,
+) -> Phase2Report:
+    """One phase-two attempt. A skip is a normal outcome, not an error.
+
+    A long-lived caller (the daemon) passes its own running `heartbeat` so it knows the claim
+    is in flight and can fail it if shutdown's grace period runs out.
+    """
     claim = store.try_claim_phase2(lease_seconds=options.lease_seconds)
     if not claim.claimed:
         log.info("phase two: %s", claim.outcome.value, extra={"action": "phase2_skipped"})
         return Phase2Report(outcome=claim.outcome, status="skipped")
     report = Phase2Report(outcome=claim.outcome, status="succeeded")
-    with Heartbeat(
-        store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
-    ) as heartbeat:
-        watch = heartbeat.watch(claim)
+    lease_keeper: AbstractContextManager[Heartbeat] = (
+        nullcontext(heartbeat)
+        if heartbeat is not None
+        else Heartbeat(
+            store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
+        )
+    )
+    with lease_keeper as keeper:
+        watch = keeper.watch(claim)
         try:
             inputs = store.phase2_inputs(claim)
             report.inputs = len(inputs.changed)
@@ -247,14 +263,16 @@ def run_phase_two(store: Store, backend: Backend, options: Phase2Options) -> Pha
                 if inputs.changed
                 else None
             )
-            if watch.lost.is_set() or not heartbeat.alive:
+            if watch.lost.is_set() or not keeper.alive:
                 raise LeaseLost("the lease was lost before the commit")
+            commit = store.commit_phase2(claim, result, cooldown_seconds=options.cooldown_seconds)
         except (BackendError, GateRefused) as exc:
             return _failed(store, claim, report, str(exc))
         except LeaseLost as exc:
             report.status, report.error = "failed", f"{exc}; nothing was written"
             return report
-        commit = store.commit_phase2(claim, result, cooldown_seconds=options.cooldown_seconds)
+        finally:
+            keeper.unwatch(claim)
     if not commit.committed:
         report.status = "failed"
         report.error = "the lease was lost before the commit; nothing was written"

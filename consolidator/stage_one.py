@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -186,11 +187,13 @@ def run_stage_one(
     *,
     stop: threading.Event | None = None,
     on_thread_done: Callable[[str, ThreadResult], None] | None = None,
+    heartbeat: Heartbeat | None = None,
 ) -> Stage1Report:
     """Claim and process eligible threads until none is left (or `stop` is set).
 
     Each of `concurrency` workers claims one thread at a time, so a slow extraction never
-    holds claims that another host could be working on.
+    holds claims that another host could be working on. A long-lived caller (the daemon)
+    passes its own running `heartbeat` so it knows every claim in flight at shutdown.
     """
     stop = stop or threading.Event()
     report = Stage1Report()
@@ -219,13 +222,18 @@ def run_stage_one(
                 on_thread_done(claim.job_key, result)
 
     started = time.monotonic()
-    with (
-        Heartbeat(
+    lease_keeper: AbstractContextManager[Heartbeat] = (
+        nullcontext(heartbeat)
+        if heartbeat is not None
+        else Heartbeat(
             store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
-        ) as heartbeat,
+        )
+    )
+    with (
+        lease_keeper as keeper,
         ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
     ):
-        futures = [pool.submit(worker, heartbeat) for _ in range(options.concurrency)]
+        futures = [pool.submit(worker, keeper) for _ in range(options.concurrency)]
         for future in futures:
             error = future.exception()
             if error is not None:

@@ -14,6 +14,7 @@ from typing import Any
 from consolidator.backends.base import Backend
 from consolidator.config import Settings
 from consolidator.db.store import Eligibility, Store
+from consolidator.leases import Heartbeat
 from consolidator.materialize import ProjectionReport
 from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.publish import publish
@@ -94,7 +95,10 @@ def run_pass(
     allow_shrink: bool = False,
     stop: threading.Event | None = None,
     on_thread_done: Any = None,
+    heartbeat: Heartbeat | None = None,
 ) -> PassReport:
+    """`stop` ends claiming early and keeps phase two from starting; the daemon passes its own
+    `heartbeat` so that every claim in flight is known when shutdown's grace period ends."""
     stop = stop or threading.Event()
     scan_report = scan(store, settings.sessions_dir, retry_budget=settings.stage1_retry_budget)
     for warning in scan_report.warnings:
@@ -102,12 +106,20 @@ def run_pass(
     if scan_report.deleted:
         store.purge_free_space()
     stage1_report = run_stage_one(
-        store, backend, stage1_options(settings), stop=stop, on_thread_done=on_thread_done
+        store,
+        backend,
+        stage1_options(settings),
+        stop=stop,
+        on_thread_done=on_thread_done,
+        heartbeat=heartbeat,
     )
     phase2_report = None
     if not stop.is_set():
         phase2_report = run_phase_two(
-            store, backend, phase2_options(settings, allow_shrink=allow_shrink)
+            store,
+            backend,
+            phase2_options(settings, allow_shrink=allow_shrink),
+            heartbeat=heartbeat,
         )
     projection = publish_current(store, settings)
     return PassReport(scan_report, stage1_report, phase2_report, projection)

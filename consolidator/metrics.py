@@ -1,0 +1,512 @@
+"""Prometheus metrics and a health check for the daemon, served on `--metrics-port`.
+
+Two kinds of figures, kept apart on purpose:
+
+- what *this process* did (passes, claims, model calls, tokens, latency) is counted as it
+  happens, so the counters survive a database outage and reset only with the process;
+- what *the shared database* holds (backlog, threads by state, watermark lag, the phase-two
+  lease, memory size, quarantine) is read at scrape time through `StoreCollector`, so every
+  replica reports the same current truth instead of a stale copy of it.
+
+Everything lives in a dedicated `CollectorRegistry`, so importing this module registers
+nothing globally and several daemons can live in one test process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, make_wsgi_app
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from consolidator import __version__
+from consolidator.backends.base import (
+    Backend,
+    ConsolidationRequest,
+    ConsolidationResult,
+    Stage1Input,
+    Stage1Result,
+)
+from consolidator.db.store import JobStatus, Store, ThreadState
+from consolidator.stage_one import ThreadResult
+from consolidator.worker import PassReport
+
+log = logging.getLogger(__name__)
+
+PREFIX = "consolidator"
+_PASS_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+_MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+SCAN_CHANGES = ("new", "changed", "deleted", "bad")
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def scrub(text: str, secrets: Sequence[str | None]) -> str:
+    """Mask known secret values (DB password, API key) in text bound for a log or a reply."""
+    for secret in secrets:
+        if secret and len(secret) >= 3:
+            text = text.replace(secret, "***")
+    return text
+
+
+def short_error(exc: BaseException) -> str:
+    """One line naming the failure; SQLAlchemy's own text carries the statement, not needed."""
+    origin = getattr(exc, "orig", None) or exc
+    first = str(origin).strip().splitlines()[0] if str(origin).strip() else ""
+    return f"{type(origin).__name__}: {first}" if first else type(origin).__name__
+
+
+class StoreCollector:
+    """Reads the shared state at scrape time; a failing read yields `database_up 0` only.
+
+    A scrape must never raise (prometheus-client would answer 500 and hide this process's
+    counters with it), so a database error becomes a gauge and a debug log line.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lease_seconds: int,
+        secrets: Sequence[str | None] = (),
+    ) -> None:
+        self._store = store
+        self._lease_seconds = lease_seconds
+        self._secrets = secrets
+
+    def collect(self) -> Iterable[Metric]:
+        up = GaugeMetricFamily(
+            f"{PREFIX}_database_up", "1 when this scrape could read the database, else 0."
+        )
+        try:
+            families = self._read()
+        except Exception as exc:
+            log.debug(
+                "metrics scrape could not read the database: %s",
+                scrub(short_error(exc), self._secrets),
+                extra={"action": "metrics_scrape_failed"},
+            )
+            up.add_metric([], 0)
+            return [up]
+        up.add_metric([], 1)
+        return [up, *families]
+
+    def _read(self) -> list[Metric]:
+        store = self._store
+        counts = store.status_counts()
+        known = store.known_files()
+        job = store.phase2_job()
+        version = store.current_version()
+        quarantined_count = store.quarantined_count()
+
+        def gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
+            return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
+
+        threads = GaugeMetricFamily(
+            f"{PREFIX}_threads", "Known threads by state.", labels=["state"]
+        )
+        by_state = dict.fromkeys((state.value for state in ThreadState), 0)
+        for entry in known.values():
+            by_state[entry.state.value] += 1
+        for state, count in by_state.items():
+            threads.add_metric([state], count)
+
+        backlog = GaugeMetricFamily(
+            f"{PREFIX}_stage1_backlog",
+            "Stage-one jobs not done yet, by state (running = under a live lease).",
+            labels=["state"],
+        )
+        for state in ("pending", "running", "failed", "exhausted"):
+            backlog.add_metric([state], getattr(counts, state))
+
+        done = (job.last_success_watermark or 0) if job else 0
+        current = job.status.value if job else "never_run"
+        status = GaugeMetricFamily(
+            f"{PREFIX}_phase2_status",
+            "1 for the phase-two job's current status.",
+            labels=["status"],
+        )
+        for value in [*(s.value for s in JobStatus), "never_run"]:
+            status.add_metric([value], 1 if value == current else 0)
+
+        holder = GaugeMetricFamily(
+            f"{PREFIX}_phase2_lease_holder",
+            "1 for the worker holding a live phase-two lease (no sample when none does).",
+            labels=["worker_id"],
+        )
+        expires_in = gauge(
+            "phase2_lease_expires_in_seconds",
+            "Seconds until the phase-two lease expires (negative: expired, not yet reclaimed).",
+        )
+        lease_age = gauge(
+            "phase2_lease_age_seconds",
+            "Seconds since the phase-two lease was last renewed, assuming the holder uses this "
+            "daemon's lease length; above a third of it, the holder's heartbeat is late.",
+        )
+        if job and job.status is JobStatus.RUNNING and job.lease_until is not None:
+            remaining = (_aware(job.lease_until) - store.now()).total_seconds()
+            expires_in.add_metric([], remaining)
+            lease_age.add_metric([], max(0.0, self._lease_seconds - remaining))
+            if remaining > 0:
+                holder.add_metric([job.worker_id or "unknown"], 1)
+        last_success = gauge(
+            "phase2_last_success_timestamp_seconds",
+            "Unix time of the last successful phase-two run.",
+        )
+        if job and job.last_success_at:
+            last_success.add_metric([], _aware(job.last_success_at).timestamp())
+
+        return [
+            threads,
+            gauge(
+                "threads_with_problem",
+                "Threads whose rollout was skipped or only partly read (reasons in `status`).",
+                counts.threads_bad,
+            ),
+            backlog,
+            gauge("stage1_outputs", "Stored stage-one outputs.", counts.outputs),
+            gauge(
+                "input_watermark",
+                "Sequence number of the latest input change.",
+                counts.input_watermark,
+            ),
+            gauge(
+                "consolidated_watermark",
+                "Input watermark consumed by the last successful phase-two run.",
+                done,
+            ),
+            gauge(
+                "watermark_lag",
+                "Input changes not yet consolidated (input - consolidated watermark).",
+                max(0, counts.input_watermark - done),
+            ),
+            status,
+            holder,
+            expires_in,
+            lease_age,
+            last_success,
+            gauge(
+                "quarantined_entries",
+                "Memory entries kept out of MEMORY.md by the commit gate.",
+                quarantined_count,
+            ),
+            gauge(
+                "memory_bytes",
+                "Size of the current MEMORY.md version in bytes.",
+                version.content_bytes if version else 0,
+            ),
+            gauge(
+                "memory_version",
+                "Number of the current memory version (0: none yet).",
+                version.version if version else 0,
+            ),
+        ]
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive UTC datetimes, PostgreSQL aware ones."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    body: dict[str, Any]
+
+    @property
+    def status_line(self) -> str:
+        return "200 OK" if self.ok else "503 Service Unavailable"
+
+
+class Metrics:
+    """This process's counters plus the scrape-time view of the database, in one registry.
+
+    Health: the database answers a cheap query, and the daemon has shown a sign of life
+    (started, began or finished a pass, or finished a thread) within `stale_after_seconds`.
+    Counting progress inside a pass, not only finished passes, keeps a first pass over a
+    large backlog from being reported dead and restarted in a loop by an orchestrator.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lease_seconds: int,
+        stale_after_seconds: float,
+        backend_name: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        secrets: Sequence[str | None] = (),
+    ) -> None:
+        self.store = store
+        self.registry = CollectorRegistry()
+        self._clock = clock
+        self._secrets = secrets
+        self._stale_after = stale_after_seconds
+        self._lock = threading.Lock()
+        self._started = clock()
+        self._last_activity = self._started
+        self._last_pass_end: float | None = None
+        self._last_pass_error: str | None = None
+        self._passes_done = 0
+
+        registry = self.registry
+        Info(f"{PREFIX}_daemon", "This daemon.", registry=registry).info(
+            {"version": __version__, "worker_id": store.worker_id, "backend": backend_name}
+        )
+        self.passes = Counter(
+            f"{PREFIX}_passes",
+            "Passes run by this process, by result (error = the pass raised).",
+            ["result"],
+            registry=registry,
+        )
+        self.pass_seconds = Histogram(
+            f"{PREFIX}_pass_duration_seconds",
+            "Wall time of one pass (scan + stage one + phase two + publish).",
+            buckets=_PASS_BUCKETS,
+            registry=registry,
+        )
+        self.last_pass_end = Gauge(
+            f"{PREFIX}_last_pass_end_timestamp_seconds",
+            "Unix time at which this process last finished a pass.",
+            registry=registry,
+        )
+        self.claims = Counter(
+            f"{PREFIX}_claims",
+            "Claim outcomes by phase. Stage one's batch claims only report `claimed`; "
+            "phase two reports every outcome.",
+            ["phase", "outcome"],
+            registry=registry,
+        )
+        self.stage1_threads = Counter(
+            f"{PREFIX}_stage1_threads",
+            "Stage-one threads finished by this process, by result.",
+            ["result"],
+            registry=registry,
+        )
+        self.phase2_runs = Counter(
+            f"{PREFIX}_phase2_runs",
+            "Phase-two attempts by this process, by status (succeeded, failed, skipped).",
+            ["status"],
+            registry=registry,
+        )
+        self.scan_changes = Counter(
+            f"{PREFIX}_scan_changes",
+            "Rollouts found by scans, by change.",
+            ["change"],
+            registry=registry,
+        )
+        self.model_calls = Counter(
+            f"{PREFIX}_model_calls",
+            "Logical model calls (retries included in one call), by phase and outcome.",
+            ["phase", "outcome"],
+            registry=registry,
+        )
+        self.model_tokens = Counter(
+            f"{PREFIX}_model_tokens",
+            "Tokens reported by the model, by phase and direction.",
+            ["phase", "direction"],
+            registry=registry,
+        )
+        self.model_seconds = Histogram(
+            f"{PREFIX}_model_call_duration_seconds",
+            "Latency of one logical model call, retries included.",
+            ["phase"],
+            buckets=_MODEL_BUCKETS,
+            registry=registry,
+        )
+        for phase in ("stage1", "phase2"):
+            for outcome in ("ok", "failed"):
+                self.model_calls.labels(phase, outcome)
+            for direction in ("input", "output"):
+                self.model_tokens.labels(phase, direction)
+        for result in ThreadResult:
+            self.stage1_threads.labels(result.value)
+        for status in ("succeeded", "failed", "skipped"):
+            self.phase2_runs.labels(status)
+        for change in SCAN_CHANGES:
+            self.scan_changes.labels(change)
+        registry.register(StoreCollector(store, lease_seconds=lease_seconds, secrets=secrets))
+
+    def instrument(self, backend: Backend) -> Backend:
+        return InstrumentedBackend(backend, self)
+
+    def _touch(self) -> None:
+        with self._lock:
+            self._last_activity = self._clock()
+
+    def pass_started(self) -> None:
+        self._touch()
+
+    def thread_done(self, _thread_id: str, result: ThreadResult) -> None:
+        self.stage1_threads.labels(result.value).inc()
+        self._touch()
+
+    def pass_finished(
+        self, report: PassReport | None, seconds: float, *, error: str | None = None
+    ) -> None:
+        """Count one pass; `report` is None when the pass raised (`error` says why)."""
+        self.pass_seconds.observe(seconds)
+        self.last_pass_end.set_to_current_time()
+        with self._lock:
+            self._last_activity = self._last_pass_end = self._clock()
+            self._passes_done += 1
+            self._last_pass_error = error if report is None else report.failed
+        if report is None:
+            self.passes.labels("error").inc()
+            return
+        self.passes.labels("failed" if report.failed else "ok").inc()
+        scan = report.scan
+        for change in SCAN_CHANGES:
+            amount = getattr(scan, change)
+            if amount:
+                self.scan_changes.labels(change).inc(amount)
+        self.claims.labels("stage1", "claimed").inc(report.stage1.claimed)
+        if report.phase2 is not None:
+            self.claims.labels("phase2", report.phase2.outcome.value).inc()
+            self.phase2_runs.labels(report.phase2.status).inc()
+
+    def health(self) -> Health:
+        now = self._clock()
+        with self._lock:
+            last_activity, last_end = self._last_activity, self._last_pass_end
+            passes, last_error = self._passes_done, self._last_pass_error
+        body: dict[str, Any] = {
+            "worker_id": self.store.worker_id,
+            "passes": passes,
+            "last_pass_age_seconds": None if last_end is None else round(now - last_end, 1),
+            "last_pass_error": scrub(last_error, self._secrets) if last_error else None,
+        }
+        try:
+            self.store.phase2_job()
+        except Exception as exc:
+            reason = f"database unreachable: {scrub(short_error(exc), self._secrets)}"
+            return Health(False, {"status": "unhealthy", "reason": reason, **body})
+        idle = now - last_activity
+        if idle > self._stale_after:
+            reason = (
+                f"no pass has finished since start {idle:.0f}s ago"
+                if last_end is None
+                else f"no pass activity for {idle:.0f}s (limit {self._stale_after:.0f}s)"
+            )
+            return Health(False, {"status": "unhealthy", "reason": reason, **body})
+        return Health(True, {"status": "ok", **body})
+
+
+class InstrumentedBackend:
+    """Times and counts every model call of the backend it wraps; changes nothing else."""
+
+    def __init__(self, inner: Backend, metrics: Metrics) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self._metrics = metrics
+
+    def extract(self, rollout: Stage1Input) -> Stage1Result:
+        started = time.monotonic()
+        try:
+            result = self.inner.extract(rollout)
+        except Exception:
+            self._observe("stage1", started, None)
+            raise
+        self._observe("stage1", started, (result.usage.input_tokens, result.usage.output_tokens))
+        return result
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        started = time.monotonic()
+        try:
+            result = self.inner.consolidate(request)
+        except Exception:
+            self._observe("phase2", started, None)
+            raise
+        self._observe("phase2", started, (result.usage.input_tokens, result.usage.output_tokens))
+        return result
+
+    def _observe(self, phase: str, started: float, tokens: tuple[int, int] | None) -> None:
+        metrics = self._metrics
+        metrics.model_seconds.labels(phase).observe(time.monotonic() - started)
+        metrics.model_calls.labels(phase, "failed" if tokens is None else "ok").inc()
+        if tokens is not None:
+            metrics.model_tokens.labels(phase, "input").inc(tokens[0])
+            metrics.model_tokens.labels(phase, "output").inc(tokens[1])
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """A slow database query in one scrape must not hold up the next request."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("metrics http: %s", format % args, extra={"action": "metrics_request"})
+
+
+class MetricsServer:
+    """`/metrics` (Prometheus text format) and `/healthz` (JSON, 200 or 503) over HTTP.
+
+    Binding happens in the constructor so that a taken port fails the start-up, not a thread.
+    """
+
+    def __init__(self, metrics: Metrics, host: str, port: int) -> None:
+        self.metrics = metrics
+        self._prometheus: WsgiApp = make_wsgi_app(metrics.registry)
+        self._server = make_server(
+            host, port, self._app, server_class=_ThreadingServer, handler_class=_QuietHandler
+        )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="metrics-http",
+            daemon=True,
+        )
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return self._prometheus(environ, start_response)
+        if path == "/healthz":
+            health = self.metrics.health()
+            data = json.dumps(health.body).encode()
+            start_response(
+                health.status_line,
+                [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+            )
+            return [data]
+        data = b"not found: try /metrics or /healthz\n"
+        start_response(
+            "404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", str(len(data)))]
+        )
+        return [data]
