@@ -14,7 +14,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
@@ -1322,70 +1322,29 @@ def _stage1_refusal(job: Row[Any], now: datetime) -> ClaimOutcome:
     return ClaimOutcome.SKIPPED_UP_TO_DATE
 
 
+RecordT = TypeVar("RecordT")
+
+
+def _record(cls: type[RecordT], row: Row[Any]) -> RecordT:
+    """A record dataclass from the row's columns of the same names."""
+    mapping = row._mapping
+    values = {field.name: mapping[field.name] for field in fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)
+
+
 def _thread_record(row: Row[Any]) -> ThreadRecord:
-    return ThreadRecord(
-        thread_id=row.thread_id,
-        source=row.source,
-        rollout_path=row.rollout_path,
-        cwd=row.cwd,
-        git_branch=row.git_branch,
-        source_updated_at=row.source_updated_at,
-        state=ThreadState(row.state),
-        problem=row.problem,
-    )
+    record = _record(ThreadRecord, row)
+    return replace(record, state=ThreadState(record.state))
 
 
 def _stage1_record(row: Row[Any]) -> Stage1Record:
-    return Stage1Record(
-        thread_id=row.thread_id,
-        raw_memory=row.raw_memory,
-        rollout_summary=row.rollout_summary,
-        rollout_slug=row.rollout_slug,
-        rollout_path=row.rollout_path,
-        cwd=row.cwd,
-        git_branch=row.git_branch,
-        source_updated_at=row.source_updated_at,
-        generated_at=row.generated_at,
-        backend=row.backend,
-        model=row.model,
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-    )
+    return _record(Stage1Record, row)
 
 
 def _version_record(row: Row[Any]) -> VersionRecord:
-    return VersionRecord(
-        version=row.version,
-        created_at=row.created_at,
-        kind=row.kind,
-        memory_json=row.memory_json,
-        content_md=row.content_md,
-        content_bytes=row.content_bytes,
-        watermark_from=row.watermark_from,
-        watermark_to=row.watermark_to,
-        backend=row.backend,
-        model=row.model,
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-        diff_summary=row.diff_summary,
-        quarantined=row.quarantined,
-    )
+    return _record(VersionRecord, row)
 
 
 def _job_record(row: Row[Any]) -> JobRecord:
-    return JobRecord(
-        kind=row.kind,
-        job_key=row.job_key,
-        status=JobStatus(row.status),
-        worker_id=row.worker_id,
-        lease_epoch=row.lease_epoch,
-        lease_until=row.lease_until,
-        retry_at=row.retry_at,
-        retry_remaining=row.retry_remaining,
-        attempts=row.attempts,
-        last_error=row.last_error,
-        input_watermark=row.input_watermark,
-        last_success_watermark=row.last_success_watermark,
-        last_success_at=row.last_success_at,
-        cooldown_until=row.cooldown_until,
-    )
+    record = _record(JobRecord, row)
+    return replace(record, status=JobStatus(record.status))
