@@ -34,14 +34,20 @@ from consolidator.memory.codec import decode
 from consolidator.memory.render import render_memory_md, select_blocks_for_cwd
 from consolidator.phase_two import Phase2Report, run_phase_two
 from consolidator.publish import drop_backups, unpublish
-from consolidator.scanner import ScanReport, register_file, scan
+from consolidator.scanner import ScanReport, register_file
 from consolidator.stage_one import (
     Stage1Report,
     ThreadResult,
     process_one,
     run_stage_one,
 )
-from consolidator.worker import phase2_options, publish_current, run_pass, stage1_options
+from consolidator.worker import (
+    phase2_options,
+    publish_current,
+    run_pass,
+    scan_sessions,
+    stage1_options,
+)
 
 log = logging.getLogger(__name__)
 
@@ -213,22 +219,14 @@ def _checked(func: Callable[[], Any], settings: Settings) -> Any:
         raise DatabaseUnavailable(f"cannot reach {settings.db_url_for_display}: {reason}") from exc
 
 
-def _do_scan(inv: Invocation, store: Store) -> ScanReport:
-    report = scan(store, inv.settings.sessions_dir, retry_budget=inv.settings.stage1_retry_budget)
-    for warning in report.warnings:
-        log.warning("%s", warning, extra={"action": "scan_warning"})
-    return report
-
-
 @cli.command("scan")
 @common_options
 def scan_command(**params: Any) -> None:
     """Discover rollouts: register new ones, detect changed ones, forget vanished ones."""
     inv = _invocation(params)
     with _store(inv.settings) as store:
-        report = _do_scan(inv, store)
+        report = scan_sessions(store, inv.settings)
         if report.deleted:
-            store.purge_free_space()
             _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_scan(inv, report))
 
@@ -278,10 +276,6 @@ def _print_stage1(inv: Invocation, report: Stage1Report) -> None:
     )
 
 
-def _stage1_failed(report: Stage1Report) -> bool:
-    return bool(report.errors) or (report.failed > 0 and report.succeeded + report.empty == 0)
-
-
 @cli.command("stage1")
 @common_options
 def stage1_command(**params: Any) -> None:
@@ -290,8 +284,9 @@ def stage1_command(**params: Any) -> None:
     with _store(inv.settings) as store:
         report = _do_stage1(inv, store)
     inv.emit(report.as_json(), lambda: _print_stage1(inv, report))
-    if _stage1_failed(report):
-        raise WorkFailed("stage one failed: " + "; ".join(report.errors or ["every claim failed"]))
+    failure = report.failure()
+    if failure:
+        raise WorkFailed(failure)
 
 
 @cli.command("run")

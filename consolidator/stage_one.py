@@ -63,6 +63,14 @@ class Stage1Report:
     def count(self, result: ThreadResult) -> None:
         setattr(self, result.value, getattr(self, result.value) + 1)
 
+    def failure(self) -> str | None:
+        """Why the run counts as failed, or None: a crashed worker, or no claim succeeding."""
+        if self.errors:
+            return "stage one failed: " + "; ".join(self.errors)
+        if self.failed and not (self.succeeded or self.empty):
+            return "stage one failed for every claimed thread; see `consolidator status`"
+        return None
+
     def as_json(self) -> dict[str, int]:
         return {
             "claimed": self.claimed,

@@ -60,10 +60,9 @@ class PassReport:
     @property
     def failed(self) -> str | None:
         """Why the pass failed, or None. A skip is not a failure."""
-        if self.stage1.errors:
-            return "stage one failed: " + "; ".join(self.stage1.errors)
-        if self.stage1.failed and not (self.stage1.succeeded or self.stage1.empty):
-            return "stage one failed for every claimed thread; see `consolidator status`"
+        stage1_failure = self.stage1.failure()
+        if stage1_failure:
+            return stage1_failure
         if self.phase2 is not None and self.phase2.status == "failed":
             return f"phase two failed: {self.phase2.error}"
         return None
@@ -74,6 +73,16 @@ class PassReport:
             "stage1": self.stage1.as_json(),
             "phase2": self.phase2.as_json() if self.phase2 else None,
         }
+
+
+def scan_sessions(store: Store, settings: Settings) -> ScanReport:
+    """Scan, log what could not be read, and scrub the space of inputs that vanished."""
+    report = scan(store, settings.sessions_dir, retry_budget=settings.stage1_retry_budget)
+    for warning in report.warnings:
+        log.warning("%s", warning, extra={"action": "scan_warning"})
+    if report.deleted:
+        store.purge_free_space()
+    return report
 
 
 def publish_current(store: Store, settings: Settings) -> ProjectionReport:
@@ -100,11 +109,7 @@ def run_pass(
     """`stop` ends claiming early and keeps phase two from starting; the daemon passes its own
     `heartbeat` so that every claim in flight is known when shutdown's grace period ends."""
     stop = stop or threading.Event()
-    scan_report = scan(store, settings.sessions_dir, retry_budget=settings.stage1_retry_budget)
-    for warning in scan_report.warnings:
-        log.warning("%s", warning, extra={"action": "scan_warning"})
-    if scan_report.deleted:
-        store.purge_free_space()
+    scan_report = scan_sessions(store, settings)
     stage1_report = run_stage_one(
         store,
         backend,
