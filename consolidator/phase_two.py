@@ -271,6 +271,10 @@ def run_phase_two(
         except LeaseLost as exc:
             report.status, report.error = "failed", f"{exc}; nothing was written"
             return report
+        except Exception as exc:
+            # A bug must not sit on the lease until it expires: back off, then surface it.
+            _failed(store, claim, report, f"internal error: {type(exc).__name__}: {exc}")
+            raise
         finally:
             keeper.unwatch(claim)
     if not commit.committed:

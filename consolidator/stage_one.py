@@ -164,6 +164,9 @@ def process_claim(
     except OSError as exc:
         store.fail_job(claim, f"cannot read rollout: {exc.strerror or exc}", retryable=True)
         return ThreadResult.FAILED, usage
+    except Exception as exc:
+        store.fail_job(claim, f"internal error: {type(exc).__name__}: {exc}", retryable=True)
+        raise
     if watch is not None and watch.lost.is_set():
         return ThreadResult.LOST, usage
     result = sanitize_result(result)
