@@ -113,9 +113,10 @@ def _short_title(task: str, limit: int = 100) -> str:
 def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
     """The user's own words after the opening request: corrections and standing wishes."""
     bullets = []
-    opening = one_line(notes.task)[:40]
+    opening = one_line(notes.task)
     for quote in notes.user_quotes:
-        if opening and one_line(quote).startswith(opening):
+        said = one_line(quote)
+        if opening and (said.startswith(opening[:40]) or opening.startswith(said[:40])):
             continue
         clipped = quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 3] + "..."
         bullets.append(f'when working in {project}, the user said: "{clipped}"')
