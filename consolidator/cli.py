@@ -534,6 +534,7 @@ def ingest_command(file: Path, **params: Any) -> None:
             str(file.resolve()),
             ingested=True,
             retry_budget=inv.settings.stage1_retry_budget,
+            source_id=inv.settings.source_id,
         )
         result: ThreadResult | None = None
         outcome = "skipped_bad_input"

@@ -7,6 +7,7 @@ the README's configuration table is checked against it by a test.
 from __future__ import annotations
 
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -66,6 +67,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "~/.codex/sessions",
         str,
         "Folder of agent rollouts (Codex layout; Claude Code transcripts are sniffed too).",
+    ),
+    SettingSpec(
+        "source_id",
+        "CONSOLIDATOR_SOURCE_ID",
+        "$HOSTNAME",
+        str,
+        "Names the sessions folder this worker sees. Scans delete, and stage one claims, only "
+        "threads registered under this name; workers sharing one folder (replicas on one mount) "
+        "must use the same value.",
     ),
     SettingSpec(
         "backend",
@@ -181,6 +191,7 @@ class Settings:
     db_url: str
     memory_dir: Path
     sessions_dir: Path
+    source_id: str
     backend: BackendChoice
     model: str
     min_idle_seconds: int
@@ -298,6 +309,7 @@ def build_settings(
         db_url=db_url,
         memory_dir=memory_dir.expanduser(),
         sessions_dir=Path(values["sessions"]).expanduser(),
+        source_id=str(values["source_id"]).replace("$HOSTNAME", socket.gethostname()),
         backend=backend,
         model=values["model"],
         min_idle_seconds=values["min_idle_seconds"],

@@ -39,11 +39,13 @@ class ScanReport:
 
 
 def register_file(
-    store: Store, path: str, *, ingested: bool, retry_budget: int
+    store: Store, path: str, *, ingested: bool, retry_budget: int, source_id: str | None = None
 ) -> tuple[ThreadChange, str]:
     """Read one rollout's header and record it; returns the change and the thread id."""
     header = read_header(path)
-    change = store.register_thread(header, ingested=ingested, retry_budget=retry_budget)
+    change = store.register_thread(
+        header, ingested=ingested, retry_budget=retry_budget, source_id=source_id
+    )
     if change is ThreadChange.BAD:
         log.warning(
             "%s: %s",
@@ -54,9 +56,16 @@ def register_file(
     return change, header.thread_id
 
 
-def scan(store: Store, sessions_dir: Path, *, retry_budget: int) -> ScanReport:
+def scan(
+    store: Store, sessions_dir: Path, *, retry_budget: int, source_id: str | None = None
+) -> ScanReport:
+    """Register new and changed rollouts; mark vanished ones deleted.
+
+    Only threads registered under `source_id` are compared with the disk, so a worker never
+    deletes sessions that another host registered from its own folder.
+    """
     report = ScanReport()
-    known = store.known_files()
+    known = store.known_files(source_id)
     root = sessions_dir.expanduser().resolve()
     seen: set[str] = set()
     root_present = root.is_dir()
@@ -79,7 +88,11 @@ def scan(store: Store, sessions_dir: Path, *, retry_budget: int) -> ScanReport:
             continue
         try:
             change, _thread_id = register_file(
-                store, found.path, ingested=False, retry_budget=retry_budget
+                store,
+                found.path,
+                ingested=False,
+                retry_budget=retry_budget,
+                source_id=source_id,
             )
         except OSError as exc:
             report.warnings.append(f"{found.path}: cannot read ({exc.strerror or exc})")

@@ -34,7 +34,9 @@ def stage1_options(settings: Settings) -> Stage1Options:
     return Stage1Options(
         concurrency=settings.stage1_concurrency,
         lease_seconds=settings.lease_seconds,
-        eligibility=Eligibility(settings.min_idle_seconds, settings.max_age_days),
+        eligibility=Eligibility(
+            settings.min_idle_seconds, settings.max_age_days, settings.source_id
+        ),
         transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
     )
 
@@ -77,7 +79,12 @@ class PassReport:
 
 def scan_sessions(store: Store, settings: Settings) -> ScanReport:
     """Scan, log what could not be read, and scrub the space of inputs that vanished."""
-    report = scan(store, settings.sessions_dir, retry_budget=settings.stage1_retry_budget)
+    report = scan(
+        store,
+        settings.sessions_dir,
+        retry_budget=settings.stage1_retry_budget,
+        source_id=settings.source_id,
+    )
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})
     if report.deleted:

@@ -6,6 +6,8 @@ from consolidator.backends.base import Backend
 from consolidator.backends.extractive import ExtractiveBackend
 from consolidator.config import Settings
 
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
 
 def make_backend(settings: Settings) -> Backend:
     """`auto` resolves to `openai` when an API key or base URL is configured, else offline."""
@@ -16,7 +18,8 @@ def make_backend(settings: Settings) -> Backend:
     return OpenAIBackend(
         OpenAIConfig(
             model=settings.model,
-            base_url=settings.openai_base_url,
+            # Never None: the SDK would read OPENAI_BASE_URL itself, even when it is empty.
+            base_url=settings.openai_base_url or DEFAULT_OPENAI_BASE_URL,
             api_key=settings.openai_api_key,
             timeout_seconds=settings.model_timeout_seconds,
             api=settings.openai_api,

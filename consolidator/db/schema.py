@@ -66,6 +66,8 @@ class Thread(Base):
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     source: Mapped[str] = mapped_column(String(20))
     rollout_path: Mapped[str] = mapped_column(Text)
+    # Which sessions folder registered it (see the `source_id` setting); None = any.
+    source_id: Mapped[str | None] = mapped_column(String(200))
     ingested: Mapped[bool] = mapped_column(default=False)
     cwd: Mapped[str | None] = mapped_column(Text)
     git_branch: Mapped[str | None] = mapped_column(String(400))
@@ -80,6 +82,7 @@ class Thread(Base):
 
     __table_args__ = (
         Index(None, "rollout_path"),
+        Index(None, "source_id"),
         Index(None, "state", "source_updated_at"),
     )
 

@@ -267,3 +267,48 @@ def test_postgresql_needs_db_upgrade_then_works(pg_url: str, sessions: Path, hom
     )
     assert report["phase2"]["version"] == 1
     assert (home / "memories" / "MEMORY.md").read_text().count("# Task Group:") == 5
+
+
+def test_two_hosts_sharing_a_database_never_forget_each_others_sessions(
+    tmp_path: Path, sessions: Path
+) -> None:
+    db = f"sqlite:///{tmp_path}/shared.db"
+    other = tmp_path / "other-host-sessions"
+    other.mkdir()
+    shutil.move(str(next(sessions.rglob("rollout-2026-11-16T*.jsonl"))), other / "one.jsonl")
+    common = ("--db", db, "--json")
+    first = as_json(
+        run_cli(
+            "run",
+            *common,
+            "--sessions",
+            str(sessions),
+            home=tmp_path / "a",
+            env={"CONSOLIDATOR_SOURCE_ID": "host-a"},
+        )
+    )
+    second = as_json(
+        run_cli(
+            "run",
+            *common,
+            "--sessions",
+            str(other),
+            home=tmp_path / "b",
+            env={"CONSOLIDATOR_SOURCE_ID": "host-b"},
+        )
+    )
+    again = as_json(
+        run_cli(
+            "run",
+            *common,
+            "--sessions",
+            str(sessions),
+            home=tmp_path / "a",
+            env={"CONSOLIDATOR_SOURCE_ID": "host-a"},
+        )
+    )
+    assert first["stage1"]["claimed"] == 4 and second["stage1"]["claimed"] == 1
+    assert again["scan"]["deleted"] == 0
+    status = as_json(run_cli("status", "--db", db, "--json", home=tmp_path / "a"))
+    assert status["threads"] == {"total": 5, "deleted": 0, "bad": 0}
+    assert status["stage1"]["outputs"] == 5

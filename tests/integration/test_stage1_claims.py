@@ -218,3 +218,14 @@ def test_bad_file_is_recorded_with_its_reason(driven: Store) -> None:
     counts = driven.status_counts()
     assert counts.threads_bad == 1 and counts.pending == 0
     assert counts.problems == (("/sessions/x.jsonl", "empty file"),)
+
+
+def test_a_source_sees_only_its_own_threads(driven: Store) -> None:
+    driven.register_thread(header("mine", T0), ingested=False, retry_budget=3, source_id="laptop")
+    driven.register_thread(header("theirs", T0), ingested=False, retry_budget=3, source_id="ci")
+    assert {k.thread_id for k in driven.known_files("laptop").values()} == {"mine"}
+    assert {k.thread_id for k in driven.known_files().values()} == {"mine", "theirs"}
+    claims = driven.claim_stage1_batch(
+        limit=10, lease_seconds=60, eligibility=Eligibility(0, 0, source_id="laptop")
+    )
+    assert [c.job_key for c in claims] == ["mine"]
