@@ -9,7 +9,6 @@ success in one transaction). Files are written afterwards, from the database, by
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -37,11 +36,9 @@ from consolidator.memory.gate import GatePolicy, GateRefused, check
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Block, Memory, ThreadCitation
 from consolidator.memory.render import select_blocks_for_cwd
+from consolidator.security import redact
 
 log = logging.getLogger(__name__)
-
-MAX_FULL_BLOCKS = 12
-_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
 
 
 class LeaseLost(Exception):
@@ -114,32 +111,19 @@ def consolidation_input(record: Stage1Record) -> ConsolidationInput:
     )
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
-
-
 def select_touched(memory: Memory, inputs: Sequence[Stage1Record]) -> list[Block]:
-    """The blocks a change can touch, sent in full: blocks citing a changed thread, blocks
-    for the same cwd (or user-wide ones), then the best keyword matches, up to a cap."""
+    """The blocks a change can touch, sent in full: blocks citing a changed thread and blocks
+    for the same cwd (or user-wide ones). Every other block reaches the model as one index
+    line, so the prompt grows with the change and the blocks it touches, not with the memory
+    (a keyword match used to pull up to 12 unrelated blocks in full: issue 5, P2)."""
     changed = {record.thread_id for record in inputs}
-    scores: dict[str, int] = {}
+    chosen: set[str] = set()
     for record in inputs:
         if record.cwd:
-            for block in select_blocks_for_cwd(memory, record.cwd).blocks:
-                scores[block.block_id] = scores.get(block.block_id, 0) + 50
-    words: set[str] = set()
-    for record in inputs:
-        words |= _words(record.rollout_summary)
+            chosen.update(b.block_id for b in select_blocks_for_cwd(memory, record.cwd).blocks)
     for block in memory.blocks:
         if any(t in changed for task in block.tasks for t in task.thread_ids):
-            scores[block.block_id] = scores.get(block.block_id, 0) + 100
-        keywords = {k.lower() for task in block.tasks for k in task.keywords}
-        shared = len(keywords & words)
-        if shared:
-            scores[block.block_id] = scores.get(block.block_id, 0) + shared
-    ranked = sorted(scores, key=lambda block_id: -scores[block_id])
-    must = [block_id for block_id in ranked if scores[block_id] >= 50]
-    chosen = set(must) | set(ranked[: max(MAX_FULL_BLOCKS, len(must))])
+            chosen.add(block.block_id)
     return [block for block in memory.blocks if block.block_id in chosen]
 
 
@@ -222,8 +206,9 @@ def consolidate(
         model=backend.model,
         input_tokens=report.usage.input_tokens,
         output_tokens=report.usage.output_tokens,
+        # Kept for an admin to read, but a secret is never stored (SPEC section 8).
         quarantined=tuple(
-            QuarantineItem(q.reason, q.text, q.thread_ids) for q in outcome.quarantined
+            QuarantineItem(q.reason, redact(q.text).text, q.thread_ids) for q in outcome.quarantined
         ),
     )
 
@@ -295,6 +280,8 @@ def run_phase_two(
 
 
 def _failed(store: Store, claim: Claim, report: Phase2Report, reason: str) -> Phase2Report:
+    # A reason may quote the model's answer (an invented thread id, say): never a secret in it.
+    reason = redact(reason).text
     report.status, report.error = "failed", reason
     if not store.fail_phase2(claim, reason):
         report.error = f"{reason} (and the lease was already lost)"

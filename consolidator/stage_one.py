@@ -152,7 +152,8 @@ def process_claim(
         result = backend.extract(rollout)
         usage = result.usage
     except BackendError as exc:
-        message = f"{type(exc).__name__}: {exc}"
+        # The reason may quote the model's answer (an unexpected key): never a secret in it.
+        message = redact(f"{type(exc).__name__}: {exc}").text
         store.fail_job(claim, message, retryable=exc.retryable)
         log.warning(
             "stage one failed for %s: %s",

@@ -30,6 +30,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -275,6 +276,7 @@ class Eligibility:
 
     min_idle_seconds: int
     max_age_days: int
+    source_id: str | None = None
 
 
 def to_watermark(moment: datetime) -> int:
@@ -388,8 +390,9 @@ class Store:
 
     # -- threads ----------------------------------------------------------------------------
 
-    def known_files(self) -> dict[str, KnownFile]:
-        """Every registered rollout path with the size and mtime seen last time (one query)."""
+    def known_files(self, source_id: str | None = None) -> dict[str, KnownFile]:
+        """Every rollout path registered from `source_id` (or from any source when None),
+        with the size and mtime seen last time, in one query."""
         with self._read() as connection:
             rows = connection.execute(
                 select(
@@ -399,7 +402,7 @@ class Store:
                     Thread.file_mtime_ns,
                     Thread.state,
                     Thread.ingested,
-                )
+                ).where(_from_source(source_id))
             ).all()
         return {
             row.rollout_path: KnownFile(
@@ -414,7 +417,12 @@ class Store:
 
     @_contention_retry
     def register_thread(
-        self, header: RolloutHeader, *, ingested: bool, retry_budget: int
+        self,
+        header: RolloutHeader,
+        *,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None = None,
     ) -> ThreadChange:
         """Insert or refresh a thread from its header.
 
@@ -433,6 +441,7 @@ class Store:
             values = {
                 "source": str(header.format or "unknown"),
                 "rollout_path": header.path,
+                "source_id": source_id,
                 "ingested": ingested,
                 "cwd": header.cwd,
                 "git_branch": header.git_branch,
@@ -722,6 +731,7 @@ class Store:
         with self._write() as connection:
             now = self._now(connection)
             eligible = select(Thread.thread_id).where(
+                _from_source(eligibility.source_id),
                 Thread.state == ThreadState.ACTIVE.value,
                 Thread.source_updated_at <= now - timedelta(seconds=eligibility.min_idle_seconds),
             )
@@ -868,6 +878,19 @@ class Store:
             )
 
     # -- phase two --------------------------------------------------------------------------
+
+    def _lock_memory_writes(self, connection: Connection) -> None:
+        """Serialise the writers of memory versions on PostgreSQL (READ COMMITTED).
+
+        Forgetting takes the `input_seq` counter row's lock (through `_log_change`) before it
+        reads and rewrites versions; a commit, rollback or clear that takes the same lock first
+        either sees the forget's result or is seen by it, so neither can bring back a thread
+        forgotten concurrently. On SQLite, BEGIN IMMEDIATE already serialises every writer
+        (and FOR UPDATE compiles to nothing).
+        """
+        connection.execute(
+            select(Counter.value).where(Counter.name == "input_seq").with_for_update()
+        ).scalar_one()
 
     def _input_seq(self, connection: Connection) -> int:
         value = connection.execute(
@@ -1018,6 +1041,7 @@ class Store:
         - The watermark advances to the claimed one; consumed change-log rows are pruned.
         """
         with self._write() as connection:
+            self._lock_memory_writes(connection)
             now = self._now(connection)
             version: int | None = None
             forgotten = 0
@@ -1112,6 +1136,7 @@ class Store:
           commit on top of the rollback.
         """
         with self._write() as connection:
+            self._lock_memory_writes(connection)
             now = self._now(connection)
             row = connection.execute(
                 select(VERSIONS).where(MemoryVersion.version == version)
@@ -1160,6 +1185,7 @@ class Store:
         disk are read afresh; forgotten threads are kept, so they stay forgotten. A running
         phase-two worker loses its job row and therefore its lease."""
         with self._write() as connection:
+            self._lock_memory_writes(connection)
             counts = ClearReport(
                 outputs=_rowcount(connection.execute(delete(Stage1Output))),
                 versions=_rowcount(connection.execute(delete(MemoryVersion))),
@@ -1303,6 +1329,13 @@ class Store:
             problems=tuple((row[0], row[1] or "") for row in problems),
             errors=tuple((row[0], row[1] or "") for row in errors),
         )
+
+
+def _from_source(source_id: str | None) -> Any:
+    """Threads a worker reading sessions folder `source_id` may scan and extract."""
+    if source_id is None:
+        return true()
+    return or_(Thread.source_id.is_(None), Thread.source_id == source_id)
 
 
 def _stage1_refusal(job: Row[Any], now: datetime) -> ClaimOutcome:

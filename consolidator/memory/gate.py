@@ -71,14 +71,16 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
     quarantined: list[Quarantined] = []
     blocks: list[Block] = []
     for block in memory.blocks:
-        header = "\n".join((block.title, block.scope, block.reuse_rule, block.applies_to_cwd or ""))
+        header = "\n".join(
+            (block.block_id, block.title, block.scope, block.reuse_rule, block.applies_to_cwd or "")
+        )
         reason = _threat_reason(header)
         if reason:
             quarantined.append(Quarantined(reason, header, _block_threads(block)))
             continue
         tasks = []
         for task in block.tasks:
-            task_text = "\n".join((task.title, *task.keywords))
+            task_text = "\n".join((task.task_id, task.title, *task.keywords))
             reason = _threat_reason(task_text)
             if reason:
                 quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))
