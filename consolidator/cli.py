@@ -402,6 +402,27 @@ def show_command(cwd: Path | None, **params: Any) -> None:
     )
 
 
+@cli.command("quarantine")
+@click.option("--limit", type=int, default=50, show_default=True, help="How many entries.")
+@common_options
+def quarantine_command(limit: int, **params: Any) -> None:
+    """List entries the commit gate kept out of MEMORY.md (secrets already redacted).
+
+    They stay until the threads behind them are forgotten or everything is cleared.
+    """
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        entries = store.quarantined_entries(limit=limit)
+
+    def human() -> None:
+        if not entries:
+            click.echo("nothing is quarantined")
+        for reason, text in entries:
+            click.echo(f"- {reason}\n    {' '.join(text.split())}")
+
+    inv.emit({"entries": [{"reason": r, "text": t} for r, t in entries]}, human)
+
+
 @cli.command("history")
 @click.option("--limit", type=int, default=20, show_default=True, help="How many versions.")
 @common_options

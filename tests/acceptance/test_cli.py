@@ -248,6 +248,7 @@ def test_every_command_has_help_naming_its_settings(home: Path) -> None:
         ["status"],
         ["show"],
         ["history"],
+        ["quarantine"],
         ["rollback"],
         ["ingest"],
         ["forget"],
