@@ -110,8 +110,9 @@ def scan(
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
     vanished: list[str] = []
     root_prefix = str(root) + "/"
-    for path, previous in known.items():
-        if previous.state in (ThreadState.DELETED, ThreadState.FORGOTTEN) or path in seen:
+    for path in sorted(known.keys() - seen):
+        previous = known[path]
+        if previous.state in (ThreadState.DELETED, ThreadState.FORGOTTEN):
             continue
         if previous.ingested:
             try:

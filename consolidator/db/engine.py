@@ -8,6 +8,9 @@ lock up front and makes the busy timeout apply.
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -90,4 +93,31 @@ def _tune_sqlite(engine: Engine) -> None:
         if connection.get_execution_options().get(READ_ONLY_OPTION):
             connection.exec_driver_sql("BEGIN")
         else:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            _begin_immediate(connection)
+
+
+def _begin_immediate(connection: Any) -> None:
+    """`BEGIN IMMEDIATE`, waiting for the write lock in short, even sleeps.
+
+    SQLite's own busy handler sleeps longer the longer it has waited (up to 100 ms a try), so
+    with many writers a connection that has waited a while keeps losing the lock to newcomers
+    and a claim can take seconds (issue 5, P7). Here every waiter retries every millisecond or
+    so until the same busy timeout. The last try goes through SQLAlchemy, so a failure is
+    raised as before (the store's contention retry knows it). Other statements keep the busy
+    timeout (a checkpoint must still wait for readers).
+    """
+    dbapi_connection = connection.connection.dbapi_connection
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    dbapi_connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        while time.monotonic() < deadline:
+            try:
+                dbapi_connection.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    break
+            time.sleep(random.uniform(0.0005, 0.0015))
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    finally:
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from sqlalchemy import (
     Connection,
@@ -54,6 +54,7 @@ from consolidator.db.schema import (
     Thread,
 )
 from consolidator.memory.codec import StoredMemory, decode, encode, forget_in
+from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Memory, diff_summary
 from consolidator.sources.items import RolloutHeader
 
@@ -121,8 +122,9 @@ class Claim:
         return self.outcome is ClaimOutcome.CLAIMED
 
 
-@dataclass(frozen=True)
-class KnownFile:
+class KnownFile(NamedTuple):
+    """A registered rollout as a rescan compares it (a tuple: 10,000 are built per scan)."""
+
     thread_id: str
     size: int
     mtime_ns: int
@@ -404,15 +406,12 @@ class Store:
                     Thread.ingested,
                 ).where(_from_source(source_id))
             ).all()
+        # A rescan compares every file with these rows: tuple unpacking and a dict lookup of
+        # the state keep building them well under the cost of stat'ing the files (P4).
+        states = {state.value: state for state in ThreadState}
         return {
-            row.rollout_path: KnownFile(
-                row.thread_id,
-                row.file_size,
-                row.file_mtime_ns,
-                ThreadState(row.state),
-                row.ingested,
-            )
-            for row in rows
+            path: KnownFile(thread_id, size, mtime_ns, states[state], ingested)
+            for path, thread_id, size, mtime_ns, state, ingested in rows
         }
 
     @_contention_retry
@@ -559,16 +558,24 @@ class Store:
         )
         for version in affected:
             row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).one()
-            rewritten = forget_in(row.memory_json, thread_ids)
-            if rewritten is None:
+            # Decoded once, and the diff taken over the blocks the forget changed only: a
+            # forget keeps every other block as the same object (issue 5, P3).
+            old = decode(row.memory_json)
+            pruned = forget_threads(old, thread_ids)
+            if not pruned.changed:
                 continue
+            rewritten = encode(pruned.memory)
             if current is not None and version == current.version:
+                kept = {id(block) for block in old.blocks} & {id(b) for b in pruned.memory.blocks}
                 self._insert_version(
                     connection,
                     rewritten,
                     now=now,
                     kind="forget",
-                    summary=diff_summary(decode(row.memory_json), rewritten.memory),
+                    summary=diff_summary(
+                        Memory(tuple(b for b in old.blocks if id(b) not in kept)),
+                        Memory(tuple(b for b in pruned.memory.blocks if id(b) not in kept)),
+                    ),
                 )
             connection.execute(
                 update(MemoryVersion)
@@ -962,8 +969,11 @@ class Store:
                 outcome = ClaimOutcome.SKIPPED_UP_TO_DATE
             elif job.retry_at is not None and job.retry_at > now:
                 outcome = ClaimOutcome.SKIPPED_RETRY_BACKOFF
-            else:
+            elif job.cooldown_until is not None and job.cooldown_until > now:
                 outcome = ClaimOutcome.SKIPPED_COOLDOWN
+            else:
+                # Lost to a claimer whose run ended before this read (READ COMMITTED).
+                outcome = ClaimOutcome.SKIPPED_RUNNING
             return Claim(outcome, PHASE2, PHASE2_KEY)
 
     def phase2_inputs(self, claim: Claim) -> Phase2Inputs:

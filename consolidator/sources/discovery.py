@@ -16,14 +16,16 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
 
 
-@dataclass(frozen=True)
-class DiscoveredFile:
+class DiscoveredFile(NamedTuple):
+    """A rollout file with the size and mtime of its one `stat` (a tuple: cheap to build)."""
+
     path: str
     size: int
     mtime_ns: int

@@ -1,0 +1,1 @@
+"""Benchmarks of the worker against the limits of issue 5; run them with `bench/run.py`."""
