@@ -667,6 +667,19 @@ class Store:
             or_(Job.retry_at.is_(None), Job.retry_at <= now),
         )
 
+    def _lease_values(self, token: str, now: datetime, lease_seconds: int) -> dict[str, Any]:
+        """What every claim writes: a new owner, a higher epoch, a lease from `now`."""
+        return {
+            "status": JobStatus.RUNNING.value,
+            "ownership_token": token,
+            "lease_epoch": Job.lease_epoch + 1,
+            "lease_until": now + timedelta(seconds=lease_seconds),
+            "worker_id": self.worker_id,
+            "started_at": now,
+            "finished_at": None,
+            "attempts": Job.attempts + 1,
+        }
+
     def _take(
         self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
     ) -> tuple[str, int, int] | None:
@@ -675,14 +688,7 @@ class Store:
             update(Job)
             .where(Job.id == job_id, guard)
             .values(
-                status=JobStatus.RUNNING.value,
-                ownership_token=token,
-                lease_epoch=Job.lease_epoch + 1,
-                lease_until=now + timedelta(seconds=lease_seconds),
-                worker_id=self.worker_id,
-                started_at=now,
-                finished_at=None,
-                attempts=Job.attempts + 1,
+                **self._lease_values(token, now, lease_seconds),
                 retry_remaining=Job.retry_remaining - 1,
                 claimed_watermark=Job.input_watermark,
             )
@@ -945,14 +951,7 @@ class Store:
                 update(Job)
                 .where(guard)
                 .values(
-                    status=JobStatus.RUNNING.value,
-                    ownership_token=token,
-                    lease_epoch=Job.lease_epoch + 1,
-                    lease_until=now + timedelta(seconds=lease_seconds),
-                    worker_id=self.worker_id,
-                    started_at=now,
-                    finished_at=None,
-                    attempts=Job.attempts + 1,
+                    **self._lease_values(token, now, lease_seconds),
                     input_watermark=seq,
                     claimed_watermark=seq,
                 )
