@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -71,6 +71,8 @@ SETTINGS = settings(
     stateful_step_count=30,
     deadline=None,
     database=None,
+    # No `explain` phase: its tracer makes reporting a failure take minutes on Python 3.11.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -98,7 +100,9 @@ def header(thread_id: str, minute: int) -> RolloutHeader:
     )
 
 
-def citing(thread_ids: list[str]) -> Memory:
+def citing(thread_ids: list[str], run: str) -> Memory:
+    """One block, a task and a bullet per thread; `run` makes each run's memory differ, so
+    every commit adds a version (and history has something to rewrite on a forget)."""
     tasks = tuple(
         Task(
             f"t{i}",
@@ -115,7 +119,9 @@ def citing(thread_ids: list[str]) -> Memory:
         )
         for i, thread_id in enumerate(thread_ids)
     )
-    bullets = tuple(Bullet(f"learned in {t}", (f"t{i}",)) for i, t in enumerate(thread_ids))
+    bullets = tuple(
+        Bullet(f"learned in {t} (run {run})", (f"t{i}",)) for i, t in enumerate(thread_ids)
+    )
     return Memory((Block("app", "the app", "scope", "/work/app", "same repo", tasks, (), bullets),))
 
 
@@ -188,11 +194,11 @@ class StoreMachine(RuleBasedStateMachine):
         self.held.remove(claim)
         return claim
 
-    def _result(self, cited: list[str]) -> Phase2Result | None:
+    def _result(self, claim: Claim, cited: list[str]) -> Phase2Result | None:
         if not cited:
             return None
         return Phase2Result(
-            memory=encode(citing(cited)),
+            memory=encode(citing(cited, f"{claim.epoch}-{claim.token}")),
             kind="consolidation",
             watermark_from=0,
             backend="machine",
@@ -369,7 +375,8 @@ class StoreMachine(RuleBasedStateMachine):
         seen = self.inputs_seen[claim.token or ""]
         cited = [t for i, t in enumerate(seen) if mask >> i & 1]
         owner = self._is_owner(claim)
-        commit = self.store.commit_phase2(claim, self._result(cited), cooldown_seconds=cooldown)
+        result = self._result(claim, cited)
+        commit = self.store.commit_phase2(claim, result, cooldown_seconds=cooldown)
         assert commit.committed is owner, (claim, self.phase2_owner)
         if owner:
             self._released(claim)
@@ -407,9 +414,8 @@ class StoreMachine(RuleBasedStateMachine):
         elif verb == "fail":
             assert not self.store.fail_job(claim, "late failure", retryable=True)
         elif claim.kind == PHASE2:
-            commit = self.store.commit_phase2(
-                claim, self._result(self.inputs_seen[claim.token or ""]), cooldown_seconds=COOLDOWN
-            )
+            result = self._result(claim, self.inputs_seen[claim.token or ""])
+            commit = self.store.commit_phase2(claim, result, cooldown_seconds=COOLDOWN)
             assert not commit.committed and commit.version is None
         else:
             assert not self.store.complete_stage1(claim, None)
