@@ -403,7 +403,7 @@ class Worker:
         try:
             code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"worker {self.process.args} still running after {timeout}s")
+            pytest.fail(f"worker {self.process.args!r} still running after {timeout}s")
         return Finished(code, self.out_path.read_text(), self.err_path.read_text())
 
     def alive(self) -> bool:

@@ -505,7 +505,7 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_store_verbs_keep_ownership_watermarks_and_citations_sound(migrated_url: str) -> None:
     machine = type("Machine", (StoreMachine,), {"url": migrated_url})
     run_state_machine_as_test(machine, settings=SETTINGS)
