@@ -12,10 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consolidator.db.store import Store, ThreadChange, ThreadState
-from consolidator.sources.discovery import DiscoveryProblem, discover_rollouts, stat_file
+from consolidator.sources.discovery import (
+    DiscoveryProblem,
+    discover_rollout_batches,
+    stat_file,
+)
 from consolidator.sources.reader import read_header
 
 log = logging.getLogger(__name__)
+
+# Thread states as the scan index returns them (plain strings).
+_DELETED = ThreadState.DELETED.value
+_FORGOTTEN = ThreadState.FORGOTTEN.value
 
 
 @dataclass
@@ -65,44 +73,49 @@ def scan(
     deletes sessions that another host registered from its own folder.
     """
     report = ScanReport()
-    known = store.known_files(source_id)
+    # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
+    # file found takes its row out, so what is left at the end is what the walk did not see.
+    unseen = store.scan_index(source_id)
     root = sessions_dir.expanduser().resolve()
-    seen: set[str] = set()
     root_present = root.is_dir()
     if not root_present:
         report.warnings.append(f"sessions folder {root} does not exist; nothing was scanned")
     problems: list[DiscoveryProblem] = []
-    for found in discover_rollouts(root, problems=problems) if root_present else ():
-        seen.add(found.path)
-        previous = known.get(found.path)
-        if previous is not None and previous.state is ThreadState.FORGOTTEN:
-            report.unchanged += 1
-            continue
-        if (
-            previous is not None
-            and previous.state is not ThreadState.DELETED
-            and previous.size == found.size
-            and previous.mtime_ns == found.mtime_ns
-        ):
-            report.unchanged += 1
-            continue
-        try:
-            change, _thread_id = register_file(
-                store,
-                found.path,
-                ingested=False,
-                retry_budget=retry_budget,
-                source_id=source_id,
-            )
-        except OSError as exc:
-            report.warnings.append(f"{found.path}: cannot read ({exc.strerror or exc})")
-            continue
-        if change is ThreadChange.BAD:
-            report.bad += 1
-        elif change is ThreadChange.NEW:
-            report.new += 1
-        else:
-            report.changed += 1
+    batches = discover_rollout_batches(root, problems=problems) if root_present else ()
+    take = unseen.pop
+    unchanged = 0
+    for batch in batches:
+        for path, size, mtime_ns in batch:
+            # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
+            # A path is found once at most (each directory is listed once), so taking the row
+            # out loses nothing; and it frees the rows as the walk goes, which is faster than
+            # keeping them and a set of the paths seen (P4).
+            previous = take(path, None)
+            if previous is not None:
+                state = previous[3]
+                if state == _FORGOTTEN or (
+                    previous[1] == size and previous[2] == mtime_ns and state != _DELETED
+                ):
+                    unchanged += 1
+                    continue
+            try:
+                change, _thread_id = register_file(
+                    store,
+                    path,
+                    ingested=False,
+                    retry_budget=retry_budget,
+                    source_id=source_id,
+                )
+            except OSError as exc:
+                report.warnings.append(f"{path}: cannot read ({exc.strerror or exc})")
+                continue
+            if change is ThreadChange.BAD:
+                report.bad += 1
+            elif change is ThreadChange.NEW:
+                report.new += 1
+            else:
+                report.changed += 1
+    report.unchanged = unchanged
 
     for problem in problems:
         report.warnings.append(str(problem))
@@ -110,24 +123,24 @@ def scan(
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
     vanished: list[str] = []
     root_prefix = str(root) + "/"
-    for path in sorted(known.keys() - seen):
-        previous = known[path]
-        if previous.state in (ThreadState.DELETED, ThreadState.FORGOTTEN):
+    for path in sorted(unseen):
+        _path, _size, _mtime_ns, state, thread_id, ingested = unseen[path]
+        if state in (_DELETED, _FORGOTTEN):
             continue
-        if previous.ingested:
+        if ingested:
             try:
                 still_there = stat_file(path) is not None
             except OSError as exc:
                 report.warnings.append(f"{path}: cannot check ({exc.strerror or exc})")
                 continue
             if not still_there:
-                vanished.append(previous.thread_id)
+                vanished.append(thread_id)
         elif (
             root_present
             and path.startswith(root_prefix)
             and not any(path == p.rstrip("/") or path.startswith(p) for p in unlisted)
         ):
-            vanished.append(previous.thread_id)
+            vanished.append(thread_id)
     if vanished:
         report.deleted = store.mark_deleted(vanished)
         log.info(

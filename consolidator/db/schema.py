@@ -169,8 +169,9 @@ class Counter(Base):
 class MemoryVersion(Base):
     """One committed memory. The newest row is the current memory; `rollback` adds a row.
 
-    `memory_json` is the structured memory; `content_md` is its rendering, kept so history can
-    be shown without re-rendering. Forgetting rewrites both in every row that cited the thread.
+    The content is the version's ordered list of blocks (`memory_version_blocks`); the memory's
+    JSON and `MEMORY.md` are those of its blocks joined. `content_bytes` is kept up to date so
+    history can list sizes without reading blocks.
     """
 
     __tablename__ = "memory_versions"
@@ -178,8 +179,6 @@ class MemoryVersion(Base):
     version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     kind: Mapped[str] = mapped_column(String(20))
-    memory_json: Mapped[str] = mapped_column(Text)
-    content_md: Mapped[str] = mapped_column(Text)
     content_bytes: Mapped[int] = mapped_column(Integer)
     watermark_from: Mapped[int | None] = mapped_column(BigInteger)
     watermark_to: Mapped[int | None] = mapped_column(BigInteger)
@@ -191,17 +190,45 @@ class MemoryVersion(Base):
     quarantined: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class MemoryVersionThread(Base):
-    """Which threads a version cites, so a forget rewrites only the versions that need it."""
+class MemoryBlock(Base):
+    """One task group's JSON and Markdown, shared by every version that holds it unchanged.
 
-    __tablename__ = "memory_version_threads"
+    Sharing is what makes forgetting proportional to what the thread touched: the row is
+    rewritten in place (or removed), which purges the thread from every version at once.
+    `digest` (sha256 of `block_json`) finds an identical block when a version is committed.
+    """
+
+    __tablename__ = "memory_blocks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    digest: Mapped[str] = mapped_column(String(64), index=True)
+    block_id: Mapped[str] = mapped_column(String(200))
+    block_json: Mapped[str] = mapped_column(Text)
+    content_md: Mapped[str] = mapped_column(Text)
+    content_bytes: Mapped[int] = mapped_column(Integer)
+
+
+class MemoryVersionBlock(Base):
+    """The blocks of a version, in order; positions may have gaps after a forget."""
+
+    __tablename__ = "memory_version_blocks"
 
     version: Mapped[int] = mapped_column(
         Integer, ForeignKey("memory_versions.version", ondelete="CASCADE"), primary_key=True
     )
-    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)
 
-    __table_args__ = (Index(None, "thread_id"),)
+
+class MemoryBlockThread(Base):
+    """Which threads a block cites, so a forget finds the blocks to rewrite by index."""
+
+    __tablename__ = "memory_block_threads"
+
+    block_ref: Mapped[int] = mapped_column(
+        Integer, ForeignKey("memory_blocks.id", ondelete="CASCADE"), primary_key=True
+    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
 
 
 class QuarantinedEntry(Base):

@@ -28,6 +28,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     true,
@@ -47,15 +48,28 @@ from consolidator.db.schema import (
     Counter,
     InputChange,
     Job,
+    MemoryBlock,
+    MemoryBlockThread,
     MemoryVersion,
-    MemoryVersionThread,
+    MemoryVersionBlock,
     QuarantinedEntry,
     Stage1Output,
     Thread,
 )
-from consolidator.memory.codec import StoredMemory, decode, encode, forget_in
+from consolidator.memory.codec import (
+    StoredBlock,
+    StoredMemory,
+    decode,
+    decode_block,
+    encode,
+    encode_block,
+    forget_in,
+    join_json,
+    join_md,
+    joined_bytes,
+)
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import Memory, diff_summary
+from consolidator.memory.model import Block, Memory, diff_summary
 from consolidator.sources.items import RolloutHeader
 
 log = logging.getLogger(__name__)
@@ -123,7 +137,7 @@ class Claim:
 
 
 class KnownFile(NamedTuple):
-    """A registered rollout as a rescan compares it (a tuple: 10,000 are built per scan)."""
+    """A registered rollout: its file identity and state, keyed by path in `known_files`."""
 
     thread_id: str
     size: int
@@ -406,13 +420,41 @@ class Store:
                     Thread.ingested,
                 ).where(_from_source(source_id))
             ).all()
-        # A rescan compares every file with these rows: tuple unpacking and a dict lookup of
-        # the state keep building them well under the cost of stat'ing the files (P4).
+        # Tuple unpacking and a dict lookup of the state keep building these cheap. A rescan
+        # uses the bare rows of `scan_index` instead (P4).
         states = {state.value: state for state in ThreadState}
         return {
             path: KnownFile(thread_id, size, mtime_ns, states[state], ingested)
             for path, thread_id, size, mtime_ns, state, ingested in rows
         }
+
+    def scan_index(
+        self, source_id: str | None = None
+    ) -> dict[str, tuple[str, int, int, str, str, int]]:
+        """What a rescan compares the disk with: the threads of `known_files`, keyed by
+        rollout path (the last row winning for a path registered twice), as the driver's
+        plain tuples `(rollout_path, file_size, file_mtime_ns, state, thread_id, ingested)`.
+
+        `state` is the plain string of a `ThreadState` and `ingested` a truth value (0 or 1 on
+        SQLite). Nothing is built or converted per row (no `Row`, no Boolean processing, no
+        enum), and tuples of plain values are soon untracked by the garbage collector, so a
+        rescan of 10,000 unchanged files pays little more than the query (P4).
+        """
+        with self._read() as connection:
+            result = connection.execute(
+                select(
+                    Thread.rollout_path,
+                    Thread.file_size,
+                    Thread.file_mtime_ns,
+                    Thread.state,
+                    Thread.thread_id,
+                    Thread.ingested,
+                ).where(_from_source(source_id))
+            )
+            # The DBAPI cursor's own rows: SQLAlchemy's result processing is skipped.
+            rows: Sequence[tuple[str, int, int, str, str, int]] = result.cursor.fetchall()
+            result.close()
+        return {row[0]: row for row in rows}
 
     @_contention_retry
     def register_thread(
@@ -542,51 +584,80 @@ class Store:
     ) -> int:
         """Purge the threads from every stored memory version and the quarantine.
 
-        The current version is followed by a new `forget` version (so projections notice),
-        and every older version citing the threads is rewritten in place, so that neither
-        history nor a rollback can bring their content back. Returns versions rewritten.
+        Only the blocks citing the threads are read, pruned and rewritten in place; since
+        versions share block rows, that purges every version holding them, so neither history
+        nor a rollback can bring the content back. When the current version is among them, a
+        `forget` version (the same block list, less the blocks left empty) follows it, so
+        projections notice. Returns the number of versions touched.
         """
-        current = connection.execute(
-            select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
-        ).first()
-        affected = sorted(
+        refs = sorted(
             connection.execute(
-                select(MemoryVersionThread.version)
-                .where(MemoryVersionThread.thread_id.in_(thread_ids))
+                select(MemoryBlockThread.block_ref)
+                .where(MemoryBlockThread.thread_id.in_(thread_ids))
                 .distinct()
             ).scalars()
         )
-        for version in affected:
-            row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).one()
-            # Decoded once, and the diff taken over the blocks the forget changed only: a
-            # forget keeps every other block as the same object (issue 5, P3).
-            old = decode(row.memory_json)
-            pruned = forget_threads(old, thread_ids)
-            if not pruned.changed:
-                continue
-            rewritten = encode(pruned.memory)
-            if current is not None and version == current.version:
-                kept = {id(block) for block in old.blocks} & {id(b) for b in pruned.memory.blocks}
-                self._insert_version(
+        affected: list[int] = []
+        if refs:
+            affected = sorted(
+                connection.execute(
+                    select(MemoryVersionBlock.version)
+                    .where(MemoryVersionBlock.block_ref.in_(refs))
+                    .distinct()
+                ).scalars()
+            )
+            current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+            before: list[Block] = []
+            after: list[Block] = []
+            emptied: list[int] = []
+            for ref, block_json in connection.execute(
+                select(MemoryBlock.id, MemoryBlock.block_json).where(MemoryBlock.id.in_(refs))
+            ).all():
+                old = decode_block(block_json)
+                pruned = forget_threads(Memory((old,)), thread_ids)
+                before.append(old)
+                if not pruned.memory.blocks:
+                    emptied.append(ref)
+                    continue
+                block = encode_block(pruned.memory.blocks[0])
+                after.append(pruned.memory.blocks[0])
+                connection.execute(
+                    update(MemoryBlock).where(MemoryBlock.id == ref).values(**_block_values(block))
+                )
+                connection.execute(
+                    delete(MemoryBlockThread).where(
+                        MemoryBlockThread.block_ref == ref,
+                        MemoryBlockThread.thread_id.not_in(sorted(block.thread_ids)),
+                    )
+                )
+            touched = list(affected)
+            if current in affected:
+                version = self._insert_version_row(
                     connection,
-                    rewritten,
                     now=now,
                     kind="forget",
-                    summary=diff_summary(
-                        Memory(tuple(b for b in old.blocks if id(b) not in kept)),
-                        Memory(tuple(b for b in pruned.memory.blocks if id(b) not in kept)),
-                    ),
+                    summary=diff_summary(Memory(tuple(before)), Memory(tuple(after))),
                 )
-            connection.execute(
-                update(MemoryVersion)
-                .where(MemoryVersion.version == version)
-                .values(
-                    memory_json=rewritten.memory_json,
-                    content_md=rewritten.content_md,
-                    content_bytes=rewritten.content_bytes,
+                connection.execute(
+                    insert(MemoryVersionBlock).from_select(
+                        ["version", "position", "block_ref"],
+                        select(
+                            literal(version),
+                            MemoryVersionBlock.position,
+                            MemoryVersionBlock.block_ref,
+                        ).where(
+                            MemoryVersionBlock.version == current,
+                            MemoryVersionBlock.block_ref.not_in(emptied),
+                        ),
+                    )
                 )
-            )
-            self._set_version_threads(connection, version, rewritten.thread_ids)
+                touched.append(version)
+            if emptied:
+                connection.execute(
+                    delete(MemoryVersionBlock).where(MemoryVersionBlock.block_ref.in_(emptied))
+                )
+                connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
+            self._update_content_bytes(connection, touched)
         for thread_id in thread_ids:
             connection.execute(
                 delete(QuarantinedEntry).where(
@@ -595,15 +666,55 @@ class Store:
             )
         return len(affected)
 
-    def _set_version_threads(
-        self, connection: Connection, version: int, thread_ids: Iterable[str]
-    ) -> None:
-        connection.execute(
-            delete(MemoryVersionThread).where(MemoryVersionThread.version == version)
-        )
-        rows = [{"version": version, "thread_id": t} for t in sorted(thread_ids)]
-        if rows:
-            connection.execute(insert(MemoryVersionThread), rows)
+    def _update_content_bytes(self, connection: Connection, versions: list[int]) -> None:
+        per_version: dict[int, list[int]] = {version: [] for version in versions}
+        for version, size in connection.execute(
+            select(MemoryVersionBlock.version, MemoryBlock.content_bytes)
+            .join(MemoryBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+            .where(MemoryVersionBlock.version.in_(versions))
+        ):
+            per_version[version].append(size)
+        for version, block_sizes in per_version.items():
+            connection.execute(
+                update(MemoryVersion)
+                .where(MemoryVersion.version == version)
+                .values(content_bytes=joined_bytes(block_sizes))
+            )
+
+    def _insert_version_row(
+        self,
+        connection: Connection,
+        *,
+        now: datetime,
+        kind: str,
+        summary: str,
+        content_bytes: int = 0,
+        watermark_from: int | None = None,
+        watermark_to: int | None = None,
+        backend: str | None = None,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        quarantined: int = 0,
+    ) -> int:
+        version = connection.execute(
+            insert(MemoryVersion)
+            .values(
+                created_at=now,
+                kind=kind,
+                content_bytes=content_bytes,
+                watermark_from=watermark_from,
+                watermark_to=watermark_to,
+                backend=backend,
+                model=model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                diff_summary=summary,
+                quarantined=quarantined,
+            )
+            .returning(MemoryVersion.version)
+        ).scalar_one()
+        return int(version)
 
     def _insert_version(
         self,
@@ -621,27 +732,91 @@ class Store:
         output_tokens: int = 0,
         quarantined: int = 0,
     ) -> int:
-        version = connection.execute(
-            insert(MemoryVersion)
-            .values(
-                created_at=now,
-                kind=kind,
-                memory_json=stored.memory_json,
-                content_md=stored.content_md,
-                content_bytes=stored.content_bytes,
-                watermark_from=watermark_from,
-                watermark_to=watermark_to,
-                backend=backend,
-                model=model,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                diff_summary=summary,
-                quarantined=quarantined,
+        """A new version holding `stored`; blocks already stored unchanged are shared."""
+        version = self._insert_version_row(
+            connection,
+            now=now,
+            kind=kind,
+            summary=summary,
+            content_bytes=stored.content_bytes,
+            watermark_from=watermark_from,
+            watermark_to=watermark_to,
+            backend=backend,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            quarantined=quarantined,
+        )
+        digests = sorted({block.digest for block in stored.blocks})
+        known: dict[str, int] = {}
+        if digests:
+            known = {
+                digest: ref
+                for ref, digest in connection.execute(
+                    select(MemoryBlock.id, MemoryBlock.digest).where(
+                        MemoryBlock.digest.in_(digests)
+                    )
+                )
+            }
+        rows: list[dict[str, int]] = []
+        for position, block in enumerate(stored.blocks):
+            ref = known.get(block.digest)
+            if ref is None:
+                ref = int(
+                    connection.execute(
+                        insert(MemoryBlock).values(**_block_values(block)).returning(MemoryBlock.id)
+                    ).scalar_one()
+                )
+                known[block.digest] = ref
+                if block.thread_ids:
+                    connection.execute(
+                        insert(MemoryBlockThread),
+                        [{"block_ref": ref, "thread_id": t} for t in sorted(block.thread_ids)],
+                    )
+            rows.append({"version": version, "position": position, "block_ref": ref})
+        if rows:
+            connection.execute(insert(MemoryVersionBlock), rows)
+        return version
+
+    def _versions(self, connection: Connection, rows: Sequence[Row[Any]]) -> list[VersionRecord]:
+        """Version rows with their content: each version's blocks, joined in order."""
+        numbers = [row.version for row in rows]
+        jsons: dict[int, list[str]] = {number: [] for number in numbers}
+        mds: dict[int, list[str]] = {number: [] for number in numbers}
+        if numbers:
+            for number, block_json, content_md in connection.execute(
+                select(MemoryVersionBlock.version, MemoryBlock.block_json, MemoryBlock.content_md)
+                .join(MemoryBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+                .where(MemoryVersionBlock.version.in_(numbers))
+                .order_by(MemoryVersionBlock.version, MemoryVersionBlock.position)
+            ):
+                jsons[number].append(block_json)
+                mds[number].append(content_md)
+        return [
+            VersionRecord(
+                memory_json=join_json(jsons[row.version]),
+                content_md=join_md(mds[row.version]),
+                **{f.name: getattr(row, f.name) for f in _VERSION_ROW_FIELDS},
             )
-            .returning(MemoryVersion.version)
-        ).scalar_one()
-        self._set_version_threads(connection, int(version), stored.thread_ids)
-        return int(version)
+            for row in rows
+        ]
+
+    def _version(self, connection: Connection, row: Row[Any] | None) -> VersionRecord | None:
+        return None if row is None else self._versions(connection, [row])[0]
+
+    def _current_digests(self, connection: Connection) -> list[str] | None:
+        """The block digests of the current version, in order; None when there is none."""
+        current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+        if current is None:
+            return None
+        return list(
+            connection.execute(
+                select(MemoryBlock.digest)
+                .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+                .where(MemoryVersionBlock.version == current)
+                .order_by(MemoryVersionBlock.position)
+            ).scalars()
+        )
 
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         with self._read() as connection:
@@ -920,60 +1095,107 @@ class Store:
         - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
         - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
           `skipped_up_to_date` claims nothing and leaves the cooldown alone.
+        - Many processes poll this at once, so a claim is one read and at most one write
+          statement (issue 5, P7). The read takes no write lock: when it already shows a
+          refusal, the claim returns it without queueing behind other writers. A stale read
+          can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
         """
-        with self._write() as connection:
-            now = self._now(connection)
-            self._insert_ignore(
-                connection,
-                Job,
-                {
-                    "kind": PHASE2,
-                    "job_key": PHASE2_KEY,
-                    "status": JobStatus.PENDING.value,
-                    "lease_epoch": 0,
-                    "retry_remaining": PHASE2_RETRY_BUDGET,
-                    "attempts": 0,
-                    "input_watermark": 0,
-                    "last_success_watermark": 0,
-                },
-            )
-            seq = self._input_seq(connection)
-            guard = and_(
-                Job.kind == PHASE2,
-                Job.job_key == PHASE2_KEY,
-                or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
-                func.coalesce(Job.last_success_watermark, 0) < seq,
-                or_(Job.retry_at.is_(None), Job.retry_at <= now),
-                or_(Job.cooldown_until.is_(None), Job.cooldown_until <= now),
-            )
+        with self._claim_connection() as connection:
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            if state is None:
+                with self._statement(connection, write=True):
+                    self._create_phase2_job(connection)
+                    state = self._phase2_state(connection)
+            assert state is not None
+            job, now = state
+            refusal = _phase2_refusal(job, int(job.input_seq), now)
+            if refusal is not None:
+                return Claim(refusal, PHASE2, PHASE2_KEY)
+            seq = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
             token = uuid.uuid4().hex
-            row = connection.execute(
-                update(Job)
-                .where(guard)
-                .values(
-                    **self._lease_values(token, now, lease_seconds),
-                    input_watermark=seq,
-                    claimed_watermark=seq,
-                )
-                .returning(Job.lease_epoch)
-            ).first()
+            with self._statement(connection, write=True):
+                row = connection.execute(
+                    update(Job)
+                    .where(
+                        Job.kind == PHASE2,
+                        Job.job_key == PHASE2_KEY,
+                        or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
+                        func.coalesce(Job.last_success_watermark, 0) < seq,
+                        or_(Job.retry_at.is_(None), Job.retry_at <= now),
+                        or_(Job.cooldown_until.is_(None), Job.cooldown_until <= now),
+                    )
+                    .values(
+                        **self._lease_values(token, now, lease_seconds),
+                        input_watermark=seq,
+                        claimed_watermark=seq,
+                    )
+                    .returning(Job.lease_epoch, Job.claimed_watermark)
+                ).first()
             if row is not None:
-                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, int(row[0]), seq)
-            job = connection.execute(
-                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
-            ).one()
-            if job.status == JobStatus.RUNNING.value and job.lease_until > now:
-                outcome = ClaimOutcome.SKIPPED_RUNNING
-            elif (job.last_success_watermark or 0) >= seq:
-                outcome = ClaimOutcome.SKIPPED_UP_TO_DATE
-            elif job.retry_at is not None and job.retry_at > now:
-                outcome = ClaimOutcome.SKIPPED_RETRY_BACKOFF
-            elif job.cooldown_until is not None and job.cooldown_until > now:
-                outcome = ClaimOutcome.SKIPPED_COOLDOWN
-            else:
-                # Lost to a claimer whose run ended before this read (READ COMMITTED).
-                outcome = ClaimOutcome.SKIPPED_RUNNING
-            return Claim(outcome, PHASE2, PHASE2_KEY)
+                epoch, watermark = int(row[0]), int(row[1] or 0)
+                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            assert state is not None
+            # None: lost to a claimer whose run ended before this read (READ COMMITTED).
+            outcome = _phase2_refusal(state[0], int(state[0].input_seq), now)
+            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
+
+    @contextmanager
+    def _claim_connection(self) -> Iterator[Connection]:
+        """One connection for all of a claim's statements (one pool checkout and ping).
+
+        On PostgreSQL it is in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
+        """
+        with self.engine.connect() as connection:
+            if not self._sqlite:
+                connection.execution_options(isolation_level="AUTOCOMMIT")
+            yield connection
+
+    @contextmanager
+    def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
+        """On SQLite, a read (deferred) or write (immediate) transaction around the block;
+        on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
+        if not self._sqlite:
+            yield
+            return
+        connection.execution_options(**{READ_ONLY_OPTION: not write})
+        with connection.begin():
+            yield
+
+    def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
+        """The phase-two job row with the input sequence (`input_seq`), and the time now."""
+        seq = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
+        columns: list[Any] = [JOBS, seq.label("input_seq")]
+        database_clock = self._clock is None and not self._sqlite
+        if database_clock:
+            columns.append(func.clock_timestamp().label("database_now"))
+        row = connection.execute(
+            select(*columns).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+        ).first()
+        if row is None:
+            return None
+        if database_clock:
+            return row, row.database_now.astimezone(UTC)
+        return row, self._now(connection)
+
+    def _create_phase2_job(self, connection: Connection) -> None:
+        self._insert_ignore(
+            connection,
+            Job,
+            {
+                "kind": PHASE2,
+                "job_key": PHASE2_KEY,
+                "status": JobStatus.PENDING.value,
+                "lease_epoch": 0,
+                "retry_remaining": PHASE2_RETRY_BUDGET,
+                "attempts": 0,
+                "input_watermark": 0,
+                "last_success_watermark": 0,
+            },
+        )
 
     def phase2_inputs(self, claim: Claim) -> Phase2Inputs:
         """What a claimed run consumes: the current memory and the inputs changed in
@@ -1002,12 +1224,15 @@ class Store:
                     .order_by(Stage1Output.source_updated_at, Stage1Output.thread_id)
                 )
             ]
-            base = connection.execute(
-                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
-            ).first()
+            base = self._version(
+                connection,
+                connection.execute(
+                    select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+                ).first(),
+            )
         live = {output.thread_id for output in outputs}
         return Phase2Inputs(
-            base=None if base is None else _version_record(base),
+            base=base,
             watermark_from=start,
             watermark_to=end,
             changed=outputs,
@@ -1063,10 +1288,7 @@ class Store:
                     if rewritten is not None:
                         memory = rewritten
                     forgotten = len(dead)
-                current = connection.execute(
-                    select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
-                ).scalar()
-                if current == memory.memory_json:
+                if self._current_digests(connection) == [b.digest for b in memory.blocks]:
                     memory = None
             values: dict[str, Any] = {
                 "status": JobStatus.SUCCEEDED.value,
@@ -1082,10 +1304,13 @@ class Store:
             if not self._fenced_finish(connection, claim, **values):
                 return Phase2Commit(committed=False, version=None, forgotten=0)
             if memory is not None and result is not None:
-                previous = connection.execute(
-                    select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
-                ).scalar()
-                old = decode(previous) if previous else Memory()
+                previous = self._version(
+                    connection,
+                    connection.execute(
+                        select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+                    ).first(),
+                )
+                old = decode(previous.memory_json) if previous else Memory()
                 version = self._insert_version(
                     connection,
                     memory,
@@ -1120,21 +1345,21 @@ class Store:
             row = connection.execute(
                 select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
             ).first()
-            return None if row is None else _version_record(row)
+            return self._version(connection, row)
 
     def get_version(self, version: int) -> VersionRecord | None:
         with self._read() as connection:
             row = connection.execute(
                 select(VERSIONS).where(MemoryVersion.version == version)
             ).first()
-            return None if row is None else _version_record(row)
+            return self._version(connection, row)
 
     def list_versions(self, *, limit: int = 50) -> list[VersionRecord]:
         with self._read() as connection:
             rows = connection.execute(
                 select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
-            )
-            return [_version_record(row) for row in rows]
+            ).all()
+            return self._versions(connection, rows)
 
     @_contention_retry
     def rollback(self, version: int) -> int:
@@ -1147,14 +1372,21 @@ class Store:
         with self._write() as connection:
             self._lock_memory_writes(connection)
             now = self._now(connection)
-            row = connection.execute(
-                select(VERSIONS).where(MemoryVersion.version == version)
-            ).first()
+            row = self._version(
+                connection,
+                connection.execute(
+                    select(VERSIONS).where(MemoryVersion.version == version)
+                ).first(),
+            )
             if row is None:
                 raise KeyError(version)
-            current = connection.execute(
-                select(VERSIONS.c.memory_json).order_by(MemoryVersion.version.desc()).limit(1)
-            ).scalar_one()
+            current = self._version(
+                connection,
+                connection.execute(
+                    select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+                ).first(),
+            )
+            assert current is not None
             restored = decode(row.memory_json)
             stored = encode(restored)
             dead = stored.thread_ids - self._live(connection, sorted(stored.thread_ids))
@@ -1166,7 +1398,8 @@ class Store:
                 stored,
                 now=now,
                 kind="rollback",
-                summary=f"rollback to {version}: " + diff_summary(decode(current), stored.memory),
+                summary=f"rollback to {version}: "
+                + diff_summary(decode(current.memory_json), stored.memory),
             )
 
     def _fence_phase2(self, connection: Connection) -> None:
@@ -1207,7 +1440,7 @@ class Store:
                     )
                 ),
             )
-            connection.execute(delete(MemoryVersionThread))
+            connection.execute(delete(MemoryBlock))
             return counts
 
     def purge_free_space(self) -> None:
@@ -1383,8 +1616,32 @@ def _stage1_record(row: Row[Any]) -> Stage1Record:
     return _record(Stage1Record, row)
 
 
-def _version_record(row: Row[Any]) -> VersionRecord:
-    return _record(VersionRecord, row)
+def _phase2_refusal(job: Row[Any], seq: int, now: datetime) -> ClaimOutcome | None:
+    """Why the phase-two job cannot be claimed now, by precedence; None when it can."""
+    if job.status == JobStatus.RUNNING.value and job.lease_until > now:
+        return ClaimOutcome.SKIPPED_RUNNING
+    if (job.last_success_watermark or 0) >= seq:
+        return ClaimOutcome.SKIPPED_UP_TO_DATE
+    if job.retry_at is not None and job.retry_at > now:
+        return ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    if job.cooldown_until is not None and job.cooldown_until > now:
+        return ClaimOutcome.SKIPPED_COOLDOWN
+    return None
+
+
+_VERSION_ROW_FIELDS = tuple(
+    f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
+)
+
+
+def _block_values(block: StoredBlock) -> dict[str, Any]:
+    return {
+        "digest": block.digest,
+        "block_id": block.block_id,
+        "block_json": block.block_json,
+        "content_md": block.content_md,
+        "content_bytes": block.content_bytes,
+    }
 
 
 def _job_record(row: Row[Any]) -> JobRecord:

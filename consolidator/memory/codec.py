@@ -2,40 +2,108 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
+from typing import Final
 
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import Memory, cited_thread_ids
-from consolidator.memory.render import render_memory_md
+from consolidator.memory.model import (
+    FORMAT_VERSION,
+    Block,
+    Memory,
+    block_from_dict,
+    block_to_dict,
+)
+from consolidator.memory.render import render_block
+
+_JSON_HEAD: Final = f'{{"format":{FORMAT_VERSION},"blocks":['
+_JSON_TAIL: Final = "]}"
+
+
+@dataclass(frozen=True)
+class StoredBlock:
+    """One block as stored: its JSON, its Markdown and the threads it cites.
+
+    Versions are lists of these, and a block unchanged between versions is stored once, so a
+    forget rewrites only the blocks that cite the thread, whatever the size of the memory.
+    """
+
+    block_id: str
+    block_json: str
+    content_md: str
+    thread_ids: frozenset[str]
+
+    @cached_property
+    def digest(self) -> str:
+        return hashlib.sha256(self.block_json.encode("utf-8")).hexdigest()
+
+    @cached_property
+    def content_bytes(self) -> int:
+        return len(self.content_md.encode("utf-8"))
 
 
 @dataclass(frozen=True)
 class StoredMemory:
     memory: Memory
-    memory_json: str
-    content_md: str
-    thread_ids: frozenset[str]
+    blocks: tuple[StoredBlock, ...]
+
+    @cached_property
+    def memory_json(self) -> str:
+        return join_json(block.block_json for block in self.blocks)
+
+    @cached_property
+    def content_md(self) -> str:
+        return join_md(block.content_md for block in self.blocks)
+
+    @cached_property
+    def thread_ids(self) -> frozenset[str]:
+        return frozenset().union(*(block.thread_ids for block in self.blocks))
 
     @property
     def content_bytes(self) -> int:
-        return len(self.content_md.encode("utf-8"))
+        return joined_bytes(block.content_bytes for block in self.blocks)
+
+
+def encode_block(block: Block) -> StoredBlock:
+    return StoredBlock(
+        block_id=block.block_id,
+        block_json=json.dumps(block_to_dict(block), ensure_ascii=False, separators=(",", ":")),
+        content_md=render_block(block),
+        thread_ids=frozenset(c.thread_id for task in block.tasks for c in task.citations),
+    )
 
 
 def encode(memory: Memory) -> StoredMemory:
-    return StoredMemory(
-        memory=memory,
-        memory_json=json.dumps(memory.to_dict(), ensure_ascii=False, separators=(",", ":")),
-        content_md=render_memory_md(memory),
-        thread_ids=cited_thread_ids(memory),
-    )
+    return StoredMemory(memory=memory, blocks=tuple(encode_block(b) for b in memory.blocks))
 
 
 def decode(memory_json: str) -> Memory:
     return Memory.from_dict(json.loads(memory_json))
+
+
+def decode_block(block_json: str) -> Block:
+    return block_from_dict(json.loads(block_json))
+
+
+def join_json(block_jsons: Iterable[str]) -> str:
+    """The memory's JSON from its blocks' JSON: exactly what `Memory.to_dict` dumps to."""
+    return _JSON_HEAD + ",".join(block_jsons) + _JSON_TAIL
+
+
+def join_md(block_mds: Iterable[str]) -> str:
+    """`MEMORY.md` from its blocks' Markdown: exactly what `render_memory_md` returns."""
+    return "\n".join(block_mds)
+
+
+def joined_bytes(block_bytes: Iterable[int]) -> int:
+    """The size of `join_md` from the blocks' sizes: one newline between two blocks."""
+    sizes = list(block_bytes)
+    return sum(sizes) + max(len(sizes) - 1, 0)
 
 
 def forget_in(memory_json: str, thread_ids: Collection[str]) -> StoredMemory | None:

@@ -102,7 +102,7 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict with a fixed key order, so two dumps of equal memories are equal."""
-        return {"format": FORMAT_VERSION, "blocks": [_block_to_dict(b) for b in self.blocks]}
+        return {"format": FORMAT_VERSION, "blocks": [block_to_dict(b) for b in self.blocks]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Memory:
@@ -210,7 +210,7 @@ def _identities(
     return tasks, cites, bullets
 
 
-def _block_to_dict(block: Block) -> dict[str, Any]:
+def block_to_dict(block: Block) -> dict[str, Any]:
     result: dict[str, Any] = {
         "block_id": block.block_id,
         "title": block.title,
@@ -242,6 +242,11 @@ def _block_to_dict(block: Block) -> dict[str, Any]:
             for bullet in block.section(name)
         ]
     return result
+
+
+def block_from_dict(data: Mapping[str, Any]) -> Block:
+    """One block as `block_to_dict` wrote it; blocks are also stored one row each."""
+    return _block_from_dict(_Reader(data, "block"))
 
 
 def _block_from_dict(reader: _Reader) -> Block:

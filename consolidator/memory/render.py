@@ -71,10 +71,10 @@ def split_keywords(keywords: Iterable[str]) -> list[str]:
 
 def render_memory_md(memory: Memory) -> str:
     """The whole `MEMORY.md`: blocks in memory order, separated by a blank line."""
-    return "\n".join(_render_block(block) for block in memory.blocks)
+    return "\n".join(render_block(block) for block in memory.blocks)
 
 
-def _render_block(block: Block) -> str:
+def render_block(block: Block) -> str:
     lines = [
         f"# Task Group: {one_line(block.title)}",
         f"<!-- block: {block.block_id} -->",

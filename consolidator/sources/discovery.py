@@ -15,12 +15,14 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
 logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
+_BY_NAME = attrgetter("name")
 
 
 class DiscoveredFile(NamedTuple):
@@ -57,6 +59,21 @@ def discover_rollouts(
     appended to `problems` when given. A missing root yields nothing: a fresh machine has no
     sessions yet. Order is sorted by name within each directory, so scans are reproducible.
     """
+    for batch in discover_rollout_batches(root, problems=problems):
+        for path, size, mtime_ns in batch:
+            yield DiscoveredFile(path, size, mtime_ns)
+
+
+def discover_rollout_batches(
+    root: Path | str, *, problems: list[DiscoveryProblem] | None = None
+) -> Iterator[list[tuple[str, int, int]]]:
+    """The files of `discover_rollouts`, in the same order, as one list per directory.
+
+    Items are plain `(path, size, mtime_ns)` tuples. A rescan of 10,000 unchanged files
+    spends little beyond the `stat` calls: no generator step and no object per file (P4).
+    A directory's list is complete before it is yielded, so its files are all stat'ed before
+    the caller looks at the first of them. Directories without rollouts yield nothing.
+    """
     root_path = str(Path(root).absolute())
     try:
         root_stat = Path(root_path).stat()
@@ -67,18 +84,23 @@ def discover_rollouts(
         return
     if stat.S_ISREG(root_stat.st_mode):
         if root_path.endswith(ROLLOUT_SUFFIX):
-            yield DiscoveredFile(root_path, root_stat.st_size, root_stat.st_mtime_ns)
+            yield [(root_path, root_stat.st_size, root_stat.st_mtime_ns)]
         return
     if not stat.S_ISDIR(root_stat.st_mode):
         return
 
+    # Bound to locals: the loop below runs once per file.
+    suffix = ROLLOUT_SUFFIX
+    is_regular = stat.S_ISREG
+    is_directory = stat.S_ISDIR
     visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
     pending = [root_path]
     while pending:
         directory = pending.pop()
+        files: list[tuple[str, int, int]] = []
         subdirectories: list[str] = []
         for entry in _list_directory(directory, problems):
-            if entry.name.endswith(ROLLOUT_SUFFIX):
+            if entry.name.endswith(suffix):
                 try:
                     entry_stat = entry.stat()
                 except FileNotFoundError:
@@ -87,10 +109,11 @@ def discover_rollouts(
                 except OSError as exc:
                     _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
                     continue
-                if stat.S_ISREG(entry_stat.st_mode):
-                    yield DiscoveredFile(entry.path, entry_stat.st_size, entry_stat.st_mtime_ns)
+                mode = entry_stat.st_mode
+                if is_regular(mode):
+                    files.append((entry.path, entry_stat.st_size, entry_stat.st_mtime_ns))
                     continue
-                if not stat.S_ISDIR(entry_stat.st_mode):
+                if not is_directory(mode):
                     continue
                 key = (entry_stat.st_dev, entry_stat.st_ino)
             else:
@@ -108,6 +131,8 @@ def discover_rollouts(
                 continue
             visited.add(key)
             subdirectories.append(entry.path)
+        if files:
+            yield files
         # Reversed so that popping from the end walks the tree in sorted order.
         pending.extend(reversed(subdirectories))
 
@@ -140,7 +165,7 @@ def _list_directory(
     except OSError as exc:
         _record(problems, DiscoveryProblem(directory, _reason(exc)))
         return []
-    entries.sort(key=lambda entry: entry.name)
+    entries.sort(key=_BY_NAME)
     return entries
 
 

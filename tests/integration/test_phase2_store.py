@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -278,3 +279,24 @@ def test_now_comes_from_the_database_clock_on_postgresql(pg_url: str) -> None:
         assert abs((moment - datetime.now(UTC)).total_seconds()) < 5
     finally:
         engine.dispose()
+
+
+def test_a_refused_claim_does_not_wait_for_the_write_lock(store: Store) -> None:
+    """With the lease held, a claim refuses from a read, even while another writer holds the
+    write lock (SQLite) or the job row (PostgreSQL) for longer than the claim may take."""
+    add_output(store, "a", "alpha")
+    holder = store.try_claim_phase2(lease_seconds=LEASE)
+    assert holder.claimed
+    outcome: list[ClaimOutcome] = []
+    with store.engine.begin() as blocking:
+        if blocking.dialect.name == "postgresql":
+            blocking.exec_driver_sql("SELECT 1 FROM jobs WHERE kind = 'phase2' FOR UPDATE")
+        else:
+            blocking.exec_driver_sql("UPDATE counters SET value = value")
+        racer = threading.Thread(
+            target=lambda: outcome.append(store.try_claim_phase2(lease_seconds=LEASE).outcome),
+            daemon=True,
+        )
+        racer.start()
+        racer.join(timeout=20)
+        assert outcome == [ClaimOutcome.SKIPPED_RUNNING], "the claim queued behind the writer"

@@ -59,7 +59,9 @@ COOLDOWN = 300
 THREADS = tuple(f"thread-{n}" for n in range(6))
 TABLES = (
     "quarantined_entries",
-    "memory_version_threads",
+    "memory_version_blocks",
+    "memory_block_threads",
+    "memory_blocks",
     "memory_versions",
     "input_changes",
     "stage1_outputs",

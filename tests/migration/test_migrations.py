@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import inspect
+from datetime import UTC, datetime
+
+from sqlalchemy import inspect, text
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import check, current_revision, downgrade, head_revision, upgrade
 from consolidator.db.schema import Base
+from consolidator.db.store import Store
+from consolidator.memory.codec import encode
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 
 def test_upgrade_head_matches_the_models(db_url: str) -> None:
@@ -33,5 +38,87 @@ def test_downgrade_and_upgrade_round_trip(db_url: str) -> None:
         downgrade(engine, "-1")
         upgrade(engine)
         check(engine)
+    finally:
+        engine.dispose()
+
+
+def _memory(*block_ids: str) -> Memory:
+    blocks = tuple(
+        Block(
+            block_id,
+            f"Group {block_id}",
+            "scope",
+            None,
+            "rule",
+            (
+                Task(
+                    "t1",
+                    "task",
+                    (
+                        ThreadCitation(
+                            f"thread-{block_id}", "s.md", "/w", "/r", "2026-11-01T00:00:00Z"
+                        ),
+                    ),
+                ),
+            ),
+            knowledge=(Bullet(f"knowledge of {block_id} — ü", ("t1",)),),
+        )
+        for block_id in block_ids
+    )
+    return Memory(blocks)
+
+
+def test_0004_moves_version_content_into_shared_blocks_and_back(db_url: str) -> None:
+    engine = create_db_engine(db_url)
+    memories = [_memory("one", "two"), _memory("one", "two", "three"), _memory()]
+    try:
+        upgrade(engine, "0003")
+        with engine.begin() as connection:
+            for memory in memories:
+                stored = encode(memory)
+                connection.execute(
+                    text(
+                        "INSERT INTO memory_versions (created_at, kind, memory_json, content_md,"
+                        " content_bytes, input_tokens, output_tokens, diff_summary, quarantined)"
+                        " VALUES (:at, 'consolidation', :json, :md, :size, 0, 0, '', 0)"
+                    ),
+                    {
+                        "at": datetime(2026, 11, 1, tzinfo=UTC),
+                        "json": stored.memory_json,
+                        "md": stored.content_md,
+                        "size": stored.content_bytes,
+                    },
+                )
+        upgrade(engine)
+        check(engine)
+        store = Store(engine)
+        records = sorted(store.list_versions(), key=lambda v: v.version)
+        assert [r.memory_json for r in records] == [encode(m).memory_json for m in memories]
+        assert [r.content_md for r in records] == [encode(m).content_md for m in memories]
+        with engine.connect() as connection:
+            blocks = connection.execute(text("SELECT count(*) FROM memory_blocks")).scalar_one()
+            cited = connection.execute(
+                text("SELECT thread_id FROM memory_block_threads ORDER BY thread_id")
+            ).scalars()
+            assert blocks == 3 and list(cited) == ["thread-one", "thread-three", "thread-two"]
+
+        downgrade(engine, "0003")
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT memory_json, content_md FROM memory_versions ORDER BY version")
+            ).all()
+            threads = connection.execute(
+                text("SELECT version, thread_id FROM memory_version_threads ORDER BY 1, 2")
+            ).all()
+        assert [tuple(row) for row in rows] == [
+            (encode(m).memory_json, encode(m).content_md) for m in memories
+        ]
+        assert [tuple(row) for row in threads] == [
+            (1, "thread-one"),
+            (1, "thread-two"),
+            (2, "thread-one"),
+            (2, "thread-three"),
+            (2, "thread-two"),
+        ]
     finally:
         engine.dispose()

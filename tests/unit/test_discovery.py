@@ -13,6 +13,7 @@ import pytest
 from consolidator.sources.discovery import (
     DiscoveredFile,
     DiscoveryProblem,
+    discover_rollout_batches,
     discover_rollouts,
     stat_file,
 )
@@ -47,6 +48,33 @@ def test_finds_rollouts_with_the_stat_it_did(tmp_path: Path) -> None:
     ]
     assert items[0] == DiscoveredFile(str(first), 10, 1_700_000_000_123_456_789)
     assert all(Path(item.path).is_absolute() for item in items)
+
+
+def test_batches_are_the_same_files_one_list_per_directory(tmp_path: Path) -> None:
+    touch(tmp_path / "top.jsonl")
+    touch(tmp_path / "2026/11/16/rollout-b.jsonl", b"x" * 3)
+    touch(tmp_path / "2026/11/16/rollout-a.jsonl")
+    touch(tmp_path / "2026/11/16/sub/rollout-c.jsonl")
+    touch(tmp_path / "2026/11/17/notes.txt")
+    (tmp_path / "2026/11/18").mkdir(parents=True)
+    (tmp_path / "2026/link").symlink_to(tmp_path / "2026/11", target_is_directory=True)
+
+    batches = list(discover_rollout_batches(tmp_path))
+
+    # Plain tuples, in the order of `discover_rollouts`; folders without rollouts yield nothing.
+    assert [item for batch in batches for item in batch] == list(discover_rollouts(tmp_path))
+    assert all(type(item) is tuple for batch in batches for item in batch)
+    assert [[os.path.relpath(path, tmp_path) for path, _, _ in batch] for batch in batches] == [
+        ["top.jsonl"],
+        ["2026/11/16/rollout-a.jsonl", "2026/11/16/rollout-b.jsonl"],
+        ["2026/11/16/sub/rollout-c.jsonl"],
+    ]
+    assert batches[1][1][1] == 3
+    root_file = tmp_path / "top.jsonl"
+    assert list(discover_rollout_batches(root_file)) == [
+        [(str(root_file), 3, root_file.stat().st_mtime_ns)]
+    ]
+    assert list(discover_rollout_batches(tmp_path / "absent")) == []
 
 
 def test_missing_root_yields_nothing(tmp_path: Path) -> None:

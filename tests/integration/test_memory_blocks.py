@@ -1,0 +1,162 @@
+"""Versions stored as shared blocks: content round-trips exactly, and a forget rewrites only
+the blocks that cite the thread, in every version at once (issue 5, P3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.schema import MemoryBlock, MemoryBlockThread, MemoryVersionBlock
+from consolidator.db.store import Store
+from consolidator.memory.codec import encode
+from consolidator.memory.model import Block, Bullet, Memory, Task
+from tests.integration.test_phase2_store import LEASE, add_output, citation, result_of
+from tests.integration.test_stage1_claims import T0, DrivenClock
+
+
+@pytest.fixture
+def store(migrated_url: str) -> Iterator[Store]:
+    engine = create_db_engine(migrated_url)
+    yield Store(engine, clock=DrivenClock(T0 + timedelta(days=1)), worker_id="test")
+    engine.dispose()
+
+
+def group(block_id: str, *threads: str, word: str = "fact") -> Block:
+    """A block with one task per thread, a bullet per task and one bullet citing them all."""
+    tasks = tuple(Task(f"t-{t}", f"work in {t}", (citation(t),)) for t in threads)
+    bullets = tuple(Bullet(f"{word} from {t} — naïve é", (f"t-{t}",)) for t in threads)
+    shared = Bullet(f"{word} shared by {block_id}", tuple(task.task_id for task in tasks))
+    return Block(
+        block_id, block_id.title(), "scope", "/w", "rule", tasks, knowledge=(*bullets, shared)
+    )
+
+
+def commit(store: Store, memory: Memory) -> int:
+    """Commit `memory` as the next version; a fresh input makes phase two due."""
+    add_output(store, f"input-{len(store.list_versions())}", "input")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    assert claim.claimed, claim.outcome
+    result = store.commit_phase2(claim, result_of(memory), cooldown_seconds=0)
+    assert result.committed and result.version is not None
+    return result.version
+
+
+def block_rows(store: Store, version: int) -> list[int]:
+    with store.engine.connect() as connection:
+        return list(
+            connection.execute(
+                select(MemoryVersionBlock.block_ref)
+                .where(MemoryVersionBlock.version == version)
+                .order_by(MemoryVersionBlock.position)
+            ).scalars()
+        )
+
+
+def count(store: Store, table: type[MemoryBlock] | type[MemoryBlockThread]) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def assert_stored_exactly(store: Store, version: int, memory: Memory) -> None:
+    record = store.get_version(version)
+    expected = encode(memory)
+    assert record is not None
+    assert record.memory_json == expected.memory_json
+    assert record.content_md == expected.content_md
+    assert record.content_bytes == len(expected.content_md.encode()) == expected.content_bytes
+
+
+def test_unchanged_blocks_are_shared_and_versions_round_trip(store: Store) -> None:
+    for thread in ("a", "b", "c", "d"):
+        add_output(store, thread, thread)
+    first = Memory((group("one", "a"), group("two", "b"), group("three", "c")))
+    second = Memory((group("one", "a"), group("two", "b", "d"), group("three", "c")))
+    v1, v2 = commit(store, first), commit(store, second)
+
+    assert_stored_exactly(store, v1, first)
+    assert_stored_exactly(store, v2, second)
+    one, two, three = block_rows(store, v1)
+    assert block_rows(store, v2)[0::2] == [one, three]
+    assert block_rows(store, v2)[1] not in (one, two, three)
+    assert count(store, MemoryBlock) == 4
+    history = store.list_versions()
+    assert [v.memory_json for v in history] == [
+        encode(second).memory_json,
+        encode(first).memory_json,
+    ]
+
+
+def test_forget_rewrites_only_the_citing_blocks_in_every_version(store: Store) -> None:
+    for thread in ("a", "b", "c", "d"):
+        add_output(store, thread, thread)
+    first = Memory((group("one", "a", "b"), group("two", "c"), group("three", "d")))
+    second = Memory((group("one", "a", "b"), group("two", "c"), group("three", "d", word="new")))
+    v1, v2 = commit(store, first), commit(store, second)
+    before_v1, before_v2 = block_rows(store, v1), block_rows(store, v2)
+
+    assert store.forget_thread("b")
+
+    current = store.current_version()
+    assert current is not None and current.kind == "forget" and current.version == v2 + 1
+    assert "1 citation" in current.diff_summary and "-2 bullets" not in current.diff_summary
+    # The block citing b keeps its row, rewritten in place; nothing else was touched.
+    assert block_rows(store, v1) == before_v1 and block_rows(store, v2) == before_v2
+    assert block_rows(store, current.version) == before_v2
+    without_b = group("one", "a")
+    pruned_one = Block(
+        "one",
+        "One",
+        "scope",
+        "/w",
+        "rule",
+        without_b.tasks,
+        knowledge=(without_b.knowledge[0], Bullet("fact shared by one", ("t-a",))),
+    )
+    assert_stored_exactly(store, v1, Memory((pruned_one, *first.blocks[1:])))
+    assert_stored_exactly(store, v2, Memory((pruned_one, *second.blocks[1:])))
+    assert_stored_exactly(store, current.version, Memory((pruned_one, *second.blocks[1:])))
+    for version in store.list_versions():
+        assert "thread_id=b" not in version.content_md and '"b"' not in version.memory_json
+    with store.engine.connect() as connection:
+        cited = set(connection.execute(select(MemoryBlockThread.thread_id)).scalars())
+    assert cited == {"a", "c", "d"}
+
+
+def test_forget_that_empties_a_block_removes_it_from_every_version(store: Store) -> None:
+    for thread in ("a", "c"):
+        add_output(store, thread, thread)
+    first = Memory((group("one", "a"), group("two", "c")))
+    v1 = commit(store, first)
+    blocks_before = count(store, MemoryBlock)
+
+    assert store.forget_thread("c")
+
+    current = store.current_version()
+    assert current is not None and current.kind == "forget"
+    assert_stored_exactly(store, v1, Memory(first.blocks[:1]))
+    assert_stored_exactly(store, current.version, Memory(first.blocks[:1]))
+    assert count(store, MemoryBlock) == blocks_before - 1
+    assert store.forget_thread("a")
+    latest = store.current_version()
+    assert latest is not None and latest.content_md == "" and latest.content_bytes == 0
+    assert count(store, MemoryBlock) == 0 and count(store, MemoryBlockThread) == 0
+
+
+def test_forgetting_an_uncited_thread_adds_no_version(store: Store) -> None:
+    for thread in ("a", "z"):
+        add_output(store, thread, thread)
+    commit(store, Memory((group("one", "a"),)))
+    assert store.forget_thread("z")
+    assert [v.version for v in store.list_versions()] == [1]
+
+
+def test_clear_all_removes_every_block(store: Store) -> None:
+    add_output(store, "a", "a")
+    commit(store, Memory((group("one", "a"),)))
+    store.clear_all()
+    assert count(store, MemoryBlock) == 0 and count(store, MemoryBlockThread) == 0
+    assert store.current_version() is None
