@@ -21,6 +21,14 @@ from sqlalchemy.exc import ArgumentError
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Execution option marking a transaction that only reads: on SQLite it may stay deferred.
 READ_ONLY_OPTION = "consolidator_read_only"
+# Execution option: seconds to wait for SQLite's write lock before raising `WriteLockBusy`
+# (instead of the busy timeout), for a caller that can re-check whether it still needs it.
+WRITE_LOCK_PATIENCE_OPTION = "consolidator_write_lock_patience"
+
+
+class WriteLockBusy(Exception):
+    """SQLite's write lock stayed taken for the caller's whole patience. The connection
+    object that raised it is left mid-begin: discard it and use a new one."""
 
 
 class BadDatabaseURL(ValueError):
@@ -107,7 +115,9 @@ def _begin_immediate(connection: Any) -> None:
     timeout (a checkpoint must still wait for readers).
     """
     dbapi_connection = connection.connection.dbapi_connection
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    patience = connection.get_execution_options().get(WRITE_LOCK_PATIENCE_OPTION)
+    wait = SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience
+    deadline = time.monotonic() + wait
     dbapi_connection.execute("PRAGMA busy_timeout = 0")
     try:
         while time.monotonic() < deadline:
@@ -118,6 +128,8 @@ def _begin_immediate(connection: Any) -> None:
                 if "locked" not in str(exc):
                     break
             time.sleep(random.uniform(0.0005, 0.0015))
+        if patience is not None:
+            raise WriteLockBusy(f"the write lock stayed taken for {patience} s")
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     finally:
         dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")

@@ -11,6 +11,7 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,7 +44,13 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
+from consolidator.db.engine import (
+    READ_ONLY_OPTION,
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE_LOCK_PATIENCE_OPTION,
+    WriteLockBusy,
+    is_sqlite,
+)
 from consolidator.db.schema import (
     Counter,
     InputChange,
@@ -84,6 +91,8 @@ PHASE2_RETRY_BUDGET = 1_000_000_000
 STAGE1 = "stage1"
 PHASE2 = "phase2"
 PHASE2_KEY = "global"
+# How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
+CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -1100,6 +1109,22 @@ class Store:
           refusal, the claim returns it without queueing behind other writers. A stale read
           can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
         """
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                return self._try_claim_phase2_once(
+                    lease_seconds, patient=time.monotonic() > deadline
+                )
+            except WriteLockBusy:
+                continue
+
+    def _try_claim_phase2_once(self, lease_seconds: int, *, patient: bool) -> Claim:
+        """One read and, if it shows no refusal, one guarded UPDATE.
+
+        On SQLite an impatient attempt waits only briefly for the write lock and raises
+        `WriteLockBusy`, so that the caller re-reads first: the claimer it queued behind has
+        usually taken the job by then, and the answer is a refusal without any more waiting.
+        """
         with self._claim_connection() as connection:
             with self._statement(connection, write=False):
                 state = self._phase2_state(connection)
@@ -1114,6 +1139,10 @@ class Store:
                 return Claim(refusal, PHASE2, PHASE2_KEY)
             seq = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
             token = uuid.uuid4().hex
+            if not patient:
+                connection.execution_options(
+                    **{WRITE_LOCK_PATIENCE_OPTION: CLAIM_WRITE_LOCK_PATIENCE_SECONDS}
+                )
             with self._statement(connection, write=True):
                 row = connection.execute(
                     update(Job)

@@ -11,6 +11,7 @@ import pytest
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import (
+    Claim,
     ClaimOutcome,
     Phase2Result,
     Stage1Payload,
@@ -300,3 +301,22 @@ def test_a_refused_claim_does_not_wait_for_the_write_lock(store: Store) -> None:
         racer.start()
         racer.join(timeout=20)
         assert outcome == [ClaimOutcome.SKIPPED_RUNNING], "the claim queued behind the writer"
+
+
+def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(store: Store) -> None:
+    """A claimable job is claimed even when the claim first has to wait out another writer
+    (on SQLite through several short waits for the write lock, each followed by a re-read)."""
+    add_output(store, "a", "alpha")
+    claims: list[Claim] = []
+    with store.engine.begin() as blocking:
+        blocking.exec_driver_sql("UPDATE counters SET value = value WHERE name = 'none'")
+        racer = threading.Thread(
+            target=lambda: claims.append(store.try_claim_phase2(lease_seconds=LEASE)),
+            daemon=True,
+        )
+        racer.start()
+        racer.join(timeout=0.5)
+        assert claims == [] or blocking.dialect.name == "postgresql"
+    racer.join(timeout=20)
+    assert [c.outcome for c in claims] == [ClaimOutcome.CLAIMED]
+    assert claims[0].epoch == 1 and claims[0].watermark == 1
