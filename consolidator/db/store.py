@@ -733,28 +733,17 @@ class Store:
         now: datetime,
         kind: str,
         summary: str,
-        watermark_from: int | None = None,
-        watermark_to: int | None = None,
-        backend: str | None = None,
-        model: str | None = None,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        quarantined: int = 0,
+        **details: Any,
     ) -> int:
-        """A new version holding `stored`; blocks already stored unchanged are shared."""
+        """A new version holding `stored`; blocks already stored unchanged are shared.
+        `details` are the optional columns of `_insert_version_row`."""
         version = self._insert_version_row(
             connection,
             now=now,
             kind=kind,
             summary=summary,
             content_bytes=stored.content_bytes,
-            watermark_from=watermark_from,
-            watermark_to=watermark_to,
-            backend=backend,
-            model=model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            quarantined=quarantined,
+            **details,
         )
         digests = sorted({block.digest for block in stored.blocks})
         known: dict[str, int] = {}
