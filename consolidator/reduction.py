@@ -28,6 +28,13 @@ _HEAD_SHARE_NUMERATOR = 2
 _HEAD_SHARE_DENOMINATOR = 5
 _MAX_TOOL_NAME_CHARS = 64
 _TOOL_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")
+# A line after the first that holds only whitespace (as `str.isspace` defines it), and the
+# start of a line after the first that holds anything.
+_BLANK_LINE = re.compile(r"\n[^\S\n]+(?=\n)")
+_INDENT = re.compile(r"\n(?=[^\n])")
+
+# What reduction drops and only counts; a reader may leave these out to begin with.
+DROPPED_KINDS = frozenset({ItemKind.INSTRUCTIONS, ItemKind.REASONING})
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class ReducedRollout:
     """The items to show the model, in order, with the omission marker where the cut is.
 
     `truncated` is true when anything was cut: items omitted or any text shortened.
+    `rendered` holds `render_item` of each item, made while measuring it, so a caller that
+    changes only a few items (redaction) need not render the others again.
     """
 
     items: tuple[RolloutItem, ...]
@@ -42,6 +51,7 @@ class ReducedRollout:
     dropped_instructions: int
     dropped_reasoning: int
     truncated: bool
+    rendered: tuple[str, ...]
 
 
 def reduce_items(
@@ -49,11 +59,12 @@ def reduce_items(
 ) -> ReducedRollout:
     """Keep a head and a tail of the conversation whose rendered transcript fits `budget_chars`.
 
-    Streams `items` once, holding at most about two budgets of text. A rollout that fits is
-    returned whole (minus instructions and reasoning). Otherwise the head takes up to 40 % of
-    the budget, the tail whatever the head left, and the tail always keeps the last item. The
-    budget counts rendered characters, so `render_transcript` of the result is at most
-    `budget_chars` plus one item when a single item alone exceeds what was left.
+    Streams `items` once, holding at most about two budgets of text: the kept items and their
+    renderings. A rollout that fits is returned whole (minus instructions and reasoning).
+    Otherwise the head takes up to 40 % of the budget, the tail whatever the head left, and
+    the tail always keeps the last item. The budget counts rendered characters, so
+    `render_transcript` of the result is at most `budget_chars` plus one item when a single
+    item alone exceeds what was left.
     """
     if budget_chars <= 0:
         raise ValueError(f"budget_chars must be positive, not {budget_chars}")
@@ -63,10 +74,10 @@ def reduce_items(
     output_chars = min(tool_output_chars, item_chars)
     head_budget = budget_chars * _HEAD_SHARE_NUMERATOR // _HEAD_SHARE_DENOMINATOR
 
-    head: list[RolloutItem] = []
+    head: list[tuple[RolloutItem, str]] = []
     head_chars = 0
     head_open = True
-    tail: deque[tuple[RolloutItem, int]] = deque()
+    tail: deque[tuple[RolloutItem, str, int]] = deque()
     tail_chars = 0
     omitted = 0
     dropped_instructions = 0
@@ -85,32 +96,36 @@ def reduce_items(
         if clipped is not item.text:
             clipped_any = True
             item = replace(item, text=clipped)
-        cost = len(render_item(item)) + 1
+        rendered = render_item(item)
+        cost = len(rendered) + 1
         if head_open and head_chars + cost <= head_budget:
-            head.append(item)
+            head.append((item, rendered))
             head_chars += cost
             continue
         head_open = False
-        tail.append((item, cost))
+        tail.append((item, rendered, cost))
         tail_chars += cost
-        tail_budget = budget_chars - head_chars
+        # Each cost counts a line break, but the last item needs none: hence the one spare.
+        tail_budget = budget_chars + 1 - head_chars
         if omitted or tail_chars > tail_budget:
             tail_budget -= _MARKER_RESERVE_CHARS
         while tail_chars > tail_budget and len(tail) > 1:
-            _, dropped_cost = tail.popleft()
+            _, _, dropped_cost = tail.popleft()
             tail_chars -= dropped_cost
             omitted += 1
 
     kept = list(head)
     if omitted:
-        kept.append(omission_marker(omitted))
-    kept.extend(item for item, _ in tail)
+        marker = omission_marker(omitted)
+        kept.append((marker, render_item(marker)))
+    kept.extend((item, rendered) for item, rendered, _ in tail)
     return ReducedRollout(
-        items=tuple(kept),
+        items=tuple(item for item, _ in kept),
         omitted_items=omitted,
         dropped_instructions=dropped_instructions,
         dropped_reasoning=dropped_reasoning,
         truncated=bool(omitted) or clipped_any,
+        rendered=tuple(rendered for _, rendered in kept),
     )
 
 
@@ -149,8 +164,18 @@ def render_transcript(items: Iterable[RolloutItem]) -> str:
 
 
 def render_item(item: RolloutItem) -> str:
-    lines = item.text.replace("\r\n", "\n").replace("\r", "\n").rstrip().split("\n")
-    body = "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
+    body = item.text
+    if "\r" in body:
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+    body = body.rstrip()
+    if "\n" in body:
+        # Continuation lines indented, blank ones emptied: two passes in C rather than a
+        # Python loop over every line, which cost stage one a millisecond per 250,000
+        # characters (issue 5, P6).
+        body = _BLANK_LINE.sub("\n", body)
+        # An empty line after the first shows as two newlines in a row (the last line is
+        # not empty after `rstrip`); without one, every newline gets the indentation.
+        body = _INDENT.sub("\n  ", body) if "\n\n" in body else body.replace("\n", "\n  ")
     if item.kind is ItemKind.OMISSION:
         return body
     label = _label(item)

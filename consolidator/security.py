@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +52,9 @@ ThreatKind = Literal["injection", "exfiltration", "invisible_unicode", "secret"]
 _MAX_PASSES = 4
 # Beyond this many needle hits a pattern is run over the whole text instead of line windows.
 _MAX_WINDOWS = 2000
+# Beyond this many anchor hits a pattern reads the whole text: a line costs a pattern a few
+# microseconds, and a whole-text scan some hundred (or a few thousand for the costly ones).
+_MAX_ANCHOR_HITS = 256
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ def redact(text: str) -> Redaction:
     total = 0
     regions = [(0, len(text))]
     for _ in range(_MAX_PASSES):
+        if len(regions) > 1 and not _any_change(text, regions):
+            break
         parts: list[str] = []
         changed: list[tuple[int, int]] = []
         position = shift = 0
@@ -95,6 +101,23 @@ def redact(text: str) -> Redaction:
         text = "".join(parts)
         regions = _surrounding_lines(text, changed)
     return Redaction(text, total)
+
+
+def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
+    """Whether a detection pass would change any of `regions` (whole lines of `text`).
+
+    Checked in one pass over the regions joined by a line holding a random nonce: each pass
+    costs some fifty pattern calls whatever the length, which made the re-check of a text
+    with many secrets slow (issue 5, P6). Joined, the regions can only show more findings,
+    never fewer: no pattern crosses a line unless it is one that also matches inside a
+    region (a private key's BEGIN and END lines), detect-secrets values and context words
+    seen in one region count in the others, and each region still starts and ends at a line
+    break. So "no change" here means no change in any region alone, and otherwise the
+    regions are redacted one by one as before.
+    """
+    separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
+    _, placed, _labels = _redact_once(separator.join(text[start:end] for start, end in regions))
+    return bool(placed)
 
 
 def strip_invisible(text: str) -> str:
@@ -151,34 +174,104 @@ _Span = tuple[int, int, str]
 
 
 @dataclass(frozen=True)
+class _Anchor:
+    """A cheap pattern that matches inside every match of costlier ones, on the same line.
+
+    A scan of a 250,000-character transcript costs about the same for any pattern that starts
+    with a literal, whatever follows it, and up to fifty times more for one that starts with a
+    character class or ignores case (issue 5, P6). So the costly patterns run only over the
+    lines around an anchor's hits, and patterns whose literal prefixes share a first letter
+    share one anchor: a single scan for all of them. `folded` anchors are lower-case and are
+    searched in the lower-cased text, for patterns that ignore case. A hit is reported
+    `offset` characters before where the pattern matched (see _literal).
+    """
+
+    pattern: re.Pattern[str]
+    folded: bool = False
+    offset: int = 0
+
+
+def _literal(needle: str, *, folded: bool = False, pivot: int = 0) -> _Anchor:
+    """An anchor for `needle`, searched from its character at `pivot` on.
+
+    The scan stops at every occurrence of a pattern's first character, so a needle is found
+    faster from a rare letter (`token` from its `k`); the part before is checked behind it.
+    Hits still point at the needle's start.
+    """
+    if not 0 <= pivot < len(needle):
+        raise ValueError(f"pivot {pivot} is outside {needle!r}")
+    pattern = re.escape(needle[pivot:])
+    if pivot:
+        pattern += f"(?<={re.escape(needle)})"
+    return _Anchor(re.compile(pattern), folded, pivot)
+
+
+# Token prefixes, one anchor per first letter: a class of first letters ([AGS]) would make
+# the scan test every character against it, as slow as having no anchor. Each pattern below
+# names the anchors that cover its literal prefix; tests/unit/test_security_windows.py
+# compares what they find with whole-text scans.
+_PREFIXES_UPPER_A = _Anchor(
+    re.compile(r"A(?:3T|BIA|CCA|KIA|SIA|ccountKey=|Iza|GE-SECRET-KEY-1|C[a-z0-9]{32})")
+)
+_PREFIXES_UPPER_S = _Anchor(re.compile(r"S(?:G\.|K[a-z0-9]{32})"))
+_PREFIXES_LOWER_G = _Anchor(
+    re.compile(r"g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|sk_)")
+)
+_PREFIXES_LOWER_S = _Anchor(re.compile(r"s(?:k-|q0csp-)"))
+_STRIPE_PREFIX = _Anchor(re.compile(r"k_(?:live|test)_"))
+_JWT_PREFIX = _literal("eyJ", pivot=2)
+# Folded: Slack's plugin ignores case; a folded hit covers the case-sensitive patterns too.
+_PREFIXES_X = _Anchor(re.compile(r"x(?:ox|app-)"), folded=True)
+_PREFIXES_H = _Anchor(re.compile(r"h(?:ooks\.slack|f_)"), folded=True)
+# Context for both the Discord and the Telegram plugin.
+_BOT = _literal("bot", folded=True)
+
+
+@dataclass(frozen=True)
 class _Plugin:
-    """A detect-secrets plugin, run only when one of its cheap lower-case needles occurs."""
+    """A detect-secrets plugin and where in a text it can match.
+
+    `context`: lower-case words of which one must occur somewhere in the text for the plugin
+    to run at all (a Discord or Telegram token alone is too generic a shape). `anchors`: one
+    of them matches inside every match of the plugin's patterns, none of which spans lines,
+    so the plugin only reads the lines around their hits; without anchors, the whole text.
+    """
 
     detector: Any
-    needles: tuple[str, ...] = ()
+    context: tuple[_Anchor, ...] = ()
+    anchors: tuple[_Anchor, ...] = ()
 
 
 # Left out: the high-entropy plugins (commit hashes, uuids), KeywordDetector (no positions,
 # flags `secret_name`), Artifactory (matches upper-case words starting with "AP"), and the
 # IBM / SoftLayer / Cloudant assignment patterns, which the assignment and URL rules below
-# already cover at a fraction of the cost.
+# already cover at a fraction of the cost. The anchors come from each plugin's `denylist`.
 _DETECT_SECRETS_PLUGINS: tuple[_Plugin, ...] = (
-    _Plugin(AWSKeyDetector(), ("akia", "asia", "abia", "acca", "a3t", "aws")),
-    _Plugin(AzureStorageKeyDetector(), ("accountkey",)),
-    _Plugin(DiscordBotTokenDetector(), ("discord", "bot")),
-    _Plugin(GitHubTokenDetector()),
-    _Plugin(GitLabTokenDetector()),
-    _Plugin(JwtTokenDetector()),
-    _Plugin(MailchimpDetector(), ("-us",)),
-    _Plugin(NpmDetector(), ("_authtoken",)),
-    _Plugin(OpenAIDetector(), ("t3blbkfj",)),
-    _Plugin(PypiTokenDetector()),
-    _Plugin(SendGridDetector()),
-    _Plugin(SlackDetector(), ("xox", "hooks.slack")),
-    _Plugin(SquareOAuthDetector()),
-    _Plugin(StripeDetector(), ("k_live",)),
-    _Plugin(TelegramBotTokenDetector(), ("telegram", "bot")),
-    _Plugin(TwilioKeyDetector()),
+    _Plugin(AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, _literal("aws", folded=True, pivot=1))),
+    _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
+    _Plugin(
+        DiscordBotTokenDetector(),
+        context=(_literal("discord", folded=True), _BOT),
+        anchors=(_Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
+    ),
+    _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
+    _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, _literal("GR1348941"))),
+    _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
+    _Plugin(MailchimpDetector(), anchors=(_literal("-us"),)),
+    # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
+    _Plugin(NpmDetector(), context=(_literal("_authtoken", folded=True, pivot=7),)),
+    _Plugin(OpenAIDetector(), anchors=(_literal("T3BlbkFJ"),)),
+    _Plugin(PypiTokenDetector(), anchors=(_literal("pypi-AgE", pivot=5),)),
+    _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
+    _Plugin(SlackDetector(), anchors=(_PREFIXES_X, _PREFIXES_H)),
+    _Plugin(SquareOAuthDetector(), anchors=(_PREFIXES_LOWER_S,)),
+    _Plugin(StripeDetector(), anchors=(_STRIPE_PREFIX,)),
+    _Plugin(
+        TelegramBotTokenDetector(),
+        context=(_literal("telegram", folded=True, pivot=4), _BOT),
+        anchors=(_Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
+    ),
+    _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
 )
 
 _WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -187,31 +280,57 @@ _NAME_CHARS = _TOKEN_CHARS | {"."}
 _BASE64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
+
+@dataclass(frozen=True)
+class _TokenPattern:
+    label: str
+    regex: re.Pattern[str]
+    # As for _Plugin; the patterns without anchors are a scan of their own.
+    anchors: tuple[_Anchor, ...] = ()
+
+
 # Each pattern starts with a literal so the regex engine can skip ahead; the word boundary
 # before it is checked in Python instead (a leading \b would make every scan ten times slower).
-_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     # OpenAI (sk-, sk-proj-, sk-svcacct-), Anthropic (sk-ant-), OpenRouter (sk-or-) and the many
     # compatible providers that copied the prefix. A digit is required so that kebab-case names
     # starting with "sk-" survive.
-    ("API key", re.compile(r"sk-(?=[A-Za-z0-9_-]{0,64}?[0-9])[A-Za-z0-9_-]{20,}")),
-    ("GitHub token", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("GitHub token", re.compile(r"github_pat_[A-Za-z0-9_]{30,}")),
-    ("Slack token", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}")),
-    ("Slack token", re.compile(r"xapp-[A-Za-z0-9-]{10,}")),
+    _TokenPattern(
+        "API key",
+        re.compile(r"sk-(?=[A-Za-z0-9_-]{0,64}?[0-9])[A-Za-z0-9_-]{20,}"),
+        (_PREFIXES_LOWER_S,),
+    ),
+    _TokenPattern("GitHub token", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"), (_PREFIXES_LOWER_G,)),
+    _TokenPattern(
+        "GitHub token", re.compile(r"github_pat_[A-Za-z0-9_]{30,}"), (_PREFIXES_LOWER_G,)
+    ),
+    _TokenPattern("Slack token", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}"), (_PREFIXES_X,)),
+    _TokenPattern("Slack token", re.compile(r"xapp-[A-Za-z0-9-]{10,}"), (_PREFIXES_X,)),
     # Split by first letter so each pattern starts with a literal (a class start is slow).
-    ("Stripe key", re.compile(r"sk_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("Stripe key", re.compile(r"rk_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}")),
-    ("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}")),
-    (
+    _TokenPattern(
+        "Stripe key", re.compile(r"sk_(?:live|test)_[A-Za-z0-9]{16,}"), (_STRIPE_PREFIX,)
+    ),
+    _TokenPattern(
+        "Stripe key", re.compile(r"rk_(?:live|test)_[A-Za-z0-9]{16,}"), (_STRIPE_PREFIX,)
+    ),
+    _TokenPattern("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}")),
+    _TokenPattern("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}"), (_PREFIXES_UPPER_A,)),
+    _TokenPattern(
         "AWS access key",
         re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        (_PREFIXES_UPPER_A,),
     ),
-    ("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}")),
-    ("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
-    ("Groq key", re.compile(r"gsk_[A-Za-z0-9]{40,}")),
-    ("age secret key", re.compile(r"AGE-SECRET-KEY-1[A-Z0-9]{50,}")),
-    ("JSON web token", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?")),
+    _TokenPattern("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}"), (_PREFIXES_H,)),
+    _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    _TokenPattern("Groq key", re.compile(r"gsk_[A-Za-z0-9]{40,}"), (_PREFIXES_LOWER_G,)),
+    _TokenPattern(
+        "age secret key", re.compile(r"AGE-SECRET-KEY-1[A-Z0-9]{50,}"), (_PREFIXES_UPPER_A,)
+    ),
+    _TokenPattern(
+        "JSON web token",
+        re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"),
+        (_JWT_PREFIX,),
+    ),
 )
 
 _BEARER = re.compile(r"[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]{16,}=*)")
@@ -219,6 +338,9 @@ _AUTH_HEADER = re.compile(
     r"[Aa]uthorization(?i:[ \t]*[:=][ \t]*[\"']?(?:basic|token|bot|digest)[ \t]+)"
     r"([A-Za-z0-9\-._~+/]{8,}=*)"
 )
+# Where each of the two must start: at a hit of the first, one character before the second's.
+_BEARER_WORD = _literal("bearer", folded=True)
+_AUTH_WORD = _literal("uthorization", pivot=6)
 _URL_PASSWORD = re.compile(
     r"://([^\s:/?#@'\"<>\[\]]{0,256}):([^\s/?#@'\"<>]{1,256})@(?=[A-Za-z0-9\[])"
 )
@@ -244,10 +366,27 @@ _ASSIGNMENT_KEYWORDS = (
     "pass",
     "auth",
 )
+# A keyword that starts with another (`password`, `pass`) is read off the shorter one's hits
+# rather than searched for again. No keyword overlaps itself, so a search that resumes after
+# each hit finds every occurrence. Some are searched from a rarer letter (see _literal).
+_KEYWORD_PIVOTS = {"token": 2, "pwd": 1, "auth": 3}
+_KEYWORD_SEARCHES: tuple[tuple[_Anchor, str, tuple[str, ...]], ...] = tuple(
+    (
+        _literal(keyword, folded=True, pivot=_KEYWORD_PIVOTS.get(keyword, 0)),
+        keyword,
+        tuple(
+            word for word in _ASSIGNMENT_KEYWORDS if word != keyword and word.startswith(keyword)
+        ),
+    )
+    for keyword in _ASSIGNMENT_KEYWORDS
+    if not any(word != keyword and keyword.startswith(word) for word in _ASSIGNMENT_KEYWORDS)
+)
 _AFTER_NAME = re.compile(
     r"[\"']?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
     r"(?P<value>\"(?:[^\"\\\n]|\\.){0,1024}\"|'[^'\n]{0,1024}'|[^\s'\"`,;}&]{1,1024})"
 )
+# What _AFTER_NAME can start with: most keyword hits (`tokens`, `PASSED`) are dropped on this.
+_AFTER_NAME_START = frozenset("\"' \t:=")
 # Upper-case, .env-style names are a strong signal: any literal value is redacted.
 _ENV_NAME = re.compile(
     r"(?:[A-Z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)"
@@ -327,24 +466,12 @@ def _redact_once(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
 
 
 def _find_spans(text: str) -> list[_Span]:
-    lowered = _lower(text)
+    scan = _Scan(text)
     spans: list[_Span] = []
     spans.extend(_pem_spans(text))
-    spans.extend(_detect_secrets_spans(text, lowered))
-    for label, pattern in _TOKEN_PATTERNS:
-        spans.extend(
-            (m.start(), m.end(), label) for m in pattern.finditer(text) if _at_word_start(text, m)
-        )
-    # These two start with a character class, which makes a scan slow: look for the rest of
-    # the word first (issue 5, P6).
-    if "earer" in text:
-        for m in _BEARER.finditer(text):
-            if any(c.isdigit() for c in m.group(1)):
-                spans.append((m.start(1), m.end(1), "bearer token"))
-    if "uthorization" in text:
-        spans.extend(
-            (m.start(1), m.end(1), "authorization header") for m in _AUTH_HEADER.finditer(text)
-        )
+    spans.extend(_detect_secrets_spans(scan))
+    spans.extend(_token_spans(scan))
+    spans.extend(_header_spans(scan))
     for m in _URL_PASSWORD.finditer(text):
         if _is_literal(m.group(2)):
             spans.append((m.start(2), m.end(2), "password in URL"))
@@ -355,8 +482,81 @@ def _find_spans(text: str) -> list[_Span]:
         span = _literal_value(m, strict=True, sep="=")
         if span is not None:
             spans.append((*span, "secret option"))
-    spans.extend(_assignment_spans(text, lowered))
+    spans.extend(_assignment_spans(scan))
     return spans
+
+
+def _token_spans(scan: _Scan) -> Iterator[_Span]:
+    text = scan.text
+    for token in _TOKEN_PATTERNS:
+        for start, end in scan.windows(token.anchors):
+            for m in token.regex.finditer(text, start, end):
+                if _at_word_start(text, m):
+                    yield m.start(), m.end(), token.label
+
+
+def _header_spans(scan: _Scan) -> Iterator[_Span]:
+    # These two start with a character class, which makes a scan slow: they are tried only
+    # where the rest of their first word occurs (issue 5, P6).
+    text = scan.text
+    for m in _anchored(text, _BEARER, scan.hits(_BEARER_WORD), offset=0):
+        if any(c.isdigit() for c in m.group(1)):
+            yield m.start(1), m.end(1), "bearer token"
+    for m in _anchored(text, _AUTH_HEADER, scan.hits(_AUTH_WORD), offset=1):
+        yield m.start(1), m.end(1), "authorization header"
+
+
+class _Scan:
+    """One text being searched for secrets, and the hits of each anchor searched so far.
+
+    Anchors are shared (a prefix anchor by plugins and token patterns, `bot` by two plugins),
+    and each costs a pass over the whole text, so each is searched at most once per text.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lowered = _fold(text)
+        self._hits: dict[_Anchor, list[int]] = {}
+
+    def hits(self, anchor: _Anchor) -> list[int]:
+        """Where `anchor`'s non-overlapping hits start, in order."""
+        found = self._hits.get(anchor)
+        if found is None:
+            haystack = self.lowered if anchor.folded else self.text
+            offset = anchor.offset
+            found = [m.start() - offset for m in anchor.pattern.finditer(haystack)]
+            self._hits[anchor] = found
+        return found
+
+    def contains(self, word: _Anchor) -> bool:
+        return bool(self.hits(word))
+
+    def windows(self, anchors: tuple[_Anchor, ...]) -> list[tuple[int, int]]:
+        """The line before through the line after each anchor hit, merged; without anchors
+        (or with very many hits) the whole text. No hit, no window."""
+        whole = [(0, len(self.text))]
+        if not anchors:
+            return whole
+        positions = sorted(position for anchor in anchors for position in self.hits(anchor))
+        if len(positions) > _MAX_ANCHOR_HITS:
+            return whole
+        return _surrounding_lines(self.text, [(p, p) for p in positions])
+
+
+def _anchored(
+    text: str, pattern: re.Pattern[str], hits: list[int], *, offset: int
+) -> Iterator[re.Match[str]]:
+    """What `pattern.finditer(text)` yields, for a pattern whose every match starts `offset`
+    characters before a hit (in order): it is tried at those positions only."""
+    end = 0
+    for hit in hits:
+        start = hit - offset
+        if start < end or start < 0:
+            continue
+        match = pattern.match(text, start)
+        if match is not None:
+            yield match
+            end = max(match.end(), start + 1)
 
 
 def _at_word_start(text: str, match: re.Match[str]) -> bool:
@@ -369,16 +569,37 @@ def _lower(text: str) -> str:
     return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
 
-def _detect_secrets_spans(text: str, lowered: str) -> Iterator[_Span]:
+# Letters that a case-insensitive pattern takes for an ASCII one but `_lower` may leave
+# alone: the long s, the dotless i, the dotted capital I and the Kelvin sign.
+_FOLDS = (("\u017f", "s"), ("\u0131", "i"), ("\u0130", "i"), ("\u212a", "k"))
+
+
+def _fold(text: str) -> str:
+    """`_lower`, and the few letters above made ASCII, so that a lower-case anchor finds
+    everything the case-insensitive pattern it stands for would match."""
+    lowered = _lower(text)
+    if not lowered.isascii():
+        for char, ascii_letter in _FOLDS:
+            if char in lowered:
+                lowered = lowered.replace(char, ascii_letter)
+    return lowered
+
+
+def _detect_secrets_spans(scan: _Scan) -> Iterator[_Span]:
+    text = scan.text
     values: dict[str, str] = {}
     for plugin in _DETECT_SECRETS_PLUGINS:
-        if plugin.needles and not any(needle in lowered for needle in plugin.needles):
+        if plugin.context and not any(scan.contains(word) for word in plugin.context):
             continue
         label = str(plugin.detector.secret_type)
-        for raw in plugin.detector.analyze_string(text):
-            value = str(raw).strip(" \t\r\n\"'=:")
-            if len(value) >= 8 and PLACEHOLDER not in value:
-                values.setdefault(value, label)
+        for start, end in scan.windows(plugin.anchors):
+            window = text if (start, end) == (0, len(text)) else text[start:end]
+            for raw in plugin.detector.analyze_string(window):
+                value = str(raw).strip(" \t\r\n\"'=:")
+                if len(value) >= 8 and PLACEHOLDER not in value:
+                    values.setdefault(value, label)
+    # Every occurrence is redacted, not only the one found: the same value may sit elsewhere
+    # without the context that made it recognisable.
     for value, label in values.items():
         start = text.find(value)
         while start != -1:
@@ -396,13 +617,18 @@ def _extend_token(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _assignment_spans(text: str, lowered: str) -> Iterator[_Span]:
+def _assignment_spans(scan: _Scan) -> Iterator[_Span]:
+    text, lowered = scan.text, scan.lowered
     candidates: set[tuple[int, str]] = set()
-    for keyword in _ASSIGNMENT_KEYWORDS:
-        found = lowered.find(keyword)
-        while found != -1:
-            candidates.add((found + len(keyword), keyword))
-            found = lowered.find(keyword, found + len(keyword))
+    for anchor, keyword, longer in _KEYWORD_SEARCHES:
+        for found in scan.hits(anchor):
+            end = found + len(keyword)
+            if text[end : end + 1] in _AFTER_NAME_START:
+                candidates.add((end, keyword))
+            for word in longer:
+                end = found + len(word)
+                if lowered.startswith(word, found) and text[end : end + 1] in _AFTER_NAME_START:
+                    candidates.add((end, word))
     covered = 0
     for name_end, keyword in sorted(candidates):
         # Text already read as a value (`a=token=x`) is not searched again for names.

@@ -20,7 +20,7 @@ from enum import StrEnum
 from consolidator.backends.base import Backend, BackendError, Stage1Input, Stage1Result, Usage
 from consolidator.db.store import Claim, Eligibility, Stage1Payload, Store, ThreadRecord
 from consolidator.leases import Heartbeat, LeaseWatch
-from consolidator.reduction import reduce_items, render_transcript
+from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
 from consolidator.security import redact, strip_invisible
 from consolidator.sources.items import ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
@@ -92,16 +92,26 @@ def transcript_budget_chars(context_window_tokens: int) -> int:
 
 
 def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, ReadReport]:
-    """Stream the rollout, reduce it to the budget, and redact every text that will leave."""
+    """Stream the rollout, reduce it to the budget, and redact every text that will leave.
+
+    The reader leaves out what reduction would drop, so those lines are not even decoded.
+    """
     report = ReadReport()
-    reduced = reduce_items(iter_items(thread.rollout_path, report), budget_chars)
+    reduced = reduce_items(
+        iter_items(thread.rollout_path, report, skip=DROPPED_KINDS), budget_chars
+    )
     items = redact_items(reduced.items)
+    # `render_transcript(items)`, re-rendering only the items that redaction changed.
+    transcript = "\n".join(
+        rendered if item is kept else render_item(item)
+        for item, kept, rendered in zip(items, reduced.items, reduced.rendered, strict=True)
+    )
     rollout = Stage1Input(
         thread_id=thread.thread_id,
         rollout_path=thread.rollout_path,
         cwd=thread.cwd,
         git_branch=thread.git_branch,
-        transcript=render_transcript(items),
+        transcript=transcript,
         items=items,
     )
     return rollout, report
@@ -117,7 +127,7 @@ def redact_items(items: Sequence[RolloutItem]) -> tuple[RolloutItem, ...]:
     BEGIN and END lines sit in different items) makes the split fail, and the items are then
     redacted one by one.
     """
-    separator = f"\n\x1f{uuid.uuid4().hex}\x1f\n"
+    separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
     parts = redact(separator.join(item.text for item in items)).text.split(separator)
     if len(parts) != len(items):
         return tuple(_redact_item(item) for item in items)

@@ -12,8 +12,10 @@ response items already hold, so reading those too would double the conversation.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.records import (
@@ -59,6 +61,30 @@ _INJECTED_PREFIXES = (
     "<user_shell_command>",
     "<turn_aborted>",
 )
+
+
+# The leading keys of a line as Codex writes it, `{"timestamp":…,"type":…,"payload":{"type":…`
+# (serde puts an enum's tag first), compact or with the spaces Python's json module puts in.
+_LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?"type": ?"'
+_NO_ITEM_ENVELOPES = rb"event_msg|turn_context"
+_REASONING_ITEM = rb'response_item", ?"payload": ?\{ ?"type": ?"reasoning'
+
+
+@lru_cache(maxsize=16)
+def skippable_lines(skip: frozenset[ItemKind]) -> re.Pattern[bytes]:
+    """A pattern for the start of a line that can only yield items of the kinds in `skip`.
+
+    It reads the leading keys, so the line need not be decoded: a line it does not match has
+    to be. Most lines of a rollout are `event_msg` lines, which repeat the conversation for
+    Codex's UI and yield nothing, or reasoning items, whose encrypted content is half the
+    bytes and which stage one drops: decoding them cost more than the JSON parse of all the
+    rest (issue 5, P6). Only the first `type` key is read: a line that repeated it (JSON
+    allows that, Codex never writes it) could be judged by the wrong one.
+    """
+    kinds = [_NO_ITEM_ENVELOPES]
+    if ItemKind.REASONING in skip:
+        kinds.append(_REASONING_ITEM)
+    return re.compile(_LEAD + b"(?:" + b"|".join(kinds) + b')"')
 
 
 def is_codex_record(record: Record) -> bool:

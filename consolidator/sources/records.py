@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 Record = dict[str, Any]
@@ -37,6 +38,10 @@ def parse_timestamp(value: object) -> datetime | None:
     Naive timestamps are taken as UTC: both agents write UTC, and a guess that is hours off
     only shifts idleness, whereas `None` would discard the fact entirely.
     """
+    if isinstance(value, str):
+        if not value or len(value) > _MAX_TIMESTAMP_CHARS:
+            return None
+        return _parse_iso(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -45,8 +50,12 @@ def parse_timestamp(value: object) -> datetime | None:
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
-    if not isinstance(value, str) or not value or len(value) > _MAX_TIMESTAMP_CHARS:
-        return None
+    return None
+
+
+@lru_cache(maxsize=8)
+def _parse_iso(value: str) -> datetime | None:
+    """Cached, a little: the lines of a rollout come in bursts that share a timestamp (P6)."""
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
@@ -96,8 +105,11 @@ def session_id_or_none(value: object) -> str | None:
 
 
 def clean_text(text: str) -> str:
-    """Replace lone surrogates (legal in JSON escapes, illegal in UTF-8) so storing never fails."""
-    if _SURROGATE.search(text):
+    """Replace lone surrogates (legal in JSON escapes, illegal in UTF-8) so storing never fails.
+
+    `isascii` is answered from the string's header, which spares most texts the scan.
+    """
+    if not text.isascii() and _SURROGATE.search(text):
         return _SURROGATE.sub("\ufffd", text)
     return text
 

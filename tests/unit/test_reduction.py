@@ -196,3 +196,58 @@ def test_reduction_invariants(items: list[RolloutItem], budget: int) -> None:
         assert len(rendered) <= budget + largest + marker
     if kept_kinds:
         assert survivors[-1].kind is kept_kinds[-1].kind
+
+
+def _render_line_by_line(text: str) -> str:
+    """Continuation lines as `render_item` indented them before it used two regex passes."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").rstrip().split("\n")
+    return "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(
+    text=st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "b c",
+                " ",
+                "\t",
+                "\n",
+                "\n",
+                "\r",
+                "\r\n",
+                "\x0b",
+                "\x1c",
+                "\x85",
+                "\u2028",
+                "\u3000",
+            ]
+        ),
+        max_size=16,
+    ).map("".join)
+)
+def test_rendering_indents_and_empties_lines_as_line_by_line_rendering_did(text: str) -> None:
+    body = _render_line_by_line(text)
+
+    assert render_item(RolloutItem(ItemKind.OMISSION, text)) == body
+    assert render_item(user(text)) == (f"[user] {body}" if body else "[user]")
+
+
+def test_reduction_hands_over_the_rendering_of_each_kept_item() -> None:
+    for budget in (500, 100_000):
+        reduced = reduce_items(conversation(30), budget_chars=budget)
+
+        assert reduced.rendered == tuple(render_item(item) for item in reduced.items)
+
+
+def test_a_transcript_exactly_at_the_budget_is_kept_whole() -> None:
+    """Each item's cost counts a line break; the last one has none (found by hypothesis)."""
+    items = [user("0000"), user("0000"), RolloutItem(ItemKind.TOOL_OUTPUT, "0" * 14, exit_code=0)]
+    budget = len(render_transcript(items))
+
+    reduced = reduce_items(items, budget_chars=budget)
+
+    assert reduced.omitted_items == 0
+    assert list(reduced.items) == items
+    assert reduce_items(items, budget_chars=budget - 1).omitted_items == 1
