@@ -323,6 +323,13 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}"), (_PREFIXES_H,)),
     _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     _TokenPattern("Groq key", re.compile(r"gsk_[A-Za-z0-9]{40,}"), (_PREFIXES_LOWER_G,)),
+    # detect-secrets' GitLab pattern reports only the prefix it captures, which is too short
+    # to be taken as a secret, so the whole token is matched here.
+    _TokenPattern(
+        "GitLab token",
+        re.compile(r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_-]{20,}"),
+        (_PREFIXES_LOWER_G,),
+    ),
     _TokenPattern(
         "age secret key", re.compile(r"AGE-SECRET-KEY-1[A-Z0-9]{50,}"), (_PREFIXES_UPPER_A,)
     ),

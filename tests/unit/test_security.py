@@ -36,6 +36,8 @@ AWS_SECRET = _join("wJalrXUtnFEMI/K7MDENG/", "bPxRfiCY9EXAMPLEKEYq")
 GITHUB_PAT = _join("ghp_", "1aB2cD3eF4gH5iJ6kL7mN8oP9qR0sT1uV2wX")
 GITHUB_OAUTH = _join("gho_", "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8")
 GITHUB_APP = _join("ghs_", "0123456789abcdefABCDEF0123456789abcd")
+GITLAB_PAT = _join("glpat-", "Xy9AbCdEf-123_4567890Zz")
+GITLAB_CI_BUILD = _join("glcbt-", "64_abcdefghijklmnopqrstu")
 GITHUB_FINE = _join(
     "github_pat_", "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"
 )
@@ -81,6 +83,9 @@ UUID = "123e4567-e89b-12d3-a456-426614174000"
         (f"token {GITHUB_OAUTH}", GITHUB_OAUTH),
         (f"GH_TOKEN={GITHUB_APP} gh pr list", GITHUB_APP),
         (f"fine-grained {GITHUB_FINE}", GITHUB_FINE),
+        (f"git clone https://oauth2:{GITLAB_PAT}@gitlab.com/acme/app.git", GITLAB_PAT),
+        (f"CI_JOB_TOKEN={GITLAB_CI_BUILD}", GITLAB_CI_BUILD),
+        (f"the runner printed {GITLAB_CI_BUILD} in the log", GITLAB_CI_BUILD),
         (f"SLACK_BOT_TOKEN: {SLACK_BOT}", SLACK_BOT),
         (f"posting with {SLACK_USER}", SLACK_USER),
         (f"stripe.api_key = {STRIPE_LIVE}", STRIPE_LIVE),
