@@ -25,7 +25,9 @@ from sqlalchemy import (
     CursorResult,
     Engine,
     Row,
+    String,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -62,6 +64,7 @@ from consolidator.db.schema import (
     QuarantinedEntry,
     Stage1Output,
     Thread,
+    UTCDateTime,
 )
 from consolidator.memory.codec import (
     StoredBlock,
@@ -841,17 +844,7 @@ class Store:
         )
 
     def _lease_values(self, token: str, now: datetime, lease_seconds: int) -> dict[str, Any]:
-        """What every claim writes: a new owner, a higher epoch, a lease from `now`."""
-        return {
-            "status": JobStatus.RUNNING.value,
-            "ownership_token": token,
-            "lease_epoch": Job.lease_epoch + 1,
-            "lease_until": now + timedelta(seconds=lease_seconds),
-            "worker_id": self.worker_id,
-            "started_at": now,
-            "finished_at": None,
-            "attempts": Job.attempts + 1,
-        }
+        return _lease_values(token, now, now + timedelta(seconds=lease_seconds), self.worker_id)
 
     def _take(
         self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
@@ -1126,7 +1119,6 @@ class Store:
             refusal = _phase2_refusal(job, int(job.input_seq), now)
             if refusal is not None:
                 return Claim(refusal, PHASE2, PHASE2_KEY)
-            seq = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
             token = uuid.uuid4().hex
             if not patient:
                 connection.execution_options(
@@ -1134,21 +1126,13 @@ class Store:
                 )
             with self._statement(connection, write=True):
                 row = connection.execute(
-                    update(Job)
-                    .where(
-                        Job.kind == PHASE2,
-                        Job.job_key == PHASE2_KEY,
-                        or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
-                        func.coalesce(Job.last_success_watermark, 0) < seq,
-                        or_(Job.retry_at.is_(None), Job.retry_at <= now),
-                        or_(Job.cooldown_until.is_(None), Job.cooldown_until <= now),
-                    )
-                    .values(
-                        **self._lease_values(token, now, lease_seconds),
-                        input_watermark=seq,
-                        claimed_watermark=seq,
-                    )
-                    .returning(Job.lease_epoch, Job.claimed_watermark)
+                    _PHASE2_CLAIM,
+                    {
+                        "claim_now": now,
+                        "claim_token": token,
+                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                        "claim_worker": self.worker_id,
+                    },
                 ).first()
             if row is not None:
                 epoch, watermark = int(row[0]), int(row[1] or 0)
@@ -1185,13 +1169,9 @@ class Store:
 
     def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
         """The phase-two job row with the input sequence (`input_seq`), and the time now."""
-        seq = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
-        columns: list[Any] = [JOBS, seq.label("input_seq")]
         database_clock = self._clock is None and not self._sqlite
-        if database_clock:
-            columns.append(func.clock_timestamp().label("database_now"))
         row = connection.execute(
-            select(*columns).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            _PHASE2_STATE_AND_CLOCK if database_clock else _PHASE2_STATE
         ).first()
         if row is None:
             return None
@@ -1632,6 +1612,53 @@ def _thread_record(row: Row[Any]) -> ThreadRecord:
 
 def _stage1_record(row: Row[Any]) -> Stage1Record:
     return _record(Stage1Record, row)
+
+
+def _lease_values(token: Any, now: Any, lease_until: Any, worker_id: Any) -> dict[str, Any]:
+    """What every claim writes: a new owner, a higher epoch, a lease until `lease_until`.
+    The arguments are values or bind parameters."""
+    return {
+        "status": JobStatus.RUNNING.value,
+        "ownership_token": token,
+        "lease_epoch": Job.lease_epoch + 1,
+        "lease_until": lease_until,
+        "worker_id": worker_id,
+        "started_at": now,
+        "finished_at": None,
+        "attempts": Job.attempts + 1,
+    }
+
+
+# The phase-two claim's statements, built once: many processes poll them, and building a
+# statement costs more than running it on SQLite (issue 5, P7).
+_INPUT_SEQ = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
+_PHASE2_STATE = select(JOBS, _INPUT_SEQ.label("input_seq")).where(
+    Job.kind == PHASE2, Job.job_key == PHASE2_KEY
+)
+_PHASE2_STATE_AND_CLOCK = _PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
+_CLAIM_NOW = bindparam("claim_now", type_=UTCDateTime())
+_PHASE2_CLAIM = (
+    update(Job)
+    .where(
+        Job.kind == PHASE2,
+        Job.job_key == PHASE2_KEY,
+        or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= _CLAIM_NOW),
+        func.coalesce(Job.last_success_watermark, 0) < _INPUT_SEQ,
+        or_(Job.retry_at.is_(None), Job.retry_at <= _CLAIM_NOW),
+        or_(Job.cooldown_until.is_(None), Job.cooldown_until <= _CLAIM_NOW),
+    )
+    .values(
+        **_lease_values(
+            bindparam("claim_token", type_=String()),
+            _CLAIM_NOW,
+            bindparam("claim_lease_until", type_=UTCDateTime()),
+            bindparam("claim_worker", type_=String()),
+        ),
+        input_watermark=_INPUT_SEQ,
+        claimed_watermark=_INPUT_SEQ,
+    )
+    .returning(Job.lease_epoch, Job.claimed_watermark)
+)
 
 
 def _phase2_refusal(job: Row[Any], seq: int, now: datetime) -> ClaimOutcome | None:
