@@ -7,6 +7,7 @@ work, then finish with a fenced statement that checks the ownership token.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -21,9 +22,11 @@ from enum import StrEnum
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     CursorResult,
     Engine,
+    Integer,
     Row,
     String,
     and_,
@@ -405,14 +408,10 @@ class Store:
         self, connection: Connection, thread_id: str, change: str, now: datetime
     ) -> int:
         """Append to the change log. The counter row's lock orders sequence numbers by commit."""
-        seq = connection.execute(
-            update(Counter)
-            .where(Counter.name == "input_seq")
-            .values(value=Counter.value + 1)
-            .returning(Counter.value)
-        ).scalar_one()
+        seq = connection.execute(_NEXT_INPUT_SEQ).scalar_one()
         connection.execute(
-            insert(InputChange).values(seq=seq, thread_id=thread_id, change=change, created_at=now)
+            _INSERT_CHANGE,
+            {"seq": seq, "thread_id": thread_id, "change": change, "created_at": now},
         )
         return int(seq)
 
@@ -832,16 +831,7 @@ class Store:
     # -- stage one claims -------------------------------------------------------------------
 
     def _stage1_claimable(self, now: datetime) -> Any:
-        return and_(
-            Job.kind == STAGE1,
-            or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
-            or_(
-                Job.last_success_watermark.is_(None),
-                Job.last_success_watermark < Job.input_watermark,
-            ),
-            Job.retry_remaining > 0,
-            or_(Job.retry_at.is_(None), Job.retry_at <= now),
-        )
+        return _stage1_claimable(now)
 
     def _lease_values(self, token: str, now: datetime, lease_seconds: int) -> dict[str, Any]:
         return _lease_values(token, now, now + timedelta(seconds=lease_seconds), self.worker_id)
@@ -907,33 +897,42 @@ class Store:
         - SQLite: BEGIN IMMEDIATE serialises claimers; SKIP LOCKED compiles to nothing.
         - Each candidate is then taken by the guarded UPDATE, so no job is claimed twice.
         """
+        candidates_query, take = _stage1_batch_statements(
+            eligibility.source_id is not None, eligibility.max_age_days > 0
+        )
         with self._write() as connection:
             now = self._now(connection)
-            eligible = select(Thread.thread_id).where(
-                _from_source(eligibility.source_id),
-                Thread.state == ThreadState.ACTIVE.value,
-                Thread.source_updated_at <= now - timedelta(seconds=eligibility.min_idle_seconds),
-            )
-            if eligibility.max_age_days > 0:
-                eligible = eligible.where(
-                    Thread.source_updated_at >= now - timedelta(days=eligibility.max_age_days)
-                )
-            guard = and_(self._stage1_claimable(now), Job.job_key.in_(eligible))
+            parameters = {
+                "claim_now": now,
+                "claim_idle_before": now - timedelta(seconds=eligibility.min_idle_seconds),
+                "claim_age_after": now - timedelta(days=eligibility.max_age_days),
+                "claim_source": eligibility.source_id,
+            }
             candidates = connection.execute(
-                select(Job.id, Job.job_key)
-                .where(guard)
-                .order_by(Job.input_watermark.desc())
-                .limit(limit)
-                .with_for_update(skip_locked=True)
+                candidates_query, {**parameters, "claim_limit": limit}
             ).all()
             claims: list[Claim] = []
             for candidate in candidates:
-                taken = self._take(connection, candidate.id, guard, now, lease_seconds)
-                if taken is not None:
-                    token, epoch, watermark = taken
+                token = uuid.uuid4().hex
+                row = connection.execute(
+                    take,
+                    {
+                        **parameters,
+                        "claim_job_id": candidate.id,
+                        "claim_token": token,
+                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                        "claim_worker": self.worker_id,
+                    },
+                ).first()
+                if row is not None:
                     claims.append(
                         Claim(
-                            ClaimOutcome.CLAIMED, STAGE1, candidate.job_key, token, epoch, watermark
+                            ClaimOutcome.CLAIMED,
+                            STAGE1,
+                            candidate.job_key,
+                            token,
+                            int(row.lease_epoch),
+                            int(row.input_watermark),
                         )
                     )
             return claims
@@ -979,45 +978,42 @@ class Store:
         """
         with self._write() as connection:
             now = self._now(connection)
-            owned = self._fenced_finish(
-                connection,
-                claim,
-                status=JobStatus.SUCCEEDED.value,
-                finished_at=now,
-                last_error=None,
-                retry_at=None,
-                last_success_watermark=claim.watermark,
-                last_success_at=now,
+            finished = connection.execute(
+                _SUCCEED_JOB,
+                {
+                    "fence_kind": claim.kind,
+                    "fence_key": claim.job_key,
+                    "fence_token": claim.token,
+                    "finish_now": now,
+                    "finish_watermark": claim.watermark,
+                },
             )
-            if not owned:
+            if _rowcount(finished) != 1:
                 return False
-            thread = connection.execute(
-                select(THREADS).where(Thread.thread_id == claim.job_key)
-            ).one()
-            had_output = connection.execute(
-                delete(Stage1Output).where(Stage1Output.thread_id == claim.job_key)
-            )
+            thread = connection.execute(_THREAD_BY_ID, {"thread_key": claim.job_key}).one()
+            had_output = connection.execute(_DELETE_OUTPUT, {"thread_key": claim.job_key})
             if payload is None:
                 if _rowcount(had_output):
                     self._log_change(connection, claim.job_key, "delete", now)
                     self._forget_in_memory(connection, [claim.job_key], now)
                 return True
             connection.execute(
-                insert(Stage1Output).values(
-                    thread_id=claim.job_key,
-                    raw_memory=payload.raw_memory,
-                    rollout_summary=payload.rollout_summary,
-                    rollout_slug=payload.rollout_slug,
-                    rollout_path=thread.rollout_path,
-                    cwd=thread.cwd,
-                    git_branch=thread.git_branch,
-                    source_updated_at=thread.source_updated_at,
-                    generated_at=now,
-                    backend=payload.backend,
-                    model=payload.model,
-                    input_tokens=payload.input_tokens,
-                    output_tokens=payload.output_tokens,
-                )
+                _INSERT_OUTPUT,
+                {
+                    "thread_id": claim.job_key,
+                    "raw_memory": payload.raw_memory,
+                    "rollout_summary": payload.rollout_summary,
+                    "rollout_slug": payload.rollout_slug,
+                    "rollout_path": thread.rollout_path,
+                    "cwd": thread.cwd,
+                    "git_branch": thread.git_branch,
+                    "source_updated_at": thread.source_updated_at,
+                    "generated_at": now,
+                    "backend": payload.backend,
+                    "model": payload.model,
+                    "input_tokens": payload.input_tokens,
+                    "output_tokens": payload.output_tokens,
+                },
             )
             self._log_change(connection, claim.job_key, "upsert", now)
             return True
@@ -1658,6 +1654,98 @@ _PHASE2_CLAIM = (
         claimed_watermark=_INPUT_SEQ,
     )
     .returning(Job.lease_epoch, Job.claimed_watermark)
+)
+
+
+def _stage1_claimable(now: Any) -> Any:
+    """A stage-one job that may be claimed at `now` (a value or a bind parameter)."""
+    return and_(
+        Job.kind == STAGE1,
+        or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
+        or_(
+            Job.last_success_watermark.is_(None),
+            Job.last_success_watermark < Job.input_watermark,
+        ),
+        Job.retry_remaining > 0,
+        or_(Job.retry_at.is_(None), Job.retry_at <= now),
+    )
+
+
+@functools.cache
+def _stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
+    """The batch claim's candidate query and its guarded take, one pair per query shape.
+
+    Built once per shape, because several workers per process claim in step and building
+    them cost more than running them on SQLite (issue 5, P1).
+    """
+    now = bindparam("claim_now", type_=UTCDateTime())
+    eligible = select(Thread.thread_id).where(
+        Thread.state == ThreadState.ACTIVE.value,
+        Thread.source_updated_at <= bindparam("claim_idle_before", type_=UTCDateTime()),
+    )
+    if by_source:
+        source = bindparam("claim_source", type_=String())
+        eligible = eligible.where(or_(Thread.source_id.is_(None), Thread.source_id == source))
+    if by_age:
+        eligible = eligible.where(
+            Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
+        )
+    guard = and_(_stage1_claimable(now), Job.job_key.in_(eligible))
+    candidates = (
+        select(Job.id, Job.job_key)
+        .where(guard)
+        .order_by(Job.input_watermark.desc())
+        .limit(bindparam("claim_limit", type_=Integer()))
+        .with_for_update(skip_locked=True)
+    )
+    take = (
+        update(Job)
+        .where(Job.id == bindparam("claim_job_id", type_=Integer()), guard)
+        .values(
+            **_lease_values(
+                bindparam("claim_token", type_=String()),
+                now,
+                bindparam("claim_lease_until", type_=UTCDateTime()),
+                bindparam("claim_worker", type_=String()),
+            ),
+            retry_remaining=Job.retry_remaining - 1,
+            claimed_watermark=Job.input_watermark,
+        )
+        .returning(Job.lease_epoch, Job.input_watermark)
+    )
+    return candidates, take
+
+
+# Stage one's completion and the change log, built once for the same reason (issue 5, P1).
+_NEXT_INPUT_SEQ = (
+    update(Counter)
+    .where(Counter.name == "input_seq")
+    .values(value=Counter.value + 1)
+    .returning(Counter.value)
+)
+_INSERT_CHANGE = insert(InputChange)
+_INSERT_OUTPUT = insert(Stage1Output)
+_THREAD_BY_ID = select(THREADS).where(Thread.thread_id == bindparam("thread_key"))
+_DELETE_OUTPUT = delete(Stage1Output).where(Stage1Output.thread_id == bindparam("thread_key"))
+_FINISH_NOW = bindparam("finish_now", type_=UTCDateTime())
+_SUCCEED_JOB = (
+    update(Job)
+    .where(
+        Job.kind == bindparam("fence_kind"),
+        Job.job_key == bindparam("fence_key"),
+        Job.ownership_token == bindparam("fence_token"),
+        Job.status == JobStatus.RUNNING.value,
+    )
+    .values(
+        ownership_token=None,
+        lease_until=None,
+        status=JobStatus.SUCCEEDED.value,
+        finished_at=_FINISH_NOW,
+        last_error=None,
+        retry_at=None,
+        last_success_watermark=bindparam("finish_watermark", type_=BigInteger()),
+        last_success_at=_FINISH_NOW,
+    )
 )
 
 
