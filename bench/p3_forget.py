@@ -10,7 +10,6 @@ every `Store.forget_thread` starts from the same single committed version. The b
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import statistics
@@ -25,6 +24,7 @@ from consolidator.db.store import Phase2Result, Store
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.model import bullet_count
 from consolidator.memory.render import render_memory_md
+from tests.cli_process import clean_env
 from tests.fake_openai import FakeOpenAI
 
 
@@ -81,16 +81,9 @@ def _forget_seconds(url: str, thread_id: str) -> float:
 def _cli_model_calls(url: str, home: Path, thread_id: str) -> int:
     """Forget through the CLI with the openai backend pointed at the fake server."""
     with FakeOpenAI() as server:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("CONSOLIDATOR_", "OPENAI_"))
-        }
-        env |= {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "CONSOLIDATOR_BACKEND": "openai",
-        }
+        env = clean_env(
+            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="bench", CONSOLIDATOR_BACKEND="openai"
+        )
         command = [sys.executable, "-m", "consolidator", "forget", thread_id, "--json"]
         completed = subprocess.run(
             [*command, "--home", str(home), "--db", url],

@@ -9,7 +9,6 @@ Every process started here is killed by `DaemonPool.close()` if it is still aliv
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_process import clean_env, run_command
 from tests.fake_openai import STAGE_ONE_ANSWER
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,12 +34,7 @@ PYTHON_CLI = [sys.executable, "-m", "consolidator"]
 def base_env(home: Path, sessions: Path, **settings: str) -> dict[str, str]:
     """The parent's environment without any CONSOLIDATOR_* or OPENAI_* leak, plus `settings`
     (keys are environment variable names)."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("CONSOLIDATOR_", "OPENAI_"))
-    }
-    env.update(
+    env = clean_env(
         CONSOLIDATOR_HOME=str(home),
         CONSOLIDATOR_SESSIONS_DIR=str(sessions),
         CONSOLIDATOR_MIN_IDLE_SECONDS="0",
@@ -53,17 +48,7 @@ def base_env(home: Path, sessions: Path, **settings: str) -> dict[str, str]:
 
 def run_cli(env: dict[str, str], *args: str, timeout: float = 60) -> Any:
     """Run one `consolidator ... --json` command and return its parsed output."""
-    result = subprocess.run(
-        [*PYTHON_CLI, *args, "--json"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert result.returncode == 0, (args, result.returncode, result.stdout, result.stderr)
-    return json.loads(result.stdout)
+    return json.loads(run_command([*PYTHON_CLI, *args, "--json"], env, timeout=timeout).stdout)
 
 
 def status(env: dict[str, str]) -> Any:

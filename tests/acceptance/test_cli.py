@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_process import clean_env, run_command
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sessions"
@@ -22,31 +23,13 @@ FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
 def run_cli(
     *args: str, home: Path, env: dict[str, str] | None = None, check: int | None = 0
 ) -> subprocess.CompletedProcess[str]:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("CONSOLIDATOR_", "OPENAI_"))
-    }
-    environment.update(
-        {
-            "CONSOLIDATOR_HOME": str(home),
-            "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
-            "CONSOLIDATOR_MAX_AGE_DAYS": "0",
-        }
+    environment = clean_env(
+        CONSOLIDATOR_HOME=str(home),
+        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
+        CONSOLIDATOR_MAX_AGE_DAYS="0",
     )
     environment.update(env or {})
-    result = subprocess.run(
-        [*CLI, *args],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    if check is not None:
-        assert result.returncode == check, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
+    return run_command([*CLI, *args], environment, timeout=240, expect=check, cwd=None)
 
 
 def as_json(result: subprocess.CompletedProcess[str]) -> Any:

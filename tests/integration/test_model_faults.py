@@ -10,8 +10,6 @@ is driven (`DrivenClock`) or rows are aged: nothing sleeps through a backoff.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 import uuid
@@ -39,6 +37,7 @@ from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.publish import publish
 from consolidator.scanner import scan
 from consolidator.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
+from tests.cli_process import clean_env, run_command
 from tests.fake_openai import (
     FAKE_SECRET,
     STAGE_ONE_ANSWER,
@@ -280,12 +279,7 @@ def directory_bytes(root: Path) -> bytes:
 
 
 def cli_env(db_url: str, home: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("CONSOLIDATOR_", "OPENAI_"))
-    }
-    env.update(
+    env = clean_env(
         CONSOLIDATOR_HOME=str(home),
         CONSOLIDATOR_DB_URL=db_url,
         CONSOLIDATOR_BACKEND="openai",
@@ -302,18 +296,9 @@ def cli_env(db_url: str, home: Path, server: FakeOpenAI, **extra: str) -> dict[s
 
 def run_cli(env: dict[str, str], *args: str, expect: int = 0) -> Any:
     """One `consolidator ... --json` as a subprocess; its exit code is checked."""
-    result = subprocess.run(
-        [*CLI, *args, "--json"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = run_command(
+        [*CLI, *args, "--json"], env, timeout=120, expect=expect, secrets=(API_KEY,)
     )
-    assert result.returncode == expect, (args, result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    assert API_KEY not in result.stdout + result.stderr
     return json.loads(result.stdout)
 
 
