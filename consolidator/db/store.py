@@ -420,23 +420,12 @@ class Store:
     def known_files(self, source_id: str | None = None) -> dict[str, KnownFile]:
         """Every rollout path registered from `source_id` (or from any source when None),
         with the size and mtime seen last time, in one query."""
-        with self._read() as connection:
-            rows = connection.execute(
-                select(
-                    Thread.rollout_path,
-                    Thread.thread_id,
-                    Thread.file_size,
-                    Thread.file_mtime_ns,
-                    Thread.state,
-                    Thread.ingested,
-                ).where(_from_source(source_id))
-            ).all()
-        # Tuple unpacking and a dict lookup of the state keep building these cheap. A rescan
-        # uses the bare rows of `scan_index` instead (P4).
         states = {state.value: state for state in ThreadState}
         return {
-            path: KnownFile(thread_id, size, mtime_ns, states[state], ingested)
-            for path, thread_id, size, mtime_ns, state, ingested in rows
+            path: KnownFile(thread_id, size, mtime_ns, states[state], bool(ingested))
+            for path, size, mtime_ns, state, thread_id, ingested in self.scan_index(
+                source_id
+            ).values()
         }
 
     def scan_index(
