@@ -819,9 +819,6 @@ class Store:
 
     # -- stage one claims -------------------------------------------------------------------
 
-    def _stage1_claimable(self, now: datetime) -> Any:
-        return _stage1_claimable(now)
-
     def _lease_values(self, token: str, now: datetime, lease_seconds: int) -> dict[str, Any]:
         return _lease_values(token, now, now + timedelta(seconds=lease_seconds), self.worker_id)
 
@@ -860,7 +857,7 @@ class Store:
             taken = self._take(
                 connection,
                 job.id,
-                and_(self._stage1_claimable(now), self._thread_is_active()),
+                and_(_stage1_claimable(now), self._thread_is_active()),
                 now,
                 lease_seconds,
             )
@@ -933,26 +930,18 @@ class Store:
             now = self._now(connection)
             result = connection.execute(
                 update(Job)
-                .where(
-                    Job.kind == claim.kind,
-                    Job.job_key == claim.job_key,
-                    Job.ownership_token == claim.token,
-                    Job.status == JobStatus.RUNNING.value,
-                )
-                .values(lease_until=now + timedelta(seconds=lease_seconds))
+                .where(_OWNED_BY_CLAIM)
+                .values(lease_until=now + timedelta(seconds=lease_seconds)),
+                _fence_parameters(claim),
             )
             return _rowcount(result) == 1
 
     def _fenced_finish(self, connection: Connection, claim: Claim, **values: Any) -> bool:
         result = connection.execute(
             update(Job)
-            .where(
-                Job.kind == claim.kind,
-                Job.job_key == claim.job_key,
-                Job.ownership_token == claim.token,
-                Job.status == JobStatus.RUNNING.value,
-            )
-            .values(ownership_token=None, lease_until=None, **values)
+            .where(_OWNED_BY_CLAIM)
+            .values(ownership_token=None, lease_until=None, **values),
+            _fence_parameters(claim),
         )
         return _rowcount(result) == 1
 
@@ -969,13 +958,7 @@ class Store:
             now = self._now(connection)
             finished = connection.execute(
                 _SUCCEED_JOB,
-                {
-                    "fence_kind": claim.kind,
-                    "fence_key": claim.job_key,
-                    "fence_token": claim.token,
-                    "finish_now": now,
-                    "finish_watermark": claim.watermark,
-                },
+                _fence_parameters(claim) | {"finish_now": now, "finish_watermark": claim.watermark},
             )
             if _rowcount(finished) != 1:
                 return False
@@ -1717,14 +1700,22 @@ _INSERT_OUTPUT = insert(Stage1Output)
 _THREAD_BY_ID = select(THREADS).where(Thread.thread_id == bindparam("thread_key"))
 _DELETE_OUTPUT = delete(Stage1Output).where(Stage1Output.thread_id == bindparam("thread_key"))
 _FINISH_NOW = bindparam("finish_now", type_=UTCDateTime())
+# A job still owned by a claim: the fence of every finish, with `_fence_parameters`.
+_OWNED_BY_CLAIM = and_(
+    Job.kind == bindparam("fence_kind"),
+    Job.job_key == bindparam("fence_key"),
+    Job.ownership_token == bindparam("fence_token"),
+    Job.status == JobStatus.RUNNING.value,
+)
+
+
+def _fence_parameters(claim: Claim) -> dict[str, Any]:
+    return {"fence_kind": claim.kind, "fence_key": claim.job_key, "fence_token": claim.token}
+
+
 _SUCCEED_JOB = (
     update(Job)
-    .where(
-        Job.kind == bindparam("fence_kind"),
-        Job.job_key == bindparam("fence_key"),
-        Job.ownership_token == bindparam("fence_token"),
-        Job.status == JobStatus.RUNNING.value,
-    )
+    .where(_OWNED_BY_CLAIM)
     .values(
         ownership_token=None,
         lease_until=None,

@@ -16,8 +16,6 @@ table until the columns are gone, and the downgrade stages the joined text the s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -55,7 +53,7 @@ _version_threads = sa.table(
 )
 
 
-def _staging(name: str) -> sa.Table:
+def _version_blocks(name: str) -> sa.TableClause:
     return sa.table(
         name,
         sa.column("version", sa.Integer()),
@@ -64,8 +62,8 @@ def _staging(name: str) -> sa.Table:
     )
 
 
-def _version_numbers(bind: sa.Connection) -> Iterator[int]:
-    yield from list(bind.execute(sa.select(_versions.c.version).order_by("version")).scalars())
+def _version_numbers(bind: sa.Connection) -> list[int]:
+    return list(bind.execute(sa.select(_versions.c.version).order_by("version")).scalars())
 
 
 def upgrade() -> None:
@@ -105,7 +103,7 @@ def upgrade() -> None:
         sa.Column("block_ref", sa.Integer(), nullable=False),
     )
     bind = op.get_bind()
-    staging = _staging("memory_version_blocks_staging")
+    staging = _version_blocks("memory_version_blocks_staging")
     known: dict[str, int] = {}
     for number in _version_numbers(bind):
         memory_json = bind.execute(
@@ -166,7 +164,7 @@ def upgrade() -> None:
         unique=False,
     )
     bind.execute(
-        sa.insert(_staging("memory_version_blocks")).from_select(
+        sa.insert(_version_blocks("memory_version_blocks")).from_select(
             ["version", "position", "block_ref"],
             sa.select(staging.c.version, staging.c.position, staging.c.block_ref),
         )
@@ -182,7 +180,7 @@ def downgrade() -> None:
         sa.Column("content_md", sa.Text(), nullable=False),
     )
     bind = op.get_bind()
-    members = _staging("memory_version_blocks")
+    members = _version_blocks("memory_version_blocks")
     text = sa.table(
         "memory_versions_staging",
         sa.column("version", sa.Integer()),
