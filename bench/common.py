@@ -11,9 +11,8 @@ import platform
 import sqlite3
 import statistics
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +22,8 @@ from sqlalchemy import create_engine, text
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
+from tests.postgres import fresh_schema
+from tests.postgres import postgres_problem as shared_postgres_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get(
@@ -143,30 +144,13 @@ def migrated_store(url: str) -> Store:
 
 
 def postgres_problem() -> str | None:
-    """Why the PostgreSQL server cannot be used, or None when it can."""
-    try:
-        engine = create_engine(PG_ADMIN_URL)
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-    return None
+    """Why the benchmarks' PostgreSQL cannot be used, or None when it can."""
+    return shared_postgres_problem(PG_ADMIN_URL)
 
 
-@contextmanager
-def postgres_schema() -> Iterator[str]:
+def postgres_schema() -> AbstractContextManager[str]:
     """A URL selecting a fresh, empty schema (through search_path), dropped afterwards."""
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{PG_ADMIN_URL}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    return fresh_schema(PG_ADMIN_URL, "bench")
 
 
 # -- the machine -------------------------------------------------------------------------------

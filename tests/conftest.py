@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
 from tests.fake_openai import fake_openai_fixture  # noqa: F401  (the `fake_openai` fixture)
+from tests.postgres import fresh_schema, postgres_problem
 
 PG_ADMIN_URL = os.environ.get(
     "CONSOLIDATOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 
 
-def _pg_reachable() -> str | None:
-    try:
-        engine = create_engine(PG_ADMIN_URL)
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-    return None
-
-
-_PG_PROBLEM = _pg_reachable()
+_PG_PROBLEM = postgres_problem(PG_ADMIN_URL)
 
 
 @pytest.fixture(autouse=True)
@@ -55,14 +43,8 @@ def require_postgres() -> None:
 def pg_url() -> Iterator[str]:
     """A fresh, empty schema on the real PostgreSQL, selected through search_path."""
     require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{PG_ADMIN_URL}?options=-csearch_path%3D{schema}"
-    with admin.begin() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    with fresh_schema(PG_ADMIN_URL, "t") as url:
+        yield url
 
 
 @pytest.fixture

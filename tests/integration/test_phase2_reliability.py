@@ -56,7 +56,7 @@ from consolidator.memory.model import Block, Bullet, Memory, Task
 from consolidator.phase_two import citation_for
 from consolidator.publish import load_projection, publish
 from consolidator.scanner import scan
-from consolidator.sources.items import RolloutHeader, SourceFormat
+from consolidator.sources.items import RolloutHeader
 from tests.daemon_process import (
     PYTHON_CLI,
     REPO,
@@ -68,6 +68,7 @@ from tests.daemon_process import (
     wait_until,
 )
 from tests.fake_openai import FakeOpenAI, Fault
+from tests.integration.test_stage1_claims import header as stage1_header
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 CONTENDERS = 16
@@ -79,18 +80,7 @@ DEADLINE = 60.0
 
 
 def header(thread_id: str, minute: int = 0) -> RolloutHeader:
-    moment = T0 + timedelta(minutes=minute)
-    return RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd="/work/app",
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=100,
-        mtime_ns=int(moment.timestamp() * 1e9),
-    )
+    return stage1_header(thread_id, T0 + timedelta(minutes=minute))
 
 
 def marker(thread_id: str) -> str:

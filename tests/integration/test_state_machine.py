@@ -51,7 +51,8 @@ from consolidator.db.store import (
 )
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.sources.items import RolloutHeader, SourceFormat
+from consolidator.sources.items import RolloutHeader
+from tests.integration.test_stage1_claims import header as stage1_header
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 LEASE = 60
@@ -88,18 +89,7 @@ class Clock:
 
 
 def header(thread_id: str, minute: int) -> RolloutHeader:
-    moment = T0 + timedelta(minutes=minute)
-    return RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd="/work/app",
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=100,
-        mtime_ns=int(moment.timestamp() * 1e9),
-    )
+    return stage1_header(thread_id, T0 + timedelta(minutes=minute))
 
 
 def citing(thread_ids: list[str], run: str) -> Memory:
