@@ -31,7 +31,8 @@ from consolidator.db.engine import BadDatabaseURL, create_db_engine
 from consolidator.db.store import Store
 from consolidator.logs import configure_logging
 from consolidator.memory.codec import decode
-from consolidator.memory.render import render_memory_md, select_blocks_for_cwd
+from consolidator.memory.render import render_memory_md
+from consolidator.memory.scope import blocks_for_cwd
 from consolidator.phase_two import Phase2Report, run_phase_two
 from consolidator.publish import drop_backups, unpublish
 from consolidator.scanner import ScanReport, register_file
@@ -382,7 +383,11 @@ def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -
 
 
 @cli.command("show")
-@click.option("--cwd", type=click.Path(path_type=Path), help="Only blocks that apply to PATH.")
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    help="Only the block that applies to PATH (the nearest one at or above it) and user-wide ones.",
+)
 @common_options
 def show_command(cwd: Path | None, **params: Any) -> None:
     """Print the current memory (MEMORY.md as the database holds it)."""
@@ -394,7 +399,7 @@ def show_command(cwd: Path | None, **params: Any) -> None:
         return
     memory = decode(version.memory_json)
     if cwd is not None:
-        memory = select_blocks_for_cwd(memory, str(cwd.expanduser().absolute()))
+        memory = blocks_for_cwd(memory, str(cwd.expanduser().absolute()))
     text = render_memory_md(memory) if cwd is not None else version.content_md
     inv.emit(
         {"version": version.version, "memory": memory.to_dict(), "markdown": text},

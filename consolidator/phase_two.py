@@ -35,7 +35,7 @@ from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.gate import GatePolicy, GateRefused, check
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Block, Memory, ThreadCitation
-from consolidator.memory.render import select_blocks_for_cwd
+from consolidator.memory.scope import blocks_for_cwd
 from consolidator.security import redact
 
 log = logging.getLogger(__name__)
@@ -112,15 +112,15 @@ def consolidation_input(record: Stage1Record) -> ConsolidationInput:
 
 
 def select_touched(memory: Memory, inputs: Sequence[Stage1Record]) -> list[Block]:
-    """The blocks a change can touch, sent in full: blocks citing a changed thread and blocks
-    for the same cwd (or user-wide ones). Every other block reaches the model as one index
-    line, so the prompt grows with the change and the blocks it touches, not with the memory
-    (a keyword match used to pull up to 12 unrelated blocks in full: issue 5, P2)."""
+    """The blocks a change can touch, sent in full: blocks citing a changed thread and the
+    blocks that apply to each input's cwd (the nearest one and the user-wide ones). Every
+    other block reaches the model as one index line, so the prompt grows with the change and
+    the blocks it touches, not with the memory, and a session in a parent folder cannot
+    rewrite the blocks of the projects below it."""
     changed = {record.thread_id for record in inputs}
     chosen: set[str] = set()
     for record in inputs:
-        if record.cwd:
-            chosen.update(b.block_id for b in select_blocks_for_cwd(memory, record.cwd).blocks)
+        chosen.update(b.block_id for b in blocks_for_cwd(memory, record.cwd).blocks)
     for block in memory.blocks:
         if any(t in changed for task in block.tasks for t in task.thread_ids):
             chosen.add(block.block_id)

@@ -21,7 +21,6 @@ resolvable task reference and blocks without tasks are dropped.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -143,38 +142,6 @@ def render_block_index(blocks: Iterable[Block]) -> str:
         for block in blocks
     ]
     return "\n".join(lines) if lines else "(none)"
-
-
-def select_blocks_for_cwd(memory: Memory, cwd: str) -> Memory:
-    """The blocks an agent working in `cwd` should see, for `show --cwd`.
-
-    A block matches when its cwd equals `cwd`, contains it, or lies inside it, compared as
-    normalised POSIX paths without touching the filesystem (the caller makes `cwd` absolute).
-    Blocks that apply to no particular cwd match every `cwd`.
-    """
-    target = _normalise_path(cwd)
-    return Memory(
-        tuple(
-            block
-            for block in memory.blocks
-            if block.applies_to_cwd is None
-            or _related_paths(_normalise_path(block.applies_to_cwd), target)
-        )
-    )
-
-
-def _normalise_path(path: str) -> str:
-    return posixpath.normpath(path.strip()) if path.strip() else ""
-
-
-def _related_paths(a: str, b: str) -> bool:
-    if not a or not b:
-        return False
-    if a == b:
-        return True
-    shorter, longer = sorted((a, b), key=len)
-    prefix = shorter if shorter.endswith("/") else shorter + "/"
-    return longer.startswith(prefix)
 
 
 @dataclass

@@ -22,7 +22,6 @@ from consolidator.memory.render import (
     render_block_index,
     render_memory_md,
     render_memory_summary,
-    select_blocks_for_cwd,
 )
 
 
@@ -195,31 +194,6 @@ def test_block_index_lists_ids() -> None:
         " billing service; not its deployment"
     )
     assert render_block_index([]) == "(none)"
-
-
-def _with_cwd(block_id: str, cwd: str | None) -> Block:
-    return Block(block_id, block_id, "", cwd, "", (Task("t1", "x", (citation("a"),)),))
-
-
-def test_select_blocks_for_cwd_keeps_parents_children_and_global_blocks() -> None:
-    memory = Memory(
-        (
-            _with_cwd("exact", "/src/billing"),
-            _with_cwd("parent", "/src"),
-            _with_cwd("child", "/src/billing/api/"),
-            _with_cwd("sibling", "/src/billing-old"),
-            _with_cwd("other", "/opt"),
-            _with_cwd("anywhere", None),
-            _with_cwd("root", "/"),
-        )
-    )
-    selected = select_blocks_for_cwd(memory, "/src/billing/")
-    assert [b.block_id for b in selected.blocks] == ["exact", "parent", "child", "anywhere", "root"]
-    assert [b.block_id for b in select_blocks_for_cwd(memory, "/opt").blocks] == [
-        "other",
-        "anywhere",
-        "root",
-    ]
 
 
 def test_dict_round_trip_is_stable_json() -> None:

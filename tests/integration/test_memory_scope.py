@@ -1,0 +1,116 @@
+"""Scope in phase two and `show --cwd`, on a real SQLite file and the real PostgreSQL: a
+session touches only the block that applies to its own folder, never the blocks of projects
+nested below it or beside it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
+from consolidator.backends.extractive import ExtractiveBackend, ExtractiveNotes, render_raw_memory
+from consolidator.db.store import Stage1Payload, Store
+from consolidator.memory.codec import decode
+from consolidator.memory.model import Memory
+from consolidator.memory.scope import blocks_for_cwd
+from consolidator.phase_two import Phase2Options, run_phase_two
+from consolidator.sources.items import RolloutHeader, SourceFormat
+
+OPTIONS = Phase2Options(
+    lease_seconds=60,
+    cooldown_seconds=0,
+    memory_budget_bytes=1 << 20,
+    input_budget_chars=200_000,
+)
+HOME = "/home/dev"
+SHOP = "/home/dev/shop"
+TOOLS = "/home/dev/shop/tools"
+BLOG = "/home/dev/blog"
+
+
+class RecordingBackend(ExtractiveBackend):
+    """The offline backend, remembering which blocks each request showed it in full."""
+
+    def __init__(self) -> None:
+        self.touched: list[list[str | None]] = []
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        self.touched.append([block.applies_to_cwd for block in request.touched_blocks])
+        return super().consolidate(request)
+
+
+def add_session(store: Store, cwd: str, quote: str, moment: datetime) -> str:
+    thread_id = str(uuid.uuid4())
+    header = RolloutHeader(
+        path=f"/sessions/{thread_id}.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id=thread_id,
+        cwd=cwd,
+        git_branch="main",
+        started_at=moment - timedelta(minutes=5),
+        last_event_at=moment,
+        size=1,
+        mtime_ns=1,
+    )
+    store.register_thread(header, ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
+    notes = ExtractiveNotes(
+        task=f"work in {cwd}",
+        task_outcome="success",
+        cwd=cwd,
+        user_quotes=(f"work in {cwd}", quote),
+    )
+    payload = Stage1Payload(
+        raw_memory=render_raw_memory(notes),
+        rollout_summary=f"work in {cwd}",
+        rollout_slug="work",
+        backend="extractive",
+        model="extractive-v1",
+    )
+    assert store.complete_stage1(claim, payload)
+    return thread_id
+
+
+def current(store: Store) -> Memory:
+    version = store.current_version()
+    assert version is not None
+    return decode(version.memory_json)
+
+
+def test_a_session_in_a_parent_folder_touches_only_its_own_block(store: Store) -> None:
+    day = datetime(2026, 11, 2, tzinfo=UTC)
+    add_session(store, SHOP, "always run make lint before pushing", day)
+    add_session(store, TOOLS, "the tools use python 3.12", day)
+    add_session(store, BLOG, "posts live in content/posts", day)
+    add_session(store, HOME, "keep dotfiles in ~/dotfiles", day)
+    backend = RecordingBackend()
+    assert run_phase_two(store, backend, OPTIONS).status == "succeeded"
+    before = {block.applies_to_cwd: block for block in current(store).blocks}
+    assert set(before) == {SHOP, TOOLS, BLOG, HOME}
+
+    add_session(store, HOME, "use zsh for every shell", day + timedelta(days=1))
+    backend = RecordingBackend()
+    assert run_phase_two(store, backend, OPTIONS).status == "succeeded"
+    assert backend.touched == [[HOME]]
+    after = {block.applies_to_cwd: block for block in current(store).blocks}
+    for cwd in (SHOP, TOOLS, BLOG):
+        assert after[cwd] == before[cwd]
+    assert after[HOME] != before[HOME]
+
+
+def test_show_for_a_project_holds_no_other_projects_facts(store: Store) -> None:
+    day = datetime(2026, 11, 2, tzinfo=UTC)
+    add_session(store, SHOP, "the shop api listens on port 6543", day)
+    add_session(store, TOOLS, "the tools use python 3.12", day)
+    add_session(store, HOME, "keep dotfiles in ~/dotfiles", day)
+    assert run_phase_two(store, ExtractiveBackend(), OPTIONS).status == "succeeded"
+    memory = current(store)
+
+    def text(cwd: str) -> str:
+        return repr(blocks_for_cwd(memory, cwd).to_dict())
+
+    assert "6543" in text(SHOP) and "python 3.12" not in text(SHOP) and "dotfiles" not in text(SHOP)
+    assert "python 3.12" in text(TOOLS) and "6543" not in text(TOOLS)
+    assert "dotfiles" in text(HOME) and "6543" not in text(HOME) and "3.12" not in text(HOME)
+    assert "6543" in text(SHOP + "/src/deep")
+    assert "dotfiles" in text(BLOG)
