@@ -26,6 +26,15 @@ from consolidator import __version__
 from consolidator.backends.base import Backend
 from consolidator.backends.factory import make_backend
 from consolidator.config import SETTINGS, ConfigError, Settings, build_settings
+from consolidator.context import (
+    CONTEXT_FORMATS,
+    DEFAULT_MAX_BYTES,
+    MIN_MAX_BYTES,
+    ContextFormat,
+    build_context,
+    read_memory,
+    render_for,
+)
 from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, open_engine
 from consolidator.db.engine import BadDatabaseURL, create_db_engine
 from consolidator.db.store import Store
@@ -405,6 +414,84 @@ def show_command(cwd: Path | None, **params: Any) -> None:
         {"version": version.version, "memory": memory.to_dict(), "markdown": text},
         lambda: click.echo(text, nl=False),
     )
+
+
+@cli.command("context")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The folder the agent starts in. [default: the hook input's cwd for the hook formats "
+    "when given on stdin, else the current directory]",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=MIN_MAX_BYTES),
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Byte budget of the Markdown digest; whole entries are dropped to fit.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(CONTEXT_FORMATS),
+    default="markdown",
+    show_default=True,
+    help="markdown; json (with the block ids and summary paths); claude-hook / codex-hook "
+    "(SessionStart hook JSON with the digest as additionalContext).",
+)
+@click.option(
+    "--wait-seconds",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="How long to wait for a locked or slow database before falling back.",
+)
+@common_options
+def context_command(
+    cwd: Path | None,
+    max_bytes: int,
+    output_format: ContextFormat,
+    wait_seconds: float,
+    **params: Any,
+) -> None:
+    """What an agent starting in a folder should know: user-wide preferences, the nearest
+    project's entries and pointers to rollout summaries, within a byte budget.
+
+    No model call and nothing written (the database is opened read-only). With no memory the
+    output is empty; a database that cannot be read falls back to the published MEMORY.md
+    (or to nothing) with one line on stderr, and the exit code stays 0 so an agent's session
+    start never breaks. For hooks: `consolidator context --format claude-hook` (or
+    `codex-hook`) as a SessionStart command.
+    """
+    params["json_output"] = False
+    inv = _invocation(params)
+    folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
+    target = str(folder.expanduser().absolute())
+    loaded = read_memory(inv.settings.db_url, inv.settings.memory_dir, wait_seconds=wait_seconds)
+    if loaded.problem:
+        click.echo(f"consolidator context: {loaded.problem}", err=True)
+    context = build_context(
+        loaded.memory,
+        cwd=target,
+        memory_dir=inv.settings.memory_dir,
+        max_bytes=max_bytes,
+        version=loaded.version,
+        source=loaded.source,
+    )
+    click.echo(render_for(context, output_format), nl=False)
+
+
+def _hook_cwd(output_format: ContextFormat) -> Path | None:
+    """The `cwd` of the JSON a SessionStart hook receives on stdin, if there is one."""
+    if not output_format.endswith("-hook") or sys.stdin is None or sys.stdin.isatty():
+        return None
+    try:
+        document = json.loads(sys.stdin.read() or "null")
+    except (ValueError, OSError):
+        return None
+    value = document.get("cwd") if isinstance(document, dict) else None
+    return Path(value) if isinstance(value, str) and value.startswith("/") else None
 
 
 @cli.command("quarantine")

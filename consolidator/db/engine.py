@@ -13,10 +13,12 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import NullPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Execution option marking a transaction that only reads: on SQLite it may stay deferred.
@@ -133,3 +135,47 @@ def _begin_immediate(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     finally:
         dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+
+
+def create_read_only_engine(raw_url: str, *, wait_seconds: float) -> Engine | None:
+    """An engine that cannot write, for commands that only read (an agent's session start).
+
+    SQLite is opened with `mode=ro` and `query_only`, so nothing (not even a journal-mode
+    change or a migration) can touch the file, and a missing file stays missing: `None` means
+    there is no database. Locks are waited on for `wait_seconds` at most. PostgreSQL sessions
+    default to read-only transactions and give up connecting after `wait_seconds`.
+    """
+    url = normalize_url(raw_url)
+    wait = max(wait_seconds, 0.0)
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        path = Path(url.database).expanduser().absolute()
+        if not path.is_file():
+            return None
+        location = f"file:{quote(str(path))}?mode=ro"
+
+        def connect() -> sqlite3.Connection:
+            connection = sqlite3.connect(
+                location, uri=True, timeout=wait, check_same_thread=False, isolation_level=None
+            )
+            connection.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+            connection.execute("PRAGMA query_only = ON")
+            return connection
+
+        engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(connection: Any) -> None:
+            connection.exec_driver_sql("BEGIN")
+
+        return engine
+    given = url.query.get("options")
+    options = " ".join([*([given] if isinstance(given, str) else given or []), _PG_READ_ONLY])
+    return create_engine(
+        url.difference_update_query(["options"]),
+        poolclass=NullPool,
+        connect_args={"connect_timeout": max(1, int(wait)), "options": options},
+    )
+
+
+_PG_READ_ONLY = "-c default_transaction_read_only=on"

@@ -1,0 +1,275 @@
+"""What an agent starting in a folder should know: a byte-bounded digest of the memory.
+
+It is read at every session start (a Codex or Claude Code hook, an MCP client), so it is
+deterministic, calls no model, writes nothing and never stops the agent from starting: with no
+memory it is empty, and with a database it cannot read it falls back to the published
+`MEMORY.md`, or to nothing, and says why in one line.
+
+Entries are taken in order of use to an agent until the byte budget is spent, each one whole:
+user-wide preferences; the nearest project's preferences, failures and reusable knowledge;
+pointers to the rollout summaries behind them (newest first); then the rest of the user-wide
+entries. A last line counts what did not fit and names the command that shows all of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from consolidator.memory.model import Block, Memory, Section
+from consolidator.memory.render import one_line, select_blocks_for_cwd
+
+ContextFormat = Literal["markdown", "json", "claude-hook", "codex-hook"]
+CONTEXT_FORMATS: Final[tuple[ContextFormat, ...]] = (
+    "markdown",
+    "json",
+    "claude-hook",
+    "codex-hook",
+)
+DEFAULT_MAX_BYTES: Final = 6000
+MIN_MAX_BYTES: Final = 200
+
+_SECTION_TITLES: Final[dict[Section, str]] = {
+    "preferences": "Preferences",
+    "failures": "Failures and how to do differently",
+    "knowledge": "Reusable knowledge",
+}
+_PROJECT_ORDER: Final[tuple[Section, ...]] = ("preferences", "failures", "knowledge")
+
+
+@dataclass(frozen=True)
+class SummaryPointer:
+    path: str
+    task: str
+    updated_at: str
+    thread_id: str
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """The digest for one folder; `markdown` is empty when there is nothing to say."""
+
+    cwd: str
+    version: int | None
+    source: Literal["database", "file", "none"]
+    markdown: str
+    block_ids: tuple[str, ...]
+    summaries: tuple[SummaryPointer, ...]
+    omitted: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "cwd": self.cwd,
+            "version": self.version,
+            "source": self.source,
+            "bytes": len(self.markdown.encode("utf-8")),
+            "omitted": self.omitted,
+            "blocks": list(self.block_ids),
+            "rollout_summaries": [pointer.__dict__ for pointer in self.summaries],
+            "markdown": self.markdown,
+        }
+
+
+def is_user_wide(block: Block) -> bool:
+    return block.applies_to_cwd is None
+
+
+def scoped_blocks(memory: Memory, cwd: str) -> tuple[tuple[Block, ...], tuple[Block, ...]]:
+    """The user-wide blocks and the project blocks that apply to `cwd`, in memory order."""
+    chosen = select_blocks_for_cwd(memory, cwd).blocks
+    return (
+        tuple(b for b in chosen if is_user_wide(b)),
+        tuple(b for b in chosen if not is_user_wide(b)),
+    )
+
+
+@dataclass
+class _Budget:
+    """Lines added whole while they fit; the count of entries that did not."""
+
+    limit: int
+    lines: list[str] = field(default_factory=list)
+    used: int = 0
+    omitted: int = 0
+    pending: list[str] = field(default_factory=list)
+
+    def fits(self, lines: Iterable[str]) -> bool:
+        return self.used + sum(len(line.encode("utf-8")) + 1 for line in lines) <= self.limit
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+        self.used += sum(len(line.encode("utf-8")) + 1 for line in lines)
+
+    def heading(self, line: str) -> None:
+        """A heading written only once an entry below it fits."""
+        self.pending = ["", line]
+
+    def add_group(self, heading: str | None, entries: Iterable[str]) -> None:
+        """Entries as bullets under `heading`, which is written only when one of them fits."""
+        opening = [*self.pending, *(["", heading] if heading else [])]
+        for entry in entries:
+            line = f"- {entry}"
+            if self.fits([*opening, line]):
+                self.add(*opening, line)
+                opening, self.pending = [], []
+            else:
+                self.omitted += 1
+
+
+def build_context(
+    memory: Memory,
+    *,
+    cwd: str,
+    memory_dir: Path,
+    max_bytes: int,
+    version: int | None,
+    source: Literal["database", "file", "none"],
+) -> AgentContext:
+    """The digest of `memory` for an agent in `cwd` (absolute), at most `max_bytes` long."""
+    user_wide, projects = scoped_blocks(memory, cwd)
+    if not any(_has_entries(block) for block in (*user_wide, *projects)):
+        return AgentContext(cwd, version, source, "", (), (), 0)
+    footer = f"(more in `consolidator show --cwd {cwd}`)"
+    budget = _Budget(limit=max(max_bytes - len(footer.encode("utf-8")) - 32, 0))
+    budget.add(f"# Memory for {cwd}", "From past sessions; check facts against the repository.")
+    budget.add_group(
+        "## User-wide preferences",
+        (one_line(b.text) for block in user_wide for b in block.preferences),
+    )
+    for block in projects:
+        budget.heading(f"## {one_line(block.title)}")
+        for section in _PROJECT_ORDER:
+            budget.add_group(
+                f"### {_SECTION_TITLES[section]}",
+                (one_line(b.text) for b in block.section(section)),
+            )
+    budget.pending = []
+    pointers = tuple(_summary_pointers(projects or user_wide, memory_dir))
+    budget.add_group(
+        "## Past sessions (rollout summaries, newest first)",
+        (f"{p.path} ({p.updated_at}): {p.task}" for p in pointers),
+    )
+    for section in ("failures", "knowledge"):
+        budget.add_group(
+            f"## User-wide: {_SECTION_TITLES[section].lower()}",
+            (one_line(b.text) for block in user_wide for b in block.section(section)),
+        )
+    lines = budget.lines
+    if budget.omitted:
+        lines = [*lines, "", f"{budget.omitted} more entries did not fit {footer}"]
+    markdown = "\n".join(lines) + "\n"
+    if len(markdown.encode("utf-8")) > max_bytes:
+        markdown = ""
+    return AgentContext(
+        cwd=cwd,
+        version=version,
+        source=source,
+        markdown=markdown,
+        block_ids=tuple(block.block_id for block in (*user_wide, *projects)),
+        summaries=pointers,
+        omitted=budget.omitted,
+    )
+
+
+def _has_entries(block: Block) -> bool:
+    return bool(block.tasks or block.preferences or block.knowledge or block.failures)
+
+
+def _summary_pointers(blocks: Iterable[Block], memory_dir: Path) -> Iterator[SummaryPointer]:
+    seen: set[str] = set()
+    found: list[SummaryPointer] = []
+    for block in blocks:
+        for task in block.tasks:
+            for citation in task.citations:
+                if citation.rollout_summary_file in seen:
+                    continue
+                seen.add(citation.rollout_summary_file)
+                found.append(
+                    SummaryPointer(
+                        path=str(memory_dir / citation.rollout_summary_file),
+                        task=one_line(task.title),
+                        updated_at=citation.updated_at,
+                        thread_id=citation.thread_id,
+                    )
+                )
+    found.sort(key=lambda p: (p.updated_at, p.path), reverse=True)
+    yield from found
+
+
+def render_for(context: AgentContext, output: ContextFormat) -> str:
+    """What the command prints; empty when there is nothing to say and a hook should add
+    nothing."""
+    if output == "json":
+        return json.dumps(context.as_json(), indent=2) + "\n"
+    if not context.markdown:
+        return ""
+    if output == "markdown":
+        return context.markdown
+    hook = {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": context.markdown,
+        }
+    }
+    return json.dumps(hook) + "\n"
+
+
+@dataclass(frozen=True)
+class LoadedMemory:
+    memory: Memory
+    version: int | None
+    source: Literal["database", "file", "none"]
+    problem: str | None = None
+
+
+def read_memory(db_url: str, memory_dir: Path, *, wait_seconds: float) -> LoadedMemory:
+    """The current memory, read without writing anything anywhere.
+
+    From the database when it can be read; otherwise from the published `MEMORY.md` (which
+    the worker rewrites after every commit, forget and clear), with the reason in `problem`.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from consolidator.db.engine import create_read_only_engine
+    from consolidator.db.store import Store
+    from consolidator.memory.codec import decode
+
+    problem: str | None = None
+    try:
+        engine = create_read_only_engine(db_url, wait_seconds=wait_seconds)
+        if engine is not None:
+            try:
+                record = Store(engine).current_version()
+            finally:
+                engine.dispose()
+            if record is None:
+                return LoadedMemory(Memory(), None, "database")
+            return LoadedMemory(decode(record.memory_json), record.version, "database")
+    except (SQLAlchemyError, OSError, ValueError) as exc:
+        problem = f"cannot read the database ({_first_line(exc)})"
+    return _read_published(memory_dir, problem)
+
+
+def _read_published(memory_dir: Path, problem: str | None) -> LoadedMemory:
+    from consolidator.materialize import MEMORY_FILE
+    from consolidator.memory.render import parse_memory_md
+
+    path = memory_dir / MEMORY_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LoadedMemory(Memory(), None, "none", problem)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = f"cannot read {path} ({_first_line(exc)})"
+        return LoadedMemory(Memory(), None, "none", f"{problem}; {reason}" if problem else reason)
+    used = f"{problem}; used {path}" if problem else None
+    return LoadedMemory(parse_memory_md(text), None, "file", used)
+
+
+def _first_line(exc: BaseException) -> str:
+    origin = getattr(exc, "orig", None) or exc
+    text = str(origin).strip()
+    return text.splitlines()[0] if text else type(origin).__name__
