@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from consolidator.memory.model import Block, Memory, Section
-from consolidator.memory.render import one_line, select_blocks_for_cwd
+from consolidator.memory.render import one_line
+from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 
 ContextFormat = Literal["markdown", "json", "claude-hook", "codex-hook"]
 CONTEXT_FORMATS: Final[tuple[ContextFormat, ...]] = (
@@ -73,17 +74,10 @@ class AgentContext:
         }
 
 
-def is_user_wide(block: Block) -> bool:
-    return block.applies_to_cwd is None
-
-
 def scoped_blocks(memory: Memory, cwd: str) -> tuple[tuple[Block, ...], tuple[Block, ...]]:
-    """The user-wide blocks and the project blocks that apply to `cwd`, in memory order."""
-    chosen = select_blocks_for_cwd(memory, cwd).blocks
-    return (
-        tuple(b for b in chosen if is_user_wide(b)),
-        tuple(b for b in chosen if not is_user_wide(b)),
-    )
+    """The user-wide blocks and the nearest project's blocks for `cwd`, in memory order."""
+    user_wide = tuple(b for b in blocks_for_cwd(memory, cwd).blocks if is_user_wide(b))
+    return user_wide, applicable_blocks(memory, cwd)
 
 
 @dataclass

@@ -59,6 +59,7 @@ MEMORY = Memory(
         _block("user", None, preferences=("answer in British English",), knowledge=("uses zsh",)),
         _block("alpha", "/work/alpha", preferences=("run tests with -x",), knowledge=("uv",)),
         _block("beta", "/work/beta", preferences=("beta only: use make",)),
+        _block("nested", "/work/alpha/vendor/lib", preferences=("nested only: no tests",)),
     )
 )
 
@@ -79,7 +80,11 @@ def test_a_project_folder_gets_its_block_and_user_wide_entries_only() -> None:
     assert "run tests with -x" in context.markdown
     assert "answer in British English" in context.markdown
     assert "beta only" not in context.markdown
+    assert "nested only" not in context.markdown
     assert context.block_ids == ("user", "alpha")
+    nested = _context(MEMORY, "/work/alpha/vendor/lib/src")
+    assert "nested only" in nested.markdown and "run tests with -x" not in nested.markdown
+    assert nested.block_ids == ("user", "nested")
     assert context.summaries[0].path == str(MEMORY_DIR / "rollout_summaries/thread-alpha.md")
 
 
