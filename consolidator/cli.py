@@ -230,12 +230,21 @@ def _checked(func: Callable[[], Any], settings: Settings) -> Any:
 
 
 @cli.command("scan")
+@click.option(
+    "--confirm-deletions",
+    is_flag=True,
+    help="Apply deletions that the mass-vanish guard held (the sessions really were removed).",
+)
 @common_options
-def scan_command(**params: Any) -> None:
-    """Discover rollouts: register new ones, detect changed ones, forget vanished ones."""
+def scan_command(confirm_deletions: bool, **params: Any) -> None:
+    """Discover rollouts: register new ones, detect changed ones, forget vanished ones.
+
+    A scan that finds the sessions folder missing or empty, or most threads gone at once,
+    holds those deletions and changes no memory; --confirm-deletions applies them.
+    """
     inv = _invocation(params)
     with _store(inv.settings) as store:
-        report = scan_sessions(store, inv.settings)
+        report = scan_sessions(store, inv.settings, confirm_deletions=confirm_deletions)
         if report.deleted:
             _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_scan(inv, report))
@@ -245,6 +254,8 @@ def _print_scan(inv: Invocation, report: ScanReport) -> None:
     inv.console.print(
         f"scan: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.deleted} deleted, {report.bad} bad"
+        + (f", {report.held} deletions held ({report.held_reason})" if report.held else ""),
+        markup=False,
     )
 
 
@@ -687,6 +698,11 @@ def status_command(**params: Any) -> None:
         version = store.current_version()
         quarantined = store.quarantined_count()
     blocks = len(decode(version.memory_json).blocks) if version else 0
+    held_problem: list[tuple[str, str]] = (
+        [(str(inv.settings.sessions_dir), _held_reason(counts.held_deletions))]
+        if counts.held_deletions
+        else []
+    )
 
     def iso(moment: datetime | None) -> str | None:
         return moment.isoformat() if moment else None
@@ -721,7 +737,8 @@ def status_command(**params: Any) -> None:
             "blocks": blocks,
             "quarantined": quarantined,
         },
-        "problems": [{"rollout_path": p, "reason": r} for p, r in counts.problems],
+        "held_deletions": counts.held_deletions,
+        "problems": [{"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]],
         "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
     }
 
@@ -767,12 +784,22 @@ def status_command(**params: Any) -> None:
         if phase2["last_error"]:
             table.add_row("last phase-two error", str(phase2["last_error"]))
         inv.console.print(table)
+        for path, reason in held_problem:
+            inv.console.print(f"held: {path}: {reason}", markup=False)
         for path, reason in counts.problems:
             inv.console.print(f"bad input: {path}: {reason}", markup=False)
         for thread_id, error in counts.errors:
             inv.console.print(f"error: {thread_id}: {error}", markup=False)
 
     inv.emit(payload, human)
+
+
+def _held_reason(count: int) -> str:
+    return (
+        f"{count} deletions held: their rollouts vanished in a scan that looked like a lost "
+        "folder; memory is unchanged. Restore the files, or run "
+        "`consolidator scan --confirm-deletions` if they were deleted on purpose"
+    )
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -160,6 +160,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "(unless --allow-shrink).",
     ),
     SettingSpec(
+        "max_vanish_fraction",
+        "CONSOLIDATOR_MAX_VANISH_FRACTION",
+        0.5,
+        float,
+        "Hold deletions when one scan finds more than this share (and more than 10) of the "
+        "threads gone, or the sessions folder missing or empty; `scan --confirm-deletions` "
+        "applies them.",
+    ),
+    SettingSpec(
         "context_window_tokens",
         "CONSOLIDATOR_CONTEXT_WINDOW_TOKENS",
         128000,
@@ -204,6 +213,7 @@ class Settings:
     shutdown_grace_seconds: int
     memory_budget_bytes: int
     max_shrink_fraction: float
+    max_vanish_fraction: float
     context_window_tokens: int
     model_timeout_seconds: float
     openai_api: Literal["chat", "responses"]
@@ -302,8 +312,9 @@ def build_settings(
     ):
         if values[name] < 0:
             raise ConfigError(f"{_BY_NAME[name].option} cannot be negative")
-    if not 0 <= values["max_shrink_fraction"] <= 1:
-        raise ConfigError("--max-shrink-fraction must be between 0 and 1")
+    for name in ("max_shrink_fraction", "max_vanish_fraction"):
+        if not 0 <= values[name] <= 1:
+            raise ConfigError(f"{_BY_NAME[name].option} must be between 0 and 1")
     return Settings(
         home=home,
         db_url=db_url,
@@ -322,6 +333,7 @@ def build_settings(
         shutdown_grace_seconds=values["shutdown_grace_seconds"],
         memory_budget_bytes=values["memory_budget_bytes"],
         max_shrink_fraction=values["max_shrink_fraction"],
+        max_vanish_fraction=values["max_vanish_fraction"],
         context_window_tokens=values["context_window_tokens"],
         model_timeout_seconds=values["model_timeout_seconds"],
         openai_api=values["openai_api"],

@@ -171,6 +171,12 @@ class StoreCollector:
                 "Threads whose rollout was skipped or only partly read (reasons in `status`).",
                 counts.threads_bad,
             ),
+            gauge(
+                "held_deletions",
+                "Vanished threads whose deletion the mass-vanish guard holds "
+                "(`scan --confirm-deletions` applies them).",
+                counts.held_deletions,
+            ),
             backlog,
             gauge("stage1_outputs", "Stored stage-one outputs.", counts.outputs),
             gauge(

@@ -1,8 +1,10 @@
 """Scan: bring the database's idea of the rollouts in line with the files on disk.
 
 A rescan stats every file once and reads only files whose size or mtime changed. A file that
-is gone is a deleted input; but a sessions folder that is missing altogether (an unmounted
-disk, a typo in --sessions) deletes nothing, because forgetting is not undoable.
+is gone is a deleted input. Forgetting is not undoable, so a scan that looks like a lost folder
+rather than a deliberate deletion (the folder missing or empty while threads are known, or
+more than a set share of the threads gone at once) holds its deletions instead: memory stays
+as it was until the files come back or `scan --confirm-deletions` applies them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ log = logging.getLogger(__name__)
 # Thread states as the scan index returns them (plain strings).
 _DELETED = ThreadState.DELETED.value
 _FORGOTTEN = ThreadState.FORGOTTEN.value
+# Deleting this many threads at once is always allowed, whatever their share.
+VANISH_ALWAYS_ALLOWED = 10
 
 
 @dataclass
@@ -33,17 +37,41 @@ class ScanReport:
     unchanged: int = 0
     deleted: int = 0
     bad: int = 0
+    held: int = 0
+    held_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, int | list[str]]:
+    def as_json(self) -> dict[str, int | list[str] | str | None]:
         return {
             "new": self.new,
             "changed": self.changed,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
             "bad": self.bad,
+            "held_deletions": self.held,
+            "held_reason": self.held_reason,
             "warnings": self.warnings,
         }
+
+
+def vanish_hold_reason(
+    *, vanished: int, live: int, folder_lost: bool, max_vanish_fraction: float
+) -> str | None:
+    """Why a scan that found `vanished` of `live` threads gone must not delete them, or None.
+
+    A lost folder holds any number of deletions; otherwise more than `max_vanish_fraction`
+    of the threads and more than `VANISH_ALWAYS_ALLOWED` of them is too many at once.
+    """
+    if not vanished:
+        return None
+    if folder_lost:
+        return "the sessions folder is missing or has no rollouts"
+    if vanished > VANISH_ALWAYS_ALLOWED and vanished > max_vanish_fraction * live:
+        return (
+            f"{vanished} of {live} threads vanished at once "
+            f"(more than {max_vanish_fraction:g} of them)"
+        )
+    return None
 
 
 def register_file(
@@ -65,17 +93,25 @@ def register_file(
 
 
 def scan(
-    store: Store, sessions_dir: Path, *, retry_budget: int, source_id: str | None = None
+    store: Store,
+    sessions_dir: Path,
+    *,
+    retry_budget: int,
+    source_id: str | None = None,
+    max_vanish_fraction: float = 0.5,
+    confirm_deletions: bool = False,
 ) -> ScanReport:
-    """Register new and changed rollouts; mark vanished ones deleted.
+    """Register new and changed rollouts; mark vanished ones deleted, or hold them.
 
     Only threads registered under `source_id` are compared with the disk, so a worker never
-    deletes sessions that another host registered from its own folder.
+    deletes sessions that another host registered from its own folder. `confirm_deletions`
+    applies deletions that the mass-vanish guard would hold.
     """
     report = ScanReport()
     # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
     # file found takes its row out, so what is left at the end is what the walk did not see.
     unseen = store.scan_index(source_id)
+    live = sum(1 for row in unseen.values() if row[3] != _DELETED and row[3] != _FORGOTTEN)
     root = sessions_dir.expanduser().resolve()
     root_present = root.is_dir()
     if not root_present:
@@ -84,7 +120,9 @@ def scan(
     batches = discover_rollout_batches(root, problems=problems) if root_present else ()
     take = unseen.pop
     unchanged = 0
+    files_seen = 0
     for batch in batches:
+        files_seen += len(batch)
         for path, size, mtime_ns in batch:
             # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
             # A path is found once at most (each directory is listed once), so taking the row
@@ -122,6 +160,7 @@ def scan(
     # Files under a folder that could not be listed are not known to be gone.
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
     vanished: list[str] = []
+    vanished_in_folder = 0
     root_prefix = str(root) + "/"
     for path in sorted(unseen):
         _path, _size, _mtime_ns, state, thread_id, ingested = unseen[path]
@@ -135,17 +174,41 @@ def scan(
                 continue
             if not still_there:
                 vanished.append(thread_id)
-        elif (
-            root_present
-            and path.startswith(root_prefix)
-            and not any(path == p.rstrip("/") or path.startswith(p) for p in unlisted)
+        elif path.startswith(root_prefix) and not any(
+            path == p.rstrip("/") or path.startswith(p) for p in unlisted
         ):
             vanished.append(thread_id)
+            vanished_in_folder += 1
+    reason = vanish_hold_reason(
+        vanished=len(vanished),
+        live=live,
+        folder_lost=vanished_in_folder > 0 and files_seen == 0,
+        max_vanish_fraction=max_vanish_fraction,
+    )
+    if reason is not None and not confirm_deletions:
+        report.held = store.hold_deletions(vanished, source_id)
+        report.held_reason = reason
+        log.warning(
+            "%s: %d deletions held because %s; memory is unchanged. If these sessions were "
+            "deleted on purpose, run `consolidator scan --confirm-deletions`",
+            root,
+            report.held,
+            reason,
+            extra={"action": "deletions_held", "folder": str(root), "held": report.held},
+        )
+        return report
     if vanished:
         report.deleted = store.mark_deleted(vanished)
         log.info(
             "%d rollouts vanished; their stage-one outputs were purged",
             report.deleted,
             extra={"action": "inputs_deleted"},
+        )
+    if store.held_deletions(source_id):
+        store.hold_deletions((), source_id)
+        log.info(
+            "%s: held deletions cleared (the files are back or the deletions were applied)",
+            root,
+            extra={"action": "deletions_hold_cleared", "folder": str(root)},
         )
     return report

@@ -77,13 +77,17 @@ class PassReport:
         }
 
 
-def scan_sessions(store: Store, settings: Settings) -> ScanReport:
+def scan_sessions(
+    store: Store, settings: Settings, *, confirm_deletions: bool = False
+) -> ScanReport:
     """Scan, log what could not be read, and scrub the space of inputs that vanished."""
     report = scan(
         store,
         settings.sessions_dir,
         retry_budget=settings.stage1_retry_budget,
         source_id=settings.source_id,
+        max_vanish_fraction=settings.max_vanish_fraction,
+        confirm_deletions=confirm_deletions,
     )
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})

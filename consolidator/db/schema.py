@@ -79,6 +79,8 @@ class Thread(Base):
     problem: Mapped[str | None] = mapped_column(Text)
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Set while the mass-vanish guard keeps this vanished rollout's memory (see scanner).
+    deletion_held_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         Index(None, "rollout_path"),

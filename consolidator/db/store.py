@@ -121,6 +121,10 @@ class ThreadState(StrEnum):
     FORGOTTEN = "forgotten"
 
 
+# Threads whose rollout still counts as present: a scan that misses them may delete them.
+_LIVE_STATES = (ThreadState.ACTIVE.value, ThreadState.BAD.value)
+
+
 class JobStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
@@ -234,6 +238,7 @@ class StatusCounts:
     input_watermark: int
     problems: tuple[tuple[str, str], ...]
     errors: tuple[tuple[str, str], ...]
+    held_deletions: int = 0
 
 
 @dataclass(frozen=True)
@@ -556,6 +561,56 @@ class Store:
             removed = self._remove_inputs(connection, list(thread_ids), ThreadState.DELETED, now)
         return len(removed)
 
+    @_contention_retry
+    def hold_deletions(self, thread_ids: Iterable[str], source_id: str | None) -> int:
+        """Keep the memory of vanished threads while the scan that missed them is in doubt.
+
+        - Afterwards exactly `thread_ids` carry a hold among `source_id`'s live threads; a hold
+          already set keeps its start time.
+        - Every other hold of the source is cleared (its file came back, or it was deleted).
+        - Nothing else changes: no output, job or memory version is touched.
+        Returns the number of threads held.
+        """
+        held = sorted(set(thread_ids))
+        with self._write() as connection:
+            now = self._now(connection)
+            in_source = and_(_from_source(source_id), Thread.deletion_held_since.is_not(None))
+            release = update(Thread).where(in_source).values(deletion_held_since=None)
+            if held:
+                release = release.where(Thread.thread_id.not_in(held))
+            connection.execute(release)
+            total = 0
+            for start in range(0, len(held), 500):
+                chunk = held[start : start + 500]
+                connection.execute(
+                    update(Thread)
+                    .where(
+                        Thread.thread_id.in_(chunk),
+                        Thread.deletion_held_since.is_(None),
+                        Thread.state.in_(_LIVE_STATES),
+                    )
+                    .values(deletion_held_since=now)
+                )
+                total += int(
+                    connection.execute(
+                        select(func.count()).where(
+                            Thread.thread_id.in_(chunk), Thread.deletion_held_since.is_not(None)
+                        )
+                    ).scalar_one()
+                )
+        return total
+
+    def held_deletions(self, source_id: str | None = None) -> int:
+        """How many vanished threads (of `source_id`, or of every source) are held."""
+        with self._read() as connection:
+            return int(
+                connection.execute(
+                    select(func.count()).where(
+                        _from_source(source_id), Thread.deletion_held_since.is_not(None)
+                    )
+                ).scalar_one()
+            )
+
     def _remove_inputs(
         self, connection: Connection, thread_ids: list[str], state: ThreadState, now: datetime
     ) -> list[str]:
@@ -567,7 +622,7 @@ class Store:
             changed = connection.execute(
                 update(Thread)
                 .where(Thread.thread_id == thread_id, Thread.state.not_in(spared))
-                .values(state=state.value, updated_at=now, problem=None)
+                .values(state=state.value, updated_at=now, problem=None, deletion_held_since=None)
             )
             if not _rowcount(changed):
                 continue
@@ -1477,6 +1532,9 @@ class Store:
             problem_count = connection.execute(
                 select(func.count()).where(Thread.problem.is_not(None))
             ).scalar_one()
+            held = connection.execute(
+                select(func.count()).where(Thread.deletion_held_since.is_not(None))
+            ).scalar_one()
             outputs = connection.execute(
                 select(func.count()).select_from(Stage1Output)
             ).scalar_one()
@@ -1536,6 +1594,7 @@ class Store:
             input_watermark=int(watermark),
             problems=tuple((row[0], row[1] or "") for row in problems),
             errors=tuple((row[0], row[1] or "") for row in errors),
+            held_deletions=int(held),
         )
 
 

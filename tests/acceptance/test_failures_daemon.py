@@ -1,0 +1,77 @@
+"""Failures a user lives through beside a running daemon: real processes, real databases."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.daemon_process import (
+    DaemonPool,
+    base_env,
+    copy_examples,
+    daemons_fixture,  # noqa: F401  (the `daemons` fixture)
+    rollout_count,
+    run_cli,
+    status,
+    wait_until,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
+    tmp_path: Path, db_url: str, daemons: DaemonPool
+) -> None:
+    sessions = copy_examples(tmp_path / "sessions")
+    total = rollout_count(sessions)
+    env = base_env(
+        tmp_path / "home",
+        sessions,
+        CONSOLIDATOR_DB_URL=db_url,
+        CONSOLIDATOR_SCAN_INTERVAL_SECONDS="1",
+        CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS="0",
+    )
+    run_cli(env, "db", "upgrade")
+    daemon = daemons.start(env)
+    daemon.wait_for("pass_done", timeout=60)
+    memory = tmp_path / "home" / "memories" / "MEMORY.md"
+    before = memory.read_bytes()
+    assert b"thread_id=" in before
+
+    # What an unmounted volume or an auto-created bind source looks like.
+    shutil.move(sessions, tmp_path / "moved")
+    sessions.mkdir()
+    held = daemon.wait_for("deletions_held", timeout=30)
+    assert held["level"] == "warning"
+    assert str(sessions) in held["message"]
+    passes = len(daemon.find("pass_done"))
+    daemon.wait_for("pass_done", timeout=30, count=passes + 2)
+    assert memory.read_bytes() == before
+    state = status(env)
+    assert state["held_deletions"] == total
+    assert state["threads"]["deleted"] == 0
+    assert any("scan --confirm-deletions" in p["reason"] for p in state["problems"])
+
+    # The files come back: the hold clears and nothing was lost.
+    sessions.rmdir()
+    shutil.move(tmp_path / "moved", sessions)
+    daemon.wait_for("deletions_hold_cleared", timeout=30)
+    assert status(env)["held_deletions"] == 0
+    assert memory.read_bytes() == before
+
+    # Emptied again, then confirmed: deletions are applied and memory forgets them.
+    shutil.move(sessions, tmp_path / "gone")
+    sessions.mkdir()
+    daemon.wait_for("deletions_held", timeout=30, count=2)
+    confirmed = run_cli(env, "scan", "--confirm-deletions")
+    assert confirmed["deleted"] == total
+    assert confirmed["held_deletions"] == 0
+    wait_until(lambda: b"thread_id=" not in memory.read_bytes(), timeout=30, what="forgotten")
+    assert status(env)["threads"]["deleted"] == total
+
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(timeout=30) == 0, daemon.log_text()
+    assert "Traceback" not in daemon.log_text()
