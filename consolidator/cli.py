@@ -738,7 +738,9 @@ def status_command(**params: Any) -> None:
             "quarantined": quarantined,
         },
         "held_deletions": counts.held_deletions,
-        "problems": [{"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]],
+        "problems": [
+            {"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]
+        ],
         "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
     }
 
