@@ -319,7 +319,17 @@ class _Handler(BaseHTTPRequestHandler):
             answer = _chat_body(model, content, truncated, prompt_tokens, completion_tokens)
         else:
             answer = _responses_body(model, content, truncated, prompt_tokens, completion_tokens)
+            if body.get("stream") is True:
+                self._send_sse(_responses_events(answer))
+                return
         self._send_json(200, answer)
+
+    def _send_sse(self, events: list[dict[str, Any]]) -> None:
+        """A streamed Responses answer: one `event:`/`data:` pair per event, then close."""
+        data = b"".join(
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+        )
+        self._send(200, data, "text/event-stream")
 
     def _send_error(
         self,
@@ -495,6 +505,41 @@ def _responses_body(
             "total_tokens": input_tokens + output_tokens,
         },
     }
+
+
+def _responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The streamed form of a Responses answer, as clients that pass `stream: true` (the
+    Codex CLI among them) read it: created, each output item added, its text and done, then
+    completed with the usage."""
+    in_progress = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": in_progress},
+        {"type": "response.in_progress", "response": in_progress},
+    ]
+    for index, item in enumerate(response["output"]):
+        text = "".join(part.get("text", "") for part in item.get("content", []))
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "content": []},
+            }
+        )
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                "item_id": item["id"],
+                "output_index": index,
+                "content_index": 0,
+                "delta": text,
+            }
+        )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    final = "response.completed" if response["status"] == "completed" else "response.incomplete"
+    events.append({"type": final, "response": response})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
 
 
 @pytest.fixture(name="fake_openai")
