@@ -42,6 +42,7 @@ from consolidator.logs import configure_logging
 from consolidator.memory.codec import decode
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.scope import blocks_for_cwd
+from consolidator.names import one_line
 from consolidator.phase_two import Phase2Report, run_phase_two
 from consolidator.publish import drop_backups, unpublish
 from consolidator.scanner import ScanReport, register_file
@@ -789,9 +790,9 @@ def status_command(**params: Any) -> None:
         for path, reason in held_problem:
             inv.console.print(f"held: {path}: {reason}", markup=False)
         for path, reason in counts.problems:
-            inv.console.print(f"bad input: {path}: {reason}", markup=False)
+            inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
         for thread_id, error in counts.errors:
-            inv.console.print(f"error: {thread_id}: {error}", markup=False)
+            inv.console.print(f"error: {one_line(thread_id)}: {one_line(error)}", markup=False)
 
     inv.emit(payload, human)
 

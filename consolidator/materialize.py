@@ -196,23 +196,28 @@ def _desired_files(projection: Projection) -> dict[str, bytes]:
         RAW_MEMORIES_FILE: projection.raw_memories_md.encode("utf-8"),
     }
     for stem, content in projection.rollout_summaries.items():
-        files[f"{ROLLOUT_SUMMARIES_DIR}/{_checked_stem(stem)}.md"] = content.encode("utf-8")
+        if is_safe_stem(stem):
+            files[f"{ROLLOUT_SUMMARIES_DIR}/{stem}.md"] = content.encode("utf-8")
+        else:
+            # One thread's odd stem must not keep every other file (or a forget) from disk.
+            log.warning(
+                "not writing the rollout summary with unsafe stem %r: expected 1-%d characters"
+                " from [A-Za-z0-9._-], not starting with '.' and without '..'",
+                stem,
+                _STEM_MAX_LENGTH,
+                extra={"action": "memory_unsafe_stem"},
+            )
     return files
 
 
-def _checked_stem(stem: str) -> str:
+def is_safe_stem(stem: str) -> bool:
     """Stems often come from model-written slugs; one must never name a path outside the dir."""
-    if (
-        not isinstance(stem, str)
-        or len(stem) > _STEM_MAX_LENGTH
-        or ".." in stem
-        or _SAFE_STEM.fullmatch(stem) is None
-    ):
-        raise ValueError(
-            f"unsafe rollout summary stem {stem!r}: expected 1-{_STEM_MAX_LENGTH} characters"
-            " from [A-Za-z0-9._-], not starting with '.' and without '..'"
-        )
-    return stem
+    return (
+        isinstance(stem, str)
+        and len(stem) <= _STEM_MAX_LENGTH
+        and ".." not in stem
+        and _SAFE_STEM.fullmatch(stem) is not None
+    )
 
 
 def _ensure_private_dir(path: Path) -> None:

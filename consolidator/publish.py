@@ -21,6 +21,7 @@ from consolidator.materialize import (
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.model import Memory
 from consolidator.memory.render import render_memory_summary
+from consolidator.names import one_line
 
 
 def load_projection(store: Store) -> Projection:
@@ -31,15 +32,18 @@ def load_projection(store: Store) -> Projection:
     raw_sections: list[str] = []
     for output in sorted(outputs, key=lambda o: (o.source_updated_at, o.thread_id), reverse=True):
         stem = summary_stem(output.thread_id, output.rollout_slug, output.source_updated_at)
+        # Each value on one line: a path or cwd cannot open a `## <id>` section of its own.
         provenance = (
-            f"thread_id: {output.thread_id}\n"
-            f"rollout_path: {output.rollout_path}\n"
-            f"cwd: {output.cwd or 'unknown'}\n"
-            f"git_branch: {output.git_branch or 'unknown'}\n"
+            f"thread_id: {one_line(output.thread_id)}\n"
+            f"rollout_path: {one_line(output.rollout_path)}\n"
+            f"cwd: {one_line(output.cwd or 'unknown')}\n"
+            f"git_branch: {one_line(output.git_branch or 'unknown')}\n"
             f"updated_at: {output.source_updated_at.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
         )
         summaries[stem] = f"{provenance}\n{output.rollout_summary.strip()}\n"
-        raw_sections.append(f"## {output.thread_id}\n{provenance}\n{output.raw_memory.strip()}\n")
+        raw_sections.append(
+            f"## {one_line(output.thread_id)}\n{provenance}\n{output.raw_memory.strip()}\n"
+        )
     if version is None:
         return Projection(None, "", "", "", {})
     raw_memories = "# Raw memories (newest first)\n\n" + "\n".join(raw_sections)

@@ -113,13 +113,16 @@ def forget_in(memory_json: str, thread_ids: Collection[str]) -> StoredMemory | N
 
 
 _UNSAFE_STEM = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS = re.compile(r"\.{2,}")
 
 
 def summary_stem(thread_id: str, slug: str | None, updated_at: datetime) -> str:
     """The file stem of a thread's `rollout_summaries/<stem>.md`: date, slug, short id.
 
-    The slug comes from a model, so the stem is reduced to a safe file-name alphabet.
+    The slug comes from a model and the id from a file, so both are reduced to a safe file-name
+    alphabet with no `..`: whatever they hold, the stem names a plain file in the folder.
     """
-    readable = _UNSAFE_STEM.sub("-", (slug or "session").lower()).strip("-.")[:60] or "session"
-    short_id = _UNSAFE_STEM.sub("", thread_id)[:12] or "thread"
+    readable = _UNSAFE_STEM.sub("-", (slug or "session").lower()).strip("-.")[:60]
+    readable = _DOTS.sub("-", readable).strip("-.") or "session"
+    short_id = _DOTS.sub(".", _UNSAFE_STEM.sub("", thread_id)[:12]) or "thread"
     return f"{updated_at.strftime('%Y-%m-%d')}-{readable}-{short_id}"

@@ -11,6 +11,7 @@ whole file. `iter_items` is the full streaming read, done once per stage-one ext
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -19,8 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import Any, BinaryIO
 
+from consolidator.names import text_problem, thread_id_problem
 from consolidator.sources import claude, codex
 from consolidator.sources.items import (
     ItemKind,
@@ -61,27 +64,79 @@ def read_header(path: str | Path) -> RolloutHeader:
     """Identity, provenance and freshness of a rollout, from its first lines and its tail.
 
     Size and mtime come from the same `fstat` as the read, so they describe the bytes read.
+    A session id, path, cwd or branch that could forge a file name or a line of Markdown makes
+    the rollout bad input; the thread then gets the id derived from its file name.
     """
     abs_path = str(Path(path).absolute())
-    with open(abs_path, "rb") as stream:
+    with open_rollout(abs_path) as stream:
         stat = os.fstat(stream.fileno())
         mtime = datetime.fromtimestamp(stat.st_mtime_ns / 1e9, tz=UTC)
         sniffed = _sniff(stream)
         last_event_at = None
         if sniffed.format is not None:
             last_event_at = _last_timestamp(stream, stat.st_size)
+    thread_id = sniffed.session_id or thread_id_from_path(abs_path)
+    cwd, git_branch = sniffed.cwd, sniffed.git_branch
+    problem = "empty file" if stat.st_size == 0 else sniffed.problem()
+    name_problem = (
+        (sniffed.session_id and thread_id_problem(sniffed.session_id))
+        or text_problem("rollout path", abs_path)
+        or text_problem("cwd", cwd)
+        or text_problem("git branch", git_branch)
+    )
+    if name_problem:
+        thread_id = thread_id_from_path(abs_path)
+        cwd = git_branch = None
+        problem = problem or name_problem
     return RolloutHeader(
         path=abs_path,
         format=sniffed.format,
-        thread_id=sniffed.session_id or thread_id_from_path(abs_path),
-        cwd=sniffed.cwd,
-        git_branch=sniffed.git_branch,
+        thread_id=thread_id,
+        cwd=cwd,
+        git_branch=git_branch,
         started_at=sniffed.started_at or sniffed.first_record_at,
         last_event_at=last_event_at or mtime,
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
-        problem="empty file" if stat.st_size == 0 else sniffed.problem(),
+        problem=problem,
     )
+
+
+class NotARegularFile(OSError):
+    """A rollout path that turned out to be a FIFO, a device, a socket or a directory."""
+
+
+def open_rollout(path: str | Path, *, buffering: int = -1) -> BinaryIO:
+    """Open a rollout for reading without ever blocking in `open` (a FIFO with no writer).
+
+    The file type is checked on the opened descriptor, so a FIFO or a link to `/dev/zero`
+    swapped in after the scan is refused instead of read forever.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not S_ISREG(mode):
+            raise NotARegularFile(
+                errno.EINVAL, f"not a regular file ({_file_kind(mode)})", os.fspath(path)
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (S_ISFIFO, "a FIFO"),
+        (S_ISCHR, "a character device"),
+        (S_ISBLK, "a block device"),
+        (S_ISSOCK, "a socket"),
+        (S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def iter_items(
@@ -100,7 +155,7 @@ def iter_items(
     a problem in it goes unreported: nothing the caller wants was lost with it.
     """
     passover = codex.skippable_lines(skip) if skip else None
-    with open(path, "rb", buffering=_STREAM_BUFFER_BYTES) as stream:
+    with open_rollout(path, buffering=_STREAM_BUFFER_BYTES) as stream:
         for number, line in enumerate(_raw_lines(stream), 1):
             report.lines_read += 1
             if (

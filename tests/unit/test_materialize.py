@@ -161,21 +161,24 @@ def test_stale_rollout_summary_is_removed(tmp_path: Path) -> None:
     "stem",
     ["../escape", "a/b", "/etc/passwd", ".hidden", "..", "a..b", "a\\b", "", "x y", "é", "a\0b"],
 )
-def test_unsafe_stem_is_rejected_before_anything_is_written(tmp_path: Path, stem: str) -> None:
+def test_unsafe_stem_is_skipped_and_everything_else_is_written(tmp_path: Path, stem: str) -> None:
     memory_dir = tmp_path / "memories"
     project(memory_dir, loader(make(1, "fine")))
-    before = files_under(tmp_path)
     unsafe = Projection(2, "# v2\n", "v1\n", "raw\n", {"ok": "x", stem: "payload"})
 
-    with pytest.raises(ValueError, match="unsafe rollout summary stem"):
-        project(memory_dir, loader(unsafe))
+    report = project(memory_dir, loader(unsafe))
 
-    assert files_under(tmp_path) == before
+    assert report.version == 2
+    assert (memory_dir / "MEMORY.md").read_text() == "# v2\n"
+    assert (memory_dir / "rollout_summaries" / "ok.md").read_text() == "x"
+    outside = [p for p in tmp_path.rglob("*") if memory_dir not in p.parents and p != memory_dir]
+    assert outside == []
+    assert not any(b"payload" in p.read_bytes() for p in memory_dir.rglob("*") if p.is_file())
 
 
-def test_overlong_stem_is_rejected(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unsafe rollout summary stem"):
-        project(tmp_path, loader(Projection(1, "", "v1\n", "", {"a" * 201: "x"})))
+def test_overlong_stem_is_skipped(tmp_path: Path) -> None:
+    report = project(tmp_path, loader(Projection(1, "", "v1\n", "", {"a" * 201: "x"})))
+    assert not any(name.startswith("rollout_summaries/") for name in report.written)
 
 
 def test_hand_edit_is_backed_up_before_overwrite(

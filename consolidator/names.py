@@ -1,0 +1,88 @@
+"""Names that come from outside (session ids, file names, cwds, branches, model-chosen slugs).
+
+They end up in file names, in line-oriented Markdown (`raw_memories.md`, `MEMORY.md`) and on
+terminals, so each is checked once where it enters: a session id must be a plain identifier,
+and a path, cwd or branch may hold no line break, control, bidi or other invisible character
+and no known injection phrase. A value that fails is bad input with a one-line reason, never an
+exception further down. `one_line` is the encoding for values printed back out: it escapes
+what a check would have refused, so text stored before the checks existed cannot forge
+structure either.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+from consolidator.security import scan_threats
+
+THREAD_ID_MAX_CHARS: Final = 200
+_THREAD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+# Code points that render as nothing or reorder text, beyond the categories checked below.
+_INVISIBLE_RANGES: Final = (
+    (0xFE00, 0xFE0F),
+    (0xE0100, 0xE01EF),
+    (0x115F, 0x1160),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+    (0x034F, 0x034F),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+)
+# Cc control, Cf format (bidi marks and overrides, zero-width, tags, soft hyphen),
+# Zl/Zp line and paragraph separators, Co private use, Cs surrogates, Cn unassigned.
+_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
+_REFUSED_THREATS: Final = frozenset({"injection", "exfiltration"})
+
+
+def is_hidden_character(char: str) -> bool:
+    """True for a character that breaks a line, controls a terminal, or hides or reorders text."""
+    code = ord(char)
+    if code < 0x80:
+        return code < 0x20 or code == 0x7F
+    if unicodedata.category(char) in _REFUSED_CATEGORIES:
+        return True
+    return any(low <= code <= high for low, high in _INVISIBLE_RANGES)
+
+
+def thread_id_problem(value: str) -> str | None:
+    """Why `value` cannot be a thread id, or None: ids name files and database keys."""
+    if not value or len(value) > THREAD_ID_MAX_CHARS:
+        return f"session id must have 1-{THREAD_ID_MAX_CHARS} characters"
+    if _THREAD_ID.fullmatch(value) is None or ".." in value:
+        return (
+            f"unsafe session id {one_line(value[:60])!r}: expected letters, digits and"
+            " '_.:-', not starting with a separator and without '..'"
+        )
+    return None
+
+
+def text_problem(label: str, value: str | None) -> str | None:
+    """Why a path, cwd or branch read from a session cannot be stored, or None."""
+    if value is None:
+        return None
+    hidden = next((char for char in value if is_hidden_character(char)), None)
+    if hidden is not None:
+        return (
+            f"{label} holds a line break, control or invisible character"
+            f" (U+{ord(hidden):04X}): {one_line(value[:120])}"
+        )
+    threats = [t for t in scan_threats(value) if t.kind in _REFUSED_THREATS]
+    if threats:
+        return f"{label} looks like a prompt injection ({threats[0].detail})"
+    return None
+
+
+def one_line(value: str) -> str:
+    """`value` on one line with every hidden character escaped as `\\uXXXX`."""
+    if not any(is_hidden_character(char) for char in value):
+        return value
+    out: list[str] = []
+    for char in value:
+        if is_hidden_character(char):
+            code = ord(char)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(char)
+    return "".join(out)
