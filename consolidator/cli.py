@@ -37,7 +37,7 @@ from consolidator.context import (
 )
 from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, open_engine
 from consolidator.db.engine import BadDatabaseURL, create_db_engine
-from consolidator.db.store import Store
+from consolidator.db.store import Store, ThreadChange
 from consolidator.logs import configure_logging
 from consolidator.memory.codec import decode
 from consolidator.memory.render import render_memory_md
@@ -246,7 +246,7 @@ def scan_command(confirm_deletions: bool, **params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = scan_sessions(store, inv.settings, confirm_deletions=confirm_deletions)
-        if report.deleted:
+        if report.forgot_any:
             _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_scan(inv, report))
 
@@ -663,7 +663,7 @@ def ingest_command(file: Path, **params: Any) -> None:
         )
         result: ThreadResult | None = None
         outcome = "skipped_bad_input"
-        if change.value != "bad":
+        if change not in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
             claim, result = process_one(
                 store, _backend(inv), thread_id, stage1_options(inv.settings)
             )

@@ -32,9 +32,10 @@ from consolidator.db.store import (
 )
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.memory.codec import decode, encode, summary_stem
+from consolidator.memory.forget import forget_threads
 from consolidator.memory.gate import GatePolicy, GateRefused, check
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Block, Memory, ThreadCitation
+from consolidator.memory.model import Block, Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.scope import blocks_for_cwd
 from consolidator.security import redact
 
@@ -186,6 +187,7 @@ def consolidate(
             memory = apply_changes(memory, result.upserts, result.deletions)
         except ValueError as exc:
             raise GateRefused(f"the result cannot be applied: {exc}") from exc
+    memory, base = _without_vanished(store, memory, base, inputs)
     outcome = check(
         memory,
         base,
@@ -211,6 +213,23 @@ def consolidate(
             QuarantineItem(q.reason, redact(q.text).text, q.thread_ids) for q in outcome.quarantined
         ),
     )
+
+
+def _without_vanished(
+    store: Store, memory: Memory, base: Memory, inputs: Phase2Inputs
+) -> tuple[Memory, Memory]:
+    """The result and its base without the threads they knew that are no longer live.
+
+    A session deleted, emptied or forgotten while the run was under way is forgotten here as
+    the commit would, instead of failing the gate; a thread neither the base nor the inputs
+    knew is left for the gate to refuse as invented.
+    """
+    known = cited_thread_ids(base) | {record.thread_id for record in inputs.changed}
+    cited = cited_thread_ids(memory) & known
+    dead = cited - store.live_thread_ids(cited)
+    if not dead:
+        return memory, base
+    return forget_threads(memory, dead).memory, forget_threads(base, dead).memory
 
 
 def run_phase_two(

@@ -10,7 +10,7 @@ as it was until the files come back or `scan --confirm-deletions` applies them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from consolidator.db.store import Store, ThreadChange, ThreadState
@@ -37,6 +37,8 @@ class ScanReport:
     unchanged: int = 0
     deleted: int = 0
     bad: int = 0
+    # Of `bad`, threads that turned unreadable after being read: their memory was forgotten.
+    bad_forgotten: int = 0
     held: int = 0
     held_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -48,10 +50,16 @@ class ScanReport:
             "unchanged": self.unchanged,
             "deleted": self.deleted,
             "bad": self.bad,
+            "bad_forgotten": self.bad_forgotten,
             "held_deletions": self.held,
             "held_reason": self.held_reason,
             "warnings": self.warnings,
         }
+
+    @property
+    def forgot_any(self) -> bool:
+        """Whether the scan removed content, so files and free space need a purge."""
+        return bool(self.deleted or self.bad_forgotten)
 
 
 def vanish_hold_reason(
@@ -75,14 +83,27 @@ def vanish_hold_reason(
 
 
 def register_file(
-    store: Store, path: str, *, ingested: bool, retry_budget: int, source_id: str | None = None
+    store: Store,
+    path: str,
+    *,
+    ingested: bool,
+    retry_budget: int,
+    source_id: str | None = None,
+    previous_thread_id: str | None = None,
 ) -> tuple[ThreadChange, str]:
-    """Read one rollout's header and record it; returns the change and the thread id."""
+    """Read one rollout's header and record it; returns the change and the thread id.
+
+    A file that turned unreadable (emptied, overwritten with garbage) no longer names its
+    session, so it is recorded under `previous_thread_id`, the thread last read from the same
+    path: that thread turns bad and what it gave to memory is forgotten.
+    """
     header = read_header(path)
+    if header.problem is not None and previous_thread_id is not None:
+        header = replace(header, thread_id=previous_thread_id)
     change = store.register_thread(
         header, ingested=ingested, retry_budget=retry_budget, source_id=source_id
     )
-    if change is ThreadChange.BAD:
+    if change in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
         log.warning(
             "%s: %s",
             path,
@@ -121,6 +142,7 @@ def scan(
     take = unseen.pop
     unchanged = 0
     files_seen = 0
+    replaced: list[str] = []
     for batch in batches:
         files_seen += len(batch)
         for path, size, mtime_ns in batch:
@@ -137,23 +159,32 @@ def scan(
                     unchanged += 1
                     continue
             try:
-                change, _thread_id = register_file(
+                change, thread_id = register_file(
                     store,
                     path,
                     ingested=False,
                     retry_budget=retry_budget,
                     source_id=source_id,
+                    previous_thread_id=None if previous is None else previous[4],
                 )
             except OSError as exc:
                 report.warnings.append(f"{path}: cannot read ({exc.strerror or exc})")
                 continue
+            if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
+                # The file now holds another session: the one it held is gone.
+                replaced.append(previous[4])
             if change is ThreadChange.BAD:
                 report.bad += 1
+            elif change is ThreadChange.BAD_FORGOTTEN:
+                report.bad += 1
+                report.bad_forgotten += 1
             elif change is ThreadChange.NEW:
                 report.new += 1
             else:
                 report.changed += 1
     report.unchanged = unchanged
+    if replaced:
+        report.deleted += store.mark_deleted(replaced)
 
     for problem in problems:
         report.warnings.append(str(problem))
@@ -198,7 +229,7 @@ def scan(
         )
         return report
     if vanished:
-        report.deleted = store.mark_deleted(vanished)
+        report.deleted += store.mark_deleted(vanished)
         log.info(
             "%d rollouts vanished; their stage-one outputs were purged",
             report.deleted,

@@ -91,7 +91,7 @@ def scan_sessions(
     )
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})
-    if report.deleted:
+    if report.forgot_any:
         store.purge_free_space()
     return report
 

@@ -22,6 +22,8 @@ BILLING_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
 BILLING_QUOTE = "never use the system python here"
 DOCS = next(EXAMPLES.rglob("rollout-2026-11-19T*.jsonl"))
 DOCS_ID = "019a9a71-0be2-7f45-8c3d-6e1a5b28f4c9"
+NEWER = next(EXAMPLES.rglob("rollout-2026-11-23T*.jsonl"))
+NEWER_ID = "019ab5c3-7d10-7a2e-b4f1-0c9d8e3a6b57"
 
 
 def clone_rollout(
@@ -83,6 +85,8 @@ class Cli:
             "--min-idle-seconds",
             "0",
             "--max-age-days",
+            "0",
+            "--phase2-cooldown-seconds",
             "0",
             "--backend",
             "extractive",

@@ -137,6 +137,9 @@ class ThreadChange(StrEnum):
     CHANGED = "changed"
     UNCHANGED = "unchanged"
     BAD = "bad"
+    # Turned unreadable (emptied, truncated, replaced) after it had been read: what it gave
+    # to memory is forgotten, as for a deleted rollout.
+    BAD_FORGOTTEN = "bad_forgotten"
 
 
 @dataclass(frozen=True)
@@ -502,6 +505,7 @@ class Store:
             inserted = self._insert_ignore(
                 connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
             )
+            purged = False
             if not inserted:
                 previous = connection.execute(
                     select(Thread.state, Thread.ingested).where(
@@ -514,11 +518,13 @@ class Store:
                 connection.execute(
                     update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
                 )
+                if bad:
+                    purged = self._purge_output(connection, header.thread_id, now)
             if bad:
                 connection.execute(
                     delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
                 )
-                return ThreadChange.BAD
+                return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
             watermark = to_watermark(updated_at)
             job_created = self._insert_ignore(
                 connection,
@@ -633,6 +639,23 @@ class Store:
         if removed:
             self._forget_in_memory(connection, removed, now)
         return removed
+
+    def _purge_output(self, connection: Connection, thread_id: str, now: datetime) -> bool:
+        """Forget what a thread that just turned bad had given: its output and its citations.
+
+        True when there was something to forget (an output, or memory citing the thread).
+        """
+        had_output = _rowcount(
+            connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
+        )
+        cited = connection.execute(
+            select(MemoryBlockThread.block_ref).where(MemoryBlockThread.thread_id == thread_id)
+        ).first()
+        if not had_output and cited is None:
+            return False
+        self._log_change(connection, thread_id, "delete", now)
+        self._forget_in_memory(connection, [thread_id], now)
+        return True
 
     def _forget_in_memory(
         self, connection: Connection, thread_ids: list[str], now: datetime

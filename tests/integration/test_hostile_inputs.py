@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 
 from consolidator.memory.codec import summary_stem
 from tests.hostile import (
+    BILLING,
     BILLING_ID,
     BILLING_QUOTE,
     DOCS,
     DOCS_ID,
+    NEWER,
+    NEWER_ID,
     Cli,
     clone_rollout,
     home_bytes,
@@ -118,3 +121,31 @@ def test_a_hostile_file_name_is_bad_input_and_forges_nothing(cli: Cli, name: str
         assert "ignore all previous" not in text
     status = cli("status").out
     assert "\u202e" not in status and "\n## forged" not in status
+
+
+# -- a session that empties after consolidation --------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage"])
+def test_an_emptied_consolidated_rollout_is_forgotten_and_never_wedges_phase_two(
+    cli: Cli, damage: str
+) -> None:
+    named = damage == "empty"  # the id in the file name, or only in the (lost) first line
+    billing = clone_rollout(cli.sessions / "a" / (BILLING.name if named else "rollout-a.jsonl"))
+    clone_rollout(cli.sessions / "b" / "rollout-docs.jsonl", source=DOCS)
+    cli("run")
+    assert BILLING_QUOTE in (cli.memory_dir / "MEMORY.md").read_text()
+
+    billing.write_bytes(b"" if damage == "empty" else b"\x00\x01 not a rollout\n")
+    newcomer = clone_rollout(cli.sessions / "c" / "rollout-new.jsonl", source=NEWER)
+    report = cli("run", "--json").json()
+
+    assert isinstance(report, dict)
+    assert report["phase2"]["status"] == "succeeded", report["phase2"]
+    memory = (cli.memory_dir / "MEMORY.md").read_text()
+    assert BILLING_ID not in memory and NEWER_ID in memory and DOCS_ID in memory
+    assert BILLING_QUOTE.encode() not in home_bytes(cli.home)
+    assert newcomer.exists()
+    again = cli("run", "--json").json()
+    assert isinstance(again, dict) and again["phase2"]["status"] != "failed"
+    assert report["scan"]["bad"] == 1 and report["scan"]["bad_forgotten"] == 1

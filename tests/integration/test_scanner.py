@@ -282,6 +282,7 @@ def reference_scan(
     known = store.known_files(source_id)
     root = sessions_dir.expanduser().resolve()
     seen: set[str] = set()
+    replaced: list[str] = []
     root_present = root.is_dir()
     if not root_present:
         report.warnings.append(f"sessions folder {root} does not exist; nothing was scanned")
@@ -301,18 +302,32 @@ def reference_scan(
             report.unchanged += 1
             continue
         try:
-            change, _ = register_file(
-                store, found.path, ingested=False, retry_budget=retry_budget, source_id=source_id
+            change, thread_id = register_file(
+                store,
+                found.path,
+                ingested=False,
+                retry_budget=retry_budget,
+                source_id=source_id,
+                previous_thread_id=None if previous is None else previous.thread_id,
             )
         except OSError as exc:
             report.warnings.append(f"{found.path}: cannot read ({exc.strerror or exc})")
             continue
-        if change is ThreadChange.BAD:
+        if (
+            previous is not None
+            and previous.thread_id != thread_id
+            and previous.state is not ThreadState.DELETED
+        ):
+            replaced.append(previous.thread_id)
+        if change in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
             report.bad += 1
+            report.bad_forgotten += change is ThreadChange.BAD_FORGOTTEN
         elif change is ThreadChange.NEW:
             report.new += 1
         else:
             report.changed += 1
+    if replaced:
+        report.deleted += store.mark_deleted(replaced)
     for problem in problems:
         report.warnings.append(str(problem))
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
@@ -337,7 +352,7 @@ def reference_scan(
         ):
             vanished.append(entry.thread_id)
     if vanished:
-        report.deleted = store.mark_deleted(vanished)
+        report.deleted += store.mark_deleted(vanished)
     return report
 
 
