@@ -348,14 +348,53 @@ _AUTH_HEADER = re.compile(
 # Where each of the two must start: at a hit of the first, one character before the second's.
 _BEARER_WORD = _literal("bearer", folded=True)
 _AUTH_WORD = _literal("uthorization", pivot=6)
+# A password may hold `@`: the credentials end at the last `@` before the host.
 _URL_PASSWORD = re.compile(
-    r"://([^\s:/?#@'\"<>\[\]]{0,256}):([^\s/?#@'\"<>]{1,256})@(?=[A-Za-z0-9\[])"
+    r"://([^\s:/?#@'\"<>\[\]]{0,256}):([^\s/'\"<>]{1,256})@(?=[A-Za-z0-9\[])"
 )
 _CURL_USER = re.compile(r"-(?:u|-user)(?:[ \t]+|=)[\"']?[^\s:\"']+:([^\s\"']+)")
-_CLI_FLAG = re.compile(
-    r"--(?i:password|passwd|token|api[-_]key|secret|auth[-_]token|access[-_]token|"
-    r"client[-_]secret)(?:=|[ \t]+)(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"-][^\s'\"]*)"
+# A value as a shell or a JSON string writes it: double-quoted (escapes inside), single-quoted,
+# between escaped quotes (`\"...\"`: JSON inside a JSON string, which is how tool-call arguments
+# and patch bodies arrive; `'"'"'...'"'"'` and `'\''...'\''`: quotes inside a single-quoted
+# `bash -lc` script), or bare up to whitespace, a quote or an escape sequence (`\n`).
+_NESTED_QUOTES = ("'\"'\"'", "'\\''")
+_QUOTED_VALUE = (
+    r"\"(?:[^\"\\\n]|\\.){0,1024}\"|(?P<nested>\\{1,7}[\"']|'\"'\"'|'\\'')"
+    r"(?:(?!(?P=nested))[^\n]){1,1024}(?P=nested)|'[^'\n]{0,1024}'"
 )
+_BARE_CHAR = r"(?:[^\s'\"`\\]|\\\\|\\(?![nrt\"'\\]))"
+# Where a value starts when it is the next element of a JSON or Python list (`"-p", "x"`).
+_NEXT_ELEMENT = r"\\{0,7}[\"'][ \t]*,[ \t]*"
+_CLI_FLAG = re.compile(
+    r"--(?i:password|passwd|pass|token|api[-_]key|secret|auth[-_]token|access[-_]token|"
+    rf"client[-_]secret)(?:=|[ \t]+|{_NEXT_ELEMENT})"
+    rf"(?P<value>{_QUOTED_VALUE}|(?!-){_BARE_CHAR}{{1,1024}})"
+)
+# Commands that take a password in a short option: `-p<secret>` (attached) for the MySQL
+# family, whose `-p secret` prompts and then names a database; `-p secret` or `-psecret` for
+# the others (`-a` for redis-cli).
+_PASSWORD_COMMAND = re.compile(
+    r"(?P<attached>mysql[\w-]*|mariadb[\w-]*)"
+    r"|(?P<separate>sshpass|mongo(?:sh|dump|restore|export|import|stat|top|files)?"
+    r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)(?=[^\n|;&]{0,80}?\blogin\b))"
+    r"|(?P<redis>redis-cli)"
+)
+_PASSWORD_COMMAND_ANCHORS = (
+    _Anchor(re.compile(r"m(?:ysql|ariadb|ongo)")),
+    _literal("sshpass", pivot=1),
+    _literal("login", pivot=2),
+    _literal("redis-cli", pivot=5),
+)
+_SHORT_FLAG_VALUE = rf"(?P<value>{_QUOTED_VALUE}|{_BARE_CHAR}{{1,1024}})"
+_ATTACHED_FLAG = re.compile(rf"(?<=[\s\"',\[])-p{_SHORT_FLAG_VALUE}")
+_SEPARATE_FLAG = re.compile(
+    rf"(?<=[\s\"',\[])-(?P<letter>[pa])(?:[ \t]+|{_NEXT_ELEMENT}|){_SHORT_FLAG_VALUE}"
+)
+# Where one command ends: a line break (or an escaped one), a pipe or a list operator.
+_COMMAND_END = re.compile(r"[\n|;&]|\\n")
+_MAX_COMMAND_CHARS = 1000
+# `--password PASSWORD` in a usage line names the option's value; it is not one.
+_METAVAR = re.compile(r"[A-Z][A-Z_]*[\])}]*")
 
 # Assignments are found from their name's last word, searched as plain substrings of the
 # lower-cased text (a case-insensitive regex over megabytes is the slowest step otherwise).
@@ -389,15 +428,16 @@ _KEYWORD_SEARCHES: tuple[tuple[_Anchor, str, tuple[str, ...]], ...] = tuple(
     if not any(word != keyword and keyword.startswith(word) for word in _ASSIGNMENT_KEYWORDS)
 )
 _AFTER_NAME = re.compile(
-    r"[\"']?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
-    r"(?P<value>\"(?:[^\"\\\n]|\\.){0,1024}\"|'[^'\n]{0,1024}'|[^\s'\"`,;}&]{1,1024})"
+    r"(?:\\{0,7}[\"'])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
+    rf"(?P<value>{_QUOTED_VALUE}|(?:(?![,;}}&])(?:{_BARE_CHAR})){{1,1024}})"
 )
 # What _AFTER_NAME can start with: most keyword hits (`tokens`, `PASSED`) are dropped on this.
-_AFTER_NAME_START = frozenset("\"' \t:=")
+_AFTER_NAME_START = frozenset("\"' \t:=\\")
 # Upper-case, .env-style names are a strong signal: any literal value is redacted.
 _ENV_NAME = re.compile(
-    r"(?:[A-Z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)"
-    r"|(?:[A-Z0-9]+_)+(?:PWD|PASS|AUTH)"
+    r"(?:[A-Z0-9]+_)*(?:KEY|TOKEN|SECRET|CREDENTIALS?)"
+    r"|(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE)|(?:[A-Z0-9]+_)+(?:PWD|PASS|AUTH)"
+    r"|SSHPASS"
 )
 # Any other case, JSON keys included: code is full of `token=token` and `api_key: str`, so
 # unquoted values that look like code rather than literals are kept (see _looks_literal).
@@ -486,9 +526,10 @@ def _find_spans(text: str) -> list[_Span]:
         if m.start() > 0 and text[m.start() - 1] in " \t" and _is_literal(m.group(1)):
             spans.append((m.start(1), m.end(1), "password in credentials"))
     for m in _CLI_FLAG.finditer(text):
-        span = _literal_value(m, strict=True, sep="=")
+        span = _option_value(m)
         if span is not None:
             spans.append((*span, "secret option"))
+    spans.extend(_short_option_spans(scan))
     spans.extend(_assignment_spans(scan))
     return spans
 
@@ -664,12 +705,58 @@ def _assignment_spans(scan: _Scan) -> Iterator[_Span]:
         yield (*span, "secret assignment")
 
 
-def _literal_value(match: re.Match[str], *, strict: bool, sep: str) -> tuple[int, int] | None:
-    value = match.group("value")
-    start, end = match.span("value")
-    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
+def _short_option_spans(scan: _Scan) -> Iterator[_Span]:
+    """Passwords given in a short option (`mysql -p<secret>`, `sshpass -p secret`)."""
+    text = scan.text
+    for start, end in scan.windows(_PASSWORD_COMMAND_ANCHORS):
+        for command in _PASSWORD_COMMAND.finditer(text, start, end):
+            if not _at_word_start(text, command):
+                continue
+            limit = min(len(text), command.end() + _MAX_COMMAND_CHARS)
+            stop = _COMMAND_END.search(text, command.end(), limit)
+            finish = stop.start() if stop else limit
+            flag = _ATTACHED_FLAG if command.group("attached") else _SEPARATE_FLAG
+            for m in flag.finditer(text, command.end(), finish):
+                # `-a` is redis-cli's password option and nobody else's; `-p` is not its.
+                if command.group("attached") is None and (m.group("letter") == "a") != bool(
+                    command.group("redis")
+                ):
+                    continue
+                span = _option_value(m)
+                if span is not None:
+                    yield (*span, "secret option")
+
+
+def _option_value(match: re.Match[str]) -> tuple[int, int] | None:
+    """A command-line option's value, unless it names one (`PASSWORD`) or refers to one."""
+    value, start, end, _quoted = _unquote(match.group("value"), *match.span("value"))
+    if not _is_literal(value) or _METAVAR.fullmatch(value):
+        return None
+    return start, end
+
+
+def _unquote(value: str, start: int, end: int) -> tuple[str, int, int, bool]:
+    """`value` without its quotes (plain, escaped or nested), and where that lies in the text."""
+    for opening in _NESTED_QUOTES:
+        if value.startswith(opening) and value.endswith(opening):
+            width = len(opening)
+            if len(value) > 2 * width:
+                return value[width:-width], start + width, end - width, True
+    body = value.lstrip("\\")
+    width = len(value) - len(body) + 1
+    quoted = (
+        len(body) >= 2
+        and body[0] in "\"'"
+        and len(value) >= 2 * width
+        and value.endswith(value[:width])
+    )
     if quoted:
-        value, start, end = value[1:-1], start + 1, end - 1
+        return value[width:-width], start + width, end - width, True
+    return value, start, end, False
+
+
+def _literal_value(match: re.Match[str], *, strict: bool, sep: str) -> tuple[int, int] | None:
+    value, start, end, quoted = _unquote(match.group("value"), *match.span("value"))
     if not _is_literal(value):
         return None
     if not quoted and not _looks_literal(value, strict=strict, sep=sep):
