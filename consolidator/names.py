@@ -15,21 +15,10 @@ import re
 import unicodedata
 from typing import Final
 
-from consolidator.security import scan_threats
+from consolidator.security import is_invisible, scan_threats
 
 THREAD_ID_MAX_CHARS: Final = 200
 _THREAD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
-# Code points that render as nothing or reorder text, beyond the categories checked below.
-_INVISIBLE_RANGES: Final = (
-    (0xFE00, 0xFE0F),
-    (0xE0100, 0xE01EF),
-    (0x115F, 0x1160),
-    (0x3164, 0x3164),
-    (0xFFA0, 0xFFA0),
-    (0x034F, 0x034F),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-)
 # Cc control, Cf format (bidi marks and overrides, zero-width, tags, soft hyphen),
 # Zl/Zp line and paragraph separators, Co private use, Cs surrogates, Cn unassigned.
 _REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
@@ -43,7 +32,7 @@ def is_hidden_character(char: str) -> bool:
         return code < 0x20 or code == 0x7F
     if unicodedata.category(char) in _REFUSED_CATEGORIES:
         return True
-    return any(low <= code <= high for low, high in _INVISIBLE_RANGES)
+    return is_invisible(char)
 
 
 def thread_id_problem(value: str) -> str | None:

@@ -24,7 +24,7 @@ import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -121,11 +121,23 @@ def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
 
 
 def strip_invisible(text: str) -> str:
-    """Drop zero-width, bidi-control and tag characters, which no reader of memory needs.
+    """Drop every invisible character (see `is_invisible`), which no reader of memory needs.
 
-    Used on model output before storage, so a hidden payload cannot survive as invisible text.
+    Used on model output before storage and on every value written to the memory folder, so
+    a hidden payload cannot survive as invisible text.
     """
     return _INVISIBLE.sub("", text)
+
+
+def is_invisible(char: str) -> bool:
+    """Whether `char` renders as nothing or reorders the text around it.
+
+    The set is Unicode's Default_Ignorable_Code_Point, which holds every bidi control
+    (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the zero-width characters, the soft
+    hyphen, the Hangul fillers, the variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF) and
+    the tag characters: each can carry text a reader of the file never sees.
+    """
+    return _INVISIBLE.fullmatch(char) is not None
 
 
 def scan_threats(text: str) -> list[Threat]:
@@ -887,9 +899,34 @@ _KIND_ORDER: dict[ThreatKind, int] = {
     "secret": 3,
 }
 
-_INVISIBLE_CLASS = "\u200b-\u200d\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f"
-_INVISIBLE = re.compile(f"[{_INVISIBLE_CLASS}]")
+# Default_Ignorable_Code_Point, from Unicode's DerivedCoreProperties.txt (stable since 6.0 but
+# for the ranges reserved in it, which are included whole).
+INVISIBLE_RANGES: Final[tuple[tuple[int, int], ...]] = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+_INVISIBLE = re.compile(
+    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in INVISIBLE_RANGES) + "]"
+)
 _TAGS = range(0xE0000, 0xE0080)
+# Variation selectors 1-16 and 17-256: a run of them after one visible character can encode
+# any byte string, one byte per selector.
+_VARIATION_SELECTORS = ((0xFE00, 0xFE0F, 0), (0xE0100, 0xE01EF, 16))
 
 _SECRET_VAR = r"\$\{?[A-Za-z_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API)[A-Za-z0-9_]*\}?"
 _CREDENTIAL_FILE = (
@@ -1097,8 +1134,9 @@ def _invisible_threats(text: str) -> Iterator[tuple[int, Threat]]:
         first.setdefault(char, m.start())
         counts[char] = counts.get(char, 0) + 1
     tags = [char for char in first if ord(char) in _TAGS]
+    selectors = [char for char in first if _selector_byte(char) is not None]
     for char, offset in first.items():
-        if ord(char) in _TAGS:
+        if char in tags or char in selectors:
             continue
         name = unicodedata.name(char, "UNNAMED")
         detail = f"U+{ord(char):04X} {name} x{counts[char]}, first at offset {offset}"
@@ -1110,12 +1148,36 @@ def _invisible_threats(text: str) -> Iterator[tuple[int, Threat]]:
             for m in _INVISIBLE.finditer(text)
             if ord(m.group(0)) in _TAGS
         )
-        visible = "".join(c if c.isprintable() else "?" for c in hidden)
         detail = (
             f"{sum(counts[char] for char in tags)} Unicode tag characters from offset {offset}, "
-            f'hidden text "{_snippet(visible)}"'
+            f'hidden text "{_snippet(_printable(hidden))}"'
         )
         yield offset, Threat("invisible_unicode", detail)
+    if selectors:
+        offset = min(first[char] for char in selectors)
+        hidden_bytes = bytes(
+            byte
+            for m in _INVISIBLE.finditer(text)
+            if (byte := _selector_byte(m.group(0))) is not None
+        )
+        hidden = hidden_bytes.decode("utf-8", errors="replace")
+        detail = (
+            f"{len(hidden_bytes)} variation selectors from offset {offset}, "
+            f'hidden bytes as text "{_snippet(_printable(hidden))}"'
+        )
+        yield offset, Threat("invisible_unicode", detail)
+
+
+def _selector_byte(char: str) -> int | None:
+    code = ord(char)
+    for low, high, base in _VARIATION_SELECTORS:
+        if low <= code <= high:
+            return base + code - low
+    return None
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _snippet(text: str, limit: int = 80) -> str:

@@ -8,7 +8,7 @@ live, overflows the budget, or deletes too much of the memory is refused whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 
 from consolidator.memory.forget import forget_threads
@@ -17,6 +17,7 @@ from consolidator.memory.model import (
     Block,
     Bullet,
     Memory,
+    Task,
     cited_thread_ids,
     invariant_violations,
 )
@@ -65,9 +66,20 @@ def _block_threads(block: Block, task_ids: Collection[str] | None = None) -> fro
     )
 
 
+def _citation_fields(task: Task) -> Iterator[str]:
+    """What a task's citations put in the file: names and paths that came from sessions."""
+    for citation in task.citations:
+        yield citation.thread_id
+        yield citation.rollout_summary_file
+        yield citation.cwd or ""
+        yield citation.rollout_path
+        yield citation.updated_at
+
+
 def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
-    """Move unsafe entries out of the memory. A bad block header or task title takes the
-    whole block or task with it, since its bullets would be read in that context."""
+    """Move unsafe entries out of the memory. Every field is scanned, citations included. A bad
+    block header or task takes the whole block or task with it, since its bullets would be
+    read in that context."""
     quarantined: list[Quarantined] = []
     blocks: list[Block] = []
     for block in memory.blocks:
@@ -80,7 +92,9 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
             continue
         tasks = []
         for task in block.tasks:
-            task_text = "\n".join((task.task_id, task.title, *task.keywords))
+            task_text = "\n".join(
+                (task.task_id, task.title, *task.keywords, *_citation_fields(task))
+            )
             reason = _threat_reason(task_text)
             if reason:
                 quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))

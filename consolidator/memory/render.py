@@ -37,6 +37,7 @@ from consolidator.memory.model import (
     ThreadCitation,
     is_valid_id,
 )
+from consolidator.security import strip_invisible
 
 ANY_CWD: Final = "*"
 
@@ -59,8 +60,15 @@ _TASK_LISTS: Final = {"rollout_summary_files": "citations", "keywords": "keyword
 
 
 def one_line(text: str) -> str:
-    """The form every rendered value takes; parsing returns values already in this form."""
+    """The form every value takes in the file; parsing returns values already in this form."""
     return " ".join(text.split())
+
+
+def _shown(text: str) -> str:
+    """A value as written: on one line, with nothing invisible in it. The gate quarantines
+    entries holding invisible characters; this keeps any that reach the renderer out of the
+    file all the same."""
+    return one_line(strip_invisible(text))
 
 
 def split_keywords(keywords: Iterable[str]) -> list[str]:
@@ -75,22 +83,22 @@ def render_memory_md(memory: Memory) -> str:
 
 def render_block(block: Block) -> str:
     lines = [
-        f"# Task Group: {one_line(block.title)}",
+        f"# Task Group: {_shown(block.title)}",
         f"<!-- block: {block.block_id} -->",
-        f"scope: {one_line(block.scope)}",
+        f"scope: {_shown(block.scope)}",
         f"applies_to: cwd={_cwd_text(block.applies_to_cwd, ANY_CWD)};"
-        f" reuse_rule={one_line(block.reuse_rule)}",
+        f" reuse_rule={_shown(block.reuse_rule)}",
         "",
     ]
     numbers: dict[str, int] = {}
     for number, task in enumerate(block.tasks, start=1):
         numbers.setdefault(task.task_id, number)
-        lines.append(f"## Task {number}: {one_line(task.title)}")
+        lines.append(f"## Task {number}: {_shown(task.title)}")
         lines.append(f"<!-- task: {task.task_id} -->")
         lines.append("### rollout_summary_files")
         lines.extend(_render_citation(c) for c in task.citations)
         lines.append("### keywords")
-        keywords = split_keywords(task.keywords)
+        keywords = [k for k in map(_shown, split_keywords(task.keywords)) if k]
         if keywords:
             lines.append(f"- {', '.join(keywords)}")
         lines.append("")
@@ -98,22 +106,22 @@ def render_block(block: Block) -> str:
         lines.append(_SECTION_HEADINGS[name])
         for bullet in block.section(name):
             refs = "".join(f"[Task {numbers[t]}]" for t in bullet.task_ids if t in numbers)
-            lines.append(f"- {one_line(bullet.text)} {refs}".rstrip())
+            lines.append(f"- {_shown(bullet.text)} {refs}".rstrip())
     return "\n".join(lines) + "\n"
 
 
 def _render_citation(citation: ThreadCitation) -> str:
     return (
-        f"- {one_line(citation.rollout_summary_file)}"
+        f"- {_shown(citation.rollout_summary_file)}"
         f" (cwd={_cwd_text(citation.cwd, '')},"
-        f" rollout_path={one_line(citation.rollout_path)},"
-        f" updated_at={one_line(citation.updated_at)},"
-        f" thread_id={one_line(citation.thread_id)})"
+        f" rollout_path={_shown(citation.rollout_path)},"
+        f" updated_at={_shown(citation.updated_at)},"
+        f" thread_id={_shown(citation.thread_id)})"
     )
 
 
 def _cwd_text(cwd: str | None, missing: str) -> str:
-    return missing if cwd is None else one_line(cwd)
+    return missing if cwd is None else _shown(cwd)
 
 
 def render_memory_summary(memory: Memory) -> str:
@@ -126,8 +134,8 @@ def render_memory_summary(memory: Memory) -> str:
         for block in memory.blocks:
             count = len(block.tasks)
             lines.append(
-                f"- {one_line(block.title)} (cwd={_cwd_text(block.applies_to_cwd, ANY_CWD)}):"
-                f" {one_line(block.scope)} [{count} task{'' if count == 1 else 's'}]"
+                f"- {_shown(block.title)} (cwd={_cwd_text(block.applies_to_cwd, ANY_CWD)}):"
+                f" {_shown(block.scope)} [{count} task{'' if count == 1 else 's'}]"
             )
     return "\n".join(lines) + "\n"
 
@@ -138,8 +146,7 @@ def render_block_index(blocks: Iterable[Block]) -> str:
     It tells the model which ids exist without spending tokens on blocks it may not change.
     """
     lines = [
-        f"- `{block.block_id}`: {one_line(block.title)} | {one_line(block.scope)}"
-        for block in blocks
+        f"- `{block.block_id}`: {_shown(block.title)} | {_shown(block.scope)}" for block in blocks
     ]
     return "\n".join(lines) if lines else "(none)"
 
