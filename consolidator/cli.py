@@ -20,6 +20,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy.exc import OperationalError
 
 from consolidator import __version__
@@ -713,6 +714,10 @@ def status_command(**params: Any) -> None:
             "total": counts.threads_total,
             "deleted": counts.threads_deleted,
             "bad": counts.threads_bad,
+            "formats": [
+                {"source": source, "format_version": version, "threads": n}
+                for source, version, n in counts.formats
+            ],
         },
         "stage1": {
             "outputs": counts.outputs,
@@ -755,6 +760,14 @@ def status_command(**params: Any) -> None:
             f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
             f"{counts.threads_bad} with bad input",
         )
+        if counts.formats:
+            table.add_row(
+                "formats",
+                # Read from the files: shown as plain text, never as Rich markup.
+                Text(
+                    "; ".join(f"{source} {version}: {n}" for source, version, n in counts.formats)
+                ),
+            )
         table.add_row(
             "stage one",
             f"{counts.outputs} outputs, {counts.pending} pending, {counts.running} running, "

@@ -106,6 +106,10 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
         rendered if item is kept else render_item(item)
         for item, kept, rendered in zip(items, reduced.items, reduced.rendered, strict=True)
     )
+    # The first working directory is the thread's; later ones are listed, not lost.
+    other_cwds = tuple(redact(cwd).text for cwd in report.cwds if cwd != thread.cwd)
+    if other_cwds:
+        transcript = f"[context] the session also worked in: {', '.join(other_cwds)}\n{transcript}"
     rollout = Stage1Input(
         thread_id=thread.thread_id,
         rollout_path=thread.rollout_path,
@@ -113,6 +117,7 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
         git_branch=thread.git_branch,
         transcript=transcript,
         items=items,
+        other_cwds=other_cwds,
     )
     return rollout, report
 

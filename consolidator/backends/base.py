@@ -53,6 +53,8 @@ class Stage1Input:
     git_branch: str | None
     transcript: str
     items: Sequence[RolloutItem]
+    # Working directories the session moved to after `cwd` (which is the first one).
+    other_cwds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -298,6 +298,7 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh"
 _SHELL_TOOLS = frozenset(
     {"shell", "bash", "local_shell", "exec_command", "run_command", "terminal", "container.exec"}
 )
+_TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
 _READ_ONLY_TOOLS = _words(
@@ -548,6 +549,11 @@ def _looks_like_path(token: str) -> bool:
     return extension in _FILE_EXTENSIONS or ("/" in token and not extension.isdigit())
 
 
+def is_temporary_path(path: str) -> bool:
+    """Scratch files (`/tmp/...`, macOS `/var/folders/...` screenshots) are not project files."""
+    return path.startswith(_TEMPORARY_ROOTS)
+
+
 def _relative(path: str, cwd: str | None) -> str:
     path = path.strip()
     if cwd:
@@ -681,8 +687,12 @@ _SLUG_STOPWORDS = _words(
 
 def _notes(session: _Session, rollout: Stage1Input) -> ExtractiveNotes:
     outcome = _outcome(session)
-    edited = _dedupe(path for call in session.calls for path in call.edited)
-    mentioned = _dedupe(path for call in session.calls for path in call.mentioned)
+    edited = _dedupe(
+        path for call in session.calls for path in call.edited if not is_temporary_path(path)
+    )
+    mentioned = _dedupe(
+        path for call in session.calls for path in call.mentioned if not is_temporary_path(path)
+    )
     files = _dedupe([*edited, *mentioned])[:MAX_FILES]
     keywords = _keywords(session)
     return ExtractiveNotes(

@@ -81,6 +81,10 @@ class Thread(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Set while the mass-vanish guard keeps this vanished rollout's memory (see scanner).
     deletion_held_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The variant of the agent's session format the reader saw (e.g. `envelope 0.135.0 ...`).
+    format_version: Mapped[str | None] = mapped_column(String(100))
+    # For a sub-agent transcript: the thread of the session that spawned it.
+    parent_thread_id: Mapped[str | None] = mapped_column(String(200))
 
     __table_args__ = (
         Index(None, "rollout_path"),

@@ -178,6 +178,8 @@ class ThreadRecord:
     source_updated_at: datetime
     state: ThreadState
     problem: str | None
+    format_version: str | None = None
+    parent_thread_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,8 @@ class StatusCounts:
     problems: tuple[tuple[str, str], ...]
     errors: tuple[tuple[str, str], ...]
     held_deletions: int = 0
+    # Live threads per (source, format version), most common first.
+    formats: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -501,6 +505,8 @@ class Store:
                 "state": state.value,
                 "problem": header.problem,
                 "updated_at": now,
+                "format_version": header.format_version,
+                "parent_thread_id": header.parent_thread_id,
             }
             inserted = self._insert_ignore(
                 connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
@@ -1599,6 +1605,12 @@ class Store:
                 .order_by(Thread.updated_at.desc())
                 .limit(20)
             ).all()
+            formats = connection.execute(
+                select(Thread.source, Thread.format_version, func.count())
+                .where(Thread.state == ThreadState.ACTIVE.value)
+                .group_by(Thread.source, Thread.format_version)
+                .order_by(func.count().desc(), Thread.source, Thread.format_version)
+            ).all()
             errors = connection.execute(
                 select(Job.job_key, Job.last_error)
                 .where(Job.last_error.is_not(None))
@@ -1618,6 +1630,7 @@ class Store:
             problems=tuple((row[0], row[1] or "") for row in problems),
             errors=tuple((row[0], row[1] or "") for row in errors),
             held_deletions=int(held),
+            formats=tuple((row[0], row[1] or "unknown", int(row[2])) for row in formats),
         )
 
 

@@ -4,6 +4,11 @@ Current files wrap every line as `{"timestamp", "type", "payload"}`. Files from 
 versions have no envelope: the first line is the session metadata itself (`id`, `timestamp`,
 `instructions`) and the other lines are bare response items. Both are read.
 
+Early files carry no working directory in their metadata; the first user message's
+`<environment_context>` names it. The Codex IDE extension and desktop app wrap each request in
+`# Context from my IDE setup: ... ## My request for Codex: <request>`; only the request is the
+user's words, the open-tabs list before it is context.
+
 Only `response_item` lines produce items. Codex also writes each user and agent message a
 second time as an `event_msg` (for its UI), and `turn_context` / `compacted` restate what the
 response items already hold, so reading those too would double the conversation.
@@ -63,10 +68,16 @@ _INJECTED_PREFIXES = (
 )
 
 
+_IDE_REQUEST = re.compile(r"^## My request for Codex:[ \t]*\n?", re.MULTILINE)
+_ENVIRONMENT_CWD = re.compile(r"<cwd>([^<\n]{1,4096})</cwd>")
+PRE_ENVELOPE_VERSION = "pre-envelope"
+
+
 # The leading keys of a line as Codex writes it, `{"timestamp":…,"type":…,"payload":{"type":…`
 # (serde puts an enum's tag first), compact or with the spaces Python's json module puts in.
 _LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?"type": ?"'
-_NO_ITEM_ENVELOPES = rb"event_msg|turn_context"
+# `turn_context` lines yield no item either, but they are read for the working directories.
+_NO_ITEM_ENVELOPES = rb"event_msg"
 _REASONING_ITEM = rb'response_item", ?"payload": ?\{ ?"type": ?"reasoning'
 
 
@@ -114,7 +125,27 @@ def session_facts(record: Record) -> SessionFacts | None:
         cwd=non_empty(get_str(meta, "cwd")),
         git_branch=non_empty(get_str(git, "branch")),
         started_at=started_at,
+        format_version=_format_version(record, meta),
+        parent_thread_id=_spawning_thread(meta),
     )
+
+
+def _format_version(record: Record, meta: Record) -> str:
+    """`pre-envelope`, or `envelope <cli_version> <originator>` as far as the file says."""
+    if record.get("type") != "session_meta":
+        return PRE_ENVELOPE_VERSION
+    parts = ["envelope"]
+    for key in ("cli_version", "originator"):
+        value = non_empty(get_str(meta, key))
+        if value is not None:
+            parts.append("".join(ch if ch.isprintable() else "?" for ch in value[:40]))
+    return " ".join(parts)
+
+
+def _spawning_thread(meta: Record) -> str | None:
+    """A sub-agent rollout names its parent in `source.subagent.thread_spawn`."""
+    spawn = get_dict(get_dict(get_dict(meta, "source"), "subagent"), "thread_spawn")
+    return session_id_or_none((spawn or {}).get("parent_thread_id"))
 
 
 def cwd_from_turn_context(record: Record) -> str | None:
@@ -122,6 +153,32 @@ def cwd_from_turn_context(record: Record) -> str | None:
     if record.get("type") != "turn_context":
         return None
     return non_empty(get_str(get_dict(record, "payload"), "cwd"))
+
+
+def cwd_from_environment_context(record: Record) -> str | None:
+    """The `<cwd>` of an `<environment_context>` user message, in either line shape.
+
+    Rollouts from before the envelope have no cwd anywhere else.
+    """
+    message = get_dict(record, "payload") if record.get("type") == "response_item" else record
+    if message is None or message.get("type") != "message" or message.get("role") != "user":
+        return None
+    for text in _content_texts(message.get("content")):
+        if text.lstrip().startswith("<environment_context>"):
+            match = _ENVIRONMENT_CWD.search(text)
+            if match:
+                return non_empty(match.group(1))
+    return None
+
+
+def cwd_named_by(record: Record) -> str | None:
+    """Any working directory a record names: metadata, turn context or environment context."""
+    record_type = record.get("type")
+    if record_type == "session_meta":
+        return non_empty(get_str(get_dict(record, "payload"), "cwd"))
+    if record_type == "turn_context":
+        return cwd_from_turn_context(record)
+    return cwd_from_environment_context(record)
 
 
 def items_from_record(record: Record) -> Iterator[RolloutItem]:
@@ -227,8 +284,17 @@ def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutIte
         return
     # Codex sends injected context as separate parts or separate messages; split them so a
     # real request that shares a message with AGENTS.md is still kept.
-    injected = [part for part in parts if is_injected_context(part)]
-    spoken = [part for part in parts if not is_injected_context(part)]
+    injected: list[str] = []
+    spoken: list[str] = []
+    for part in parts:
+        if is_injected_context(part):
+            injected.append(part)
+            continue
+        context, request = split_ide_request(part)
+        if context:
+            injected.append(context)
+        if request:
+            spoken.append(request)
     if injected:
         yield RolloutItem(
             ItemKind.INSTRUCTIONS, "\n".join(injected), name="injected", timestamp=timestamp
@@ -239,6 +305,21 @@ def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutIte
 
 def is_injected_context(text: str) -> bool:
     return text.lstrip().startswith(_INJECTED_PREFIXES)
+
+
+def split_ide_request(text: str) -> tuple[str, str]:
+    """(IDE context, request) of a message the IDE extension wrapped; ("", text) otherwise.
+
+    The wrapper starts with a Markdown heading (`# Context from my IDE setup:` or, from the
+    desktop app, `# Files mentioned by the user:`) and puts the request after the first
+    `## My request for Codex:` line. An empty request yields ("<context>", "").
+    """
+    if not text.lstrip().startswith("# "):
+        return "", text
+    marker = _IDE_REQUEST.search(text)
+    if marker is None:
+        return "", text
+    return text[: marker.start()].rstrip(), text[marker.end() :].strip()
 
 
 def _content_texts(content: object) -> list[str]:

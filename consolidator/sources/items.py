@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+MAX_LISTED_CWDS = 20
+
 
 class SourceFormat(StrEnum):
     CODEX = "codex"
@@ -53,6 +55,10 @@ class RolloutHeader:
     size: int
     mtime_ns: int
     problem: str | None = None
+    # Which variant of the agent's format the file is in (see README, "Session formats").
+    format_version: str | None = None
+    # A sub-agent transcript is its own thread; this names the session that spawned it.
+    parent_thread_id: str | None = None
 
 
 @dataclass
@@ -62,10 +68,16 @@ class ReadReport:
     problems: list[str] = field(default_factory=list)
     lines_read: int = 0
     lines_skipped: int = 0
+    # Every working directory the session named, first seen first (capped).
+    cwds: list[str] = field(default_factory=list)
 
     def note(self, problem: str) -> None:
         if len(self.problems) < 20:
             self.problems.append(problem)
+
+    def saw_cwd(self, cwd: str) -> None:
+        if cwd not in self.cwds and len(self.cwds) < MAX_LISTED_CWDS:
+            self.cwds.append(cwd)
 
     def summary(self) -> str | None:
         if not self.problems:

@@ -54,6 +54,12 @@ _FACT_READERS: dict[SourceFormat, Callable[[Record], SessionFacts | None]] = {
     SourceFormat.CODEX: codex.session_facts,
     SourceFormat.CLAUDE: claude.session_facts,
 }
+_CWD_READERS: dict[SourceFormat, Callable[[Record], str | None]] = {
+    SourceFormat.CODEX: codex.cwd_named_by,
+    SourceFormat.CLAUDE: claude.cwd_named_by,
+}
+_SUBAGENT_FILE_PREFIX = "agent-"
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MISSING_METADATA = {
     SourceFormat.CODEX: "no session_meta line",
     SourceFormat.CLAUDE: "no user or assistant record",
@@ -75,17 +81,21 @@ def read_header(path: str | Path) -> RolloutHeader:
         last_event_at = None
         if sniffed.format is not None:
             last_event_at = _last_timestamp(stream, stat.st_size)
-    thread_id = sniffed.session_id or thread_id_from_path(abs_path)
+    thread_id, parent_thread_id = _identity(abs_path, sniffed)
     cwd, git_branch = sniffed.cwd, sniffed.git_branch
     problem = "empty file" if stat.st_size == 0 else sniffed.problem()
     name_problem = (
         (sniffed.session_id and thread_id_problem(sniffed.session_id))
+        or (thread_id != sniffed.session_id and thread_id_problem(thread_id))
+        or (parent_thread_id and thread_id_problem(parent_thread_id))
         or text_problem("rollout path", abs_path)
         or text_problem("cwd", cwd)
         or text_problem("git branch", git_branch)
+        or text_problem("format version", sniffed.format_version)
     )
     if name_problem:
         thread_id = thread_id_from_path(abs_path)
+        parent_thread_id = None
         cwd = git_branch = None
         problem = problem or name_problem
     return RolloutHeader(
@@ -99,6 +109,8 @@ def read_header(path: str | Path) -> RolloutHeader:
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
         problem=problem,
+        format_version=sniffed.format_version,
+        parent_thread_id=parent_thread_id,
     )
 
 
@@ -137,6 +149,28 @@ def _file_kind(mode: int) -> str:
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
+    """The thread id and, for a sub-agent transcript, the id of the session that spawned it.
+
+    A Claude Code sub-agent file carries its parent's `sessionId`: taken as the thread id it
+    would make the parent's thread point at whichever of the files a scan met last. It gets
+    `<parent>.agent-<id>` instead, so parent and sub-agents are separate, linked threads.
+    """
+    stem = Path(path).stem
+    is_subagent_file = sniffed.format is SourceFormat.CLAUDE and (
+        sniffed.agent_id is not None or stem.startswith(_SUBAGENT_FILE_PREFIX)
+    )
+    parent = sniffed.parent_thread_id
+    if not is_subagent_file:
+        return sniffed.session_id or thread_id_from_path(path), parent
+    agent = sniffed.agent_id or stem[len(_SUBAGENT_FILE_PREFIX) :]
+    agent = _UNSAFE_ID_CHARS.sub("_", agent)[:80]
+    parent = parent or sniffed.session_id
+    if parent is None or not agent:
+        return thread_id_from_path(path), None
+    return f"{parent}.{_SUBAGENT_FILE_PREFIX}{agent}", parent
 
 
 def iter_items(
@@ -185,6 +219,9 @@ def iter_items(
                     f"line {number}: unexpected record shape ({type(exc).__name__}); skipped"
                 )
                 continue
+            cwd = _CWD_READERS[source_format](record)
+            if cwd is not None:
+                report.saw_cwd(cwd)
             if skip:
                 items = [item for item in items if item.kind not in skip]
             yield from items
@@ -297,6 +334,9 @@ class _Sniffed:
         self.cwd: str | None = None
         self.git_branch: str | None = None
         self.started_at: datetime | None = None
+        self.format_version: str | None = None
+        self.agent_id: str | None = None
+        self.parent_thread_id: str | None = None
         self.first_record_at: datetime | None = None
         self.first_problem: str | None = None
         self.saw_record = False
@@ -308,6 +348,9 @@ class _Sniffed:
         self.git_branch = self.git_branch or facts.git_branch
         self.cwd = self.cwd or facts.cwd
         self.started_at = self.started_at or facts.started_at
+        self.format_version = self.format_version or facts.format_version
+        self.agent_id = self.agent_id or facts.agent_id
+        self.parent_thread_id = self.parent_thread_id or facts.parent_thread_id
 
     @property
     def complete(self) -> bool:
@@ -351,7 +394,9 @@ def _sniff(stream: BinaryIO) -> _Sniffed:
                 if facts is not None:
                     sniffed.absorb(facts)
                 elif sniffed.format is SourceFormat.CODEX and sniffed.cwd is None:
-                    sniffed.cwd = codex.cwd_from_turn_context(record)
+                    sniffed.cwd = codex.cwd_from_turn_context(
+                        record
+                    ) or codex.cwd_from_environment_context(record)
         if sniffed.complete or number >= HEADER_MAX_LINES or bytes_read > MAX_LINE_BYTES:
             break
     return sniffed

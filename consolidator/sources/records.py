@@ -30,6 +30,10 @@ class SessionFacts:
     cwd: str | None = None
     git_branch: str | None = None
     started_at: datetime | None = None
+    format_version: str | None = None
+    # Set on the records of a sub-agent transcript: the agent's id, and the spawning session.
+    agent_id: str | None = None
+    parent_thread_id: str | None = None
 
 
 def parse_timestamp(value: object) -> datetime | None:

@@ -43,7 +43,8 @@ def read(path: Path, **options: Any) -> tuple[list[RolloutItem], ReadReport]:
     ("record", "kinds"),
     [
         (envelope("event_msg", {"type": "user_message", "message": "hi"}), set()),
-        (envelope("turn_context", {"cwd": "/srv"}), set()),
+        # No item, but it names the working directory: always decoded.
+        (envelope("turn_context", {"cwd": "/srv"}), None),
         (
             envelope("response_item", {"type": "reasoning", "encrypted_content": "gAAA"}),
             {ItemKind.REASONING},

@@ -448,7 +448,8 @@ def test_claude_tool_results_sidechains_and_meta(tmp_path: Path) -> None:
     assert [(i.kind, i.call_id, i.exit_code) for i in items] == [
         (ItemKind.INSTRUCTIONS, None, None),
         (ItemKind.INSTRUCTIONS, None, None),
-        (ItemKind.INSTRUCTIONS, None, None),
+        # The main agent wrote the sub-agent's task: its words, never the user's.
+        (ItemKind.ASSISTANT, None, None),
         (ItemKind.TOOL_OUTPUT, "t1", 2),
         (ItemKind.TOOL_OUTPUT, "t2", 1),
         (ItemKind.TOOL_OUTPUT, "t3", None),

@@ -17,7 +17,7 @@ from consolidator.db.store import ThreadRecord, ThreadState
 from consolidator.reduction import reduce_items, render_transcript
 from consolidator.security import PLACEHOLDER
 from consolidator.sources.items import ReadReport
-from consolidator.sources.reader import iter_items
+from consolidator.sources.reader import iter_items, read_header
 from consolidator.stage_one import build_input, redact_items
 
 SESSION_ID = "019a0000-1111-7222-8333-944455556666"
@@ -86,7 +86,8 @@ def _thread(path: Path) -> ThreadRecord:
         thread_id=SESSION_ID,
         source="codex",
         rollout_path=str(path),
-        cwd="/home/dev/p",
+        # The file's own: a later working directory would be listed ahead of the transcript.
+        cwd=read_header(path).cwd,
         git_branch="main",
         source_updated_at=datetime.now(UTC),
         state=ThreadState.ACTIVE,

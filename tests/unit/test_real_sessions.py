@@ -1,0 +1,422 @@
+"""Real, published session files (tests/fixtures/real, see SOURCES.md there) read right.
+
+Every expected value below was written by hand after reading the file it belongs to; none is
+computed by the code under test. The corpus is laid out the way the agents write it, so a
+scan of its root is a scan of a real `~/.claude/projects` and `~/.codex/sessions`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from consolidator.backends.base import Stage1Input
+from consolidator.backends.extractive import ExtractiveBackend, parse_raw_memory
+from consolidator.db.store import Store
+from consolidator.scanner import scan
+from consolidator.sources.items import ItemKind
+from consolidator.sources.reader import read_header
+from consolidator.stage_one import build_input
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+README = Path(__file__).resolve().parents[2] / "README.md"
+BUDGET_CHARS = 400_000
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}={0,2}")
+
+FUM = "claude/projects/-home-USER-projects-spotter-worktrees-spotter-fum"
+FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+FUM_CWD = "/home/USER/projects/spotter-worktrees/spotter-fum"
+ORPHAN_PARENT = "6c2214d7-b87e-4432-8e41-22ba294ea584"
+
+
+@dataclass(frozen=True)
+class Expected:
+    source: str
+    thread_id: str
+    cwd: str
+    git_branch: str | None
+    format_version: str
+    parent_thread_id: str | None
+    # Words that must reach the stage-one input as the user's (a sub-agent file: the task
+    # its parent delegated, which reaches it as the agent's words).
+    request: str
+    other_cwds: tuple[str, ...] = ()
+
+
+EXPECTED: dict[str, Expected] = {
+    "codex/sessions/2026/06/05/rollout-2026-06-05T04-58-20-019e9625-802f-7e91-840a-cfe88d14117a.jsonl": Expected(  # noqa: E501
+        "codex",
+        "019e9625-802f-7e91-840a-cfe88d14117a",
+        "/tmp/agent-history-real-agent/codex/workspace",
+        None,
+        "envelope 0.135.0 codex_exec",
+        None,
+        # The publisher replaced the prompt's text with this marker.
+        "[REDACTED_PROMPT]",
+    ),
+    "claude/projects/-tmp-agent-history-real-agent-claude-workspace/06090cb1-3e64-433a-bc7e-a621c0f596d2.jsonl": Expected(  # noqa: E501
+        "claude",
+        "06090cb1-3e64-433a-bc7e-a621c0f596d2",
+        "/tmp/agent-history-real-agent/claude/workspace",
+        "HEAD",
+        "2.1.152",
+        None,
+        "[REDACTED_PROMPT]",
+    ),
+    "claude/projects/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": Expected(
+        "claude",
+        "fe5e1c67-53e7-4862-81ae-d0e013e3270b",
+        "/path/to/Demo",
+        None,
+        "1.0.98",
+        None,
+        "/orchestrator create TODO app by Next.js",
+        other_cwds=("/path/to/Demo/todo-app", "/path/to/Demo/todo-app/types"),
+    ),
+    "claude/projects/-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl": Expected(
+        "claude",
+        "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+        "/path/to/Demo",
+        "main",
+        "1.0.108",
+        None,
+        "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください",
+    ),
+    "claude/projects/-path-to-Demo/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl": Expected(
+        "claude",
+        "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
+        "/path/to/Demo",
+        None,
+        "1.0.98",
+        None,
+        "/init",
+    ),
+    "claude/projects/-home-marco-projects-spotter/491e126e-1e71-469c-ade2-fcc8af567c74.jsonl": Expected(  # noqa: E501
+        "claude",
+        "491e126e-1e71-469c-ade2-fcc8af567c74",
+        "/home/marco/projects/spotter",
+        "master",
+        "2.1.38",
+        None,
+        "/handgemacht:create-beads websearch to learn how to fastest setup credo",
+    ),
+    "claude/projects/-home-marco-projects-spotter/d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl": Expected(  # noqa: E501
+        "claude",
+        "d6e0bada-1959-4eec-a9d2-0bfade768d8f",
+        "/home/marco/projects/spotter",
+        "master",
+        "2.1.38",
+        None,
+        "start phoenix in background",
+    ),
+    f"{FUM}/{FUM_SESSION}.jsonl": Expected(
+        "claude",
+        FUM_SESSION,
+        FUM_CWD,
+        "spotter-fum",
+        "2.1.39",
+        None,
+        "Work on bead spotter-fum. Run bd show spotter-fum",
+        other_cwds=(FUM_CWD + "/assets",),
+    ),
+    f"{FUM}/{FUM_SESSION}/subagents/agent-a7be2f0.jsonl": Expected(
+        "claude",
+        f"{FUM_SESSION}.agent-a7be2f0",
+        FUM_CWD,
+        "spotter-fum",
+        "2.1.39",
+        FUM_SESSION,
+        "How Spotter.Services.Tmux.list_panes/0 works",
+    ),
+    f"{FUM}/{FUM_SESSION}/subagents/agent-acompact-f46190.jsonl": Expected(
+        "claude",
+        f"{FUM_SESSION}.agent-acompact-f46190",
+        FUM_CWD + "/assets",
+        "spotter-fum",
+        "2.1.39",
+        FUM_SESSION,
+        "Your task is to create a detailed summary of the conversation so far",
+    ),
+    # Published without its parent session: a sub-agent file whose parent is not on disk.
+    "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
+    f"{ORPHAN_PARENT}/subagents/agent-afc096d.jsonl": Expected(
+        "claude",
+        f"{ORPHAN_PARENT}.agent-afc096d",
+        "/home/USER/projects/spotter-worktrees/spotter-0rt",
+        "spotter-0rt",
+        "2.1.38",
+        ORPHAN_PARENT,
+        "Explore the Elixir/Phoenix project structure",
+    ),
+}
+
+
+def test_the_expectations_cover_every_corpus_file() -> None:
+    on_disk = {str(path.relative_to(CORPUS)) for path in CORPUS.rglob("*.jsonl")}
+
+    assert on_disk == set(EXPECTED)
+
+
+@pytest.mark.parametrize("relative", sorted(EXPECTED))
+def test_header_names_the_thread_its_provenance_and_format(relative: str) -> None:
+    expected = EXPECTED[relative]
+
+    header = read_header(CORPUS / relative)
+
+    assert header.problem is None
+    assert str(header.format) == expected.source
+    assert header.thread_id == expected.thread_id
+    assert header.cwd == expected.cwd
+    assert header.git_branch == expected.git_branch
+    assert header.format_version == expected.format_version
+    assert header.parent_thread_id == expected.parent_thread_id
+
+
+def test_every_file_reaches_stage_one_with_the_users_words_and_no_image_data(store: Store) -> None:
+    report = scan(store, CORPUS, retry_budget=3)
+    assert (report.new, report.bad, report.changed) == (len(EXPECTED), 0, 0)
+
+    for relative, expected in EXPECTED.items():
+        thread = store.get_thread(expected.thread_id)
+        assert thread is not None, relative
+        assert thread.rollout_path == str(CORPUS / relative)
+        assert (thread.format_version, thread.parent_thread_id) == (
+            expected.format_version,
+            expected.parent_thread_id,
+        )
+        rollout, read = build_input(thread, BUDGET_CHARS)
+        assert read.problems == [], relative
+        _assert_request_reaches(rollout, expected, relative)
+        assert rollout.other_cwds == expected.other_cwds, relative
+        for cwd in expected.other_cwds:
+            assert cwd in rollout.transcript.splitlines()[0]
+        assert "base64" not in rollout.transcript, relative
+        assert not _BASE64_RUN.search(rollout.transcript), relative
+
+
+def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: str) -> None:
+    kind = ItemKind.USER if expected.parent_thread_id is None else ItemKind.ASSISTANT
+    texts = [item.text for item in rollout.items if item.kind is kind]
+    assert any(expected.request in text for text in texts), relative
+    user_words = "\n".join(item.text for item in rollout.items if item.kind is ItemKind.USER)
+    # Words Claude Code or the parent agent composed are never quoted as the user's.
+    for composed in ("<task-notification>", "<command-name>", "[Request interrupted by user"):
+        assert composed not in user_words, relative
+    if expected.parent_thread_id is not None:
+        assert user_words == "", relative
+
+
+def test_sub_agents_never_take_over_their_parents_thread(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+
+    parent = store.get_thread(FUM_SESSION)
+    assert parent is not None
+    assert parent.rollout_path == str(CORPUS / FUM / f"{FUM_SESSION}.jsonl")
+    assert parent.parent_thread_id is None
+
+
+def test_a_second_scan_finds_every_file_unchanged(store: Store) -> None:
+    first = scan(store, CORPUS, retry_budget=3)
+    second = scan(store, CORPUS, retry_budget=3)
+
+    assert first.new == len(EXPECTED)
+    assert (second.new, second.changed, second.bad, second.deleted) == (0, 0, 0, 0)
+    assert second.unchanged == len(EXPECTED)
+
+
+def test_status_counts_threads_per_format_version(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+
+    formats = {(source, version): n for source, version, n in store.status_counts().formats}
+
+    assert formats[("claude", "2.1.39")] == 3
+    assert formats[("claude", "1.0.98")] == 2
+    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
+    assert sum(formats.values()) == len(EXPECTED)
+
+
+def test_readme_formats_table_matches_the_corpus() -> None:
+    """The README's table lists exactly the (source, format version) pairs the corpus has."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### Session formats", 1)[1].split("\n#", 1)[0]
+    rows = {
+        (cells[2].strip(), cells[3].strip().strip("`"))
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| agent")
+        for cells in [line.split("|")]
+        if cells[4].strip() == "corpus"
+    }
+    seen = {
+        (str(header.format), header.format_version or "")
+        for header in (read_header(CORPUS / relative) for relative in EXPECTED)
+    }
+
+    assert rows == seen
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        f"{FUM}/{FUM_SESSION}.jsonl",
+        "claude/projects/-home-marco-projects-spotter/d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl",
+    ],
+)
+def test_temporary_files_are_not_files_touched(relative: str, store: Store) -> None:
+    """Both sessions `tail` a background task's output under /tmp/claude-1000/."""
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(EXPECTED[relative].thread_id)
+    assert thread is not None
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+    assert "/tmp/claude-1000/" in rollout.transcript
+
+    notes = parse_raw_memory(ExtractiveBackend().extract(rollout).raw_memory)
+
+    assert notes.files
+    assert not [path for path in notes.files if path.startswith(("/tmp/", "/var/folders/"))]
+
+
+# --- bad input inside real formats ------------------------------------------------------------
+
+
+def test_a_sub_agent_without_its_parent_is_a_linked_thread_of_its_own(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+
+    orphan = store.get_thread(f"{ORPHAN_PARENT}.agent-afc096d")
+
+    assert store.get_thread(ORPHAN_PARENT) is None
+    assert orphan is not None and orphan.problem is None
+    assert orphan.parent_thread_id == ORPHAN_PARENT
+
+
+def test_a_truncated_last_line_costs_only_that_line(tmp_path: Path, store: Store) -> None:
+    source = CORPUS / f"{FUM}/{FUM_SESSION}.jsonl"
+    copy = tmp_path / "projects" / "p" / source.name
+    copy.parent.mkdir(parents=True)
+    data = source.read_bytes()
+    copy.write_bytes(data[: len(data) - 40])
+
+    report = scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(FUM_SESSION)
+    assert thread is not None
+    rollout, read = build_input(thread, BUDGET_CHARS)
+
+    last_line = data.count(b"\n")
+    assert report.new == 1 and report.bad == 0
+    assert read.problems == [
+        f"line {last_line}: truncated last line (no newline, not valid JSON); skipped"
+    ]
+    users = [item.text for item in rollout.items if item.kind is ItemKind.USER]
+    assert any("Work on bead spotter-fum" in text for text in users)
+
+
+def test_the_first_cwd_wins_and_the_later_ones_are_listed(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread("fe5e1c67-53e7-4862-81ae-d0e013e3270b")
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    assert thread.cwd == "/path/to/Demo"
+    assert rollout.transcript.splitlines()[0] == (
+        "[context] the session also worked in: /path/to/Demo/todo-app, /path/to/Demo/todo-app/types"
+    )
+
+
+def test_copies_of_the_corpus_elsewhere_are_read_alike(tmp_path: Path) -> None:
+    """Identity comes from the files, not from where the corpus happens to live."""
+    shutil.copytree(CORPUS, tmp_path / "copy")
+    for relative, expected in EXPECTED.items():
+        assert read_header(tmp_path / "copy" / relative).thread_id == expected.thread_id
+
+
+# --- shapes no published file was found for (see SOURCES.md) -----------------------------------
+# Lines written here in the shapes the agents document; they are not real sessions.
+
+
+def _write_lines(path: Path, *lines: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+LEGACY_ID = "3f2a9c1e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+
+
+def test_a_pre_envelope_codex_rollout_takes_its_cwd_from_the_environment_context(
+    tmp_path: Path, store: Store
+) -> None:
+    _write_lines(
+        tmp_path / f"2025/08/13/rollout-2025-08-13T10-00-00-{LEGACY_ID}.jsonl",
+        f'{{"id":"{LEGACY_ID}","timestamp":"2025-08-13T10:00:00.000Z","instructions":null,'
+        '"git":{"commit_hash":"abc","branch":"feature/x","repository_url":"git@h:o/r.git"}}',
+        '{"record_type":"state"}',
+        '{"type":"message","id":null,"role":"user","content":[{"type":"input_text",'
+        '"text":"<environment_context>\\n  <cwd>/Users/dev/shop</cwd>\\n  '
+        '<approval_policy>on-request</approval_policy>\\n</environment_context>"}]}',
+        '{"type":"message","id":null,"role":"user","content":[{"type":"input_text",'
+        '"text":"make checkout tests pass"}]}',
+        '{"record_type":"state"}',
+    )
+
+    scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(LEGACY_ID)
+    assert thread is not None
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    assert (thread.cwd, thread.git_branch, thread.format_version) == (
+        "/Users/dev/shop",
+        "feature/x",
+        "pre-envelope",
+    )
+    assert [i.text for i in rollout.items if i.kind is ItemKind.USER] == [
+        "make checkout tests pass"
+    ]
+
+
+def _ide_rollout(tmp_path: Path, request: str) -> Path:
+    wrapped = (
+        "# Context from my IDE setup:\\n\\n## Active file: src/cart.ts\\n\\n"
+        "## Open tabs:\\n- cart.ts: src/cart.ts\\n- SECRET_NOTES.md: SECRET_NOTES.md\\n\\n"
+        f"## My request for Codex:\\n{request}"
+    )
+    return _write_lines(
+        tmp_path / f"2026/01/25/rollout-2026-01-25T21-53-48-{LEGACY_ID}.jsonl",
+        '{"timestamp":"2026-01-25T21:53:48.000Z","type":"session_meta","payload":{'
+        f'"id":"{LEGACY_ID}","timestamp":"2026-01-25T21:53:48.000Z","cwd":"/w/shop",'
+        '"originator":"codex_vscode","cli_version":"0.89.0","source":"vscode"}}',
+        '{"timestamp":"2026-01-25T21:53:49.000Z","type":"response_item","payload":{'
+        '"type":"message","role":"user","content":[{"type":"input_text",'
+        f'"text":"{wrapped}"}}]}}}}',
+    )
+
+
+def test_the_ide_wrapper_yields_the_request_not_the_open_tabs(tmp_path: Path, store: Store) -> None:
+    _ide_rollout(tmp_path, "fix the rounding in the cart total")
+    scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(LEGACY_ID)
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    assert thread.format_version == "envelope 0.89.0 codex_vscode"
+    assert [i.text for i in rollout.items if i.kind is ItemKind.USER] == [
+        "fix the rounding in the cart total"
+    ]
+    assert "SECRET_NOTES" not in rollout.transcript
+
+
+def test_an_empty_ide_wrapped_request_quotes_nothing(tmp_path: Path, store: Store) -> None:
+    _ide_rollout(tmp_path, "")
+    scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(LEGACY_ID)
+    assert thread is not None
+
+    rollout, read = build_input(thread, BUDGET_CHARS)
+
+    assert read.problems == []
+    assert [i for i in rollout.items if i.kind is ItemKind.USER] == []
+    assert "Open tabs" not in rollout.transcript
