@@ -12,6 +12,7 @@ MAX_LISTED_CWDS = 20
 class SourceFormat(StrEnum):
     CODEX = "codex"
     CLAUDE = "claude"
+    OPENCLAW = "openclaw"
 
 
 class ItemKind(StrEnum):

@@ -296,3 +296,31 @@ def test_two_hosts_sharing_a_database_never_forget_each_others_sessions(
     status = as_json(run_cli("status", "--db", db, "--json", home=tmp_path / "a"))
     assert status["threads"] == {"total": 5, "deleted": 0, "bad": 0}
     assert status["stage1"]["outputs"] == 5
+
+
+REAL_SESSIONS = REPO / "tests" / "fixtures" / "real"
+
+
+@pytest.mark.slow
+def test_real_published_sessions_run_end_to_end(tmp_path: Path, home: Path) -> None:
+    """Codex and Claude Code sessions as published (see tests/fixtures/real/SOURCES.md)."""
+    sessions = tmp_path / "real"
+    shutil.copytree(REAL_SESSIONS, sessions)
+
+    report = as_json(run_cli("run", "--json", "--sessions", str(sessions), home=home))
+    again = as_json(run_cli("scan", "--json", "--sessions", str(sessions), home=home))
+    status = as_json(run_cli("status", "--json", home=home))
+    human = run_cli("status", home=home).stdout
+
+    assert report["scan"]["bad"] == 0 and report["stage1"]["failed"] == 0
+    assert (again["new"], again["changed"], again["bad"]) == (0, 0, 0)
+    assert again["unchanged"] == report["scan"]["new"] == 12
+    formats = {
+        (f["source"], f["format_version"]): f["threads"] for f in status["threads"]["formats"]
+    }
+    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
+    assert formats[("claude", "2.1.39")] == 3
+    assert "claude 2.1.39: 3" in " ".join(human.split())
+    raw = (home / "memories" / "raw_memories.md").read_text(encoding="utf-8")
+    assert "create TODO app by Next.js" in raw
+    assert "<task-notification>" not in raw

@@ -58,6 +58,16 @@ EXPECTED: dict[str, Expected] = {
         # The publisher replaced the prompt's text with this marker.
         "[REDACTED_PROMPT]",
     ),
+    "pi/agent/sessions/--tmp-agent-history-real-agent-pi-workspace--/"
+    "2026-06-05T05-24-28-246Z_019e963d-6bd6-7ade-8a49-256ac3391bdd.jsonl": Expected(
+        "openclaw",
+        "019e963d-6bd6-7ade-8a49-256ac3391bdd",
+        "/tmp/agent-history-real-agent/pi/workspace",
+        None,
+        "session v3",
+        None,
+        "[REDACTED_PROMPT]",
+    ),
     "claude/projects/-tmp-agent-history-real-agent-claude-workspace/06090cb1-3e64-433a-bc7e-a621c0f596d2.jsonl": Expected(  # noqa: E501
         "claude",
         "06090cb1-3e64-433a-bc7e-a621c0f596d2",
@@ -420,3 +430,47 @@ def test_an_empty_ide_wrapped_request_quotes_nothing(tmp_path: Path, store: Stor
     assert read.problems == []
     assert [i for i in rollout.items if i.kind is ItemKind.USER] == []
     assert "Open tabs" not in rollout.transcript
+
+
+OPENCLAW_ID = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
+
+
+def test_an_openclaw_session_keeps_tools_and_drops_images_thinking_and_compaction(
+    tmp_path: Path, store: Store
+) -> None:
+    _write_lines(
+        tmp_path / f"agents/main/sessions/{OPENCLAW_ID}.jsonl",
+        f'{{"type":"session","version":3,"id":"{OPENCLAW_ID}",'
+        '"timestamp":"2026-04-08T01:03:43.107Z","cwd":"/Users/dev/.openclaw/workspace"}',
+        '{"type":"model_change","id":"a1","parentId":null,"timestamp":"2026-04-08T01:03:43.116Z",'
+        '"provider":"p","modelId":"m"}',
+        '{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-04-08T01:04:00.000Z",'
+        '"message":{"role":"user","content":[{"type":"text","text":"why does the build fail?"},'
+        '{"type":"image","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==","mimeType":"image/png"}]}}',
+        '{"type":"message","id":"a3","parentId":"a2","timestamp":"2026-04-08T01:04:05.000Z",'
+        '"message":{"role":"assistant","content":[{"type":"thinking","thinking":"look at logs"},'
+        '{"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"make"}}]}}',
+        '{"type":"message","id":"a4","parentId":"a3","timestamp":"2026-04-08T01:04:09.000Z",'
+        '"message":{"role":"toolResult","toolCallId":"call_1","toolName":"bash",'
+        '"content":[{"type":"text","text":"make: *** [all] Error 2"}],"isError":true}}',
+        '{"type":"compaction","id":"a5","parentId":"a4","timestamp":"2026-04-08T01:05:00.000Z",'
+        '"summary":"earlier: the user asked about the build","firstKeptEntryId":"a2"}',
+    )
+
+    scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(OPENCLAW_ID)
+    assert thread is not None
+    rollout, read = build_input(thread, BUDGET_CHARS)
+
+    assert (thread.source, thread.cwd, thread.format_version) == (
+        "openclaw",
+        "/Users/dev/.openclaw/workspace",
+        "session v3",
+    )
+    assert read.problems == []
+    assert [(i.kind, i.text, i.call_id, i.exit_code) for i in rollout.items] == [
+        (ItemKind.USER, "why does the build fail?\n[image]", None, None),
+        (ItemKind.TOOL_CALL, '{"command": "make"}', "call_1", None),
+        (ItemKind.TOOL_OUTPUT, "make: *** [all] Error 2", "call_1", 1),
+    ]
+    assert "iVBORw0KGgo" not in rollout.transcript
