@@ -714,10 +714,6 @@ def status_command(**params: Any) -> None:
             "total": counts.threads_total,
             "deleted": counts.threads_deleted,
             "bad": counts.threads_bad,
-            "formats": [
-                {"source": source, "format_version": version, "threads": n}
-                for source, version, n in counts.formats
-            ],
         },
         "stage1": {
             "outputs": counts.outputs,
@@ -744,6 +740,10 @@ def status_command(**params: Any) -> None:
             "quarantined": quarantined,
         },
         "held_deletions": counts.held_deletions,
+        "formats": [
+            {"source": source, "format_version": version, "threads": n}
+            for source, version, n in counts.formats
+        ],
         "problems": [
             {"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]
         ],

@@ -315,9 +315,7 @@ def test_real_published_sessions_run_end_to_end(tmp_path: Path, home: Path) -> N
     assert report["scan"]["bad"] == 0 and report["stage1"]["failed"] == 0
     assert (again["new"], again["changed"], again["bad"]) == (0, 0, 0)
     assert again["unchanged"] == report["scan"]["new"] == 12
-    formats = {
-        (f["source"], f["format_version"]): f["threads"] for f in status["threads"]["formats"]
-    }
+    formats = {(f["source"], f["format_version"]): f["threads"] for f in status["formats"]}
     assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
     assert formats[("claude", "2.1.39")] == 3
     assert "claude 2.1.39: 3" in " ".join(human.split())
