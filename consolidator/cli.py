@@ -600,10 +600,10 @@ def forget_command(thread_id: str, **params: Any) -> None:
     version, and its files. No model call; it stays forgotten on later scans."""
     inv = _invocation(params)
     with _store(inv.settings) as store:
-        if store.get_thread(thread_id) is None:
+        if store.get_thread(thread_id) is None and not store.is_forgotten(thread_id):
             raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
         forgotten = store.forget_thread(thread_id)
-        store.purge_free_space()
+        complete = store.purge_free_space()
         _publish(inv, store)
         drop_backups(inv.settings.memory_dir, mentioning=thread_id)
         version = store.current_version()
@@ -611,12 +611,15 @@ def forget_command(thread_id: str, **params: Any) -> None:
         {
             "thread_id": thread_id,
             "forgotten": forgotten,
+            "complete": complete,
             "version": version.version if version else None,
         },
         lambda: inv.console.print(
             f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten"
         ),
     )
+    if not complete:
+        raise WorkFailed(_PURGE_INCOMPLETE)
 
 
 @cli.command("clear-all")
@@ -635,15 +638,24 @@ def clear_all_command(yes: bool, **params: Any) -> None:
         )
     with _store(inv.settings) as store:
         report = store.clear_all()
-        store.purge_free_space()
+        complete = store.purge_free_space()
         unpublish(inv.settings.memory_dir)
     inv.emit(
-        {"cleared": report.__dict__},
+        {"cleared": report.__dict__, "complete": complete},
         lambda: inv.console.print(
             f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
             f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
         ),
     )
+    if not complete:
+        raise WorkFailed(_PURGE_INCOMPLETE)
+
+
+_PURGE_INCOMPLETE = (
+    "not yet complete: another process is reading the database, so the deleted text may"
+    " remain in its write-ahead log (state.db-wal); the next run or the daemon completes the"
+    " purge, or run the command again"
+)
 
 
 @cli.command("ingest")

@@ -267,6 +267,17 @@ def _write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -
         _fsync_directory(path.parent)
 
 
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace a file of the memory directory atomically (private mode), for its companions."""
+    _write_atomically(path, data)
+
+
+def read_owned_text(path: Path) -> str | None:
+    """A regular file's text, never through a symlink; None when it is not one."""
+    data = _read_bytes(path)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
 def _fsync_directory(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

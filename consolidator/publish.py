@@ -7,6 +7,8 @@ worker's commit can never be overwritten by that worker's older view.
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 from consolidator.db.store import Store
@@ -17,11 +19,16 @@ from consolidator.materialize import (
     clear_directory,
     memory_dir_lock,
     project,
+    read_owned_text,
+    replace_file,
 )
 from consolidator.memory.codec import decode, summary_stem
+from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Memory
-from consolidator.memory.render import render_memory_summary
+from consolidator.memory.render import parse_memory_md, render_memory_md, render_memory_summary
 from consolidator.names import one_line
+
+log = logging.getLogger(__name__)
 
 
 def load_projection(store: Store) -> Projection:
@@ -57,7 +64,67 @@ def load_projection(store: Store) -> Projection:
 
 
 def publish(store: Store, memory_dir: Path) -> ProjectionReport:
-    return project(memory_dir, lambda: load_projection(store))
+    """Project the current version, then scrub the hand-edit backups of threads whose content
+    is gone (forgotten, deleted, emptied): a backup must not keep what memory lost."""
+    report = project(memory_dir, lambda: load_projection(store))
+    scrub_backups(store, memory_dir)
+    return report
+
+
+_CITED_THREAD = re.compile(r"thread_id=([^\s,()]+)")
+_UNATTRIBUTED_HEADING = "<!-- lines of the hand edit that belong to no task or bullet -->"
+
+
+def scrub_backups(store: Store, memory_dir: Path) -> list[str]:
+    """Rewrite each hand-edit backup that cites a thread which is no longer live.
+
+    The backup is read back as memory, the gone threads are forgotten in it exactly as in the
+    database, and the lines of the edit that belong to no task or bullet (the user's own
+    notes) are kept after it. A backup that would still name a gone thread is deleted.
+    """
+    changed: list[str] = []
+    if not memory_dir.is_dir():
+        return changed
+    with memory_dir_lock(memory_dir):
+        for backup in sorted(memory_dir.glob(f"{MEMORY_FILE}.edited-*.bak")):
+            text = read_owned_text(backup)
+            if text is None:
+                continue
+            cited = set(_CITED_THREAD.findall(text))
+            gone = cited - store.live_thread_ids(cited)
+            if not gone:
+                continue
+            scrubbed = _without_threads(text, gone)
+            if any(thread_id in scrubbed for thread_id in gone):
+                backup.unlink()
+            else:
+                replace_file(backup, scrubbed.encode("utf-8"))
+            changed.append(backup.name)
+    if changed:
+        log.info(
+            "removed forgotten or deleted sessions from %d hand-edit backup(s) of MEMORY.md",
+            len(changed),
+            extra={"action": "memory_backups_scrubbed"},
+        )
+    return changed
+
+
+def _without_threads(text: str, thread_ids: set[str]) -> str:
+    parsed = parse_memory_md(text)
+    attributed = {_normal(line) for line in render_memory_md(parsed).splitlines()}
+    unattributed = [
+        line
+        for line in text.splitlines()
+        if _normal(line) and _normal(line) not in attributed and not line.startswith("# ")
+    ]
+    kept = render_memory_md(forget_threads(parsed, thread_ids).memory)
+    if unattributed:
+        kept += "\n" + _UNATTRIBUTED_HEADING + "\n" + "\n".join(unattributed) + "\n"
+    return kept
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split())
 
 
 def unpublish(memory_dir: Path) -> ProjectionReport:

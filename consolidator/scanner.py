@@ -180,6 +180,9 @@ def scan(
                 report.bad_forgotten += 1
             elif change is ThreadChange.NEW:
                 report.new += 1
+            elif change is ThreadChange.UNCHANGED:
+                # A forgotten session still on disk: it keeps no path to be matched by.
+                unchanged += 1
             else:
                 report.changed += 1
     report.unchanged = unchanged

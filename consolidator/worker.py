@@ -138,6 +138,8 @@ def run_pass(
             heartbeat=heartbeat,
         )
     projection = publish_current(store, settings)
+    # A forget or clear whose WAL purge a reader held back is completed here.
+    store.complete_owed_purge()
     return PassReport(scan_report, stage1_report, phase2_report, projection)
 
 

@@ -8,6 +8,7 @@ work, then finish with a fenced statement that checks the ownership token.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 import random
@@ -322,6 +323,18 @@ class Eligibility:
     source_id: str | None = None
 
 
+PURGE_OWED = "purge_owed"
+# How long a forget waits for readers to let go of the WAL before saying it is not complete.
+PURGE_WAIT_SECONDS = 10.0
+_TOMBSTONE_PREFIX = "forgotten:"
+
+
+def tombstone_id(thread_id: str) -> str:
+    """The key a forgotten thread is kept under: it recognises the session, never names it."""
+    digest = hashlib.sha256(f"consolidator-forgotten\0{thread_id}".encode()).hexdigest()
+    return _TOMBSTONE_PREFIX + digest
+
+
 def to_watermark(moment: datetime) -> int:
     """Stage-one watermarks are a thread's last event time in epoch microseconds."""
     return int(moment.timestamp() * 1_000_000)
@@ -491,6 +504,8 @@ class Store:
             )
             bad = header.problem is not None
             state = ThreadState.BAD if bad else ThreadState.ACTIVE
+            if self._tombstoned(connection, header.thread_id):
+                return ThreadChange.UNCHANGED
             values = {
                 "source": str(header.format or "unknown"),
                 "rollout_path": header.path,
@@ -631,20 +646,59 @@ class Store:
             spared.append(ThreadState.DELETED.value)
         removed: list[str] = []
         for thread_id in thread_ids:
+            # Where the session lived and what it was about go with its content: a cwd such as
+            # /home/dev/acme-merger can be the secret. A forgotten thread keeps only a
+            # tombstone that names no session, so it stays forgotten without being named.
+            values: dict[str, Any] = {
+                "state": state.value,
+                "updated_at": now,
+                "problem": None,
+                "deletion_held_since": None,
+                "rollout_path": "",
+                "cwd": None,
+                "git_branch": None,
+            }
             changed = connection.execute(
                 update(Thread)
                 .where(Thread.thread_id == thread_id, Thread.state.not_in(spared))
-                .values(state=state.value, updated_at=now, problem=None, deletion_held_since=None)
+                .values(**values)
             )
             if not _rowcount(changed):
                 continue
             removed.append(thread_id)
             connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
             connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
-            self._log_change(connection, thread_id, "delete", now)
+            if state is ThreadState.FORGOTTEN:
+                connection.execute(
+                    update(Thread)
+                    .where(Thread.thread_id == thread_id)
+                    .values(
+                        thread_id=tombstone_id(thread_id),
+                        source="forgotten",
+                        started_at=None,
+                        source_updated_at=now,
+                        first_seen_at=now,
+                        file_size=0,
+                        file_mtime_ns=0,
+                    )
+                )
+                # Phase two only counts the deletion; the log must not name the session either.
+                self._log_change(connection, tombstone_id(thread_id), "delete", now)
+            else:
+                self._log_change(connection, thread_id, "delete", now)
         if removed:
             self._forget_in_memory(connection, removed, now)
         return removed
+
+    def is_forgotten(self, thread_id: str) -> bool:
+        with self._read() as connection:
+            return self._tombstoned(connection, thread_id)
+
+    def _tombstoned(self, connection: Connection, thread_id: str) -> bool:
+        found = connection.execute(
+            select(Thread.state).where(Thread.thread_id == tombstone_id(thread_id))
+        ).first()
+        return found is not None
 
     def _purge_output(self, connection: Connection, thread_id: str, now: datetime) -> bool:
         """Forget what a thread that just turned bad had given: its output and its citations.
@@ -674,6 +728,7 @@ class Store:
         `forget` version (the same block list, less the blocks left empty) follows it, so
         projections notice. Returns the number of versions touched.
         """
+        self._owe_purge(connection)
         refs = sorted(
             connection.execute(
                 select(MemoryBlockThread.block_ref)
@@ -1491,20 +1546,84 @@ class Store:
                 ),
             )
             connection.execute(delete(MemoryBlock))
+            self._owe_purge(connection)
             return counts
 
-    def purge_free_space(self) -> None:
-        """After a forget or clear on SQLite: fold the WAL into the database and truncate it,
-        so deleted content survives in neither the WAL nor free pages (secure_delete)."""
+    def _owe_purge(self, connection: Connection) -> None:
+        """Note, in the deleting transaction, that deleted content may still sit in the WAL."""
         if not self._sqlite:
             return
-        raw = self.engine.raw_connection()
-        try:
-            cursor = raw.cursor()
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            cursor.close()
-        finally:
-            raw.close()
+        if not self._insert_ignore(connection, Counter, {"name": PURGE_OWED, "value": 1}):
+            connection.execute(update(Counter).where(Counter.name == PURGE_OWED).values(value=1))
+
+    def purge_owed(self) -> bool:
+        """Whether a forget or clear still waits for its WAL checkpoint (SQLite only)."""
+        if not self._sqlite:
+            return False
+        with self._read() as connection:
+            owed = connection.execute(
+                select(Counter.value).where(Counter.name == PURGE_OWED)
+            ).scalar()
+        return bool(owed)
+
+    def purge_free_space(self, *, wait_seconds: float | None = None) -> bool:
+        """After a forget or clear on SQLite: fold the WAL into the database and truncate it,
+        so deleted content survives in neither the WAL nor free pages (secure_delete).
+
+        A reader in the middle of a transaction holds the checkpoint back; it is retried until
+        `wait_seconds` have passed. False when the WAL could not be truncated in that time:
+        the purge stays owed, and `complete_owed_purge` (every worker pass) finishes it.
+        """
+        if not self._sqlite:
+            return True
+        if not self._checkpoint(PURGE_WAIT_SECONDS if wait_seconds is None else wait_seconds):
+            self._remember_purge_owed()
+            return False
+        with self._write() as connection:
+            connection.execute(delete(Counter).where(Counter.name == PURGE_OWED))
+        # Clearing the note wrote a page of counters to the WAL; fold that too, without waiting.
+        self._checkpoint(0.0)
+        return True
+
+    def complete_owed_purge(self, *, wait_seconds: float | None = None) -> bool | None:
+        """Finish a purge that a reader held back earlier; None when none was owed."""
+        if not self.purge_owed():
+            return None
+        return self.purge_free_space(wait_seconds=wait_seconds)
+
+    def _remember_purge_owed(self) -> None:
+        with self._write() as connection:
+            self._owe_purge(connection)
+
+    def _checkpoint(self, wait_seconds: float) -> bool:
+        deadline = time.monotonic() + wait_seconds
+        pause = 0.02
+        while True:
+            raw = self.engine.raw_connection()
+            try:
+                cursor = raw.cursor()
+                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                cursor.execute(f"PRAGMA busy_timeout = {min(remaining_ms, 1000)}")
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                row = cursor.fetchone()
+                busy = bool(row and row[0])
+                cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+                cursor.close()
+            finally:
+                raw.close()
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                if wait_seconds:
+                    log.warning(
+                        "a reader held the database's write-ahead log for %.0fs: deleted text"
+                        " may remain in it until the purge is completed",
+                        wait_seconds,
+                        extra={"action": "purge_incomplete"},
+                    )
+                return False
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.5)
 
     def phase2_job(self) -> JobRecord | None:
         return self.get_job(PHASE2, PHASE2_KEY)

@@ -7,13 +7,19 @@ real files, with the offline backend.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import select
 
+from consolidator.db import store as store_module
+from consolidator.db.engine import create_db_engine
+from consolidator.db.schema import Base
 from consolidator.memory.codec import summary_stem
 from tests.hostile import (
     BILLING,
@@ -149,3 +155,107 @@ def test_an_emptied_consolidated_rollout_is_forgotten_and_never_wedges_phase_two
     again = cli("run", "--json").json()
     assert isinstance(again, dict) and again["phase2"]["status"] != "failed"
     assert report["scan"]["bad"] == 1 and report["scan"]["bad_forgotten"] == 1
+
+
+# -- forgetting reaches the disk -----------------------------------------------------------
+
+
+def test_a_backup_taken_while_purging_a_deleted_session_keeps_none_of_its_text(cli: Cli) -> None:
+    billing = clone_rollout(cli.sessions / "a" / BILLING.name)
+    clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
+    cli("run")
+    memory = cli.memory_dir / "MEMORY.md"
+    memory.write_text(memory.read_text() + "\n- my own note\n")
+    billing.unlink()
+
+    cli("run")
+
+    (backup,) = cli.memory_dir.glob("MEMORY.md.edited-*.bak")
+    kept = backup.read_text()
+    assert "my own note" in kept and DOCS_ID in kept
+    assert BILLING_ID not in kept and BILLING_QUOTE not in kept
+    assert BILLING_QUOTE.encode() not in home_bytes(cli.home)
+
+
+def database_rows(cli: Cli) -> str:
+    """Every row of every table, as text."""
+    engine = create_db_engine(cli.db_url)
+    try:
+        with engine.connect() as connection:
+            return "\n".join(
+                repr(tuple(row))
+                for table in Base.metadata.sorted_tables
+                for row in connection.execute(select(table))
+            )
+    finally:
+        engine.dispose()
+
+
+def test_forget_and_clear_all_leave_no_row_naming_a_session(cli: Cli) -> None:
+    secret_cwd, secret_branch = "/home/dev/acme-merger", "deal/acme-merger-q3"
+    billing = clone_rollout(cli.sessions / "a" / BILLING.name, cwd=secret_cwd, branch=secret_branch)
+    clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
+    cli("run")
+    assert secret_cwd in database_rows(cli)
+
+    cli("forget", BILLING_ID)
+
+    rows = database_rows(cli)
+    for trace in (secret_cwd, secret_branch, BILLING_ID, billing.name, BILLING_QUOTE):
+        assert trace not in rows, trace
+    assert DOCS_ID in rows
+    # Still on disk, and still forgotten: a later run does not read it back in.
+    report = cli("run", "--json").json()
+    assert isinstance(report, dict) and report["stage1"]["claimed"] == 0
+    assert BILLING_ID not in database_rows(cli)
+    assert "already forgotten" in cli("forget", BILLING_ID).out
+
+    cli("clear-all", "--yes")
+
+    rows = database_rows(cli)
+    for trace in (secret_cwd, BILLING_ID, DOCS_ID, DOCS.name, billing.name, "/home/dev"):
+        assert trace not in rows, trace
+    cli("run")
+    assert BILLING_ID not in (cli.memory_dir / "MEMORY.md").read_text()
+
+
+@pytest.fixture
+def sqlite_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    request = SimpleNamespace(param="sqlite")
+    return make_cli(request, tmp_path, capsys)  # type: ignore[arg-type]
+
+
+def test_forget_held_back_by_a_reader_says_so_and_a_later_pass_completes_it(
+    sqlite_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write-ahead log is SQLite's; PostgreSQL has no file a reader could hold back."""
+    cli = sqlite_cli
+    monkeypatch.setattr(store_module, "PURGE_WAIT_SECONDS", 0.5)
+    clone_rollout(cli.sessions / "a" / BILLING.name)
+    clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
+    cli("run")
+    database = cli.home / "state.db"
+    reader = sqlite3.connect(database, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM stage1_outputs").fetchall()
+
+        held = cli("forget", BILLING_ID, "--json", expect=1)
+
+        assert "not yet complete" in held.err
+        assert held.json() == {**held.json(), "forgotten": True, "complete": False}  # type: ignore[dict-item]
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert BILLING_QUOTE not in (cli.memory_dir / "MEMORY.md").read_text()
+
+    cli("run")
+
+    wal = cli.home / "state.db-wal"
+    assert BILLING_QUOTE.encode() not in home_bytes(cli.home)
+    assert not wal.exists() or BILLING_ID.encode() not in wal.read_bytes()
+    engine = create_db_engine(cli.db_url)
+    try:
+        assert not store_module.Store(engine).purge_owed()
+    finally:
+        engine.dispose()

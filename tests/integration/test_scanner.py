@@ -136,7 +136,10 @@ def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
 
     index = store.scan_index()
     known = store.known_files()
-    assert index.keys() == known.keys() == {f"/sessions/{name}.jsonl" for name in states(store)}
+    # Deleted and forgotten threads keep no path: they share the empty one.
+    named = {"active", "bad", "ingested", "theirs"}
+    assert index.keys() == known.keys() == {f"/sessions/{name}.jsonl" for name in named} | {""}
+    assert index[""][3] in ("deleted", "forgotten")
     for path, row in index.items():
         assert type(row) is tuple
         rollout_path, size, mtime_ns, state, thread_id, ingested = row
@@ -150,13 +153,11 @@ def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
         # Plain values: the state's string, the flag as a truth value (0/1 on SQLite).
         assert type(state) is str and state == entry.state.value
         assert bool(ingested) is entry.ingested
-    by_thread = {row[4]: row for row in index.values()}
+    by_thread = {row[4]: row for path, row in index.items() if path}
     assert {name: row[3] for name, row in by_thread.items()} == {
         "active": "active",
         "bad": "bad",
         "ingested": "active",
-        "deleted": "deleted",
-        "forgotten": "forgotten",
         "theirs": "active",
     }
     assert [name for name, row in by_thread.items() if row[5]] == ["ingested"]
@@ -165,13 +166,7 @@ def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
     # A source sees its own threads and those registered from no source in particular.
     laptop = store.scan_index("laptop")
     assert laptop.keys() == store.known_files("laptop").keys()
-    assert {row[4] for row in laptop.values()} == {
-        "active",
-        "bad",
-        "ingested",
-        "deleted",
-        "forgotten",
-    }
+    assert {row[4] for path, row in laptop.items() if path} == {"active", "bad", "ingested"}
     assert {row[4] for row in store.scan_index("ci").values()} == {"ingested", "theirs"}
 
 
@@ -218,7 +213,7 @@ def test_rescan_registers_only_what_changed(
     write_rollout(paths["d"], ids["d"], messages=3)
     assert counts(scan(store, sessions, retry_budget=3)) == (0, 0, 5, 1, 0)
     assert states(store)[ids["c"]] == ThreadState.DELETED.value
-    assert states(store)[ids["d"]] == ThreadState.FORGOTTEN.value
+    assert ids["d"] not in states(store) and store.is_forgotten(ids["d"])
 
     # The deleted file comes back, unchanged to the byte: it is registered again.
     write_rollout(paths["c"], ids["c"])
@@ -241,7 +236,7 @@ def test_rescan_registers_only_what_changed(
     assert missing.warnings == [
         f"sessions folder {tmp_path / 'unmounted'} does not exist; nothing was scanned"
     ]
-    assert ThreadState.DELETED.value not in {states(store)[ids[name]] for name in "abdf"}
+    assert ThreadState.DELETED.value not in {states(store)[ids[name]] for name in "abf"}
 
 
 def test_rescan_leaves_other_sources_and_checks_ingested_files(
@@ -324,6 +319,8 @@ def reference_scan(
             report.bad_forgotten += change is ThreadChange.BAD_FORGOTTEN
         elif change is ThreadChange.NEW:
             report.new += 1
+        elif change is ThreadChange.UNCHANGED:
+            report.unchanged += 1
         else:
             report.changed += 1
     if replaced:
