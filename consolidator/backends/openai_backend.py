@@ -49,6 +49,9 @@ _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
 _RETRYABLE_STATUS = frozenset({408, 429})
 _MAX_REASON_CHARS = 200
 _MIN_KEY_CHARS_TO_SCRUB = 8
+_LOCAL_ONLY_KEYWORDS = frozenset({"maxLength"})
+# Room for a value that is not a string, or for the quotes, colon and comma around one.
+_JSON_SLACK_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -329,7 +332,7 @@ class OpenAIBackend:
                     "format": {
                         "type": "json_schema",
                         "name": schema_name,
-                        "schema": schema,
+                        "schema": wire_schema(schema),
                         "strict": True,
                     }
                 },
@@ -350,7 +353,11 @@ class OpenAIBackend:
             max_completion_tokens=self.config.max_output_tokens,
             response_format={
                 "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+                "json_schema": {
+                    "name": schema_name,
+                    "schema": wire_schema(schema),
+                    "strict": True,
+                },
             },
         )
         attempts.answered += 1
@@ -515,6 +522,55 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+def wire_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` as sent with a request: without the keywords that strict structured outputs
+    refuse (`maxLength`). The caps still hold: each is stated in its field's description for
+    the model, and `parse_json_answer` enforces it on the answer."""
+    wired: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _LOCAL_ONLY_KEYWORDS:
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            wired[key] = {
+                name: wire_schema(sub) if isinstance(sub, Mapping) else sub
+                for name, sub in value.items()
+            }
+        elif isinstance(value, Mapping):
+            wired[key] = wire_schema(value)
+        elif isinstance(value, list):
+            wired[key] = [wire_schema(v) if isinstance(v, Mapping) else v for v in value]
+        else:
+            wired[key] = value
+    return wired
+
+
+def answer_char_limit(schema: Mapping[str, Any]) -> int | None:
+    """The longest answer text `schema` can allow, or None when some part of it is unbounded.
+
+    Every string escaped at its worst (`\\uXXXX`, six characters for one), plus room for the
+    keys, quotes and separators. A longer answer is refused before it is even parsed.
+    """
+    kinds = schema.get("type")
+    allowed = {kinds} if isinstance(kinds, str) else set(kinds or ())
+    if "object" in allowed:
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties", True) is not False:
+            return None
+        total = _JSON_SLACK_CHARS
+        for name, sub in properties.items():
+            limit = answer_char_limit(sub)
+            if limit is None:
+                return None
+            total += 6 * len(name) + limit + _JSON_SLACK_CHARS
+        return total
+    if "array" in allowed or not allowed:
+        return None
+    if "string" in allowed:
+        cap = schema.get("maxLength")
+        return 6 * cap + _JSON_SLACK_CHARS if isinstance(cap, int) else None
+    return _JSON_SLACK_CHARS
+
+
 def parse_json_answer(
     text: str, schema: Mapping[str, Any], *, truncated: bool = False
 ) -> dict[str, Any]:
@@ -524,6 +580,11 @@ def parse_json_answer(
     may carry a secret or an injection payload into logs and `status`.
     """
     cut = " (the answer was cut off at the output token limit)" if truncated else ""
+    limit = answer_char_limit(schema)
+    if limit is not None and len(text) > limit:
+        raise InvalidModelOutput(
+            f"answer is {len(text)} characters, over the {limit} its schema allows"
+        )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -564,7 +625,7 @@ def _violation(
 ) -> str | None:
     """The first way `value` breaks `schema`, for the subset of JSON Schema that strict
     structured outputs allow (type, properties, required, additionalProperties, items, enum,
-    const, anyOf, local $ref)."""
+    const, anyOf, local $ref), and `maxLength`, which they refuse but we enforce."""
     ref = schema.get("$ref")
     if isinstance(ref, str):
         target: Any = root
@@ -585,6 +646,9 @@ def _violation(
         allowed = [expected] if isinstance(expected, str) else list(expected)
         if not any(_type_matches(value, name) for name in allowed):
             return f"{path} must be {' or '.join(allowed)}, not {_json_type(value)}"
+    cap = schema.get("maxLength")
+    if isinstance(value, str) and isinstance(cap, int) and len(value) > cap:
+        return f"{path} is {len(value)} characters, over its maxLength of {cap}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{path} is not one of the allowed values"
     if "const" in schema and value != schema["const"]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from consolidator.backends.base import BackendError, InvalidModelOutput, Stage1Input, Usage
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig, wire_schema
 from consolidator.resources import load_schema
 from tests.fake_openai import (
     FAKE_SECRET,
@@ -91,7 +91,7 @@ def test_extract_succeeds_and_sends_a_strict_schema(
             "type": "json_schema",
             "json_schema": {
                 "name": "stage_one",
-                "schema": load_schema("stage_one"),
+                "schema": wire_schema(load_schema("stage_one")),
                 "strict": True,
             },
         }
@@ -99,7 +99,7 @@ def test_extract_succeeds_and_sends_a_strict_schema(
     else:
         assert body["text"]["format"]["type"] == "json_schema"
         assert body["text"]["format"]["strict"] is True
-        assert body["text"]["format"]["schema"] == load_schema("stage_one")
+        assert body["text"]["format"]["schema"] == wire_schema(load_schema("stage_one"))
         assert body["max_output_tokens"] == 4000
         assert body["store"] is False
     assert fake_openai.log[0].headers["authorization"] == f"Bearer {API_KEY}"
