@@ -161,6 +161,7 @@ def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
     A Claude Code sub-agent file carries its parent's `sessionId`: taken as the thread id it
     would make the parent's thread point at whichever of the files a scan met last. It gets
     `<parent>.agent-<id>` instead, so parent and sub-agents are separate, linked threads.
+    For the same reason a Claude Code session file named `<uuid>.jsonl` is that session.
     """
     stem = Path(path).stem
     is_subagent_file = sniffed.format is SourceFormat.CLAUDE and (
@@ -168,6 +169,10 @@ def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
     )
     parent = sniffed.parent_thread_id
     if not is_subagent_file:
+        if sniffed.format is SourceFormat.CLAUDE and _UUID.fullmatch(stem):
+            # Claude Code names the file after the session writing it; a resumed session's
+            # file can open with records copied from the session it continues.
+            return stem.lower(), parent
         return sniffed.session_id or thread_id_from_path(path), parent
     agent = sniffed.agent_id or stem[len(_SUBAGENT_FILE_PREFIX) :]
     agent = _UNSAFE_ID_CHARS.sub("_", agent)[:80]

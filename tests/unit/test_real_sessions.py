@@ -474,3 +474,16 @@ def test_an_openclaw_session_keeps_tools_and_drops_images_thinking_and_compactio
         (ItemKind.TOOL_OUTPUT, "make: *** [all] Error 2", "call_1", 1),
     ]
     assert "iVBORw0KGgo" not in rollout.transcript
+
+
+def test_a_claude_file_is_the_session_it_is_named_after(tmp_path: Path) -> None:
+    """A resumed session's file may open with records of the session it continues."""
+    source = CORPUS / "claude/projects/-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    resumed = tmp_path / "projects" / "p" / "0b7c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3.jsonl"
+    resumed.parent.mkdir(parents=True)
+    shutil.copy(source, resumed)
+
+    header = read_header(resumed)
+
+    assert header.thread_id == "0b7c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
+    assert read_header(source).thread_id == "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
