@@ -19,7 +19,8 @@ from consolidator.sources.discovery import (
     discover_rollout_batches,
     stat_file,
 )
-from consolidator.sources.reader import read_header
+from consolidator.sources.items import RolloutHeader
+from consolidator.sources.reader import read_header, thread_id_from_path
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,22 @@ def register_file(
     return change, header.thread_id
 
 
+def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
+    """A file that could not be opened, as a bad thread: keyed by its path, size unknown."""
+    return RolloutHeader(
+        path=path,
+        format=None,
+        thread_id=thread_id_from_path(path),
+        cwd=None,
+        git_branch=None,
+        started_at=None,
+        last_event_at=None,
+        size=-1,
+        mtime_ns=mtime_ns,
+        problem=reason,
+    )
+
+
 def scan(
     store: Store,
     sessions_dir: Path,
@@ -167,8 +184,20 @@ def scan(
                     source_id=source_id,
                     previous_thread_id=None if previous is None else previous[4],
                 )
+            except FileNotFoundError:
+                continue
             except OSError as exc:
-                report.warnings.append(f"{path}: cannot read ({exc.strerror or exc})")
+                unreadable = f"cannot read ({exc.strerror or exc})"
+                report.warnings.append(f"{path}: {unreadable}")
+                if previous is None:
+                    # Listed as bad input; its unknown size makes every rescan try again.
+                    store.register_thread(
+                        unreadable_header(path, mtime_ns, unreadable),
+                        ingested=False,
+                        retry_budget=retry_budget,
+                        source_id=source_id,
+                    )
+                    report.bad += 1
                 continue
             if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
                 # The file now holds another session: the one it held is gone.

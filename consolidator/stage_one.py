@@ -225,6 +225,12 @@ def process_claim(
             extra={"action": "stage1_lease_lost", "thread_id": claim.job_key},
         )
         return ThreadResult.LOST, usage
+    read_problem = report.summary()
+    if read_problem is not None or thread.problem is not None:
+        if read_problem is not None:
+            skipped = report.lines_skipped
+            read_problem = f"{skipped} line(s) skipped, e.g. {read_problem}" if skipped else None
+        store.note_read_problem(thread.thread_id, read_problem)
     return (ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED), usage
 
 

@@ -690,6 +690,16 @@ class Store:
             self._forget_in_memory(connection, removed, now)
         return removed
 
+    @_contention_retry
+    def note_read_problem(self, thread_id: str, problem: str | None) -> None:
+        """Record (or clear) why part of a readable rollout was skipped, for `status`."""
+        with self._write() as connection:
+            connection.execute(
+                update(Thread)
+                .where(Thread.thread_id == thread_id, Thread.state == ThreadState.ACTIVE.value)
+                .values(problem=problem)
+            )
+
     def is_forgotten(self, thread_id: str) -> bool:
         with self._read() as connection:
             return self._tombstoned(connection, thread_id)

@@ -7,10 +7,13 @@ real files, with the offline backend.
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,6 +24,7 @@ from consolidator.db import store as store_module
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
 from consolidator.memory.codec import summary_stem
+from consolidator.sources import reader
 from tests.hostile import (
     BILLING,
     BILLING_ID,
@@ -259,3 +263,63 @@ def test_forget_held_back_by_a_reader_says_so_and_a_later_pass_completes_it(
         assert not store_module.Store(engine).purge_owed()
     finally:
         engine.dispose()
+
+
+# -- reads that never hang -------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_fifo_or_device_swapped_in_after_the_scan_fails_its_claim_instead_of_hanging(
+    cli: Cli,
+) -> None:
+    billing = clone_rollout(cli.sessions / "a" / BILLING.name)
+    docs = clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
+    cli("scan")
+    billing.unlink()
+    os.mkfifo(billing)
+    docs.unlink()
+    docs.symlink_to("/dev/zero")
+
+    report = cli("stage1", "--json", expect=1).json()
+
+    assert isinstance(report, dict) and report["failed"] == 2
+    status = cli("status", "--json").json()
+    assert isinstance(status, dict)
+    errors = {entry["thread_id"]: entry["error"] for entry in status["errors"]}
+    assert "not a regular file (a FIFO)" in errors[BILLING_ID]
+    assert "not a regular file (a character device)" in errors[DOCS_ID]
+    assert status["stage1"]["running"] == 0
+
+
+# -- bad input is counted ------------------------------------------------------------------
+
+
+def test_skipped_lines_and_unreadable_files_count_as_bad_input_with_the_reason(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_line = json.dumps({"timestamp": "2026-11-16T09:14:04.000Z", "pad": "x" * 9_000_000})
+    second_line = BILLING.read_text().splitlines()[1]
+    clone_rollout(
+        cli.sessions / "a" / BILLING.name, replace=[(second_line, second_line + "\n" + long_line)]
+    )
+    unreadable = clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
+    unreadable.chmod(0)
+    real_open = reader.os.open
+
+    def refusing_open(path: Any, flags: int, *args: Any) -> int:
+        """Mode 0000 refuses the file to anyone but root; here to root too."""
+        if str(path) == str(unreadable):
+            raise PermissionError(13, "Permission denied", str(path))
+        return int(real_open(path, flags, *args))
+
+    monkeypatch.setattr(reader.os, "open", refusing_open)
+
+    cli("run")
+
+    status = cli("status", "--json").json()
+    assert isinstance(status, dict) and status["threads"]["bad"] == 2, status["problems"]
+    problems = status_problems(cli)
+    assert "Permission denied" in problems[str(unreadable)]
+    assert "over the 8 MiB line limit" in problems[str(cli.sessions / "a" / BILLING.name)]
+    assert BILLING_QUOTE in (cli.memory_dir / "MEMORY.md").read_text()
+    assert "2 with bad input" in cli("status").out
