@@ -14,18 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
-from sqlalchemy.exc import OperationalError
 
 from consolidator import __version__
-from consolidator.backends.base import Backend
-from consolidator.backends.factory import make_backend
 from consolidator.config import SETTINGS, ConfigError, Settings, build_settings
 from consolidator.context import (
     CONTEXT_FORMATS,
@@ -36,30 +29,19 @@ from consolidator.context import (
     read_memory,
     render_for,
 )
-from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable, migrate, open_engine
-from consolidator.db.engine import BadDatabaseURL, create_db_engine
-from consolidator.db.store import Store, ThreadChange
+from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable
 from consolidator.logs import configure_logging
-from consolidator.memory.codec import decode
-from consolidator.memory.render import render_memory_md
-from consolidator.memory.scope import blocks_for_cwd
-from consolidator.names import one_line
-from consolidator.phase_two import Phase2Report, run_phase_two
-from consolidator.publish import drop_backups, unpublish
-from consolidator.scanner import ScanReport, register_file
-from consolidator.stage_one import (
-    Stage1Report,
-    ThreadResult,
-    process_one,
-    run_stage_one,
-)
-from consolidator.worker import (
-    phase2_options,
-    publish_current,
-    run_pass,
-    scan_sessions,
-    stage1_options,
-)
+
+# Each command imports what it uses when it runs, so that the commands an agent runs at every
+# session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from consolidator.backends.base import Backend
+    from consolidator.db.store import Store
+    from consolidator.phase_two import Phase2Report
+    from consolidator.scanner import ScanReport
+    from consolidator.stage_one import Stage1Report, ThreadResult
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +62,15 @@ class Invocation:
     settings: Settings
     json_output: bool
     quiet: bool
-    console: Console
+    _console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=False, highlight=False)
+        return self._console
 
     def emit(self, payload: dict[str, Any], human: Callable[[], None]) -> None:
         if self.json_output:
@@ -146,11 +136,14 @@ def _invocation(params: dict[str, Any]) -> Invocation:
     )
     configure_logging(level=level, fmt=log_format)
     settings = build_settings(explicit, config_file=config_file)
-    return Invocation(settings, json_output, quiet, Console(stderr=False, highlight=False))
+    return Invocation(settings, json_output, quiet)
 
 
 @contextmanager
 def _store(settings: Settings) -> Iterator[Store]:
+    from consolidator.db import open_engine
+    from consolidator.db.store import Store
+
     engine = open_engine(settings.db_url)
     try:
         yield Store(engine)
@@ -159,10 +152,14 @@ def _store(settings: Settings) -> Iterator[Store]:
 
 
 def _publish(inv: Invocation, store: Store) -> None:
+    from consolidator.worker import publish_current
+
     publish_current(store, inv.settings)
 
 
 def _backend(inv: Invocation) -> Backend:
+    from consolidator.backends.factory import make_backend
+
     backend = make_backend(inv.settings)
     if inv.settings.backend == "auto":
         log.info(
@@ -204,6 +201,9 @@ def db_upgrade(**params: Any) -> None:
 
     SQLite is upgraded automatically on first use; a shared PostgreSQL only by this command.
     """
+    from consolidator.db import migrate
+    from consolidator.db.engine import BadDatabaseURL, create_db_engine
+
     inv = _invocation(params)
     try:
         engine = create_db_engine(inv.settings.db_url)
@@ -224,6 +224,8 @@ def db_upgrade(**params: Any) -> None:
 
 
 def _checked(func: Callable[[], Any], settings: Settings) -> Any:
+    from sqlalchemy.exc import OperationalError
+
     try:
         return func()
     except OperationalError as exc:
@@ -244,6 +246,8 @@ def scan_command(confirm_deletions: bool, **params: Any) -> None:
     A scan that finds the sessions folder missing or empty, or most threads gone at once,
     holds those deletions and changes no memory; --confirm-deletions applies them.
     """
+    from consolidator.worker import scan_sessions
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = scan_sessions(store, inv.settings, confirm_deletions=confirm_deletions)
@@ -267,6 +271,9 @@ def _progress(inv: Invocation) -> Iterator[Callable[[str, ThreadResult], None] |
     if inv.json_output or inv.quiet or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(),
         TextColumn("stage one: {task.completed} threads done"),
@@ -284,6 +291,9 @@ def _progress(inv: Invocation) -> Iterator[Callable[[str, ThreadResult], None] |
 
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
+    from consolidator.stage_one import run_stage_one
+    from consolidator.worker import stage1_options
+
     backend = _backend(inv)
     with _progress(inv) as on_thread_done:
         return run_stage_one(
@@ -320,6 +330,8 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
 
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
     """
+    from consolidator.worker import run_pass
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         backend = _backend(inv)
@@ -368,6 +380,9 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
 def phase2_command(allow_shrink: bool, **params: Any) -> None:
     """Consolidate changed stage-one outputs into MEMORY.md, if the lease, cooldown and
     watermark allow (a skip exits 0)."""
+    from consolidator.phase_two import run_phase_two
+    from consolidator.worker import phase2_options
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = run_phase_two(
@@ -413,6 +428,10 @@ def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -
 @common_options
 def show_command(cwd: Path | None, **params: Any) -> None:
     """Print the current memory (MEMORY.md as the database holds it)."""
+    from consolidator.memory.codec import decode
+    from consolidator.memory.render import render_memory_md
+    from consolidator.memory.scope import blocks_for_cwd
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         version = store.current_version()
@@ -533,6 +552,8 @@ def quarantine_command(limit: int, **params: Any) -> None:
 @common_options
 def history_command(limit: int, **params: Any) -> None:
     """List memory versions, newest first."""
+    from rich.table import Table
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         versions = store.list_versions(limit=limit)
@@ -598,6 +619,8 @@ def rollback_command(version: int, **params: Any) -> None:
 def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
     version, and its files. No model call; it stays forgotten on later scans."""
+    from consolidator.publish import drop_backups
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         if store.get_thread(thread_id) is None and not store.is_forgotten(thread_id):
@@ -629,6 +652,8 @@ def clear_all_command(yes: bool, **params: Any) -> None:
     """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
     then empty the memory directory. Sessions still on disk are read again by the next run;
     forgotten ones stay forgotten."""
+    from consolidator.publish import unpublish
+
     inv = _invocation(params)
     if not yes:
         if not sys.stdin.isatty():
@@ -663,6 +688,11 @@ _PURGE_INCOMPLETE = (
 @common_options
 def ingest_command(file: Path, **params: Any) -> None:
     """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
+    from consolidator.db.store import ThreadChange
+    from consolidator.scanner import register_file
+    from consolidator.stage_one import ThreadResult, process_one
+    from consolidator.worker import stage1_options
+
     inv = _invocation(params)
     if not file.is_file():
         raise click.UsageError(f"{file} is not a readable file")
@@ -705,6 +735,12 @@ def ingest_command(file: Path, **params: Any) -> None:
 @common_options
 def status_command(**params: Any) -> None:
     """Show threads, stage-one backlog, leases, the last run and recent problems."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from consolidator.memory.codec import decode
+    from consolidator.names import one_line
+
     inv = _invocation(params)
     with _store(inv.settings) as store:
         counts = store.status_counts()
@@ -835,6 +871,17 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _database_error(exc: Exception) -> str | None:
+    """The first line of a driver's operational error (SQLAlchemy is loaded if one was raised)."""
+    if "sqlalchemy" not in sys.modules:
+        return None
+    from sqlalchemy.exc import OperationalError
+
+    if not isinstance(exc, OperationalError):
+        return None
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> None:
     """The error boundary: known errors become one line and an exit code."""
     try:
@@ -850,9 +897,6 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), EXIT_USAGE)
     except DatabaseUnavailable as exc:
         _fail(str(exc), EXIT_DB_UNAVAILABLE)
-    except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-        _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE)
     except WorkFailed as exc:
         _fail(str(exc), EXIT_FAILED)
     except TimeoutError as exc:
@@ -860,6 +904,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_FAILED)
     except Exception as exc:
+        if reason := _database_error(exc):
+            _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE)
         log.debug("unexpected error", exc_info=True)
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         _fail(

@@ -14,8 +14,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from consolidator.db.engine import BadDatabaseURL, normalize_url, redact_url
-
 BackendChoice = Literal["auto", "openai", "extractive"]
 BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")
 DEFAULT_MODEL = "gpt-5-mini"
@@ -222,6 +220,8 @@ class Settings:
 
     @property
     def db_url_for_display(self) -> str:
+        from consolidator.db.engine import redact_url
+
         return redact_url(self.db_url)
 
     def resolved_backend(self) -> Literal["openai", "extractive"]:
@@ -267,6 +267,8 @@ def build_settings(
     `explicit` holds the values given as flags (absent or None = not given). The environment
     and then `config_file` (default `$CONSOLIDATOR_HOME/config.toml`) fill the rest.
     """
+    from consolidator.db.engine import BadDatabaseURL, normalize_url
+
     env = dict(os.environ if environ is None else environ)
     raw: dict[str, Any] = {}
     for spec in SETTINGS:

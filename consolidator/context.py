@@ -228,20 +228,21 @@ def read_memory(db_url: str, memory_dir: Path, *, wait_seconds: float) -> Loaded
     from sqlalchemy.exc import SQLAlchemyError
 
     from consolidator.db.engine import create_read_only_engine
-    from consolidator.db.store import Store
-    from consolidator.memory.codec import decode
+    from consolidator.db.snapshot import read_current_blocks
+    from consolidator.memory.codec import decode_block
 
     problem: str | None = None
     try:
         engine = create_read_only_engine(db_url, wait_seconds=wait_seconds)
         if engine is not None:
             try:
-                record = Store(engine).current_version()
+                current = read_current_blocks(engine)
             finally:
                 engine.dispose()
-            if record is None:
+            if current is None:
                 return LoadedMemory(Memory(), None, "database")
-            return LoadedMemory(decode(record.memory_json), record.version, "database")
+            memory = Memory(tuple(decode_block(block) for block in current.block_jsons))
+            return LoadedMemory(memory, current.version, "database")
     except (SQLAlchemyError, OSError, ValueError) as exc:
         problem = f"cannot read the database ({_first_line(exc)})"
     return _read_published(memory_dir, problem)

@@ -1,12 +1,15 @@
-"""Database access: engine setup, tables, migrations and the store (every SQL verb)."""
+"""Database access: engine setup, tables, migrations and the store (every SQL verb).
+
+The package itself stays cheap to import (the errors only): SQLAlchemy and Alembic are loaded
+by the modules and functions that use them.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import OperationalError
+from typing import TYPE_CHECKING
 
-from consolidator.db import migrate
-from consolidator.db.engine import create_db_engine, is_sqlite, redact_url
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -24,6 +27,12 @@ def open_engine(url: str, *, auto_upgrade_sqlite: bool = True) -> Engine:
     upgraded only on request (`consolidator db upgrade`), because an automatic migration by
     whichever host starts first would surprise its operators.
     """
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from consolidator.db import migrate
+    from consolidator.db.engine import create_db_engine, is_sqlite, redact_url
+
     engine = create_db_engine(url)
     try:
         with engine.connect() as connection:

@@ -1,0 +1,66 @@
+"""Commands import what they use: the ones an agent's session start runs never load the model
+SDK, Alembic, the secret scanner or the ORM, so a hook adds as little as possible to startup."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_process import clean_env, run_command
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("openai", "alembic", "detect_secrets", "rich", "apscheduler", "prometheus_client")
+PROBE = """
+import json, sys
+from consolidator.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def modules_after(*args: str, home: Path) -> set[str]:
+    env = clean_env(
+        CONSOLIDATOR_HOME=str(home),
+        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
+        CONSOLIDATOR_MAX_AGE_DAYS="0",
+    )
+    result = run_command([sys.executable, "-c", PROBE, *args], env, timeout=120)
+    loaded: list[str] = json.loads(result.stderr.strip().splitlines()[-1])
+    return {name.split(".")[0] for name in loaded} | set(loaded)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fast-start")
+    sessions = root / "sessions"
+    shutil.copytree(REPO / "examples" / "sessions", sessions)
+    home = root / "home"
+    modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+    return home
+
+
+def test_version_and_help_load_no_database_or_model_library(home: Path) -> None:
+    for args in (["--version"], ["--help"], ["context", "--help"]):
+        loaded = modules_after(*args, home=home)
+        assert not loaded & {*HEAVY, "sqlalchemy", "psycopg"}, (args, loaded & {*HEAVY})
+
+
+def test_context_loads_only_sqlalchemy_core(home: Path) -> None:
+    loaded = modules_after("context", "--cwd", "/home/dev/projects/billing-api", home=home)
+    assert "sqlalchemy" in loaded
+    assert not loaded & {*HEAVY, "sqlalchemy.orm", "consolidator.db.store", "tenacity"}
+
+
+def test_status_and_show_load_no_model_sdk_or_secret_scanner(home: Path) -> None:
+    for args in (["status"], ["show", "--cwd", "/home/dev/projects/billing-api"]):
+        loaded = modules_after(*args, home=home)
+        assert not loaded & {"openai", "detect_secrets", "apscheduler"}, args
