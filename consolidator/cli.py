@@ -739,7 +739,6 @@ def status_command(**params: Any) -> None:
     from rich.text import Text
 
     from consolidator.memory.codec import decode
-    from consolidator.names import one_line
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -850,6 +849,8 @@ def status_command(**params: Any) -> None:
         inv.console.print(table)
         for path, reason in held_problem:
             inv.console.print(f"held: {path}: {reason}", markup=False)
+        if counts.problems or counts.errors:
+            from consolidator.names import one_line  # loads the secret scanner: only when needed
         for path, reason in counts.problems:
             inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
         for thread_id, error in counts.errors:
