@@ -24,7 +24,7 @@ import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -42,6 +42,11 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from consolidator.invisible import INVISIBLE as _INVISIBLE
+from consolidator.invisible import INVISIBLE_RANGES as INVISIBLE_RANGES
+from consolidator.invisible import is_invisible as is_invisible
+from consolidator.invisible import strip_invisible as strip_invisible
 
 PLACEHOLDER = "[REDACTED_SECRET]"
 
@@ -118,26 +123,6 @@ def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
     separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
     _, placed, _labels = _redact_once(separator.join(text[start:end] for start, end in regions))
     return bool(placed)
-
-
-def strip_invisible(text: str) -> str:
-    """Drop every invisible character (see `is_invisible`), which no reader of memory needs.
-
-    Used on model output before storage and on every value written to the memory folder, so
-    a hidden payload cannot survive as invisible text.
-    """
-    return _INVISIBLE.sub("", text)
-
-
-def is_invisible(char: str) -> bool:
-    """Whether `char` renders as nothing or reorders the text around it.
-
-    The set is Unicode's Default_Ignorable_Code_Point, which holds every bidi control
-    (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the zero-width characters, the soft
-    hyphen, the Hangul fillers, the variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF) and
-    the tag characters: each can carry text a reader of the file never sees.
-    """
-    return _INVISIBLE.fullmatch(char) is not None
 
 
 def scan_threats(text: str) -> list[Threat]:
@@ -899,30 +884,6 @@ _KIND_ORDER: dict[ThreatKind, int] = {
     "secret": 3,
 }
 
-# Default_Ignorable_Code_Point, from Unicode's DerivedCoreProperties.txt (stable since 6.0 but
-# for the ranges reserved in it, which are included whole).
-INVISIBLE_RANGES: Final[tuple[tuple[int, int], ...]] = (
-    (0x00AD, 0x00AD),
-    (0x034F, 0x034F),
-    (0x061C, 0x061C),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x200B, 0x200F),
-    (0x202A, 0x202E),
-    (0x2060, 0x206F),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)
-_INVISIBLE = re.compile(
-    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in INVISIBLE_RANGES) + "]"
-)
 _TAGS = range(0xE0000, 0xE0080)
 # Variation selectors 1-16 and 17-256: a run of them after one visible character can encode
 # any byte string, one byte per selector.
