@@ -214,7 +214,13 @@ def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: 
     assert any(expected.request in text for text in texts), relative
     user_words = "\n".join(item.text for item in rollout.items if item.kind is ItemKind.USER)
     # Words Claude Code or the parent agent composed are never quoted as the user's.
-    for composed in ("<task-notification>", "<command-name>", "[Request interrupted by user"):
+    composed_texts = (
+        "<task-notification>",
+        "<command-name>",
+        "[Request interrupted by user",
+        "This session is being continued from a previous conversation",
+    )
+    for composed in composed_texts:
         assert composed not in user_words, relative
     if expected.parent_thread_id is not None:
         assert user_words == "", relative
@@ -487,3 +493,20 @@ def test_a_claude_file_is_the_session_it_is_named_after(tmp_path: Path) -> None:
 
     assert header.thread_id == "0b7c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
     assert read_header(source).thread_id == "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+
+
+def test_a_codex_sub_agent_rollout_links_to_the_thread_that_spawned_it(tmp_path: Path) -> None:
+    child = "019a0000-0000-7000-8000-0000000000a3"
+    parent = "019a0000-0000-7000-8000-0000000000a2"
+    path = _write_lines(
+        tmp_path / f"2026/08/10/rollout-2026-08-10T14-05-00-{child}.jsonl",
+        '{"timestamp":"2026-08-10T14:05:00.000Z","type":"session_meta","payload":{'
+        f'"id":"{child}","timestamp":"2026-08-10T14:05:00.000Z","cwd":"/w/app",'
+        '"originator":"codex_exec","cli_version":"0.160.0","source":{"subagent":{'
+        f'"thread_spawn":{{"parent_thread_id":"{parent}","depth":1}}}}}}}}}}',
+    )
+
+    header = read_header(path)
+
+    assert (header.thread_id, header.parent_thread_id) == (child, parent)
+    assert header.format_version == "envelope 0.160.0 codex_exec"
