@@ -496,7 +496,8 @@ def context_command(
     start never breaks. For hooks: `consolidator context --format claude-hook` (or
     `codex-hook`) as a SessionStart command.
     """
-    params["json_output"] = False
+    if params.pop("json_output", False):
+        output_format = "json"
     inv = _invocation(params)
     folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
     target = str(folder.expanduser().absolute())
@@ -524,6 +525,23 @@ def _hook_cwd(output_format: ContextFormat) -> Path | None:
         return None
     value = document.get("cwd") if isinstance(document, dict) else None
     return Path(value) if isinstance(value, str) and value.startswith("/") else None
+
+
+@cli.command("mcp")
+@common_options
+def mcp_command(**params: Any) -> None:
+    """Serve the memory to an MCP client over stdio (Codex, Claude Code, ...).
+
+    Tools: search_memory, read_block, read_rollout_summary and list_recent_tasks (each for
+    one folder: user-wide blocks and the nearest project's), and add_note, which turns a note
+    into a cited input (redacted; refused and quarantined when it carries an injection).
+    """
+    from consolidator.mcp_server import serve
+
+    params["json_output"] = False
+    params["quiet"] = True
+    inv = _invocation(params)
+    serve(inv.settings)
 
 
 @cli.command("quarantine")
@@ -619,13 +637,17 @@ def rollback_command(version: int, **params: Any) -> None:
 def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
     version, and its files. No model call; it stays forgotten on later scans."""
+    from consolidator.notes import drop_note
     from consolidator.publish import drop_backups
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
-        if store.get_thread(thread_id) is None and not store.is_forgotten(thread_id):
+        thread = store.get_thread(thread_id)
+        if thread is None and not store.is_forgotten(thread_id):
             raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
         forgotten = store.forget_thread(thread_id)
+        if thread is not None and thread.source == "note":
+            drop_note(inv.settings, thread.rollout_path)
         complete = store.purge_free_space()
         _publish(inv, store)
         drop_backups(inv.settings.memory_dir, mentioning=thread_id)

@@ -1644,6 +1644,20 @@ class Store:
                 connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one()
             )
 
+    def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None:
+        """Keep an input that was refused before it became one (a note carrying an injection)
+        where `consolidator quarantine` lists it; `forget thread_id` removes it."""
+        with self._write() as connection:
+            connection.execute(
+                insert(QuarantinedEntry).values(
+                    created_at=self._now(connection),
+                    version=None,
+                    reason=reason,
+                    text=text,
+                    thread_ids=f" {thread_id} ",
+                )
+            )
+
     def quarantined_entries(self, *, limit: int = 50) -> list[tuple[str, str]]:
         with self._read() as connection:
             rows = connection.execute(

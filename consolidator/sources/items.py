@@ -13,6 +13,7 @@ class SourceFormat(StrEnum):
     CODEX = "codex"
     CLAUDE = "claude"
     OPENCLAW = "openclaw"
+    NOTE = "note"
 
 
 class ItemKind(StrEnum):

@@ -24,7 +24,7 @@ from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import Any, BinaryIO
 
 from consolidator.names import text_problem, thread_id_problem
-from consolidator.sources import claude, codex, openclaw
+from consolidator.sources import claude, codex, note, openclaw
 from consolidator.sources.items import (
     ItemKind,
     ReadReport,
@@ -50,16 +50,19 @@ _ITEM_PARSERS: dict[SourceFormat, Callable[[Record], Iterator[RolloutItem]]] = {
     SourceFormat.CODEX: codex.items_from_record,
     SourceFormat.CLAUDE: claude.items_from_record,
     SourceFormat.OPENCLAW: openclaw.items_from_record,
+    SourceFormat.NOTE: note.items_from_record,
 }
 _FACT_READERS: dict[SourceFormat, Callable[[Record], SessionFacts | None]] = {
     SourceFormat.CODEX: codex.session_facts,
     SourceFormat.CLAUDE: claude.session_facts,
     SourceFormat.OPENCLAW: openclaw.session_facts,
+    SourceFormat.NOTE: note.session_facts,
 }
 _CWD_READERS: dict[SourceFormat, Callable[[Record], str | None]] = {
     SourceFormat.CODEX: codex.cwd_named_by,
     SourceFormat.CLAUDE: claude.cwd_named_by,
     SourceFormat.OPENCLAW: openclaw.cwd_named_by,
+    SourceFormat.NOTE: note.cwd_named_by,
 }
 _SUBAGENT_FILE_PREFIX = "agent-"
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -67,6 +70,7 @@ _MISSING_METADATA = {
     SourceFormat.CODEX: "no session_meta line",
     SourceFormat.CLAUDE: "no user or assistant record",
     SourceFormat.OPENCLAW: "no session header",
+    SourceFormat.NOTE: "no note id",
 }
 
 
@@ -239,6 +243,8 @@ def iter_items(
 def detect_format(record: Record) -> SourceFormat | None:
     # OpenClaw's header comes first in its files and must be told apart before Codex's
     # test: OpenClaw's `message` entries look like the bare items of early Codex files.
+    if note.is_note_record(record):
+        return SourceFormat.NOTE
     if openclaw.is_openclaw_record(record):
         return SourceFormat.OPENCLAW
     if codex.is_codex_record(record):

@@ -1,0 +1,117 @@
+"""Adding a note: a fact handed over directly becomes an input like any session.
+
+The text is redacted first, so no secret is ever written to disk. A note that carries an
+injection or exfiltration attempt (or hidden Unicode) does not become an input at all: it is
+kept in the quarantine, where `consolidator quarantine` shows it, and the caller is told why.
+Any other note is written to `$CONSOLIDATOR_HOME/notes/<id>.jsonl` (0600, atomically),
+registered as a thread of source `note` and extracted at once; the next phase-two pass
+consolidates it, cited, and `consolidator forget <id>` removes it like a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from consolidator.config import Settings
+from consolidator.security import redact, scan_threats
+from consolidator.sources.note import note_record
+
+NOTES_DIR: Final = "notes"
+MAX_NOTE_CHARS: Final = 4000
+_REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
+
+
+@dataclass(frozen=True)
+class NoteOutcome:
+    status: Literal["accepted", "quarantined", "rejected"]
+    note_id: str
+    redacted: int
+    reason: str | None = None
+    stage1: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "thread_id": self.note_id,
+            "secrets_redacted": self.redacted,
+            "reason": self.reason,
+            "stage1": self.stage1,
+        }
+
+
+def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> NoteOutcome:
+    from consolidator.backends.factory import make_backend
+    from consolidator.db import open_engine
+    from consolidator.db.store import Store
+    from consolidator.scanner import register_file
+    from consolidator.stage_one import process_one
+    from consolidator.worker import stage1_options
+
+    note_id = f"note-{uuid.uuid4()}"
+    if not text.strip():
+        return NoteOutcome("rejected", note_id, 0, "the note is empty")
+    if len(text) > MAX_NOTE_CHARS:
+        return NoteOutcome(
+            "rejected", note_id, 0, f"the note is over {MAX_NOTE_CHARS} characters; split it"
+        )
+    redaction = redact(text)
+    refused = [t for t in scan_threats(redaction.text) if t.kind in _REFUSED]
+    engine = open_engine(settings.db_url)
+    try:
+        store = Store(engine)
+        if refused:
+            reason = f"note refused: {refused[0].kind} ({refused[0].detail})"
+            store.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
+            return NoteOutcome("quarantined", note_id, redaction.count, reason)
+        path = _write_note(settings.home / NOTES_DIR, note_id, redaction.text, cwd, origin)
+        _change, thread_id = register_file(
+            store,
+            str(path),
+            ingested=True,
+            retry_budget=settings.stage1_retry_budget,
+            source_id=settings.source_id,
+        )
+        claim, result = process_one(
+            store, make_backend(settings), thread_id, stage1_options(settings)
+        )
+        thread = store.get_thread(thread_id)
+        if thread is not None and thread.problem:
+            return NoteOutcome("rejected", thread_id, redaction.count, thread.problem)
+        stage1 = result.value if result is not None else claim.outcome.value
+        return NoteOutcome("accepted", thread_id, redaction.count, None, stage1)
+    finally:
+        engine.dispose()
+
+
+def drop_note(settings: Settings, path: str) -> None:
+    """Delete a forgotten note's file: it is ours, and a forgotten note leaves no text."""
+    folder = (settings.home / NOTES_DIR).absolute()
+    note = Path(path)
+    if note.parent == folder and note.name.startswith("note-"):
+        note.unlink(missing_ok=True)
+
+
+def _write_note(folder: Path, note_id: str, text: str, cwd: str | None, origin: str) -> Path:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    record = note_record(note_id, text=text, cwd=cwd, timestamp=stamp, origin=origin)
+    path = folder / f"{note_id}.jsonl"
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".note-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), 0o600)
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

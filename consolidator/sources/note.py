@@ -1,0 +1,63 @@
+"""Notes: a fact an agent or its user hands over directly (the MCP `add_note` tool).
+
+A note is stored as a one-line JSONL file in the notes folder,
+`{"type": "consolidator_note", "version": 1, "id", "timestamp", "cwd", "origin", "text"}`, and
+is then read like any session: a thread of source `note` whose one user item is the text. So
+it is redacted, extracted, gated, cited and forgotten by the same code as a transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from consolidator.sources.items import ItemKind, RolloutItem
+from consolidator.sources.records import (
+    Record,
+    SessionFacts,
+    get_str,
+    non_empty,
+    parse_timestamp,
+    session_id_or_none,
+)
+
+NOTE_TYPE: Final = "consolidator_note"
+NOTE_VERSION: Final = 1
+
+
+def is_note_record(record: Record) -> bool:
+    return record.get("type") == NOTE_TYPE and "id" in record
+
+
+def session_facts(record: Record) -> SessionFacts | None:
+    if not is_note_record(record):
+        return None
+    version = record.get("version")
+    return SessionFacts(
+        session_id=session_id_or_none(record.get("id")),
+        cwd=non_empty(get_str(record, "cwd")),
+        started_at=parse_timestamp(record.get("timestamp")),
+        format_version=f"note v{version}" if isinstance(version, int) else "note",
+    )
+
+
+def cwd_named_by(record: Record) -> str | None:
+    return non_empty(get_str(record, "cwd")) if is_note_record(record) else None
+
+
+def items_from_record(record: Record) -> Iterator[RolloutItem]:
+    text = non_empty(get_str(record, "text"))
+    if is_note_record(record) and text is not None:
+        yield RolloutItem(ItemKind.USER, text, timestamp=parse_timestamp(record.get("timestamp")))
+
+
+def note_record(note_id: str, *, text: str, cwd: str | None, timestamp: str, origin: str) -> Record:
+    return {
+        "type": NOTE_TYPE,
+        "version": NOTE_VERSION,
+        "id": note_id,
+        "timestamp": timestamp,
+        "cwd": cwd,
+        "origin": origin,
+        "text": text,
+    }
