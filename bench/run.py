@@ -34,6 +34,7 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     p5_peak_rss,
     p6_stage_one_cpu,
     p7_claim_latency,
+    p9_scale,
     s1_fast_start,
 )
 from bench.common import Config, Result, machine_facts  # noqa: E402
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[Config], list[Result]]]] = {
     "P5": ("peak RSS reading a 200 MB rollout", p5_peak_rss.run),
     "P6": ("stage-one CPU per 1 MB rollout", p6_stage_one_cpu.run),
     "P7": ("phase-two claim latency, 16 processes", p7_claim_latency.run),
+    "P9": ("100,000 rollouts: first scan, stage-one claim latency", p9_scale.run),
     "S1": ("session-start wall time of context and --version", s1_fast_start.run),
 }
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="ID",
-        help="run only this benchmark (P1..P7, S1); repeat for more",
+        help="run only this benchmark (P1..P7, P9, S1); repeat for more",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the generated data folder")

@@ -17,6 +17,9 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    and_,
+    literal_column,
+    or_,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -149,6 +152,26 @@ class Job(Base):
         Index(None, "kind", "status", "retry_at"),
         Index(None, "kind", "lease_until"),
     )
+
+
+# A stage-one job whose newest input is not extracted yet and that has tries left: what a
+# claim looks for. The partial index below holds exactly these rows, so a claim reads them
+# and no finished ones, however many threads there are. Databases use such an index only for
+# a query whose conditions include these very terms, constants written out, so every claim
+# query is built from this expression.
+STAGE1_NEEDS_WORK = and_(
+    Job.kind == literal_column("'stage1'"),
+    Job.retry_remaining > literal_column("0"),
+    or_(Job.last_success_watermark.is_(None), Job.last_success_watermark < Job.input_watermark),
+)
+# Led by `kind`, so that it also beats the (kind, status, retry_at) index for a claim.
+Index(
+    "ix_jobs_stage1_needs_work",
+    Job.kind,
+    Job.input_watermark,
+    sqlite_where=STAGE1_NEEDS_WORK,
+    postgresql_where=STAGE1_NEEDS_WORK,
+)
 
 
 class InputChange(Base):

@@ -58,6 +58,7 @@ from consolidator.db.engine import (
     is_sqlite,
 )
 from consolidator.db.schema import (
+    STAGE1_NEEDS_WORK,
     Counter,
     InputChange,
     Job,
@@ -1017,9 +1018,7 @@ class Store:
             return Claim(_stage1_refusal(current, now), STAGE1, thread_id)
 
     def _thread_is_active(self) -> Any:
-        return Job.job_key.in_(
-            select(Thread.thread_id).where(Thread.state == ThreadState.ACTIVE.value)
-        )
+        return _thread_exists(Thread.state == ThreadState.ACTIVE.value)
 
     @_contention_retry
     def claim_stage1_batch(
@@ -1870,14 +1869,20 @@ _PHASE2_CLAIM = (
 def _stage1_claimable(now: Any) -> Any:
     """A stage-one job that may be claimed at `now` (a value or a bind parameter)."""
     return and_(
-        Job.kind == STAGE1,
+        STAGE1_NEEDS_WORK,
         or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
-        or_(
-            Job.last_success_watermark.is_(None),
-            Job.last_success_watermark < Job.input_watermark,
-        ),
-        Job.retry_remaining > 0,
         or_(Job.retry_at.is_(None), Job.retry_at <= now),
+    )
+
+
+def _thread_exists(*conditions: Any) -> Any:
+    """The job's thread meets `conditions`: one lookup by key per job, where `IN (SELECT ...)`
+    would read every matching thread first, under the write lock."""
+    return (
+        select(literal(1))
+        .where(Thread.thread_id == Job.job_key, *conditions)
+        .correlate(Job)
+        .exists()
     )
 
 
@@ -1889,18 +1894,18 @@ def _stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
     them cost more than running them on SQLite (issue 5, P1).
     """
     now = bindparam("claim_now", type_=UTCDateTime())
-    eligible = select(Thread.thread_id).where(
+    eligible = [
         Thread.state == ThreadState.ACTIVE.value,
         Thread.source_updated_at <= bindparam("claim_idle_before", type_=UTCDateTime()),
-    )
+    ]
     if by_source:
         source = bindparam("claim_source", type_=String())
-        eligible = eligible.where(or_(Thread.source_id.is_(None), Thread.source_id == source))
+        eligible.append(or_(Thread.source_id.is_(None), Thread.source_id == source))
     if by_age:
-        eligible = eligible.where(
+        eligible.append(
             Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
         )
-    guard = and_(_stage1_claimable(now), Job.job_key.in_(eligible))
+    guard = and_(_stage1_claimable(now), _thread_exists(*eligible))
     candidates = (
         select(Job.id, Job.job_key)
         .where(guard)
