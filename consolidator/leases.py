@@ -69,6 +69,8 @@ class Heartbeat:
             if watch.lost.is_set():
                 continue
             if not self._store.renew_lease(watch.claim, lease_seconds=self._lease_seconds):
+                if self._finished(watch):
+                    continue
                 log.warning(
                     "lease lost for %s %s",
                     watch.claim.kind,
@@ -76,6 +78,16 @@ class Heartbeat:
                     extra={"action": "lease_lost", "job_key": watch.claim.job_key},
                 )
                 watch.lost.set()
+
+    def _finished(self, watch: LeaseWatch) -> bool:
+        """The claim was finished by its worker while the renewal waited: not a lost lease.
+
+        A renewal can wait for the write lock long enough for the work to finish meanwhile;
+        the finish clears the lease it would have renewed.
+        """
+        with self._lock:
+            watched = self._watches.get((watch.claim.kind, watch.claim.job_key)) is watch
+        return not watched or self._store.finished_by_claim(watch.claim)
 
     def _run(self) -> None:
         try:

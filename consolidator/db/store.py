@@ -1084,6 +1084,22 @@ class Store:
             )
             return _rowcount(result) == 1
 
+    def finished_by_claim(self, claim: Claim) -> bool:
+        """Whether the job was finished under `claim` itself: not running, and not claimed
+        again since (the epoch is the claim's). A renewal that fails for this reason lost
+        nothing; one that fails because the job moved on or is gone did."""
+        with self._read() as connection:
+            row = connection.execute(
+                select(Job.status, Job.lease_epoch).where(
+                    Job.kind == claim.kind, Job.job_key == claim.job_key
+                )
+            ).first()
+        return (
+            row is not None
+            and row.status != JobStatus.RUNNING.value
+            and row.lease_epoch == claim.epoch
+        )
+
     def _fenced_finish(self, connection: Connection, claim: Claim, **values: Any) -> bool:
         result = connection.execute(
             update(Job)
