@@ -11,18 +11,16 @@ CI=true, where that is a failure.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import filelock
 import pytest
 
 from tests.cli_process import clean_env, run_command
 from tests.fake_openai import FakeOpenAI
+from tests.npm_cli import npm_binary
 
 pytestmark = pytest.mark.slow
 
@@ -34,52 +32,9 @@ THREAD_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
 PROJECT_QUOTE = "never use the system python here"
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "consolidator-tests" / f"codex-{CODEX_VERSION}"
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the Codex CLI is required under CI=true: {reason}")
-    pytest.skip(f"Codex CLI unavailable ({reason}); CI=true makes this a failure")
-
-
 @pytest.fixture(scope="session")
 def codex_binary() -> Path:
-    """The pinned `@openai/codex` from npm, installed once into a cache folder."""
-    root = _cache_root()
-    binary = root / "node_modules" / ".bin" / "codex"
-    npm = shutil.which("npm")
-    if npm is None:
-        _unavailable("npm is not installed")
-    root.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(root) + ".lock", timeout=600):
-        if not binary.exists():
-            result = subprocess.run(
-                [
-                    str(npm),
-                    "install",
-                    "--prefix",
-                    str(root),
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"@openai/codex@{CODEX_VERSION}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            if result.returncode != 0 or not binary.exists():
-                lines = (result.stderr or result.stdout).strip().splitlines()
-                _unavailable(f"npm install failed: {lines[-1] if lines else result.returncode}")
-    version = subprocess.run(
-        [str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert CODEX_VERSION in version.stdout, version
-    return binary
+    return npm_binary("@openai/codex", CODEX_VERSION, "codex")
 
 
 @pytest.fixture
