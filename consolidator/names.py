@@ -15,14 +15,14 @@ import re
 import unicodedata
 from typing import Final
 
-from consolidator.security import is_invisible, scan_threats
+from consolidator.security import ThreatKind, is_invisible, scan_threats
 
 THREAD_ID_MAX_CHARS: Final = 200
 _THREAD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
 # Cc control, Cf format (bidi marks and overrides, zero-width, tags, soft hyphen),
 # Zl/Zp line and paragraph separators, Co private use, Cs surrogates, Cn unassigned.
 _REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
-_REFUSED_THREATS: Final = frozenset({"injection", "exfiltration"})
+_REFUSED_THREATS: Final[frozenset[ThreatKind]] = frozenset({"injection", "exfiltration"})
 
 
 def is_hidden_character(char: str) -> bool:
@@ -57,7 +57,7 @@ def text_problem(label: str, value: str | None) -> str | None:
             f"{label} holds a line break, control or invisible character"
             f" (U+{ord(hidden):04X}): {one_line(value[:120])}"
         )
-    threats = [t for t in scan_threats(value) if t.kind in _REFUSED_THREATS]
+    threats = scan_threats(value, _REFUSED_THREATS)
     if threats:
         return f"{label} looks like a prompt injection ({threats[0].detail})"
     return None

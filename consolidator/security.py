@@ -22,9 +22,9 @@ import re
 import string
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -51,6 +51,7 @@ from consolidator.invisible import strip_invisible as strip_invisible
 PLACEHOLDER = "[REDACTED_SECRET]"
 
 ThreatKind = Literal["injection", "exfiltration", "invisible_unicode", "secret"]
+THREAT_KINDS: frozenset[ThreatKind] = frozenset(get_args(ThreatKind))
 
 # Enough for any single fixed point seen in practice; the loop normally stops after one pass
 # that finds nothing, and exists so that redact() is idempotent by construction.
@@ -125,34 +126,39 @@ def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
     return bool(placed)
 
 
-def scan_threats(text: str) -> list[Threat]:
+def scan_threats(text: str, kinds: Collection[ThreatKind] = THREAT_KINDS) -> list[Threat]:
     """Known injection, exfiltration, invisible-Unicode and secret patterns found in `text`.
 
     One threat per pattern family, ordered by kind then position; `detail` never contains a
     secret. Patterns are deliberately specific (a verb aimed at instructions, a credential file
     being read, a secret variable sent as data) so that ordinary engineering text stays clean:
     regexes catch known phrasings only and are one control among several, not a guarantee.
+    Only threats of `kinds` are looked for: a caller that needs fewer (a check of every name
+    a scan reads) skips the secret search, which costs the most.
     """
     lowered = _lower(text)
     hits: dict[str, list[re.Match[str]]] = {}
-    kinds: dict[str, ThreatKind] = {}
+    labels_kinds: dict[str, ThreatKind] = {}
     for pattern in _PATTERNS:
+        if pattern.kind not in kinds:
+            continue
         for start, end in _windows(text, lowered, pattern.needles):
             for match in pattern.regex.finditer(text, start, end):
                 if pattern.accept(match):
                     hits.setdefault(pattern.label, []).append(match)
-                    kinds[pattern.label] = pattern.kind
+                    labels_kinds[pattern.label] = pattern.kind
     found: list[tuple[int, int, Threat]] = []
     for label, matches in hits.items():
         first = min(matches, key=lambda m: m.start())
         suffix = f" ({len(matches)} matches)" if len(matches) > 1 else ""
-        threat = Threat(kinds[label], f'{label}: "{_snippet(first.group(0))}"{suffix}')
+        threat = Threat(labels_kinds[label], f'{label}: "{_snippet(first.group(0))}"{suffix}')
         found.append((_KIND_ORDER[threat.kind], first.start(), threat))
-    found.extend(
-        (_KIND_ORDER["invisible_unicode"], offset, threat)
-        for offset, threat in _invisible_threats(text)
-    )
-    _, placed, labels = _redact_once(text)
+    if "invisible_unicode" in kinds:
+        found.extend(
+            (_KIND_ORDER["invisible_unicode"], offset, threat)
+            for offset, threat in _invisible_threats(text)
+        )
+    _, placed, labels = _redact_once(text) if "secret" in kinds else (text, [], [])
     if placed:
         noun = "secret" if len(placed) == 1 else "secrets"
         detail = f"{len(placed)} {noun} would be redacted ({', '.join(sorted(set(labels)))})"

@@ -423,12 +423,8 @@ class Store:
 
     def _insert_ignore(self, connection: Connection, table: Any, values: dict[str, Any]) -> bool:
         """INSERT ... ON CONFLICT DO NOTHING; True when the row was inserted."""
-        dialect_insert = sqlite.insert if self._sqlite else postgresql.insert
-        primary_key = next(iter(table.__table__.primary_key.columns))
-        statement = (
-            dialect_insert(table).values(**values).on_conflict_do_nothing().returning(primary_key)
-        )
-        return connection.execute(statement).first() is not None
+        statement = _insert_ignore_statement(table, self._sqlite)
+        return connection.execute(statement, values).first() is not None
 
     def _log_change(
         self, connection: Connection, thread_id: str, change: str, now: datetime
@@ -706,9 +702,7 @@ class Store:
             return self._tombstoned(connection, thread_id)
 
     def _tombstoned(self, connection: Connection, thread_id: str) -> bool:
-        found = connection.execute(
-            select(Thread.state).where(Thread.thread_id == tombstone_id(thread_id))
-        ).first()
+        found = connection.execute(_TOMBSTONE, {"tombstone": tombstone_id(thread_id)}).first()
         return found is not None
 
     def _purge_output(self, connection: Connection, thread_id: str, now: datetime) -> bool:
@@ -1880,6 +1874,19 @@ _PHASE2_CLAIM = (
     )
     .returning(Job.lease_epoch, Job.claimed_watermark)
 )
+
+
+# Asked once for every rollout a scan reads, so built once.
+_TOMBSTONE = select(Thread.state).where(Thread.thread_id == bindparam("tombstone"))
+
+
+@functools.cache
+def _insert_ignore_statement(table: Any, on_sqlite: bool) -> Any:
+    """Built once per table: the values come as parameters, since building a statement with
+    them cost a scan more than running it (P9)."""
+    dialect_insert = sqlite.insert if on_sqlite else postgresql.insert
+    primary_key = next(iter(table.__table__.primary_key.columns))
+    return dialect_insert(table).on_conflict_do_nothing().returning(primary_key)
 
 
 def _stage1_claimable(now: Any) -> Any:
