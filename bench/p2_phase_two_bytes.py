@@ -20,7 +20,6 @@ from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
 from consolidator.backends.extractive import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.phase_two import Phase2Options, run_phase_two
-from consolidator.stage_one import transcript_budget_chars
 from tests.fake_openai import Behaviour, FakeOpenAI
 
 NEW_THREAD_PROJECT = 3
@@ -31,7 +30,6 @@ def _options() -> Phase2Options:
         lease_seconds=600,
         cooldown_seconds=0,
         memory_budget_bytes=65536,
-        input_budget_chars=transcript_budget_chars(128_000) // 2,
     )
 
 
@@ -58,6 +56,7 @@ def _small_answer(new: SeededThread) -> dict[str, Any]:
             }
         ],
         "deletions": [],
+        "edits": [],
     }
 
 

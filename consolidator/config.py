@@ -171,7 +171,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "CONSOLIDATOR_CONTEXT_WINDOW_TOKENS",
         128000,
         int,
-        "The model's context window; rollouts are cut to fit inside it.",
+        "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",
+    ),
+    SettingSpec(
+        "max_output_tokens",
+        "CONSOLIDATOR_MAX_OUTPUT_TOKENS",
+        16000,
+        int,
+        "Most tokens one model answer may use; phase two sizes its slices so answers fit it.",
     ),
     SettingSpec(
         "model_timeout_seconds",
@@ -213,6 +220,7 @@ class Settings:
     max_shrink_fraction: float
     max_vanish_fraction: float
     context_window_tokens: int
+    max_output_tokens: int
     model_timeout_seconds: float
     openai_api: Literal["chat", "responses"]
     openai_api_key: str | None = None
@@ -302,6 +310,7 @@ def build_settings(
         "scan_interval_seconds",
         "memory_budget_bytes",
         "context_window_tokens",
+        "max_output_tokens",
     ):
         if values[name] <= 0:
             raise ConfigError(f"{_BY_NAME[name].option} must be positive, not {values[name]}")
@@ -314,6 +323,11 @@ def build_settings(
     ):
         if values[name] < 0:
             raise ConfigError(f"{_BY_NAME[name].option} cannot be negative")
+    if values["max_output_tokens"] * 2 > values["context_window_tokens"]:
+        raise ConfigError(
+            "--max-output-tokens must be at most half of --context-window-tokens "
+            f"({values['context_window_tokens']}), not {values['max_output_tokens']}"
+        )
     for name in ("max_shrink_fraction", "max_vanish_fraction"):
         if not 0 <= values[name] <= 1:
             raise ConfigError(f"{_BY_NAME[name].option} must be between 0 and 1")
@@ -337,6 +351,7 @@ def build_settings(
         max_shrink_fraction=values["max_shrink_fraction"],
         max_vanish_fraction=values["max_vanish_fraction"],
         context_window_tokens=values["context_window_tokens"],
+        max_output_tokens=values["max_output_tokens"],
         model_timeout_seconds=values["model_timeout_seconds"],
         openai_api=values["openai_api"],
         openai_api_key=env.get("OPENAI_API_KEY") or None,

@@ -9,16 +9,18 @@ success in one transaction). Files are written afterwards, from the database, by
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from consolidator.backends.base import (
+    AnswerCutOff,
     Backend,
     BackendError,
     ConsolidationInput,
     ConsolidationRequest,
+    InvalidModelOutput,
     Usage,
 )
 from consolidator.db.store import (
@@ -33,11 +35,19 @@ from consolidator.db.store import (
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.gate import GatePolicy, GateRefused, check
+from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, check
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Block, Memory, ThreadCitation, cited_thread_ids
-from consolidator.memory.scope import blocks_for_cwd
+from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
+from consolidator.memory.render import render_memory_md
+from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.security import redact
+from consolidator.slices import (
+    BLOCKS_SHARE,
+    SliceBudget,
+    blocks_to_show,
+    fitting_prefix,
+    too_large_alone,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +61,15 @@ class Phase2Options:
     lease_seconds: int
     cooldown_seconds: int
     memory_budget_bytes: int
-    input_budget_chars: int
+    context_window_tokens: int = 128_000
+    max_output_tokens: int = 16_000
     max_shrink_fraction: float = 0.5
     allow_shrink: bool = False
     heartbeat_seconds: float | None = None
+
+    @property
+    def slice_budget(self) -> SliceBudget:
+        return SliceBudget.for_model(self.context_window_tokens, self.max_output_tokens)
 
 
 @dataclass
@@ -70,6 +85,10 @@ class Phase2Report:
     evicted: int = 0
     model_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    slices: int = 0
+    splits: int = 0
+    set_aside: int = 0
+    set_aside_reasons: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +104,10 @@ class Phase2Report:
             "model_calls": self.model_calls,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
+            "slices": self.slices,
+            "splits": self.splits,
+            "set_aside": self.set_aside,
+            "set_aside_reasons": list(self.set_aside_reasons),
         }
 
 
@@ -112,35 +135,106 @@ def consolidation_input(record: Stage1Record) -> ConsolidationInput:
     )
 
 
-def select_touched(memory: Memory, inputs: Sequence[Stage1Record]) -> list[Block]:
-    """The blocks a change can touch, sent in full: blocks citing a changed thread and the
-    blocks that apply to each input's cwd (the nearest one and the user-wide ones). Every
-    other block reaches the model as one index line, so the prompt grows with the change and
-    the blocks it touches, not with the memory, and a session in a parent folder cannot
-    rewrite the blocks of the projects below it."""
-    changed = {record.thread_id for record in inputs}
-    chosen: set[str] = set()
-    for record in inputs:
-        chosen.update(b.block_id for b in blocks_for_cwd(memory, record.cwd).blocks)
-    for block in memory.blocks:
-        if any(t in changed for task in block.tasks for t in task.thread_ids):
-            chosen.add(block.block_id)
-    return [block for block in memory.blocks if block.block_id in chosen]
+@dataclass
+class _Piece:
+    """Inputs one request carries; `refusal` says why the same inputs were refused before."""
+
+    records: list[Stage1Record]
+    refusal: str | None = None
 
 
-def batches(records: Sequence[Stage1Record], budget_chars: int) -> Iterator[list[Stage1Record]]:
-    """Slices of the inputs that fit the request budget (at least one input per slice)."""
-    batch: list[Stage1Record] = []
-    size = 0
-    for record in records:
-        cost = len(record.raw_memory) + len(record.rollout_summary) + 400
-        if batch and size + cost > budget_chars:
-            yield batch
-            batch, size = [], 0
-        batch.append(record)
-        size += cost
-    if batch:
-        yield batch
+class _SliceRefused(Exception):
+    """The answer for one slice cannot be used; smaller or explained requests may succeed."""
+
+    def __init__(self, reason: str, *, cut_off: bool) -> None:
+        super().__init__(reason)
+        self.cut_off = cut_off
+
+
+def _request(
+    memory: Memory, piece: _Piece, options: Phase2Options, budget: SliceBudget
+) -> ConsolidationRequest:
+    touched = blocks_to_show(memory, piece.records, int(budget.request_chars * BLOCKS_SHARE))
+    touched_ids = {block.block_id for block in touched}
+    citations: dict[str, ThreadCitation] = {}
+    for block in touched:
+        for task in block.tasks:
+            for citation in task.citations:
+                citations[citation.thread_id] = citation
+    for record in piece.records:
+        citations[record.thread_id] = citation_for(record)
+    return ConsolidationRequest(
+        mode="INCREMENTAL" if memory.blocks else "INIT",
+        inputs=[consolidation_input(record) for record in piece.records],
+        touched_blocks=touched,
+        other_blocks=[b for b in memory.blocks if b.block_id not in touched_ids],
+        citations=citations,
+        budget_bytes=options.memory_budget_bytes,
+        memory_bytes=len(render_memory_md(memory).encode("utf-8")),
+        previous_refusal=piece.refusal,
+    )
+
+
+def _consolidate_piece(
+    store: Store,
+    backend: Backend,
+    memory: Memory,
+    piece: _Piece,
+    options: Phase2Options,
+    budget: SliceBudget,
+    report: Phase2Report,
+) -> GateOutcome:
+    """One model call for one slice, applied and gated; `_SliceRefused` when its answer
+    cannot be used. Transport failures and policy refusals (shrink) end the run."""
+    request = _request(memory, piece, options, budget)
+    try:
+        result = backend.consolidate(request)
+    except AnswerCutOff as exc:
+        report.model_calls += 1
+        raise _SliceRefused(str(exc), cut_off=True) from exc
+    except InvalidModelOutput as exc:
+        report.model_calls += 1
+        raise _SliceRefused(str(exc), cut_off=False) from exc
+    report.model_calls += 1
+    report.usage = report.usage + result.usage
+    untouchable = {b.block_id for b in request.other_blocks}
+    overreach = (set(result.deletions) | {b.block_id for b in result.upserts}) & untouchable
+    if overreach:
+        raise _SliceRefused(
+            f"the result changes block {sorted(overreach)[0]} that it was not shown in full",
+            cut_off=False,
+        )
+    try:
+        proposed = apply_changes(memory, result.upserts, result.deletions)
+    except ValueError as exc:
+        raise _SliceRefused(f"the result cannot be applied: {exc}", cut_off=False) from exc
+    policy = GatePolicy(
+        budget_bytes=options.memory_budget_bytes,
+        max_shrink_fraction=options.max_shrink_fraction,
+        allow_shrink=options.allow_shrink,
+    )
+    proposed, base = _without_vanished(store, proposed, memory, piece.records)
+    try:
+        outcome = check(proposed, base, live_thread_ids=store.live_thread_ids, policy=policy)
+    except ShrinkRefused:
+        raise
+    except GateRefused as exc:
+        raise _SliceRefused(str(exc), cut_off=False) from exc
+    problems = summary_problems(
+        render_memory_summary(outcome.memory), outcome.memory, store.live_thread_ids
+    )
+    if problems:
+        raise _SliceRefused(f"memory_summary.md would be refused: {problems[0]}", cut_off=False)
+    return outcome
+
+
+def _set_aside_item(record: Stage1Record, reason: str) -> QuarantineItem:
+    citation = citation_for(record)
+    return QuarantineItem(
+        reason=redact(f"input set aside: {reason}").text,
+        text=f"thread {record.thread_id} ({citation.rollout_summary_file}, cwd={record.cwd})",
+        thread_ids=frozenset({record.thread_id}),
+    )
 
 
 def consolidate(
@@ -151,72 +245,99 @@ def consolidate(
     options: Phase2Options,
     report: Phase2Report,
     watch: LeaseWatch | None = None,
-) -> Phase2Result:
+) -> bool:
+    """Consolidate the change set in slices, committing each one as it succeeds.
+
+    A slice whose answer is refused is asked again once with the reason (a different
+    request), then split in half; an input refused alone is set aside with its reason and
+    the watermark moves past it, so one bad input cannot block the others. A cut-off answer
+    is never re-sent: a slice of several inputs is split at once, a single input is asked
+    once more with the reason. Returns False when the lease was lost at a commit (nothing of
+    that slice was written).
+    """
     base = decode(inputs.base.memory_json) if inputs.base is not None else Memory()
     memory = base
     report.mode = "INCREMENTAL" if base.blocks else "INIT"
-    for batch in batches(inputs.changed, options.input_budget_chars):
+    budget = options.slice_budget
+    queue: list[_Piece] = []
+    rest = list(inputs.changed)
+    changed_earlier = False
+    while queue or rest:
         if watch is not None and watch.lost.is_set():
             raise LeaseLost("the lease was lost during consolidation")
-        touched = select_touched(memory, batch)
-        touched_ids = {block.block_id for block in touched}
-        citations: dict[str, ThreadCitation] = {}
-        for block in touched:
-            for task in block.tasks:
-                for citation in task.citations:
-                    citations[citation.thread_id] = citation
-        for record in batch:
-            citations[record.thread_id] = citation_for(record)
-        request = ConsolidationRequest(
-            mode="INCREMENTAL" if memory.blocks else "INIT",
-            inputs=[consolidation_input(record) for record in batch],
-            touched_blocks=touched,
-            other_blocks=[b for b in memory.blocks if b.block_id not in touched_ids],
-            citations=citations,
+        if queue:
+            piece = queue.pop(0)
+        else:
+            taken = fitting_prefix(memory, rest, budget)
+            piece, rest = _Piece(rest[:taken]), rest[taken:]
+        set_aside: list[QuarantineItem] = []
+        outcome: GateOutcome | None = None
+        alone = too_large_alone(piece.records[0], budget) if len(piece.records) == 1 else None
+        if alone is not None:
+            set_aside.append(_set_aside_item(piece.records[0], alone))
+        else:
+            try:
+                outcome = _consolidate_piece(store, backend, memory, piece, options, budget, report)
+            except _SliceRefused as exc:
+                reason = str(exc)
+                log.warning(
+                    "phase two: a slice of %d input(s) was refused: %s",
+                    len(piece.records),
+                    reason,
+                    extra={"action": "phase2_slice_refused", "inputs": len(piece.records)},
+                )
+                if piece.refusal is None and (not exc.cut_off or len(piece.records) == 1):
+                    queue.insert(0, _Piece(piece.records, refusal=reason))
+                    continue
+                if len(piece.records) > 1:
+                    half = len(piece.records) // 2
+                    queue[0:0] = [_Piece(piece.records[:half]), _Piece(piece.records[half:])]
+                    report.splits += 1
+                    continue
+                set_aside.append(_set_aside_item(piece.records[0], reason))
+        final = not queue and not rest
+        gated = outcome.memory if outcome is not None else memory
+        result = Phase2Result(
+            memory=encode(gated),
+            kind="consolidation",
+            watermark_from=inputs.watermark_from,
+            backend=backend.name,
+            model=backend.model,
+            input_tokens=report.usage.input_tokens,
+            output_tokens=report.usage.output_tokens,
+            # Kept for an admin to read, but a secret is never stored (SPEC section 8).
+            quarantined=tuple(
+                QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
+                for q in (outcome.quarantined if outcome is not None else ())
+            ),
+            set_aside=tuple(set_aside),
+            settled=tuple(r.thread_id for r in piece.records) if outcome is not None else (),
+            changed_earlier=changed_earlier,
         )
-        result = backend.consolidate(request)
-        report.model_calls += 1
-        report.usage = report.usage + result.usage
-        untouchable = {b.block_id for b in request.other_blocks}
-        overreach = (set(result.deletions) | {b.block_id for b in result.upserts}) & untouchable
-        if overreach:
-            raise GateRefused(
-                f"the result changes block {sorted(overreach)[0]} that it was not shown in full"
-            )
-        try:
-            memory = apply_changes(memory, result.upserts, result.deletions)
-        except ValueError as exc:
-            raise GateRefused(f"the result cannot be applied: {exc}") from exc
-    memory, base = _without_vanished(store, memory, base, inputs)
-    outcome = check(
-        memory,
-        base,
-        live_thread_ids=store.live_thread_ids,
-        policy=GatePolicy(
-            budget_bytes=options.memory_budget_bytes,
-            max_shrink_fraction=options.max_shrink_fraction,
-            allow_shrink=options.allow_shrink,
-        ),
-    )
-    report.quarantined = len(outcome.quarantined)
-    report.evicted = outcome.evicted
-    return Phase2Result(
-        memory=encode(outcome.memory),
-        kind="consolidation",
-        watermark_from=inputs.watermark_from,
-        backend=backend.name,
-        model=backend.model,
-        input_tokens=report.usage.input_tokens,
-        output_tokens=report.usage.output_tokens,
-        # Kept for an admin to read, but a secret is never stored (SPEC section 8).
-        quarantined=tuple(
-            QuarantineItem(q.reason, redact(q.text).text, q.thread_ids) for q in outcome.quarantined
-        ),
-    )
+        through = (
+            None if final else max(inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
+        )
+        commit = store.commit_phase2(
+            claim, result, cooldown_seconds=options.cooldown_seconds, through=through
+        )
+        if not commit.committed:
+            return False
+        report.slices += 1
+        report.set_aside += len(set_aside)
+        report.set_aside_reasons.extend(item.reason for item in set_aside)
+        if outcome is not None:
+            report.quarantined += len(outcome.quarantined)
+            report.evicted += outcome.evicted
+        if commit.version is not None:
+            report.version = commit.version
+            changed_earlier = True
+        report.forgotten_threads += commit.forgotten
+        memory = gated
+    return True
 
 
 def _without_vanished(
-    store: Store, memory: Memory, base: Memory, inputs: Phase2Inputs
+    store: Store, memory: Memory, base: Memory, inputs: Sequence[Stage1Record]
 ) -> tuple[Memory, Memory]:
     """The result and its base without the threads they knew that are no longer live.
 
@@ -224,7 +345,7 @@ def _without_vanished(
     the commit would, instead of failing the gate; a thread neither the base nor the inputs
     knew is left for the gate to refuse as invented.
     """
-    known = cited_thread_ids(base) | {record.thread_id for record in inputs.changed}
+    known = cited_thread_ids(base) | {record.thread_id for record in inputs}
     cited = cited_thread_ids(memory) & known
     dead = cited - store.live_thread_ids(cited)
     if not dead:
@@ -262,14 +383,14 @@ def run_phase_two(
             inputs = store.phase2_inputs(claim)
             report.inputs = len(inputs.changed)
             report.forgotten_threads = len(inputs.removed)
-            result = (
-                consolidate(store, backend, claim, inputs, options, report, watch)
-                if inputs.changed
-                else None
-            )
-            if watch.lost.is_set() or not keeper.alive:
-                raise LeaseLost("the lease was lost before the commit")
-            commit = store.commit_phase2(claim, result, cooldown_seconds=options.cooldown_seconds)
+            if inputs.changed:
+                committed = consolidate(store, backend, claim, inputs, options, report, watch)
+            else:
+                if watch.lost.is_set() or not keeper.alive:
+                    raise LeaseLost("the lease was lost before the commit")
+                commit = store.commit_phase2(claim, None, cooldown_seconds=options.cooldown_seconds)
+                committed = commit.committed
+                report.forgotten_threads += commit.forgotten
         except (BackendError, GateRefused) as exc:
             return _failed(store, claim, report, str(exc))
         except LeaseLost as exc:
@@ -281,19 +402,19 @@ def run_phase_two(
             raise
         finally:
             keeper.unwatch(claim)
-    if not commit.committed:
+    if not committed:
         report.status = "failed"
-        report.error = "the lease was lost before the commit; nothing was written"
+        report.error = "the lease was lost before the commit; nothing more was written"
         log.warning(report.error, extra={"action": "phase2_lease_lost"})
         return report
-    report.version = commit.version
-    report.forgotten_threads += commit.forgotten
     log.info(
-        "phase two committed %s from %d inputs (%s)",
-        f"version {commit.version}" if commit.version else "no new version",
+        "phase two committed %s from %d inputs in %d slice(s), %d set aside (%s)",
+        f"up to version {report.version}" if report.version else "no new version",
         report.inputs,
+        report.slices,
+        report.set_aside,
         report.mode or "deletions only",
-        extra={"action": "phase2_succeeded", "version": commit.version},
+        extra={"action": "phase2_succeeded", "version": report.version},
     )
     return report
 

@@ -25,7 +25,8 @@ from consolidator.materialize import (
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Memory
-from consolidator.memory.render import parse_memory_md, render_memory_md, render_memory_summary
+from consolidator.memory.render import parse_memory_md, render_memory_md
+from consolidator.memory.summary import render_memory_summary
 from consolidator.names import one_line
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,8 @@ def phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2O
         lease_seconds=settings.lease_seconds,
         cooldown_seconds=settings.phase2_cooldown_seconds,
         memory_budget_bytes=settings.memory_budget_bytes,
-        input_budget_chars=transcript_budget_chars(settings.context_window_tokens) // 2,
+        context_window_tokens=settings.context_window_tokens,
+        max_output_tokens=settings.max_output_tokens,
         max_shrink_fraction=settings.max_shrink_fraction,
         allow_shrink=allow_shrink,
     )

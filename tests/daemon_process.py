@@ -167,6 +167,7 @@ def model_responder(body: dict[str, Any]) -> dict[str, Any]:
             }
         ],
         "deletions": [],
+        "edits": [],
     }
 
 

@@ -76,6 +76,9 @@ class Behaviour:
     - `breakage`: how SCHEMA_BREAKING breaks the payload.
     - `secret`: the text SECRET plants in the answer.
     - `usage`: (input, output) tokens to report instead of an estimate.
+    - `output_limit`: honour the request's `max_completion_tokens` / `max_output_tokens` as a
+      model does: an answer longer than the limit (4 characters a token) is cut there and
+      reported as cut off (`finish_reason: length`, `status: incomplete`).
     """
 
     fault: Fault = Fault.OK
@@ -89,6 +92,7 @@ class Behaviour:
     breakage: Breakage = "extra_key"
     secret: str = FAKE_SECRET
     usage: tuple[int, int] | None = None
+    output_limit: bool = False
 
 
 @dataclass(frozen=True)
@@ -310,6 +314,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         content, truncated = _content(behaviour, body)
+        limit = body.get("max_completion_tokens") or body.get("max_output_tokens")
+        if behaviour.output_limit and isinstance(limit, int) and len(content) > limit * 4:
+            content, truncated = content[: limit * 4], True
         prompt_tokens, completion_tokens = behaviour.usage or (
             max(1, len(_prompt_text(body)) // 4),
             max(1, len(content) // 4),

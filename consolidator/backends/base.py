@@ -29,6 +29,11 @@ class InvalidModelOutput(BackendError):
         super().__init__(message, retryable=True)
 
 
+class AnswerCutOff(InvalidModelOutput):
+    """The answer stopped at the output token limit: the same request would stop there again,
+    so it is never sent twice; the caller asks for less instead."""
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
@@ -114,6 +119,9 @@ class ConsolidationRequest:
     touched_blocks: Sequence[Block]
     other_blocks: Sequence[Block]
     citations: Mapping[str, ThreadCitation]
+    budget_bytes: int = 0
+    memory_bytes: int = 0
+    previous_refusal: str | None = None
 
 
 @dataclass(frozen=True)

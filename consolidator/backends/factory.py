@@ -23,5 +23,6 @@ def make_backend(settings: Settings) -> Backend:
             api_key=settings.openai_api_key,
             timeout_seconds=settings.model_timeout_seconds,
             api=settings.openai_api,
+            max_output_tokens=settings.max_output_tokens,
         )
     )

@@ -26,6 +26,7 @@ import openai
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential, wait_random
 
 from consolidator.backends.base import (
+    AnswerCutOff,
     BackendError,
     ConsolidationRequest,
     ConsolidationResult,
@@ -34,17 +35,22 @@ from consolidator.backends.base import (
     Stage1Result,
     Usage,
 )
+from consolidator.memory.edits import apply_edits, block_for_prompt
+from consolidator.memory.model import Block
 from consolidator.memory.render import render_block_index
-from consolidator.memory.schema import block_to_payload, blocks_from_model_output
+from consolidator.memory.schema import blocks_from_model_output
 from consolidator.resources import load_prompt, load_schema
 
 log = logging.getLogger(__name__)
 
 STAGE_ONE = "stage_one"
 CONSOLIDATION = "consolidation"
+CONSOLIDATION_RETRY = "consolidation_retry"
 
 _PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
-_CONSOLIDATION_PLACEHOLDER = re.compile(r"\{(mode|memory_index|touched_blocks|inputs)\}")
+_CONSOLIDATION_PLACEHOLDER = re.compile(
+    r"\{(mode|memory_index|touched_blocks|inputs|budget_bytes|memory_bytes|refusal)\}"
+)
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
 _RETRYABLE_STATUS = frozenset({408, 429})
 _MAX_REASON_CHARS = 200
@@ -64,7 +70,7 @@ class OpenAIConfig:
     timeout_seconds: float = 120
     max_attempts: int = 4
     api: Literal["chat", "responses"] = "chat"
-    max_output_tokens: int = 4000
+    max_output_tokens: int = 16000
     max_retry_wait_seconds: float = 60
     initial_retry_wait_seconds: float = 1.0
 
@@ -130,6 +136,33 @@ class _Attempts:
         return Usage(self.input_tokens, self.output_tokens, self.answered)
 
 
+def answer_to_changes(
+    answer: Mapping[str, Any], request: ConsolidationRequest
+) -> tuple[list[Block], list[str]]:
+    """New blocks, edited shown blocks and deletions from a checked answer, or `ValueError`.
+
+    A shown block may change only through edits, so that the answer's size follows the
+    change: re-sending one whole is refused.
+    """
+    upserts, deletions = blocks_from_model_output(
+        {"upserts": answer["upserts"], "deletions": answer["deletions"]},
+        request.citations.get,
+        reserved_ids={block.block_id for block in request.other_blocks},
+    )
+    shown = {block.block_id for block in request.touched_blocks}
+    for index, block in enumerate(upserts):
+        if block.block_id in shown:
+            raise ValueError(
+                f"upserts[{index}].block_id: {block.block_id!r} already exists; change it with"
+                " edits instead of sending it whole"
+            )
+    edited = apply_edits(answer["edits"], request.touched_blocks, request.citations.get)
+    for block in edited:
+        if block.block_id in deletions:
+            raise ValueError(f"edits: block {block.block_id!r} is both edited and deleted")
+    return [*upserts, *edited], deletions
+
+
 def render_stage_one_prompt(rollout: Stage1Input) -> str:
     """Fill the stage-one template in one pass.
 
@@ -151,9 +184,12 @@ def render_consolidation_prompt(request: ConsolidationRequest) -> str:
     """Fill the consolidation template: stable rules first, this run's slice last."""
     values = {
         "mode": request.mode,
+        "budget_bytes": str(request.budget_bytes),
+        "memory_bytes": str(request.memory_bytes),
+        "refusal": _refusal_section(request.previous_refusal),
         "memory_index": render_block_index(request.other_blocks),
         "touched_blocks": json.dumps(
-            [block_to_payload(block) for block in request.touched_blocks], ensure_ascii=False
+            [block_for_prompt(block) for block in request.touched_blocks], ensure_ascii=False
         ),
         "inputs": json.dumps(
             [item.to_prompt_dict() for item in request.inputs], ensure_ascii=False
@@ -162,6 +198,14 @@ def render_consolidation_prompt(request: ConsolidationRequest) -> str:
     return _CONSOLIDATION_PLACEHOLDER.sub(
         lambda match: values[match.group(1)], load_prompt(CONSOLIDATION)
     )
+
+
+def _refusal_section(reason: str | None) -> str:
+    """Why the previous answer to this slice was refused, so the next request differs from
+    the failed one and tells the model what to fix."""
+    if not reason:
+        return ""
+    return load_prompt(CONSOLIDATION_RETRY).replace("{reason}", " ".join(reason.split()))
 
 
 class OpenAIBackend:
@@ -234,23 +278,33 @@ class OpenAIBackend:
         )
 
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        """One consolidation call. A broken or cut-off answer is not re-sent as is: phase two
+        asks again with the refusal reason, or with fewer inputs, so no identical request
+        that already failed is repeated."""
         answer, usage = self.complete_json(
-            render_consolidation_prompt(request), CONSOLIDATION, load_schema(CONSOLIDATION)
+            render_consolidation_prompt(request),
+            CONSOLIDATION,
+            load_schema(CONSOLIDATION),
+            retry_answers=False,
         )
         try:
-            upserts, deletions = blocks_from_model_output(
-                answer,
-                request.citations.get,
-                reserved_ids={block.block_id for block in request.other_blocks},
-            )
+            upserts, deletions = answer_to_changes(answer, request)
         except ValueError as exc:
             raise InvalidModelOutput(f"consolidation answer refused: {exc}") from exc
         return ConsolidationResult(tuple(upserts), tuple(deletions), usage)
 
     def complete_json(
-        self, system_or_prompt: str, schema_name: str, schema: dict[str, Any]
+        self,
+        system_or_prompt: str,
+        schema_name: str,
+        schema: dict[str, Any],
+        *,
+        retry_answers: bool = True,
     ) -> tuple[dict[str, Any], Usage]:
         """Ask for a JSON object matching `schema` and return it with the usage of all attempts.
+
+        With `retry_answers=False` only transport faults are retried: an answer that breaks
+        the schema or is cut off is raised at once, for a caller that changes the request.
 
         Raises `BackendError(retryable=False)` at once when the request itself is refused
         (400, 401, 403, 404, ...), `InvalidModelOutput` when every attempt answered with
@@ -262,7 +316,7 @@ class OpenAIBackend:
         retrying = Retrying(
             stop=stop_after_attempt(self.config.max_attempts),
             wait=self._wait,
-            retry=self._should_retry,
+            retry=self._should_retry if retry_answers else self._should_retry_transport,
             before_sleep=lambda state: self._log_retry(state, schema_name),
             reraise=True,
         )
@@ -273,6 +327,8 @@ class OpenAIBackend:
             answered = True
         except _TransientFailure as exc:
             error = BackendError(self._gave_up(attempts, exc.reason), retryable=True)
+        except AnswerCutOff as exc:
+            error = AnswerCutOff(self._gave_up(attempts, str(exc)))
         except InvalidModelOutput as exc:
             error = InvalidModelOutput(self._gave_up(attempts, str(exc)))
         except BackendError as exc:
@@ -316,7 +372,15 @@ class OpenAIBackend:
             ) from None
         finally:
             attempts.latencies.append(time.monotonic() - started)
-        return parse_json_answer(text, schema, truncated=truncated)
+        try:
+            return parse_json_answer(text, schema, truncated=truncated)
+        except InvalidModelOutput as exc:
+            if truncated:
+                raise AnswerCutOff(
+                    f"the answer was cut off at the output limit of"
+                    f" {self.config.max_output_tokens} tokens ({exc})"
+                ) from None
+            raise
 
     def _send(
         self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: _Attempts
@@ -400,6 +464,11 @@ class OpenAIBackend:
         if state.outcome is None or not state.outcome.failed:
             return False
         return isinstance(state.outcome.exception(), (_TransientFailure, InvalidModelOutput))
+
+    def _should_retry_transport(self, state: RetryCallState) -> bool:
+        if state.outcome is None or not state.outcome.failed:
+            return False
+        return isinstance(state.outcome.exception(), _TransientFailure)
 
     def _wait(self, state: RetryCallState) -> float:
         """The server's `Retry-After` when it sent one, else exponential backoff with jitter."""

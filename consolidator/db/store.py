@@ -15,9 +15,9 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple, ParamSpec, TypeVar
@@ -270,11 +270,15 @@ class VersionRecord:
 
 @dataclass(frozen=True)
 class Phase2Inputs:
+    """`changed` is in change-log order; `change_seq` maps each changed thread to its latest
+    change's sequence number, so a run may commit a prefix and advance the watermark to it."""
+
     base: VersionRecord | None
     watermark_from: int
     watermark_to: int
     changed: list[Stage1Record]
     removed: list[str]
+    change_seq: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -296,6 +300,12 @@ class Phase2Result:
     input_tokens: int = 0
     output_tokens: int = 0
     quarantined: tuple[QuarantineItem, ...] = ()
+    # Inputs the model could not consolidate even alone, kept out with their reason until
+    # they change or `retry`; and the inputs consolidated now, whose earlier such entry goes.
+    set_aside: tuple[QuarantineItem, ...] = ()
+    settled: tuple[str, ...] = ()
+    # An earlier slice of the same run changed the memory: the cooldown starts anyway.
+    changed_earlier: bool = False
 
 
 @dataclass(frozen=True)
@@ -1331,23 +1341,24 @@ class Store:
             ).one()
             start = int(job.last_success_watermark or 0)
             end = int(claim.watermark or 0)
-            changed_ids = sorted(
-                set(
-                    connection.execute(
-                        select(InputChange.thread_id).where(
-                            InputChange.seq > start, InputChange.seq <= end
-                        )
-                    ).scalars()
+            change_seq = {
+                str(thread_id): int(seq)
+                for thread_id, seq in connection.execute(
+                    select(InputChange.thread_id, func.max(InputChange.seq))
+                    .where(InputChange.seq > start, InputChange.seq <= end)
+                    .group_by(InputChange.thread_id)
                 )
+            }
+            changed_ids = sorted(change_seq)
+            outputs = sorted(
+                (
+                    _stage1_record(row)
+                    for row in connection.execute(
+                        select(OUTPUTS).where(Stage1Output.thread_id.in_(changed_ids))
+                    )
+                ),
+                key=lambda record: change_seq[record.thread_id],
             )
-            outputs = [
-                _stage1_record(row)
-                for row in connection.execute(
-                    select(OUTPUTS)
-                    .where(Stage1Output.thread_id.in_(changed_ids))
-                    .order_by(Stage1Output.source_updated_at, Stage1Output.thread_id)
-                )
-            ]
             base = self._version(
                 connection,
                 connection.execute(
@@ -1361,6 +1372,7 @@ class Store:
             watermark_to=end,
             changed=outputs,
             removed=[thread_id for thread_id in changed_ids if thread_id not in live],
+            change_seq={record.thread_id: change_seq[record.thread_id] for record in outputs},
         )
 
     def all_stage1_outputs(self) -> list[Stage1Record]:
@@ -1387,7 +1399,12 @@ class Store:
 
     @_contention_retry
     def commit_phase2(
-        self, claim: Claim, result: Phase2Result | None, *, cooldown_seconds: int
+        self,
+        claim: Claim,
+        result: Phase2Result | None,
+        *,
+        cooldown_seconds: int,
+        through: int | None = None,
     ) -> Phase2Commit:
         """The fenced commit of a consolidation: all or nothing, in one transaction.
 
@@ -1397,6 +1414,9 @@ class Store:
           forgotten here, deterministically, so a concurrent deletion always wins.
         - A result equal to the current memory adds no version and starts no cooldown.
         - The watermark advances to the claimed one; consumed change-log rows are pruned.
+        - `through` below the claimed watermark commits one slice of the run: the watermark
+          advances to it and the claim stays running, so the next slice builds on this one
+          and a later failure cannot undo it.
         """
         with self._write() as connection:
             self._lock_memory_writes(connection)
@@ -1414,18 +1434,34 @@ class Store:
                     forgotten = len(dead)
                 if self._current_digests(connection) == [b.digest for b in memory.blocks]:
                     memory = None
-            values: dict[str, Any] = {
-                "status": JobStatus.SUCCEEDED.value,
-                "finished_at": now,
-                "last_error": None,
-                "retry_at": None,
-                "attempts": 0,
-                "last_success_watermark": claim.watermark,
-                "last_success_at": now,
-            }
-            if memory is not None:
-                values["cooldown_until"] = now + timedelta(seconds=cooldown_seconds)
-            if not self._fenced_finish(connection, claim, **values):
+            final = through is None or through >= (claim.watermark or 0)
+            watermark = claim.watermark if final else through
+            if final:
+                values: dict[str, Any] = {
+                    "status": JobStatus.SUCCEEDED.value,
+                    "finished_at": now,
+                    "last_error": None,
+                    "retry_at": None,
+                    "attempts": 0,
+                    "last_success_watermark": watermark,
+                    "last_success_at": now,
+                }
+                if memory is not None or (result is not None and result.changed_earlier):
+                    values["cooldown_until"] = now + timedelta(seconds=cooldown_seconds)
+                fenced = self._fenced_finish(connection, claim, **values)
+            else:
+                fenced = (
+                    _rowcount(
+                        connection.execute(
+                            update(Job)
+                            .where(_OWNED_BY_CLAIM)
+                            .values(last_success_watermark=watermark, last_success_at=now),
+                            _fence_parameters(claim),
+                        )
+                    )
+                    == 1
+                )
+            if not fenced:
                 return Phase2Commit(committed=False, version=None, forgotten=0)
             if memory is not None and result is not None:
                 previous = self._version(
@@ -1442,7 +1478,7 @@ class Store:
                     kind=result.kind,
                     summary=diff_summary(old, memory.memory),
                     watermark_from=result.watermark_from,
-                    watermark_to=claim.watermark,
+                    watermark_to=watermark,
                     backend=result.backend,
                     model=result.model,
                     input_tokens=result.input_tokens,
@@ -1459,8 +1495,59 @@ class Store:
                             thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
                         )
                     )
-            connection.execute(delete(InputChange).where(InputChange.seq <= (claim.watermark or 0)))
+            if result is not None:
+                self._record_set_aside(connection, result, now)
+            connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))
             return Phase2Commit(committed=True, version=version, forgotten=forgotten)
+
+    def _record_set_aside(
+        self, connection: Connection, result: Phase2Result, now: datetime
+    ) -> None:
+        """Set-aside inputs are quarantine entries of no version, one per thread: a thread
+        set aside again replaces its entry, and one consolidated at last loses it."""
+        done = [*result.settled, *(t for entry in result.set_aside for t in entry.thread_ids)]
+        for thread_id in done:
+            connection.execute(
+                delete(QuarantinedEntry).where(
+                    QuarantinedEntry.version.is_(None),
+                    QuarantinedEntry.thread_ids == f" {thread_id} ",
+                )
+            )
+        for entry in result.set_aside:
+            connection.execute(
+                insert(QuarantinedEntry).values(
+                    created_at=now,
+                    version=None,
+                    reason=entry.reason,
+                    text=entry.text,
+                    thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
+                )
+            )
+
+    @_contention_retry
+    def retry_set_aside_inputs(self) -> int:
+        """Queue every set-aside input for the next phase two again (the `retry` verb): a
+        fresh change-log row per thread that still has a stage-one output. Returns how many."""
+        with self._write() as connection:
+            now = self._now(connection)
+            rows = connection.execute(
+                select(QuarantinedEntry.thread_ids).where(QuarantinedEntry.version.is_(None))
+            ).scalars()
+            thread_ids = sorted({t for value in rows for t in value.split()})
+            live = sorted(self._live(connection, thread_ids)) if thread_ids else []
+            for thread_id in live:
+                self._log_change(connection, thread_id, "upsert", now)
+            return len(live)
+
+    def set_aside_inputs(self) -> list[tuple[str, str]]:
+        """(thread id, reason) of every input phase two set aside."""
+        with self._read() as connection:
+            rows = connection.execute(
+                select(QuarantinedEntry.thread_ids, QuarantinedEntry.reason)
+                .where(QuarantinedEntry.version.is_(None))
+                .order_by(QuarantinedEntry.id)
+            ).all()
+        return [(str(row[0]).strip(), str(row[1])) for row in rows]
 
     # -- versions and admin -----------------------------------------------------------------
 

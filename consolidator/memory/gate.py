@@ -29,6 +29,11 @@ class GateRefused(Exception):
     """The whole result is refused; the message is the one-line reason."""
 
 
+class ShrinkRefused(GateRefused):
+    """The result removes more of the memory than the policy allows: a decision for an
+    admin (`--allow-shrink`), not a fault of the inputs."""
+
+
 @dataclass(frozen=True)
 class Quarantined:
     reason: str
@@ -142,7 +147,7 @@ def check(
         )
     lost = shrink_fraction(base, proposed)
     if lost > policy.max_shrink_fraction and not policy.allow_shrink:
-        raise GateRefused(
+        raise ShrinkRefused(
             f"the result would remove {lost:.0%} of the memory (limit "
             f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
         )

@@ -64,7 +64,7 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _shown(text: str) -> str:
+def shown_text(text: str) -> str:
     """A value as written: on one line, with nothing invisible in it. The gate quarantines
     entries holding invisible characters; this keeps any that reach the renderer out of the
     file all the same."""
@@ -83,22 +83,22 @@ def render_memory_md(memory: Memory) -> str:
 
 def render_block(block: Block) -> str:
     lines = [
-        f"# Task Group: {_shown(block.title)}",
+        f"# Task Group: {shown_text(block.title)}",
         f"<!-- block: {block.block_id} -->",
-        f"scope: {_shown(block.scope)}",
+        f"scope: {shown_text(block.scope)}",
         f"applies_to: cwd={_cwd_text(block.applies_to_cwd, ANY_CWD)};"
-        f" reuse_rule={_shown(block.reuse_rule)}",
+        f" reuse_rule={shown_text(block.reuse_rule)}",
         "",
     ]
     numbers: dict[str, int] = {}
     for number, task in enumerate(block.tasks, start=1):
         numbers.setdefault(task.task_id, number)
-        lines.append(f"## Task {number}: {_shown(task.title)}")
+        lines.append(f"## Task {number}: {shown_text(task.title)}")
         lines.append(f"<!-- task: {task.task_id} -->")
         lines.append("### rollout_summary_files")
         lines.extend(_render_citation(c) for c in task.citations)
         lines.append("### keywords")
-        keywords = [k for k in map(_shown, split_keywords(task.keywords)) if k]
+        keywords = [k for k in map(shown_text, split_keywords(task.keywords)) if k]
         if keywords:
             lines.append(f"- {', '.join(keywords)}")
         lines.append("")
@@ -106,38 +106,22 @@ def render_block(block: Block) -> str:
         lines.append(_SECTION_HEADINGS[name])
         for bullet in block.section(name):
             refs = "".join(f"[Task {numbers[t]}]" for t in bullet.task_ids if t in numbers)
-            lines.append(f"- {_shown(bullet.text)} {refs}".rstrip())
+            lines.append(f"- {shown_text(bullet.text)} {refs}".rstrip())
     return "\n".join(lines) + "\n"
 
 
 def _render_citation(citation: ThreadCitation) -> str:
     return (
-        f"- {_shown(citation.rollout_summary_file)}"
+        f"- {shown_text(citation.rollout_summary_file)}"
         f" (cwd={_cwd_text(citation.cwd, '')},"
-        f" rollout_path={_shown(citation.rollout_path)},"
-        f" updated_at={_shown(citation.updated_at)},"
-        f" thread_id={_shown(citation.thread_id)})"
+        f" rollout_path={shown_text(citation.rollout_path)},"
+        f" updated_at={shown_text(citation.updated_at)},"
+        f" thread_id={shown_text(citation.thread_id)})"
     )
 
 
 def _cwd_text(cwd: str | None, missing: str) -> str:
-    return missing if cwd is None else _shown(cwd)
-
-
-def render_memory_summary(memory: Memory) -> str:
-    """`memory_summary.md`: the versioned one-screen index an agent reads before `MEMORY.md`."""
-    lines = ["v1", "# Memory summary", ""]
-    if not memory.blocks:
-        lines.append("No task groups yet.")
-    else:
-        lines.append("Task groups in MEMORY.md (title (cwd): scope [tasks]):")
-        for block in memory.blocks:
-            count = len(block.tasks)
-            lines.append(
-                f"- {_shown(block.title)} (cwd={_cwd_text(block.applies_to_cwd, ANY_CWD)}):"
-                f" {_shown(block.scope)} [{count} task{'' if count == 1 else 's'}]"
-            )
-    return "\n".join(lines) + "\n"
+    return missing if cwd is None else shown_text(cwd)
 
 
 def render_block_index(blocks: Iterable[Block]) -> str:
@@ -146,7 +130,8 @@ def render_block_index(blocks: Iterable[Block]) -> str:
     It tells the model which ids exist without spending tokens on blocks it may not change.
     """
     lines = [
-        f"- `{block.block_id}`: {_shown(block.title)} | {_shown(block.scope)}" for block in blocks
+        f"- `{block.block_id}`: {shown_text(block.title)} | {shown_text(block.scope)}"
+        for block in blocks
     ]
     return "\n".join(lines) if lines else "(none)"
 

@@ -67,7 +67,6 @@ PHASE2_OPTIONS = Phase2Options(
     lease_seconds=LEASE,
     cooldown_seconds=0,
     memory_budget_bytes=65536,
-    input_budget_chars=200_000,
     max_shrink_fraction=0.5,
 )
 
@@ -225,7 +224,7 @@ def block_per_input(prompt: Prompt) -> dict[str, Any]:
         )
         for item in prompt.inputs
     ]
-    return {"upserts": upserts, "deletions": []}
+    return {"upserts": upserts, "deletions": [], "edits": []}
 
 
 class ScriptedModel:
@@ -727,6 +726,7 @@ def cite_unknown_thread(prompt: Prompt) -> dict[str, Any]:
     return {
         "upserts": [block_payload(block_id_for(thread), [thread, UNKNOWN_THREAD])],
         "deletions": [],
+        "edits": [],
     }
 
 
@@ -735,18 +735,47 @@ def cite_a_secret_as_thread(prompt: Prompt) -> dict[str, Any]:
     return {
         "upserts": [block_payload(block_id_for(thread), [thread, LEAKED_TOKEN])],
         "deletions": [],
+        "edits": [],
     }
 
 
 def upsert_index_only_block(prompt: Prompt) -> dict[str, Any]:
     thread = prompt.input_ids[0]
-    return {"upserts": [block_payload(prompt.index_ids[0], [thread], cwd=INFRA)], "deletions": []}
+    return {
+        "upserts": [block_payload(prompt.index_ids[0], [thread], cwd=INFRA)],
+        "deletions": [],
+        "edits": [],
+    }
 
 
 def delete_index_only_block(prompt: Prompt) -> dict[str, Any]:
     result = block_per_input(prompt)
     result["deletions"] = [prompt.index_ids[0]]
     return result
+
+
+def edit_index_only_block(prompt: Prompt) -> dict[str, Any]:
+    result = block_per_input(prompt)
+    result["edits"] = [{"op": "delete_bullet", "block_id": prompt.index_ids[0], "bullet_id": "k1"}]
+    return result
+
+
+def edit_unknown_bullet(prompt: Prompt) -> dict[str, Any]:
+    result = block_per_input(prompt)
+    block = prompt.touched_ids[0]
+    result["edits"] = [{"op": "delete_bullet", "block_id": block, "bullet_id": "k99"}]
+    return result
+
+
+def resend_a_shown_block_whole(prompt: Prompt) -> dict[str, Any]:
+    shown = dict(prompt.touched[0])
+    shown["tasks"] = [
+        {key: task[key] for key in ("task_id", "title", "thread_ids", "keywords")}
+        for task in shown["tasks"]
+    ]
+    for name in ("preferences", "knowledge", "failures"):
+        shown[name] = [{"text": b["text"], "task_ids": b["task_ids"]} for b in shown[name]]
+    return {"upserts": [shown], "deletions": [], "edits": []}
 
 
 def delete_most_blocks(prompt: Prompt) -> dict[str, Any]:
@@ -800,21 +829,62 @@ REFUSED_ANSWERS: dict[str, tuple[Fault, Consolidator, str]] = {
         delete_index_only_block,
         "belongs to a block that was not sent in full",
     ),
+    "edit_of_an_index_only_block": (
+        Fault.OK,
+        edit_index_only_block,
+        "is not a block this request showed in full",
+    ),
+    "edit_of_an_unknown_bullet": (
+        Fault.OK,
+        edit_unknown_bullet,
+        "is not a bullet of this block",
+    ),
+    "whole_copy_of_a_shown_block": (
+        Fault.OK,
+        resend_a_shown_block_whole,
+        "already exists; change it with edits",
+    ),
     "schema_breaking_every_time": (
         Fault.SCHEMA_BREAKING,
         add_block_for_new_inputs,
-        f"gave up after {MAX_ATTEMPTS} attempt(s): answer breaks the schema",
+        "gave up after 1 attempt(s): answer breaks the schema",
     ),
     "truncated_json_every_time": (
         Fault.TRUNCATED_JSON,
         add_block_for_new_inputs,
-        f"gave up after {MAX_ATTEMPTS} attempt(s): answer is not valid JSON",
+        "the answer was cut off at the output limit",
     ),
 }
 
 
+def assert_set_aside(world: World, report: Phase2Report, reason: str) -> dict[str, Any]:
+    """A refused answer for the only input: the input is set aside with its reason, nothing
+    is written to the memory, and the watermark moves past it so the next run is up to date."""
+    assert report.outcome is ClaimOutcome.CLAIMED
+    assert (report.status, report.version, report.set_aside) == ("succeeded", None, 1)
+    assert reason in report.set_aside_reasons[0], report.set_aside_reasons
+    assert [v.version for v in world.store.list_versions()] == [1]
+    publish(world.store, world.memory_dir)
+    assert world.memory_file() == world.memory_md
+    job = world.store.phase2_job()
+    assert job is not None and job.status is JobStatus.SUCCEEDED
+    assert job.last_success_watermark is not None and job.last_success_watermark > world.watermark
+    assert [(t, r.split(": ", 1)[0]) for t, r in world.store.set_aside_inputs()] == [
+        (world.ids["d"], "input set aside")
+    ]
+    entries = run_cli(world.env, "quarantine")["entries"]
+    assert any(reason in e["reason"] and world.ids["d"] in e["text"] for e in entries), entries
+    status = run_cli(world.env, "status")
+    assert status["phase2"]["status"] == "succeeded"
+    assert status["memory"]["version"] == 1 and status["memory"]["quarantined"] == 1
+    again = run_cli(world.env, "phase2")
+    assert again["outcome"] == "skipped_up_to_date"
+    result: dict[str, Any] = status
+    return result
+
+
 @pytest.mark.parametrize("case", sorted(REFUSED_ANSWERS))
-def test_a_hostile_or_broken_consolidation_fails_the_run_and_writes_nothing(
+def test_a_hostile_or_broken_consolidation_sets_the_input_aside_and_writes_nothing(
     world: World, case: str
 ) -> None:
     fault, consolidate, reason = REFUSED_ANSWERS[case]
@@ -824,12 +894,30 @@ def test_a_hostile_or_broken_consolidation_fails_the_run_and_writes_nothing(
 
     report = world.phase_two()
 
-    status = assert_refused(world, report, reason)
-    retried = fault is not Fault.OK
-    assert world.server.call_count - before == (MAX_ATTEMPTS if retried else 1)
+    status = assert_set_aside(world, report, reason)
+    # Asked once, then once more with the refusal's reason: never the same request twice.
+    sent = world.server.raw_requests[before:]
+    assert len(sent) == 2 and len(set(sent)) == 2
+    assert "previous answer to this request was refused" in world.server.prompts()[-1]
     # An error message may quote the answer, but never a secret in it.
-    assert LEAKED_TOKEN not in (report.error or "") and LEAKED_TOKEN not in json.dumps(status)
+    assert LEAKED_TOKEN not in json.dumps(report.as_json()) and LEAKED_TOKEN not in json.dumps(
+        status
+    )
     assert LEAKED_TOKEN not in database_text(world.engine)
+
+
+def test_a_set_aside_input_is_retried_when_asked(world: World) -> None:
+    world.model.consolidate = cite_unknown_thread
+    assert world.phase_two().set_aside == 1
+    world.model.consolidate = block_per_input
+
+    assert world.store.retry_set_aside_inputs() == 1
+    report = world.phase_two()
+
+    assert (report.status, report.version, report.set_aside) == ("succeeded", 2, 0)
+    assert world.store.set_aside_inputs() == []
+    publish(world.store, world.memory_dir)
+    assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 
 
 def test_mass_deletion_is_refused_unless_allow_shrink_is_given(world: World) -> None:
@@ -913,7 +1001,7 @@ def test_unsafe_bullets_are_quarantined_and_the_rest_commits(
     def answer(prompt: Prompt) -> dict[str, Any]:
         thread = prompt.input_ids[0]
         block = block_payload(block_id_for(thread), [thread], knowledge=[CLEAN_BULLET, bullet])
-        return {"upserts": [block], "deletions": []}
+        return {"upserts": [block], "deletions": [], "edits": []}
 
     world.model.consolidate = answer
 
@@ -953,7 +1041,7 @@ def test_a_secret_smuggled_into_an_id_is_quarantined(world: World, migrated_url:
             }
         )
         smuggled = block_payload(LEAKED_TOKEN, [thread])
-        return {"upserts": [block, smuggled], "deletions": []}
+        return {"upserts": [block, smuggled], "deletions": [], "edits": []}
 
     world.model.consolidate = answer
 

@@ -330,6 +330,7 @@ def consolidation_responder(tag: str) -> Callable[[dict[str, Any]], dict[str, An
                 }
             ],
             "deletions": [],
+            "edits": [],
         }
 
     return respond

@@ -13,11 +13,8 @@ from hypothesis import strategies as st
 
 from consolidator.memory.gate import quarantine_unsafe
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.memory.render import (
-    render_block_index,
-    render_memory_md,
-    render_memory_summary,
-)
+from consolidator.memory.render import render_block_index, render_memory_md
+from consolidator.memory.summary import render_memory_summary
 from consolidator.names import is_hidden_character
 from consolidator.security import (
     INVISIBLE_RANGES,

@@ -21,7 +21,6 @@ from consolidator.memory.render import (
     parse_memory_md,
     render_block_index,
     render_memory_md,
-    render_memory_summary,
 )
 
 
@@ -172,20 +171,6 @@ def test_parse_derives_unique_ids_and_drops_blocks_without_citations() -> None:
     assert [b.block_id for b in memory.blocks] == ["same-title", "same-title-2"]
     assert [t.task_id for t in memory.blocks[0].tasks] == ["t1", "t1-2"]
     assert memory.blocks[1].applies_to_cwd is None
-
-
-def test_memory_summary_starts_with_v1_and_indexes_blocks() -> None:
-    summary = render_memory_summary(Memory((BILLING, GLOBAL)))
-    lines = summary.splitlines()
-    assert lines[0] == "v1"
-    assert (
-        "- billing-api repository (/src/billing) (cwd=/src/billing): building and testing the"
-        " billing service; not its deployment [2 tasks]"
-    ) in lines
-    assert "- user-wide preferences (cwd=*): habits the user holds in every project [1 task]" in (
-        lines
-    )
-    assert render_memory_summary(Memory()).splitlines()[0] == "v1"
 
 
 def test_block_index_lists_ids() -> None:

@@ -1,0 +1,340 @@
+"""Consolidation answers as edits: operations on the ids a request showed.
+
+Re-emitting a whole block to add one task makes the answer grow with the memory; an edit
+names the block, task or bullet it changes, so the answer grows with the change. The model
+sees each block it may touch with an id on every bullet (`p1`, `k2`, `f1`: section letter and
+position), and answers with new blocks whole plus a list of edits on the blocks it was shown:
+
+- `add_task`, `cite_task` (a repeated session joins an existing task), `merge_tasks`;
+- `add_bullet`, `replace_bullet`, `delete_bullet`;
+- `set_block` (title, scope, working directory, reuse rule).
+
+Nothing in an edit is trusted: an id the request did not show, a thread id that is neither an
+input nor already cited, or a contradictory edit raises `ValueError` naming the edit, and the
+caller refuses the whole answer. The commit gate then checks the resulting memory like any
+other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from consolidator.memory.model import (
+    SECTIONS,
+    Block,
+    Bullet,
+    Section,
+    Task,
+    ThreadCitation,
+    is_valid_id,
+)
+from consolidator.memory.render import ANY_CWD, one_line, split_keywords
+from consolidator.memory.schema import UnknownCitation, block_to_payload
+
+SECTION_LETTERS: Final[dict[Section, str]] = {
+    "preferences": "p",
+    "knowledge": "k",
+    "failures": "f",
+}
+_SECTION_BY_LETTER: Final = {letter: name for name, letter in SECTION_LETTERS.items()}
+
+
+def bullet_id(section: Section, index: int) -> str:
+    return f"{SECTION_LETTERS[section]}{index + 1}"
+
+
+def block_for_prompt(block: Block) -> dict[str, Any]:
+    """A block as a request shows it: the answer's block shape plus an id on every bullet, and
+    each task's newest `updated_at` and its working directory, for recency and scope."""
+    payload = block_to_payload(block)
+    for task, shown in zip(block.tasks, payload["tasks"], strict=True):
+        cwds = sorted({c.cwd for c in task.citations if c.cwd})
+        shown["updated_at"] = max((c.updated_at for c in task.citations), default="")
+        shown["cwd"] = cwds[0] if len(cwds) == 1 else cwds
+    for name in SECTIONS:
+        payload[name] = [
+            {"bullet_id": bullet_id(name, index), **item}
+            for index, item in enumerate(payload[name])
+        ]
+    return payload
+
+
+@dataclass
+class _Draft:
+    """A shown block while edits apply; bullets keep their shown ids until the end."""
+
+    block: Block
+    tasks: list[Task]
+    bullets: dict[Section, list[tuple[str, Bullet | None]]]
+
+    @classmethod
+    def of(cls, block: Block) -> _Draft:
+        return cls(
+            block,
+            list(block.tasks),
+            {
+                name: [(bullet_id(name, i), b) for i, b in enumerate(block.section(name))]
+                for name in SECTIONS
+            },
+        )
+
+    def task_ids(self) -> set[str]:
+        return {task.task_id for task in self.tasks}
+
+    def finish(self) -> Block:
+        kept = {name: tuple(b for _, b in self.bullets[name] if b is not None) for name in SECTIONS}
+        return replace(
+            self.block,
+            tasks=tuple(self.tasks),
+            preferences=kept["preferences"],
+            knowledge=kept["knowledge"],
+            failures=kept["failures"],
+        )
+
+
+def apply_edits(
+    edits: Sequence[Mapping[str, Any]],
+    shown: Sequence[Block],
+    citation_lookup: Callable[[str], ThreadCitation | None],
+) -> list[Block]:
+    """The shown blocks that the edits change, changed, in the order they were shown."""
+    drafts = {block.block_id: _Draft.of(block) for block in shown}
+    touched: set[str] = set()
+    for index, edit in enumerate(edits):
+        where = f"edits[{index}]"
+        op = _string(edit, "op", where)
+        block_id = _string(edit, "block_id", where)
+        draft = drafts.get(block_id)
+        if draft is None:
+            raise ValueError(
+                f"{where}.block_id: {_show(block_id)} is not a block this request showed in full"
+            )
+        apply_one = _EDITS.get(op)
+        if apply_one is None:
+            raise ValueError(f"{where}.op: {_show(op)} is not a known edit")
+        apply_one(draft, edit, where, citation_lookup)
+        touched.add(block_id)
+    return [drafts[block.block_id].finish() for block in shown if block.block_id in touched]
+
+
+def _add_task(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    task_id = _identifier(edit, "task_id", where)
+    if task_id in draft.task_ids():
+        raise ValueError(f"{where}.task_id: {_show(task_id)} already exists in this block")
+    draft.tasks.append(
+        Task(
+            task_id=task_id,
+            title=_text(edit, "title", where),
+            citations=_citations(edit, where, lookup),
+            keywords=tuple(dict.fromkeys(split_keywords(_strings(edit, "keywords", where)))),
+        )
+    )
+
+
+def _cite_task(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    position = _task_position(draft, _identifier(edit, "task_id", where), f"{where}.task_id")
+    task = draft.tasks[position]
+    known = set(task.thread_ids)
+    added = tuple(c for c in _citations(edit, where, lookup) if c.thread_id not in known)
+    draft.tasks[position] = replace(task, citations=task.citations + added)
+
+
+def _merge_tasks(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    _lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    into = _identifier(edit, "into_task_id", where)
+    target = _task_position(draft, into, f"{where}.into_task_id")
+    sources = [t for t in _strings(edit, "task_ids", where) if t != into]
+    if not sources:
+        raise ValueError(f"{where}.task_ids: name at least one task to merge into {_show(into)}")
+    for i, task_id in enumerate(sources):
+        _task_position(draft, task_id, f"{where}.task_ids[{i}]")
+    merged = draft.tasks[target]
+    seen = set(merged.thread_ids)
+    citations = list(merged.citations)
+    keywords = list(merged.keywords)
+    for task in draft.tasks:
+        if task.task_id in sources:
+            citations += [c for c in task.citations if c.thread_id not in seen]
+            seen.update(task.thread_ids)
+            keywords += task.keywords
+    title = _text(edit, "title", where)
+    draft.tasks[target] = replace(
+        merged,
+        title=title,
+        citations=tuple(citations),
+        keywords=tuple(dict.fromkeys(keywords)),
+    )
+    draft.tasks = [task for task in draft.tasks if task.task_id not in sources]
+    gone = set(sources)
+    for name in SECTIONS:
+        draft.bullets[name] = [
+            (
+                bid,
+                None
+                if bullet is None
+                else replace(
+                    bullet,
+                    task_ids=tuple(
+                        dict.fromkeys(into if t in gone else t for t in bullet.task_ids)
+                    ),
+                ),
+            )
+            for bid, bullet in draft.bullets[name]
+        ]
+
+
+def _add_bullet(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    _lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    section = _string(edit, "section", where)
+    if section not in SECTIONS:
+        raise ValueError(f"{where}.section: {_show(section)} is not one of {', '.join(SECTIONS)}")
+    draft.bullets[section].append(("", _bullet(draft, edit, where)))
+
+
+def _replace_bullet(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    _lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    name, position = _bullet_position(draft, edit, where)
+    draft.bullets[name][position] = (draft.bullets[name][position][0], _bullet(draft, edit, where))
+
+
+def _delete_bullet(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    _lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    name, position = _bullet_position(draft, edit, where)
+    draft.bullets[name][position] = (draft.bullets[name][position][0], None)
+
+
+def _set_block(
+    draft: _Draft,
+    edit: Mapping[str, Any],
+    where: str,
+    _lookup: Callable[[str], ThreadCitation | None],
+) -> None:
+    cwd = edit.get("applies_to_cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ValueError(f"{where}.applies_to_cwd: expected a string or null")
+    cwd = one_line(cwd) if cwd is not None else ""
+    draft.block = replace(
+        draft.block,
+        title=_text(edit, "title", where),
+        scope=_text(edit, "scope", where, allow_empty=True),
+        applies_to_cwd=None if cwd in ("", ANY_CWD) else cwd,
+        reuse_rule=_text(edit, "reuse_rule", where, allow_empty=True),
+    )
+
+
+_Edit = Callable[[_Draft, Mapping[str, Any], str, Callable[[str], ThreadCitation | None]], None]
+_EDITS: Final[dict[str, _Edit]] = {
+    "add_task": _add_task,
+    "cite_task": _cite_task,
+    "merge_tasks": _merge_tasks,
+    "add_bullet": _add_bullet,
+    "replace_bullet": _replace_bullet,
+    "delete_bullet": _delete_bullet,
+    "set_block": _set_block,
+}
+
+
+def _bullet(draft: _Draft, edit: Mapping[str, Any], where: str) -> Bullet:
+    refs = _strings(edit, "task_ids", where)
+    if not refs:
+        raise ValueError(f"{where}.task_ids: a bullet must cite at least one task")
+    known = draft.task_ids()
+    for i, task_id in enumerate(refs):
+        if task_id not in known:
+            raise ValueError(f"{where}.task_ids[{i}]: {_show(task_id)} is not a task of this block")
+    return Bullet(_text(edit, "text", where), tuple(dict.fromkeys(refs)))
+
+
+def _bullet_position(draft: _Draft, edit: Mapping[str, Any], where: str) -> tuple[Section, int]:
+    shown = _string(edit, "bullet_id", where)
+    name = _SECTION_BY_LETTER.get(shown[:1])
+    if name is not None:
+        for position, (bid, bullet) in enumerate(draft.bullets[name]):
+            if bid == shown and bullet is not None:
+                return name, position
+    raise ValueError(
+        f"{where}.bullet_id: {_show(shown)} is not a bullet of this block that is still there"
+    )
+
+
+def _task_position(draft: _Draft, task_id: str, where: str) -> int:
+    for position, task in enumerate(draft.tasks):
+        if task.task_id == task_id:
+            return position
+    raise ValueError(f"{where}: {_show(task_id)} is not a task of this block")
+
+
+def _citations(
+    edit: Mapping[str, Any], where: str, lookup: Callable[[str], ThreadCitation | None]
+) -> tuple[ThreadCitation, ...]:
+    thread_ids = list(dict.fromkeys(t.strip() for t in _strings(edit, "thread_ids", where)))
+    if not thread_ids:
+        raise ValueError(f"{where}.thread_ids: a task must cite at least one thread")
+    citations = []
+    for i, thread_id in enumerate(thread_ids):
+        citation = lookup(thread_id)
+        if citation is None:
+            raise UnknownCitation(thread_id, f"{where}.thread_ids[{i}]")
+        citations.append(citation)
+    return tuple(citations)
+
+
+def _string(edit: Mapping[str, Any], key: str, where: str) -> str:
+    value = edit.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}.{key}: expected a string")
+    return value.strip()
+
+
+def _identifier(edit: Mapping[str, Any], key: str, where: str) -> str:
+    value = _string(edit, key, where)
+    if not is_valid_id(value):
+        raise ValueError(f"{where}.{key}: {_show(value)} is not a valid id")
+    return value
+
+
+def _text(edit: Mapping[str, Any], key: str, where: str, *, allow_empty: bool = False) -> str:
+    text = one_line(_string(edit, key, where))
+    if not text and not allow_empty:
+        raise ValueError(f"{where}.{key}: must not be empty")
+    return text
+
+
+def _strings(edit: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = edit.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}.{key}: expected a list of strings")
+    return list(value)
+
+
+def _show(text: str, limit: int = 60) -> str:
+    shown = repr(text[:limit])
+    return shown + "..." if len(text) > limit else shown

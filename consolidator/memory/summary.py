@@ -1,0 +1,294 @@
+"""`memory_summary.md`: the small file an agent loads at the start of every session.
+
+The layout is Codex's: `v1`, then `## User Profile`, `## User preferences`, `## General Tips`
+and `## What's in Memory`, where recent work sits under `### <project scope>` and
+`#### <YYYY-MM-DD>` as one pointer line per task session (its exact rollout summary file and
+`thread_id=`), and older work under `### Older Memory Topics`, one line per task group. The
+whole file stays under `SUMMARY_BUDGET_BYTES`.
+
+It is rendered from the structured memory, so it holds nothing the memory does not: every
+line that states something cites a task (`[task <block>/<task>]`) or a thread
+(`thread_id=<id>`), and forgetting a thread removes its lines on the next render without any
+model call. `summary_problems` is the check a summary must pass before it is published:
+structure, size, citations that resolve, and no secret or injection.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from consolidator.memory.model import Block, Bullet, Memory, Task
+from consolidator.memory.render import shown_text, split_keywords
+from consolidator.security import scan_threats
+
+SUMMARY_BUDGET_BYTES: Final = 10_000
+HEADINGS: Final = (
+    "## User Profile",
+    "## User preferences",
+    "## General Tips",
+    "## What's in Memory",
+)
+OLDER_HEADING: Final = "### Older Memory Topics"
+# Recent work: the newest days that have task sessions, counted from the newest one.
+RECENT_DAYS: Final = 14
+MAX_PREFERENCES: Final = 10
+MAX_TIPS: Final = 10
+MAX_LINE_CHARS: Final = 300
+
+_TASK_CITATION = re.compile(r"\[task (?P<block>[^\s/\]]+)/(?P<task>[^\s\]]+)\]")
+_THREAD_CITATION = re.compile(r"thread_id=(?P<thread>[A-Za-z0-9._:-]+)")
+
+
+@dataclass(frozen=True)
+class _Pointer:
+    scope: str
+    day: str
+    line: str
+
+
+def render_memory_summary(memory: Memory, budget_bytes: int = SUMMARY_BUDGET_BYTES) -> str:
+    """The summary of `memory`, cut to `budget_bytes`: recent pointers first go to the older
+    topics, then the least supported preferences and tips are dropped."""
+    preferences = _preference_lines(memory)
+    tips = _tip_lines(memory)
+    pointers = _pointers(memory)
+    older = _older_topics(memory)
+    recent = len(pointers)
+    while True:
+        text = _assemble(memory, preferences, tips, pointers[:recent], older)
+        if len(text.encode("utf-8")) <= budget_bytes:
+            return text
+        if recent > 0:
+            recent = max(0, recent - max(1, recent // 4))
+        elif older:
+            older = older[: len(older) * 3 // 4]
+        elif tips or preferences:
+            tips, preferences = tips[: len(tips) - 1], preferences[: len(preferences) - 1]
+        else:
+            return text
+
+
+def _assemble(
+    memory: Memory,
+    preferences: list[str],
+    tips: list[str],
+    pointers: list[_Pointer],
+    older: list[tuple[str, str]],
+) -> str:
+    lines = ["v1", "", HEADINGS[0], ""]
+    lines += _profile_lines(memory) or ["- No sessions are remembered yet."]
+    lines += ["", HEADINGS[1], ""]
+    lines += preferences or ["- None recorded yet."]
+    lines += ["", HEADINGS[2], ""]
+    lines += tips or ["- None recorded yet."]
+    lines += ["", HEADINGS[3], ""]
+    scope = day = None
+    for pointer in pointers:
+        if pointer.scope != scope:
+            scope, day = pointer.scope, None
+            lines += [f"### {pointer.scope}", ""]
+        if pointer.day != day:
+            day = pointer.day
+            lines += [f"#### {pointer.day}", ""]
+        lines.append(pointer.line)
+    older_lines = _older_section(older)
+    if older_lines:
+        lines += [*([""] if pointers else []), OLDER_HEADING, "", *older_lines]
+    if not pointers and not older_lines:
+        lines.append("- Nothing yet.")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _older_section(older: list[tuple[str, str]]) -> list[str]:
+    lines: list[str] = []
+    scope = None
+    for block_scope, line in older:
+        if block_scope != scope:
+            scope = block_scope
+            lines += ([""] if lines else []) + [f"#### {block_scope}", ""]
+        lines.append(line)
+    return lines
+
+
+def _scope(block: Block) -> str:
+    return shown_text(block.applies_to_cwd) if block.applies_to_cwd else "any project"
+
+
+def _cite(block: Block, task_ids: Collection[str]) -> str:
+    task_id = next(iter(task_ids), block.tasks[0].task_id if block.tasks else "")
+    return f"[task {block.block_id}/{task_id}]"
+
+
+def _newest(task: Task) -> str:
+    return max((c.updated_at for c in task.citations), default="")
+
+
+def _clip(text: str) -> str:
+    text = shown_text(text)
+    return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3].rstrip() + "..."
+
+
+def _profile_lines(memory: Memory) -> list[str]:
+    """Where the user works, from the tasks: one line per project, most active first."""
+    counts: Counter[str] = Counter()
+    latest: dict[str, tuple[str, Block, Task]] = {}
+    for block in memory.blocks:
+        for task in block.tasks:
+            scope = _scope(block)
+            counts[scope] += 1
+            if scope not in latest or _newest(task) > latest[scope][0]:
+                latest[scope] = (_newest(task), block, task)
+    lines = []
+    for scope, count in counts.most_common(5):
+        when, block, task = latest[scope]
+        lines.append(
+            f"- Works in {scope}: {count} remembered task{'' if count == 1 else 's'},"
+            f" latest {when[:10] or 'unknown'}. {_cite(block, [task.task_id])}"
+        )
+    return lines
+
+
+def _ranked_bullets(
+    memory: Memory, keep: Callable[[Block, str, Bullet], bool]
+) -> Iterator[tuple[Block, Bullet]]:
+    found: list[tuple[int, str, int, Block, Bullet]] = []
+    position = 0
+    for block in memory.blocks:
+        freshness = {task.task_id: _newest(task) for task in block.tasks}
+        for name, bullet in block.bullets():
+            if keep(block, name, bullet):
+                newest = max((freshness.get(t, "") for t in bullet.task_ids), default="")
+                found.append((len(bullet.task_ids), newest, -position, block, bullet))
+            position += 1
+    found.sort(key=lambda entry: entry[:3], reverse=True)
+    for _, _, _, block, bullet in found:
+        yield block, bullet
+
+
+def _preference_lines(memory: Memory) -> list[str]:
+    """User-wide preferences, then project ones confirmed by two or more tasks."""
+
+    def keep(block: Block, name: str, bullet: Bullet) -> bool:
+        return name == "preferences" and (block.applies_to_cwd is None or len(bullet.task_ids) >= 2)
+
+    lines = []
+    for block, bullet in _ranked_bullets(memory, keep):
+        where = "" if block.applies_to_cwd is None else f"(in {_scope(block)}) "
+        lines.append(f"- {where}{_clip(bullet.text)} {_cite(block, bullet.task_ids)}")
+        if len(lines) == MAX_PREFERENCES:
+            break
+    return lines
+
+
+def _tip_lines(memory: Memory) -> list[str]:
+    """Knowledge and failure shields that hold everywhere or were confirmed more than once."""
+
+    def keep(block: Block, name: str, bullet: Bullet) -> bool:
+        return name != "preferences" and (block.applies_to_cwd is None or len(bullet.task_ids) >= 2)
+
+    lines = []
+    for block, bullet in _ranked_bullets(memory, keep):
+        where = "" if block.applies_to_cwd is None else f"(in {_scope(block)}) "
+        lines.append(f"- {where}{_clip(bullet.text)} {_cite(block, bullet.task_ids)}")
+        if len(lines) == MAX_TIPS:
+            break
+    return lines
+
+
+def _pointers(memory: Memory) -> list[_Pointer]:
+    """One line per (task, session) in the recent days, grouped by project then newest day."""
+    entries: list[tuple[str, str, str, str]] = []
+    for block in memory.blocks:
+        for task in block.tasks:
+            keywords = ", ".join(split_keywords(task.keywords)[:6])
+            topic = _clip(task.title) + (f": {keywords}" if keywords else "")
+            for citation in task.citations:
+                day = citation.updated_at[:10]
+                line = (
+                    f"- {topic} ({shown_text(citation.rollout_summary_file)},"
+                    f" thread_id={citation.thread_id})"
+                )
+                entries.append((_scope(block), day, citation.updated_at, line))
+    days = sorted({day for _, day, _, _ in entries}, reverse=True)[:RECENT_DAYS]
+    recent = [entry for entry in entries if entry[1] in days]
+    newest_by_scope: dict[str, str] = {}
+    for scope, _, when, _ in recent:
+        newest_by_scope[scope] = max(newest_by_scope.get(scope, ""), when)
+    recent.sort(key=lambda e: (e[2], e[3]), reverse=True)
+    recent.sort(key=lambda e: (newest_by_scope[e[0]], e[0]), reverse=True)
+    grouped: list[_Pointer] = []
+    for scope in dict.fromkeys(e[0] for e in recent):
+        in_scope = [e for e in recent if e[0] == scope]
+        in_scope.sort(key=lambda e: e[1], reverse=True)
+        grouped += [_Pointer(scope, day, line) for _, day, _, line in in_scope]
+    return grouped
+
+
+def _older_topics(memory: Memory) -> list[tuple[str, str]]:
+    """One line per task group, by project: where to search `MEMORY.md` for the rest."""
+    lines: list[tuple[str, str]] = []
+    for block in sorted(memory.blocks, key=_scope):
+        if not block.tasks:
+            continue
+        keywords = ", ".join(
+            dict.fromkeys(k for task in block.tasks for k in split_keywords(task.keywords))
+        )
+        newest = max(block.tasks, key=_newest)
+        text = _clip(block.title + (f": {keywords}" if keywords else ""))
+        lines.append((_scope(block), f"- {text} {_cite(block, [newest.task_id])}"))
+    return lines
+
+
+def summary_problems(
+    text: str,
+    memory: Memory,
+    live_thread_ids: Callable[[Collection[str]], Collection[str]],
+    budget_bytes: int = SUMMARY_BUDGET_BYTES,
+) -> list[str]:
+    """Why `text` may not be published as the summary of `memory`; empty when it may.
+
+    Checked: the layout (`v1` and the four sections in order), the size, that every line
+    stating something cites a task of the memory or a live thread it cites, and that no line
+    carries a secret or an injection.
+    """
+    problems: list[str] = []
+    size = len(text.encode("utf-8"))
+    if size > budget_bytes:
+        problems.append(f"the summary is {size} bytes, over the limit of {budget_bytes}")
+    lines = text.splitlines()
+    if not lines or lines[0] != "v1":
+        problems.append("the summary does not start with the line v1")
+    found = [line for line in lines if line in HEADINGS]
+    if found != list(HEADINGS):
+        problems.append(f"the summary's sections are not {', '.join(HEADINGS)} in this order")
+    tasks = {(block.block_id, task.task_id) for block in memory.blocks for task in block.tasks}
+    cited = {c.thread_id for block in memory.blocks for task in block.tasks for c in task.citations}
+    threads: set[str] = set()
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped.startswith("- ") or stripped.endswith(("yet.", "Nothing yet.")):
+            continue
+        task_refs = [(m["block"], m["task"]) for m in _TASK_CITATION.finditer(line)]
+        thread_refs = [m["thread"] for m in _THREAD_CITATION.finditer(line)]
+        if not task_refs and not thread_refs:
+            problems.append(f"line {number} states something without citing a task or thread")
+        for ref in task_refs:
+            if ref not in tasks:
+                problems.append(f"line {number} cites task {ref[0]}/{ref[1]}, not in the memory")
+        for thread_id in thread_refs:
+            if thread_id not in cited:
+                problems.append(f"line {number} cites thread {thread_id}, not in the memory")
+            threads.add(thread_id)
+    dead = sorted(threads - set(live_thread_ids(sorted(threads)))) if threads else []
+    if dead:
+        problems.append(
+            f"the summary cites {len(dead)} thread(s) that are not live, e.g. {dead[0]}"
+        )
+    threats = scan_threats(text)
+    if threats:
+        problems.append("the summary carries " + ", ".join(sorted({t.kind for t in threats})))
+    return problems

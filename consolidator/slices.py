@@ -1,0 +1,124 @@
+"""How much of a change set one consolidation request may carry.
+
+A request must fit the model's context window and its answer the output limit, whatever the
+size of the change set or of the memory: phase two takes the longest prefix of the pending
+inputs that fits both, shows it the blocks it may touch (most relevant first, up to a share
+of the request), and lists every other block as one index line. Sizes are estimates in
+characters and tokens; an answer that still runs over the output limit is cut off, and phase
+two then asks for half as much instead of repeating the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from consolidator.db.store import Stage1Record
+from consolidator.memory.model import Block, Memory
+from consolidator.memory.schema import block_to_payload
+from consolidator.memory.scope import applicable_blocks, is_user_wide
+
+# What a request costs besides its inputs and blocks: the prompt's rules and the JSON around
+# each input; what an answer costs per input besides the text it carries over.
+CHARS_PER_TOKEN: Final = 3
+PROMPT_TOKENS: Final = 6000
+INPUT_OVERHEAD_CHARS: Final = 400
+INDEX_LINE_CHARS: Final = 120
+ANSWER_TOKENS_PER_INPUT: Final = 150
+# Answers are planned to fill at most this share of the output limit, for the estimate's error.
+ANSWER_FILL: Final = 0.8
+# Blocks shown in full may take at most this share of a request; the rest is for the inputs.
+BLOCKS_SHARE: Final = 0.5
+
+
+@dataclass(frozen=True)
+class SliceBudget:
+    request_chars: int
+    answer_tokens: int
+
+    @classmethod
+    def for_model(cls, context_window_tokens: int, max_output_tokens: int) -> SliceBudget:
+        """What one request may carry: the window less the answer's room and the prompt."""
+        request_tokens = max(2000, context_window_tokens - max_output_tokens - PROMPT_TOKENS)
+        return cls(
+            request_chars=request_tokens * CHARS_PER_TOKEN,
+            answer_tokens=max(200, int(max_output_tokens * ANSWER_FILL)),
+        )
+
+
+def input_chars(record: Stage1Record) -> int:
+    return len(record.raw_memory) + len(record.rollout_summary) + INPUT_OVERHEAD_CHARS
+
+
+def answer_tokens(record: Stage1Record) -> int:
+    """The answer an input may need: a task, and bullets carrying its raw memory over."""
+    return ANSWER_TOKENS_PER_INPUT + len(record.raw_memory) // CHARS_PER_TOKEN
+
+
+def block_chars(block: Block) -> int:
+    return len(json.dumps(block_to_payload(block), ensure_ascii=False))
+
+
+def too_large_alone(record: Stage1Record, budget: SliceBudget) -> str | None:
+    """Why an input can never be sent, even alone; None when it can."""
+    room = int(budget.request_chars * (1 - BLOCKS_SHARE))
+    if input_chars(record) > room:
+        return f"its notes ({input_chars(record)} chars) exceed one request's room ({room} chars)"
+    if answer_tokens(record) > budget.answer_tokens / ANSWER_FILL:
+        return f"its answer would need about {answer_tokens(record)} tokens, over the output limit"
+    return None
+
+
+def blocks_to_show(
+    memory: Memory, records: Sequence[Stage1Record], budget_chars: int
+) -> list[Block]:
+    """The blocks a slice may change, in memory order, most relevant first within the budget:
+    blocks citing a changed thread, then the blocks that apply to each input's working
+    directory by the scope rule, then user-wide blocks."""
+    changed = {record.thread_id for record in records}
+    ranked: dict[str, int] = {}
+    for block in memory.blocks:
+        if any(t in changed for task in block.tasks for t in task.thread_ids):
+            ranked[block.block_id] = 0
+    for cwd in sorted({record.cwd for record in records if record.cwd}):
+        for block in applicable_blocks(memory, cwd):
+            ranked.setdefault(block.block_id, 1)
+    for block in memory.blocks:
+        if is_user_wide(block):
+            ranked.setdefault(block.block_id, 2)
+    order = sorted(
+        (block for block in memory.blocks if block.block_id in ranked),
+        key=lambda block: ranked[block.block_id],
+    )
+    chosen: set[str] = set()
+    used = 0
+    for block in order:
+        cost = block_chars(block)
+        if used + cost > budget_chars:
+            continue
+        chosen.add(block.block_id)
+        used += cost
+    return [block for block in memory.blocks if block.block_id in chosen]
+
+
+def fitting_prefix(memory: Memory, records: Sequence[Stage1Record], budget: SliceBudget) -> int:
+    """How many of `records` (at least one) the next request takes."""
+    blocks_budget = int(budget.request_chars * BLOCKS_SHARE)
+    index_chars = INDEX_LINE_CHARS * len(memory.blocks)
+    inputs = 0
+    blocks = 0
+    answer = 0
+    touched: set[str] = set()
+    for count, record in enumerate(records, start=1):
+        inputs += input_chars(record)
+        answer += answer_tokens(record)
+        for block in blocks_to_show(memory, [record], blocks_budget):
+            if block.block_id not in touched:
+                touched.add(block.block_id)
+                blocks += block_chars(block)
+        request = index_chars + min(blocks, blocks_budget) + inputs
+        if count > 1 and (request > budget.request_chars or answer > budget.answer_tokens):
+            return count - 1
+    return len(records)

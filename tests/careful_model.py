@@ -1,0 +1,212 @@
+"""A scripted model that consolidates the way a careful model would, for the fake server.
+
+It reads the consolidation request (mode, the blocks shown in full with their bullet ids,
+the index, the inputs) and answers with what a careful model writes: inputs of a working
+directory that already has a shown block become edits on it (a new task, or the session
+joins an existing task when its title repeats, and one bullet per lesson), inputs of other
+directories become one new block per directory. Its answer grows with the inputs, not with
+the memory, so tests and benchmarks can measure the pipeline rather than the model.
+
+Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
+the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
+block that was never shown), to check that one bad input cannot block the others.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tests.fake_openai import STAGE_ONE_ANSWER
+
+PoisonKind = Literal["cut_off", "invalid"]
+
+BULLETS_PER_INPUT = 2
+_BULLET_LINE = re.compile(r"^\s*-\s+(.{12,})$")
+
+
+@dataclass(frozen=True)
+class Request:
+    mode: str
+    index_ids: tuple[str, ...]
+    shown: tuple[dict[str, Any], ...]
+    inputs: tuple[dict[str, Any], ...]
+
+
+def schema_name(body: Mapping[str, Any]) -> str:
+    chat = body.get("response_format", {}).get("json_schema", {}).get("name")
+    responses = body.get("text", {}).get("format", {}).get("name")
+    return str(chat or responses or "")
+
+
+def prompt_text(body: Mapping[str, Any]) -> str:
+    messages = body.get("messages") or []
+    if messages:
+        return "\n".join(str(m.get("content", "")) for m in messages)
+    return str(body.get("input", ""))
+
+
+def _json_list_after(text: str, marker: str) -> list[Any]:
+    start = text.index("[", text.rindex(marker))
+    value, _ = json.JSONDecoder().raw_decode(text, start)
+    assert isinstance(value, list), marker
+    return value
+
+
+def parse_request(text: str) -> Request:
+    mode = text[text.rindex("### Mode") :].splitlines()[2].strip()
+    index = text[text.rindex("### Other blocks") : text.rindex("### Blocks this change")]
+    index_ids = tuple(line.split("`")[1] for line in index.splitlines() if line.startswith("- `"))
+    shown = _json_list_after(text, "### Blocks this change may touch")
+    inputs = _json_list_after(text, "### Changed session notes")
+    return Request(mode, index_ids, tuple(shown), tuple(inputs))
+
+
+def lessons(raw_memory: str) -> list[str]:
+    """The first few bullet lines of a raw memory: what a careful model would keep."""
+    found = []
+    for line in raw_memory.splitlines():
+        match = _BULLET_LINE.match(line)
+        if match:
+            found.append(" ".join(match.group(1).split())[:220])
+        if len(found) == BULLETS_PER_INPUT:
+            break
+    return found or [" ".join(raw_memory.split())[:220] or "nothing reusable"]
+
+
+def _slug(cwd: str | None) -> str:
+    text = re.sub(r"[^a-z0-9]+", "-", (cwd or "any").lower()).strip("-")
+    return (text or "any")[-60:].strip("-") or "any"
+
+
+def _task_title(item: Mapping[str, Any]) -> str:
+    summary = " ".join(str(item.get("rollout_summary") or "").split())
+    return (summary[:90] or "a session") + ", finished"
+
+
+@dataclass
+class CarefulModel:
+    """The fake server's responder; `requests` keeps every consolidation request it saw."""
+
+    poison: dict[str, PoisonKind] = field(default_factory=dict)
+    requests: list[Request] = field(default_factory=list)
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if schema_name(body) != "consolidation":
+            return dict(STAGE_ONE_ANSWER)
+        request = parse_request(prompt_text(body))
+        self.requests.append(request)
+        kinds = {
+            self.poison[i["thread_id"]] for i in request.inputs if i["thread_id"] in self.poison
+        }
+        answer = self.answer(request)
+        if "invalid" in kinds:
+            answer["edits"].append(
+                {"op": "delete_bullet", "block_id": "never-shown-block", "bullet_id": "k1"}
+            )
+        if "cut_off" in kinds:
+            filler = "x" * 400_000
+            answer["upserts"].append(
+                {**_new_block("filler", None, []), "title": filler, "tasks": []}
+            )
+        return answer
+
+    def answer(self, request: Request) -> dict[str, Any]:
+        by_cwd: dict[str | None, list[dict[str, Any]]] = {}
+        for item in request.inputs:
+            by_cwd.setdefault(item.get("cwd"), []).append(item)
+        shown_by_cwd = {block["applies_to_cwd"]: block for block in request.shown}
+        taken = {*request.index_ids, *(block["block_id"] for block in request.shown)}
+        upserts: list[dict[str, Any]] = []
+        edits: list[dict[str, Any]] = []
+        for cwd, items in by_cwd.items():
+            block = shown_by_cwd.get(cwd)
+            if block is not None:
+                edits.extend(_edits_for(block, items))
+                continue
+            block_id, suffix = f"proj-{_slug(cwd)}", 2
+            while block_id in taken:
+                block_id, suffix = f"proj-{_slug(cwd)}-{suffix}", suffix + 1
+            taken.add(block_id)
+            upserts.append(_new_block(block_id, cwd, items))
+        return {"upserts": upserts, "deletions": [], "edits": edits}
+
+
+def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> dict[str, Any]:
+    tasks = []
+    knowledge = []
+    for number, item in enumerate(items, start=1):
+        task_id = f"t{number}"
+        tasks.append(
+            {
+                "task_id": task_id,
+                "title": _task_title(item),
+                "thread_ids": [item["thread_id"]],
+                "keywords": [_slug(cwd)],
+            }
+        )
+        knowledge += [{"text": text, "task_ids": [task_id]} for text in lessons(item["raw_memory"])]
+    return {
+        "block_id": block_id,
+        "title": f"work in {cwd or 'any directory'}",
+        "scope": f"sessions that worked in {cwd or 'any directory'}",
+        "applies_to_cwd": cwd,
+        "reuse_rule": "same repository, any branch",
+        "tasks": tasks,
+        "preferences": [],
+        "knowledge": knowledge,
+        "failures": [],
+    }
+
+
+def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    edits: list[dict[str, Any]] = []
+    used = {task["task_id"] for task in block["tasks"]}
+    titles = {task["title"]: task["task_id"] for task in block["tasks"]}
+    cited = {t for task in block["tasks"] for t in task["thread_ids"]}
+    number = len(used)
+    for item in items:
+        title = _task_title(item)
+        if item["thread_id"] in cited:
+            continue
+        if title in titles:
+            task_id = titles[title]
+            edits.append(
+                {
+                    "op": "cite_task",
+                    "block_id": block["block_id"],
+                    "task_id": task_id,
+                    "thread_ids": [item["thread_id"]],
+                }
+            )
+            continue
+        number += 1
+        while f"t{number}" in used:
+            number += 1
+        task_id = f"t{number}"
+        used.add(task_id)
+        titles[title] = task_id
+        edits.append(
+            {
+                "op": "add_task",
+                "block_id": block["block_id"],
+                "task_id": task_id,
+                "title": title,
+                "thread_ids": [item["thread_id"]],
+                "keywords": [_slug(item.get("cwd"))],
+            }
+        )
+        edits += [
+            {
+                "op": "add_bullet",
+                "block_id": block["block_id"],
+                "section": "knowledge",
+                "text": text,
+                "task_ids": [task_id],
+            }
+            for text in lessons(item["raw_memory"])
+        ]
+    return edits

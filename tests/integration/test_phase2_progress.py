@@ -1,0 +1,146 @@
+"""Phase two always makes progress: slices sized to the model, bisection, inputs set aside.
+
+The real `openai` client talks to the local server, which answers like a careful model and
+cuts answers off at the request's output limit the way a real model does.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
+from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from consolidator.db.store import ClaimOutcome, Store
+from consolidator.memory.codec import decode
+from consolidator.memory.model import cited_thread_ids
+from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from tests.careful_model import CarefulModel
+from tests.fake_openai import Behaviour, FakeOpenAI
+
+SMALL_OUTPUT_LIMIT = 3000
+OPTIONS = Phase2Options(
+    lease_seconds=600,
+    cooldown_seconds=0,
+    memory_budget_bytes=65536,
+    context_window_tokens=32_000,
+    max_output_tokens=SMALL_OUTPUT_LIMIT,
+)
+
+
+def seed(store: Store, count: int, seed_value: int = 11) -> list[SeededThread]:
+    rng = random.Random(seed_value)
+    source = TextSource(random.Random(7))
+    threads = [stage_one_output(rng, source, index % 10) for index in range(count)]
+    for thread in threads:
+        seed_thread(store, thread)
+    return threads
+
+
+@pytest.fixture
+def careful() -> Iterator[tuple[FakeOpenAI, CarefulModel, OpenAIBackend]]:
+    model = CarefulModel()
+    with FakeOpenAI(Behaviour(responder=model, output_limit=True)) as server:
+        backend = OpenAIBackend(
+            OpenAIConfig(
+                model="careful",
+                base_url=server.base_url,
+                api_key="test",
+                max_output_tokens=SMALL_OUTPUT_LIMIT,
+                max_attempts=2,
+                initial_retry_wait_seconds=0.01,
+            )
+        )
+        yield server, model, backend
+        backend.close()
+
+
+def until_up_to_date(store: Store, backend: OpenAIBackend, limit: int) -> list[Phase2Report]:
+    reports = []
+    for _ in range(limit):
+        report = run_phase_two(store, backend, OPTIONS)
+        reports.append(report)
+        if report.outcome is ClaimOutcome.SKIPPED_UP_TO_DATE:
+            return reports
+    raise AssertionError(f"not up to date after {limit} passes: {[r.as_json() for r in reports]}")
+
+
+def assert_no_request_repeated(server: FakeOpenAI) -> None:
+    sent = server.raw_requests
+    assert len(set(sent)) == len(sent), "an identical request was sent twice"
+
+
+@pytest.mark.slow
+def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_pass(
+    store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend]
+) -> None:
+    server, _model, backend = careful
+    threads = seed(store, 1000)
+
+    reports = until_up_to_date(store, backend, limit=3)
+
+    assert len(reports) == 2, "one pass consumed everything, the next found nothing to do"
+    first = reports[0]
+    assert (first.status, first.mode, first.inputs, first.set_aside) == (
+        "succeeded",
+        "INIT",
+        1000,
+        0,
+    )
+    assert first.slices > 10, "the change set was sliced to the output limit"
+    assert all(
+        request.body is not None and request.body.get("max_completion_tokens") == SMALL_OUTPUT_LIMIT
+        for request in server.log
+    )
+    assert_no_request_repeated(server)
+    current = store.current_version()
+    assert current is not None and current.content_bytes <= OPTIONS.memory_budget_bytes
+    cited = cited_thread_ids(decode(current.memory_json))
+    assert cited and cited <= {t.thread_id for t in threads}
+    # Each slice committed on its own and advanced the watermark (a slice whose result the
+    # budget evicted again adds no version).
+    versions = store.list_versions(limit=1000)
+    assert first.slices // 2 < len(versions) <= first.slices
+    watermarks = [v.watermark_to for v in reversed(versions)]
+    assert watermarks == sorted(watermarks) and len(set(watermarks)) == len(watermarks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["cut_off", "invalid"])
+def test_one_poisonous_input_is_set_aside_and_the_others_commit(
+    store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend], kind: str
+) -> None:
+    server, model, backend = careful
+    threads = seed(store, 40)
+    poisonous = threads[17].thread_id
+    model.poison = {poisonous: kind}  # type: ignore[dict-item]
+
+    reports = until_up_to_date(store, backend, limit=3)
+
+    first = reports[0]
+    assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 40)
+    reason = {"cut_off": "cut off at the output limit", "invalid": "never-shown-block"}[kind]
+    assert reason in first.set_aside_reasons[0]
+    assert [t for t, _ in store.set_aside_inputs()] == [poisonous]
+    current = store.current_version()
+    assert current is not None
+    cited = cited_thread_ids(decode(current.memory_json))
+    assert poisonous not in cited
+    assert {t.thread_id for t in threads} - {poisonous} <= cited
+    assert_no_request_repeated(server)
+    # The reason is in the quarantine listing with the thread, for an admin to read.
+    assert any(poisonous in text and reason in why for why, text in store.quarantined_entries())
+    calls = server.call_count
+
+    # The poison is gone (the model was fixed): `retry` queues the input, and it commits.
+    model.poison = {}
+    assert store.retry_set_aside_inputs() == 1
+    again = run_phase_two(store, backend, replace(OPTIONS))
+    assert (again.status, again.set_aside, again.inputs) == ("succeeded", 0, 1)
+    assert store.set_aside_inputs() == []
+    current = store.current_version()
+    assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
+    assert server.call_count == calls + 1

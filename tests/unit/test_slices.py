@@ -1,0 +1,93 @@
+"""How phase two sizes its requests: prefixes that fit the window and the output limit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from consolidator.db.store import Stage1Record
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.slices import (
+    SliceBudget,
+    answer_tokens,
+    block_chars,
+    blocks_to_show,
+    fitting_prefix,
+    too_large_alone,
+)
+
+MOMENT = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def record(thread_id: str, cwd: str | None, raw_chars: int = 900) -> Stage1Record:
+    return Stage1Record(
+        thread_id=thread_id,
+        raw_memory="x" * raw_chars,
+        rollout_summary="a summary",
+        rollout_slug=None,
+        rollout_path=f"/s/{thread_id}.jsonl",
+        cwd=cwd,
+        git_branch=None,
+        source_updated_at=MOMENT,
+        generated_at=MOMENT,
+        backend="openai",
+        model="m",
+        input_tokens=0,
+        output_tokens=0,
+    )
+
+
+def block(block_id: str, cwd: str | None, thread_id: str, bullets: int = 3) -> Block:
+    citation = ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", cwd, "/r", "2026")
+    return Block(
+        block_id=block_id,
+        title=block_id,
+        scope="s",
+        applies_to_cwd=cwd,
+        reuse_rule="r",
+        tasks=(Task("t1", "task, done", (citation,)),),
+        knowledge=tuple(Bullet(f"fact {n} " + "y" * 200, ("t1",)) for n in range(bullets)),
+    )
+
+
+def test_a_prefix_stops_before_the_answer_would_pass_the_output_limit() -> None:
+    budget = SliceBudget(request_chars=10_000_000, answer_tokens=2_000)
+    records = [record(f"r{n}", "/p") for n in range(50)]
+    taken = fitting_prefix(Memory(), records, budget)
+    assert sum(answer_tokens(r) for r in records[:taken]) <= budget.answer_tokens
+    assert sum(answer_tokens(r) for r in records[: taken + 1]) > budget.answer_tokens
+    assert 1 < taken < 50
+
+
+def test_a_prefix_stops_before_the_request_would_pass_the_window() -> None:
+    budget = SliceBudget(request_chars=12_000, answer_tokens=1_000_000)
+    records = [record(f"r{n}", "/p") for n in range(50)]
+    taken = fitting_prefix(Memory(), records, budget)
+    assert 1 < taken < 12
+
+
+def test_one_input_is_always_taken_even_when_it_alone_is_over() -> None:
+    budget = SliceBudget(request_chars=1_000, answer_tokens=50)
+    assert fitting_prefix(Memory(), [record("a", "/p"), record("b", "/p")], budget) == 1
+
+
+def test_an_input_too_large_for_any_request_is_named() -> None:
+    budget = SliceBudget(request_chars=4_000, answer_tokens=100_000)
+    reason = too_large_alone(record("a", "/p", raw_chars=3_000), budget)
+    assert reason is not None and "exceed one request's room" in reason
+    assert too_large_alone(record("b", "/p", raw_chars=100), budget) is None
+
+
+def test_blocks_shown_follow_the_scope_rule_and_the_inputs_own_threads_within_the_budget() -> None:
+    own = block("own", "/elsewhere", "r1")
+    same = block("same", "/p", "old1")
+    anywhere = block("anywhere", None, "old2")
+    inside = block("inside", "/p/sub", "old3")
+    unrelated = block("unrelated", "/q", "old4")
+    memory = Memory((unrelated, inside, anywhere, same, own))
+    inputs = [record("r1", "/p")]
+
+    everything = blocks_to_show(memory, inputs, 10_000_000)
+    assert [b.block_id for b in everything] == ["anywhere", "same", "own"]
+
+    two = block_chars(own) + block_chars(same)
+    assert [b.block_id for b in blocks_to_show(memory, inputs, two)] == ["same", "own"]
