@@ -364,7 +364,9 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
         inv.console.print(
             f"phase two: {report.mode or 'deletions only'} over {report.inputs} inputs -> "
             + (f"memory version {report.version}" if report.version else "no change")
+            + (f" in {report.slices} slices" if report.slices > 1 else "")
             + (f", {report.quarantined} quarantined" if report.quarantined else "")
+            + (f", {report.set_aside} inputs set aside" if report.set_aside else "")
             + (
                 f", {report.forgotten_threads} threads forgotten"
                 if report.forgotten_threads
@@ -550,7 +552,9 @@ def mcp_command(**params: Any) -> None:
 def quarantine_command(limit: int, **params: Any) -> None:
     """List entries the commit gate kept out of MEMORY.md (secrets already redacted).
 
-    They stay until the threads behind them are forgotten or everything is cleared.
+    They stay until the threads behind them are forgotten or everything is cleared. Inputs
+    that phase two could not consolidate even alone are listed too ("input set aside: ...");
+    they are tried again when their session changes, or after `retry`.
     """
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -768,6 +772,7 @@ def status_command(**params: Any) -> None:
         job = store.phase2_job()
         version = store.current_version()
         quarantined = store.quarantined_count()
+        set_aside = store.set_aside_inputs()
     blocks = len(decode(version.memory_json).blocks) if version else 0
     held_problem: list[tuple[str, str]] = (
         [(str(inv.settings.sessions_dir), _held_reason(counts.held_deletions))]
@@ -808,6 +813,7 @@ def status_command(**params: Any) -> None:
             "blocks": blocks,
             "quarantined": quarantined,
         },
+        "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
         "formats": [
             {"source": source, "format_version": version, "threads": n}
@@ -871,8 +877,12 @@ def status_command(**params: Any) -> None:
         inv.console.print(table)
         for path, reason in held_problem:
             inv.console.print(f"held: {path}: {reason}", markup=False)
-        if counts.problems or counts.errors:
+        if counts.problems or counts.errors or set_aside:
             from consolidator.names import one_line  # loads the secret scanner: only when needed
+        for thread_id, reason in set_aside:
+            inv.console.print(
+                f"set aside by phase two: {one_line(thread_id)}: {one_line(reason)}", markup=False
+            )
         for path, reason in counts.problems:
             inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
         for thread_id, error in counts.errors:

@@ -877,6 +877,8 @@ def assert_set_aside(world: World, report: Phase2Report, reason: str) -> dict[st
     status = run_cli(world.env, "status")
     assert status["phase2"]["status"] == "succeeded"
     assert status["memory"]["version"] == 1 and status["memory"]["quarantined"] == 1
+    [shown] = status["set_aside"]
+    assert shown["thread_id"] == world.ids["d"] and reason in shown["reason"]
     again = run_cli(world.env, "phase2")
     assert again["outcome"] == "skipped_up_to_date"
     result: dict[str, Any] = status
