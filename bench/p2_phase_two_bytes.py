@@ -1,63 +1,59 @@
-"""P2: bytes sent to the model by an INCREMENTAL phase two with one new thread.
+"""P2: what an INCREMENTAL phase two sends to and gets from the model, against the history.
 
 For each history (20, 200 and 1,000 threads over ten projects): stage-one outputs shaped like
 the offline backend's are stored through the store's verbs, an INIT phase two with the
 extractive backend builds the memory (under the default 64 KiB budget), then one new thread
 arrives and an INCREMENTAL phase two runs with the `openai` backend against the fake server,
-whose responder answers with a small valid result (one new block citing the new thread). The
-figure is the request bytes the server received during that run, against the same run on the
-20-thread history, and against the total size of all raw memories in the history.
+whose careful-model responder answers the way a careful model would (edits on the shown
+blocks, new blocks for new projects; `tests/careful_model.py`); then ten new threads across
+the projects, and a second INCREMENTAL run. The figures are the request bytes the server
+received and the answer tokens it returned, against the same runs on the 20- or 200-thread
+history, and the request bytes against all raw memories of the history.
+
+P2 INIT: 1,000 threads consolidated from nothing by the careful model at the default context
+window and output limit; the figure is the number of phase-two passes until the claim says
+`skipped_up_to_date` (the run slices the change set to the limits and commits each slice).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
 from bench.common import Config, Result, migrated_store, sqlite_url
-from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
+from bench.data import TextSource, seed_thread, stage_one_output
 from consolidator.backends.extractive import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.phase_two import Phase2Options, run_phase_two
+from consolidator.db.store import ClaimOutcome, Store
+from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
 
 NEW_THREAD_PROJECT = 3
+MAX_PASSES = 10
 
 
 def _options() -> Phase2Options:
-    return Phase2Options(
-        lease_seconds=600,
-        cooldown_seconds=0,
-        memory_budget_bytes=65536,
-    )
+    return Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)
 
 
-def _small_answer(new: SeededThread) -> dict[str, Any]:
-    return {
-        "upserts": [
-            {
-                "block_id": "bench-new-thread",
-                "title": f"new work ({new.cwd})",
-                "scope": "what the new session taught",
-                "applies_to_cwd": new.cwd,
-                "reuse_rule": "same repository",
-                "tasks": [
-                    {
-                        "task_id": "t1",
-                        "title": "the new task, finished",
-                        "thread_ids": [new.thread_id],
-                        "keywords": ["bench"],
-                    }
-                ],
-                "preferences": [],
-                "knowledge": [{"text": "one new fact", "task_ids": ["t1"]}],
-                "failures": [],
-            }
-        ],
-        "deletions": [],
-        "edits": [],
-    }
+def _openai_run(store: Store) -> tuple[Phase2Report, dict[str, int]]:
+    """One phase two through the careful-model server; its report and what crossed the wire."""
+    with FakeOpenAI(Behaviour(responder=CarefulModel(), output_limit=True)) as server:
+        backend = OpenAIBackend(
+            OpenAIConfig(model="bench-model", base_url=server.base_url, api_key="bench")
+        )
+        report = run_phase_two(store, backend, _options())
+        backend.close()
+        wire = {
+            "bytes_sent": sum(len(entry.raw) for entry in server.log),
+            "model_calls": server.call_count,
+        }
+    if report.status != "succeeded" or report.mode != "INCREMENTAL":
+        raise RuntimeError(f"INCREMENTAL phase two did not succeed: {report.as_json()}")
+    wire["answer_tokens"] = report.usage.output_tokens
+    wire["set_aside"] = report.set_aside
+    return report, wire
 
 
 def _history_run(config: Config, history: int) -> dict[str, Any]:
@@ -77,33 +73,64 @@ def _history_run(config: Config, history: int) -> dict[str, Any]:
 
     new = stage_one_output(rng, source, NEW_THREAD_PROJECT)
     seed_thread(store, new)
-    answer = json.dumps(_small_answer(new))
-    with FakeOpenAI(Behaviour(responder=lambda _request: answer)) as server:
-        backend = OpenAIBackend(
-            OpenAIConfig(model="bench-model", base_url=server.base_url, api_key="bench")
-        )
-        report = run_phase_two(store, backend, _options())
-        backend.close()
-        sent = sum(len(entry.raw) for entry in server.log)
-        calls = server.call_count
+    _, one = _openai_run(store)
+    ten_new = [stage_one_output(rng, source, project) for project in range(10)]
+    for thread in ten_new:
+        seed_thread(store, thread)
+    _, ten = _openai_run(store)
     store.engine.dispose()
-    if report.status != "succeeded" or report.mode != "INCREMENTAL":
-        raise RuntimeError(f"INCREMENTAL phase two did not succeed: {report.as_json()}")
     raw_total = sum(len(t.raw_memory.encode("utf-8")) for t in [*threads, new])
     return {
         "history": history,
-        "bytes_sent": sent,
-        "model_calls": calls,
+        "one": one,
+        "ten": ten,
+        "bytes_sent": one["bytes_sent"],
         "raw_memories_bytes": raw_total,
         "memory_bytes": base.content_bytes,
-        "blocks": len(json.loads(base.memory_json)["blocks"]),
+    }
+
+
+def _init_run(config: Config, count: int) -> dict[str, Any]:
+    directory = config.workdir / f"init{count}"
+    directory.mkdir(parents=True)
+    store = migrated_store(sqlite_url(directory))
+    rng = random.Random(count + 1)
+    source = TextSource(random.Random(9))
+    for index in range(count):
+        seed_thread(store, stage_one_output(rng, source, index % 10))
+    with FakeOpenAI(Behaviour(responder=CarefulModel(), output_limit=True)) as server:
+        backend = OpenAIBackend(
+            OpenAIConfig(model="bench-model", base_url=server.base_url, api_key="bench")
+        )
+        reports = []
+        for _ in range(MAX_PASSES):
+            report = run_phase_two(store, backend, _options())
+            reports.append(report)
+            if report.outcome is ClaimOutcome.SKIPPED_UP_TO_DATE:
+                break
+        backend.close()
+        sizes = [len(entry.raw) for entry in server.log]
+    current = store.current_version()
+    store.engine.dispose()
+    first = reports[0]
+    return {
+        "threads": count,
+        "passes": len(reports),
+        "up_to_date": reports[-1].outcome is ClaimOutcome.SKIPPED_UP_TO_DATE,
+        "slices": sum(r.slices for r in reports),
+        "splits": sum(r.splits for r in reports),
+        "set_aside": sum(r.set_aside for r in reports),
+        "model_calls": len(sizes),
+        "largest_request_bytes": max(sizes, default=0),
+        "answer_tokens": first.usage.output_tokens,
+        "memory_bytes": current.content_bytes if current else 0,
     }
 
 
 def run(config: Config) -> list[Result]:
     sizes = (20, 200, config.pick(1000, 400))
     runs = {size: _history_run(config, size) for size in sizes}
-    small = runs[sizes[0]]
+    small, middle, large = (runs[size] for size in sizes)
     results = []
     for size in sizes[1:]:
         current = runs[size]
@@ -117,8 +144,7 @@ def run(config: Config) -> list[Result]:
                 target=1.2,
                 unit="x",
                 detail=f"{current['bytes_sent']} B vs {small['bytes_sent']} B sent; memory "
-                f"{current['memory_bytes']} B in {current['blocks']} blocks vs "
-                f"{small['memory_bytes']} B in {small['blocks']}",
+                f"{current['memory_bytes']} B vs {small['memory_bytes']} B",
                 data={"runs": [small, current]},
             )
         )
@@ -137,4 +163,35 @@ def run(config: Config) -> list[Result]:
                 data={"run": current},
             )
         )
+    for key, label in (("one", "1 new thread"), ("ten", "10 new threads")):
+        results.append(
+            Result(
+                id=f"P2 answer {label.split()[0]} H={sizes[2]}",
+                title=f"INCREMENTAL answer tokens, {label}, history {sizes[2]} vs {sizes[1]}",
+                figure=large[key]["answer_tokens"] / max(1, middle[key]["answer_tokens"]),
+                comparison="<=",
+                target=1.2,
+                unit="x",
+                detail=f"{large[key]['answer_tokens']} vs {middle[key]['answer_tokens']} answer"
+                f" tokens; {large[key]['bytes_sent']} B vs {middle[key]['bytes_sent']} B sent in"
+                f" {large[key]['model_calls']} / {middle[key]['model_calls']} calls",
+                data={"runs": [middle, large]},
+            )
+        )
+    init = _init_run(config, config.pick(1000, 300))
+    results.append(
+        Result(
+            id=f"P2 INIT {init['threads']}",
+            title=f"passes to reach up to date, INIT of {init['threads']} threads, careful model",
+            figure=float(init["passes"]) if init["up_to_date"] else None,
+            comparison="<=",
+            target=2,
+            unit=" passes",
+            detail=f"{init['slices']} slices committed in {init['model_calls']} calls, "
+            f"{init['splits']} split, {init['set_aside']} set aside; largest request "
+            f"{init['largest_request_bytes']} B; {init['answer_tokens']} answer tokens; memory "
+            f"{init['memory_bytes']} B",
+            data=init,
+        )
+    )
     return results

@@ -1525,15 +1525,18 @@ class Store:
             )
 
     @_contention_retry
-    def retry_set_aside_inputs(self) -> int:
-        """Queue every set-aside input for the next phase two again (the `retry` verb): a
-        fresh change-log row per thread that still has a stage-one output. Returns how many."""
+    def retry_set_aside_inputs(self, thread_ids: Sequence[str] | None = None) -> int:
+        """Queue set-aside inputs (all, or those of `thread_ids`) for the next phase two again,
+        for the `retry` verb: a fresh change-log row per thread that still has a stage-one
+        output. Returns how many were queued."""
+        wanted = None if thread_ids is None else set(thread_ids)
         with self._write() as connection:
             now = self._now(connection)
             rows = connection.execute(
                 select(QuarantinedEntry.thread_ids).where(QuarantinedEntry.version.is_(None))
             ).scalars()
-            thread_ids = sorted({t for value in rows for t in value.split()})
+            found = {t for value in rows for t in value.split()}
+            thread_ids = sorted(found if wanted is None else found & wanted)
             live = sorted(self._live(connection, thread_ids)) if thread_ids else []
             for thread_id in live:
                 self._log_change(connection, thread_id, "upsert", now)

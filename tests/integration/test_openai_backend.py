@@ -95,12 +95,12 @@ def test_extract_succeeds_and_sends_a_strict_schema(
                 "strict": True,
             },
         }
-        assert body["max_completion_tokens"] == 4000
+        assert body["max_completion_tokens"] == 16000
     else:
         assert body["text"]["format"]["type"] == "json_schema"
         assert body["text"]["format"]["strict"] is True
         assert body["text"]["format"]["schema"] == wire_schema(load_schema("stage_one"))
-        assert body["max_output_tokens"] == 4000
+        assert body["max_output_tokens"] == 16000
         assert body["store"] is False
     assert fake_openai.log[0].headers["authorization"] == f"Bearer {API_KEY}"
 

@@ -867,7 +867,8 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
     add_output(store, "seed")
     commit_in_process(store, ["seed"], "seed")
     for n in range(inputs):
-        # About 2 KB each, so the 2000-token context window gives one input per model call.
+        # About 2 KB each, so the 2000-token context window and the 1000-token output limit
+        # give one input per model call, each slice committed on its own.
         add_output(store, f"in{n}", minute=n + 1, padding=1600)
     publish(store, memory_dir)
     published, stamps = projected_files(memory_dir), mtimes(memory_dir)
@@ -879,6 +880,7 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
         fake_openai,
         CONSOLIDATOR_LEASE_SECONDS=str(lease),
         CONSOLIDATOR_CONTEXT_WINDOW_TOKENS="2000",
+        CONSOLIDATOR_MAX_OUTPUT_TOKENS="1000",
     )
     worker = workers.start(env, "phase2")
     wait_until(
@@ -894,6 +896,9 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
         assert stolen.rowcount == 1
     taken_at = time.monotonic()
     calls_at_steal = len(consolidation_calls(fake_openai))
+    versions_at_steal = [v.version for v in store.list_versions()]
+    job_at_steal = store.phase2_job()
+    assert job_at_steal is not None
 
     done = worker.finish()
     stopped_after = time.monotonic() - taken_at
@@ -904,12 +909,17 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
     assert len(consolidation_calls(fake_openai)) == calls_at_steal, "a model call after the loss"
     assert stopped_after < delay + lease / 3 + 10, stopped_after
 
-    assert [v.version for v in store.list_versions()] == [1]
+    # Slices committed before the loss stay (each advanced the watermark); nothing after it.
+    assert [v.version for v in store.list_versions()] == versions_at_steal
+    assert versions_at_steal[-1] < calls_at_steal + 1
     assert job_token(engine, PHASE2, PHASE2_KEY) == "taken-by-the-test"
     job = store.phase2_job()
-    assert job is not None and job.status is JobStatus.RUNNING and job.last_success_watermark == 1
-    assert projected_files(memory_dir) == published
-    assert mtimes(memory_dir) == stamps
+    assert job is not None and job.status is JobStatus.RUNNING
+    assert job.last_success_watermark == job_at_steal.last_success_watermark
+    assert job.last_success_watermark is not None and job.last_success_watermark < 1 + inputs
+    if versions_at_steal == [1]:
+        assert projected_files(memory_dir) == published
+        assert mtimes(memory_dir) == stamps
     assert_directory_is_the_projection(memory_dir, store)
 
 
