@@ -120,7 +120,7 @@ def _scope(block: Block) -> str:
 
 def _cite(block: Block, task_ids: Collection[str]) -> str:
     task_id = next(iter(task_ids), block.tasks[0].task_id if block.tasks else "")
-    return f"[task {block.block_id}/{task_id}]"
+    return f"[task {shown_text(block.block_id)}/{shown_text(task_id)}]"
 
 
 def _newest(task: Task) -> str:
@@ -130,6 +130,10 @@ def _newest(task: Task) -> str:
 def _clip(text: str) -> str:
     text = shown_text(text)
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3].rstrip() + "..."
+
+
+def _keywords(keywords: tuple[str, ...]) -> list[str]:
+    return [k for k in map(shown_text, split_keywords(keywords)) if k]
 
 
 def _profile_lines(memory: Memory) -> list[str]:
@@ -204,13 +208,13 @@ def _pointers(memory: Memory) -> list[_Pointer]:
     entries: list[tuple[str, str, str, str]] = []
     for block in memory.blocks:
         for task in block.tasks:
-            keywords = ", ".join(split_keywords(task.keywords)[:6])
+            keywords = ", ".join(_keywords(task.keywords)[:6])
             topic = _clip(task.title) + (f": {keywords}" if keywords else "")
             for citation in task.citations:
                 day = citation.updated_at[:10]
                 line = (
                     f"- {topic} ({shown_text(citation.rollout_summary_file)},"
-                    f" thread_id={citation.thread_id})"
+                    f" thread_id={shown_text(citation.thread_id)})"
                 )
                 entries.append((_scope(block), day, citation.updated_at, line))
     days = sorted({day for _, day, _, _ in entries}, reverse=True)[:RECENT_DAYS]
@@ -235,7 +239,7 @@ def _older_topics(memory: Memory) -> list[tuple[str, str]]:
         if not block.tasks:
             continue
         keywords = ", ".join(
-            dict.fromkeys(k for task in block.tasks for k in split_keywords(task.keywords))
+            dict.fromkeys(k for task in block.tasks for k in _keywords(task.keywords))
         )
         newest = max(block.tasks, key=_newest)
         text = _clip(block.title + (f": {keywords}" if keywords else ""))
