@@ -23,7 +23,6 @@ from typing import Final
 
 from consolidator.memory.model import Block, Bullet, Memory, Task
 from consolidator.memory.render import shown_text, split_keywords
-from consolidator.security import scan_threats
 
 SUMMARY_BUDGET_BYTES: Final = 10_000
 HEADINGS: Final = (
@@ -292,6 +291,8 @@ def summary_problems(
         problems.append(
             f"the summary cites {len(dead)} thread(s) that are not live, e.g. {dead[0]}"
         )
+    from consolidator.security import scan_threats  # the secret detectors load only here
+
     threats = scan_threats(text)
     if threats:
         problems.append("the summary carries " + ", ".join(sorted({t.kind for t in threats})))
