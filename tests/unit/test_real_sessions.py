@@ -31,6 +31,10 @@ FUM = "claude/projects/-home-USER-projects-spotter-worktrees-spotter-fum"
 FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 FUM_CWD = "/home/USER/projects/spotter-worktrees/spotter-fum"
 ORPHAN_PARENT = "6c2214d7-b87e-4432-8e41-22ba294ea584"
+DESKTOP_COMPACTED = (
+    "codex/sessions/2026/02/23/"
+    "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,26 @@ EXPECTED: dict[str, Expected] = {
         None,
         # The publisher replaced the prompt's text with this marker.
         "[REDACTED_PROMPT]",
+    ),
+    # Codex desktop app, redacted by the publisher; images, a `compacted` line.
+    DESKTOP_COMPACTED: Expected(
+        "codex",
+        "019c8a59-e9dd-71f0-9ae3-4079fe9726a9",
+        "/redacted/path/59b923df4d",
+        "main",
+        "envelope 0.104.0-alpha.1 Codex Desktop",
+        None,
+        # The first request of the session; the compaction restates it, once only.
+        "[REDACTED_TEXT len=32 sha=821fd802]",
+    ),
+    "codex/sessions/2026/02/23/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl": Expected(  # noqa: E501
+        "codex",
+        "019c8bfe-ec25-79e0-97d7-bda6a9c575ff",
+        "/redacted/path/ea96e59ed9",
+        "main",
+        "envelope 0.104.0-alpha.1 Codex Desktop",
+        None,
+        "[REDACTED_TEXT len=98 sha=c002ff99]",
     ),
     "pi/agent/sessions/--tmp-agent-history-real-agent-pi-workspace--/"
     "2026-06-05T05-24-28-246Z_019e963d-6bd6-7ade-8a49-256ac3391bdd.jsonl": Expected(
@@ -293,6 +317,21 @@ def test_temporary_files_are_not_files_touched(relative: str, store: Store) -> N
 
     assert notes.files
     assert not [path for path in notes.files if path.startswith(("/tmp/", "/var/folders/"))]
+
+
+def test_a_codex_compaction_quotes_no_request_twice_and_no_image_data(store: Store) -> None:
+    """The `compacted` line restates earlier requests in its replacement history; 13 user
+    messages carry an `input_image` (the publisher replaced the data URLs with markers)."""
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(EXPECTED[DESKTOP_COMPACTED].thread_id)
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    users = [item.text for item in rollout.items if item.kind is ItemKind.USER]
+    assert users.count("[REDACTED_TEXT len=32 sha=821fd802]") == 1
+    assert sum(text.count("[image]") for text in users) == 13
+    assert "REDACTED_IMAGE_URL" not in rollout.transcript
 
 
 # --- bad input inside real formats ------------------------------------------------------------
