@@ -124,6 +124,20 @@ def common_options(func: F) -> F:
     return result
 
 
+def adopt_option(func: F) -> F:
+    """For the commands that write the memory folder: take over files found in our names."""
+    decorated: F = click.option(
+        "--adopt-memory-files",
+        "adopt_memory_files",
+        is_flag=True,
+        envvar="CONSOLIDATOR_ADOPT_MEMORY_FILES",
+        help="Take over MEMORY.md, memory_summary.md or raw_memories.md found in the memory"
+        " folder but not written by consolidator (MEMORY.md is backed up first). Without it"
+        " such files stop the command with exit 2. [env: CONSOLIDATOR_ADOPT_MEMORY_FILES]",
+    )(func)
+    return decorated
+
+
 def _invocation(params: dict[str, Any]) -> Invocation:
     explicit = {spec.name: params.pop(spec.name, None) for spec in SETTINGS}
     config_file = params.pop("config_file", None)
@@ -135,7 +149,12 @@ def _invocation(params: dict[str, Any]) -> Invocation:
         logging.DEBUG if verbose else (logging.WARNING if quiet or json_output else logging.INFO)
     )
     configure_logging(level=level, fmt=log_format)
+    adopt = params.pop("adopt_memory_files", None)
     settings = build_settings(explicit, config_file=config_file)
+    if adopt is not None:
+        from consolidator.materialize import check_memory_dir
+
+        check_memory_dir(settings.memory_dir, adopt=bool(adopt))
     return Invocation(settings, json_output, quiet)
 
 
@@ -234,6 +253,7 @@ def _checked(func: Callable[[], Any], settings: Settings) -> Any:
 
 
 @cli.command("scan")
+@adopt_option
 @click.option(
     "--confirm-deletions",
     is_flag=True,
@@ -323,6 +343,7 @@ def stage1_command(**params: Any) -> None:
 
 
 @cli.command("run")
+@adopt_option
 @click.option("--allow-shrink", is_flag=True, help="Let phase two remove much of the memory.")
 @common_options
 def run_command(allow_shrink: bool, **params: Any) -> None:
@@ -377,6 +398,7 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
 
 
 @cli.command("phase2")
+@adopt_option
 @click.option("--allow-shrink", is_flag=True, help="Let phase two remove much of the memory.")
 @common_options
 def phase2_command(allow_shrink: bool, **params: Any) -> None:
@@ -397,6 +419,7 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
 
 
 @cli.command("daemon")
+@adopt_option
 @click.option(
     "--metrics-port",
     type=int,
@@ -615,6 +638,7 @@ def history_command(limit: int, **params: Any) -> None:
 
 
 @cli.command("rollback")
+@adopt_option
 @click.argument("version", type=int)
 @common_options
 def rollback_command(version: int, **params: Any) -> None:

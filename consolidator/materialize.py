@@ -23,6 +23,7 @@ state file costs at most one spurious backup of our own output.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Final
 
 import filelock
+
+from consolidator.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,12 @@ class ProjectionReport:
     removed: tuple[str, ...]
     backup: str | None
     unchanged: bool
+    # Files in our names that consolidator did not write: left alone, never overwritten.
+    foreign: tuple[str, ...] = ()
+
+
+class MemoryDirectoryError(ConfigError):
+    """The memory folder cannot be written safely (a symlinked part, files that are not ours)."""
 
 
 def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
@@ -85,6 +94,7 @@ def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
     or process still waits. The lock file is never deleted: waiters must lock the same inode.
     """
     _ensure_private_dir(memory_dir)
+    _refuse_symlink(memory_dir / LOCK_FILE)
     return filelock.FileLock(
         memory_dir / LOCK_FILE, timeout=LOCK_TIMEOUT_SECONDS, mode=_FILE_MODE, is_singleton=True
     )
@@ -133,14 +143,36 @@ def _held(lock: filelock.FileLock) -> Iterator[None]:
 def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     desired = _desired_files(projection)
     rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
+    _refuse_symlink(rollout_dir)
+    _refuse_symlink(memory_dir / STATE_FILE)
     if projection.version is not None:
         _ensure_private_dir(rollout_dir)
-    elif rollout_dir.is_dir():
-        _tighten_dir_mode(rollout_dir)
     _sweep_temp_files(memory_dir, rollout_dir)
 
     state = _read_state(memory_dir)
-    backup = _backup_hand_edit(memory_dir, desired.get(MEMORY_FILE), state.get(MEMORY_FILE))
+    foreign = sorted(
+        name
+        for name in desired
+        if name not in state
+        and os.path.lexists(memory_dir / name)
+        and _read_bytes(memory_dir / name) != desired[name]
+    )
+    for name in foreign:
+        del desired[name]
+    if foreign:
+        log.warning(
+            "left alone in %s, not written by consolidator: %s (move them away, or pass"
+            " --adopt-memory-files to take them over)",
+            memory_dir,
+            ", ".join(foreign),
+            extra={"action": "memory_foreign_files"},
+        )
+    backup = None
+    if MEMORY_FILE in state:
+        backup = _backup_hand_edit(memory_dir, desired.get(MEMORY_FILE), state[MEMORY_FILE])
+    if projection.version is not None:
+        # Names about to be written are recorded first, so a crash midway leaves them ours.
+        _write_state(memory_dir, projection.version, {**state, **_digests(desired)})
 
     rollout_names = sorted(name for name in desired if name.startswith(f"{ROLLOUT_SUMMARIES_DIR}/"))
     top_names = [name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE) if name in desired]
@@ -153,13 +185,12 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
             _fsync_directory(directory)
         written.extend(changed)
 
+    removed = _remove_stale(memory_dir, set(state) - set(desired))
     if projection.version is None:
-        removed = _remove_stale(memory_dir, rollout_dir, desired)
         if _remove_quietly(memory_dir / STATE_FILE):
             _fsync_directory(memory_dir)
     else:
-        _write_state(memory_dir, projection.version, desired)
-        removed = _remove_stale(memory_dir, rollout_dir, desired)
+        _write_state(memory_dir, projection.version, _digests(desired))
 
     report = ProjectionReport(
         version=projection.version,
@@ -167,6 +198,7 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
         removed=tuple(removed),
         backup=str(backup) if backup is not None else None,
         unchanged=not written and not removed,
+        foreign=tuple(foreign),
     )
     if report.unchanged:
         log.debug(
@@ -221,29 +253,39 @@ def is_safe_stem(stem: str) -> bool:
 
 
 def _ensure_private_dir(path: Path) -> None:
+    """Create the missing folders of `path` private (0700); never chmod one we did not create."""
     missing: list[Path] = []
     candidate = path
-    while not candidate.exists() and candidate != candidate.parent:
+    while not os.path.lexists(candidate) and candidate != candidate.parent:
         missing.append(candidate)
         candidate = candidate.parent
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=_DIR_MODE)
-    _tighten_dir_mode(path)
 
 
-def _tighten_dir_mode(path: Path) -> None:
-    """Drop group and other bits, never add owner bits the user took away."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
-        path.chmod(mode & _DIR_MODE)
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise MemoryDirectoryError(
+            f"{path} is a symbolic link: consolidator never writes through links in the memory"
+            " folder; replace it with a real folder or file, or choose another --memory-dir"
+        )
 
 
 def _read_bytes(path: Path) -> bytes | None:
+    """A regular file's bytes; None when it is missing, a symlink (never followed) or special."""
     try:
-        return path.read_bytes() if path.is_file() else None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read()
 
 
 def _write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
@@ -322,11 +364,16 @@ def _read_state(memory_dir: Path) -> dict[str, str]:
     return files
 
 
-def _write_state(memory_dir: Path, version: int, files: Mapping[str, bytes]) -> None:
+def _digests(files: Mapping[str, bytes]) -> dict[str, str]:
+    return {name: _sha256(data) for name, data in files.items()}
+
+
+def _write_state(memory_dir: Path, version: int, digests: Mapping[str, str]) -> None:
+    """The files we own and the sha256 of what we wrote to each (empty when adopted)."""
     document = {
         "format": _STATE_FORMAT,
         "version": version,
-        "files": {name: _sha256(data) for name, data in sorted(files.items())},
+        "files": dict(sorted(digests.items())),
     }
     data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
     path = memory_dir / STATE_FILE
@@ -363,20 +410,79 @@ def _backup_path(memory_dir: Path) -> Path:
     return candidate
 
 
-def _remove_stale(memory_dir: Path, rollout_dir: Path, desired: Mapping[str, bytes]) -> list[str]:
+def _remove_stale(memory_dir: Path, stale: set[str]) -> list[str]:
+    """Remove files we wrote and no longer want; only names from the state file, so a file of
+    the user's is never deleted. A symlink in our name is removed itself, never followed."""
     removed: list[str] = []
-    candidates = [memory_dir / name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE)]
-    if rollout_dir.is_dir():
-        candidates.extend(sorted(rollout_dir.glob("*.md")))
-    for path in candidates:
-        name = path.relative_to(memory_dir).as_posix()
-        if name in desired or not (path.is_symlink() or path.is_file()):
+    for name in sorted(stale):
+        path = memory_dir / name
+        if not _is_own_name(name) or not (path.is_symlink() or path.is_file()):
             continue
         if _remove_quietly(path):
             removed.append(name)
     for directory in {(memory_dir / name).parent for name in removed}:
         _fsync_directory(directory)
     return removed
+
+
+def _is_own_name(name: str) -> bool:
+    if name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE):
+        return True
+    folder, _, file = name.partition("/")
+    return folder == ROLLOUT_SUMMARIES_DIR and file.endswith(".md") and is_safe_stem(file[:-3])
+
+
+def foreign_files(memory_dir: Path) -> list[str]:
+    """Files in the names consolidator writes that it did not write (not in its state file)."""
+    if not memory_dir.is_dir():
+        return []
+    owned = _read_state(memory_dir)
+    return [
+        name
+        for name in (MEMORY_FILE, SUMMARY_FILE, RAW_MEMORIES_FILE)
+        if name not in owned and os.path.lexists(memory_dir / name)
+    ]
+
+
+def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
+    """Refuse a memory folder with symlinked parts or foreign files in our names, or adopt them.
+
+    Adopted files are recorded as ours with an unknown digest, so `MEMORY.md` is backed up
+    before its first overwrite. Returns the names adopted.
+    """
+    with _held(memory_dir_lock(memory_dir)):
+        _refuse_symlink(memory_dir / ROLLOUT_SUMMARIES_DIR)
+        _refuse_symlink(memory_dir / STATE_FILE)
+        foreign = foreign_files(memory_dir)
+        if not foreign:
+            return []
+        if not adopt:
+            raise MemoryDirectoryError(
+                f"the memory folder {memory_dir} holds files consolidator did not write: "
+                + ", ".join(foreign)
+                + "; move them away, or pass --adopt-memory-files"
+                " (CONSOLIDATOR_ADOPT_MEMORY_FILES=1) to take them over (MEMORY.md is backed"
+                " up first)"
+            )
+        state = _read_state(memory_dir)
+        version = _read_state_version(memory_dir)
+        _write_state(memory_dir, version, {**state, **dict.fromkeys(foreign, "")})
+        log.warning(
+            "adopted %s in %s; MEMORY.md is backed up before it is replaced",
+            ", ".join(foreign),
+            memory_dir,
+            extra={"action": "memory_files_adopted"},
+        )
+        return foreign
+
+
+def _read_state_version(memory_dir: Path) -> int:
+    raw = _read_bytes(memory_dir / STATE_FILE)
+    try:
+        version = json.loads(raw)["version"] if raw else 0
+    except (ValueError, KeyError, TypeError):
+        return 0
+    return version if isinstance(version, int) else 0
 
 
 def _remove_quietly(path: Path) -> bool:

@@ -145,7 +145,8 @@ def drop_backups(memory_dir: Path, *, mentioning: str | None = None) -> list[str
         return removed
     with memory_dir_lock(memory_dir):
         for backup in sorted(memory_dir.glob(f"{MEMORY_FILE}.edited-*.bak")):
-            if mentioning is None or mentioning.encode() in backup.read_bytes():
+            text = read_owned_text(backup) or ""
+            if mentioning is None or mentioning in text:
                 backup.unlink()
                 removed.append(backup.name)
     return removed

@@ -323,3 +323,33 @@ def test_skipped_lines_and_unreadable_files_count_as_bad_input_with_the_reason(
     assert "over the 8 MiB line limit" in problems[str(cli.sessions / "a" / BILLING.name)]
     assert BILLING_QUOTE in (cli.memory_dir / "MEMORY.md").read_text()
     assert "2 with bad input" in cli("status").out
+
+
+# -- the memory folder is ours alone ---------------------------------------------------------
+
+
+def test_foreign_files_in_our_names_stop_the_run_until_adopted_and_a_users_notes_survive(
+    cli: Cli,
+) -> None:
+    clone_rollout(cli.sessions / "a" / BILLING.name)
+    cli.memory_dir.mkdir()
+    cli.memory_dir.chmod(0o755)
+    (cli.memory_dir / "MEMORY.md").write_text("my own memory file\n")
+
+    refused = cli("run", expect=2)
+
+    assert "MEMORY.md" in refused.err and "--adopt-memory-files" in refused.err
+    assert (cli.memory_dir / "MEMORY.md").read_text() == "my own memory file\n"
+    cli("run", "--adopt-memory-files")
+    (backup,) = cli.memory_dir.glob("MEMORY.md.edited-*.bak")
+    assert backup.read_text() == "my own memory file\n"
+    assert BILLING_ID in (cli.memory_dir / "MEMORY.md").read_text()
+    assert oct(cli.memory_dir.stat().st_mode & 0o777) == "0o755"
+
+    notes = cli.memory_dir / "rollout_summaries" / "my-notes.md"
+    notes.write_text("my notes\n")
+    cli("forget", BILLING_ID)
+    assert notes.read_text() == "my notes\n"
+    assert BILLING_QUOTE.encode() not in b"".join(
+        p.read_bytes() for p in cli.memory_dir.rglob("*") if p.is_file()
+    )

@@ -14,8 +14,10 @@ import pytest
 
 from consolidator import materialize
 from consolidator.materialize import (
+    MemoryDirectoryError,
     Projection,
     ProjectionReport,
+    check_memory_dir,
     clear_directory,
     memory_dir_lock,
     project,
@@ -100,16 +102,16 @@ def test_projection_is_logged_with_its_version(
     assert record.__dict__["version"] == 9
 
 
-def test_existing_directory_with_loose_mode_is_tightened(tmp_path: Path) -> None:
+def test_an_existing_folder_keeps_its_mode_and_new_folders_are_private(tmp_path: Path) -> None:
     memory_dir = tmp_path / "memories"
-    (memory_dir / "rollout_summaries").mkdir(parents=True)
+    memory_dir.mkdir()
     memory_dir.chmod(0o755)
-    (memory_dir / "rollout_summaries").chmod(0o775)
 
     project(memory_dir, loader(make(1, "a")))
 
-    assert mode(memory_dir) == 0o700
+    assert mode(memory_dir) == 0o755  # not ours to chmod
     assert mode(memory_dir / "rollout_summaries") == 0o700
+    assert mode(memory_dir / "MEMORY.md") == 0o600
 
 
 def test_identical_projection_rewrites_nothing(tmp_path: Path) -> None:
@@ -221,24 +223,90 @@ def test_two_hand_edits_in_the_same_second_keep_both_backups(tmp_path: Path) -> 
     ]
 
 
-def test_preexisting_memory_without_state_is_backed_up(tmp_path: Path) -> None:
+def test_preexisting_memory_without_state_is_left_alone_until_adopted(tmp_path: Path) -> None:
     (tmp_path / "MEMORY.md").write_text("written by someone else\n")
+    (tmp_path / "raw_memories.md").write_text("mine too\n")
 
     report = project(tmp_path, loader(make(1)))
 
+    assert report.foreign == ("MEMORY.md", "raw_memories.md")
+    assert (tmp_path / "MEMORY.md").read_text() == "written by someone else\n"
+    assert (tmp_path / "raw_memories.md").read_text() == "mine too\n"
+    assert backups(tmp_path) == []
+    with pytest.raises(MemoryDirectoryError, match=r"MEMORY\.md, raw_memories\.md"):
+        check_memory_dir(tmp_path, adopt=False)
+
+    assert check_memory_dir(tmp_path, adopt=True) == ["MEMORY.md", "raw_memories.md"]
+    report = project(tmp_path, loader(make(2)))
+
     (backup,) = backups(tmp_path)
-    assert report.backup == str(backup)
+    assert report.backup == str(backup) and report.foreign == ()
     assert backup.read_text() == "written by someone else\n"
+    assert (tmp_path / "MEMORY.md").read_text() == "# Task Group: v2\n"
+    check_memory_dir(tmp_path, adopt=False)
 
 
-def test_corrupt_state_errs_towards_a_backup(tmp_path: Path) -> None:
+def test_corrupt_state_leaves_the_files_alone(tmp_path: Path) -> None:
     project(tmp_path, loader(make(1)))
     (tmp_path / ".consolidator-state.json").write_text("{not json")
 
     report = project(tmp_path, loader(make(2)))
 
-    assert report.backup is not None
-    assert (tmp_path / "MEMORY.md").read_text() == "# Task Group: v2\n"
+    assert "MEMORY.md" in report.foreign
+    assert (tmp_path / "MEMORY.md").read_text() == "# Task Group: v1\n"
+
+
+def test_a_users_own_files_are_never_deleted_or_overwritten(tmp_path: Path) -> None:
+    project(tmp_path, loader(make(1, "ours")))
+    notes = tmp_path / "rollout_summaries" / "my-notes.md"
+    notes.write_text("my notes\n")
+    clash = tmp_path / "rollout_summaries" / "theirs.md"
+    clash.write_text("a file of the user's in a name we want\n")
+
+    report = project(tmp_path, loader(make(2, "theirs")))
+
+    assert notes.read_text() == "my notes\n"
+    assert clash.read_text() == "a file of the user's in a name we want\n"
+    assert report.foreign == ("rollout_summaries/theirs.md",)
+    assert report.removed == ("rollout_summaries/ours.md",)
+    project(tmp_path, loader(Projection(None, "", "", "", {})))
+    assert notes.exists() and clash.exists()
+
+
+def test_a_symlinked_subfolder_is_refused_and_nothing_is_written_through_it(
+    tmp_path: Path,
+) -> None:
+    memory_dir = tmp_path / "memories"
+    memory_dir.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    elsewhere.chmod(0o755)
+    (memory_dir / "rollout_summaries").symlink_to(elsewhere)
+
+    with pytest.raises(MemoryDirectoryError, match="symbolic link"):
+        project(memory_dir, loader(make(1, "a")))
+    with pytest.raises(MemoryDirectoryError, match="symbolic link"):
+        check_memory_dir(memory_dir, adopt=True)
+
+    assert list(elsewhere.iterdir()) == []
+    assert mode(elsewhere) == 0o755
+
+
+def test_symlinks_in_our_names_are_never_followed(tmp_path: Path) -> None:
+    target = tmp_path / "target.md"
+    target.write_text("precious\n")
+    memory_dir = tmp_path / "memories"
+    project(memory_dir, loader(make(1, "a")))
+    (memory_dir / "MEMORY.md").unlink()
+    (memory_dir / "MEMORY.md").symlink_to(target)
+    (memory_dir / "rollout_summaries" / "a.md").unlink()
+    (memory_dir / "rollout_summaries" / "a.md").symlink_to(target)
+
+    project(memory_dir, loader(make(2, "a")))
+    project(memory_dir, loader(Projection(None, "", "", "", {})))
+
+    assert target.read_text() == "precious\n"
+    assert not any(b"precious" in p.read_bytes() for p in memory_dir.glob("*.bak"))
 
 
 def test_version_none_removes_projected_files_and_keeps_backups(tmp_path: Path) -> None:
