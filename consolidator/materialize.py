@@ -450,20 +450,23 @@ def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
     Adopted files are recorded as ours with an unknown digest, so `MEMORY.md` is backed up
     before its first overwrite. Returns the names adopted.
     """
+    # Read without the lock (the state file is replaced atomically): a writer holding it for
+    # a long projection must not delay the start of another command.
+    _refuse_symlink(memory_dir / ROLLOUT_SUMMARIES_DIR)
+    _refuse_symlink(memory_dir / STATE_FILE)
+    foreign = foreign_files(memory_dir)
+    if not foreign:
+        return []
+    if not adopt:
+        raise MemoryDirectoryError(
+            f"the memory folder {memory_dir} holds files consolidator did not write: "
+            + ", ".join(foreign)
+            + "; move them away, or pass --adopt-memory-files"
+            " (CONSOLIDATOR_ADOPT_MEMORY_FILES=1) to take them over (MEMORY.md is backed"
+            " up first)"
+        )
     with _held(memory_dir_lock(memory_dir)):
-        _refuse_symlink(memory_dir / ROLLOUT_SUMMARIES_DIR)
-        _refuse_symlink(memory_dir / STATE_FILE)
         foreign = foreign_files(memory_dir)
-        if not foreign:
-            return []
-        if not adopt:
-            raise MemoryDirectoryError(
-                f"the memory folder {memory_dir} holds files consolidator did not write: "
-                + ", ".join(foreign)
-                + "; move them away, or pass --adopt-memory-files"
-                " (CONSOLIDATOR_ADOPT_MEMORY_FILES=1) to take them over (MEMORY.md is backed"
-                " up first)"
-            )
         state = _read_state(memory_dir)
         version = _read_state_version(memory_dir)
         _write_state(memory_dir, version, {**state, **dict.fromkeys(foreign, "")})
