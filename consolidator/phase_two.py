@@ -259,6 +259,7 @@ def consolidate(
     memory = base
     report.mode = "INCREMENTAL" if base.blocks else "INIT"
     budget = options.slice_budget
+    planned_smaller = False
     queue: list[_Piece] = []
     rest = list(inputs.changed)
     changed_earlier = False
@@ -293,6 +294,10 @@ def consolidate(
                     half = len(piece.records) // 2
                     queue[0:0] = [_Piece(piece.records[:half]), _Piece(piece.records[half:])]
                     report.splits += 1
+                    if exc.cut_off and not planned_smaller:
+                        # The estimate was too generous for this model: plan the rest smaller
+                        # (once: a single poisonous input is cut off all the way down).
+                        budget, planned_smaller = budget.halved_answer(), True
                     continue
                 set_aside.append(_set_aside_item(piece.records[0], reason))
         final = not queue and not rest

@@ -35,8 +35,12 @@ BLOCKS_SHARE: Final = 0.5
 
 @dataclass(frozen=True)
 class SliceBudget:
+    """`answer_tokens` is what a slice is planned to need, `output_limit` what the model may
+    answer at most; a cut-off answer halves the first for the rest of the run."""
+
     request_chars: int
     answer_tokens: int
+    output_limit: int
 
     @classmethod
     def for_model(cls, context_window_tokens: int, max_output_tokens: int) -> SliceBudget:
@@ -45,7 +49,11 @@ class SliceBudget:
         return cls(
             request_chars=request_tokens * CHARS_PER_TOKEN,
             answer_tokens=max(200, int(max_output_tokens * ANSWER_FILL)),
+            output_limit=max_output_tokens,
         )
+
+    def halved_answer(self) -> SliceBudget:
+        return SliceBudget(self.request_chars, max(200, self.answer_tokens // 2), self.output_limit)
 
 
 def input_chars(record: Stage1Record) -> int:
@@ -66,7 +74,7 @@ def too_large_alone(record: Stage1Record, budget: SliceBudget) -> str | None:
     room = int(budget.request_chars * (1 - BLOCKS_SHARE))
     if input_chars(record) > room:
         return f"its notes ({input_chars(record)} chars) exceed one request's room ({room} chars)"
-    if answer_tokens(record) > budget.answer_tokens / ANSWER_FILL:
+    if answer_tokens(record) > budget.output_limit:
         return f"its answer would need about {answer_tokens(record)} tokens, over the output limit"
     return None
 

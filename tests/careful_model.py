@@ -93,6 +93,9 @@ class CarefulModel:
 
     poison: dict[str, PoisonKind] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    # A verbose model writes each lesson this many times over: answers far above the
+    # pipeline's estimate, to exercise cut-offs.
+    verbosity: int = 1
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         if schema_name(body) != "consolidation":
@@ -103,6 +106,8 @@ class CarefulModel:
             self.poison[i["thread_id"]] for i in request.inputs if i["thread_id"] in self.poison
         }
         answer = self.answer(request)
+        if self.verbosity > 1:
+            _amplify(answer, self.verbosity)
         if "invalid" in kinds:
             answer["edits"].append(
                 {"op": "delete_bullet", "block_id": "never-shown-block", "bullet_id": "k1"}
@@ -133,6 +138,15 @@ class CarefulModel:
             taken.add(block_id)
             upserts.append(_new_block(block_id, cwd, items))
         return {"upserts": upserts, "deletions": [], "edits": edits}
+
+
+def _amplify(answer: dict[str, Any], times: int) -> None:
+    for block in answer["upserts"]:
+        for bullet in block["knowledge"]:
+            bullet["text"] = " ".join([bullet["text"]] * times)
+    for edit in answer["edits"]:
+        if edit["op"] == "add_bullet":
+            edit["text"] = " ".join([edit["text"]] * times)
 
 
 def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> dict[str, Any]:

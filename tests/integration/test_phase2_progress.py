@@ -144,3 +144,22 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     current = store.current_version()
     assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
     assert server.call_count == calls + 1
+
+
+@pytest.mark.slow
+def test_a_model_more_verbose_than_planned_is_cut_off_then_asked_for_less(
+    store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend]
+) -> None:
+    server, model, backend = careful
+    model.verbosity = 12
+    threads = seed(store, 30)
+
+    reports = until_up_to_date(store, backend, limit=3)
+
+    first = reports[0]
+    assert (first.status, first.inputs, first.set_aside) == ("succeeded", 30, 0)
+    assert 1 <= first.splits <= 3, "a cut-off slice was split, then the rest planned smaller"
+    assert_no_request_repeated(server)
+    current = store.current_version()
+    assert current is not None
+    assert {t.thread_id for t in threads} == cited_thread_ids(decode(current.memory_json))

@@ -50,7 +50,7 @@ def block(block_id: str, cwd: str | None, thread_id: str, bullets: int = 3) -> B
 
 
 def test_a_prefix_stops_before_the_answer_would_pass_the_output_limit() -> None:
-    budget = SliceBudget(request_chars=10_000_000, answer_tokens=2_000)
+    budget = SliceBudget(request_chars=10_000_000, answer_tokens=2_000, output_limit=2_500)
     records = [record(f"r{n}", "/p") for n in range(50)]
     taken = fitting_prefix(Memory(), records, budget)
     assert sum(answer_tokens(r) for r in records[:taken]) <= budget.answer_tokens
@@ -59,19 +59,19 @@ def test_a_prefix_stops_before_the_answer_would_pass_the_output_limit() -> None:
 
 
 def test_a_prefix_stops_before_the_request_would_pass_the_window() -> None:
-    budget = SliceBudget(request_chars=12_000, answer_tokens=1_000_000)
+    budget = SliceBudget(request_chars=12_000, answer_tokens=1_000_000, output_limit=1_000_000)
     records = [record(f"r{n}", "/p") for n in range(50)]
     taken = fitting_prefix(Memory(), records, budget)
     assert 1 < taken < 12
 
 
 def test_one_input_is_always_taken_even_when_it_alone_is_over() -> None:
-    budget = SliceBudget(request_chars=1_000, answer_tokens=50)
+    budget = SliceBudget(request_chars=1_000, answer_tokens=50, output_limit=60)
     assert fitting_prefix(Memory(), [record("a", "/p"), record("b", "/p")], budget) == 1
 
 
 def test_an_input_too_large_for_any_request_is_named() -> None:
-    budget = SliceBudget(request_chars=4_000, answer_tokens=100_000)
+    budget = SliceBudget(request_chars=4_000, answer_tokens=100_000, output_limit=100_000)
     reason = too_large_alone(record("a", "/p", raw_chars=3_000), budget)
     assert reason is not None and "exceed one request's room" in reason
     assert too_large_alone(record("b", "/p", raw_chars=100), budget) is None
@@ -91,3 +91,10 @@ def test_blocks_shown_follow_the_scope_rule_and_the_inputs_own_threads_within_th
 
     two = block_chars(own) + block_chars(same)
     assert [b.block_id for b in blocks_to_show(memory, inputs, two)] == ["same", "own"]
+
+
+def test_a_cut_off_answer_halves_the_plan_but_not_the_limit() -> None:
+    budget = SliceBudget.for_model(128_000, 16_000)
+    halved = budget.halved_answer()
+    assert halved.answer_tokens == budget.answer_tokens // 2
+    assert (halved.output_limit, halved.request_chars) == (16_000, budget.request_chars)
