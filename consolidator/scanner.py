@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from consolidator.db.store import Store, ThreadChange, ThreadState
 from consolidator.sources.discovery import (
@@ -29,6 +30,9 @@ _DELETED = ThreadState.DELETED.value
 _FORGOTTEN = ThreadState.FORGOTTEN.value
 # Deleting this many threads at once is always allowed, whatever their share.
 VANISH_ALWAYS_ALLOWED = 10
+# Rollouts registered in one transaction by a scan: a first scan of many files pays for one
+# write lock and commit per batch, and holds the lock for a few milliseconds at most.
+REGISTER_BATCH = 200
 
 
 @dataclass
@@ -98,20 +102,29 @@ def register_file(
     session, so it is recorded under `previous_thread_id`, the thread last read from the same
     path: that thread turns bad and what it gave to memory is forgotten.
     """
-    header = read_header(path)
-    if header.problem is not None and previous_thread_id is not None:
-        header = replace(header, thread_id=previous_thread_id)
+    header = _file_header(path, previous_thread_id)
     change = store.register_thread(
         header, ingested=ingested, retry_budget=retry_budget, source_id=source_id
     )
+    _log_bad(header, change)
+    return change, header.thread_id
+
+
+def _file_header(path: str, previous_thread_id: str | None) -> RolloutHeader:
+    header = read_header(path)
+    if header.problem is not None and previous_thread_id is not None:
+        header = replace(header, thread_id=previous_thread_id)
+    return header
+
+
+def _log_bad(header: RolloutHeader, change: ThreadChange) -> None:
     if change in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
         log.warning(
             "%s: %s",
-            path,
+            header.path,
             header.problem,
             extra={"action": "rollout_bad", "thread_id": header.thread_id},
         )
-    return change, header.thread_id
 
 
 def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
@@ -162,6 +175,9 @@ def scan(
     replaced: list[str] = []
     for batch in batches:
         files_seen += len(batch)
+        # Headers read in this batch, registered together: (header, the row the path had,
+        # whether the file could not be opened).
+        reads: list[tuple[RolloutHeader, tuple[Any, ...] | None, bool]] = []
         for path, size, mtime_ns in batch:
             # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
             # A path is found once at most (each directory is listed once), so taking the row
@@ -176,44 +192,46 @@ def scan(
                     unchanged += 1
                     continue
             try:
-                change, thread_id = register_file(
-                    store,
-                    path,
-                    ingested=False,
-                    retry_budget=retry_budget,
-                    source_id=source_id,
-                    previous_thread_id=None if previous is None else previous[4],
-                )
+                header = _file_header(path, None if previous is None else previous[4])
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                unreadable = f"cannot read ({exc.strerror or exc})"
-                report.warnings.append(f"{path}: {unreadable}")
+                why = f"cannot read ({exc.strerror or exc})"
+                report.warnings.append(f"{path}: {why}")
                 if previous is None:
                     # Listed as bad input; its unknown size makes every rescan try again.
-                    store.register_thread(
-                        unreadable_header(path, mtime_ns, unreadable),
-                        ingested=False,
-                        retry_budget=retry_budget,
-                        source_id=source_id,
-                    )
-                    report.bad += 1
+                    reads.append((unreadable_header(path, mtime_ns, why), None, True))
                 continue
-            if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
-                # The file now holds another session: the one it held is gone.
-                replaced.append(previous[4])
-            if change is ThreadChange.BAD:
-                report.bad += 1
-            elif change is ThreadChange.BAD_FORGOTTEN:
-                report.bad += 1
-                report.bad_forgotten += 1
-            elif change is ThreadChange.NEW:
-                report.new += 1
-            elif change is ThreadChange.UNCHANGED:
-                # A forgotten session still on disk: it keeps no path to be matched by.
-                unchanged += 1
-            else:
-                report.changed += 1
+            reads.append((header, previous, False))
+        for first in range(0, len(reads), REGISTER_BATCH):
+            chunk = reads[first : first + REGISTER_BATCH]
+            changes = store.register_threads(
+                [header for header, _previous, _unreadable in chunk],
+                ingested=False,
+                retry_budget=retry_budget,
+                source_id=source_id,
+            )
+            for (header, previous, cannot_open), change in zip(chunk, changes, strict=True):
+                if cannot_open:
+                    report.bad += 1
+                    continue
+                _log_bad(header, change)
+                thread_id = header.thread_id
+                if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
+                    # The file now holds another session: the one it held is gone.
+                    replaced.append(previous[4])
+                if change is ThreadChange.BAD:
+                    report.bad += 1
+                elif change is ThreadChange.BAD_FORGOTTEN:
+                    report.bad += 1
+                    report.bad_forgotten += 1
+                elif change is ThreadChange.NEW:
+                    report.new += 1
+                elif change is ThreadChange.UNCHANGED:
+                    # A forgotten session still on disk: it keeps no path to be matched by.
+                    unchanged += 1
+                else:
+                    report.changed += 1
     report.unchanged = unchanged
     if replaced:
         report.deleted += store.mark_deleted(replaced)

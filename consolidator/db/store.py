@@ -505,83 +505,109 @@ class Store:
         - An unreadable file is recorded as `bad` with its one-line reason and gets no job.
         """
         with self._write() as connection:
+            return self._register(
+                connection, self._now(connection), header, ingested, retry_budget, source_id
+            )
+
+    @_contention_retry
+    def register_threads(
+        self,
+        headers: Sequence[RolloutHeader],
+        *,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None = None,
+    ) -> list[ThreadChange]:
+        """`register_thread` for each header, in one transaction: a first scan of many
+        rollouts pays for one write lock and commit per batch instead of one per file."""
+        with self._write() as connection:
             now = self._now(connection)
-            updated_at = header.last_event_at or datetime.fromtimestamp(
-                header.mtime_ns / 1e9, tz=UTC
-            )
-            bad = header.problem is not None
-            state = ThreadState.BAD if bad else ThreadState.ACTIVE
-            if self._tombstoned(connection, header.thread_id):
+            return [
+                self._register(connection, now, header, ingested, retry_budget, source_id)
+                for header in headers
+            ]
+
+    def _register(
+        self,
+        connection: Connection,
+        now: datetime,
+        header: RolloutHeader,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None,
+    ) -> ThreadChange:
+        updated_at = header.last_event_at or datetime.fromtimestamp(header.mtime_ns / 1e9, tz=UTC)
+        bad = header.problem is not None
+        state = ThreadState.BAD if bad else ThreadState.ACTIVE
+        if self._tombstoned(connection, header.thread_id):
+            return ThreadChange.UNCHANGED
+        values = {
+            "source": str(header.format or "unknown"),
+            "rollout_path": header.path,
+            "source_id": source_id,
+            "ingested": ingested,
+            "cwd": header.cwd,
+            "git_branch": header.git_branch,
+            "started_at": header.started_at,
+            "source_updated_at": updated_at,
+            "file_size": header.size,
+            "file_mtime_ns": header.mtime_ns,
+            "state": state.value,
+            "problem": header.problem,
+            "updated_at": now,
+            "format_version": header.format_version,
+            "parent_thread_id": header.parent_thread_id,
+        }
+        inserted = self._insert_ignore(
+            connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
+        )
+        purged = False
+        if not inserted:
+            previous = connection.execute(
+                select(Thread.state, Thread.ingested).where(Thread.thread_id == header.thread_id)
+            ).one()
+            if previous.state == ThreadState.FORGOTTEN.value:
                 return ThreadChange.UNCHANGED
-            values = {
-                "source": str(header.format or "unknown"),
-                "rollout_path": header.path,
-                "source_id": source_id,
-                "ingested": ingested,
-                "cwd": header.cwd,
-                "git_branch": header.git_branch,
-                "started_at": header.started_at,
-                "source_updated_at": updated_at,
-                "file_size": header.size,
-                "file_mtime_ns": header.mtime_ns,
-                "state": state.value,
-                "problem": header.problem,
-                "updated_at": now,
-                "format_version": header.format_version,
-                "parent_thread_id": header.parent_thread_id,
-            }
-            inserted = self._insert_ignore(
-                connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
+            values["ingested"] = ingested or previous.ingested
+            connection.execute(
+                update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
             )
-            purged = False
-            if not inserted:
-                previous = connection.execute(
-                    select(Thread.state, Thread.ingested).where(
-                        Thread.thread_id == header.thread_id
-                    )
-                ).one()
-                if previous.state == ThreadState.FORGOTTEN.value:
-                    return ThreadChange.UNCHANGED
-                values["ingested"] = ingested or previous.ingested
-                connection.execute(
-                    update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
-                )
-                if bad:
-                    purged = self._purge_output(connection, header.thread_id, now)
             if bad:
-                connection.execute(
-                    delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
-                )
-                return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
-            watermark = to_watermark(updated_at)
-            job_created = self._insert_ignore(
-                connection,
-                Job,
-                {
-                    "kind": STAGE1,
-                    "job_key": header.thread_id,
-                    "status": JobStatus.PENDING.value,
-                    "lease_epoch": 0,
-                    "retry_remaining": retry_budget,
-                    "attempts": 0,
-                    "input_watermark": watermark,
-                },
+                purged = self._purge_output(connection, header.thread_id, now)
+        if bad:
+            connection.execute(
+                delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
             )
-            if not job_created:
-                connection.execute(
-                    update(Job)
-                    .where(
-                        Job.kind == STAGE1,
-                        Job.job_key == header.thread_id,
-                        Job.input_watermark < watermark,
-                    )
-                    .values(
-                        input_watermark=watermark,
-                        retry_remaining=retry_budget,
-                        retry_at=None,
-                    )
+            return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
+        watermark = to_watermark(updated_at)
+        job_created = self._insert_ignore(
+            connection,
+            Job,
+            {
+                "kind": STAGE1,
+                "job_key": header.thread_id,
+                "status": JobStatus.PENDING.value,
+                "lease_epoch": 0,
+                "retry_remaining": retry_budget,
+                "attempts": 0,
+                "input_watermark": watermark,
+            },
+        )
+        if not job_created:
+            connection.execute(
+                update(Job)
+                .where(
+                    Job.kind == STAGE1,
+                    Job.job_key == header.thread_id,
+                    Job.input_watermark < watermark,
                 )
-            return ThreadChange.NEW if inserted else ThreadChange.CHANGED
+                .values(
+                    input_watermark=watermark,
+                    retry_remaining=retry_budget,
+                    retry_at=None,
+                )
+            )
+        return ThreadChange.NEW if inserted else ThreadChange.CHANGED
 
     @_contention_retry
     def mark_deleted(self, thread_ids: Iterable[str]) -> int:

@@ -1,0 +1,45 @@
+"""A scan registers the rollouts of a folder in one transaction; the outcome is the same as
+registering them one at a time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from consolidator.db.store import Store, ThreadChange
+from tests.integration import test_stage1_claims as claims
+from tests.integration.test_stage1_claims import T0, header
+
+clock = claims.clock
+driven = claims.driven
+
+
+def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
+    driven.register_thread(header("known", T0), ingested=False, retry_budget=3)
+    driven.register_thread(header("forgotten", T0), ingested=False, retry_budget=3)
+    driven.forget_thread("forgotten")
+    bad = replace(header("bad", T0), problem="not a rollout: no session header")
+    batch = [
+        header("new", T0),
+        header("known", T0 + timedelta(minutes=5)),
+        bad,
+        header("forgotten", T0),
+    ]
+
+    changes = driven.register_threads(batch, ingested=False, retry_budget=3)
+
+    assert changes == [
+        ThreadChange.NEW,
+        ThreadChange.CHANGED,
+        ThreadChange.BAD,
+        ThreadChange.UNCHANGED,
+    ]
+    assert {t.thread_id for t in driven.list_threads(["new", "known", "bad"])} == {
+        "new",
+        "known",
+        "bad",
+    }
+    assert driven.get_thread("forgotten") is None
+    new, known = driven.get_job("stage1", "new"), driven.get_job("stage1", "known")
+    assert new is not None and known is not None and driven.get_job("stage1", "bad") is None
+    assert known.input_watermark > new.input_watermark  # raised by the newer header
