@@ -314,7 +314,8 @@ def test_real_published_sessions_run_end_to_end(tmp_path: Path, home: Path) -> N
 
     assert report["scan"]["bad"] == 0 and report["stage1"]["failed"] == 0
     assert (again["new"], again["changed"], again["bad"]) == (0, 0, 0)
-    assert again["unchanged"] == report["scan"]["new"] == 12
+    corpus_files = len(list(REAL_SESSIONS.rglob("*.jsonl")))
+    assert again["unchanged"] == report["scan"]["new"] == corpus_files
     formats = {(f["source"], f["format_version"]): f["threads"] for f in status["formats"]}
     assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
     assert formats[("claude", "2.1.39")] == 3
