@@ -7,6 +7,7 @@ with no transaction open -> validate, redact and store through a fenced finish. 
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -48,6 +49,8 @@ class Stage1Options:
     eligibility: Eligibility
     transcript_budget_chars: int
     heartbeat_seconds: float | None = None
+    # A read making no end in this time (a hung network mount) fails the claim; None = the lease.
+    read_stall_seconds: float | None = None
 
 
 @dataclass
@@ -122,6 +125,40 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
     return rollout, report
 
 
+class ReadStalled(OSError):
+    """Reading a rollout took longer than allowed; the read is abandoned, not awaited."""
+
+
+def read_within(
+    thread: ThreadRecord, budget_chars: int, limit_seconds: float
+) -> tuple[Stage1Input, ReadReport]:
+    """`build_input`, given up after `limit_seconds`.
+
+    A read stuck in the kernel cannot be interrupted, and the heartbeat would renew its lease
+    for ever; so the read runs on a daemon thread and the claim fails with a reason when it
+    does not end in time. The abandoned thread ends whenever its read does.
+    """
+    outcome: list[tuple[Stage1Input, ReadReport] | BaseException] = []
+
+    def read() -> None:
+        try:
+            outcome.append(build_input(thread, budget_chars))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, name="stage1-read", daemon=True)
+    reader.start()
+    reader.join(limit_seconds)
+    if not outcome:
+        raise ReadStalled(
+            errno.ETIMEDOUT, f"reading the rollout stalled for more than {limit_seconds:g}s"
+        )
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 def redact_items(items: Sequence[RolloutItem]) -> tuple[RolloutItem, ...]:
     """Every item's text redacted, in one `redact` call over all of them.
 
@@ -175,7 +212,8 @@ def process_claim(
         return ThreadResult.FAILED, Usage()
     usage = Usage()
     try:
-        rollout, report = build_input(thread, options.transcript_budget_chars)
+        limit = options.read_stall_seconds or float(options.lease_seconds)
+        rollout, report = read_within(thread, options.transcript_budget_chars, limit)
         if report.problems:
             log.info(
                 "%s: %s",

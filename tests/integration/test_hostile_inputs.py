@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from consolidator import stage_one
 from consolidator.db import store as store_module
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
@@ -353,3 +356,31 @@ def test_foreign_files_in_our_names_stop_the_run_until_adopted_and_a_users_notes
     assert BILLING_QUOTE.encode() not in b"".join(
         p.read_bytes() for p in cli.memory_dir.rglob("*") if p.is_file()
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_read_that_stalls_fails_the_claim_with_a_reason_instead_of_holding_the_lease(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file on a hung network mount: the read never returns (simulated here)."""
+    clone_rollout(cli.sessions / "a" / BILLING.name)
+    release = threading.Event()
+    real_build_input = stage_one.build_input
+
+    def hung(thread: Any, budget_chars: int) -> Any:
+        release.wait(60)
+        return real_build_input(thread, budget_chars)
+
+    monkeypatch.setattr(stage_one, "build_input", hung)
+    started = time.monotonic()
+    try:
+        report = cli("run", "--json", "--lease-seconds", "2", expect=1).json()
+    finally:
+        release.set()
+
+    assert time.monotonic() - started < 30
+    assert isinstance(report, dict) and report["stage1"]["failed"] == 1
+    status = cli("status", "--json").json()
+    assert isinstance(status, dict) and status["stage1"]["running"] == 0
+    errors = {entry["thread_id"]: entry["error"] for entry in status["errors"]}
+    assert "stalled for more than 2s" in errors[BILLING_ID]
