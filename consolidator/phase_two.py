@@ -1,9 +1,11 @@
 """Phase two: one leased, fenced consolidation of the changed inputs into the memory.
 
 claim (one guarded UPDATE) -> read the base version and the changes after the last success's
-watermark -> model calls over bounded slices, with no transaction open and a heartbeat
-renewing the lease -> the commit gate -> the fenced commit (new version + watermark + job
-success in one transaction). Files are written afterwards, from the database, by `publish`.
+watermark -> per slice sized to the model (`slices`): one model call with no transaction
+open and a heartbeat renewing the lease -> the commit gate -> a fenced commit of that slice
+(new version + watermark advanced to the slice's last change, in one transaction); the last
+slice's commit also ends the job. Files are written afterwards, from the database, by
+`publish`.
 """
 
 from __future__ import annotations
@@ -273,6 +275,7 @@ def consolidate(
             piece, rest = _Piece(rest[:taken]), rest[taken:]
         set_aside: list[QuarantineItem] = []
         outcome: GateOutcome | None = None
+        spent_before = report.usage
         alone = too_large_alone(piece.records[0], budget) if len(piece.records) == 1 else None
         if alone is not None:
             set_aside.append(_set_aside_item(piece.records[0], alone))
@@ -308,8 +311,8 @@ def consolidate(
             watermark_from=inputs.watermark_from,
             backend=backend.name,
             model=backend.model,
-            input_tokens=report.usage.input_tokens,
-            output_tokens=report.usage.output_tokens,
+            input_tokens=report.usage.input_tokens - spent_before.input_tokens,
+            output_tokens=report.usage.output_tokens - spent_before.output_tokens,
             # Kept for an admin to read, but a secret is never stored (SPEC section 8).
             quarantined=tuple(
                 QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
