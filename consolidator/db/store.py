@@ -721,6 +721,8 @@ class Store:
                 self._log_change(connection, thread_id, "delete", now)
         if removed:
             self._forget_in_memory(connection, removed, now)
+        if state is ThreadState.FORGOTTEN:
+            self._tombstone_legacy(connection, now)
         return removed
 
     @_contention_retry
@@ -731,6 +733,34 @@ class Store:
                 update(Thread)
                 .where(Thread.thread_id == thread_id, Thread.state == ThreadState.ACTIVE.value)
                 .values(problem=problem)
+            )
+
+    def _tombstone_legacy(self, connection: Connection, now: datetime) -> None:
+        """Forgotten threads recorded before tombstones existed lose their id and metadata."""
+        legacy = connection.execute(
+            select(Thread.thread_id).where(
+                Thread.state == ThreadState.FORGOTTEN.value,
+                Thread.thread_id.not_like(f"{_TOMBSTONE_PREFIX}%"),
+            )
+        ).scalars()
+        for thread_id in list(legacy):
+            connection.execute(
+                update(Thread)
+                .where(Thread.thread_id == thread_id)
+                .values(
+                    thread_id=tombstone_id(thread_id),
+                    source="forgotten",
+                    rollout_path="",
+                    cwd=None,
+                    git_branch=None,
+                    problem=None,
+                    started_at=None,
+                    source_updated_at=now,
+                    first_seen_at=now,
+                    updated_at=now,
+                    file_size=0,
+                    file_mtime_ns=0,
+                )
             )
 
     def is_forgotten(self, thread_id: str) -> bool:
@@ -1681,6 +1711,7 @@ class Store:
                 ),
             )
             connection.execute(delete(MemoryBlock))
+            self._tombstone_legacy(connection, self._now(connection))
             self._owe_purge(connection)
             return counts
 

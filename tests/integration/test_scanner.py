@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
@@ -465,3 +465,37 @@ def test_rescan_decides_as_the_plain_comparison(
         unlistable.clear()
         assert got.as_json() == expected.as_json(), f"step {step}"
         assert thread_rows(fast) == thread_rows(plain), f"step {step}"
+
+
+def test_threads_forgotten_before_tombstones_lose_their_names_at_the_next_forget_or_clear(
+    store: Store,
+) -> None:
+    """A database written by an older release keeps a forgotten thread's id, path and cwd."""
+    legacy = RolloutHeader(
+        path="/home/dev/.codex/sessions/rollout-legacy.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id="legacy-thread",
+        cwd="/home/dev/acme-merger",
+        git_branch="deal/acme",
+        started_at=None,
+        last_event_at=None,
+        size=10,
+        mtime_ns=T0_NS,
+    )
+    store.register_thread(legacy, ingested=False, retry_budget=3)
+    with store.engine.begin() as connection:
+        connection.execute(
+            update(Thread)
+            .where(Thread.thread_id == "legacy-thread")
+            .values(state=ThreadState.FORGOTTEN.value)
+        )
+    store.register_thread(header("other"), ingested=False, retry_budget=3)
+
+    store.clear_all()
+
+    with store.engine.connect() as connection:
+        metadata = connection.execute(select(Thread.cwd, Thread.git_branch)).all()
+    rows = repr(thread_rows(store)) + repr(metadata)
+    assert "legacy-thread" not in rows and "acme" not in rows and "rollout-legacy" not in rows
+    assert store.is_forgotten("legacy-thread")
+    assert store.register_thread(legacy, ingested=False, retry_budget=3) is ThreadChange.UNCHANGED
