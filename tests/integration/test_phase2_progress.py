@@ -21,7 +21,8 @@ from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
 
-SMALL_OUTPUT_LIMIT = 3000
+# The output limit that used to stop phase two for good at 1,000 sessions (then fixed).
+SMALL_OUTPUT_LIMIT = 4000
 OPTIONS = Phase2Options(
     lease_seconds=600,
     cooldown_seconds=0,
@@ -74,6 +75,7 @@ def assert_no_request_repeated(server: FakeOpenAI) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_pass(
     store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend]
 ) -> None:
