@@ -162,8 +162,12 @@ def _invocation(params: dict[str, Any]) -> Invocation:
 def _store(settings: Settings) -> Iterator[Store]:
     from consolidator.db import open_engine
     from consolidator.db.store import Store
+    from consolidator.private_files import prepare_state_dir
 
-    engine = open_engine(settings.db_url)
+    prepare_state_dir(settings.home)
+    engine = open_engine(
+        settings.db_url, connect_timeout_seconds=settings.db_connect_timeout_seconds
+    )
     try:
         yield Store(engine)
     finally:
@@ -222,10 +226,14 @@ def db_upgrade(**params: Any) -> None:
     """
     from consolidator.db import migrate
     from consolidator.db.engine import BadDatabaseURL, create_db_engine
+    from consolidator.private_files import prepare_state_dir
 
     inv = _invocation(params)
+    prepare_state_dir(inv.settings.home)
     try:
-        engine = create_db_engine(inv.settings.db_url)
+        engine = create_db_engine(
+            inv.settings.db_url, connect_timeout_seconds=inv.settings.db_connect_timeout_seconds
+        )
     except BadDatabaseURL as exc:
         raise ConfigError(str(exc)) from exc
     try:
@@ -311,10 +319,15 @@ def _progress(inv: Invocation) -> Iterator[Callable[[str, ThreadResult], None] |
 
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
-    from consolidator.stage_one import run_stage_one
+    from consolidator.backends.base import ModelUnavailable, check_model_access
+    from consolidator.stage_one import Stage1Report, run_stage_one
     from consolidator.worker import stage1_options
 
     backend = _backend(inv)
+    try:
+        check_model_access(backend)
+    except ModelUnavailable as exc:
+        return Stage1Report(unavailable=str(exc))
     with _progress(inv) as on_thread_done:
         return run_stage_one(
             store, backend, stage1_options(inv.settings), on_thread_done=on_thread_done
@@ -422,7 +435,7 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
 @adopt_option
 @click.option(
     "--metrics-port",
-    type=int,
+    type=click.IntRange(0, 65535),
     default=None,
     help="Serve Prometheus metrics on /metrics and a health check on /healthz at this port.",
 )
@@ -567,6 +580,41 @@ def mcp_command(**params: Any) -> None:
     params["quiet"] = True
     inv = _invocation(params)
     serve(inv.settings)
+
+
+@cli.command("retry")
+@click.argument("thread_ids", nargs=-1)
+@click.option("--all", "all_threads", is_flag=True, help="Every failed or exhausted thread.")
+@common_options
+def retry_command(thread_ids: tuple[str, ...], all_threads: bool, **params: Any) -> None:
+    """Make failed and exhausted stage-one work claimable now, with a fresh retry budget.
+
+    Failures caused by a model outage never spend the budget and are retried on their own
+    (backing off up to 6 h); exhausted threads are retried after 24 h. Use this after fixing
+    the cause to go now. The next `run` or daemon pass picks them up.
+    """
+    inv = _invocation(params)
+    if bool(thread_ids) == all_threads:
+        raise click.UsageError("give THREAD_ID... or --all (not both)")
+    with _store(inv.settings) as store:
+        unknown = [t for t in thread_ids if store.get_thread(t) is None]
+        if unknown:
+            raise click.UsageError(
+                f"unknown thread {', '.join(unknown)}; see `consolidator status`"
+            )
+        retried = store.retry_jobs(
+            None if all_threads else list(thread_ids),
+            retry_budget=inv.settings.stage1_retry_budget,
+        )
+    inv.emit(
+        {"retried": retried},
+        lambda: inv.console.print(
+            f"{len(retried)} threads claimable now" + (f": {', '.join(retried)}" if retried else "")
+            if retried or all_threads
+            else "nothing to retry: those threads are not failed or exhausted",
+            markup=False,
+        ),
+    )
 
 
 @cli.command("quarantine")
@@ -947,9 +995,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         _fail("aborted", EXIT_FAILED)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx is not None else "consolidator"
+        _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
+        _fail(exc.format_message(), EXIT_USAGE)
     except (ConfigError, DatabaseNotMigrated) as exc:
         _fail(str(exc), EXIT_USAGE)
     except DatabaseUnavailable as exc:

@@ -188,6 +188,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Timeout of one model request.",
     ),
     SettingSpec(
+        "db_connect_timeout_seconds",
+        "CONSOLIDATOR_DB_CONNECT_TIMEOUT_SECONDS",
+        10.0,
+        float,
+        "Give up connecting to the database after this long (exit code 3).",
+    ),
+    SettingSpec(
         "openai_api",
         "CONSOLIDATOR_OPENAI_API",
         "chat",
@@ -197,6 +204,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 _BY_NAME = {spec.name: spec for spec in SETTINGS}
+# The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
+MIN_MEMORY_BUDGET_BYTES = 4096
+# CONSOLIDATOR_* variables that are not settings: the test suite's and benchmarks' databases.
+OTHER_ENVIRONMENT = frozenset({"CONSOLIDATOR_TEST_PG_URL", "CONSOLIDATOR_BENCH_PG_URL"})
 
 
 @dataclass(frozen=True)
@@ -222,6 +233,7 @@ class Settings:
     context_window_tokens: int
     max_output_tokens: int
     model_timeout_seconds: float
+    db_connect_timeout_seconds: float
     openai_api: Literal["chat", "responses"]
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -248,13 +260,18 @@ def default_home(environ: Mapping[str, str]) -> str:
     return environ.get("CONSOLIDATOR_HOME") or _BY_NAME["home"].default
 
 
-def load_config_file(path: Path) -> dict[str, Any]:
-    """Read `config.toml`: keys are setting names (`lease_seconds = 300`)."""
+def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
+    """Read `config.toml`: keys are setting names (`lease_seconds = 300`). A missing file is
+    no settings, unless it was named explicitly (`required`)."""
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        if required:
+            raise ConfigError(f"--config {path}: no such file") from None
         return {}
+    except IsADirectoryError:
+        raise ConfigError(f"--config {path}: is a directory, not a TOML file") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     unknown = sorted(set(data) - set(_BY_NAME))
@@ -278,6 +295,7 @@ def build_settings(
     from consolidator.db.engine import BadDatabaseURL, normalize_url
 
     env = dict(os.environ if environ is None else environ)
+    check_environment(env)
     raw: dict[str, Any] = {}
     for spec in SETTINGS:
         if explicit.get(spec.name) is not None:
@@ -285,7 +303,9 @@ def build_settings(
         elif env.get(spec.env):
             raw[spec.name] = env[spec.env]
     home = Path(str(raw.get("home") or _BY_NAME["home"].default)).expanduser()
-    file_values = load_config_file(config_file or home / "config.toml")
+    file_values = load_config_file(
+        config_file or home / "config.toml", required=config_file is not None
+    )
     for name, value in file_values.items():
         raw.setdefault(name, value)
     for spec in SETTINGS:
@@ -311,9 +331,19 @@ def build_settings(
         "memory_budget_bytes",
         "context_window_tokens",
         "max_output_tokens",
+        "model_timeout_seconds",
+        "db_connect_timeout_seconds",
     ):
-        if values[name] <= 0:
-            raise ConfigError(f"{_BY_NAME[name].option} must be positive, not {values[name]}")
+        if not values[name] > 0 or values[name] == float("inf"):
+            raise ConfigError(
+                f"{_BY_NAME[name].option} ({_BY_NAME[name].env}) must be a positive number, "
+                f"not {values[name]}"
+            )
+    if values["memory_budget_bytes"] < MIN_MEMORY_BUDGET_BYTES:
+        raise ConfigError(
+            f"--memory-budget-bytes (CONSOLIDATOR_MEMORY_BUDGET_BYTES) must be at least "
+            f"{MIN_MEMORY_BUDGET_BYTES}, not {values['memory_budget_bytes']}"
+        )
     for name in (
         "min_idle_seconds",
         "max_age_days",
@@ -322,7 +352,7 @@ def build_settings(
         "shutdown_grace_seconds",
     ):
         if values[name] < 0:
-            raise ConfigError(f"{_BY_NAME[name].option} cannot be negative")
+            raise ConfigError(f"{_BY_NAME[name].option} ({_BY_NAME[name].env}) cannot be negative")
     if values["max_output_tokens"] * 2 > values["context_window_tokens"]:
         raise ConfigError(
             "--max-output-tokens must be at most half of --context-window-tokens "
@@ -353,10 +383,22 @@ def build_settings(
         context_window_tokens=values["context_window_tokens"],
         max_output_tokens=values["max_output_tokens"],
         model_timeout_seconds=values["model_timeout_seconds"],
+        db_connect_timeout_seconds=values["db_connect_timeout_seconds"],
         openai_api=values["openai_api"],
         openai_api_key=env.get("OPENAI_API_KEY") or None,
         openai_base_url=env.get("OPENAI_BASE_URL") or None,
     )
+
+
+def check_environment(env: Mapping[str, str]) -> None:
+    """A CONSOLIDATOR_* variable that names no setting is a typo; ignoring it would hide it."""
+    known = {spec.env for spec in SETTINGS} | OTHER_ENVIRONMENT
+    unknown = sorted(name for name in env if name.startswith("CONSOLIDATOR_") and name not in known)
+    if unknown:
+        raise ConfigError(
+            f"unknown environment variable {', '.join(unknown)}; the settings are "
+            f"{', '.join(spec.env for spec in SETTINGS)}"
+        )
 
 
 def _coerce(spec: SettingSpec, value: Any) -> Any:

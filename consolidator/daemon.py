@@ -44,6 +44,7 @@ from consolidator.db import open_engine
 from consolidator.db.store import PHASE2, Claim, Store
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.metrics import Metrics, MetricsServer, scrub, short_error
+from consolidator.private_files import prepare_state_dir
 from consolidator.worker import PassReport, run_pass
 
 log = logging.getLogger(__name__)
@@ -418,7 +419,10 @@ def run_daemon(
     When the grace period ran out with a pass still running, `exit_now` ends the process
     after the claims were given back, because interpreter shutdown would wait for that pass.
     """
-    engine = open_engine(settings.db_url)
+    prepare_state_dir(settings.home)
+    engine = open_engine(
+        settings.db_url, connect_timeout_seconds=settings.db_connect_timeout_seconds
+    )
     abandoned = False
     try:
         daemon = Daemon(

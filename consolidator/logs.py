@@ -45,5 +45,5 @@ def configure_logging(*, level: int, fmt: LogFormat) -> None:
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(level)
-    for noisy in ("httpx", "httpcore", "openai", "alembic", "apscheduler"):
+    for noisy in ("httpx", "httpx2", "httpcore", "openai", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))

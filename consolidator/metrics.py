@@ -35,6 +35,7 @@ from consolidator.backends.base import (
     ConsolidationResult,
     Stage1Input,
     Stage1Result,
+    check_model_access,
 )
 from consolidator.db.store import JobStatus, Store, ThreadState
 from consolidator.stage_one import ThreadResult
@@ -414,6 +415,9 @@ class InstrumentedBackend:
         self.name = inner.name
         self.model = inner.model
         self._metrics = metrics
+
+    def check_access(self) -> None:
+        check_model_access(self.inner)
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         started = time.monotonic()

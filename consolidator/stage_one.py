@@ -18,7 +18,15 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from consolidator.backends.base import Backend, BackendError, Stage1Input, Stage1Result, Usage
+from consolidator.backends.base import (
+    Backend,
+    BackendError,
+    ModelAccessDenied,
+    ModelUnavailable,
+    Stage1Input,
+    Stage1Result,
+    Usage,
+)
 from consolidator.db.store import Claim, Eligibility, Stage1Payload, Store, ThreadRecord
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
@@ -63,6 +71,8 @@ class Stage1Report:
     released: int = 0
     usage: Usage = field(default_factory=Usage)
     errors: list[str] = field(default_factory=list)
+    # Set when the model endpoint was down: the pass stopped claiming, no budget was spent.
+    unavailable: str | None = None
 
     def count(self, result: ThreadResult) -> None:
         setattr(self, result.value, getattr(self, result.value) + 1)
@@ -71,6 +81,11 @@ class Stage1Report:
         """Why the run counts as failed, or None: a crashed worker, or no claim succeeding."""
         if self.errors:
             return "stage one failed: " + "; ".join(self.errors)
+        if self.unavailable:
+            return (
+                f"stage one stopped: {self.unavailable}; the threads waiting for it keep their "
+                "retry budget and are tried again later (or now with `consolidator retry --all`)"
+            )
         if self.failed and not (self.succeeded or self.empty):
             return "stage one failed for every claimed thread; see `consolidator status`"
         return None
@@ -225,16 +240,26 @@ def process_claim(
             return ThreadResult.LOST, usage
         result = backend.extract(rollout)
         usage = result.usage
+    except ModelAccessDenied:
+        store.release_job(claim)
+        raise
     except BackendError as exc:
         # The reason may quote the model's answer (an unexpected key): never a secret in it.
         message = redact(f"{type(exc).__name__}: {exc}").text
-        store.fail_job(claim, message, retryable=exc.retryable)
+        store.fail_job(
+            claim,
+            message,
+            retryable=exc.retryable,
+            transient=isinstance(exc, ModelUnavailable),
+        )
         log.warning(
             "stage one failed for %s: %s",
             claim.job_key,
             message,
             extra={"action": "stage1_failed", "thread_id": claim.job_key},
         )
+        if isinstance(exc, ModelUnavailable):
+            raise
         return ThreadResult.FAILED, usage
     except OSError as exc:
         store.fail_job(claim, f"cannot read rollout: {exc.strerror or exc}", retryable=True)
@@ -287,12 +312,16 @@ def run_stage_one(
     holds claims that another host could be working on. A long-lived caller (the daemon)
     passes its own running `heartbeat` so it knows every claim in flight at shutdown.
     """
+    store.revive_exhausted()
     stop = stop or threading.Event()
+    # Ends this run's claiming without touching the caller's `stop` (the daemon's shutdown).
+    halt = threading.Event()
     report = Stage1Report()
     lock = threading.Lock()
+    denied: list[ModelAccessDenied] = []
 
     def worker(heartbeat: Heartbeat) -> None:
-        while not stop.is_set():
+        while not (stop.is_set() or halt.is_set()):
             if not heartbeat.alive:
                 raise RuntimeError("the heartbeat thread died; stopping stage one")
             claims = store.claim_stage1_batch(
@@ -304,6 +333,16 @@ def run_stage_one(
             watch = heartbeat.watch(claim)
             try:
                 result, usage = process_claim(store, backend, claim, options, watch)
+            except ModelUnavailable as exc:
+                halt.set()
+                result, usage = ThreadResult.FAILED, Usage()
+                with lock:
+                    report.unavailable = report.unavailable or str(exc)
+            except ModelAccessDenied as exc:
+                halt.set()
+                with lock:
+                    denied.append(exc)
+                return
             finally:
                 heartbeat.unwatch(claim)
             with lock:
@@ -331,6 +370,8 @@ def run_stage_one(
             if error is not None:
                 stop.set()
                 report.errors.append(f"{type(error).__name__}: {error}")
+    if denied:
+        raise denied[0]
     log.info(
         "stage one: %d claimed, %d stored, %d empty, %d failed in %.1fs",
         report.claimed,

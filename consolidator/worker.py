@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from consolidator.backends.base import Backend
+from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
 from consolidator.config import Settings
 from consolidator.db.store import Eligibility, Store
 from consolidator.leases import Heartbeat
@@ -122,6 +122,16 @@ def run_pass(
     `heartbeat` so that every claim in flight is known when shutdown's grace period ends."""
     stop = stop or threading.Event()
     scan_report = scan_sessions(store, settings)
+    try:
+        check_model_access(backend)
+    except ModelUnavailable as exc:
+        log.warning(
+            "%s; nothing was claimed, the next pass tries again",
+            exc,
+            extra={"action": "model_unavailable"},
+        )
+        projection = publish_current(store, settings)
+        return PassReport(scan_report, Stage1Report(unavailable=str(exc)), None, projection)
     stage1_report = run_stage_one(
         store,
         backend,
@@ -131,7 +141,7 @@ def run_pass(
         heartbeat=heartbeat,
     )
     phase2_report = None
-    if not stop.is_set():
+    if not stop.is_set() and stage1_report.unavailable is None:
         phase2_report = run_phase_two(
             store,
             backend,

@@ -115,17 +115,20 @@ class _State:
     in_flight: int = 0
     max_in_flight: int = 0
     stopping: threading.Event = field(default_factory=threading.Event)
+    required_key: str | None = None
 
 
 class FakeOpenAI:
     """The server object tests hold. Thread-safe; start it once, stop it once."""
 
-    def __init__(self, default: Behaviour | None = None) -> None:
+    def __init__(self, default: Behaviour | None = None, *, port: int = 0) -> None:
+        """`port` 0 picks a free one; a fixed port lets a test bring an endpoint "back up"
+        where a client already expects it."""
         self._state = _State()
         if default is not None:
             self._state.default = default
         handler = type("_BoundHandler", (_Handler,), {"state": self._state})
-        self._server = _Server(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", port), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -167,6 +170,12 @@ class FakeOpenAI:
         scripted = _make(behaviour, options)
         with self._state.lock:
             self._state.default = scripted
+
+    def require_api_key(self, key: str | None) -> None:
+        """Answer every request (model list included) with 401 unless it carries
+        `Authorization: Bearer <key>`; None accepts any key again."""
+        with self._state.lock:
+            self._state.required_key = key
 
     def clear_queue(self) -> None:
         with self._state.lock:
@@ -238,7 +247,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def _refused_key(self) -> bool:
+        required = self.state.required_key
+        if required is None or self.headers.get("Authorization") == f"Bearer {required}":
+            return False
+        self._send_error(401, "invalid_request_error", "invalid_api_key", _REASONS[401])
+        return True
+
     def do_GET(self) -> None:
+        if self._refused_key():
+            return
         if self.path.rstrip("/") == "/v1/models":
             self._send_json(200, {"object": "list", "data": [_model_entry("fake-model")]})
         else:
@@ -268,7 +286,8 @@ class _Handler(BaseHTTPRequestHandler):
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
-            self._answer(behaviour, body or {})
+            if not self._refused_key():
+                self._answer(behaviour, body or {})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True
         finally:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from consolidator.config import ConfigError
 from consolidator.memory.model import Block, ThreadCitation
 from consolidator.sources.items import RolloutItem
 
@@ -20,6 +21,22 @@ class BackendError(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class ModelUnavailable(BackendError):
+    """The endpoint could not answer now (no connection, timeout, 429, 5xx): an outage, not
+    the input's fault, so the thread is tried again later without spending its retry budget."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+class ModelAccessDenied(BackendError, ConfigError):
+    """The endpoint refused the credentials (401/403): no thread can succeed until an operator
+    fixes them, so the pass stops before claiming more work (exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
 
 
 class InvalidModelOutput(BackendError):
@@ -82,6 +99,14 @@ class Backend(Protocol):
     def extract(self, rollout: Stage1Input) -> Stage1Result: ...
 
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult: ...
+
+
+def check_model_access(backend: Backend) -> None:
+    """Ask a backend that talks to an endpoint whether it will answer, before work is claimed
+    (`ModelAccessDenied`, `ModelUnavailable`). Offline backends have nothing to check."""
+    check = getattr(backend, "check_access", None)
+    if callable(check):
+        check()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from consolidator.backends.base import Backend
 from consolidator.backends.extractive import ExtractiveBackend
-from consolidator.config import Settings
+from consolidator.config import ConfigError, Settings
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -13,6 +13,11 @@ def make_backend(settings: Settings) -> Backend:
     """`auto` resolves to `openai` when an API key or base URL is configured, else offline."""
     if settings.resolved_backend() == "extractive":
         return ExtractiveBackend()
+    if not settings.openai_api_key and not settings.openai_base_url:
+        raise ConfigError(
+            f"the openai backend needs OPENAI_API_KEY for {DEFAULT_OPENAI_BASE_URL} "
+            "(or OPENAI_BASE_URL for a local server, or --backend extractive)"
+        )
     from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 
     return OpenAIBackend(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential, wait_random
@@ -31,6 +32,8 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
     InvalidModelOutput,
+    ModelAccessDenied,
+    ModelUnavailable,
     Stage1Input,
     Stage1Result,
     Usage,
@@ -53,6 +56,9 @@ _CONSOLIDATION_PLACEHOLDER = re.compile(
 )
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
 _RETRYABLE_STATUS = frozenset({408, 429})
+_ACCESS_DENIED_STATUS = frozenset({401, 403})
+# The access check before a pass: short, so a dead endpoint does not hold the pass up.
+_ACCESS_CHECK_TIMEOUT_SECONDS = 10.0
 _MAX_REASON_CHARS = 200
 _MIN_KEY_CHARS_TO_SCRUB = 8
 _LOCAL_ONLY_KEYWORDS = frozenset({"maxLength"})
@@ -232,9 +238,45 @@ class OpenAIBackend:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._stats = BackendStats()
+        self.endpoint = endpoint_for_display(config.base_url)
 
     def close(self) -> None:
         self._client.close()
+
+    def check_access(self) -> None:
+        """One cheap request (list models) before a pass claims anything.
+
+        Raises `ModelAccessDenied` on 401/403 and `ModelUnavailable` when the endpoint cannot
+        answer now; any other answer (some compatible servers have no model list) passes.
+        """
+        client = self._client.with_options(
+            timeout=min(self.config.timeout_seconds, _ACCESS_CHECK_TIMEOUT_SECONDS)
+        )
+        try:
+            client.models.list()
+        except openai.APITimeoutError:
+            raise ModelUnavailable(f"model endpoint {self.endpoint} timed out") from None
+        except openai.APIConnectionError as exc:
+            raise ModelUnavailable(
+                f"model endpoint {self.endpoint} is unreachable: {self._scrub(str(exc))}"
+            ) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in _ACCESS_DENIED_STATUS:
+                raise ModelAccessDenied(self._denied_message(status)) from None
+            if status in _RETRYABLE_STATUS or status >= 500:
+                raise ModelUnavailable(
+                    f"model endpoint {self.endpoint} answered HTTP {status} "
+                    f"{_describe_status(status)}"
+                ) from None
+        except openai.OpenAIError:
+            return
+
+    def _denied_message(self, status: int) -> str:
+        return (
+            f"model endpoint {self.endpoint} refused the credentials (HTTP {status} "
+            f"{_describe_status(status)}): check OPENAI_API_KEY"
+        )
 
     def __enter__(self) -> OpenAIBackend:
         return self
@@ -326,7 +368,7 @@ class OpenAIBackend:
             answer = retrying(self._attempt, system_or_prompt, schema_name, schema, attempts)
             answered = True
         except _TransientFailure as exc:
-            error = BackendError(self._gave_up(attempts, exc.reason), retryable=True)
+            error = ModelUnavailable(self._gave_up(attempts, exc.reason))
         except AnswerCutOff as exc:
             error = AnswerCutOff(self._gave_up(attempts, str(exc)))
         except InvalidModelOutput as exc:
@@ -450,13 +492,16 @@ class OpenAIBackend:
         if status in _RETRYABLE_STATUS or status >= 500:
             retry_after = retry_after_seconds(exc.response.headers)
             raise _TransientFailure(f"HTTP {status} {detail}", retry_after=retry_after) from None
+        if status in _ACCESS_DENIED_STATUS:
+            raise ModelAccessDenied(self._denied_message(status)) from None
         body = exc.body
         server_message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(server_message, str):
             server_message = exc.message
         message = " ".join(self._scrub(server_message).split())[:_MAX_REASON_CHARS]
         raise BackendError(
-            f"{self.model}: request refused, not retried: HTTP {status} {detail}: {message}",
+            f"{self.model} at {self.endpoint}: request refused, not retried: "
+            f"HTTP {status} {detail}: {message}",
             retryable=False,
         ) from None
 
@@ -530,7 +575,9 @@ class OpenAIBackend:
             log.warning("model call %s failed: %s", record.schema_name, record.error, extra=extra)
 
     def _gave_up(self, attempts: _Attempts, reason: str) -> str:
-        return f"{self.model}: gave up after {attempts.sent} attempt(s): {reason}"
+        return (
+            f"{self.model} at {self.endpoint}: gave up after {attempts.sent} attempt(s): {reason}"
+        )
 
     def _scrub(self, text: str) -> str:
         """Drop the API key (and anything shaped like one) from text that came from elsewhere."""
@@ -538,6 +585,18 @@ class OpenAIBackend:
         if key and len(key) >= _MIN_KEY_CHARS_TO_SCRUB:
             text = text.replace(key, "[REDACTED_SECRET]")
         return _KEY_LIKE.sub("[REDACTED_SECRET]", text)
+
+
+def endpoint_for_display(base_url: str | None) -> str:
+    """The endpoint as logs and errors name it: scheme, host, port and path, never a
+    user name or password written into the URL."""
+    if not base_url:
+        return "the default OpenAI endpoint"
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _require_api_object(response: object) -> None:

@@ -20,23 +20,41 @@ class DatabaseNotMigrated(RuntimeError):
     """The database schema is behind this version of the program."""
 
 
-def open_engine(url: str, *, auto_upgrade_sqlite: bool = True) -> Engine:
+def open_engine(
+    url: str,
+    *,
+    auto_upgrade_sqlite: bool = True,
+    connect_timeout_seconds: float = 10.0,
+) -> Engine:
     """Connect, and make sure the schema is current.
 
     SQLite is the embedded store, so it is upgraded on first use. A shared PostgreSQL is
     upgraded only on request (`consolidator db upgrade`), because an automatic migration by
-    whichever host starts first would surprise its operators.
+    whichever host starts first would surprise its operators. A database that does not answer
+    within `connect_timeout_seconds` raises `DatabaseUnavailable` (on SQLite: a file locked
+    away from every reader that long).
     """
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
     from consolidator.db import migrate
-    from consolidator.db.engine import create_db_engine, is_sqlite, redact_url
+    from consolidator.db.engine import (
+        SQLITE_BUSY_TIMEOUT_MS,
+        create_db_engine,
+        is_sqlite,
+        redact_url,
+    )
 
-    engine = create_db_engine(url)
+    engine = create_db_engine(url, connect_timeout_seconds=connect_timeout_seconds)
     try:
         with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
+            if is_sqlite(engine):
+                wait_ms = max(1, int(connect_timeout_seconds * 1000))
+                connection.exec_driver_sql(f"PRAGMA busy_timeout = {wait_ms}")
+                connection.exec_driver_sql("SELECT count(*) FROM sqlite_master")
+                connection.exec_driver_sql(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            else:
+                connection.execute(text("SELECT 1"))
     except OperationalError as exc:
         engine.dispose()
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__

@@ -8,6 +8,7 @@ lock up front and makes the busy timeout apply.
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 import time
@@ -20,7 +21,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
+from consolidator.config import ConfigError
+from consolidator.private_files import prepare_sqlite_files
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
+# No single statement of ours runs this long on PostgreSQL; one that does is stuck.
+PG_STATEMENT_TIMEOUT_SECONDS = 300
 # Execution option marking a transaction that only reads: on SQLite it may stay deferred.
 READ_ONLY_OPTION = "consolidator_read_only"
 # Execution option: seconds to wait for SQLite's write lock before raising `WriteLockBusy`
@@ -33,8 +40,8 @@ class WriteLockBusy(Exception):
     object that raised it is left mid-begin: discard it and use a new one."""
 
 
-class BadDatabaseURL(ValueError):
-    pass
+class BadDatabaseURL(ConfigError):
+    """A database URL or SQLite path that cannot work: a configuration error (exit code 2)."""
 
 
 def normalize_url(raw: str) -> URL:
@@ -70,32 +77,65 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def create_db_engine(raw_url: str, *, pool_size: int = 10) -> Engine:
+def create_db_engine(
+    raw_url: str,
+    *,
+    pool_size: int = 10,
+    connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+) -> Engine:
+    """An engine for `raw_url`. PostgreSQL gives up connecting after
+    `connect_timeout_seconds` and cancels any statement running past
+    `PG_STATEMENT_TIMEOUT_SECONDS`, so a stuck server never hangs a cron run."""
     url = normalize_url(raw_url)
     if url.get_backend_name() == "sqlite":
         assert url.database is not None
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            prepare_sqlite_files(Path(url.database).expanduser())
+        except OSError as exc:
+            raise BadDatabaseURL(
+                f"cannot create the folder of {url.database} (--db / CONSOLIDATOR_DB_URL): "
+                f"{exc.strerror or exc}"
+            ) from exc
         engine = create_engine(
             url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
             pool_size=pool_size,
             max_overflow=pool_size,
         )
-        _tune_sqlite(engine)
+        _tune_sqlite(engine, connect_timeout_seconds)
         return engine
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    given = url.query.get("options")
+    options = " ".join(
+        [
+            *([given] if isinstance(given, str) else given or []),
+            f"-c statement_timeout={PG_STATEMENT_TIMEOUT_SECONDS * 1000}",
+        ]
+    )
+    return create_engine(
+        url.difference_update_query(["options"]),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        connect_args={
+            "connect_timeout": max(1, math.ceil(connect_timeout_seconds)),
+            "options": options,
+        },
+    )
 
 
-def _tune_sqlite(engine: Engine) -> None:
+def _tune_sqlite(engine: Engine, connect_timeout_seconds: float) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        # Opening waits for a lock at most the connect timeout: a file locked away from us
+        # that long is an unreachable database, not contention.
+        cursor.execute(f"PRAGMA busy_timeout = {max(1, int(connect_timeout_seconds * 1000))}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA secure_delete = ON")
         cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -95,6 +95,10 @@ OUTPUTS = Stage1Output.__table__
 VERSIONS = MemoryVersion.__table__
 # Phase two never runs out of retries; it backs off instead.
 PHASE2_RETRY_BUDGET = 1_000_000_000
+# The longest wait between two tries while the model endpoint is down.
+TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
+# A thread whose retry budget is spent is still tried again after this long.
+EXHAUSTED_RETRY_SECONDS = 24 * 3600
 
 STAGE1 = "stage1"
 PHASE2 = "phase2"
@@ -1215,26 +1219,97 @@ class Store:
             return True
 
     @_contention_retry
-    def fail_job(self, claim: Claim, error: str, *, retryable: bool) -> bool:
+    def fail_job(
+        self, claim: Claim, error: str, *, retryable: bool, transient: bool = False
+    ) -> bool:
         """Release a claim as failed, with a backoff before the next try (fenced like a finish).
 
-        A non-retryable failure spends the whole retry budget at once.
+        - `transient` (the model endpoint was down): the attempt is refunded, so an outage never
+          spends the retry budget; the backoff grows up to `TRANSIENT_RETRY_CAP_SECONDS`.
+        - Otherwise the input or the answer was at fault: the claim's attempt stays spent, and
+          a non-retryable failure spends the whole budget at once.
+        - A job left with no budget is still tried again after `EXHAUSTED_RETRY_SECONDS`.
         """
         with self._write() as connection:
             now = self._now(connection)
-            attempts = connection.execute(
-                select(Job.attempts).where(Job.kind == claim.kind, Job.job_key == claim.job_key)
-            ).scalar()
-            delay = retry_delay(int(attempts or 1))
+            job = connection.execute(
+                select(Job.attempts, Job.retry_remaining).where(
+                    Job.kind == claim.kind, Job.job_key == claim.job_key
+                )
+            ).first()
+            attempts = int(job.attempts or 1) if job else 1
+            remaining = int(job.retry_remaining) if job else 0
             values: dict[str, Any] = {
                 "status": JobStatus.FAILED.value,
                 "finished_at": now,
                 "last_error": error[:1000],
-                "retry_at": now + timedelta(seconds=delay),
             }
-            if not retryable:
-                values["retry_remaining"] = 0
+            if transient:
+                delay = retry_delay(attempts, cap_seconds=TRANSIENT_RETRY_CAP_SECONDS)
+                values["retry_remaining"] = Job.retry_remaining + 1
+                remaining += 1
+            else:
+                delay = retry_delay(attempts)
+                if not retryable:
+                    values["retry_remaining"] = 0
+                    remaining = 0
+            if remaining <= 0:
+                delay = EXHAUSTED_RETRY_SECONDS
+            values["retry_at"] = now + timedelta(seconds=delay)
             return self._fenced_finish(connection, claim, **values)
+
+    @_contention_retry
+    def revive_exhausted(self) -> int:
+        """Give each stage-one job whose budget is spent and whose long wait is over one more
+        try (`retry_remaining` 1); a failure of that try starts another long wait.
+
+        One UPDATE over the (kind, status, retry_at) index; returns the jobs revived.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            result = connection.execute(
+                update(Job)
+                .where(
+                    Job.kind == STAGE1,
+                    Job.status == JobStatus.FAILED.value,
+                    Job.retry_at <= now,
+                    Job.retry_remaining <= 0,
+                )
+                .values(retry_remaining=1)
+            )
+            return _rowcount(result)
+
+    @_contention_retry
+    def retry_jobs(self, thread_ids: Sequence[str] | None, *, retry_budget: int) -> list[str]:
+        """Make failed and exhausted stage-one work claimable now (`None` = every thread).
+
+        - Only jobs not under a live lease and not up to date are touched.
+        - Their backoff is cleared and their retry budget reset to `retry_budget`.
+        Returns the thread ids made claimable.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            waiting = and_(
+                Job.kind == STAGE1,
+                or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now),
+                or_(
+                    Job.last_success_watermark.is_(None),
+                    Job.last_success_watermark < Job.input_watermark,
+                ),
+                or_(Job.status == JobStatus.FAILED.value, Job.retry_remaining <= 0),
+            )
+            if thread_ids is not None:
+                waiting = and_(waiting, Job.job_key.in_(list(thread_ids)))
+            keys = [
+                str(key) for key in connection.execute(select(Job.job_key).where(waiting)).scalars()
+            ]
+            if keys:
+                connection.execute(
+                    update(Job)
+                    .where(waiting, Job.job_key.in_(keys))
+                    .values(retry_at=None, retry_remaining=retry_budget)
+                )
+            return keys
 
     @_contention_retry
     def release_job(self, claim: Claim) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
+from consolidator.backends.base import ModelAccessDenied
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base, Job
@@ -433,7 +434,7 @@ def test_schema_breaking_answers_spend_the_retry_budget_and_a_newer_rollout_rese
             assert outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
             clock.now = job.retry_at
 
-    clock.advance(7 * 24 * 3600)  # long past any backoff: the budget, not time, says no
+    clock.advance(23 * 3600)  # past any backoff: the budget, not time, says no (for a day)
     outcome = store.try_claim_stage1(thread, lease_seconds=LEASE).outcome
     assert outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
     assert run_stage_one(store, backend, stage1_options()).claimed == 0
@@ -464,7 +465,7 @@ def test_a_refused_request_is_not_retried_and_exhausts_the_budget_at_once(
     thread = new_thread_id()
     write_rollout(tmp_path / "sessions", thread, clock.now - timedelta(hours=2))
     scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
-    fake_openai.set_default(Fault.HTTP_ERROR, status=401)
+    fake_openai.set_default(Fault.HTTP_ERROR, status=400)
 
     report = run_stage_one(driven_store, make_backend(max_attempts=4), stage1_options())
 
@@ -473,12 +474,34 @@ def test_a_refused_request_is_not_retried_and_exhausts_the_budget_at_once(
     job = driven_store.get_job(STAGE1, thread)
     assert job is not None and job.status is JobStatus.FAILED and job.retry_remaining == 0
     assert job.last_error is not None
-    assert "HTTP 401" in job.last_error and "not retried" in job.last_error
+    assert "HTTP 400" in job.last_error and "not retried" in job.last_error
+    assert fake_openai.base_url in job.last_error
     assert API_KEY not in job.last_error
     outcome = driven_store.try_claim_stage1(thread, lease_seconds=LEASE).outcome
     assert outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
     counts = run_cli(cli_env(migrated_url, tmp_path / "home", fake_openai), "status")["stage1"]
     assert (counts["failed"], counts["exhausted"]) == (0, 1)
+
+
+def test_a_refused_key_stops_stage_one_and_spends_nothing(
+    driven_store: Store,
+    clock: DrivenClock,
+    tmp_path: Path,
+    fake_openai: FakeOpenAI,
+    make_backend: MakeBackend,
+) -> None:
+    for _ in range(3):
+        write_rollout(tmp_path / "sessions", new_thread_id(), clock.now - timedelta(hours=2))
+    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    fake_openai.set_default(Fault.HTTP_ERROR, status=401)
+
+    with pytest.raises(ModelAccessDenied, match="OPENAI_API_KEY") as raised:
+        run_stage_one(driven_store, make_backend(max_attempts=4), stage1_options(concurrency=1))
+    assert fake_openai.base_url in str(raised.value)
+    assert API_KEY not in str(raised.value)
+    assert fake_openai.call_count == 1
+    counts = driven_store.status_counts()
+    assert (counts.pending, counts.failed, counts.exhausted, counts.running) == (3, 0, 0, 0)
 
 
 def test_a_stage_one_error_never_stores_a_secret_quoted_from_the_answer(

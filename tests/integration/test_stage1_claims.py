@@ -121,11 +121,17 @@ def test_backoff_boundary_is_exact(driven: Store, clock: DrivenClock) -> None:
 def test_non_retryable_failure_exhausts_at_once(driven: Store, clock: DrivenClock) -> None:
     driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
     claim = driven.try_claim_stage1("a", lease_seconds=60)
-    driven.fail_job(claim, "401 unauthorized", retryable=False)
-    clock.advance(100_000)
+    driven.fail_job(claim, "400 bad request", retryable=False)
+    clock.advance(86_000)
     outcome = driven.try_claim_stage1("a", lease_seconds=60).outcome
     assert outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
     assert driven.status_counts().exhausted == 1
+    # Exhausted is not forever: a day later it is tried once more.
+    driven.revive_exhausted()
+    assert not driven.try_claim_stage1("a", lease_seconds=60).claimed
+    clock.advance(401)
+    assert driven.revive_exhausted() == 1
+    assert driven.try_claim_stage1("a", lease_seconds=60).claimed
 
 
 def test_expired_lease_is_reclaimed_and_the_stale_owner_writes_nothing(

@@ -43,6 +43,12 @@ def test_backend_auto_follows_openai_environment(tmp_path: Path) -> None:
         ({"stage1_concurrency": "many"}, "--stage1-concurrency"),
         ({"db": "mysql://u@h/d"}, "unsupported database"),
         ({"max_shrink_fraction": 2.0}, "--max-shrink-fraction"),
+        ({"max_vanish_fraction": -0.1}, "--max-vanish-fraction"),
+        ({"model_timeout_seconds": 0}, "--model-timeout-seconds"),
+        ({"model_timeout_seconds": "nan"}, "--model-timeout-seconds"),
+        ({"db_connect_timeout_seconds": -1}, "--db-connect-timeout-seconds"),
+        ({"memory_budget_bytes": 10}, "at least 4096"),
+        ({"min_idle_seconds": -5}, "CONSOLIDATOR_MIN_IDLE_SECONDS"),
     ],
 )
 def test_bad_values_are_config_errors(
@@ -73,3 +79,22 @@ def test_readme_configuration_table_matches_the_settings() -> None:
     )
     assert match is not None
     assert match.group(1) == settings_table_markdown()
+
+
+def test_unknown_consolidator_variable_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"CONSOLIDATOR_LEASE_SECOND\b"):
+        build_settings({"home": str(tmp_path)}, environ={"CONSOLIDATOR_LEASE_SECOND": "5"})
+    settings = build_settings(
+        {"home": str(tmp_path)},
+        environ={"CONSOLIDATOR_LEASE_SECONDS": "5", "CONSOLIDATOR_TEST_PG_URL": "x"},
+    )
+    assert settings.lease_seconds == 5
+
+
+def test_an_explicit_config_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        build_settings({"home": str(tmp_path)}, environ={}, config_file=tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match="is a directory"):
+        build_settings({"home": str(tmp_path)}, environ={}, config_file=tmp_path)
+    # The default one is optional.
+    assert build_settings({"home": str(tmp_path)}, environ={}).home == tmp_path

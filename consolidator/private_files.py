@@ -1,0 +1,91 @@
+"""The state directory and the SQLite files are private to the user who runs the worker.
+
+They hold the redacted text of every session, so the directory is 0700 and the database files
+0600 whatever the umask. SQLite creates its `-wal`, `-shm` and `-journal` files with the mode
+of the database file, so creating that file 0600 before SQLite first opens it covers them too.
+Files left readable by an older version are tightened on start, with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def prepare_state_dir(home: Path) -> None:
+    """Create `home` 0700, or check an existing one is a writable directory and tighten it.
+
+    Raises `ConfigError` when it cannot be used: a restart would not fix that.
+    """
+    from consolidator.config import ConfigError  # config imports the engine, which imports us
+
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"--home / CONSOLIDATOR_HOME {home} is not a directory")
+    try:
+        home.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the state directory {home} (--home / CONSOLIDATOR_HOME): "
+            f"{exc.strerror or exc}"
+        ) from exc
+    if not home.is_dir():
+        raise ConfigError(f"--home / CONSOLIDATOR_HOME {home} is not a directory")
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"the state directory {home} (--home / CONSOLIDATOR_HOME) is not writable"
+        )
+    _tighten(home, DIR_MODE)
+
+
+def prepare_sqlite_files(database: Path) -> None:
+    """Create the database file 0600 before SQLite does, and tighten what already exists."""
+    directory = database.parent
+    if not directory.is_dir():
+        directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(database, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    except OSError:
+        # SQLite will report it (a read-only place, a symlink): nothing private to make here.
+        return
+    try:
+        if stat.S_IMODE(os.fstat(descriptor).st_mode) & ~FILE_MODE:
+            os.fchmod(descriptor, FILE_MODE)
+            _warn_tightened(database, FILE_MODE)
+    finally:
+        os.close(descriptor)
+    for suffix in SQLITE_COMPANIONS:
+        companion = database.with_name(database.name + suffix)
+        if companion.is_file() and not companion.is_symlink():
+            _tighten(companion, FILE_MODE)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    try:
+        current = stat.S_IMODE(path.stat().st_mode)
+        if current & ~mode:
+            path.chmod(current & mode)
+            _warn_tightened(path, current & mode)
+    except OSError as exc:
+        log.warning(
+            "%s is readable by others and could not be made private: %s",
+            path,
+            exc.strerror or exc,
+            extra={"action": "private_mode_failed", "path": str(path)},
+        )
+
+
+def _warn_tightened(path: Path, mode: int) -> None:
+    log.warning(
+        "%s was readable by other users; its mode is now %s",
+        path,
+        oct(mode),
+        extra={"action": "private_mode_tightened", "path": str(path)},
+    )

@@ -1,0 +1,96 @@
+"""Honest exit codes as a user meets them: real processes, one line naming what is wrong."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli_process import run_command
+from tests.daemon_process import PYTHON_CLI, base_env, copy_examples
+
+
+def one_line_error(env: dict[str, str], *args: str, expect: int, naming: str) -> float:
+    started = time.monotonic()
+    result = run_command([*PYTHON_CLI, *args], env, timeout=60, expect=expect)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert naming in lines[0], lines[0]
+    return time.monotonic() - started
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    copy_examples(tmp_path / "sessions")
+    return base_env(tmp_path / "home", tmp_path / "sessions")
+
+
+@pytest.mark.parametrize(
+    ("args", "naming"),
+    [
+        (("daemon", "--metrics-port", "99999"), "--metrics-port"),
+        (("run", "--config", "missing.toml"), "missing.toml"),
+        (("run", "--memory-budget-bytes", "10"), "--memory-budget-bytes"),
+        (("run", "--model-timeout-seconds", "0"), "--model-timeout-seconds"),
+        (("status", "--db-connect-timeout-seconds", "-1"), "--db-connect-timeout-seconds"),
+    ],
+)
+def test_bad_settings_exit_2_naming_the_setting(
+    env: dict[str, str], args: tuple[str, ...], naming: str
+) -> None:
+    one_line_error(env, *args, expect=2, naming=naming)
+
+
+def test_an_unknown_variable_exits_2(env: dict[str, str]) -> None:
+    env["CONSOLIDATOR_MIN_IDLE_SECOND"] = "0"
+    one_line_error(env, "run", expect=2, naming="CONSOLIDATOR_MIN_IDLE_SECOND")
+
+
+def test_an_unusable_home_exits_2(env: dict[str, str], tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env["CONSOLIDATOR_HOME"] = str(blocker / "home")
+    one_line_error(env, "run", expect=2, naming="CONSOLIDATOR_HOME")
+    env["CONSOLIDATOR_HOME"] = str(blocker)
+    one_line_error(env, "status", expect=2, naming="not a directory")
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A socket that accepts connections (the kernel's backlog) and never says a word."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        yield int(server.getsockname()[1])
+
+
+@pytest.mark.timeout(60)
+def test_a_postgresql_server_that_never_answers_is_exit_3_within_the_timeout(
+    env: dict[str, str], silent_server: int
+) -> None:
+    env["CONSOLIDATOR_DB_URL"] = f"postgresql://postgres@127.0.0.1:{silent_server}/test"
+    env["CONSOLIDATOR_DB_CONNECT_TIMEOUT_SECONDS"] = "2"
+    for command in ("status", "run"):
+        seconds = one_line_error(env, command, expect=3, naming=f"127.0.0.1:{silent_server}")
+        assert seconds < 15, seconds
+
+
+@pytest.mark.timeout(60)
+def test_a_sqlite_file_locked_away_is_exit_3_within_the_timeout(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    run_command([*PYTHON_CLI, "status"], env, timeout=60)
+    holder = sqlite3.connect(tmp_path / "home" / "state.db", isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        env["CONSOLIDATOR_DB_CONNECT_TIMEOUT_SECONDS"] = "2"
+        seconds = one_line_error(env, "status", expect=3, naming="locked")
+        assert seconds < 15, seconds
+    finally:
+        holder.close()
