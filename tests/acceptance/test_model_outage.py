@@ -59,7 +59,7 @@ def age_backoffs(db_url: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> None:
     sessions = copy_examples(tmp_path / "sessions")
     total = rollout_count(sessions)
@@ -68,7 +68,7 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
     run_cli(env, "db", "upgrade")
 
     # Nothing listens: every run says so, names the endpoint, and claims nothing.
-    for _ in range(3):
+    for _ in range(2):
         _report, stderr = run(env, expect=1)
         assert f"127.0.0.1:{port}" in stderr
         state = status(env)
@@ -80,7 +80,8 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
         # The endpoint answers the model list but fails every completion (a 503 outage):
         # the threads it meets fail, but never spend their budget.
         fake.set_default(Fault.SERVER_ERROR, status=503)
-        for _ in range(5):
+        # More failed runs than the retry budget (3).
+        for _ in range(4):
             run(env, expect=1)
             age_backoffs(db_url)
         state = status(env)
