@@ -634,10 +634,21 @@ def quarantine_command(limit: int, **params: Any) -> None:
     def human() -> None:
         if not entries:
             click.echo("nothing is quarantined")
-        for reason, text in entries:
-            click.echo(f"- {reason}\n    {' '.join(text.split())}")
+        for entry in entries:
+            threads = ", ".join(sorted(entry.thread_ids)) or "no thread"
+            click.echo(
+                f"- {entry.reason}\n    threads: {threads}\n    {' '.join(entry.text.split())}"
+            )
 
-    inv.emit({"entries": [{"reason": r, "text": t} for r, t in entries]}, human)
+    inv.emit(
+        {
+            "entries": [
+                {"reason": e.reason, "text": e.text, "thread_ids": sorted(e.thread_ids)}
+                for e in entries
+            ]
+        },
+        human,
+    )
 
 
 @cli.command("history")

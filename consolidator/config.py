@@ -10,7 +10,7 @@ import os
 import socket
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,7 +105,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS",
         21600,
         int,
-        "Minimum time between two phase-two runs that changed memory.",
+        "Minimum time between two phase-two runs that changed memory (300 with the offline "
+        "extractive backend unless set).",
     ),
     SettingSpec(
         "lease_seconds",
@@ -204,6 +205,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 _BY_NAME = {spec.name: spec for spec in SETTINGS}
+# The extractive backend's phase-two cooldown unless one is set: its runs cost nothing.
+OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
 # CONSOLIDATOR_* variables that are not settings: the test suite's and benchmarks' databases.
@@ -308,6 +311,7 @@ def build_settings(
     )
     for name, value in file_values.items():
         raw.setdefault(name, value)
+    cooldown_given = "phase2_cooldown_seconds" in raw
     for spec in SETTINGS:
         raw.setdefault(spec.name, spec.default)
     values = {spec.name: _coerce(spec, raw[spec.name]) for spec in SETTINGS}
@@ -361,7 +365,7 @@ def build_settings(
     for name in ("max_shrink_fraction", "max_vanish_fraction"):
         if not 0 <= values[name] <= 1:
             raise ConfigError(f"{_BY_NAME[name].option} must be between 0 and 1")
-    return Settings(
+    settings = Settings(
         home=home,
         db_url=db_url,
         memory_dir=memory_dir.expanduser(),
@@ -388,6 +392,10 @@ def build_settings(
         openai_api_key=env.get("OPENAI_API_KEY") or None,
         openai_base_url=env.get("OPENAI_BASE_URL") or None,
     )
+    if not cooldown_given and settings.resolved_backend() == "extractive":
+        # The offline backend costs nothing to run: a cooldown of hours only delays memory.
+        settings = replace(settings, phase2_cooldown_seconds=OFFLINE_PHASE2_COOLDOWN_SECONDS)
+    return settings
 
 
 def check_environment(env: Mapping[str, str]) -> None:

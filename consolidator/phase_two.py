@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from consolidator.backends.base import (
@@ -91,10 +92,13 @@ class Phase2Report:
     splits: int = 0
     set_aside: int = 0
     set_aside_reasons: list[str] = field(default_factory=list)
+    # When a cooldown skip ends: the next time phase two may run.
+    next_allowed_at: datetime | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome.value,
+            "next_allowed_at": self.next_allowed_at.isoformat() if self.next_allowed_at else None,
             "status": self.status,
             "version": self.version,
             "forgotten_threads": self.forgotten_threads,
@@ -375,8 +379,24 @@ def run_phase_two(
     """
     claim = store.try_claim_phase2(lease_seconds=options.lease_seconds)
     if not claim.claimed:
-        log.info("phase two: %s", claim.outcome.value, extra={"action": "phase2_skipped"})
-        return Phase2Report(outcome=claim.outcome, status="skipped")
+        report = Phase2Report(outcome=claim.outcome, status="skipped")
+        if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
+            job = store.phase2_job()
+            report.next_allowed_at = job.cooldown_until if job else None
+            log.info(
+                "phase two: %s, next allowed at %s",
+                claim.outcome.value,
+                report.next_allowed_at.isoformat() if report.next_allowed_at else "now",
+                extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
+            )
+        else:
+            # An idle pass says nothing at INFO: nothing changed.
+            log.debug(
+                "phase two: %s",
+                claim.outcome.value,
+                extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
+            )
+        return report
     report = Phase2Report(outcome=claim.outcome, status="succeeded")
     lease_keeper: AbstractContextManager[Heartbeat] = (
         nullcontext(heartbeat)

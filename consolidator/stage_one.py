@@ -27,10 +27,17 @@ from consolidator.backends.base import (
     Stage1Result,
     Usage,
 )
-from consolidator.db.store import Claim, Eligibility, Stage1Payload, Store, ThreadRecord
+from consolidator.db.store import (
+    Claim,
+    Eligibility,
+    QuarantineItem,
+    Stage1Payload,
+    Store,
+    ThreadRecord,
+)
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
-from consolidator.security import redact, strip_invisible
+from consolidator.security import redact, scan_threats, strip_invisible
 from consolidator.sources.items import ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
 
@@ -213,6 +220,42 @@ def sanitize_result(result: Stage1Result) -> Stage1Result:
     )
 
 
+# What a withheld field says in raw_memories.md, rollout_summaries/ and to phase two.
+WITHHELD_MARKER = "[withheld: the security scan flagged this text; see `consolidator quarantine`]"
+
+
+def withhold_flagged(
+    result: Stage1Result, thread_id: str
+) -> tuple[Stage1Result, tuple[QuarantineItem, ...]]:
+    """Scan every stage-one field; a flagged field is replaced by `WITHHELD_MARKER` and
+    returned as a quarantine entry, so nothing derived from it is ever stored or rendered."""
+    fields = {
+        "rollout_summary": result.rollout_summary,
+        "raw_memory": result.raw_memory,
+        "rollout_slug": result.rollout_slug or "",
+    }
+    quarantined: list[QuarantineItem] = []
+    replaced: dict[str, str | None] = {}
+    for name, text in fields.items():
+        threats = scan_threats(text) if text else []
+        if not threats:
+            continue
+        reason = f"stage one {name}: " + "; ".join(
+            f"{threat.kind}: {threat.detail}" for threat in threats
+        )
+        quarantined.append(QuarantineItem(reason, text, frozenset({thread_id})))
+        replaced[name] = None if name == "rollout_slug" else WITHHELD_MARKER
+    if not quarantined:
+        return result, ()
+    log.warning(
+        "stage one output of %s withheld: %s",
+        thread_id,
+        "; ".join(item.reason for item in quarantined),
+        extra={"action": "stage1_quarantined", "thread_id": thread_id},
+    )
+    return replace(result, **replaced), tuple(quarantined)  # type: ignore[arg-type]
+
+
 def process_claim(
     store: Store,
     backend: Backend,
@@ -269,10 +312,11 @@ def process_claim(
         raise
     if watch is not None and watch.lost.is_set():
         return ThreadResult.LOST, usage
-    result = sanitize_result(result)
+    result, quarantined = withhold_flagged(sanitize_result(result), claim.job_key)
     payload = None
     if not result.is_empty:
         payload = Stage1Payload(
+            quarantined=quarantined,
             raw_memory=result.raw_memory,
             rollout_summary=result.rollout_summary,
             rollout_slug=result.rollout_slug,

@@ -216,6 +216,8 @@ class Stage1Payload:
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    # Fields the security scan withheld (already replaced by a marker above), kept for admins.
+    quarantined: tuple[QuarantineItem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,8 +287,9 @@ class Phase2Inputs:
     change_seq: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class QuarantineItem:
+class QuarantineItem(NamedTuple):
+    """An entry kept out of every published file, with the threads behind it."""
+
     reason: str
     text: str
     thread_ids: frozenset[str]
@@ -1216,6 +1219,16 @@ class Store:
                 },
             )
             self._log_change(connection, claim.job_key, "upsert", now)
+            for entry in payload.quarantined:
+                connection.execute(
+                    insert(QuarantinedEntry).values(
+                        created_at=now,
+                        version=None,
+                        reason=entry.reason,
+                        text=entry.text,
+                        thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
+                    )
+                )
             return True
 
     @_contention_retry
@@ -1889,14 +1902,15 @@ class Store:
                 )
             )
 
-    def quarantined_entries(self, *, limit: int = 50) -> list[tuple[str, str]]:
+    def quarantined_entries(self, *, limit: int = 50) -> list[QuarantineItem]:
+        """The newest quarantined entries with the threads behind them (for `forget`)."""
         with self._read() as connection:
             rows = connection.execute(
-                select(QuarantinedEntry.reason, QuarantinedEntry.text)
+                select(QuarantinedEntry.reason, QuarantinedEntry.text, QuarantinedEntry.thread_ids)
                 .order_by(QuarantinedEntry.id.desc())
                 .limit(limit)
             ).all()
-        return [(row[0], row[1]) for row in rows]
+        return [QuarantineItem(row[0], row[1], frozenset(row[2].split())) for row in rows]
 
     @_contention_retry
     def fail_phase2(self, claim: Claim, error: str) -> bool:
