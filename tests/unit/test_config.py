@@ -20,7 +20,7 @@ def test_precedence_flag_over_env_over_file_over_default(tmp_path: Path) -> None
     assert settings.model == "from-flag"
     assert settings.lease_seconds == 22
     assert settings.stage1_concurrency == 3
-    assert settings.phase2_cooldown_seconds == 21600
+    assert settings.phase2_cooldown_seconds == 300  # the offline backend's default
     assert settings.db_url == f"sqlite:///{tmp_path}/state.db"
     assert settings.memory_dir == tmp_path / "memories"
 
@@ -98,3 +98,12 @@ def test_an_explicit_config_file_must_exist(tmp_path: Path) -> None:
         build_settings({"home": str(tmp_path)}, environ={}, config_file=tmp_path)
     # The default one is optional.
     assert build_settings({"home": str(tmp_path)}, environ={}).home == tmp_path
+
+
+def test_offline_backend_cools_down_for_minutes_unless_told(tmp_path: Path) -> None:
+    home = {"home": str(tmp_path)}
+    assert build_settings(home, environ={}).phase2_cooldown_seconds == 300
+    online = build_settings(home, environ={"OPENAI_API_KEY": "sk-x"})
+    assert online.phase2_cooldown_seconds == 21600
+    told = build_settings({**home, "phase2_cooldown_seconds": 7200}, environ={})
+    assert told.phase2_cooldown_seconds == 7200
