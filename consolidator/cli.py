@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -478,7 +478,16 @@ def show_command(cwd: Path | None, **params: Any) -> None:
         return
     memory = decode(version.memory_json)
     if cwd is not None:
-        memory = blocks_for_cwd(memory, str(cwd.expanduser().absolute()))
+        folder = str(cwd.expanduser().absolute())
+        memory = blocks_for_cwd(memory, folder)
+        if not memory.blocks:
+            inv.emit(
+                {"version": version.version, "memory": memory.to_dict(), "markdown": ""},
+                lambda: click.echo(
+                    f"no memory applies to {folder} (memory version {version.version})"
+                ),
+            )
+            return
     text = render_memory_md(memory) if cwd is not None else version.content_md
     inv.emit(
         {"version": version.version, "memory": memory.to_dict(), "markdown": text},
@@ -982,9 +991,37 @@ def _held_reason(count: int) -> str:
     )
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"consolidator: {message}", err=True)
+def _fail(message: str, code: int, args: Sequence[str] = ()) -> NoReturn:
+    """One line on stderr (a JSON log line under `--log-format json`) and, under `--json`, a
+    JSON error object on stdout, so a script that reads stdout always gets JSON."""
+    if "--json" in args:
+        click.echo(json.dumps({"error": message, "exit_code": code}))
+    if _wants_json_logs(args):
+        from consolidator.logs import JsonFormatter
+
+        record = logging.makeLogRecord(
+            {
+                "name": "consolidator",
+                "levelname": "ERROR",
+                "msg": "consolidator: %s",
+                "args": (message,),
+                "action": "command_failed",
+                "exit_code": code,
+            }
+        )
+        click.echo(JsonFormatter().format(record), err=True)
+    else:
+        click.echo(f"consolidator: {message}", err=True)
     sys.exit(code)
+
+
+def _wants_json_logs(args: Sequence[str]) -> bool:
+    for index, arg in enumerate(args):
+        if arg == "--log-format=json" or (
+            arg == "--log-format" and index + 1 < len(args) and args[index + 1] == "json"
+        ):
+            return True
+    return False
 
 
 def _database_error(exc: Exception) -> str | None:
@@ -1000,35 +1037,37 @@ def _database_error(exc: Exception) -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """The error boundary: known errors become one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="consolidator", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        _fail("aborted", EXIT_FAILED)
+        _fail("aborted", EXIT_FAILED, args)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx is not None else "consolidator"
-        _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE)
+        _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE, args)
     except click.ClickException as exc:
-        _fail(exc.format_message(), EXIT_USAGE)
+        _fail(exc.format_message(), EXIT_USAGE, args)
     except (ConfigError, DatabaseNotMigrated) as exc:
-        _fail(str(exc), EXIT_USAGE)
+        _fail(str(exc), EXIT_USAGE, args)
     except DatabaseUnavailable as exc:
-        _fail(str(exc), EXIT_DB_UNAVAILABLE)
+        _fail(str(exc), EXIT_DB_UNAVAILABLE, args)
     except WorkFailed as exc:
-        _fail(str(exc), EXIT_FAILED)
+        _fail(str(exc), EXIT_FAILED, args)
     except TimeoutError as exc:
-        _fail(f"timed out: {exc}", EXIT_FAILED)
+        _fail(f"timed out: {exc}", EXIT_FAILED, args)
     except KeyboardInterrupt:
-        _fail("interrupted", EXIT_FAILED)
+        _fail("interrupted", EXIT_FAILED, args)
     except Exception as exc:
         if reason := _database_error(exc):
-            _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE)
+            _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE, args)
         log.debug("unexpected error", exc_info=True)
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         _fail(
             f"unexpected error: {type(exc).__name__}: {first_line}"
             " (run with --verbose for the traceback)",
             EXIT_FAILED,
+            args,
         )
     sys.exit(EXIT_OK)

@@ -416,7 +416,9 @@ def run_stage_one(
                 report.errors.append(f"{type(error).__name__}: {error}")
     if denied:
         raise denied[0]
-    log.info(
+    log.log(
+        # An idle pass says nothing at INFO: nothing changed.
+        logging.INFO if report.claimed else logging.DEBUG,
         "stage one: %d claimed, %d stored, %d empty, %d failed in %.1fs",
         report.claimed,
         report.succeeded,

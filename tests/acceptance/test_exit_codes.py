@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 import time
@@ -94,3 +95,22 @@ def test_a_sqlite_file_locked_away_is_exit_3_within_the_timeout(
         assert seconds < 40, seconds  # a stuck server used to hang past 120 s
     finally:
         holder.close()
+
+
+def test_scripts_get_json_and_json_logs_get_only_json(env: dict[str, str]) -> None:
+    env["CONSOLIDATOR_LEASE_SECOND"] = "1"
+    result = run_command([*PYTHON_CLI, "status", "--json"], env, timeout=60, expect=2)
+    error = json.loads(result.stdout)
+    assert error["exit_code"] == 2 and "CONSOLIDATOR_LEASE_SECOND" in error["error"]
+    result = run_command([*PYTHON_CLI, "status", "--log-format", "json"], env, timeout=60, expect=2)
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    assert [line["action"] for line in lines] == ["command_failed"]
+    assert lines[0]["level"] == "error" and "CONSOLIDATOR_LEASE_SECOND" in lines[0]["message"]
+
+
+def test_show_for_a_folder_without_memory_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    run_command([*PYTHON_CLI, "run"], env, timeout=120)
+    result = run_command(
+        [*PYTHON_CLI, "show", "--cwd", str(tmp_path / "elsewhere")], env, timeout=60
+    )
+    assert result.stdout.startswith("no memory applies to ")
