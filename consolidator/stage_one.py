@@ -244,9 +244,11 @@ def withhold_flagged(
             f"{threat.kind}: {threat.detail}" for threat in threats
         )
         quarantined.append(QuarantineItem(reason, text, frozenset({thread_id})))
-        replaced[name] = None if name == "rollout_slug" else WITHHELD_MARKER
+        replaced[name] = WITHHELD_MARKER
     if not quarantined:
         return result, ()
+    # The slug names files and is made from the same text: it goes with any flagged field.
+    replaced["rollout_slug"] = None
     log.warning(
         "stage one output of %s withheld: %s",
         thread_id,

@@ -95,6 +95,9 @@ OUTPUTS = Stage1Output.__table__
 VERSIONS = MemoryVersion.__table__
 # Phase two never runs out of retries; it backs off instead.
 PHASE2_RETRY_BUDGET = 1_000_000_000
+# The `version` of entries withheld from a stage-one output: before any memory version (set-aside
+# phase-two inputs use none).
+STAGE1_QUARANTINE_VERSION = 0
 # The longest wait between two tries while the model endpoint is down.
 TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
 # A thread whose retry budget is spent is still tried again after this long.
@@ -1223,7 +1226,7 @@ class Store:
                 connection.execute(
                     insert(QuarantinedEntry).values(
                         created_at=now,
-                        version=None,
+                        version=STAGE1_QUARANTINE_VERSION,
                         reason=entry.reason,
                         text=entry.text,
                         thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",

@@ -101,7 +101,7 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(600)
 def test_refused_key_stops_before_any_claim_and_retry_revives_exhausted(
     tmp_path: Path, db_url: str
 ) -> None:

@@ -15,7 +15,6 @@ OPTIONS = Phase2Options(
     lease_seconds=60,
     cooldown_seconds=3600,
     memory_budget_bytes=65536,
-    input_budget_chars=100_000,
     max_shrink_fraction=0.5,
 )
 
