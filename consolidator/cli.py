@@ -615,8 +615,9 @@ def retry_command(thread_ids: tuple[str, ...], all_threads: bool, **params: Any)
             None if all_threads else list(thread_ids),
             retry_budget=inv.settings.stage1_retry_budget,
         )
+        requeued = store.retry_set_aside_inputs(None if all_threads else list(thread_ids))
     inv.emit(
-        {"retried": retried},
+        {"retried": retried, "set_aside_requeued": requeued},
         lambda: inv.console.print(
             f"{len(retried)} threads claimable now" + (f": {', '.join(retried)}" if retried else "")
             if retried or all_threads
