@@ -992,10 +992,11 @@ def _held_reason(count: int) -> str:
     )
 
 
-def _fail(message: str, code: int, args: Sequence[str] = ()) -> NoReturn:
+def _fail(message: str, code: int, args: Sequence[str] = (), *, reported: bool = False) -> NoReturn:
     """One line on stderr (a JSON log line under `--log-format json`) and, under `--json`, a
-    JSON error object on stdout, so a script that reads stdout always gets JSON."""
-    if "--json" in args:
+    JSON error object on stdout unless the command already printed its JSON report
+    (`reported`), so a script that reads stdout always gets exactly one JSON document."""
+    if "--json" in args and not reported:
         click.echo(json.dumps({"error": message, "exit_code": code}))
     if _wants_json_logs(args):
         from consolidator.logs import JsonFormatter
@@ -1055,7 +1056,7 @@ def main(argv: list[str] | None = None) -> None:
     except DatabaseUnavailable as exc:
         _fail(str(exc), EXIT_DB_UNAVAILABLE, args)
     except WorkFailed as exc:
-        _fail(str(exc), EXIT_FAILED, args)
+        _fail(str(exc), EXIT_FAILED, args, reported=True)
     except TimeoutError as exc:
         _fail(f"timed out: {exc}", EXIT_FAILED, args)
     except KeyboardInterrupt:
