@@ -782,9 +782,10 @@ def _looks_literal(value: str, *, strict: bool, sep: str) -> bool:
     """Tell an unquoted secret (`password=hunter2`) from code (`token=token`, `key: str`)."""
     if any(c in value for c in "()[]{}"):
         return False
-    if "." in value and _IDENTIFIER.fullmatch(value):
-        return False
     has_digit = any(c.isdigit() for c in value)
+    # `config.password` is code; `A0000.A0` reads as code too, but a digit makes a secret likelier.
+    if "." in value and _IDENTIFIER.fullmatch(value) and not has_digit:
+        return False
     if not strict:
         # An upper-case .env name: `=` is an assignment; after `:` it may be prose.
         return sep != ":" or has_digit or not value.isalpha()

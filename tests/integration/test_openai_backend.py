@@ -167,14 +167,15 @@ def test_rate_limit_honours_retry_after_ms(
 def test_rate_limit_honours_retry_after_as_http_date(
     fake_openai: FakeOpenAI, make_backend: MakeBackend
 ) -> None:
-    when = datetime.now(UTC) + timedelta(seconds=1.5)
+    when = datetime.now(UTC) + timedelta(seconds=2.5)
     fake_openai.enqueue(Fault.RATE_LIMIT, retry_after=format_datetime(when, usegmt=True))
 
     make_backend().extract(rollout())
 
-    # An HTTP date has whole seconds, so the wait is anywhere in (0.5, 1.5].
+    # An HTTP date has whole seconds, so the date asks for a wait in (1.5, 2.5]; a loaded
+    # machine may spend some of that before the client reads the header.
     assert fake_openai.call_count == 2
-    assert gap_between_requests(fake_openai, 0, 1) >= 0.4
+    assert gap_between_requests(fake_openai, 0, 1) >= 0.9
 
 
 def test_retry_after_is_capped(fake_openai: FakeOpenAI, make_backend: MakeBackend) -> None:

@@ -1070,13 +1070,22 @@ def test_clear_all_under_a_held_lease_fences_the_holder_and_nothing_comes_back(
     commit_in_process(store, ["a1"], "old")
     publish(store, memory_dir)
     add_output(store, "b1", minute=1)
-    fake_openai.set_default(Fault.LATENCY, delay=4.0, responder=consolidation_responder("stale"))
+    # The model answers only once clear-all has finished, however slowly the CLI starts.
+    cleared_event = threading.Event()
+    stale = consolidation_responder("stale")
+
+    def answer_after_the_clear(body: dict[str, Any]) -> dict[str, Any]:
+        cleared_event.wait(timeout=DEADLINE)
+        return stale(body)
+
+    fake_openai.set_default(Fault.OK, responder=answer_after_the_clear)
     env = worker_env(home, migrated_url, fake_openai, CONSOLIDATOR_LEASE_SECONDS="2")
 
     holder = workers.start(env, "phase2")
     wait_until(lambda: consolidation_calls(fake_openai), timeout=DEADLINE, what="the model call")
     wait_for_running(store, PHASE2, PHASE2_KEY, epoch=2)
     cleared = workers.start(env, "clear-all", "--yes").finish()
+    cleared_event.set()
     assert cleared.code == 0, cleared
     assert cleared.json()["cleared"]["versions"] == 1
     assert projected_files(memory_dir) == {}

@@ -104,6 +104,7 @@ def test_no_password_survives_in_any_shape_or_encoding(shape: str, data: st.Data
     [
         ("mysql -u root -pMyS3cr3tPw app", "MyS3cr3tPw"),
         ("PGPASSWORD=letmein psql -h db", "letmein"),
+        ("MYSQL_PWD=A0000.A0 mysql -u root", "A0000.A0"),
         ("mysql --password=letmein -u root", "letmein"),
         ("sshpass -p letmein ssh deploy@host", "letmein"),
         ("docker login -u bob -p letmein registry.example.com", "letmein"),
