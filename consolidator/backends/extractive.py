@@ -48,6 +48,14 @@ OUTCOME_UNKNOWN = "unknown"
 _HEADING_QUOTES = "### User said"
 _HEADING_FAILURES = "### Failures and fixes"
 _HEADING_FILES = "### Files touched"
+_HEADING_INSTRUCTIONS = "### Standing instructions"
+_HEADING_FACTS = "### Facts stated"
+_HEADING_CONCLUSIONS = "### Agent concluded"
+_STATEMENT_SECTIONS = {
+    _HEADING_INSTRUCTIONS.lower(): "instructions",
+    _HEADING_FACTS.lower(): "facts",
+    _HEADING_CONCLUSIONS.lower(): "conclusions",
+}
 _FIX_SEPARATOR = " -> fixed by "
 _NOT_FIXED = " -> not fixed"
 _FAILED_SEPARATOR = " failed: "
@@ -73,6 +81,9 @@ class ExtractiveNotes:
     user_quotes: tuple[str, ...] = ()
     failures: tuple[FailureNote, ...] = ()
     files: tuple[str, ...] = ()
+    instructions: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
+    conclusions: tuple[str, ...] = ()
 
 
 class ExtractiveBackend:
@@ -83,9 +94,11 @@ class ExtractiveBackend:
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         session = _analyse(rollout.items, rollout.cwd)
-        if not session.quotes and not session.calls:
-            return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         notes = _notes(session, rollout)
+        statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
+        if not statements and not any(call.ok and not call.read_only for call in session.calls):
+            # Nothing reusable (a greeting, a question, only reading): no task at all.
+            return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         return Stage1Result(
             rollout_summary=_summary(session, notes),
             rollout_slug=_slug(notes.task, notes.keywords),
@@ -115,6 +128,14 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
     if notes.user_quotes:
         lines.append(_HEADING_QUOTES)
         lines.extend(f'- "{_one_line(quote)}"' for quote in notes.user_quotes)
+    for heading, statements in (
+        (_HEADING_INSTRUCTIONS, notes.instructions),
+        (_HEADING_FACTS, notes.facts),
+        (_HEADING_CONCLUSIONS, notes.conclusions),
+    ):
+        if statements:
+            lines.append(heading)
+            lines.extend(f'- "{_one_line(statement)}"' for statement in statements)
     if notes.failures:
         lines.append(_HEADING_FAILURES)
         for failure in notes.failures:
@@ -151,6 +172,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
     quotes: list[str] = []
     failures: list[FailureNote] = []
     files: list[str] = []
+    statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
     section = ""
     for line in body:
         if line.startswith("#"):
@@ -169,6 +191,10 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
                 failures.append(failure)
         elif section == _HEADING_FILES.lower():
             files.append(item)
+        elif section in _STATEMENT_SECTIONS:
+            if len(item) >= 2 and item[0] == item[-1] == '"':
+                item = item[1:-1]
+            statements[_STATEMENT_SECTIONS[section]].append(item)
     keywords = tuple(k.strip() for k in fields.get("keywords", "").split(",") if k.strip())
     return ExtractiveNotes(
         description=fields.get("description", ""),
@@ -180,6 +206,9 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         user_quotes=tuple(quotes),
         failures=tuple(failures),
         files=tuple(files),
+        instructions=tuple(statements["instructions"]),
+        facts=tuple(statements["facts"]),
+        conclusions=tuple(statements["conclusions"]),
     )
 
 
@@ -212,6 +241,7 @@ class _Session:
     failures: list[FailureNote] = field(default_factory=list)
     unfixed: int = 0
     last_agent_message: str = ""
+    spoken: list[str] = field(default_factory=list)
 
 
 # Text a harness puts in the user's turn, not typed by the user. Readers already classify
@@ -257,6 +287,7 @@ def _analyse(items: Sequence[RolloutItem], cwd: str | None) -> _Session:
         head = MAX_QUOTES // 2
         quotes = quotes[:head] + quotes[len(quotes) - (MAX_QUOTES - head) :]
     session.quotes = quotes
+    session.spoken = spoken
     if spoken:
         session.task = _clip(_one_line(redact(spoken[0]).text), MAX_TASK_CHARS)
     session.failures, session.unfixed = _pair_failures(session.calls)
@@ -619,9 +650,10 @@ def _pair_failures(calls: list[_Call]) -> tuple[list[FailureNote], int]:
 
     The fix is the next successful call of the same tool running a similar command (same
     program, or a shared argument such as the package or test file). When that call repeats
-    the failed command exactly, what changed in between is the fix, so the last edit made
-    between the two is reported instead. With no similar success, the very next non-reading
-    call of the same tool counts if it succeeded (the user often names the right command).
+    the failed command exactly, what changed in between is the fix, so the last change made
+    between the two (an edit, an install) is reported instead. With no similar success, the
+    very next non-reading call of the same tool counts if it succeeded (the user often names
+    the right command).
     """
     failures: list[FailureNote] = []
     unfixed = 0
@@ -646,8 +678,9 @@ def _fix_for(calls: list[_Call], index: int) -> str:
             if call.command != failed.command:
                 return call.command
             between = later[:offset]
-            edits = [c for c in between if c.ok and c.edited]
-            return edits[-1].command if edits else call.command
+            # An install or an edit made in between is what changed.
+            changes = [c for c in between if c.ok and not c.read_only]
+            return changes[-1].command if changes else call.command
     following = next((c for c in later if c.tool == failed.tool and not c.read_only), None)
     if following is not None and following.ok:
         return following.command
@@ -695,6 +728,14 @@ def _notes(session: _Session, rollout: Stage1Input) -> ExtractiveNotes:
     )
     files = _dedupe([*edited, *mentioned])[:MAX_FILES]
     keywords = _keywords(session)
+    instructions, facts = _user_statements(session.spoken)
+    conclusions: list[str] = []
+    if session.last_agent_message:
+        agent_facts, conclusions = _agent_statements(session.last_agent_message)
+        facts = _dedupe([*facts, *agent_facts])
+        if outcome == OUTCOME_PARTIAL:
+            # A conclusion the session's own commands contradicted is not verified.
+            conclusions = []
     return ExtractiveNotes(
         description=_description(session, outcome, edited, rollout.cwd),
         task=session.task,
@@ -705,7 +746,95 @@ def _notes(session: _Session, rollout: Stage1Input) -> ExtractiveNotes:
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
         files=tuple(files),
+        instructions=tuple(instructions[:MAX_STATEMENTS]),
+        facts=tuple(facts[:MAX_STATEMENTS]),
+        conclusions=tuple(conclusions[:MAX_STATEMENTS]),
     )
+
+
+# --- statements worth keeping ---------------------------------------------------------------
+
+MAX_STATEMENTS = 8
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|\n+|\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)"
+)
+# A default the user sets for future work, wherever it is said (the opening message too).
+_INSTRUCTION = re.compile(
+    r"\b(?:always|never|from now on|by default|going forward|every time|in future|"
+    r"do not ever|don't ever)\b",
+    re.IGNORECASE,
+)
+# Words that introduce a fact the user wants known, not a request.
+_FACT_CUE = re.compile(
+    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads up|remember(?: that)?|"
+    r"correction|for the record|just so you know)\b[\s,:;-]*",
+    re.IGNORECASE,
+)
+_LEAD_IN = re.compile(
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey)\b[\s,:;.!-]*"
+    r"|^(?:one|a) correction\b[\s,:;.!-]*",
+    re.IGNORECASE,
+)
+_CONCLUSION_CUE = re.compile(
+    r"^(?:root cause|verified|confirmed|it turns out|turns out|the (?:issue|problem|bug|cause) "
+    r"(?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
+    re.IGNORECASE,
+)
+# A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
+_VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
+# "..., not 6543": the old value a correction names; kept out so only the new value is stored.
+_NOT_VALUE = re.compile(
+    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?[\w./:~-]*(?:\d|/)[\w./:~-]*`?",
+    re.IGNORECASE,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def _strip_lead_in(sentence: str) -> str:
+    previous = None
+    while previous != sentence:
+        previous = sentence
+        sentence = _LEAD_IN.sub("", sentence).strip()
+    return sentence
+
+
+def _statement(text: str) -> str:
+    text = _NOT_VALUE.sub("", text).strip(" ,;:-")
+    text = _clip(_one_line(redact(text).text), MAX_QUOTE_CHARS)
+    return text[:1].upper() + text[1:] if text else ""
+
+
+def _user_statements(spoken: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Standing instructions and stated facts, sentence by sentence, from the user's words."""
+    instructions: list[str] = []
+    facts: list[str] = []
+    for message in spoken:
+        for sentence in _sentences(message):
+            bare = _strip_lead_in(sentence)
+            if _user_text(bare) == "":
+                continue
+            cue = _FACT_CUE.match(bare)
+            if _INSTRUCTION.search(bare):
+                instructions.append(_statement(bare[cue.end() :] if cue else bare))
+            elif cue and _VALUE.search(bare[cue.end() :]):
+                facts.append(_statement(bare[cue.end() :]))
+    return _dedupe(instructions), _dedupe(facts)
+
+
+def _agent_statements(message: str) -> tuple[list[str], list[str]]:
+    """Facts the agent pointed out and the conclusions it reached in its final message."""
+    facts: list[str] = []
+    conclusions: list[str] = []
+    for sentence in _sentences(message):
+        bare = _strip_lead_in(sentence)
+        if match := _CONCLUSION_CUE.match(bare):
+            conclusions.append(_statement(bare[match.end() :]))
+        elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
+            facts.append(_statement(bare[cue.end() :]))
+    return _dedupe(facts), _dedupe(conclusions)
 
 
 def _outcome(session: _Session) -> str:

@@ -1,8 +1,10 @@
 """Offline phase two: deterministic consolidation of extractive stage-one notes.
 
-No model: every changed input becomes a task in the task-group block of its cwd, the user's
-own quoted words become preferences, failures with their fixes become "Failures and how to
-do differently", and the description and files touched become reusable knowledge. The same
+No model: every changed input with something reusable becomes a task in the task-group block
+of its cwd. The user's standing instructions become preferences, stated facts and the agent's
+verified conclusions become reusable knowledge, failures with their fixes become "Failures and
+how to do differently". A fact said again in other words joins its bullet as another witness,
+and a newer value of the same subject supersedes the older one (`memory.facts`). The same
 inputs always give the same memory, so the pipeline can be tested end to end without a key.
 """
 
@@ -20,11 +22,11 @@ from consolidator.backends.base import (
     ConsolidationResult,
 )
 from consolidator.backends.extractive import ExtractiveNotes, parse_raw_memory
+from consolidator.memory import facts
 from consolidator.memory.model import Block, Bullet, Task
 from consolidator.memory.render import one_line
 
 MAX_QUOTE_CHARS = 240
-MAX_FILES_LISTED = 8
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -79,21 +81,67 @@ def _without_task(block: Block, task_id: str) -> Block:
 def _add_bullets(
     existing: tuple[Bullet, ...], texts: Iterable[str], task_id: str
 ) -> tuple[Bullet, ...]:
-    """Append bullets; an identical text gains the task as another witness instead."""
+    """Append bullets; one saying the same thing gains the task as another witness instead."""
     bullets = list(existing)
-    index = {bullet.text: position for position, bullet in enumerate(bullets)}
     for raw in texts:
         text = one_line(raw)
         if not text:
             continue
-        if text in index:
-            bullet = bullets[index[text]]
-            if task_id not in bullet.task_ids:
-                bullets[index[text]] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
-        else:
-            index[text] = len(bullets)
+        match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
+        if match is None:
             bullets.append(Bullet(text, (task_id,)))
+        elif task_id not in bullets[match].task_ids:
+            bullet = bullets[match]
+            bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
     return tuple(bullets)
+
+
+def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tuple[Bullet, ...]:
+    """Knowledge bullets with the newer value of a subject superseding the older one.
+
+    A fact stated again joins its bullet as a witness. A fact giving a new value for a known
+    subject replaces the older bullet, or is kept marked superseded when it is itself the
+    older one; two values stated on the same day are both kept, marked conflicting.
+    """
+    days = _task_days(block)
+    days[task_id] = day
+    bullets = list(block.knowledge)
+    for raw in texts:
+        text = one_line(raw)
+        if not text:
+            continue
+        match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
+        if match is not None:
+            bullet = bullets[match]
+            if task_id not in bullet.task_ids:
+                bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
+            continue
+        kept: list[Bullet] = []
+        new_text = text
+        for bullet in bullets:
+            if not facts.disagree(bullet.text, text) or facts.is_superseded(bullet.text):
+                kept.append(bullet)
+                continue
+            stated = max((days.get(t, "") for t in bullet.task_ids), default="")
+            if stated < day:
+                continue  # superseded by the newer value: dropped
+            if stated == day:
+                conflict = facts.marker(facts.CONFLICTING, day)
+                kept.append(replace(bullet, text=conflict + facts.unmarked(bullet.text)))
+                new_text = conflict + text
+            else:
+                new_text = facts.marker(facts.SUPERSEDED, stated) + text
+                kept.append(bullet)
+        kept.append(Bullet(new_text, (task_id,)))
+        bullets = kept
+    return tuple(bullets)
+
+
+def _task_days(block: Block) -> dict[str, str]:
+    return {
+        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
+        for task in block.tasks
+    }
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
@@ -111,36 +159,47 @@ def _short_title(task: str, limit: int = 100) -> str:
 
 
 def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
-    """The user's own words after the opening request: corrections and standing wishes."""
+    """The user's standing instructions, verbatim: not requests, not acknowledgements."""
     bullets = []
-    opening = one_line(notes.task)
-    for quote in notes.user_quotes:
-        said = one_line(quote)
-        if opening and (said.startswith(opening[:40]) or opening.startswith(said[:40])):
-            continue
+    for quote in notes.instructions:
         clipped = quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 3] + "..."
-        bullets.append(f'when working in {project}, the user said: "{clipped}"')
+        bullets.append(f'when working in {project}, the user asked: "{clipped}"')
     return bullets
 
 
 def _failures(notes: ExtractiveNotes) -> list[str]:
     bullets = []
     for failure in notes.failures:
-        fix = f"fixed by `{failure.fix}`" if failure.fix else "no fix was recorded"
-        bullets.append(f"`{failure.command}` failed ({failure.error}) -> {fix}")
+        if not failure.fix:
+            continue  # a failure nobody fixed teaches nothing to do differently
+        bullets.append(f"`{failure.command}` failed ({failure.error}) -> fixed by `{failure.fix}`")
     return bullets
+
+
+def _add_failures(
+    existing: tuple[Bullet, ...], texts: Iterable[str], task_id: str
+) -> tuple[Bullet, ...]:
+    """One bullet per command and fix; the error line may differ between sessions."""
+    bullets = list(existing)
+    for text in texts:
+        key = _failure_key(text)
+        match = next((i for i, b in enumerate(bullets) if _failure_key(b.text) == key), None)
+        if match is None:
+            bullets.append(Bullet(text, (task_id,)))
+        elif task_id not in bullets[match].task_ids:
+            bullet = bullets[match]
+            bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
+    return tuple(bullets)
+
+
+def _failure_key(text: str) -> str:
+    command, _, rest = text.partition(" failed (")
+    return f"{command} -> {rest.rpartition(') -> ')[2]}" if rest else text
 
 
 def _knowledge(notes: ExtractiveNotes) -> list[str]:
-    bullets = []
-    if notes.description:
-        bullets.append(notes.description)
-    if notes.files:
-        shown = ", ".join(notes.files[:MAX_FILES_LISTED])
-        more = len(notes.files) - MAX_FILES_LISTED
-        suffix = f" (+{more} more)" if more > 0 else ""
-        bullets.append(f"files touched for '{_short_title(notes.task, 60)}': {shown}{suffix}")
-    return bullets
+    """What was stated or concluded; activity counts and file lists are not knowledge."""
+    return [*notes.facts, *notes.conclusions]
 
 
 def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResult:
@@ -152,6 +211,12 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         task_id = task_id_for(item.thread_id)
         block = _without_task(block, task_id)
         notes = _notes_for(item)
+        statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
+        if not statements and not notes.files and not notes.user_quotes:
+            if block_id in blocks:  # a re-extracted thread with nothing left: drop its task
+                blocks[block_id] = block
+                changed.append(block_id)
+            continue
         citation = request.citations[item.thread_id]
         outcome = f" ({notes.task_outcome})" if notes.task_outcome else ""
         task = Task(
@@ -165,11 +230,16 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             block,
             tasks=(*block.tasks, task),
             preferences=_add_bullets(block.preferences, _preferences(notes, project), task_id),
-            knowledge=_add_bullets(block.knowledge, _knowledge(notes), task_id),
-            failures=_add_bullets(block.failures, _failures(notes), task_id),
+        )
+        block = replace(
+            block,
+            knowledge=_add_facts(block, _knowledge(notes), task_id, citation.updated_at[:10]),
+            failures=_add_failures(block.failures, _failures(notes), task_id),
         )
         blocks[block_id] = block
         if block_id not in changed:
             changed.append(block_id)
-    upserts = tuple(blocks[block_id] for block_id in changed)
-    return ConsolidationResult(upserts=upserts, deletions=())
+    changed = list(dict.fromkeys(changed))
+    upserts = tuple(blocks[block_id] for block_id in changed if blocks[block_id].tasks)
+    deletions = tuple(block_id for block_id in changed if not blocks[block_id].tasks)
+    return ConsolidationResult(upserts=upserts, deletions=deletions)

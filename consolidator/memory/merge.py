@@ -85,32 +85,101 @@ def enforce_budget(
 
     Identical bullets in the same section of a block (ignoring case and spacing) are merged
     first, keeping the first wording and the union of their task references; merging is
-    lossless and is not counted as an eviction. Then bullets are evicted least supported first
-    (fewest citing tasks), then stalest (the newest `updated_at` among their tasks' citations is
-    the oldest), then in file order. Only if every bullet is gone and the task index alone is
-    still too big are tasks evicted, stalest first, dropping blocks left without tasks.
+    lossless and is not counted as an eviction. Then, once the file is over half the budget,
+    the stalest tasks are folded into their block's compact "older tasks" entry until the file
+    fits with at least half of it knowledge, so the task list never crowds out what was
+    learned; folding keeps every task and citation, so it is not an eviction either. Only if
+    everything is folded and the file is still too big are bullets evicted: least supported
+    first (fewest citing tasks), so a bullet with several witnesses goes only once every
+    single-witness one is gone, then stalest (the newest `updated_at` among their tasks'
+    citations is the oldest), then in file order. Only if every bullet is gone and the task
+    index alone is still too big are tasks evicted, stalest first, dropping blocks left
+    without tasks.
 
-    The number of evictions is found by bisection, which assumes that evicting more never makes
-    the rendering bigger; it needs O(log n) renders rather than one per eviction.
+    The number of folds and of evictions is found by bisection, which assumes that folding or
+    evicting more never makes the rendering bigger; it needs O(log n) renders.
     """
     memory = dedupe_bullets(memory)
 
     def size(candidate: Memory) -> int:
         return len(render(candidate).encode("utf-8"))
 
-    if size(memory) <= budget_bytes:
+    if size(memory) <= budget_bytes // 2:
         return memory, 0
+
+    def mostly_knowledge(candidate: Memory) -> bool:
+        total = size(candidate)
+        if total > budget_bytes:
+            return False
+        return 2 * (total - size(_without_bullets(candidate))) >= total
+
+    folds = _fold_order(memory)
+    folded = _fold(
+        memory, folds, _smallest(len(folds), lambda n: mostly_knowledge(_fold(memory, folds, n)))
+    )
+    if size(folded) <= budget_bytes:
+        return folded, 0
+    memory = _fold(memory, folds, len(folds))
     order = _eviction_order(memory)
-    low, high = 1, len(order)
-    if size(_evict(memory, order, high)) > budget_bytes:
-        return _evict(memory, order, high), high
+    count = _smallest(len(order), lambda n: size(_evict(memory, order, n)) <= budget_bytes)
+    return _evict(memory, order, count), count
+
+
+def _smallest(limit: int, enough: Callable[[int], bool]) -> int:
+    """The smallest n in 0..limit for which `enough(n)` holds (monotone), or `limit`."""
+    low, high = 0, limit
+    if not enough(high):
+        return high
     while low < high:
         middle = (low + high) // 2
-        if size(_evict(memory, order, middle)) <= budget_bytes:
+        if enough(middle):
             high = middle
         else:
             low = middle + 1
-    return _evict(memory, order, low), low
+    return low
+
+
+def _fold_order(memory: Memory) -> list[tuple[int, int]]:
+    """Unfolded tasks as (block index, task index), stalest first, then in file order."""
+    entries: list[tuple[float, int, tuple[int, int]]] = []
+    position = 0
+    for block_index, block in enumerate(memory.blocks):
+        for task_index, task in enumerate(block.tasks):
+            if not task.folded:
+                newest = max((_timestamp(c.updated_at) for c in task.citations), default=_OLDEST)
+                entries.append((newest, position, (block_index, task_index)))
+            position += 1
+    entries.sort(key=lambda entry: entry[:2])
+    return [entry[2] for entry in entries]
+
+
+def _fold(memory: Memory, order: list[tuple[int, int]], count: int) -> Memory:
+    if count == 0:
+        return memory
+    chosen = set(order[:count])
+    touched = {block_index for block_index, _ in chosen}
+    blocks = []
+    for block_index, block in enumerate(memory.blocks):
+        if block_index in touched:
+            block = replace(
+                block,
+                tasks=tuple(
+                    replace(task, folded=True) if (block_index, i) in chosen else task
+                    for i, task in enumerate(block.tasks)
+                ),
+            )
+        blocks.append(block)
+    return Memory(tuple(blocks))
+
+
+def _without_bullets(memory: Memory) -> Memory:
+    return Memory(
+        tuple(replace(b, preferences=(), knowledge=(), failures=()) for b in memory.blocks)
+    )
+
+
+def folded_task_count(memory: Memory) -> int:
+    return sum(1 for block in memory.blocks for task in block.tasks if task.folded)
 
 
 def dedupe_bullets(memory: Memory) -> Memory:

@@ -48,12 +48,18 @@ class ThreadCitation:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One past piece of work inside a task group; the unit that bullets cite."""
+    """One past piece of work inside a task group; the unit that bullets cite.
+
+    A `folded` task is an older one that `MEMORY.md` shows only inside its block's compact
+    "older tasks" entry, to fit the budget. It keeps its id and citations, so the bullets
+    citing it and forgetting its threads work exactly as for any other task.
+    """
 
     task_id: str
     title: str
     citations: tuple[ThreadCitation, ...]
     keywords: tuple[str, ...] = ()
+    folded: bool = False
 
     @property
     def thread_ids(self) -> tuple[str, ...]:
@@ -232,6 +238,8 @@ def block_to_dict(block: Block) -> dict[str, Any]:
                     for c in task.citations
                 ],
                 "keywords": list(task.keywords),
+                # Written only when set, so unfolded tasks keep their stored form.
+                **({"folded": True} if task.folded else {}),
             }
             for task in block.tasks
         ],
@@ -271,6 +279,7 @@ def _block_from_dict(reader: _Reader) -> Block:
                     for c in t.objects("citations")
                 ),
                 keywords=t.strings("keywords"),
+                folded=t.optional_flag("folded"),
             )
             for t in reader.objects("tasks")
         ),
@@ -308,6 +317,12 @@ class _Reader:
         value = self._get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{self._path}.{key}: expected a string or null")
+        return value
+
+    def optional_flag(self, key: str) -> bool:
+        value = self._data.get(key, False)
+        if not isinstance(value, bool):
+            raise ValueError(f"{self._path}.{key}: expected true or false")
         return value
 
     def _list(self, key: str) -> list[Any]:

@@ -91,7 +91,8 @@ def render_block(block: Block) -> str:
         "",
     ]
     numbers: dict[str, int] = {}
-    for number, task in enumerate(block.tasks, start=1):
+    shown = [task for task in block.tasks if not task.folded]
+    for number, task in enumerate(shown, start=1):
         numbers.setdefault(task.task_id, number)
         lines.append(f"## Task {number}: {shown_text(task.title)}")
         lines.append(f"<!-- task: {task.task_id} -->")
@@ -102,12 +103,36 @@ def render_block(block: Block) -> str:
         if keywords:
             lines.append(f"- {', '.join(keywords)}")
         lines.append("")
+    folded = [task for task in block.tasks if task.folded]
+    if folded:
+        number = len(shown) + 1
+        for task in folded:
+            numbers.setdefault(task.task_id, number)
+        lines.extend(_render_folded(number, folded))
     for name in SECTIONS:
         lines.append(_SECTION_HEADINGS[name])
         for bullet in block.section(name):
-            refs = "".join(f"[Task {numbers[t]}]" for t in bullet.task_ids if t in numbers)
+            cited = dict.fromkeys(numbers[t] for t in bullet.task_ids if t in numbers)
+            refs = "".join(f"[Task {number}]" for number in cited)
             lines.append(f"- {shown_text(bullet.text)} {refs}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _render_folded(number: int, tasks: list[Task]) -> list[str]:
+    """The compact entry standing for a block's older tasks: how many, over which dates.
+
+    Their citations stay in the database (and in `rollout_summaries/`); `show --json` lists
+    them. Parsing this entry back yields no task, as it names no thread.
+    """
+    days = sorted(c.updated_at[:10] for task in tasks for c in task.citations)
+    sessions = len({c.thread_id for task in tasks for c in task.citations})
+    span = f"{days[0]} to {days[-1]}" if days and days[0] != days[-1] else (days or ["?"])[0]
+    return [
+        f"## Task {number}: {len(tasks)} older tasks, folded ({sessions} sessions, {span})",
+        "### rollout_summary_files",
+        f"- {sessions} older rollout summaries in rollout_summaries/ (listed by show --json)",
+        "",
+    ]
 
 
 def _render_citation(citation: ThreadCitation) -> str:

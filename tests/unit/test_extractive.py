@@ -61,6 +61,9 @@ def notes_of(*items: RolloutItem) -> ExtractiveNotes:
     return parse_raw_memory(ExtractiveBackend().extract(rollout(*items)).raw_memory)
 
 
+# Work that makes a session worth a task, for tests about what else is kept.
+WORK = (shell("w1", "make build"), output("w1", "built"))
+
 INVOICE_SESSION = (
     RolloutItem(ItemKind.INSTRUCTIONS, "You are Codex.", name="developer"),
     user(
@@ -113,7 +116,7 @@ def test_user_messages_are_quoted_verbatim_and_injected_context_is_skipped() -> 
     ],
 )
 def test_text_the_user_did_not_type_or_that_says_nothing_is_not_quoted(text: str) -> None:
-    notes = notes_of(user(text), user("rename the module to billing_core"))
+    notes = notes_of(user(text), user("rename the module to billing_core"), *WORK)
 
     assert notes.user_quotes == ("rename the module to billing_core",)
 
@@ -121,15 +124,15 @@ def test_text_the_user_did_not_type_or_that_says_nothing_is_not_quoted(text: str
 def test_a_reminder_inside_a_real_message_is_cut_out() -> None:
     text = "use ruff format<system-reminder>file changed</system-reminder> before committing"
 
-    assert notes_of(user(text)).user_quotes == ("use ruff format before committing",)
+    assert notes_of(user(text), *WORK).user_quotes == ("use ruff format before committing",)
 
 
 def test_quotes_are_capped_in_length_and_in_number() -> None:
     long_words = " ".join(f"word{i}" for i in range(200))
     messages = [user(f"request number {i}") for i in range(MAX_QUOTES + 8)]
 
-    long_quote = notes_of(user(long_words)).user_quotes[0]
-    quotes = notes_of(*messages).user_quotes
+    long_quote = notes_of(user(long_words), *WORK).user_quotes[0]
+    quotes = notes_of(*messages, *WORK).user_quotes
 
     assert len(long_quote) == MAX_QUOTE_CHARS
     assert long_quote.endswith("...")
@@ -143,7 +146,7 @@ def test_a_secret_in_a_quote_is_redacted_before_it_is_clipped() -> None:
     token = "ghp_" + "1aB2cD3eF4gH5iJ6kL7mN8oP9qR0sT1uV2wX"
     filler = "x " * 140
 
-    quote = notes_of(user(f"{filler}push with {token} please")).user_quotes[0]
+    quote = notes_of(user(f"{filler}push with {token} please"), *WORK).user_quotes[0]
 
     assert "ghp_" not in quote
     assert "1aB2cD3e" not in quote
@@ -224,10 +227,11 @@ def test_reading_commands_that_exit_non_zero_are_not_failures() -> None:
         output("a", "ls: cannot access 'package-lock.json': No such file or directory", 2),
         shell("b", "grep -c '^AWS_' .env"),
         output("b", "", 1),
+        *WORK,
     )
 
     assert notes.failures == ()
-    assert notes.task_outcome == "unknown"
+    assert notes.task_outcome == "success"
 
 
 def test_tool_errors_without_an_exit_code_are_failures() -> None:
@@ -344,7 +348,9 @@ def test_keywords_are_lowercase_meaningful_and_at_most_five() -> None:
 
 def test_the_slug_is_short_kebab_case_from_the_task() -> None:
     result = ExtractiveBackend().extract(
-        rollout(user("Fix the flaky login test in the Auth module — it times out on CI " * 3))
+        rollout(
+            user("Fix the flaky login test in the Auth module — it times out on CI " * 3), *WORK
+        )
     )
 
     assert result.rollout_slug is not None
@@ -454,3 +460,82 @@ def test_the_same_input_gives_byte_identical_output() -> None:
 
     assert first == second
     assert first.raw_memory.encode() == second.raw_memory.encode()
+
+
+def test_standing_instructions_are_found_in_any_user_message_including_the_opening() -> None:
+    notes = notes_of(
+        user("Fix the cart total. Also, remember: always run `make lint` before pushing."),
+        *WORK,
+        user("great, thanks. commit it"),
+        user("From now on, never push to main directly"),
+    )
+
+    assert notes.instructions == (
+        "Always run `make lint` before pushing.",
+        "From now on, never push to main directly",
+    )
+    assert notes.facts == ()
+
+
+def test_stated_facts_keep_only_the_new_value_of_a_correction() -> None:
+    notes = notes_of(
+        user("Fix the API test. FYI the dev database listens on port 5433"),
+        *WORK,
+        user("Wait, one correction. Heads up, the API server runs on port 6511 now, not 6510."),
+        user("note that this is odd"),
+    )
+
+    assert notes.facts == (
+        "The dev database listens on port 5433",
+        "The API server runs on port 6511 now",
+    )
+
+
+def test_the_agents_final_conclusion_is_kept_unless_a_failure_was_left_unfixed() -> None:
+    final = agent(
+        "Done. Root cause: the client reads its timeout from SHOP_HTTP_TIMEOUT, not the env. "
+        "Note: the fixtures live in tests/fixtures/cases/."
+    )
+    fixed = notes_of(user("why does the client time out?"), *WORK, final)
+    broken = notes_of(
+        user("why does the client time out?"),
+        shell("t", "pytest tests/test_client.py"),
+        output("t", "E   AssertionError\n1 failed", 1),
+        final,
+    )
+
+    assert fixed.conclusions == (
+        "The client reads its timeout from SHOP_HTTP_TIMEOUT, not the env.",
+    )
+    assert fixed.facts == ("The fixtures live in tests/fixtures/cases/.",)
+    assert broken.conclusions == ()
+
+
+def test_a_session_with_nothing_reusable_is_an_empty_result() -> None:
+    backend = ExtractiveBackend()
+
+    assert backend.extract(rollout(user("say hi"), agent("Hi!"))).is_empty
+    assert backend.extract(
+        rollout(user("what branch am I on?"), shell("g", "git status"), output("g", "main"))
+    ).is_empty
+    assert not backend.extract(rollout(user("say hi"), *WORK)).is_empty
+
+
+def test_an_installed_package_between_two_runs_is_the_fix() -> None:
+    notes = notes_of(
+        user("run the tests"),
+        shell("a", "python -m pytest tests -q"),
+        output("a", "ModuleNotFoundError: No module named 'psycopg2'", 1),
+        shell("b", "pip install psycopg2-binary"),
+        output("b", "Successfully installed psycopg2-binary"),
+        shell("c", "python -m pytest tests -q"),
+        output("c", "3 passed"),
+    )
+
+    assert notes.failures == (
+        FailureNote(
+            "python -m pytest tests -q",
+            "ModuleNotFoundError: No module named 'psycopg2'",
+            "pip install psycopg2-binary",
+        ),
+    )

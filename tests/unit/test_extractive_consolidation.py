@@ -17,7 +17,15 @@ from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory, ThreadCitation, invariant_violations
 
 
-def notes(task: str, quotes: tuple[str, ...], cwd: str = "/src/app") -> ExtractiveNotes:
+def notes(
+    task: str,
+    quotes: tuple[str, ...],
+    cwd: str = "/src/app",
+    *,
+    instructions: tuple[str, ...] = (),
+    facts: tuple[str, ...] = (),
+    conclusions: tuple[str, ...] = (),
+) -> ExtractiveNotes:
     return ExtractiveNotes(
         description=f"{task} (success): 3 tool calls",
         task=task,
@@ -28,24 +36,29 @@ def notes(task: str, quotes: tuple[str, ...], cwd: str = "/src/app") -> Extracti
         user_quotes=quotes,
         failures=(FailureNote("npm test", "command not found: npm", "pnpm test"),),
         files=("src/a.py",),
+        instructions=instructions,
+        facts=facts,
+        conclusions=conclusions,
     )
 
 
-def item(thread_id: str, raw: ExtractiveNotes, cwd: str = "/src/app") -> ConsolidationInput:
+def item(
+    thread_id: str, raw: ExtractiveNotes, cwd: str = "/src/app", day: str | None = None
+) -> ConsolidationInput:
     return ConsolidationInput(
         thread_id=thread_id,
         cwd=cwd,
         git_branch="main",
         rollout_path=f"/s/{thread_id}.jsonl",
-        updated_at=f"2026-11-0{len(thread_id)}T00:00:00Z",
+        updated_at=f"{day or f'2026-11-0{len(thread_id)}'}T00:00:00Z",
         rollout_slug=None,
         rollout_summary="summary",
         raw_memory=render_raw_memory(raw),
     )
 
 
-def citation(thread_id: str, cwd: str = "/src/app") -> ThreadCitation:
-    return ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", cwd, "/s", "2026")
+def citation(thread_id: str, cwd: str = "/src/app", updated_at: str = "2026") -> ThreadCitation:
+    return ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", cwd, "/s", updated_at)
 
 
 def request(memory: Memory, *items: ConsolidationInput) -> ConsolidationRequest:
@@ -54,12 +67,19 @@ def request(memory: Memory, *items: ConsolidationInput) -> ConsolidationRequest:
         inputs=items,
         touched_blocks=list(memory.blocks),
         other_blocks=[],
-        citations={i.thread_id: citation(i.thread_id, i.cwd or "") for i in items},
+        citations={i.thread_id: citation(i.thread_id, i.cwd or "", i.updated_at) for i in items},
     )
 
 
 def test_inputs_become_cited_tasks_grouped_by_cwd() -> None:
-    first = item("a", notes("Fix the invoice total. Then commit.", ("Fix the invoice", "use pnpm")))
+    first = item(
+        "a",
+        notes(
+            "Fix the invoice total. Then commit.",
+            ("Fix the invoice", "use pnpm", "great, thanks. commit it"),
+            instructions=("always use pnpm",),
+        ),
+    )
     other = item("bb", notes("Add a chart", ("no charts in red",), "/src/web"), "/src/web")
     result = consolidate_extractively(request(Memory(), first, other))
     memory = apply_changes(Memory(), result.upserts, result.deletions)
@@ -71,16 +91,20 @@ def test_inputs_become_cited_tasks_grouped_by_cwd() -> None:
     app = memory.blocks[0]
     assert app.tasks[0].title == "Fix the invoice total. (success)"
     assert app.tasks[0].thread_ids == ("a",)
-    # The opening request is the task, not a preference; later words are kept verbatim.
-    assert [b.text for b in app.preferences] == ['when working in app, the user said: "use pnpm"']
+    # Only a standing instruction is a preference, verbatim; requests and thanks are not.
+    assert [b.text for b in app.preferences] == [
+        'when working in app, the user asked: "always use pnpm"'
+    ]
     assert (
         app.failures[0].text == "`npm test` failed (command not found: npm) -> fixed by `pnpm test`"
     )
+    # Activity counts and file lists are not knowledge.
+    assert app.knowledge == ()
 
 
 def test_same_advice_from_two_sessions_has_two_witnesses_and_is_deterministic() -> None:
-    first = item("a", notes("Fix it", ("always run with -x",)))
-    second = item("bb", notes("Fix more", ("always run with -x",)))
+    first = item("a", notes("Fix it", (), instructions=("Always run pytest with -x.",)))
+    second = item("bb", notes("Fix more", (), instructions=("Please always run pytest with -x",)))
     once = consolidate_extractively(request(Memory(), first, second))
     twice = consolidate_extractively(request(Memory(), first, second))
     assert once == twice
@@ -91,11 +115,104 @@ def test_same_advice_from_two_sessions_has_two_witnesses_and_is_deterministic() 
 
 
 def test_a_re_extracted_thread_replaces_its_own_task() -> None:
-    first = consolidate_extractively(request(Memory(), item("a", notes("Old task", ("old wish",)))))
+    old = notes("Old task", (), instructions=("always old wish",))
+    first = consolidate_extractively(request(Memory(), item("a", old)))
     memory = apply_changes(Memory(), first.upserts, ())
-    again = consolidate_extractively(request(memory, item("a", notes("New task", ("new wish",)))))
+    new = notes("New task", (), instructions=("always new wish",))
+    again = consolidate_extractively(request(memory, item("a", new)))
     memory = apply_changes(memory, again.upserts, again.deletions)
     block = memory.blocks[0]
     assert [t.title for t in block.tasks] == ["New task (success)"]
     assert all("old wish" not in b.text for b in block.preferences)
     assert invariant_violations(memory) == []
+
+
+def _consolidate(*items: ConsolidationInput) -> Memory:
+    memory = Memory()
+    for one in items:  # one pass per session, as a daily worker sees them
+        result = consolidate_extractively(request(memory, one))
+        memory = apply_changes(memory, result.upserts, result.deletions)
+    assert invariant_violations(memory) == []
+    return memory
+
+
+def _fact(thread_id: str, day: str, *facts: str) -> ConsolidationInput:
+    return item(thread_id, notes("Work", (), facts=facts), day=day)
+
+
+def test_one_fact_in_different_words_is_one_bullet_citing_every_witness() -> None:
+    memory = _consolidate(
+        _fact("a", "2026-11-01", "The dev database listens on port 5433"),
+        _fact("b", "2026-11-02", "FYI the dev database listens on port 5433."),
+        _fact("c", "2026-11-03", "the dev database is listening on port 5433 by the way"),
+        _fact("d", "2026-11-04", "The cache lives in /var/cache/app"),
+    )
+    knowledge = memory.blocks[0].knowledge
+    assert [b.text for b in knowledge] == [
+        "The dev database listens on port 5433",
+        "The cache lives in /var/cache/app",
+    ]
+    assert knowledge[0].task_ids == tuple(task_id_for(t) for t in "abc")
+
+
+def test_a_newer_value_of_the_same_subject_supersedes_the_older() -> None:
+    memory = _consolidate(
+        _fact("a", "2026-11-01", "The API server runs on port 6510"),
+        _fact("b", "2026-11-02", "the API server runs on port 6510."),
+        _fact("c", "2026-11-05", "The API server now runs on port 6511"),
+    )
+    block = memory.blocks[0]
+    assert [b.text for b in block.knowledge] == ["The API server now runs on port 6511"]
+    assert block.knowledge[0].task_ids == (task_id_for("c"),)
+    assert len(block.tasks) == 3  # the older sessions stay cited as tasks
+
+
+def test_an_older_value_arriving_late_is_kept_marked_superseded_with_the_date() -> None:
+    memory = _consolidate(
+        _fact("c", "2026-11-05", "The API server runs on port 6511"),
+        _fact("a", "2026-11-01", "The API server runs on port 6510"),
+    )
+    assert [b.text for b in memory.blocks[0].knowledge] == [
+        "The API server runs on port 6511",
+        "[superseded 2026-11-05] The API server runs on port 6510",
+    ]
+
+
+def test_two_values_on_the_same_day_are_both_kept_marked_conflicting_citing_both() -> None:
+    memory = _consolidate(
+        _fact("a", "2026-11-02", "The API server runs on port 6510"),
+        _fact("b", "2026-11-02", "The API server runs on port 7000"),
+    )
+    knowledge = memory.blocks[0].knowledge
+    assert [(b.text, b.task_ids) for b in knowledge] == [
+        ("[conflicting 2026-11-02] The API server runs on port 6510", (task_id_for("a"),)),
+        ("[conflicting 2026-11-02] The API server runs on port 7000", (task_id_for("b"),)),
+    ]
+    later = _consolidate(
+        _fact("a", "2026-11-02", "The API server runs on port 6510"),
+        _fact("b", "2026-11-02", "The API server runs on port 7000"),
+        _fact("ccc", "2026-11-03", "The API server runs on port 7001"),
+    )
+    assert [b.text for b in later.blocks[0].knowledge] == ["The API server runs on port 7001"]
+
+
+def test_different_subjects_with_numbers_are_not_confused() -> None:
+    memory = _consolidate(
+        _fact("a", "2026-11-01", "The API server runs on port 6510"),
+        _fact("b", "2026-11-02", "Postgres listens on port 5432"),
+        _fact("c", "2026-11-03", "The worker pool has 8 processes"),
+    )
+    assert len(memory.blocks[0].knowledge) == 3
+
+
+def test_a_corpus_with_no_facts_gives_tasks_and_no_bullets() -> None:
+    plain = ExtractiveNotes(task="Rename a variable", task_outcome="success", files=("a.py",))
+    memory = _consolidate(item("a", plain), item("bb", plain))
+    block = memory.blocks[0]
+    assert len(block.tasks) == 2
+    assert block.preferences == block.knowledge == block.failures == ()
+
+
+def test_an_input_with_nothing_reusable_adds_no_task() -> None:
+    result = consolidate_extractively(request(Memory(), item("a", ExtractiveNotes())))
+    assert result.upserts == () and result.deletions == ()

@@ -90,10 +90,11 @@ def test_shrink_fraction_counts_lost_blocks_tasks_and_net_bullets() -> None:
 
 
 def test_budget_evicts_least_supported_then_stalest_bullets_first() -> None:
+    # Tasks already folded: only evicting bullets can make the file smaller.
     tasks = (
-        Task("old", "old task", (cite("o", "2024-01-01T00:00:00Z"),)),
-        Task("new", "new task", (cite("n", "2025-06-01T00:00:00+00:00"),)),
-        Task("mid", "mid task", (cite("m", "2025-01-01T00:00:00Z"),)),
+        Task("old", "old task", (cite("o", "2024-01-01T00:00:00Z"),), folded=True),
+        Task("new", "new task", (cite("n", "2025-06-01T00:00:00+00:00"),), folded=True),
+        Task("mid", "mid task", (cite("m", "2025-01-01T00:00:00Z"),), folded=True),
     )
     bullets = (
         Bullet("two witnesses, old", ("old", "mid")),
@@ -107,6 +108,7 @@ def test_budget_evicts_least_supported_then_stalest_bullets_first() -> None:
     def survivors(budget: int) -> tuple[tuple[str, ...], int]:
         fitted, evicted = enforce_budget(memory, budget, render_memory_md)
         assert len(render_memory_md(fitted).encode()) <= budget
+        assert len(fitted.blocks[0].tasks) == 3
         return tuple(b.text for b in fitted.blocks[0].knowledge), evicted
 
     assert survivors(full) == (tuple(b.text for b in bullets), 0)
@@ -114,9 +116,32 @@ def test_budget_evicts_least_supported_then_stalest_bullets_first() -> None:
         ("two witnesses, old", "one witness, new", "one witness, mid"),
         1,
     )
-    line = len("- one witness, mid [Task 3]\n")
+    line = len("- one witness, mid [Task 1]\n")
     assert survivors(full - 2 * line) == (("two witnesses, old", "one witness, new"), 2)
     assert survivors(full - 2 * line - 1) == (("two witnesses, old",), 3)
+
+
+def test_budget_folds_the_stalest_tasks_before_evicting_anything() -> None:
+    tasks = tuple(
+        Task(f"t{n}", f"task number {n} " + "x" * 200, (cite(f"th{n}", f"2025-01-{n:02d}"),))
+        for n in range(1, 21)
+    )
+    bullets = tuple(Bullet(f"fact {n} " + "y" * 80, (f"t{n}",)) for n in range(1, 21))
+    memory = Memory((block("a", *bullets, tasks=tasks),))
+    full = len(render_memory_md(memory).encode())
+
+    fitted, evicted = enforce_budget(memory, full * 2 // 3, render_memory_md)
+
+    assert evicted == 0
+    text = render_memory_md(fitted)
+    assert len(text.encode()) <= full * 2 // 3
+    assert fitted.blocks[0].knowledge == bullets
+    assert [t.task_id for t in fitted.blocks[0].tasks] == [t.task_id for t in tasks]
+    folded = [t.task_id for t in fitted.blocks[0].tasks if t.folded]
+    assert folded == [f"t{n}" for n in range(1, len(folded) + 1)]  # the stalest ones
+    assert 0 < len(folded) < 20
+    assert "thread_id=th1)" not in text and "older tasks, folded" in text
+    assert "thread_id=th20)" in text
 
 
 def test_budget_dedupes_first_without_counting_it_as_eviction() -> None:
@@ -143,7 +168,7 @@ def test_budget_dedupes_first_without_counting_it_as_eviction() -> None:
 def test_budget_evicts_tasks_and_blocks_only_after_every_bullet() -> None:
     stale_task = Task("t1", "x", (cite("s", "2020-01-01"),))
     stale = block("stale", Bullet("k", ("t1",)), tasks=(stale_task,))
-    fresh = block("fresh", tasks=(Task("t1", "y", (cite("f", "2025-01-01"),)),))
+    fresh = block("fresh", tasks=(Task("t1", "y", (cite("f", "2025-01-01"),), folded=True),))
     memory = Memory((stale, fresh))
     budget = len(render_memory_md(Memory((fresh,))).encode())
 

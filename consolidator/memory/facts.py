@@ -1,0 +1,111 @@
+"""When two bullets state the same fact, and when one states a new value of the other's subject.
+
+A bullet is read as a subject (its content words) and values (the tokens that carry a number,
+a path, a dotted or snake_case name: ports, versions, files, settings). Two bullets with the
+same values and mostly the same subject say the same thing in different words and merge into
+one bullet citing both witnesses. Two bullets with mostly the same subject and different
+values disagree: the newer one supersedes the older, and two from the same day are kept both,
+marked conflicting. The offline consolidation applies these rules while it builds the memory;
+the commit gate uses them to refuse a model's result that keeps both values unmarked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+SUPERSEDED: Final = "superseded"
+CONFLICTING: Final = "conflicting"
+_MARKER = re.compile(r"^\s*\[(?:superseded|conflicting)[^\]]*\]\s*", re.IGNORECASE)
+_MARKED = re.compile(r"\b(?:superseded|conflicting|outdated|no longer)\b", re.IGNORECASE)
+_TOKEN = re.compile(r"[a-z0-9_~][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
+_SAME_SUBJECT: Final = 0.6
+
+_STOPWORDS: Final = frozenset(
+    re.findall(
+        r"\S+",
+        """
+    a an the this that these those it its is are was were be been being am do does did
+    of to in on at by for from with into onto as and or but so if then than also too
+    i me my we our us you your they them their he she his her
+    fyi note notes btw by way keep mind heads up correction remember reminder please also
+    actually wait one now just still currently today anymore always every each any anything
+    all has have had should must will would can could may might need needs
+    root cause verified confirmed issue problem turns turned out fix fixed was
+    user said asked agent concluded session when working
+    """,
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    subject: frozenset[str]
+    values: frozenset[str]
+
+
+def marker(kind: str, day: str) -> str:
+    """The prefix a kept-but-stale or disputed bullet carries, e.g. `[superseded 2026-11-05] `."""
+    return f"[{kind} {day}] "
+
+
+def is_marked(text: str) -> bool:
+    return _MARKED.search(text) is not None
+
+
+def is_superseded(text: str) -> bool:
+    return text.lstrip().lower().startswith(f"[{SUPERSEDED}")
+
+
+def unmarked(text: str) -> str:
+    return _MARKER.sub("", text)
+
+
+@lru_cache(maxsize=65536)
+def read(text: str) -> Reading:
+    subject: set[str] = set()
+    values: set[str] = set()
+    for raw in _TOKEN.findall(unmarked(text).lower().replace("`", " ")):
+        token = raw.rstrip(".:/-")
+        if not token or token in _STOPWORDS:
+            continue
+        if any(c.isdigit() for c in token) or any(c in token for c in "/._~"):
+            values.add(token)
+        else:
+            subject.add(_stem(token))
+    return Reading(frozenset(subject), frozenset(values))
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def same_fact(a: str, b: str) -> bool:
+    """The two texts state the same thing (same values, mostly the same words)."""
+    first, second = read(a), read(b)
+    if first.values != second.values:
+        return False
+    if not first.subject and not second.subject:
+        return bool(first.values)
+    return _jaccard(first.subject, second.subject) >= _SAME_SUBJECT
+
+
+def disagree(a: str, b: str) -> bool:
+    """The two texts give different values for mostly the same subject."""
+    first, second = read(a), read(b)
+    if not first.values or not second.values or first.values == second.values:
+        return False
+    if len(first.subject & second.subject) < 2:
+        return False
+    return _jaccard(first.subject, second.subject) >= _SAME_SUBJECT
