@@ -1,4 +1,4 @@
-"""Run the benchmarks of issue 5 and print each figure against its target.
+"""Run the benchmarks and print each figure against its target.
 
     .venv/bin/python bench/run.py            # all of them, full size
     .venv/bin/python bench/run.py --quick    # smaller data: a smoke run
@@ -36,6 +36,7 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     p7_claim_latency,
     p9_scale,
     s1_fast_start,
+    quality,
 )
 from bench.common import Config, Result, machine_facts  # noqa: E402
 
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[Config], list[Result]]]] = {
     "P7": ("phase-two claim latency, 16 processes", p7_claim_latency.run),
     "P9": ("100,000 rollouts: first scan, stage-one claim latency", p9_scale.run),
     "S1": ("session-start wall time of context and --version", s1_fast_start.run),
+    "Q": ("memory quality of the offline backend over a 60-day corpus (Q1-Q8)", quality.run),
 }
 
 
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="ID",
-        help="run only this benchmark (P1..P7, P9, S1); repeat for more",
+        help="run only this benchmark (P1..P7, P9, S1, Q for Q1-Q8); repeat for more",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the generated data folder")

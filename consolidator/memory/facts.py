@@ -109,3 +109,14 @@ def disagree(a: str, b: str) -> bool:
     if len(first.subject & second.subject) < 2:
         return False
     return _jaccard(first.subject, second.subject) >= _SAME_SUBJECT
+
+
+def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
+    """Two of `texts` that give different values for one subject with neither marked
+    superseded or conflicting, at least one of them not in `known` (already accepted)."""
+    candidates = [text for text in texts if not is_marked(text)]
+    for index, first in enumerate(candidates):
+        for second in candidates[index + 1 :]:
+            if (first not in known or second not in known) and disagree(first, second):
+                return first, second
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 
+from consolidator.memory import facts
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import enforce_budget, shrink_fraction
 from consolidator.memory.model import (
@@ -129,6 +130,24 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
     return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
 
 
+def _unmarked_stale_value(proposed: Memory, base: Memory) -> str | None:
+    """A changed block's knowledge keeping two values of one fact with neither marked as
+    superseded or conflicting: the reader could not tell which one holds."""
+    for block in proposed.blocks:
+        before = base.block(block.block_id)
+        if before == block:
+            continue
+        known = frozenset(b.text for b in before.knowledge) if before else frozenset()
+        pair = facts.unmarked_disagreement([b.text for b in block.knowledge], known)
+        if pair is not None:
+            first, second = (text if len(text) <= 80 else text[:77] + "..." for text in pair)
+            return (
+                f"block {block.block_id} keeps two values of one fact and marks neither "
+                f"superseded: {first!r} / {second!r}"
+            )
+    return None
+
+
 def check(
     proposed: Memory,
     base: Memory,
@@ -139,6 +158,8 @@ def check(
     problems = invariant_violations(proposed)
     if problems:
         raise GateRefused(f"the result breaks the memory structure: {problems[0]}")
+    if stale := _unmarked_stale_value(proposed, base):
+        raise GateRefused(stale)
     cited = cited_thread_ids(proposed)
     unknown = sorted(cited - set(live_thread_ids(cited)))
     if unknown:
