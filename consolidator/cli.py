@@ -401,6 +401,8 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
             + (f" in {report.slices} slices" if report.slices > 1 else "")
             + (f", {report.quarantined} quarantined" if report.quarantined else "")
             + (f", {report.set_aside} inputs set aside" if report.set_aside else "")
+            + (f", {report.folded} older tasks folded" if report.folded else "")
+            + (f", {report.evicted} entries evicted to fit the budget" if report.evicted else "")
             + (
                 f", {report.forgotten_threads} threads forgotten"
                 if report.forgotten_threads
@@ -429,6 +431,32 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
     inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
     if report.status == "failed":
         raise WorkFailed(f"phase two failed: {report.error}")
+
+
+@cli.command("rebuild")
+@click.option("--allow-shrink", is_flag=True, help="Let the rebuild remove much of the memory.")
+@common_options
+def rebuild_command(allow_shrink: bool, **params: Any) -> None:
+    """Re-consolidate MEMORY.md from every live stage-one output (INIT), e.g. after rollback.
+
+    Runs under the normal phase-two lease and commit gate, ignoring the cooldown; a running
+    phase two makes it skip (exit 0). The result is a new version; `history` shows it.
+    """
+    from consolidator.phase_two import run_phase_two
+    from consolidator.worker import phase2_options
+
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        report = run_phase_two(
+            store,
+            _backend(inv),
+            phase2_options(inv.settings, allow_shrink=allow_shrink),
+            rebuild=True,
+        )
+        _publish(inv, store)
+    inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
+    if report.status == "failed":
+        raise WorkFailed(f"rebuild failed: {report.error}")
 
 
 @cli.command("daemon")
@@ -858,6 +886,8 @@ def status_command(**params: Any) -> None:
     from rich.text import Text
 
     from consolidator.memory.codec import decode
+    from consolidator.memory.merge import folded_task_count
+    from consolidator.memory.model import Memory, cited_thread_ids
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -866,7 +896,11 @@ def status_command(**params: Any) -> None:
         version = store.current_version()
         quarantined = store.quarantined_count()
         set_aside = store.set_aside_inputs()
-    blocks = len(decode(version.memory_json).blocks) if version else 0
+        live = store.live_output_thread_ids()
+    current = decode(version.memory_json) if version else Memory()
+    blocks = len(current.blocks)
+    # Live sessions the current version does not cite (after a rollback, say): `rebuild`.
+    unrepresented = len(live - cited_thread_ids(current))
     held_problem: list[tuple[str, str]] = (
         [(str(inv.settings.sessions_dir), _held_reason(counts.held_deletions))]
         if counts.held_deletions
@@ -905,6 +939,9 @@ def status_command(**params: Any) -> None:
             "bytes": version.content_bytes if version else 0,
             "blocks": blocks,
             "quarantined": quarantined,
+            "folded_tasks": folded_task_count(current),
+            "evicted": version.evicted if version else 0,
+            "unrepresented_threads": unrepresented,
         },
         "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
@@ -965,6 +1002,17 @@ def status_command(**params: Any) -> None:
             else "none yet",
         )
         table.add_row("quarantined", str(quarantined))
+        if version and (version.evicted or folded_task_count(current)):
+            table.add_row(
+                "budget",
+                f"{folded_task_count(current)} older tasks folded; "
+                f"{version.evicted} entries evicted by this version",
+            )
+        if unrepresented:
+            table.add_row(
+                "not in memory",
+                f"{unrepresented} live sessions are not in this version; run `rebuild`",
+            )
         if phase2["last_error"]:
             table.add_row("last phase-two error", str(phase2["last_error"]))
         inv.console.print(table)

@@ -39,7 +39,7 @@ from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, check
-from consolidator.memory.merge import apply_changes
+from consolidator.memory.merge import apply_changes, folded_task_count, shrink_fraction
 from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
@@ -86,6 +86,7 @@ class Phase2Report:
     inputs: int = 0
     quarantined: int = 0
     evicted: int = 0
+    folded: int = 0
     model_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     slices: int = 0
@@ -107,6 +108,7 @@ class Phase2Report:
             "inputs": self.inputs,
             "quarantined": self.quarantined,
             "evicted": self.evicted,
+            "folded_tasks": self.folded,
             "model_calls": self.model_calls,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
@@ -251,6 +253,8 @@ def consolidate(
     options: Phase2Options,
     report: Phase2Report,
     watch: LeaseWatch | None = None,
+    *,
+    rebuild: bool = False,
 ) -> bool:
     """Consolidate the change set in slices, committing each one as it succeeds.
 
@@ -260,10 +264,17 @@ def consolidate(
     is never re-sent: a slice of several inputs is split at once, a single input is asked
     once more with the reason. Returns False when the lease was lost at a commit (nothing of
     that slice was written).
+
+    A `rebuild` starts from an empty memory (INIT) and commits once, at the end, so a partly
+    rebuilt memory never becomes current; that commit may not shrink the current memory by
+    more than the policy allows either.
     """
     base = decode(inputs.base.memory_json) if inputs.base is not None else Memory()
-    memory = base
-    report.mode = "INCREMENTAL" if base.blocks else "INIT"
+    memory = Memory() if rebuild else base
+    report.mode = "INCREMENTAL" if memory.blocks else "INIT"
+    held_aside: list[QuarantineItem] = []
+    held_quarantine: list[QuarantineItem] = []
+    held_settled: list[str] = []
     budget = options.slice_budget
     planned_smaller = False
     queue: list[_Piece] = []
@@ -309,22 +320,43 @@ def consolidate(
                 set_aside.append(_set_aside_item(piece.records[0], reason))
         final = not queue and not rest
         gated = outcome.memory if outcome is not None else memory
+        quarantined = [
+            QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
+            for q in (outcome.quarantined if outcome is not None else ())
+        ]
+        settled = [r.thread_id for r in piece.records] if outcome is not None else []
+        if outcome is not None:
+            report.quarantined += len(outcome.quarantined)
+            report.evicted += outcome.evicted
+        if rebuild:
+            held_aside += set_aside
+            held_quarantine += quarantined
+            held_settled += settled
+            memory = gated
+            if not final:
+                continue
+            set_aside, quarantined, settled = held_aside, held_quarantine, held_settled
+            lost = shrink_fraction(base, gated)
+            if lost > options.max_shrink_fraction and not options.allow_shrink:
+                raise ShrinkRefused(
+                    f"the rebuild would remove {lost:.0%} of the memory (limit "
+                    f"{options.max_shrink_fraction:.0%}); re-run `rebuild --allow-shrink`"
+                )
+        report.folded = folded_task_count(gated)
         result = Phase2Result(
             memory=encode(gated),
-            kind="consolidation",
+            kind="rebuild" if rebuild else "consolidation",
             watermark_from=inputs.watermark_from,
             backend=backend.name,
             model=backend.model,
             input_tokens=report.usage.input_tokens - spent_before.input_tokens,
             output_tokens=report.usage.output_tokens - spent_before.output_tokens,
             # Kept for an admin to read, but a secret is never stored (SPEC section 8).
-            quarantined=tuple(
-                QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
-                for q in (outcome.quarantined if outcome is not None else ())
-            ),
+            quarantined=tuple(quarantined),
             set_aside=tuple(set_aside),
-            settled=tuple(r.thread_id for r in piece.records) if outcome is not None else (),
+            settled=tuple(settled),
             changed_earlier=changed_earlier,
+            evicted=report.evicted if rebuild else (outcome.evicted if outcome else 0),
         )
         through = (
             None if final else max(inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
@@ -337,9 +369,6 @@ def consolidate(
         report.slices += 1
         report.set_aside += len(set_aside)
         report.set_aside_reasons.extend(item.reason for item in set_aside)
-        if outcome is not None:
-            report.quarantined += len(outcome.quarantined)
-            report.evicted += outcome.evicted
         if commit.version is not None:
             report.version = commit.version
             changed_earlier = True
@@ -371,13 +400,16 @@ def run_phase_two(
     options: Phase2Options,
     *,
     heartbeat: Heartbeat | None = None,
+    rebuild: bool = False,
 ) -> Phase2Report:
     """One phase-two attempt. A skip is a normal outcome, not an error.
 
     A long-lived caller (the daemon) passes its own running `heartbeat` so it knows the claim
-    is in flight and can fail it if shutdown's grace period runs out.
+    is in flight and can fail it if shutdown's grace period runs out. A `rebuild`
+    re-consolidates every live stage-one output from an empty memory (INIT), under the same
+    lease, gate and fenced commit; only a live lease refuses it.
     """
-    claim = store.try_claim_phase2(lease_seconds=options.lease_seconds)
+    claim = store.try_claim_phase2(lease_seconds=options.lease_seconds, force=rebuild)
     if not claim.claimed:
         report = Phase2Report(outcome=claim.outcome, status="skipped")
         if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
@@ -408,11 +440,13 @@ def run_phase_two(
     with lease_keeper as keeper:
         watch = keeper.watch(claim)
         try:
-            inputs = store.phase2_inputs(claim)
+            inputs = store.rebuild_inputs(claim) if rebuild else store.phase2_inputs(claim)
             report.inputs = len(inputs.changed)
             report.forgotten_threads = len(inputs.removed)
             if inputs.changed:
-                committed = consolidate(store, backend, claim, inputs, options, report, watch)
+                committed = consolidate(
+                    store, backend, claim, inputs, options, report, watch, rebuild=rebuild
+                )
             else:
                 if watch.lost.is_set() or not keeper.alive:
                     raise LeaseLost("the lease was lost before the commit")

@@ -217,6 +217,7 @@ class MemoryVersion(Base):
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     diff_summary: Mapped[str] = mapped_column(Text)
     quarantined: Mapped[int] = mapped_column(Integer, default=0)
+    evicted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class MemoryBlock(Base):

@@ -275,6 +275,7 @@ class VersionRecord:
     output_tokens: int
     diff_summary: str
     quarantined: int
+    evicted: int
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,7 @@ class Phase2Result:
     settled: tuple[str, ...] = ()
     # An earlier slice of the same run changed the memory: the cooldown starts anyway.
     changed_earlier: bool = False
+    evicted: int = 0
 
 
 @dataclass(frozen=True)
@@ -916,6 +918,7 @@ class Store:
         input_tokens: int = 0,
         output_tokens: int = 0,
         quarantined: int = 0,
+        evicted: int = 0,
     ) -> int:
         version = connection.execute(
             insert(MemoryVersion)
@@ -931,6 +934,7 @@ class Store:
                 output_tokens=output_tokens,
                 diff_summary=summary,
                 quarantined=quarantined,
+                evicted=evicted,
             )
             .returning(MemoryVersion.version)
         ).scalar_one()
@@ -1361,7 +1365,7 @@ class Store:
         return int(value)
 
     @_contention_retry
-    def try_claim_phase2(self, *, lease_seconds: int) -> Claim:
+    def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
         """Claim the global consolidation job.
 
         - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
@@ -1373,17 +1377,20 @@ class Store:
           statement (issue 5, P7). The read takes no write lock: when it already shows a
           refusal, the claim returns it without queueing behind other writers. A stale read
           can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
+        - `force` (a rebuild the user asked for) is refused only by a live lease.
         """
         deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
         while True:
             try:
                 return self._try_claim_phase2_once(
-                    lease_seconds, patient=time.monotonic() > deadline
+                    lease_seconds, patient=time.monotonic() > deadline, force=force
                 )
             except WriteLockBusy:
                 continue
 
-    def _try_claim_phase2_once(self, lease_seconds: int, *, patient: bool) -> Claim:
+    def _try_claim_phase2_once(
+        self, lease_seconds: int, *, patient: bool, force: bool = False
+    ) -> Claim:
         """One read and, if it shows no refusal, one guarded UPDATE.
 
         On SQLite an impatient attempt waits only briefly for the write lock and raises
@@ -1399,7 +1406,7 @@ class Store:
                     state = self._phase2_state(connection)
             assert state is not None
             job, now = state
-            refusal = _phase2_refusal(job, int(job.input_seq), now)
+            refusal = _phase2_refusal(job, int(job.input_seq), now, force=force)
             if refusal is not None:
                 return Claim(refusal, PHASE2, PHASE2_KEY)
             token = uuid.uuid4().hex
@@ -1409,7 +1416,7 @@ class Store:
                 )
             with self._statement(connection, write=True):
                 row = connection.execute(
-                    _PHASE2_CLAIM,
+                    _PHASE2_FORCED_CLAIM if force else _PHASE2_CLAIM,
                     {
                         "claim_now": now,
                         "claim_token": token,
@@ -1424,7 +1431,7 @@ class Store:
                 state = self._phase2_state(connection)
             assert state is not None
             # None: lost to a claimer whose run ended before this read (READ COMMITTED).
-            outcome = _phase2_refusal(state[0], int(state[0].input_seq), now)
+            outcome = _phase2_refusal(state[0], int(state[0].input_seq), now, force=force)
             return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
 
     @contextmanager
@@ -1524,6 +1531,48 @@ class Store:
 
     def all_stage1_outputs(self) -> list[Stage1Record]:
         return self.list_stage1_outputs()
+
+    def rebuild_inputs(self, claim: Claim) -> Phase2Inputs:
+        """What a rebuild consumes: every live stage-one output, oldest first, to be
+        consolidated from an empty memory; the current version is the base the gate compares
+        with, and the claimed watermark covers every change so far."""
+        with self._read() as connection:
+            job = connection.execute(
+                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            ).one()
+            outputs = [
+                _stage1_record(row)
+                for row in connection.execute(
+                    select(OUTPUTS)
+                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+                    .where(Thread.state == ThreadState.ACTIVE.value)
+                    .order_by(Stage1Output.source_updated_at, Stage1Output.thread_id)
+                )
+            ]
+            base = self._version(
+                connection,
+                connection.execute(
+                    select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+                ).first(),
+            )
+        return Phase2Inputs(
+            base=base,
+            watermark_from=int(job.last_success_watermark or 0),
+            watermark_to=int(claim.watermark or 0),
+            changed=outputs,
+            removed=[],
+        )
+
+    def live_output_thread_ids(self) -> frozenset[str]:
+        """Threads with a live stage-one output: what a complete memory would cite."""
+        with self._read() as connection:
+            return frozenset(
+                connection.execute(
+                    select(Stage1Output.thread_id)
+                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+                    .where(Thread.state == ThreadState.ACTIVE.value)
+                ).scalars()
+            )
 
     def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]:
         """Threads that may be cited: active, with a stored stage-one output."""
@@ -1631,6 +1680,7 @@ class Store:
                     input_tokens=result.input_tokens,
                     output_tokens=result.output_tokens,
                     quarantined=len(result.quarantined),
+                    evicted=result.evicted,
                 )
                 for entry in result.quarantined:
                     connection.execute(
@@ -2114,6 +2164,27 @@ _PHASE2_CLAIM = (
     .returning(Job.lease_epoch, Job.claimed_watermark)
 )
 
+# A rebuild: only a live lease stops it (not cooldown, backoff or an up-to-date watermark).
+_PHASE2_FORCED_CLAIM = (
+    update(Job)
+    .where(
+        Job.kind == PHASE2,
+        Job.job_key == PHASE2_KEY,
+        or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= _CLAIM_NOW),
+    )
+    .values(
+        **_lease_values(
+            bindparam("claim_token", type_=String()),
+            _CLAIM_NOW,
+            bindparam("claim_lease_until", type_=UTCDateTime()),
+            bindparam("claim_worker", type_=String()),
+        ),
+        input_watermark=_INPUT_SEQ,
+        claimed_watermark=_INPUT_SEQ,
+    )
+    .returning(Job.lease_epoch, Job.claimed_watermark)
+)
+
 
 # Asked once for every rollout a scan reads, so built once.
 _TOMBSTONE = select(Thread.state).where(Thread.thread_id == bindparam("tombstone"))
@@ -2234,10 +2305,14 @@ _SUCCEED_JOB = (
 )
 
 
-def _phase2_refusal(job: Row[Any], seq: int, now: datetime) -> ClaimOutcome | None:
+def _phase2_refusal(
+    job: Row[Any], seq: int, now: datetime, *, force: bool = False
+) -> ClaimOutcome | None:
     """Why the phase-two job cannot be claimed now, by precedence; None when it can."""
     if job.status == JobStatus.RUNNING.value and job.lease_until > now:
         return ClaimOutcome.SKIPPED_RUNNING
+    if force:
+        return None
     if (job.last_success_watermark or 0) >= seq:
         return ClaimOutcome.SKIPPED_UP_TO_DATE
     if job.retry_at is not None and job.retry_at > now:

@@ -58,7 +58,7 @@ def add_session(store: Store, cwd: str, quote: str, moment: datetime) -> str:
         task=f"work in {cwd}",
         task_outcome="success",
         cwd=cwd,
-        user_quotes=(f"work in {cwd}", quote),
+        facts=(quote,),
     )
     payload = Stage1Payload(
         raw_memory=render_raw_memory(notes),
