@@ -315,7 +315,7 @@ def generate(sessions_total: int, seed: int = 7) -> Corpus:
     """About `sessions_total` sessions (at least 5 a project), facts planted in them."""
     rng = random.Random(seed)
     cwds = [HOME, *(cwd for _, cwd in PROJECTS)]
-    per_cwd = max(8, sessions_total // len(cwds))
+    per_cwd = max(8, -(-sessions_total // len(cwds)))
     sessions: list[Session] = []
     facts: list[PlantedFact] = []
     for cwd_index, cwd in enumerate(cwds):
