@@ -148,7 +148,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "CONSOLIDATOR_MEMORY_BUDGET_BYTES",
         65536,
         int,
-        "Cap on MEMORY.md; the stalest, least-supported memory is evicted to fit.",
+        "Cap on MEMORY.md: older tasks fold into a compact entry first, then the stalest"
+        " single-witness bullets are evicted.",
     ),
     SettingSpec(
         "max_shrink_fraction",

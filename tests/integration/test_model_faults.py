@@ -801,6 +801,16 @@ def resend_a_shown_block_whole(prompt: Prompt) -> dict[str, Any]:
     return {"upserts": [shown], "deletions": [], "edits": []}
 
 
+def keep_both_values_unmarked(prompt: Prompt, *, older: str = "") -> dict[str, Any]:
+    thread = prompt.input_ids[0]
+    knowledge = (f"{older}The API server runs on port 6510", "The API server now runs on port 6511")
+    return {
+        "upserts": [block_payload(block_id_for(thread), [thread], knowledge=knowledge)],
+        "deletions": [],
+        "edits": [],
+    }
+
+
 def delete_most_blocks(prompt: Prompt) -> dict[str, Any]:
     result = block_per_input(prompt)
     result["deletions"] = prompt.touched_ids
@@ -866,6 +876,11 @@ REFUSED_ANSWERS: dict[str, tuple[Fault, Consolidator, str]] = {
         Fault.OK,
         resend_a_shown_block_whole,
         "already exists; change it with edits",
+    ),
+    "two_values_of_one_fact_unmarked": (
+        Fault.OK,
+        keep_both_values_unmarked,
+        "keeps two values of one fact and marks neither superseded",
     ),
     "schema_breaking_every_time": (
         Fault.SCHEMA_BREAKING,
@@ -1220,3 +1235,15 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
     assert fake_openai.max_concurrency == concurrency
     serial = threads * latency
     assert elapsed < 0.75 * serial, f"{elapsed:.2f}s for {threads} calls of {latency}s"
+
+
+def test_a_stale_value_kept_marked_superseded_is_committed(world: World) -> None:
+    world.model.consolidate = lambda prompt: keep_both_values_unmarked(
+        prompt, older="[superseded 2026-11-05] "
+    )
+
+    report = world.phase_two()
+
+    assert report.status == "succeeded", report.error
+    publish(world.store, world.memory_dir)
+    assert b"[superseded 2026-11-05] The API server runs on port 6510" in world.memory_file()
