@@ -35,8 +35,8 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     p6_stage_one_cpu,
     p7_claim_latency,
     p9_scale,
-    s1_fast_start,
     quality,
+    s1_fast_start,
 )
 from bench.common import Config, Result, machine_facts  # noqa: E402
 
