@@ -160,7 +160,7 @@ def plain_read(root: Path) -> float:
 
 
 def run(config: Config) -> list[Result]:
-    total = config.pick(1000, 130)
+    total = config.pick(1000, 88)
     corpus = quality_corpus.generate(total)
     sessions = config.workdir / "sessions"
     daily = Home(config.workdir / "home-default", sessions, DEFAULT_BUDGET)

@@ -181,3 +181,17 @@ def test_every_session_forgotten_leaves_an_empty_memory_and_no_error(store: Stor
     report = run_phase_two(store, ExtractiveBackend(), options(), rebuild=True)
     assert report.status == "succeeded", report.error
     assert current(store) == Memory()
+
+
+def test_one_fact_in_several_wordings_is_one_bullet_citing_each_session(store: Store) -> None:
+    said = [
+        add_session(store, DAY, "The dev database listens on port 5433"),
+        add_session(store, DAY + timedelta(days=1), "the dev database listens on port 5433."),
+        add_session(store, DAY + timedelta(days=2), "the dev database is listening on port 5433"),
+    ]
+    consolidate(store)
+    block = current(store).blocks[0]
+    (bullet,) = [b for b in block.knowledge if "5433" in b.text]
+    cited = {t for task in block.tasks if task.task_id in bullet.task_ids for t in task.thread_ids}
+    assert cited == set(said)
+    assert len(block.knowledge) == 1
