@@ -28,6 +28,7 @@ from consolidator.backends.base import (
 )
 from consolidator.security import redact, strip_invisible
 from consolidator.sources.items import ItemKind, RolloutItem
+from consolidator.sources.note import NOTE_ITEM
 
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
@@ -242,6 +243,7 @@ class _Session:
     unfixed: int = 0
     last_agent_message: str = ""
     spoken: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 # Text a harness puts in the user's turn, not typed by the user. Readers already classify
@@ -269,6 +271,8 @@ def _analyse(items: Sequence[RolloutItem], cwd: str | None) -> _Session:
     for item in items:
         if item.kind is ItemKind.USER:
             text = _user_text(item.text)
+            if text and item.name == NOTE_ITEM:
+                session.notes.append(text)  # handed over to be remembered, as it is
             if text:
                 spoken.append(text)
         elif item.kind is ItemKind.ASSISTANT and item.text.strip():
@@ -728,7 +732,10 @@ def _notes(session: _Session, rollout: Stage1Input) -> ExtractiveNotes:
     )
     files = _dedupe([*edited, *mentioned])[:MAX_FILES]
     keywords = _keywords(session)
-    instructions, facts = _user_statements(session.spoken)
+    said = [text for text in session.spoken if text not in session.notes]
+    instructions, facts = _user_statements(said)
+    noted = [_clip(_one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
+    facts = _dedupe([*noted, *facts])
     conclusions: list[str] = []
     if session.last_agent_message:
         agent_facts, conclusions = _agent_statements(session.last_agent_message)

@@ -23,6 +23,8 @@ from consolidator.sources.records import (
 
 NOTE_TYPE: Final = "consolidator_note"
 NOTE_VERSION: Final = 1
+# The name a note's text carries as an item: stage one keeps it whole, as something to remember.
+NOTE_ITEM: Final = "note"
 
 
 def is_note_record(record: Record) -> bool:
@@ -48,7 +50,9 @@ def cwd_named_by(record: Record) -> str | None:
 def items_from_record(record: Record) -> Iterator[RolloutItem]:
     text = non_empty(get_str(record, "text"))
     if is_note_record(record) and text is not None:
-        yield RolloutItem(ItemKind.USER, text, timestamp=parse_timestamp(record.get("timestamp")))
+        yield RolloutItem(
+            ItemKind.USER, text, name=NOTE_ITEM, timestamp=parse_timestamp(record.get("timestamp"))
+        )
 
 
 def note_record(note_id: str, *, text: str, cwd: str | None, timestamp: str, origin: str) -> Record:

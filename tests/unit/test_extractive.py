@@ -18,6 +18,7 @@ from consolidator.backends.extractive import (
     render_raw_memory,
 )
 from consolidator.sources.items import ItemKind, RolloutItem
+from consolidator.sources.note import NOTE_ITEM
 
 CWD = "/home/dev/projects/billing-api"
 
@@ -539,3 +540,10 @@ def test_an_installed_package_between_two_runs_is_the_fix() -> None:
             "pip install psycopg2-binary",
         ),
     )
+
+
+def test_a_note_handed_over_is_kept_whole_as_a_fact() -> None:
+    note = "In billing-api the staging database is reset every night at 02:00 UTC, not 03:00"
+    notes = notes_of(RolloutItem(ItemKind.USER, note, name=NOTE_ITEM))
+
+    assert notes.facts == (note,)
