@@ -33,7 +33,6 @@ def options(budget: int = 1 << 20) -> Phase2Options:
         lease_seconds=60,
         cooldown_seconds=0,
         memory_budget_bytes=budget,
-        input_budget_chars=200_000,
     )
 
 

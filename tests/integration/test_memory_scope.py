@@ -20,7 +20,6 @@ OPTIONS = Phase2Options(
     lease_seconds=60,
     cooldown_seconds=0,
     memory_budget_bytes=1 << 20,
-    input_budget_chars=200_000,
 )
 HOME = "/home/dev"
 SHOP = "/home/dev/shop"
