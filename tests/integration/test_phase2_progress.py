@@ -134,7 +134,10 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert {t.thread_id for t in threads} - {poisonous} <= cited
     assert_no_request_repeated(server)
     # The reason is in the quarantine listing with the thread, for an admin to read.
-    assert any(poisonous in text and reason in why for why, text in store.quarantined_entries())
+    assert any(
+        poisonous in entry.text and reason in entry.reason and entry.thread_ids == {poisonous}
+        for entry in store.quarantined_entries()
+    )
     calls = server.call_count
 
     # The poison is gone (the model was fixed): `retry` queues the input, and it commits.
