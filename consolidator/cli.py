@@ -57,6 +57,9 @@ class WorkFailed(Exception):
     """The command ran but its work failed (exit code 1)."""
 
 
+_UNWRAPPED_WIDTH = 100_000
+
+
 @dataclass
 class Invocation:
     settings: Settings
@@ -69,7 +72,13 @@ class Invocation:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=False, highlight=False)
+            if sys.stdout.isatty():
+                self._console = Console(stderr=False, highlight=False)
+            else:
+                # Redirected output is read by scripts and pagers: one value, one line.
+                self._console = Console(
+                    stderr=False, highlight=False, soft_wrap=True, width=_UNWRAPPED_WIDTH
+                )
         return self._console
 
     def emit(self, payload: dict[str, Any], human: Callable[[], None]) -> None:
