@@ -25,8 +25,16 @@ def test_an_injected_session_is_withheld_from_every_file(tmp_path: Path, db_url:
     sessions = tmp_path / "sessions"
     started = datetime.now(UTC) - timedelta(hours=3)
     hostile, clean = str(uuid.uuid4()), str(uuid.uuid4())
-    write_rollout(sessions, hostile, started, user_texts=(INJECTION,))
-    write_rollout(sessions, clean, started + timedelta(minutes=5))
+    # Each session holds a standing instruction, so each has something worth remembering.
+    write_rollout(
+        sessions, hostile, started, user_texts=(INJECTION, "Always run make lint before pushing.")
+    )
+    write_rollout(
+        sessions,
+        clean,
+        started + timedelta(minutes=5),
+        user_texts=("Always run the tests with -x in this repo.",),
+    )
     env = base_env(tmp_path / "home", sessions, CONSOLIDATOR_DB_URL=db_url)
     run_cli(env, "db", "upgrade")
 
