@@ -853,6 +853,7 @@ class Store:
                     )
                 )
             touched = list(affected)
+            current_new: int | None = None
             if current in affected:
                 version = self._insert_version_row(
                     connection,
@@ -874,12 +875,14 @@ class Store:
                     )
                 )
                 touched.append(version)
+                current_new = version
             if emptied:
                 connection.execute(
                     delete(MemoryVersionBlock).where(MemoryVersionBlock.block_ref.in_(emptied))
                 )
                 connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
             self._update_content_bytes(connection, touched)
+            self._update_diff_summaries(connection, [v for v in touched if v != current_new])
         for thread_id in thread_ids:
             connection.execute(
                 delete(QuarantinedEntry).where(
@@ -887,6 +890,36 @@ class Store:
                 )
             )
         return len(affected)
+
+    def _update_diff_summaries(self, connection: Connection, versions: list[int]) -> None:
+        """A forget rewrites older versions in place, so what each of them changed against the
+        version before it is counted again from the stored blocks."""
+        if not versions:
+            return
+        wanted = sorted({*versions, *(v - 1 for v in versions)})
+        records = {
+            record.version: record
+            for record in self._versions(
+                connection,
+                connection.execute(select(VERSIONS).where(MemoryVersion.version.in_(wanted))).all(),
+            )
+        }
+        for version in versions:
+            record = records.get(version)
+            if record is None:
+                continue
+            previous = records.get(version - 1)
+            if previous is None and version != 1:
+                continue
+            before = decode(previous.memory_json) if previous else Memory(())
+            summary = diff_summary(before, decode(record.memory_json))
+            if record.kind == "rollback":
+                summary = record.diff_summary.split(": ", 1)[0] + ": " + summary
+            connection.execute(
+                update(MemoryVersion)
+                .where(MemoryVersion.version == version)
+                .values(diff_summary=summary)
+            )
 
     def _update_content_bytes(self, connection: Connection, versions: list[int]) -> None:
         per_version: dict[int, list[int]] = {version: [] for version in versions}

@@ -160,3 +160,18 @@ def test_clear_all_removes_every_block(store: Store) -> None:
     store.clear_all()
     assert count(store, MemoryBlock) == 0 and count(store, MemoryBlockThread) == 0
     assert store.current_version() is None
+
+
+def test_history_columns_follow_a_forget(store: Store) -> None:
+    for thread in ("a", "b"):
+        add_output(store, thread, thread)
+    v1 = commit(store, Memory((group("one", "a"),)))
+    v2 = commit(store, Memory((group("one", "a"), group("two", "b"))))
+    assert "+1 block" in store.get_version(v2).diff_summary  # type: ignore[union-attr]
+
+    assert store.forget_thread("b")
+
+    by_version = {v.version: v for v in store.list_versions()}
+    assert by_version[v2].content_bytes == len(by_version[v2].content_md.encode())
+    assert by_version[v2].content_bytes == by_version[v1].content_bytes
+    assert by_version[v2].diff_summary == "no changes", by_version[v2].diff_summary
