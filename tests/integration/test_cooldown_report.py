@@ -11,6 +11,9 @@ from consolidator.scanner import scan
 from consolidator.stage_one import Stage1Options, run_stage_one
 from tests.integration.test_scanner import write_rollout
 
+# A standing instruction, so the offline stage one has something to remember.
+STANDING = "Always run make lint before pushing (note {number})."
+
 OPTIONS = Phase2Options(
     lease_seconds=60,
     cooldown_seconds=3600,
@@ -20,14 +23,14 @@ OPTIONS = Phase2Options(
 
 
 def test_cooldown_skip_names_the_next_allowed_time(store: Store, tmp_path: Path) -> None:
-    write_rollout(tmp_path / "s" / "a.jsonl", "thread-a", messages=2)
+    write_rollout(tmp_path / "s" / "a.jsonl", "thread-a", messages=2, text=STANDING)
     scan(store, tmp_path / "s", retry_budget=3)
     stage1 = Stage1Options(4, 60, Eligibility(0, 0), 100_000)
     backend = ExtractiveBackend()
     run_stage_one(store, backend, stage1)
     first = run_phase_two(store, backend, OPTIONS)
     assert first.status == "succeeded", first
-    write_rollout(tmp_path / "s" / "b.jsonl", "thread-b", messages=2)
+    write_rollout(tmp_path / "s" / "b.jsonl", "thread-b", messages=2, text=STANDING)
     scan(store, tmp_path / "s", retry_budget=3)
     run_stage_one(store, backend, stage1)
 

@@ -32,8 +32,10 @@ from consolidator.sources.items import RolloutHeader, SourceFormat
 T0_NS = 1_795_000_000_000_000_000
 
 
-def write_rollout(path: Path, thread_id: str, messages: int = 1) -> Path:
-    """A small Codex rollout: session_meta, then `messages` user messages."""
+def write_rollout(
+    path: Path, thread_id: str, messages: int = 1, text: str = "message {number}"
+) -> Path:
+    """A small Codex rollout: session_meta, then `messages` user messages (`text`, numbered)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "id": thread_id,
@@ -45,8 +47,8 @@ def write_rollout(path: Path, thread_id: str, messages: int = 1) -> Path:
     }
     lines = [{"timestamp": "2026-11-16T09:14:03.000Z", "type": "session_meta", "payload": meta}]
     for number in range(messages):
-        text = {"type": "input_text", "text": f"message {number}"}
-        item = {"type": "message", "role": "user", "content": [text]}
+        content = {"type": "input_text", "text": text.format(number=number)}
+        item = {"type": "message", "role": "user", "content": [content]}
         lines.append(
             {"timestamp": f"2026-11-16T09:15:{number % 60:02d}.000Z", "type": "response_item"}
             | {"payload": item}
