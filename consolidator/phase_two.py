@@ -280,9 +280,16 @@ def consolidate(
     queue: list[_Piece] = []
     rest = list(inputs.changed)
     changed_earlier = False
+    asked = False
     while queue or rest:
-        if watch is not None and watch.lost.is_set():
+        if watch is not None and (
+            watch.lost.is_set()
+            # A worker frozen past its lease learns of it here, before it asks the model again.
+            or (asked and not store.renew_lease(claim, lease_seconds=options.lease_seconds))
+        ):
+            watch.lost.set()
             raise LeaseLost("the lease was lost during consolidation")
+        asked = True
         if queue:
             piece = queue.pop(0)
         else:
@@ -457,6 +464,7 @@ def run_phase_two(
             return _failed(store, claim, report, str(exc))
         except LeaseLost as exc:
             report.status, report.error = "failed", f"{exc}; nothing was written"
+            log.warning(report.error, extra={"action": "phase2_lease_lost"})
             return report
         except Exception as exc:
             # A bug must not sit on the lease until it expires: back off, then surface it.
