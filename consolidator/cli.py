@@ -175,7 +175,9 @@ def _store(settings: Settings) -> Iterator[Store]:
 
     prepare_state_dir(settings.home)
     engine = open_engine(
-        settings.db_url, connect_timeout_seconds=settings.db_connect_timeout_seconds
+        settings.db_url,
+        connect_timeout_seconds=settings.db_connect_timeout_seconds,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
     )
     try:
         yield Store(engine)
@@ -241,7 +243,9 @@ def db_upgrade(**params: Any) -> None:
     prepare_state_dir(inv.settings.home)
     try:
         engine = create_db_engine(
-            inv.settings.db_url, connect_timeout_seconds=inv.settings.db_connect_timeout_seconds
+            inv.settings.db_url,
+            connect_timeout_seconds=inv.settings.db_connect_timeout_seconds,
+            statement_timeout_seconds=inv.settings.db_statement_timeout_seconds,
         )
     except BadDatabaseURL as exc:
         raise ConfigError(str(exc)) from exc
@@ -1091,7 +1095,17 @@ def _database_error(exc: Exception) -> str | None:
 
     if not isinstance(exc, OperationalError):
         return None
-    return str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+    if getattr(exc.orig, "sqlstate", None) == _PG_QUERY_CANCELED:
+        return (
+            f"{reason}: a statement ran or waited for a lock longer than "
+            "CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS (is a long transaction holding a lock?)"
+        )
+    return reason
+
+
+# PostgreSQL's SQLSTATE for a statement cancelled by `statement_timeout`.
+_PG_QUERY_CANCELED = "57014"
 
 
 def main(argv: list[str] | None = None) -> None:

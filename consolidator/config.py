@@ -197,6 +197,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Give up connecting to the database after this long (exit code 3).",
     ),
     SettingSpec(
+        "db_statement_timeout_seconds",
+        "CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS",
+        300.0,
+        float,
+        "PostgreSQL: cancel one statement that runs (or waits for a lock) this long (exit code 3).",
+    ),
+    SettingSpec(
         "openai_api",
         "CONSOLIDATOR_OPENAI_API",
         "chat",
@@ -238,6 +245,7 @@ class Settings:
     max_output_tokens: int
     model_timeout_seconds: float
     db_connect_timeout_seconds: float
+    db_statement_timeout_seconds: float
     openai_api: Literal["chat", "responses"]
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -338,6 +346,7 @@ def build_settings(
         "max_output_tokens",
         "model_timeout_seconds",
         "db_connect_timeout_seconds",
+        "db_statement_timeout_seconds",
     ):
         if not values[name] > 0 or values[name] == float("inf"):
             raise ConfigError(
@@ -389,6 +398,7 @@ def build_settings(
         max_output_tokens=values["max_output_tokens"],
         model_timeout_seconds=values["model_timeout_seconds"],
         db_connect_timeout_seconds=values["db_connect_timeout_seconds"],
+        db_statement_timeout_seconds=values["db_statement_timeout_seconds"],
         openai_api=values["openai_api"],
         openai_api_key=env.get("OPENAI_API_KEY") or None,
         openai_base_url=env.get("OPENAI_BASE_URL") or None,

@@ -421,7 +421,9 @@ def run_daemon(
     """
     prepare_state_dir(settings.home)
     engine = open_engine(
-        settings.db_url, connect_timeout_seconds=settings.db_connect_timeout_seconds
+        settings.db_url,
+        connect_timeout_seconds=settings.db_connect_timeout_seconds,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
     )
     abandoned = False
     try:

@@ -63,7 +63,11 @@ def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> 
         )
     redaction = redact(text)
     refused = [t for t in scan_threats(redaction.text) if t.kind in _REFUSED]
-    engine = open_engine(settings.db_url)
+    engine = open_engine(
+        settings.db_url,
+        connect_timeout_seconds=settings.db_connect_timeout_seconds,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
+    )
     try:
         store = Store(engine)
         if refused:

@@ -25,6 +25,7 @@ def open_engine(
     *,
     auto_upgrade_sqlite: bool = True,
     connect_timeout_seconds: float = 10.0,
+    statement_timeout_seconds: float = 300.0,
 ) -> Engine:
     """Connect, and make sure the schema is current.
 
@@ -45,7 +46,11 @@ def open_engine(
         redact_url,
     )
 
-    engine = create_db_engine(url, connect_timeout_seconds=connect_timeout_seconds)
+    engine = create_db_engine(
+        url,
+        connect_timeout_seconds=connect_timeout_seconds,
+        statement_timeout_seconds=statement_timeout_seconds,
+    )
     try:
         with engine.connect() as connection:
             if is_sqlite(engine):

@@ -27,7 +27,7 @@ from consolidator.private_files import prepare_sqlite_files
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
 # No single statement of ours runs this long on PostgreSQL; one that does is stuck.
-PG_STATEMENT_TIMEOUT_SECONDS = 300
+DEFAULT_STATEMENT_TIMEOUT_SECONDS = 300.0
 # Execution option marking a transaction that only reads: on SQLite it may stay deferred.
 READ_ONLY_OPTION = "consolidator_read_only"
 # Execution option: seconds to wait for SQLite's write lock before raising `WriteLockBusy`
@@ -82,10 +82,11 @@ def create_db_engine(
     *,
     pool_size: int = 10,
     connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    statement_timeout_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
 ) -> Engine:
     """An engine for `raw_url`. PostgreSQL gives up connecting after
-    `connect_timeout_seconds` and cancels any statement running past
-    `PG_STATEMENT_TIMEOUT_SECONDS`, so a stuck server never hangs a cron run."""
+    `connect_timeout_seconds` and cancels any statement running (or waiting for a lock) past
+    `statement_timeout_seconds`, so a stuck server or a forgotten lock never hangs a cron run."""
     url = normalize_url(raw_url)
     if url.get_backend_name() == "sqlite":
         assert url.database is not None
@@ -108,7 +109,7 @@ def create_db_engine(
     options = " ".join(
         [
             *([given] if isinstance(given, str) else given or []),
-            f"-c statement_timeout={PG_STATEMENT_TIMEOUT_SECONDS * 1000}",
+            f"-c statement_timeout={max(1, math.ceil(statement_timeout_seconds * 1000))}",
         ]
     )
     return create_engine(

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
+from consolidator.db.engine import create_db_engine
 from tests.cli_process import run_command
 from tests.daemon_process import PYTHON_CLI, base_env, copy_examples
 
@@ -114,3 +116,28 @@ def test_show_for_a_folder_without_memory_says_so(env: dict[str, str], tmp_path:
         [*PYTHON_CLI, "show", "--cwd", str(tmp_path / "elsewhere")], env, timeout=60
     )
     assert result.stdout.startswith("no memory applies to ")
+
+
+@pytest.mark.timeout(90)
+def test_a_postgresql_statement_stuck_behind_a_lock_is_cancelled_with_exit_3(
+    env: dict[str, str], pg_url: str
+) -> None:
+    env["CONSOLIDATOR_DB_URL"] = pg_url
+    run_command([*PYTHON_CLI, "db", "upgrade"], env, timeout=60)
+    env["CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS"] = "1"
+    holder = create_db_engine(pg_url)
+    try:
+        with holder.begin() as connection:
+            # A forgotten transaction elsewhere holds the table `status` reads.
+            connection.execute(text("LOCK TABLE threads IN ACCESS EXCLUSIVE MODE"))
+            seconds = one_line_error(
+                env,
+                "status",
+                expect=3,
+                naming="CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS",
+            )
+            assert seconds < 40, seconds  # it would otherwise wait for the lock forever
+    finally:
+        holder.dispose()
+    # Once the lock is gone the same command works.
+    run_command([*PYTHON_CLI, "status"], env, timeout=60)
