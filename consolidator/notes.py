@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from consolidator.config import Settings
-from consolidator.security import redact, scan_threats
+from consolidator.security.redaction import redact
+from consolidator.security.threats import scan_threats
 from consolidator.sources.note import note_record
 
 NOTES_DIR: Final = "notes"

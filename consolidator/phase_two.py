@@ -43,7 +43,7 @@ from consolidator.memory.merge import apply_changes, folded_task_count, shrink_f
 from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.security import redact
+from consolidator.security.redaction import redact
 from consolidator.slices import (
     BLOCKS_SHARE,
     SliceBudget,

@@ -37,7 +37,9 @@ from consolidator.db.store import (
 )
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
-from consolidator.security import redact, scan_threats, strip_invisible
+from consolidator.security.invisible import strip_invisible
+from consolidator.security.redaction import redact
+from consolidator.security.threats import scan_threats
 from consolidator.sources.items import ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
 

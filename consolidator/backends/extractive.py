@@ -26,7 +26,8 @@ from consolidator.backends.base import (
     Stage1Input,
     Stage1Result,
 )
-from consolidator.security import redact, strip_invisible
+from consolidator.security.invisible import strip_invisible
+from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.note import NOTE_ITEM
 

@@ -23,7 +23,7 @@ from consolidator.memory.model import (
     invariant_violations,
 )
 from consolidator.memory.render import render_memory_md
-from consolidator.security import scan_threats
+from consolidator.security.threats import scan_threats
 
 
 class GateRefused(Exception):

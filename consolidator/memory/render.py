@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from consolidator.invisible import strip_invisible
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import (
     SECTIONS,
@@ -38,6 +37,7 @@ from consolidator.memory.model import (
     ThreadCitation,
     is_valid_id,
 )
+from consolidator.security.invisible import strip_invisible
 
 ANY_CWD: Final = "*"
 

@@ -291,7 +291,7 @@ def summary_problems(
         problems.append(
             f"the summary cites {len(dead)} thread(s) that are not live, e.g. {dead[0]}"
         )
-    from consolidator.security import scan_threats  # the secret detectors load only here
+    from consolidator.security.threats import scan_threats  # the secret detectors load only here
 
     threats = scan_threats(text)
     if threats:

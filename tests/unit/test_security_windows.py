@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from consolidator import security
-from consolidator.security import PLACEHOLDER, redact
+from consolidator.security import credentials, redaction, tokens
+from consolidator.security import spans as search
+from consolidator.security.redaction import redact
+from consolidator.security.spans import PLACEHOLDER
 
 # The lower-case needles each plugin needed somewhere in the text before it ran.
 _OLD_GATES: dict[str, tuple[str, ...]] = {
@@ -33,14 +35,14 @@ _OLD_GATES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _plugin_name(plugin: security._Plugin) -> str:
+def _plugin_name(plugin: tokens._Plugin) -> str:
     return type(plugin.detector).__name__
 
 
 def reference_detect_secrets(text: str) -> set[tuple[int, int, str]]:
-    lowered = security._lower(text)
+    lowered = search.lower(text)
     values: dict[str, str] = {}
-    for plugin in security._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._DETECT_SECRETS_PLUGINS:
         gate = _OLD_GATES.get(_plugin_name(plugin), ())
         if gate and not any(needle in lowered for needle in gate):
             continue
@@ -52,7 +54,7 @@ def reference_detect_secrets(text: str) -> set[tuple[int, int, str]]:
     for value, label in values.items():
         start = text.find(value)
         while start != -1:
-            begin, end = security._extend_token(text, start, start + len(value))
+            begin, end = tokens._extend_token(text, start, start + len(value))
             spans.add((begin, end, label))
             start = text.find(value, end)
     return spans
@@ -61,29 +63,29 @@ def reference_detect_secrets(text: str) -> set[tuple[int, int, str]]:
 def reference_tokens(text: str) -> set[tuple[int, int, str]]:
     return {
         (m.start(), m.end(), token.label)
-        for token in security._TOKEN_PATTERNS
+        for token in tokens._TOKEN_PATTERNS
         for m in token.regex.finditer(text)
-        if security._at_word_start(text, m)
+        if search.at_word_start(text, m)
     }
 
 
 def reference_headers(text: str) -> set[tuple[int, int, str]]:
     spans = {
         (m.start(1), m.end(1), "bearer token")
-        for m in security._BEARER.finditer(text)
+        for m in tokens._BEARER.finditer(text)
         if any(c.isdigit() for c in m.group(1))
     }
     spans.update(
-        (m.start(1), m.end(1), "authorization header") for m in security._AUTH_HEADER.finditer(text)
+        (m.start(1), m.end(1), "authorization header") for m in tokens._AUTH_HEADER.finditer(text)
     )
     return spans
 
 
 def reference_assignments(text: str) -> set[tuple[int, int, str]]:
     """The keyword search as it was (one `find` loop per keyword), then the same checks."""
-    lowered = security._lower(text)
+    lowered = search.lower(text)
     candidates: set[tuple[int, str]] = set()
-    for keyword in security._ASSIGNMENT_KEYWORDS:
+    for keyword in credentials._ASSIGNMENT_KEYWORDS:
         found = lowered.find(keyword)
         while found != -1:
             candidates.add((found + len(keyword), keyword))
@@ -93,39 +95,39 @@ def reference_assignments(text: str) -> set[tuple[int, int, str]]:
     for name_end, keyword in sorted(candidates):
         if name_end <= covered:
             continue
-        after = security._AFTER_NAME.match(text, name_end)
+        after = credentials._AFTER_NAME.match(text, name_end)
         if after is None:
             continue
         covered = after.end()
         name_start = name_end - len(keyword)
-        floor = max(0, name_start - security._MAX_NAME_CHARS)
-        while name_start > floor and text[name_start - 1] in security._NAME_CHARS:
+        floor = max(0, name_start - credentials._MAX_NAME_CHARS)
+        while name_start > floor and text[name_start - 1] in search.NAME_CHARS:
             name_start -= 1
         name = text[name_start:name_end]
-        if security._ENV_NAME.fullmatch(name):
-            span = security._literal_value(after, strict=False, sep=after.group("sep"))
-        elif security._SECRET_NAME.fullmatch(name):
-            span = security._literal_value(after, strict=True, sep=after.group("sep"))
+        if credentials._ENV_NAME.fullmatch(name):
+            span = credentials._literal_value(after, strict=False, sep=after.group("sep"))
+        elif credentials._SECRET_NAME.fullmatch(name):
+            span = credentials._literal_value(after, strict=True, sep=after.group("sep"))
         else:
             continue
         if span is None:
             continue
-        if keyword == "key" and security._WORDY.fullmatch(text[span[0] : span[1]]):
+        if keyword == "key" and credentials._WORDY.fullmatch(text[span[0] : span[1]]):
             continue
         spans.add((*span, "secret assignment"))
     return spans
 
 
-def reference_redact(text: str) -> security.Redaction:
+def reference_redact(text: str) -> redaction.Redaction:
     """`redact` re-checking each changed region on its own, as before the joined check."""
     total = 0
     regions = [(0, len(text))]
-    for _ in range(security._MAX_PASSES):
+    for _ in range(redaction._MAX_PASSES):
         parts: list[str] = []
         changed: list[tuple[int, int]] = []
         position = shift = 0
         for start, end in regions:
-            chunk, placed, _labels = security._redact_once(text[start:end])
+            chunk, placed, _labels = redaction.redact_once(text[start:end])
             parts.append(text[position:start])
             parts.append(chunk)
             position = end
@@ -138,15 +140,15 @@ def reference_redact(text: str) -> security.Redaction:
             break
         parts.append(text[position:])
         text = "".join(parts)
-        regions = security._surrounding_lines(text, changed)
-    return security.Redaction(text, total)
+        regions = search.surrounding_lines(text, changed)
+    return redaction.Redaction(text, total)
 
 
 def _patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
-    for plugin in security._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._DETECT_SECRETS_PLUGINS:
         for index, regex in enumerate(plugin.detector.denylist):
             yield f"{_plugin_name(plugin)}[{index}]", regex
-    for index, token in enumerate(security._TOKEN_PATTERNS):
+    for index, token in enumerate(tokens._TOKEN_PATTERNS):
         yield f"token[{index}] {token.label}", token.regex
 
 
@@ -245,7 +247,7 @@ def _same_or_more(
 @_FUZZ
 @given(text=_texts)
 def test_anchored_plugins_find_what_whole_text_scans_found(text: str) -> None:
-    found = set(security._detect_secrets_spans(security._Scan(text)))
+    found = set(tokens.detect_secrets_spans(search.Scan(text)))
 
     _same_or_more(found, reference_detect_secrets(text), text)
 
@@ -253,19 +255,19 @@ def test_anchored_plugins_find_what_whole_text_scans_found(text: str) -> None:
 @_FUZZ
 @given(text=_texts)
 def test_anchored_token_patterns_find_what_whole_text_scans_found(text: str) -> None:
-    assert set(security._token_spans(security._Scan(text))) == reference_tokens(text)
+    assert set(tokens.token_spans(search.Scan(text))) == reference_tokens(text)
 
 
 @_FUZZ
 @given(text=_texts)
 def test_header_patterns_tried_at_their_word_find_what_a_scan_found(text: str) -> None:
-    assert set(security._header_spans(security._Scan(text))) == reference_headers(text)
+    assert set(tokens.header_spans(search.Scan(text))) == reference_headers(text)
 
 
 @_FUZZ
 @given(text=_texts)
 def test_keywords_read_off_shorter_ones_find_the_same_assignments(text: str) -> None:
-    found = set(security._assignment_spans(security._Scan(text)))
+    found = set(credentials.assignment_spans(search.Scan(text)))
 
     _same_or_more(found, reference_assignments(text), text)
 
@@ -351,7 +353,7 @@ def test_header_credentials_are_found_deep_in_a_text(header: str) -> None:
 
 def test_many_anchor_hits_fall_back_to_the_whole_text() -> None:
     key = "sk-proj-" + "Xa9bT2cd3EfGh4iJk5LmNo6pQr7StUv8"
-    noise = "\n".join(f"task-{i} disk-usage sk-x" for i in range(security._MAX_ANCHOR_HITS))
+    noise = "\n".join(f"task-{i} disk-usage sk-x" for i in range(search.MAX_ANCHOR_HITS))
 
     result = redact(f"{noise}\nOPENAI key {key}\n{noise}")
 
@@ -390,11 +392,11 @@ def test_prefix_anchors_cover_every_literal_prefix() -> None:
         "TelegramBotTokenDetector": ["123456789:" + "Ab-_0" * 7],
         "TwilioKeyDetector": ["AC" + "a" * 32, "SK" + "0" * 32],
     }
-    for plugin in security._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._DETECT_SECRETS_PLUGINS:
         if not plugin.anchors:
             continue
         for sample in samples[_plugin_name(plugin)]:
-            scan = security._Scan(f"x {sample} y")
+            scan = search.Scan(f"x {sample} y")
             assert scan.windows(plugin.anchors), (_plugin_name(plugin), sample)
 
 
@@ -407,12 +409,10 @@ def test_prefix_anchors_cover_every_literal_prefix() -> None:
     ).map("".join)
 )
 def test_anchored_matching_is_finditer(text: str) -> None:
-    scan = security._Scan(text)
-    anchored = security._anchored(
-        text, security._BEARER, scan.hits(security._BEARER_WORD), offset=0
-    )
+    scan = search.Scan(text)
+    anchored = search.anchored(text, tokens._BEARER, scan.hits(tokens._BEARER_WORD), offset=0)
 
-    assert [m.span() for m in anchored] == [m.span() for m in security._BEARER.finditer(text)]
+    assert [m.span() for m in anchored] == [m.span() for m in tokens._BEARER.finditer(text)]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -432,6 +432,6 @@ def test_a_needle_searched_from_a_rarer_letter_is_found_where_find_finds_it(
         expected.append(found)
         found = text.find(word, found + len(word))
 
-    anchor = security._literal(word, pivot=pivot % len(word))
+    anchor = search.literal(word, pivot=pivot % len(word))
 
-    assert security._Scan(text).hits(anchor) == expected
+    assert search.Scan(text).hits(anchor) == expected

@@ -15,7 +15,7 @@ import pytest
 
 from consolidator.db.store import ThreadRecord, ThreadState
 from consolidator.reduction import reduce_items, render_transcript
-from consolidator.security import PLACEHOLDER
+from consolidator.security.spans import PLACEHOLDER
 from consolidator.sources.items import ReadReport
 from consolidator.sources.reader import iter_items, read_header
 from consolidator.stage_one import build_input, redact_items

@@ -1,6 +1,6 @@
 """Invisible Unicode: the characters that render as nothing or reorder the text around them.
 
-Kept apart from the secret and threat scanner (`security`, which re-exports these) so that
+Kept apart from the secret detectors and the threat scanner so that
 rendering memory, which strips them from every value, does not load the scanner's detectors.
 """
 

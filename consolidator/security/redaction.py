@@ -1,0 +1,120 @@
+"""Secret redaction for text that crosses a trust boundary.
+
+Rollout text is redacted before it leaves the process and before it is stored. The detectors
+live beside this module (token shapes, written credentials, private keys); this one merges
+their findings and replaces each with one placeholder until nothing changes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from consolidator.security.credentials import credential_spans
+from consolidator.security.pem import pem_spans
+from consolidator.security.spans import PLACEHOLDER, Scan, Span, surrounding_lines
+from consolidator.security.tokens import detect_secrets_spans, header_spans, token_spans
+
+# Enough for any single fixed point seen in practice; the loop normally stops after one pass
+# that finds nothing, and exists so that redact() is idempotent by construction.
+_MAX_PASSES = 4
+
+
+@dataclass(frozen=True)
+class Redaction:
+    text: str
+    count: int
+
+
+def redact(text: str) -> Redaction:
+    """Replace every secret in `text` with `[REDACTED_SECRET]`.
+
+    Overlapping findings are merged into one placeholder, so a token found by two detectors
+    (or by a detector that sees only its prefix) is never left half visible. The lines around
+    each replacement are checked again until nothing changes, which makes the function
+    idempotent by construction without paying for a second pass over unchanged text.
+    """
+    total = 0
+    regions = [(0, len(text))]
+    for _ in range(_MAX_PASSES):
+        if len(regions) > 1 and not _any_change(text, regions):
+            break
+        parts: list[str] = []
+        changed: list[tuple[int, int]] = []
+        position = shift = 0
+        for start, end in regions:
+            chunk, placed, _labels = redact_once(text[start:end])
+            parts.append(text[position:start])
+            parts.append(chunk)
+            position = end
+            if placed:
+                total += len(placed)
+                base = start + shift
+                changed.extend((base + a, base + b) for a, b in placed)
+            shift += len(chunk) - (end - start)
+        if not changed:
+            break
+        parts.append(text[position:])
+        text = "".join(parts)
+        regions = surrounding_lines(text, changed)
+    return Redaction(text, total)
+
+
+def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
+    """Whether a detection pass would change any of `regions` (whole lines of `text`).
+
+    Checked in one pass over the regions joined by a line holding a random nonce: each pass
+    costs some fifty pattern calls whatever the length, which made the re-check of a text
+    with many secrets slow. Joined, the regions can only show more findings,
+    never fewer: no pattern crosses a line unless it is one that also matches inside a
+    region (a private key's BEGIN and END lines), detect-secrets values and context words
+    seen in one region count in the others, and each region still starts and ends at a line
+    break. So "no change" here means no change in any region alone, and otherwise the
+    regions are redacted one by one as before.
+    """
+    separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
+    _, placed, _labels = redact_once(separator.join(text[start:end] for start, end in regions))
+    return bool(placed)
+
+
+def redact_once(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
+    """One detection pass: the new text, where its placeholders sit, and what each replaced."""
+    spans = _find_spans(text)
+    if not spans:
+        return text, [], []
+    merged: list[list[Any]] = []
+    for start, end, label in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, label])
+    parts: list[str] = []
+    placed: list[tuple[int, int]] = []
+    labels: list[str] = []
+    position = length = 0
+    for start, end, label in merged:
+        if text[start:end] == PLACEHOLDER:
+            continue
+        parts.append(text[position:start])
+        length += start - position
+        placed.append((length, length + len(PLACEHOLDER)))
+        parts.append(PLACEHOLDER)
+        length += len(PLACEHOLDER)
+        labels.append(label)
+        position = end
+    if not placed:
+        return text, [], []
+    parts.append(text[position:])
+    return "".join(parts), placed, labels
+
+
+def _find_spans(text: str) -> list[Span]:
+    scan = Scan(text)
+    spans: list[Span] = []
+    spans.extend(pem_spans(text))
+    spans.extend(detect_secrets_spans(scan))
+    spans.extend(token_spans(scan))
+    spans.extend(header_spans(scan))
+    spans.extend(credential_spans(scan))
+    return spans
