@@ -22,6 +22,11 @@ from typing import NamedTuple
 logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
+# Claude Code's compaction agent (`<session>/subagents/agent-acompact-<id>.jsonl`) is sent the
+# session's own conversation with an instruction to summarise it, and its answer is written
+# back into the session as the compact summary: read as a thread, it would only repeat, as a
+# second session, what the session's own file already holds. So it is not a rollout.
+COMPACTION_AGENT_PREFIX = "agent-acompact-"
 _BY_NAME = attrgetter("name")
 
 
@@ -51,7 +56,8 @@ class DiscoveryProblem:
 def discover_rollouts(
     root: Path | str, *, problems: list[DiscoveryProblem] | None = None
 ) -> Iterator[DiscoveredFile]:
-    """Every regular `*.jsonl` file under `root`, with the size and mtime of its one `stat`.
+    """Every regular `*.jsonl` file under `root`, with the size and mtime of its one `stat`,
+    except Claude Code compaction-agent transcripts (see `is_rollout_name`).
 
     Symlinked directories are followed, each directory at most once (by device and inode), so
     a loop ends and a linked-in tree is not reported twice. A directory that cannot be listed
@@ -83,7 +89,7 @@ def discover_rollout_batches(
         _record(problems, DiscoveryProblem(root_path, _reason(exc)))
         return
     if stat.S_ISREG(root_stat.st_mode):
-        if root_path.endswith(ROLLOUT_SUFFIX):
+        if is_rollout_name(Path(root_path).name):
             yield [(root_path, root_stat.st_size, root_stat.st_mtime_ns)]
         return
     if not stat.S_ISDIR(root_stat.st_mode):
@@ -91,6 +97,7 @@ def discover_rollout_batches(
 
     # Bound to locals: the loop below runs once per file.
     suffix = ROLLOUT_SUFFIX
+    not_a_rollout = COMPACTION_AGENT_PREFIX
     is_regular = stat.S_ISREG
     is_directory = stat.S_ISDIR
     visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
@@ -100,7 +107,8 @@ def discover_rollout_batches(
         files: list[tuple[str, int, int]] = []
         subdirectories: list[str] = []
         for entry in _list_directory(directory, problems):
-            if entry.name.endswith(suffix):
+            name = entry.name
+            if name.endswith(suffix) and not name.startswith(not_a_rollout):
                 try:
                     entry_stat = entry.stat()
                 except FileNotFoundError:
@@ -135,6 +143,12 @@ def discover_rollout_batches(
             yield files
         # Reversed so that popping from the end walks the tree in sorted order.
         pending.extend(reversed(subdirectories))
+
+
+def is_rollout_name(name: str) -> bool:
+    """Whether a file of this name is a session to read: a `*.jsonl` file that is not a
+    Claude Code compaction-agent transcript (a summary of a session, not a session)."""
+    return name.endswith(ROLLOUT_SUFFIX) and not name.startswith(COMPACTION_AGENT_PREFIX)
 
 
 def stat_file(path: str | Path) -> DiscoveredFile | None:

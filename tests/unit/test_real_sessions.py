@@ -16,7 +16,7 @@ import pytest
 
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive import ExtractiveBackend, parse_raw_memory
-from consolidator.db.store import Store
+from consolidator.db.store import Store, ThreadState
 from consolidator.scanner import scan
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
@@ -201,15 +201,6 @@ EXPECTED: dict[str, Expected] = {
         FUM_SESSION,
         "How Spotter.Services.Tmux.list_panes/0 works",
     ),
-    f"{FUM}/{FUM_SESSION}/subagents/agent-acompact-f46190.jsonl": Expected(
-        "claude",
-        f"{FUM_SESSION}.agent-acompact-f46190",
-        FUM_CWD + "/assets",
-        "spotter-fum",
-        "2.1.39",
-        FUM_SESSION,
-        "Your task is to create a detailed summary of the conversation so far",
-    ),
     # Published without its parent session: a sub-agent file whose parent is not on disk.
     "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
     f"{ORPHAN_PARENT}/subagents/agent-afc096d.jsonl": Expected(
@@ -224,10 +215,15 @@ EXPECTED: dict[str, Expected] = {
 }
 
 
+# Claude Code's compaction agent: sent the session's conversation to summarise, its answer is
+# the parent's compact summary. Kept in the corpus to show it is not read as a session.
+COMPACTION_AGENT = f"{FUM}/{FUM_SESSION}/subagents/agent-acompact-f46190.jsonl"
+
+
 def test_the_expectations_cover_every_corpus_file() -> None:
     on_disk = {str(path.relative_to(CORPUS)) for path in CORPUS.rglob("*.jsonl")}
 
-    assert on_disk == set(EXPECTED)
+    assert on_disk == set(EXPECTED) | {COMPACTION_AGENT}
 
 
 @pytest.mark.parametrize("relative", sorted(EXPECTED))
@@ -309,7 +305,7 @@ def test_status_counts_threads_per_format_version(store: Store) -> None:
 
     formats = {(source, version): n for source, version, n in store.status_counts().formats}
 
-    assert formats[("claude", "2.1.39")] == 3
+    assert formats[("claude", "2.1.39")] == 2
     assert formats[("claude", "1.0.98")] == 2
     assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
     assert sum(formats.values()) == len(EXPECTED)
@@ -368,6 +364,34 @@ def test_a_codex_compaction_quotes_no_request_twice_and_no_image_data(store: Sto
     assert users.count("[REDACTED_TEXT len=32 sha=821fd802]") == 1
     assert sum(text.count("[image]") for text in users) == 13
     assert "REDACTED_IMAGE_URL" not in rollout.transcript
+
+
+def test_a_compaction_agent_transcript_is_not_a_second_thread(store: Store) -> None:
+    """Its answer already reaches stage one as the parent's compact summary."""
+    report = scan(store, CORPUS, retry_budget=3)
+    parent = store.get_thread(FUM_SESSION)
+    assert parent is not None
+
+    rollout, _ = build_input(parent, BUDGET_CHARS)
+
+    assert report.new == len(EXPECTED)
+    assert store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190") is None
+    summary = "Enrich TranscriptRenderer with metadata, relative paths, thinking, and threading"
+    assert summary in (CORPUS / COMPACTION_AGENT).read_text(encoding="utf-8")
+    assert summary in rollout.transcript
+
+
+def test_a_compaction_agent_thread_from_before_is_dropped_by_the_next_scan(
+    store: Store,
+) -> None:
+    """A database that registered the compaction agent as a thread loses that duplicate."""
+    store.register_thread(read_header(CORPUS / COMPACTION_AGENT), ingested=False, retry_budget=3)
+
+    report = scan(store, CORPUS, retry_budget=3)
+
+    duplicate = store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190")
+    assert (report.new, report.deleted) == (len(EXPECTED), 1)
+    assert duplicate is not None and duplicate.state is ThreadState.DELETED
 
 
 # --- bad input inside real formats ------------------------------------------------------------
