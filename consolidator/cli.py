@@ -774,31 +774,36 @@ def rollback_command(version: int, **params: Any) -> None:
 @common_options
 def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
-    version, and its files. No model call; it stays forgotten on later scans."""
+    version, and its files. No model call; it stays forgotten on later scans. The threads of
+    the sub-agents a session spawned (Claude Code `subagents/agent-*.jsonl`) go with it."""
     from consolidator.notes import drop_note
     from consolidator.publish import drop_backups
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
         thread = store.get_thread(thread_id)
-        if thread is None and not store.is_forgotten(thread_id):
+        sub_agents = store.sub_agent_ids(thread_id)
+        if thread is None and not sub_agents and not store.is_forgotten(thread_id):
             raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
         forgotten = store.forget_thread(thread_id)
         if thread is not None and thread.source == "note":
             drop_note(inv.settings, thread.rollout_path)
         complete = store.purge_free_space()
         _publish(inv, store)
-        drop_backups(inv.settings.memory_dir, mentioning=thread_id)
+        for mentioned in (thread_id, *sub_agents):
+            drop_backups(inv.settings.memory_dir, mentioning=mentioned)
         version = store.current_version()
     inv.emit(
         {
             "thread_id": thread_id,
             "forgotten": forgotten,
+            "sub_agents_forgotten": sub_agents,
             "complete": complete,
             "version": version.version if version else None,
         },
         lambda: inv.console.print(
-            f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten"
+            (f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten")
+            + (f", with {len(sub_agents)} sub-agent thread(s)" if sub_agents else "")
         ),
     )
     if not complete:

@@ -551,7 +551,10 @@ class Store:
         updated_at = header.last_event_at or datetime.fromtimestamp(header.mtime_ns / 1e9, tz=UTC)
         bad = header.problem is not None
         state = ThreadState.BAD if bad else ThreadState.ACTIVE
-        if self._tombstoned(connection, header.thread_id):
+        if self._tombstoned(connection, header.thread_id) or (
+            # A sub-agent is part of its session: one forgotten stays forgotten with it.
+            header.parent_thread_id and self._tombstoned(connection, header.parent_thread_id)
+        ):
             return ThreadChange.UNCHANGED
         values = {
             "source": str(header.format or "unknown"),
@@ -725,6 +728,7 @@ class Store:
                         first_seen_at=now,
                         file_size=0,
                         file_mtime_ns=0,
+                        parent_thread_id=None,
                     )
                 )
                 # Phase two only counts the deletion; the log must not name the session either.
@@ -765,6 +769,7 @@ class Store:
                     rollout_path="",
                     cwd=None,
                     git_branch=None,
+                    parent_thread_id=None,
                     problem=None,
                     started_at=None,
                     source_updated_at=now,
@@ -1853,15 +1858,33 @@ class Store:
             .values(status=JobStatus.PENDING.value, ownership_token=None, lease_until=None)
         )
 
+    def sub_agent_ids(self, thread_id: str) -> list[str]:
+        """The threads of the sub-agents a session spawned that are not forgotten yet."""
+        with self._read() as connection:
+            return self._sub_agents(connection, thread_id)
+
+    def _sub_agents(self, connection: Connection, thread_id: str) -> list[str]:
+        return sorted(
+            connection.execute(
+                select(Thread.thread_id).where(
+                    Thread.parent_thread_id == thread_id,
+                    Thread.state != ThreadState.FORGOTTEN.value,
+                )
+            ).scalars()
+        )
+
     @_contention_retry
     def forget_thread(self, thread_id: str) -> bool:
         """Forget one thread now: output, job and every memory version; stays forgotten.
 
-        False when the thread is unknown or already forgotten.
+        The threads of its sub-agents go with it, since they are part of the session (their
+        files sit in its folder and hold work it delegated), and so do those met later.
+        False when neither the thread nor a sub-agent of it was left to forget.
         """
         with self._write() as connection:
             now = self._now(connection)
-            removed = self._remove_inputs(connection, [thread_id], ThreadState.FORGOTTEN, now)
+            doomed = [thread_id, *self._sub_agents(connection, thread_id)]
+            removed = self._remove_inputs(connection, doomed, ThreadState.FORGOTTEN, now)
         return bool(removed)
 
     @_contention_retry

@@ -16,7 +16,9 @@ import pytest
 
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive import ExtractiveBackend, parse_raw_memory
-from consolidator.db.store import Store, ThreadState
+from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
+from consolidator.memory.codec import encode
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.scanner import scan
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
@@ -392,6 +394,91 @@ def test_a_compaction_agent_thread_from_before_is_dropped_by_the_next_scan(
     duplicate = store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190")
     assert (report.new, report.deleted) == (len(EXPECTED), 1)
     assert duplicate is not None and duplicate.state is ThreadState.DELETED
+
+
+# --- forgetting a session forgets its sub-agents ------------------------------------------------
+
+FUM_AGENT = f"{FUM_SESSION}.agent-a7be2f0"
+OTHER = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
+
+
+def _extract(store: Store, thread_id: str) -> None:
+    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
+    assert claim.claimed
+    payload = Stage1Payload(
+        raw_memory=f"learned in {thread_id}",
+        rollout_summary=f"summary of {thread_id}",
+        rollout_slug=None,
+        backend="t",
+        model="m",
+    )
+    assert store.complete_stage1(claim, payload)
+
+
+def _block(thread_id: str) -> Block:
+    """A block whose one task and bullet cite only `thread_id`."""
+    cited = ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", "/w", "/r", "t")
+    task = Task(f"t-{thread_id}", f"work in {thread_id}", (cited,))
+    bullet = Bullet(f"fact from {thread_id}", (task.task_id,))
+    return Block(f"b-{thread_id}", thread_id, "scope", "/w", "rule", (task,), knowledge=(bullet,))
+
+
+def test_forgetting_a_session_forgets_its_sub_agents_in_every_version(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+    for thread_id in (FUM_SESSION, FUM_AGENT, OTHER):
+        _extract(store, thread_id)
+    claim = store.try_claim_phase2(lease_seconds=60)
+    assert claim.claimed
+    memory = Memory((_block(FUM_SESSION), _block(FUM_AGENT), _block(OTHER)))
+    result = Phase2Result(encode(memory), "consolidation", 0, "t", "m")
+    assert store.commit_phase2(claim, result, cooldown_seconds=0).committed
+
+    assert store.sub_agent_ids(FUM_SESSION) == [FUM_AGENT]
+    assert store.forget_thread(FUM_SESSION)
+
+    current = store.current_version()
+    assert current is not None and current.kind == "forget"
+    assert FUM_AGENT not in current.content_md and FUM_SESSION not in current.content_md
+    assert OTHER in current.content_md
+    for version in store.list_versions():
+        assert FUM_SESSION not in version.memory_json, version.version
+    assert store.get_thread(FUM_SESSION) is None and store.get_thread(FUM_AGENT) is None
+    assert store.is_forgotten(FUM_SESSION) and store.is_forgotten(FUM_AGENT)
+    assert store.sub_agent_ids(FUM_SESSION) == []
+    # The tombstones name no session, not even the parent through a link.
+    assert not [row for row in store.scan_index().values() if FUM_SESSION in str(row)]
+
+    again = scan(store, CORPUS, retry_budget=3)
+
+    assert (again.new, again.changed) == (0, 0)
+    assert store.get_thread(FUM_AGENT) is None
+
+
+def test_a_sub_agent_met_after_its_session_was_forgotten_stays_forgotten(
+    tmp_path: Path, store: Store
+) -> None:
+    session = CORPUS / FUM / f"{FUM_SESSION}.jsonl"
+    copy = tmp_path / "projects" / "p"
+    copy.mkdir(parents=True)
+    shutil.copy(session, copy / session.name)
+    scan(store, tmp_path, retry_budget=3)
+    assert store.forget_thread(FUM_SESSION)
+    shutil.copytree(CORPUS / FUM / FUM_SESSION, copy / FUM_SESSION)
+
+    report = scan(store, tmp_path, retry_budget=3)
+
+    assert report.new == 0
+    assert store.get_thread(FUM_AGENT) is None
+
+
+def test_forgetting_the_absent_parent_of_a_sub_agent_forgets_the_sub_agent(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+
+    assert store.forget_thread(ORPHAN_PARENT)
+
+    assert store.get_thread(f"{ORPHAN_PARENT}.agent-afc096d") is None
+    assert store.is_forgotten(f"{ORPHAN_PARENT}.agent-afc096d")
+    assert not store.forget_thread(ORPHAN_PARENT)
 
 
 # --- bad input inside real formats ------------------------------------------------------------
