@@ -4,8 +4,12 @@ It reads the consolidation request (mode, the blocks shown in full with their bu
 the index, the inputs) and answers with what a careful model writes: inputs of a working
 directory that already has a shown block become edits on it (a new task, or the session
 joins an existing task when its title repeats, and one bullet per lesson), inputs of other
-directories become one new block per directory. Its answer grows with the inputs, not with
-the memory, so tests and benchmarks can measure the pipeline rather than the model.
+directories become one new block per directory. A lesson goes to the section the prompt
+names for it: a note under a "Failures" heading (`<command> failed: <error> -> fixed by ...`)
+is a failure shield, everything else knowledge. Two failure records of different commands
+are two events, not two values of one fact, and the prompt puts them under `failures`. Its
+answer grows with the inputs, not with the memory, so tests and benchmarks can measure the
+pipeline rather than the model.
 
 Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
 the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
@@ -65,16 +69,24 @@ def parse_request(text: str) -> Request:
     return Request(mode, index_ids, tuple(shown), tuple(inputs))
 
 
-def lessons(raw_memory: str) -> list[str]:
-    """The first few bullet lines of a raw memory: what a careful model would keep."""
-    found = []
+Lesson = tuple[str, str]
+
+
+def lessons(raw_memory: str) -> list[Lesson]:
+    """The first few bullet lines of a raw memory with the section each belongs in: what a
+    careful model would keep."""
+    found: list[Lesson] = []
+    section = "knowledge"
     for line in raw_memory.splitlines():
+        if line.startswith("#"):
+            section = "failures" if "fail" in line.lower() else "knowledge"
+            continue
         match = _BULLET_LINE.match(line)
         if match:
-            found.append(" ".join(match.group(1).split())[:220])
+            found.append((section, " ".join(match.group(1).split())[:220]))
         if len(found) == BULLETS_PER_INPUT:
             break
-    return found or [" ".join(raw_memory.split())[:220] or "nothing reusable"]
+    return found or [("knowledge", " ".join(raw_memory.split())[:220] or "nothing reusable")]
 
 
 def _slug(cwd: str | None) -> str:
@@ -142,7 +154,7 @@ class CarefulModel:
 
 def _amplify(answer: dict[str, Any], times: int) -> None:
     for block in answer["upserts"]:
-        for bullet in block["knowledge"]:
+        for bullet in (*block["knowledge"], *block["failures"]):
             bullet["text"] = " ".join([bullet["text"]] * times)
     for edit in answer["edits"]:
         if edit["op"] == "add_bullet":
@@ -151,7 +163,7 @@ def _amplify(answer: dict[str, Any], times: int) -> None:
 
 def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> dict[str, Any]:
     tasks = []
-    knowledge = []
+    sections: dict[str, list[dict[str, Any]]] = {"knowledge": [], "failures": []}
     for number, item in enumerate(items, start=1):
         task_id = f"t{number}"
         tasks.append(
@@ -162,7 +174,8 @@ def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> d
                 "keywords": [_slug(cwd)],
             }
         )
-        knowledge += [{"text": text, "task_ids": [task_id]} for text in lessons(item["raw_memory"])]
+        for section, text in lessons(item["raw_memory"]):
+            sections[section].append({"text": text, "task_ids": [task_id]})
     return {
         "block_id": block_id,
         "title": f"work in {cwd or 'any directory'}",
@@ -171,8 +184,8 @@ def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> d
         "reuse_rule": "same repository, any branch",
         "tasks": tasks,
         "preferences": [],
-        "knowledge": knowledge,
-        "failures": [],
+        "knowledge": sections["knowledge"],
+        "failures": sections["failures"],
     }
 
 
@@ -217,10 +230,10 @@ def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[di
             {
                 "op": "add_bullet",
                 "block_id": block["block_id"],
-                "section": "knowledge",
+                "section": section,
                 "text": text,
                 "task_ids": [task_id],
             }
-            for text in lessons(item["raw_memory"])
+            for section, text in lessons(item["raw_memory"])
         ]
     return edits
