@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from consolidator.backends.extractive import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation

@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import Config, Result, migrated_store, sqlite_url
 from bench.data import TextSource, seed_thread, stage_one_output
-from consolidator.backends.extractive import ExtractiveBackend
+from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two

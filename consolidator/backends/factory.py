@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from consolidator.backends.base import Backend
-from consolidator.backends.extractive import ExtractiveBackend
+from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.config import ConfigError, Settings
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consolidator.backends.extractive import ExtractiveBackend
+from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import ClaimOutcome, Eligibility, Store
 from consolidator.phase_two import Phase2Options, run_phase_two
 from consolidator.scanner import scan

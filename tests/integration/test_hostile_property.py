@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from consolidator import cli as cli_module
 from consolidator.backends.base import Stage1Input, Stage1Result
-from consolidator.backends.extractive import ExtractiveBackend
+from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Thread
 from tests.hostile import BILLING_QUOTE, Cli, clone_rollout, home_bytes

@@ -9,7 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from consolidator.backends.extractive import ExtractiveBackend, ExtractiveNotes, render_raw_memory
+from consolidator.backends.extractive.backend import ExtractiveBackend
+from consolidator.backends.extractive.notes import ExtractiveNotes, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.merge import folded_task_count

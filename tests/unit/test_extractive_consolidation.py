@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest
-from consolidator.backends.extractive import (
-    ExtractiveNotes,
-    FailureNote,
-    render_raw_memory,
-)
-from consolidator.backends.extractive_consolidation import (
+from consolidator.backends.extractive.consolidation import (
     block_id_for,
     consolidate_extractively,
     task_id_for,
 )
+from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory, ThreadCitation, invariant_violations
 

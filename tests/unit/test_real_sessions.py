@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from consolidator.backends.base import Stage1Input
-from consolidator.backends.extractive import ExtractiveBackend, parse_raw_memory
+from consolidator.backends.extractive.backend import ExtractiveBackend
+from consolidator.backends.extractive.notes import parse_raw_memory
 from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation

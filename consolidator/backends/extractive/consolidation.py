@@ -21,7 +21,7 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
-from consolidator.backends.extractive import ExtractiveNotes, parse_raw_memory
+from consolidator.backends.extractive.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory import facts
 from consolidator.memory.model import Block, Bullet, Task
 from consolidator.memory.render import one_line

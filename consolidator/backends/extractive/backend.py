@@ -1,0 +1,100 @@
+"""The offline stage-one backend: a deterministic extract of a rollout, with no model.
+
+This is the mode the tool runs in on a fresh machine with no key, and what makes the whole
+pipeline testable without a network. It cannot judge what mattered, so it keeps what can be
+taken verbatim and checked: the user's own words, the commands that failed and the command
+that made them pass, the files that were edited. The same input always gives byte-identical
+output.
+"""
+
+from __future__ import annotations
+
+from consolidator.backends.base import (
+    ConsolidationRequest,
+    ConsolidationResult,
+    Stage1Input,
+    Stage1Result,
+)
+from consolidator.backends.extractive.commands import is_temporary_path
+from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.backends.extractive.notes import (
+    OUTCOME_PARTIAL,
+    ExtractiveNotes,
+    render_raw_memory,
+)
+from consolidator.backends.extractive.prose import (
+    MAX_STATEMENTS,
+    agent_statements,
+    describe,
+    judge_outcome,
+    slug_for,
+    summarise,
+    top_keywords,
+    user_statements,
+)
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
+from consolidator.backends.extractive.text import clip, dedupe, one_line
+from consolidator.security.redaction import redact
+
+MAX_FILES = 20
+
+
+class ExtractiveBackend:
+    """Stage one without a model: plainly the offline mode, chosen when no endpoint is set."""
+
+    name = "extractive"
+    model = "extractive-v1"
+
+    def extract(self, rollout: Stage1Input) -> Stage1Result:
+        session = analyse(rollout.items, rollout.cwd)
+        notes = _notes(session, rollout)
+        statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
+        if not statements and not any(call.ok and not call.read_only for call in session.calls):
+            # Nothing reusable (a greeting, a question, only reading): no task at all.
+            return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
+        return Stage1Result(
+            rollout_summary=summarise(session, notes),
+            rollout_slug=slug_for(notes.task, notes.keywords),
+            raw_memory=render_raw_memory(notes),
+        )
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        """Phase two offline: `consolidation` groups these notes by cwd."""
+        return consolidate_extractively(request)
+
+
+def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
+    outcome = judge_outcome(session)
+    edited = dedupe(
+        path for call in session.calls for path in call.edited if not is_temporary_path(path)
+    )
+    mentioned = dedupe(
+        path for call in session.calls for path in call.mentioned if not is_temporary_path(path)
+    )
+    files = dedupe([*edited, *mentioned])[:MAX_FILES]
+    keywords = top_keywords(session)
+    said = [text for text in session.spoken if text not in session.notes]
+    instructions, facts = user_statements(said)
+    noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
+    facts = dedupe([*noted, *facts])
+    conclusions: list[str] = []
+    if session.last_agent_message:
+        agent_facts, conclusions = agent_statements(session.last_agent_message)
+        facts = dedupe([*facts, *agent_facts])
+        if outcome == OUTCOME_PARTIAL:
+            # A conclusion the session's own commands contradicted is not verified.
+            conclusions = []
+    return ExtractiveNotes(
+        description=describe(session, outcome, edited, rollout.cwd),
+        task=session.task,
+        task_outcome=outcome,
+        cwd=one_line(rollout.cwd or ""),
+        git_branch=one_line(rollout.git_branch or ""),
+        keywords=keywords,
+        user_quotes=tuple(session.quotes),
+        failures=tuple(session.failures),
+        files=tuple(files),
+        instructions=tuple(instructions[:MAX_STATEMENTS]),
+        facts=tuple(facts[:MAX_STATEMENTS]),
+        conclusions=tuple(conclusions[:MAX_STATEMENTS]),
+    )

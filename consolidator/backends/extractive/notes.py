@@ -1,0 +1,180 @@
+"""The offline stage one's notes: the fixed Markdown layout of its `raw_memory`.
+
+Front matter, then one section per kind of note, so that the offline phase two can read it back
+with `parse_raw_memory`; every value is written on one line and commands are Markdown code
+spans, which is what makes the round trip exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consolidator.backends.extractive.text import code_span, one_line, read_code_span
+
+OUTCOME_SUCCESS = "success"
+OUTCOME_PARTIAL = "partial"
+OUTCOME_UNKNOWN = "unknown"
+
+_HEADING_QUOTES = "### User said"
+_HEADING_FAILURES = "### Failures and fixes"
+_HEADING_FILES = "### Files touched"
+_HEADING_INSTRUCTIONS = "### Standing instructions"
+_HEADING_FACTS = "### Facts stated"
+_HEADING_CONCLUSIONS = "### Agent concluded"
+_STATEMENT_SECTIONS = {
+    _HEADING_INSTRUCTIONS.lower(): "instructions",
+    _HEADING_FACTS.lower(): "facts",
+    _HEADING_CONCLUSIONS.lower(): "conclusions",
+}
+_FIX_SEPARATOR = " -> fixed by "
+_NOT_FIXED = " -> not fixed"
+_FAILED_SEPARATOR = " failed: "
+
+
+@dataclass(frozen=True)
+class FailureNote:
+    """A command that failed; `fix` is the command that made it pass, "" when none did."""
+
+    command: str
+    error: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class ExtractiveNotes:
+    description: str = ""
+    task: str = ""
+    task_outcome: str = ""
+    cwd: str = ""
+    git_branch: str = ""
+    keywords: tuple[str, ...] = ()
+    user_quotes: tuple[str, ...] = ()
+    failures: tuple[FailureNote, ...] = ()
+    files: tuple[str, ...] = ()
+    instructions: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
+    conclusions: tuple[str, ...] = ()
+
+
+def render_raw_memory(notes: ExtractiveNotes) -> str:
+    """The stable layout `parse_raw_memory` reads back; empty sections are left out."""
+    lines = [
+        "---",
+        _field("description", notes.description),
+        _field("task", notes.task),
+        _field("task_outcome", notes.task_outcome),
+        _field("cwd", notes.cwd),
+        _field("git_branch", notes.git_branch),
+        _field("keywords", ", ".join(one_line(k) for k in notes.keywords)),
+        "---",
+    ]
+    if notes.user_quotes:
+        lines.append(_HEADING_QUOTES)
+        lines.extend(f'- "{one_line(quote)}"' for quote in notes.user_quotes)
+    for heading, statements in (
+        (_HEADING_INSTRUCTIONS, notes.instructions),
+        (_HEADING_FACTS, notes.facts),
+        (_HEADING_CONCLUSIONS, notes.conclusions),
+    ):
+        if statements:
+            lines.append(heading)
+            lines.extend(f'- "{one_line(statement)}"' for statement in statements)
+    if notes.failures:
+        lines.append(_HEADING_FAILURES)
+        for failure in notes.failures:
+            line = f"- {code_span(failure.command)}{_FAILED_SEPARATOR}{one_line(failure.error)}"
+            # Always closed by a suffix, so an error that itself reads "-> fixed by `x`"
+            # cannot be mistaken for a fix.
+            line += f"{_FIX_SEPARATOR}{code_span(failure.fix)}" if failure.fix else _NOT_FIXED
+            lines.append(line)
+    if notes.files:
+        lines.append(_HEADING_FILES)
+        lines.extend(f"- {one_line(path)}" for path in notes.files)
+    return "\n".join(lines) + "\n"
+
+
+def parse_raw_memory(text: str) -> ExtractiveNotes:
+    """Read back what `render_raw_memory` wrote; anything else yields mostly empty notes.
+
+    Never raises: a raw memory written by another backend is free Markdown, and the caller
+    falls back to other fields when the notes come back empty.
+    """
+    lines = text.splitlines()
+    fields: dict[str, str] = {}
+    body = lines
+    if lines and lines[0].strip() == "---":
+        for index, line in enumerate(lines[1:], start=1):
+            if line.strip() == "---":
+                body = lines[index + 1 :]
+                break
+            key, colon, value = line.partition(":")
+            if colon:
+                fields[key.strip()] = value.strip()
+        else:
+            body = []
+    quotes: list[str] = []
+    failures: list[FailureNote] = []
+    files: list[str] = []
+    statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
+    section = ""
+    for line in body:
+        if line.startswith("#"):
+            section = line.strip().lower()
+            continue
+        if not line.startswith("- "):
+            continue
+        item = line[2:].strip()
+        if section == _HEADING_QUOTES.lower():
+            if len(item) >= 2 and item[0] == item[-1] == '"':
+                item = item[1:-1]
+            quotes.append(item)
+        elif section == _HEADING_FAILURES.lower():
+            failure = _parse_failure(item)
+            if failure is not None:
+                failures.append(failure)
+        elif section == _HEADING_FILES.lower():
+            files.append(item)
+        elif section in _STATEMENT_SECTIONS:
+            if len(item) >= 2 and item[0] == item[-1] == '"':
+                item = item[1:-1]
+            statements[_STATEMENT_SECTIONS[section]].append(item)
+    keywords = tuple(k.strip() for k in fields.get("keywords", "").split(",") if k.strip())
+    return ExtractiveNotes(
+        description=fields.get("description", ""),
+        task=fields.get("task", ""),
+        task_outcome=fields.get("task_outcome", ""),
+        cwd=fields.get("cwd", ""),
+        git_branch=fields.get("git_branch", ""),
+        keywords=keywords,
+        user_quotes=tuple(quotes),
+        failures=tuple(failures),
+        files=tuple(files),
+        instructions=tuple(statements["instructions"]),
+        facts=tuple(statements["facts"]),
+        conclusions=tuple(statements["conclusions"]),
+    )
+
+
+def _field(key: str, value: str) -> str:
+    value = one_line(value)
+    return f"{key}: {value}" if value else f"{key}:"
+
+
+def _parse_failure(item: str) -> FailureNote | None:
+    command = read_code_span(item, 0)
+    if command is None:
+        return None
+    text, end = command
+    rest = item[end:]
+    if not rest.startswith(_FAILED_SEPARATOR):
+        return None
+    rest = rest[len(_FAILED_SEPARATOR) :]
+    if rest.endswith(_NOT_FIXED):
+        return FailureNote(text, rest[: -len(_NOT_FIXED)], "")
+    position = rest.rfind(_FIX_SEPARATOR)
+    while position != -1:
+        fix = read_code_span(rest, position + len(_FIX_SEPARATOR))
+        if fix is not None and fix[1] == len(rest):
+            return FailureNote(text, rest[:position], fix[0])
+        position = rest.rfind(_FIX_SEPARATOR, 0, position)
+    return FailureNote(text, rest, "")

@@ -1,0 +1,226 @@
+"""The words of the offline notes: statements worth keeping, the summary, keywords and slug."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from consolidator.backends.extractive.notes import (
+    OUTCOME_PARTIAL,
+    OUTCOME_SUCCESS,
+    OUTCOME_UNKNOWN,
+    ExtractiveNotes,
+)
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, user_text
+from consolidator.backends.extractive.text import clip, code_span, dedupe, one_line, words
+from consolidator.security.redaction import redact
+
+MAX_KEYWORDS = 5
+MAX_SLUG_CHARS = 60
+_MAX_HEADLINE_CHARS = 100
+_MAX_AGENT_NOTE_CHARS = 200
+
+
+_WORD = re.compile(r"[a-z][a-z0-9_+]*[a-z0-9+]")
+_STOPWORDS = words(
+    """
+    a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing don done down during each few for
+    from further get got had has have having he her here hers him his how i if in into is it its
+    just let like me more most my no nor not now of off on once only or other our out over own
+    please same she should so some such than that the their them then there these they this
+    those through to too under until up us use used using very want was we were what when where
+    which while who why will with would you your yours make sure need needs also still instead
+    one two three first last new old see look check thing things way ok okay yes fix fixed
+    bash lc sh zsh run runs cd ls cat sed grep rg echo head tail find wc xargs awk sort uniq tee
+    true false null none dev home tmp usr bin src lib py js ts tsx jsx json md txt yaml yml toml
+    lock cfg ini sh html css log redacted_secret apply_patch begin end patch update file files
+    add added line lines print printf test tests
+    """
+)
+_SLUG_STOPWORDS = words(
+    """
+    a an the to of in on for and or is are it its this that with can you please me my i we
+    be so at by as do does could would should
+    """
+)
+
+
+MAX_STATEMENTS = 8
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|\n+|\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)"
+)
+# A default the user sets for future work, wherever it is said (the opening message too).
+_INSTRUCTION = re.compile(
+    r"\b(?:always|never|from now on|by default|going forward|every time|in future|"
+    r"do not ever|don't ever)\b",
+    re.IGNORECASE,
+)
+# Words that introduce a fact the user wants known, not a request.
+_FACT_CUE = re.compile(
+    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads up|remember(?: that)?|"
+    r"correction|for the record|just so you know)\b[\s,:;-]*",
+    re.IGNORECASE,
+)
+_LEAD_IN = re.compile(
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey)\b[\s,:;.!-]*"
+    r"|^(?:one|a) correction\b[\s,:;.!-]*",
+    re.IGNORECASE,
+)
+_CONCLUSION_CUE = re.compile(
+    r"^(?:root cause|verified|confirmed|it turns out|turns out|the (?:issue|problem|bug|cause) "
+    r"(?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
+    re.IGNORECASE,
+)
+# A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
+_VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
+# "..., not 6543": the old value a correction names; kept out so only the new value is stored.
+_NOT_VALUE = re.compile(
+    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?[\w./:~-]*(?:\d|/)[\w./:~-]*`?",
+    re.IGNORECASE,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def _strip_lead_in(sentence: str) -> str:
+    previous = None
+    while previous != sentence:
+        previous = sentence
+        sentence = _LEAD_IN.sub("", sentence).strip()
+    return sentence
+
+
+def _statement(text: str) -> str:
+    text = _NOT_VALUE.sub("", text).strip(" ,;:-")
+    text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
+    return text[:1].upper() + text[1:] if text else ""
+
+
+def user_statements(spoken: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Standing instructions and stated facts, sentence by sentence, from the user's words."""
+    instructions: list[str] = []
+    facts: list[str] = []
+    for message in spoken:
+        for sentence in _sentences(message):
+            bare = _strip_lead_in(sentence)
+            if user_text(bare) == "":
+                continue
+            cue = _FACT_CUE.match(bare)
+            if _INSTRUCTION.search(bare):
+                instructions.append(_statement(bare[cue.end() :] if cue else bare))
+            elif cue and _VALUE.search(bare[cue.end() :]):
+                facts.append(_statement(bare[cue.end() :]))
+    return dedupe(instructions), dedupe(facts)
+
+
+def agent_statements(message: str) -> tuple[list[str], list[str]]:
+    """Facts the agent pointed out and the conclusions it reached in its final message."""
+    facts: list[str] = []
+    conclusions: list[str] = []
+    for sentence in _sentences(message):
+        bare = _strip_lead_in(sentence)
+        if match := _CONCLUSION_CUE.match(bare):
+            conclusions.append(_statement(bare[match.end() :]))
+        elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
+            facts.append(_statement(bare[cue.end() :]))
+    return dedupe(facts), dedupe(conclusions)
+
+
+def judge_outcome(session: Session) -> str:
+    if not any(call.ok is not None and not call.read_only for call in session.calls):
+        return OUTCOME_UNKNOWN
+    return OUTCOME_PARTIAL if session.unfixed else OUTCOME_SUCCESS
+
+
+def describe(session: Session, outcome: str, edited: list[str], cwd: str | None) -> str:
+    subject = _headline(session.task) or f"Session in {cwd or 'an unknown place'}"
+    parts = [count(len(session.calls), "tool call")]
+    if session.failures:
+        fixed = sum(1 for failure in session.failures if failure.fix)
+        parts.append(f"{count(len(session.failures), 'failed command')} ({fixed} fixed)")
+    if edited:
+        shown = ", ".join(edited[:3]) + (f" (+{len(edited) - 3} more)" if len(edited) > 3 else "")
+        parts.append(f"edited {shown}")
+    return one_line(f"{subject} ({outcome}): {'; '.join(parts)}")
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def top_keywords(session: Session) -> tuple[str, ...]:
+    """The most frequent words of the task and the commands; ties go to the earlier word."""
+    counts: dict[str, int] = {}
+    for source in [session.task, *(call.command for call in session.calls)]:
+        for word in _WORD.findall(source.lower()):
+            if word in _STOPWORDS or word.isdigit() or len(word) < 3:
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    order = {word: position for position, word in enumerate(counts)}
+    ranked = sorted(counts, key=lambda word: (-counts[word], order[word]))
+    return tuple(ranked[:MAX_KEYWORDS])
+
+
+def summarise(session: Session, notes: ExtractiveNotes) -> str:
+    title = _headline(notes.task) or notes.description
+    lines = [
+        f"# {title}",
+        "",
+        "Offline extractive summary (no model): the user's words and the commands are quoted "
+        "from the session as they were.",
+        "",
+    ]
+    if notes.task:
+        lines.append(f"- Task: {notes.task}")
+    lines.append(f"- Outcome: {_outcome_sentence(session, notes.task_outcome)}")
+    if session.calls:
+        lines.append(f"- Activity: {count(len(session.calls), 'tool call')}")
+    fixes = [f for f in notes.failures if f.fix]
+    if fixes:
+        shown = "; ".join(f"{code_span(f.command)} -> {code_span(f.fix)}" for f in fixes[:3])
+        lines.append(f"- Fixed: {shown}")
+    edited = dedupe(path for call in session.calls for path in call.edited)
+    if edited:
+        more = f" (+{len(edited) - 5} more)" if len(edited) > 5 else ""
+        lines.append(f"- Files edited: {', '.join(edited[:5])}{more}")
+    if session.last_agent_message:
+        note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)
+        lines.append(f'- Agent\'s last message: "{note}"')
+    return "\n".join(lines) + "\n"
+
+
+def _outcome_sentence(session: Session, outcome: str) -> str:
+    if outcome == OUTCOME_SUCCESS:
+        return "success: every failed command was followed by one that worked."
+    if outcome == OUTCOME_PARTIAL:
+        unfixed = count(session.unfixed, "failed command")
+        return f"partial: {unfixed} never followed by a fix."
+    return "unknown: no command results to judge by."
+
+
+def slug_for(task: str, keywords: Iterable[str]) -> str | None:
+    folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
+    words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in _SLUG_STOPWORDS]
+    if not words:
+        words = [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > MAX_SLUG_CHARS:
+            break
+        slug = candidate
+    if not slug and words:
+        slug = words[0][:MAX_SLUG_CHARS]
+    return slug or None
+
+
+def _headline(task: str) -> str:
+    """The task's first sentence, without its full stop, short enough for a title."""
+    first = re.split(r"(?<=[.!?])\s", task, maxsplit=1)[0] if task else ""
+    if first.endswith((".", "!", "?")) and not first.endswith(".."):
+        first = first[:-1]
+    return clip(first, _MAX_HEADLINE_CHARS)
