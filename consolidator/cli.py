@@ -493,8 +493,10 @@ def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -
     from consolidator.daemon import run_daemon
 
     inv = _invocation(params)
-    code = run_daemon(inv.settings, metrics_port=metrics_port, metrics_host=metrics_host)
-    if code != EXIT_OK:
+    outcome = run_daemon(inv.settings, metrics_port=metrics_port, metrics_host=metrics_host)
+    if outcome.code == EXIT_USAGE:
+        raise ConfigError(outcome.reason)
+    if outcome.code != EXIT_OK:
         raise WorkFailed("the daemon stopped because a side task died; see the log above")
 
 

@@ -12,7 +12,9 @@ Shutdown (SIGTERM or SIGINT), in order:
    than waiting for a model call Python cannot interrupt.
 
 Exit codes: 0 after a requested stop (in time or not); 1 when a side task died (the
-scheduler thread, the lease heartbeat, the metrics server); a second signal kills the process
+scheduler thread, the lease heartbeat, the metrics server); 2 when the model endpoint refused
+the credentials (no pass can succeed until an operator fixes them, so restarting is pointless:
+the check runs before any thread is claimed); a second signal kills the process
 with that signal's default action at once (no cleanup, leases simply expire), which a shell
 reports as 128 + the signal number (143 for SIGTERM, 130 for SIGINT).
 """
@@ -37,7 +39,7 @@ from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.blocking import BlockingScheduler
 from sqlalchemy.engine import make_url
 
-from consolidator.backends.base import Backend
+from consolidator.backends.base import Backend, ModelAccessDenied
 from consolidator.backends.factory import make_backend
 from consolidator.config import ConfigError, Settings
 from consolidator.db import open_engine
@@ -54,6 +56,7 @@ PASS_JOB_ID = "pass"
 POLL_SECONDS = 0.1
 EXIT_OK = 0
 EXIT_SIDE_TASK_DIED = 1
+EXIT_CONFIG = 2
 SHUTDOWN_ERROR = "shutdown: the daemon stopped before this run finished"
 
 
@@ -155,6 +158,7 @@ class Daemon:
         self.heartbeat = TrackingHeartbeat(store, lease_seconds=settings.lease_seconds)
         self.stop = threading.Event()
         self._signal: int | None = None
+        self._refused: ModelAccessDenied | None = None
         self._pass_done = threading.Condition()
         self._pass_running = False
         self.server: MetricsServer | None = None
@@ -236,6 +240,10 @@ class Daemon:
                 on_thread_done=self.metrics.thread_done,
                 heartbeat=self.heartbeat,
             )
+        except ModelAccessDenied as exc:
+            error = scrub(str(exc), self._secrets)
+            self._refused = exc
+            self.stop.set()
         except Exception as exc:
             error = scrub(short_error(exc), self._secrets)
             log.error(
@@ -314,6 +322,8 @@ class Daemon:
                     extra={"action": "shutdown_requested", "signal": name},
                 )
                 return EXIT_OK, f"{name} received"
+            if self._refused is not None:
+                return EXIT_CONFIG, scrub(str(self._refused), self._secrets)
             dead = self._dead_side_task()
             if dead is not None:
                 log.error(
@@ -413,8 +423,8 @@ def run_daemon(
     metrics_host: str = "127.0.0.1",
     clock: Callable[[], float] = time.monotonic,
     exit_now: Callable[[int], Any] = _exit_now,
-) -> int:
-    """Run until stopped; returns the exit code (see the module docstring).
+) -> DaemonExit:
+    """Run until stopped; returns the exit code and why (see the module docstring).
 
     When the grace period ran out with a pass still running, `exit_now` ends the process
     after the claims were given back, because interpreter shutdown would wait for that pass.
@@ -442,4 +452,4 @@ def run_daemon(
             engine.dispose()
     if abandoned:
         exit_now(outcome.code)
-    return outcome.code
+    return outcome

@@ -13,11 +13,13 @@ from tests.daemon_process import (
     base_env,
     copy_examples,
     daemons_fixture,  # noqa: F401  (the `daemons` fixture)
+    model_responder,
     rollout_count,
     run_cli,
     status,
     wait_until,
 )
+from tests.fake_openai import FakeOpenAI, Fault
 
 
 @pytest.mark.slow
@@ -75,3 +77,47 @@ def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(timeout=30) == 0, daemon.log_text()
     assert "Traceback" not in daemon.log_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_refused_or_missing_key_stops_the_daemon_with_exit_2_before_any_claim(
+    tmp_path: Path, db_url: str, daemons: DaemonPool
+) -> None:
+    sessions = copy_examples(tmp_path / "sessions")
+    total = rollout_count(sessions)
+    with FakeOpenAI() as fake:
+        fake.set_default(Fault.OK, responder=model_responder)
+        fake.require_api_key("sk-the-right-key")
+        env = base_env(
+            tmp_path / "home",
+            sessions,
+            CONSOLIDATOR_DB_URL=db_url,
+            CONSOLIDATOR_BACKEND="openai",
+            CONSOLIDATOR_MODEL="fake-model",
+            CONSOLIDATOR_SCAN_INTERVAL_SECONDS="1",
+            OPENAI_BASE_URL=fake.base_url,
+            OPENAI_API_KEY="sk-a-wrong-key",
+        )
+        run_cli(env, "db", "upgrade")
+        daemon = daemons.start(env)
+        assert daemon.wait(timeout=60) == 2, daemon.log_text()
+        stopped = daemon.find("daemon_stopped")
+        assert len(stopped) == 1 and stopped[0]["exit_code"] == 2
+        assert fake.base_url in stopped[0]["message"]
+        assert fake.call_count == 0
+        assert "sk-a-wrong-key" not in daemon.log_text()
+        assert "Traceback" not in daemon.log_text()
+        state = status(env)
+        assert state["stage1"]["pending"] == total
+        assert state["stage1"]["running"] == state["stage1"]["failed"] == 0
+
+    # No key at all: the same exit code, one line naming the endpoint it would have called.
+    env.pop("OPENAI_API_KEY")
+    env.pop("OPENAI_BASE_URL")
+    daemon = daemons.start(env)
+    assert daemon.wait(timeout=60) == 2, daemon.log_text()
+    lines = daemon.records()
+    assert [line["action"] for line in lines] == ["command_failed"], daemon.log_text()
+    assert "OPENAI_API_KEY" in lines[0]["message"]
+    assert "https://api.openai.com/v1" in lines[0]["message"]
