@@ -404,7 +404,11 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
 
 def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
     if report.status == "skipped":
-        inv.console.print(f"phase two: {report.outcome.value}")
+        until = report.next_allowed_at
+        inv.console.print(
+            f"phase two: {report.outcome.value}"
+            + (f" (next allowed at {until.isoformat()})" if until else "")
+        )
     elif report.status == "failed":
         inv.console.print(f"phase two failed: {report.error}", markup=False)
     else:

@@ -46,6 +46,7 @@ from consolidator.db import open_engine
 from consolidator.db.store import PHASE2, Claim, Store
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.metrics import Metrics, MetricsServer, scrub, short_error
+from consolidator.phase_two import Phase2Report
 from consolidator.private_files import prepare_state_dir
 from consolidator.worker import PassReport, run_pass
 
@@ -265,8 +266,11 @@ class Daemon:
     def _log_pass(self, report: PassReport, seconds: float) -> None:
         stage1, phase2 = report.stage1, report.phase2
         problem = report.failed
+        # An idle pass (nothing found, claimed or consolidated) says nothing at INFO: a daemon
+        # beside the agent would otherwise log a few lines every scan interval, all day.
+        level = logging.WARNING if problem else logging.INFO
         log.log(
-            logging.WARNING if problem else logging.INFO,
+            level if problem or report.changed_anything else logging.DEBUG,
             "pass done in %.1fs: %d new / %d changed / %d deleted rollouts; stage one %d claimed, "
             "%d stored, %d failed; phase two %s%s",
             seconds,
@@ -276,7 +280,7 @@ class Daemon:
             stage1.claimed,
             stage1.succeeded + stage1.empty,
             stage1.failed,
-            "not started (stopping)" if phase2 is None else f"{phase2.status} ({phase2.outcome})",
+            _phase2_summary(phase2),
             f"; {scrub(problem, self._secrets)}" if problem else "",
             extra={
                 "action": "pass_done",
@@ -286,6 +290,7 @@ class Daemon:
                 "phase2_status": phase2.status if phase2 else "not_started",
                 "phase2_version": phase2.version if phase2 else None,
                 "failed": bool(problem),
+                "idle": not report.changed_anything,
             },
         )
 
@@ -398,6 +403,15 @@ class Daemon:
                 "lost": lost,
             },
         )
+
+
+def _phase2_summary(report: Phase2Report | None) -> str:
+    if report is None:
+        return "not started (stopping)"
+    until = report.next_allowed_at
+    return f"{report.status} ({report.outcome.value}" + (
+        f", next allowed at {until.isoformat()})" if until else ")"
+    )
 
 
 def _db_password(url: str) -> str | None:

@@ -422,19 +422,16 @@ def run_phase_two(
         if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
             job = store.phase2_job()
             report.next_allowed_at = job.cooldown_until if job else None
-            log.info(
-                "phase two: %s, next allowed at %s",
-                claim.outcome.value,
-                report.next_allowed_at.isoformat() if report.next_allowed_at else "now",
-                extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
-            )
-        else:
-            # An idle pass says nothing at INFO: nothing changed.
-            log.debug(
-                "phase two: %s",
-                claim.outcome.value,
-                extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
-            )
+        # A skip changes nothing, so it says nothing at INFO (the pass's own line, and `run`'s
+        # report, carry the outcome and the end of a cooldown).
+        log.debug(
+            "phase two: %s%s",
+            claim.outcome.value,
+            f", next allowed at {report.next_allowed_at.isoformat()}"
+            if report.next_allowed_at
+            else "",
+            extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
+        )
         return report
     report = Phase2Report(outcome=claim.outcome, status="succeeded")
     lease_keeper: AbstractContextManager[Heartbeat] = (

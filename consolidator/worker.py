@@ -70,6 +70,18 @@ class PassReport:
             return f"phase two failed: {self.phase2.error}"
         return None
 
+    @property
+    def changed_anything(self) -> bool:
+        """Whether this pass did or found anything: an idle pass is logged only at DEBUG."""
+        scan = self.scan
+        return bool(
+            scan.new
+            or scan.changed
+            or scan.deleted
+            or self.stage1.claimed
+            or (self.phase2 is not None and self.phase2.status != "skipped")
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "scan": self.scan.as_json(),

@@ -16,12 +16,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli_process import clean_env, run_command
 from tests.fake_openai import STAGE_ONE_ANSWER
@@ -73,6 +75,18 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def scrape_metrics(port: int) -> dict[str, float]:
+    """What a daemon's /metrics serves, as Prometheus parses it: each sample name with the
+    sum over its labels (`consolidator_passes_total` counts passes of every result)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        body = response.read().decode()
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    return totals
 
 
 def copy_examples(target: Path) -> Path:

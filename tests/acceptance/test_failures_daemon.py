@@ -13,9 +13,12 @@ from tests.daemon_process import (
     base_env,
     copy_examples,
     daemons_fixture,  # noqa: F401  (the `daemons` fixture)
+    free_port,
+    make_rollouts,
     model_responder,
     rollout_count,
     run_cli,
+    scrape_metrics,
     status,
     wait_until,
 )
@@ -37,8 +40,10 @@ def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
         CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS="0",
     )
     run_cli(env, "db", "upgrade")
-    daemon = daemons.start(env)
+    port = free_port()
+    daemon = daemons.start(env, "--metrics-port", str(port))
     daemon.wait_for("pass_done", timeout=60)
+    assert scrape_metrics(port)["consolidator_held_deletions"] == 0
     memory = tmp_path / "home" / "memories" / "MEMORY.md"
     before = memory.read_bytes()
     assert b"thread_id=" in before
@@ -49,9 +54,10 @@ def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
     held = daemon.wait_for("deletions_held", timeout=30)
     assert held["level"] == "warning"
     assert str(sessions) in held["message"]
-    passes = len(daemon.find("pass_done"))
-    daemon.wait_for("pass_done", timeout=30, count=passes + 2)
+    # Every pass while the folder stays empty holds again (and warns again).
+    daemon.wait_for("deletions_held", timeout=30, count=3)
     assert memory.read_bytes() == before
+    assert scrape_metrics(port)["consolidator_held_deletions"] == total
     state = status(env)
     assert state["held_deletions"] == total
     assert state["threads"]["deleted"] == 0
@@ -62,12 +68,14 @@ def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
     shutil.move(tmp_path / "moved", sessions)
     daemon.wait_for("deletions_hold_cleared", timeout=30)
     assert status(env)["held_deletions"] == 0
+    assert scrape_metrics(port)["consolidator_held_deletions"] == 0
     assert memory.read_bytes() == before
 
     # Emptied again, then confirmed: deletions are applied and memory forgets them.
     shutil.move(sessions, tmp_path / "gone")
     sessions.mkdir()
-    daemon.wait_for("deletions_held", timeout=30, count=2)
+    held_before = len(daemon.find("deletions_held"))
+    daemon.wait_for("deletions_held", timeout=30, count=held_before + 1)
     confirmed = run_cli(env, "scan", "--confirm-deletions")
     assert confirmed["deleted"] == total
     assert confirmed["held_deletions"] == 0
@@ -121,3 +129,41 @@ def test_a_refused_or_missing_key_stops_the_daemon_with_exit_2_before_any_claim(
     assert [line["action"] for line in lines] == ["command_failed"], daemon.log_text()
     assert "OPENAI_API_KEY" in lines[0]["message"]
     assert "https://api.openai.com/v1" in lines[0]["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_idle_daemon_passes_log_nothing_at_info(
+    tmp_path: Path, db_url: str, daemons: DaemonPool
+) -> None:
+    sessions = copy_examples(tmp_path / "sessions")
+    env = base_env(
+        tmp_path / "home",
+        sessions,
+        CONSOLIDATOR_DB_URL=db_url,
+        CONSOLIDATOR_SCAN_INTERVAL_SECONDS="1",
+        CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS="3600",
+    )
+    run_cli(env, "db", "upgrade")
+    port = free_port()
+    daemon = daemons.start(env, "--metrics-port", str(port))
+    first = daemon.wait_for("pass_done", timeout=60)
+    assert first["level"] == "info" and first["idle"] is False
+    settled = len(daemon.records())
+
+    wait_until(
+        lambda: scrape_metrics(port)["consolidator_passes_total"] >= 4,
+        timeout=30,
+        what="three idle passes",
+    )
+    idle_lines = daemon.records()[settled:]
+    assert idle_lines == [], idle_lines
+
+    # A new session is something: its pass speaks at INFO again, and the phase-two cooldown
+    # it meets is named with its end.
+    make_rollouts(sessions, 1)
+    busy = daemon.wait_for("pass_done", timeout=30, count=2)
+    assert busy["level"] == "info" and busy["stage1_claimed"] == 1
+    assert "skipped_cooldown, next allowed at " in busy["message"]
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(timeout=30) == 0, daemon.log_text()
