@@ -9,6 +9,10 @@ as the agent's words (an assistant item) so the user's own words are never confu
 agent's. Claude Code 2.x writes each sub-agent to `<session>/subagents/agent-<id>.jsonl`, with
 the parent's `sessionId` on every record; the reader gives such a file a thread of its own.
 
+Claude Code's IDE extensions put what the editor shows in front of the user's words, as
+`<ide_opened_file>` / `<ide_selection>` text; like the Codex IDE wrapper, that is context the
+extension composed, not a request.
+
 A slash command arrives as `<command-name>/x</command-name>` ... `<command-args>...</command-args>`:
 the command and its arguments are what the user typed. Notifications Claude Code composes
 (`<task-notification>`, local command output) are not.
@@ -50,6 +54,7 @@ _INJECTED_PREFIXES = (
     "<bash-stdout>",
     "<bash-stderr>",
 )
+_IDE_CONTEXT = re.compile(r"\A\s*(?:<(ide_opened_file|ide_selection)>.*?</\1>\s*)+", re.DOTALL)
 _COMMAND_PREFIXES = ("<command-name>", "<command-message>")
 # Commands that manage the session itself: typed without arguments they ask for no work.
 _HOUSEKEEPING_COMMANDS = frozenset(
@@ -127,6 +132,23 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
                 yield item
 
 
+def is_repeat(item: RolloutItem, seen: set[int]) -> bool:
+    """Whether an equal item with the same timestamp came earlier in the file (and note it).
+
+    Claude Code can write a conversation's records a second time into the session's file,
+    with new uuids but their original timestamps (seen when a session went on after Claude
+    Code restarted); read twice, every request and answer would be quoted twice. An item
+    without a timestamp is never a repeat.
+    """
+    if item.timestamp is None:
+        return False
+    key = hash((item.kind, item.text, item.name, item.call_id, item.timestamp))
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
+
+
 def is_injected_context(text: str) -> bool:
     return text.lstrip().startswith(_INJECTED_PREFIXES)
 
@@ -150,6 +172,14 @@ def _block_item(
             return None
         if record_type == "assistant":
             return RolloutItem(ItemKind.ASSISTANT, text, timestamp=timestamp)
+        ide_context = _IDE_CONTEXT.match(text)
+        if ide_context is not None:
+            request = text[ide_context.end() :].strip()
+            if not request:
+                return RolloutItem(
+                    ItemKind.INSTRUCTIONS, text, name="injected", timestamp=timestamp
+                )
+            text = request
         if meta or is_injected_context(text):
             return RolloutItem(ItemKind.INSTRUCTIONS, text, name="injected", timestamp=timestamp)
         if sidechain:

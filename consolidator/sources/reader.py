@@ -202,6 +202,7 @@ def iter_items(
     a problem in it goes unreported: nothing the caller wants was lost with it.
     """
     passover = codex.skippable_lines(skip) if skip else None
+    claude_items_seen: set[int] = set()
     with open_rollout(path, buffering=_STREAM_BUFFER_BYTES) as stream:
         for number, line in enumerate(_raw_lines(stream), 1):
             report.lines_read += 1
@@ -235,6 +236,8 @@ def iter_items(
             cwd = _CWD_READERS[source_format](record)
             if cwd is not None:
                 report.saw_cwd(cwd)
+            if source_format is SourceFormat.CLAUDE:
+                items = [item for item in items if not claude.is_repeat(item, claude_items_seen)]
             if skip:
                 items = [item for item in items if item.kind not in skip]
             yield from items

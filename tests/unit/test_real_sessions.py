@@ -34,6 +34,7 @@ FUM = "claude/projects/-home-USER-projects-spotter-worktrees-spotter-fum"
 FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 FUM_CWD = "/home/USER/projects/spotter-worktrees/spotter-fum"
 ORPHAN_PARENT = "6c2214d7-b87e-4432-8e41-22ba294ea584"
+SESSION_SHARE = "claude/projects/-Users-pete-git-moredip-session-share"
 DESKTOP_COMPACTED = (
     "codex/sessions/2026/02/23/"
     "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
@@ -203,6 +204,18 @@ EXPECTED: dict[str, Expected] = {
         "2.1.39",
         FUM_SESSION,
         "How Spotter.Services.Tmux.list_panes/0 works",
+    ),
+    # Claude Code in VS Code (`<ide_opened_file>` before each request), two pasted images as
+    # base64 blocks, and its first exchanges written a second time (new uuids, the original
+    # timestamps) after Claude Code went from 2.1.22 to 2.1.29.
+    f"{SESSION_SHARE}/47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c.jsonl": Expected(
+        "claude",
+        "47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c",
+        "/Users/pete/git/moredip/session-share",
+        "feature/handle-images",
+        "2.1.22",
+        None,
+        "what's this an image of?",
     ),
     # Published without its parent session: a sub-agent file whose parent is not on disk.
     "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
@@ -395,6 +408,26 @@ def test_a_compaction_agent_thread_from_before_is_dropped_by_the_next_scan(
     duplicate = store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190")
     assert (report.new, report.deleted) == (len(EXPECTED), 1)
     assert duplicate is not None and duplicate.state is ThreadState.DELETED
+
+
+def test_a_claude_ide_session_quotes_each_request_once_without_the_editor_context(
+    store: Store,
+) -> None:
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread("47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c")
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    users = [item.text for item in rollout.items if item.kind is ItemKind.USER]
+    assert users == [
+        "[image]",
+        "what's this an image of?",
+        "what's the session iD?",
+        "/publish-session",
+    ]
+    assert "ide_opened_file" not in rollout.transcript
+    assert rollout.transcript.count("This is an image of a friendly robot icon") == 1
 
 
 # --- forgetting a session forgets its sub-agents ------------------------------------------------
@@ -623,6 +656,38 @@ def test_an_empty_ide_wrapped_request_quotes_nothing(tmp_path: Path, store: Stor
     assert read.problems == []
     assert [i for i in rollout.items if i.kind is ItemKind.USER] == []
     assert "Open tabs" not in rollout.transcript
+
+
+CLAUDE_ID = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+
+
+@pytest.mark.parametrize(
+    ("typed", "quoted"),
+    [("rename this constant", ["rename this constant"]), ("", [])],
+)
+def test_an_ide_selection_sharing_a_block_with_the_request_is_not_quoted(
+    typed: str, quoted: list[str], tmp_path: Path, store: Store
+) -> None:
+    selection = (
+        "<ide_selection>The user selected the lines 3 to 3 from /w/app/settings.py:\\n"
+        "API_TOKEN_NAME = 1\\n\\nThis may or may not be related to the current task."
+        "</ide_selection>"
+    )
+    _write_lines(
+        tmp_path / f"projects/-w-app/{CLAUDE_ID}.jsonl",
+        f'{{"type":"user","sessionId":"{CLAUDE_ID}","cwd":"/w/app","version":"2.1.40",'
+        '"timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"user","content":['
+        f'{{"type":"text","text":"{selection}{typed}"}}]}}}}',
+    )
+    scan(store, tmp_path, retry_budget=3)
+    thread = store.get_thread(CLAUDE_ID)
+    assert thread is not None
+
+    rollout, read = build_input(thread, BUDGET_CHARS)
+
+    assert read.problems == []
+    assert [i.text for i in rollout.items if i.kind is ItemKind.USER] == quoted
+    assert "API_TOKEN_NAME" not in rollout.transcript
 
 
 OPENCLAW_ID = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
