@@ -780,36 +780,37 @@ def rollback_command(version: int, **params: Any) -> None:
 @common_options
 def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
-    version, and its files. No model call; it stays forgotten on later scans. The threads of
-    the sub-agents a session spawned (Claude Code `subagents/agent-*.jsonl`) go with it."""
+    version, and its files. No model call; it stays forgotten on later scans. Threads linked to
+    it go with it: its sub-agents' (Claude Code `subagents/agent-*.jsonl`, Codex sub-agent
+    rollouts) and the later segments of a resumed Codex thread."""
     from consolidator.notes import drop_note
     from consolidator.publish import drop_backups
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
         thread = store.get_thread(thread_id)
-        sub_agents = store.sub_agent_ids(thread_id)
-        if thread is None and not sub_agents and not store.is_forgotten(thread_id):
+        linked = store.linked_thread_ids(thread_id)
+        if thread is None and not linked and not store.is_forgotten(thread_id):
             raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
         forgotten = store.forget_thread(thread_id)
         if thread is not None and thread.source == "note":
             drop_note(inv.settings, thread.rollout_path)
         complete = store.purge_free_space()
         _publish(inv, store)
-        for mentioned in (thread_id, *sub_agents):
+        for mentioned in (thread_id, *linked):
             drop_backups(inv.settings.memory_dir, mentioning=mentioned)
         version = store.current_version()
     inv.emit(
         {
             "thread_id": thread_id,
             "forgotten": forgotten,
-            "sub_agents_forgotten": sub_agents,
+            "linked_forgotten": linked,
             "complete": complete,
             "version": version.version if version else None,
         },
         lambda: inv.console.print(
             (f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten")
-            + (f", with {len(sub_agents)} sub-agent thread(s)" if sub_agents else "")
+            + (f", with {len(linked)} linked thread(s)" if linked else "")
         ),
     )
     if not complete:

@@ -552,7 +552,7 @@ class Store:
         bad = header.problem is not None
         state = ThreadState.BAD if bad else ThreadState.ACTIVE
         if self._tombstoned(connection, header.thread_id) or (
-            # A sub-agent is part of its session: one forgotten stays forgotten with it.
+            # A sub-agent or segment is part of its session: forgotten with it, it stays so.
             header.parent_thread_id and self._tombstoned(connection, header.parent_thread_id)
         ):
             return ThreadChange.UNCHANGED
@@ -1858,8 +1858,9 @@ class Store:
             .values(status=JobStatus.PENDING.value, ownership_token=None, lease_until=None)
         )
 
-    def sub_agent_ids(self, thread_id: str) -> list[str]:
-        """The threads of the sub-agents a session spawned that are not forgotten yet."""
+    def linked_thread_ids(self, thread_id: str) -> list[str]:
+        """The threads linked to this one (its sub-agents, its later segments) that are not
+        forgotten yet."""
         with self._read() as connection:
             return self._sub_agents(connection, thread_id)
 
@@ -1877,9 +1878,10 @@ class Store:
     def forget_thread(self, thread_id: str) -> bool:
         """Forget one thread now: output, job and every memory version; stays forgotten.
 
-        The threads of its sub-agents go with it, since they are part of the session (their
-        files sit in its folder and hold work it delegated), and so do those met later.
-        False when neither the thread nor a sub-agent of it was left to forget.
+        The threads linked to it go with it, since they are part of the session: its
+        sub-agents (work it delegated) and, for a resumed Codex thread, its later segments;
+        so do those a later scan meets. False when neither the thread nor a thread linked to
+        it was left to forget.
         """
         with self._write() as connection:
             now = self._now(connection)

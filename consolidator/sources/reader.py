@@ -65,6 +65,9 @@ _CWD_READERS: dict[SourceFormat, Callable[[Record], str | None]] = {
     SourceFormat.NOTE: note.cwd_named_by,
 }
 _SUBAGENT_FILE_PREFIX = "agent-"
+_SEGMENT_PREFIX = "segment-"
+# A resumed Codex thread's later segment: `rollout-<time>-<thread uuid>_<rollout uuid>.jsonl`.
+_CODEX_SEGMENT_NAME = re.compile(rf"-({_UUID.pattern})_({_UUID.pattern})\Z", re.IGNORECASE)
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MISSING_METADATA = {
     SourceFormat.CODEX: "no session_meta line",
@@ -166,8 +169,19 @@ def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
     would make the parent's thread point at whichever of the files a scan met last. It gets
     `<parent>.agent-<id>` instead, so parent and sub-agents are separate, linked threads.
     For the same reason a Claude Code session file named `<uuid>.jsonl` is that session.
+
+    Codex does the same when a thread is resumed: the new rollout file, named
+    `rollout-<time>-<thread>_<rollout>.jsonl`, keeps the thread's id in its `session_meta` and
+    holds only the turns after the resume. It gets `<thread>.segment-<rollout>`, linked to the
+    thread, so the file the thread started in still counts and both are read.
     """
     stem = Path(path).stem
+    if sniffed.format is SourceFormat.CODEX and sniffed.session_id is not None:
+        segment = _CODEX_SEGMENT_NAME.search(stem)
+        if segment is not None:
+            owner, rollout = segment.group(1).lower(), segment.group(2).lower()
+            if owner == sniffed.session_id.lower() and rollout != owner:
+                return f"{sniffed.session_id}.{_SEGMENT_PREFIX}{rollout}", sniffed.session_id
     is_subagent_file = sniffed.format is SourceFormat.CLAUDE and (
         sniffed.agent_id is not None or stem.startswith(_SUBAGENT_FILE_PREFIX)
     )

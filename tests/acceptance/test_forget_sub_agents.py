@@ -41,7 +41,7 @@ def test_forget_takes_the_sessions_sub_agents_with_it(tmp_path: Path) -> None:
     result = _cli(home, "forget", SESSION)
 
     assert result["forgotten"] is True
-    assert result["sub_agents_forgotten"] == [SUB_AGENT]
+    assert result["linked_forgotten"] == [SUB_AGENT]
     assert not any(SESSION in path.read_text() for path in summaries.glob("*.md"))
     assert SESSION not in (home / "memories" / "MEMORY.md").read_text()
     again = _cli(home, "run", "--sessions", str(sessions))

@@ -467,7 +467,7 @@ def test_forgetting_a_session_forgets_its_sub_agents_in_every_version(store: Sto
     result = Phase2Result(encode(memory), "consolidation", 0, "t", "m")
     assert store.commit_phase2(claim, result, cooldown_seconds=0).committed
 
-    assert store.sub_agent_ids(FUM_SESSION) == [FUM_AGENT]
+    assert store.linked_thread_ids(FUM_SESSION) == [FUM_AGENT]
     assert store.forget_thread(FUM_SESSION)
 
     current = store.current_version()
@@ -478,7 +478,7 @@ def test_forgetting_a_session_forgets_its_sub_agents_in_every_version(store: Sto
         assert FUM_SESSION not in version.memory_json, version.version
     assert store.get_thread(FUM_SESSION) is None and store.get_thread(FUM_AGENT) is None
     assert store.is_forgotten(FUM_SESSION) and store.is_forgotten(FUM_AGENT)
-    assert store.sub_agent_ids(FUM_SESSION) == []
+    assert store.linked_thread_ids(FUM_SESSION) == []
     # The tombstones name no session, not even the parent through a link.
     assert not [row for row in store.scan_index().values() if FUM_SESSION in str(row)]
 
@@ -745,6 +745,55 @@ def test_a_claude_file_is_the_session_it_is_named_after(tmp_path: Path) -> None:
 
     assert header.thread_id == "0b7c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
     assert read_header(source).thread_id == "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+
+
+RESUMED = "019f1111-2222-7333-8444-555566667777"
+SEGMENT = "019f1111-9999-7aaa-8bbb-cccc00001111"
+
+
+def _codex_turn(path: Path, started: str, request: str, *, history_base: bool) -> Path:
+    base = f',"history_base":{{"thread_id":"{RESUMED}"}}' if history_base else ""
+    return _write_lines(
+        path,
+        f'{{"timestamp":"{started}","type":"session_meta","payload":{{"id":"{RESUMED}",'
+        f'"timestamp":"{started}","cwd":"/w/shop","originator":"codex_cli_rs",'
+        f'"cli_version":"0.153.4","source":"cli"{base}}}}}',
+        f'{{"timestamp":"{started}","type":"response_item","payload":{{"type":"message",'
+        f'"role":"user","content":[{{"type":"input_text","text":"{request}"}}]}}}}',
+    )
+
+
+def test_a_resumed_codex_threads_later_segment_is_a_linked_thread_of_its_own(
+    tmp_path: Path, store: Store
+) -> None:
+    """Resuming writes `rollout-<time>-<thread>_<rollout>.jsonl` with the thread's id in its
+    `session_meta`: it must not take the thread over from the file the thread started in."""
+    first = _codex_turn(
+        tmp_path / f"2026/08/20/rollout-2026-08-20T09-00-00-{RESUMED}.jsonl",
+        "2026-08-20T09:00:00.000Z",
+        "add the checkout page",
+        history_base=False,
+    )
+    later = _codex_turn(
+        tmp_path / f"2026/08/21/rollout-2026-08-21T10-00-00-{RESUMED}_{SEGMENT}.jsonl",
+        "2026-08-21T10:00:00.000Z",
+        "now the refund flow",
+        history_base=True,
+    )
+
+    report = scan(store, tmp_path, retry_budget=3)
+    again = scan(store, tmp_path, retry_budget=3)
+
+    thread, segment = store.get_thread(RESUMED), store.get_thread(f"{RESUMED}.segment-{SEGMENT}")
+    assert thread is not None and segment is not None
+    assert (report.new, again.unchanged, again.changed) == (2, 2, 0)
+    assert (thread.rollout_path, thread.parent_thread_id) == (str(first), None)
+    assert (segment.rollout_path, segment.parent_thread_id) == (str(later), RESUMED)
+    for record, request in ((thread, "add the checkout page"), (segment, "now the refund flow")):
+        rollout, _ = build_input(record, BUDGET_CHARS)
+        assert [i.text for i in rollout.items if i.kind is ItemKind.USER] == [request]
+    assert store.forget_thread(RESUMED)
+    assert store.get_thread(f"{RESUMED}.segment-{SEGMENT}") is None
 
 
 def test_a_codex_sub_agent_rollout_links_to_the_thread_that_spawned_it(tmp_path: Path) -> None:
