@@ -22,11 +22,13 @@ from typing import NamedTuple
 logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
-# Claude Code's compaction agent (`<session>/subagents/agent-acompact-<id>.jsonl`) is sent the
-# session's own conversation with an instruction to summarise it, and its answer is written
-# back into the session as the compact summary: read as a thread, it would only repeat, as a
-# second session, what the session's own file already holds. So it is not a rollout.
-COMPACTION_AGENT_PREFIX = "agent-acompact-"
+# Claude Code's internal background agents, `<session>/subagents/agent-acompact-<id>.jsonl`
+# and `agent-aprompt_suggestion-<id>.jsonl`, are sent the session's own conversation: the
+# first to summarise it (its answer is written back into the session as the compact summary),
+# the second to guess the user's next prompt. Neither is work the user asked for; read as
+# threads they would repeat the session, or put a guessed request in its memory. So they are
+# not rollouts. (A sub-agent the session delegated a task to is `agent-a<id>.jsonl`.)
+INTERNAL_AGENT_PREFIXES = ("agent-acompact-", "agent-aprompt_suggestion-")
 _BY_NAME = attrgetter("name")
 
 
@@ -57,7 +59,7 @@ def discover_rollouts(
     root: Path | str, *, problems: list[DiscoveryProblem] | None = None
 ) -> Iterator[DiscoveredFile]:
     """Every regular `*.jsonl` file under `root`, with the size and mtime of its one `stat`,
-    except Claude Code compaction-agent transcripts (see `is_rollout_name`).
+    except the transcripts of Claude Code's internal agents (see `is_rollout_name`).
 
     Symlinked directories are followed, each directory at most once (by device and inode), so
     a loop ends and a linked-in tree is not reported twice. A directory that cannot be listed
@@ -97,7 +99,7 @@ def discover_rollout_batches(
 
     # Bound to locals: the loop below runs once per file.
     suffix = ROLLOUT_SUFFIX
-    not_a_rollout = COMPACTION_AGENT_PREFIX
+    not_a_rollout = INTERNAL_AGENT_PREFIXES
     is_regular = stat.S_ISREG
     is_directory = stat.S_ISDIR
     visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
@@ -146,9 +148,9 @@ def discover_rollout_batches(
 
 
 def is_rollout_name(name: str) -> bool:
-    """Whether a file of this name is a session to read: a `*.jsonl` file that is not a
-    Claude Code compaction-agent transcript (a summary of a session, not a session)."""
-    return name.endswith(ROLLOUT_SUFFIX) and not name.startswith(COMPACTION_AGENT_PREFIX)
+    """Whether a file of this name is a session to read: a `*.jsonl` file that is not the
+    transcript of one of Claude Code's internal agents (compaction, prompt suggestion)."""
+    return name.endswith(ROLLOUT_SUFFIX) and not name.startswith(INTERNAL_AGENT_PREFIXES)
 
 
 def stat_file(path: str | Path) -> DiscoveredFile | None:

@@ -211,3 +211,15 @@ def test_stat_file(tmp_path: Path) -> None:
     assert stat_file(tmp_path / "gone.jsonl") is None
     assert stat_file(tmp_path / "r.jsonl" / "below-a-file") is None
     assert stat_file(tmp_path) is None
+
+
+def test_claude_codes_internal_agents_are_not_rollouts(tmp_path: Path) -> None:
+    """Compaction and prompt-suggestion agents only rework the session's own conversation."""
+    agents = tmp_path / "-w-app/3f9c/subagents"
+    touch(agents / "agent-a7be2f0.jsonl")
+    touch(agents / "agent-acompact-f46190.jsonl")
+    touch(agents / "agent-aprompt_suggestion-4e4eb6.jsonl")
+    touch(tmp_path / "-w-app/3f9c.jsonl")
+
+    assert found(tmp_path) == ["-w-app/3f9c.jsonl", "-w-app/3f9c/subagents/agent-a7be2f0.jsonl"]
+    assert found(agents / "agent-acompact-f46190.jsonl") == []
