@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 LogFormat = Literal["human", "json"]
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
@@ -37,8 +37,25 @@ class HumanFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S")
 
 
+class StderrHandler(logging.StreamHandler[Any]):
+    """Writes to whatever `sys.stderr` is when a record is emitted, not when the handler was
+    made: a caller that swaps stderr (a test runner's capture, closed after the test) would
+    otherwise leave the root logger writing to a closed file."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure_logging(*, level: int, fmt: LogFormat) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
     root = logging.getLogger()
     for existing in list(root.handlers):
