@@ -158,12 +158,13 @@ class Job(Base):
 # claim looks for. The partial index below holds exactly these rows, so a claim reads them
 # and no finished ones, however many threads there are. Databases use such an index only for
 # a query whose conditions include these very terms, constants written out, so every claim
-# query is built from this expression.
-STAGE1_NEEDS_WORK = and_(
-    Job.kind == literal_column("'stage1'"),
-    Job.retry_remaining > literal_column("0"),
-    or_(Job.last_success_watermark.is_(None), Job.last_success_watermark < Job.input_watermark),
+# query is built from these terms (see `db/claimable.py`).
+STAGE1_KIND = Job.kind == literal_column("'stage1'")
+STAGE1_HAS_BUDGET = Job.retry_remaining > literal_column("0")
+STAGE1_BEHIND = or_(
+    Job.last_success_watermark.is_(None), Job.last_success_watermark < Job.input_watermark
 )
+STAGE1_NEEDS_WORK = and_(STAGE1_KIND, STAGE1_HAS_BUDGET, STAGE1_BEHIND)
 # Led by `kind`, so that it also beats the (kind, status, retry_at) index for a claim.
 Index(
     "ix_jobs_stage1_needs_work",

@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Connection, insert
 
 from consolidator.db.schema import Job, Thread
-from consolidator.db.store import STAGE1, JobStatus, Store, ThreadState, _stage1_batch_statements
+from consolidator.db.statements import stage1_batch_statements
+from consolidator.db.store import STAGE1, JobStatus, Store, ThreadState
 
 NEEDS_WORK_INDEX = "ix_jobs_stage1_needs_work"
 SHAPES = [(False, False), (True, False), (False, True), (True, True)]
@@ -98,7 +99,7 @@ def test_the_claim_reads_only_jobs_that_need_work(
     store: Store, by_source: bool, by_age: bool
 ) -> None:
     _seed(store)
-    candidates, take = _stage1_batch_statements(by_source, by_age)
+    candidates, take = stage1_batch_statements(by_source, by_age)
 
     with store.engine.connect() as connection:
         chosen = _plan(connection, candidates)

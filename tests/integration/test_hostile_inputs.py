@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from consolidator import stage_one
+from consolidator.db import admin as admin_module
 from consolidator.db import store as store_module
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
@@ -237,7 +238,7 @@ def test_forget_held_back_by_a_reader_says_so_and_a_later_pass_completes_it(
 ) -> None:
     """The write-ahead log is SQLite's; PostgreSQL has no file a reader could hold back."""
     cli = sqlite_cli
-    monkeypatch.setattr(store_module, "PURGE_WAIT_SECONDS", 0.5)
+    monkeypatch.setattr(admin_module, "PURGE_WAIT_SECONDS", 0.5)
     clone_rollout(cli.sessions / "a" / BILLING.name)
     clone_rollout(cli.sessions / "b" / DOCS.name, source=DOCS)
     cli("run")

@@ -1,0 +1,253 @@
+"""Administration and status: forget, clear, the WAL purge after them, and `status` counts.
+
+- `forget_thread` removes a thread's (and its linked threads') output, job and every memory
+  version's mention of it in one transaction; the thread stays forgotten (a tombstone that
+  names no session). True when the guarded UPDATE of a thread changed a row.
+- `clear_all` deletes all memory in one transaction under the memory writers' lock; a running
+  phase-two worker loses its job row, so its fenced commit updates no row.
+- On SQLite, deleted text may survive in the write-ahead log until a TRUNCATE checkpoint; the
+  deleting transaction records that a purge is owed, and `purge_free_space` (or, when a
+  reader held it back, `complete_owed_purge` on every worker pass) completes it.
+- `status_counts` classifies stage-one jobs by the claim's own rule (`claimable.STAGE1_RULE`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from sqlalchemy import Connection, delete, func, select
+
+from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
+from consolidator.db.claimable import STAGE1_RULE, refusal
+from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
+from consolidator.db.records import (
+    STAGE1,
+    ClaimOutcome,
+    ClearReport,
+    JobStatus,
+    StatusCounts,
+    ThreadState,
+)
+from consolidator.db.schema import (
+    Counter,
+    InputChange,
+    Job,
+    MemoryBlock,
+    MemoryVersion,
+    QuarantinedEntry,
+    Stage1Output,
+    Thread,
+)
+from consolidator.db.threads import remove_inputs, tombstone_legacy
+from consolidator.db.versions import PURGE_OWED, owe_purge
+
+log = logging.getLogger("consolidator.db.store")
+# How long a forget waits for readers to let go of the WAL before saying it is not complete.
+PURGE_WAIT_SECONDS = 10.0
+
+
+class AdminMixin(StoreBase):
+    """Forgetting and clearing on request, the WAL purge, and the counts `status` shows."""
+
+    def linked_thread_ids(self, thread_id: str) -> list[str]:
+        """The threads linked to this one (its sub-agents, its later segments) that are not
+        forgotten yet."""
+        with self._read() as connection:
+            return _sub_agents(connection, thread_id)
+
+    @contention_retry
+    def forget_thread(self, thread_id: str) -> bool:
+        """Forget one thread now: output, job and every memory version; stays forgotten.
+
+        The threads linked to it go with it, since they are part of the session: its
+        sub-agents (work it delegated) and, for a resumed Codex thread, its later segments;
+        so do those a later scan meets. False when neither the thread nor a thread linked to
+        it was left to forget.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            doomed = [thread_id, *_sub_agents(connection, thread_id)]
+            removed = remove_inputs(connection, doomed, ThreadState.FORGOTTEN, now)
+        return bool(removed)
+
+    @contention_retry
+    def clear_all(self) -> ClearReport:
+        """Erase all memory in one transaction: stage-one outputs, jobs, the change log,
+        every version and the quarantine. Threads are dropped too, so the sessions still on
+        disk are read afresh; forgotten threads are kept, so they stay forgotten. A running
+        phase-two worker loses its job row and therefore its lease."""
+        with self._write() as connection:
+            lock_memory_writes(connection)
+            counts = ClearReport(
+                outputs=rowcount(connection.execute(delete(Stage1Output))),
+                versions=rowcount(connection.execute(delete(MemoryVersion))),
+                jobs=rowcount(connection.execute(delete(Job))),
+                changes=rowcount(connection.execute(delete(InputChange))),
+                quarantined=rowcount(connection.execute(delete(QuarantinedEntry))),
+                threads=rowcount(
+                    connection.execute(
+                        delete(Thread).where(Thread.state != ThreadState.FORGOTTEN.value)
+                    )
+                ),
+            )
+            connection.execute(delete(MemoryBlock))
+            tombstone_legacy(connection, self._now(connection))
+            owe_purge(connection)
+            return counts
+
+    def purge_owed(self) -> bool:
+        """Whether a forget or clear still waits for its WAL checkpoint (SQLite only)."""
+        if not self._sqlite:
+            return False
+        with self._read() as connection:
+            owed = connection.execute(
+                select(Counter.value).where(Counter.name == PURGE_OWED)
+            ).scalar()
+        return bool(owed)
+
+    def purge_free_space(self, *, wait_seconds: float | None = None) -> bool:
+        """After a forget or clear on SQLite: fold the WAL into the database and truncate it,
+        so deleted content survives in neither the WAL nor free pages (secure_delete).
+
+        A reader in the middle of a transaction holds the checkpoint back; it is retried until
+        `wait_seconds` have passed. False when the WAL could not be truncated in that time:
+        the purge stays owed, and `complete_owed_purge` (every worker pass) finishes it.
+        """
+        if not self._sqlite:
+            return True
+        if not self._checkpoint(PURGE_WAIT_SECONDS if wait_seconds is None else wait_seconds):
+            self._remember_purge_owed()
+            return False
+        with self._write() as connection:
+            connection.execute(delete(Counter).where(Counter.name == PURGE_OWED))
+        # Clearing the note wrote a page of counters to the WAL; fold that too, without waiting.
+        self._checkpoint(0.0)
+        return True
+
+    def complete_owed_purge(self, *, wait_seconds: float | None = None) -> bool | None:
+        """Finish a purge that a reader held back earlier; None when none was owed."""
+        if not self.purge_owed():
+            return None
+        return self.purge_free_space(wait_seconds=wait_seconds)
+
+    def _remember_purge_owed(self) -> None:
+        with self._write() as connection:
+            owe_purge(connection)
+
+    def _checkpoint(self, wait_seconds: float) -> bool:
+        deadline = time.monotonic() + wait_seconds
+        pause = 0.02
+        while True:
+            raw = self.engine.raw_connection()
+            try:
+                cursor = raw.cursor()
+                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                cursor.execute(f"PRAGMA busy_timeout = {min(remaining_ms, 1000)}")
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                row = cursor.fetchone()
+                busy = bool(row and row[0])
+                cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+                cursor.close()
+            finally:
+                raw.close()
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                if wait_seconds:
+                    log.warning(
+                        "a reader held the database's write-ahead log for %.0fs: deleted text"
+                        " may remain in it until the purge is completed",
+                        wait_seconds,
+                        extra={"action": "purge_incomplete"},
+                    )
+                return False
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.5)
+
+    def status_counts(self) -> StatusCounts:
+        with self._read() as connection:
+            now = self._now(connection)
+            thread_states = dict(
+                connection.execute(select(Thread.state, func.count()).group_by(Thread.state)).all()
+            )
+            problem_count = connection.execute(
+                select(func.count()).where(Thread.problem.is_not(None))
+            ).scalar_one()
+            held = connection.execute(
+                select(func.count()).where(Thread.deletion_held_since.is_not(None))
+            ).scalar_one()
+            outputs = connection.execute(
+                select(func.count()).select_from(Stage1Output)
+            ).scalar_one()
+            jobs = connection.execute(
+                select(
+                    Job.status,
+                    Job.retry_remaining,
+                    Job.retry_at,
+                    Job.lease_until,
+                    Job.last_success_watermark,
+                    Job.input_watermark,
+                ).where(Job.kind == STAGE1)
+            ).all()
+            # Counted by the claim's own rule: what it would refuse, and why.
+            pending = running = failed = exhausted = 0
+            for job in jobs:
+                refused = refusal(STAGE1_RULE, job, now)
+                if refused is ClaimOutcome.SKIPPED_RUNNING:
+                    running += 1
+                elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
+                    continue
+                elif refused is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED:
+                    exhausted += 1
+                elif job.status == JobStatus.FAILED.value:
+                    failed += 1
+                else:
+                    pending += 1
+            watermark = connection.execute(
+                select(Counter.value).where(Counter.name == "input_seq")
+            ).scalar_one()
+            problems = connection.execute(
+                select(Thread.rollout_path, Thread.problem)
+                .where(Thread.problem.is_not(None))
+                .order_by(Thread.updated_at.desc())
+                .limit(20)
+            ).all()
+            formats = connection.execute(
+                select(Thread.source, Thread.format_version, func.count())
+                .where(Thread.state == ThreadState.ACTIVE.value)
+                .group_by(Thread.source, Thread.format_version)
+                .order_by(func.count().desc(), Thread.source, Thread.format_version)
+            ).all()
+            errors = connection.execute(
+                select(Job.job_key, Job.last_error)
+                .where(Job.last_error.is_not(None))
+                .order_by(Job.finished_at.desc())
+                .limit(10)
+            ).all()
+        return StatusCounts(
+            threads_total=sum(thread_states.values()),
+            threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
+            threads_bad=int(problem_count),
+            outputs=int(outputs),
+            pending=pending,
+            running=running,
+            failed=failed,
+            exhausted=exhausted,
+            input_watermark=int(watermark),
+            problems=tuple((row[0], row[1] or "") for row in problems),
+            errors=tuple((row[0], row[1] or "") for row in errors),
+            held_deletions=int(held),
+            formats=tuple((row[0], row[1] or "unknown", int(row[2])) for row in formats),
+        )
+
+
+def _sub_agents(connection: Connection, thread_id: str) -> list[str]:
+    return sorted(
+        connection.execute(
+            select(Thread.thread_id).where(
+                Thread.parent_thread_id == thread_id,
+                Thread.state != ThreadState.FORGOTTEN.value,
+            )
+        ).scalars()
+    )

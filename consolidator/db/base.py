@@ -1,0 +1,131 @@
+"""What every part of the store shares: connections, the clock, and the contention retry.
+
+- A write verb runs in one transaction (`_write`; BEGIN IMMEDIATE on SQLite) and a read in a
+  read-only one (`_read`). No transaction is held open across a model call: callers claim,
+  work, then finish with a fenced statement that checks the ownership token.
+- Conditional writes report their outcome from the row count of one guarded statement, never
+  from a read made before it.
+- `contention_retry` is the one retry of a whole verb on lock contention (SQLite busy,
+  PostgreSQL serialisation failure or deadlock). Only public verbs carry it, and a verb never
+  calls another verb, so one failure is tried at most `CONTENTION_ATTEMPTS` times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy import Connection, CursorResult, Engine, func, select
+from sqlalchemy.exc import DBAPIError, OperationalError
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
+from consolidator.db.records import default_worker_id
+from consolidator.db.statements import (
+    INSERT_CHANGE,
+    LOCK_MEMORY_WRITES,
+    NEXT_INPUT_SEQ,
+    insert_ignore_statement,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+CONTENTION_ATTEMPTS = 8
+
+
+def _is_contention(exc: BaseException) -> bool:
+    if isinstance(exc, OperationalError) and "database is locked" in str(exc):
+        return True
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None)
+        return code in ("40001", "40P01")
+    return False
+
+
+contention_retry: Callable[[Callable[P, R]], Callable[P, R]] = retry(
+    retry=retry_if_exception(_is_contention),
+    wait=wait_random_exponential(multiplier=0.05, max=2),
+    stop=stop_after_attempt(CONTENTION_ATTEMPTS),
+    reraise=True,
+)
+
+
+def rowcount(result: Any) -> int:
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
+
+
+def insert_ignore(connection: Connection, table: Any, values: dict[str, Any]) -> bool:
+    """INSERT ... ON CONFLICT DO NOTHING; True when the row was inserted."""
+    statement = insert_ignore_statement(table, connection.dialect.name == "sqlite")
+    return connection.execute(statement, values).first() is not None
+
+
+def log_change(connection: Connection, thread_id: str, change: str, now: datetime) -> int:
+    """Append to the change log. The counter row's lock orders sequence numbers by commit."""
+    seq = connection.execute(NEXT_INPUT_SEQ).scalar_one()
+    connection.execute(
+        INSERT_CHANGE,
+        {"seq": seq, "thread_id": thread_id, "change": change, "created_at": now},
+    )
+    return int(seq)
+
+
+def lock_memory_writes(connection: Connection) -> None:
+    """Serialise the writers of memory versions on PostgreSQL (READ COMMITTED).
+
+    Forgetting takes the `input_seq` counter row's lock (through `log_change`) before it
+    reads and rewrites versions; a commit, rollback or clear that takes the same lock first
+    either sees the forget's result or is seen by it, so neither can bring back a thread
+    forgotten concurrently. On SQLite, BEGIN IMMEDIATE already serialises every writer
+    (and FOR UPDATE compiles to nothing).
+    """
+    connection.execute(LOCK_MEMORY_WRITES).scalar_one()
+
+
+class StoreBase:
+    """Connections and the clock.
+
+    `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used
+    on PostgreSQL, so hosts with skewed clocks agree on lease expiry, and the local clock on
+    SQLite, which only ever serves one host.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self._clock = clock
+        self.worker_id = worker_id or default_worker_id()
+        self._sqlite = is_sqlite(engine)
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(**{READ_ONLY_OPTION: True})
+            with connection.begin():
+                yield connection
+
+    def _now(self, connection: Connection) -> datetime:
+        if self._clock is not None:
+            return self._clock()
+        if self._sqlite:
+            return datetime.now(UTC)
+        moment = connection.execute(select(func.clock_timestamp())).scalar_one()
+        assert isinstance(moment, datetime)
+        return moment.astimezone(UTC)
+
+    def now(self) -> datetime:
+        with self._read() as connection:
+            return self._now(connection)

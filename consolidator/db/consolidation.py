@@ -1,0 +1,316 @@
+"""What phase two reads and writes: its inputs, the fenced commit, and set-aside inputs.
+
+- `phase2_inputs` reads the current memory and the change log in (last success watermark,
+  claimed watermark]; `rebuild_inputs` reads every live output instead.
+- `commit_phase2` is all or nothing in one transaction, under the memory writers' lock: the
+  fenced UPDATE of the job decides (one row: the claim still owns it; zero: nothing is
+  written). Threads the result cites that stopped being live are forgotten here, so a
+  concurrent deletion always wins; a result equal to the current memory adds no version.
+- Set-aside inputs (what the model could not consolidate even alone) are quarantine entries
+  of no version, one per thread, until they change or `retry` queues them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, select, update
+
+from consolidator.db.base import (
+    StoreBase,
+    contention_retry,
+    lock_memory_writes,
+    log_change,
+    rowcount,
+)
+from consolidator.db.jobs import fenced_finish
+from consolidator.db.records import (
+    PHASE2,
+    PHASE2_KEY,
+    Claim,
+    JobStatus,
+    Phase2Commit,
+    Phase2Inputs,
+    Phase2Result,
+    QuarantineItem,
+    Stage1Record,
+    ThreadState,
+    stage1_record,
+)
+from consolidator.db.schema import InputChange, Job, QuarantinedEntry, Stage1Output, Thread
+from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters
+from consolidator.db.versions import (
+    current_digests,
+    insert_quarantined,
+    insert_version,
+    latest_version,
+    live,
+)
+from consolidator.memory.codec import StoredMemory, decode, forget_in
+from consolidator.memory.model import Memory, diff_summary
+
+
+class ConsolidationMixin(StoreBase):
+    """Phase two's reads and its commit; the stage-one outputs it consumes; the quarantine."""
+
+    def phase2_inputs(self, claim: Claim) -> Phase2Inputs:
+        """What a claimed run consumes: the current memory and the inputs changed in
+        (last success watermark, claimed watermark]. Deleted inputs are listed, but their
+        forgetting was already applied when they were deleted."""
+        with self._read() as connection:
+            job = connection.execute(
+                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            ).one()
+            start = int(job.last_success_watermark or 0)
+            end = int(claim.watermark or 0)
+            change_seq = {
+                str(thread_id): int(seq)
+                for thread_id, seq in connection.execute(
+                    select(InputChange.thread_id, func.max(InputChange.seq))
+                    .where(InputChange.seq > start, InputChange.seq <= end)
+                    .group_by(InputChange.thread_id)
+                )
+            }
+            changed_ids = sorted(change_seq)
+            outputs = sorted(
+                (
+                    stage1_record(row)
+                    for row in connection.execute(
+                        select(OUTPUTS).where(Stage1Output.thread_id.in_(changed_ids))
+                    )
+                ),
+                key=lambda record: change_seq[record.thread_id],
+            )
+            base = latest_version(connection)
+        live = {output.thread_id for output in outputs}
+        return Phase2Inputs(
+            base=base,
+            watermark_from=start,
+            watermark_to=end,
+            changed=outputs,
+            removed=[thread_id for thread_id in changed_ids if thread_id not in live],
+            change_seq={record.thread_id: change_seq[record.thread_id] for record in outputs},
+        )
+
+    def all_stage1_outputs(self) -> list[Stage1Record]:
+        return self.list_stage1_outputs()
+
+    def rebuild_inputs(self, claim: Claim) -> Phase2Inputs:
+        """What a rebuild consumes: every live stage-one output, oldest first, to be
+        consolidated from an empty memory; the current version is the base the gate compares
+        with, and the claimed watermark covers every change so far."""
+        with self._read() as connection:
+            job = connection.execute(
+                select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
+            ).one()
+            outputs = [
+                stage1_record(row)
+                for row in connection.execute(
+                    select(OUTPUTS)
+                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+                    .where(Thread.state == ThreadState.ACTIVE.value)
+                    .order_by(Stage1Output.source_updated_at, Stage1Output.thread_id)
+                )
+            ]
+            base = latest_version(connection)
+        return Phase2Inputs(
+            base=base,
+            watermark_from=int(job.last_success_watermark or 0),
+            watermark_to=int(claim.watermark or 0),
+            changed=outputs,
+            removed=[],
+        )
+
+    def live_output_thread_ids(self) -> frozenset[str]:
+        """Threads with a live stage-one output: what a complete memory would cite."""
+        with self._read() as connection:
+            return frozenset(
+                connection.execute(
+                    select(Stage1Output.thread_id)
+                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+                    .where(Thread.state == ThreadState.ACTIVE.value)
+                ).scalars()
+            )
+
+    def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]:
+        """Threads that may be cited: active, with a stored stage-one output."""
+        ids = list(thread_ids)
+        if not ids:
+            return frozenset()
+        with self._read() as connection:
+            return live(connection, ids)
+
+    @contention_retry
+    def commit_phase2(
+        self,
+        claim: Claim,
+        result: Phase2Result | None,
+        *,
+        cooldown_seconds: int,
+        through: int | None = None,
+    ) -> Phase2Commit:
+        """The fenced commit of a consolidation: all or nothing, in one transaction.
+
+        - Fencing: the job must still be `running` under this claim's token, else nothing
+          is written and `committed` is False (lost lease, clear-all, rollback).
+        - Threads the result cites that stopped being live since the run started are
+          forgotten here, deterministically, so a concurrent deletion always wins.
+        - A result equal to the current memory adds no version and starts no cooldown.
+        - The watermark advances to the claimed one; consumed change-log rows are pruned.
+        - `through` below the claimed watermark commits one slice of the run: the watermark
+          advances to it and the claim stays running, so the next slice builds on this one
+          and a later failure cannot undo it.
+        """
+        with self._write() as connection:
+            lock_memory_writes(connection)
+            now = self._now(connection)
+            version: int | None = None
+            forgotten = 0
+            memory: StoredMemory | None = None
+            if result is not None:
+                memory = result.memory
+                dead = memory.thread_ids - live(connection, sorted(memory.thread_ids))
+                if dead:
+                    rewritten = forget_in(memory.memory_json, dead)
+                    if rewritten is not None:
+                        memory = rewritten
+                    forgotten = len(dead)
+                if current_digests(connection) == [b.digest for b in memory.blocks]:
+                    memory = None
+            final = through is None or through >= (claim.watermark or 0)
+            watermark = claim.watermark if final else through
+            if final:
+                values: dict[str, Any] = {
+                    "status": JobStatus.SUCCEEDED.value,
+                    "finished_at": now,
+                    "last_error": None,
+                    "retry_at": None,
+                    "attempts": 0,
+                    "last_success_watermark": watermark,
+                    "last_success_at": now,
+                }
+                if memory is not None or (result is not None and result.changed_earlier):
+                    values["cooldown_until"] = now + timedelta(seconds=cooldown_seconds)
+                fenced = fenced_finish(connection, claim, **values)
+            else:
+                fenced = (
+                    rowcount(
+                        connection.execute(
+                            update(Job)
+                            .where(OWNED_BY_CLAIM)
+                            .values(last_success_watermark=watermark, last_success_at=now),
+                            fence_parameters(claim),
+                        )
+                    )
+                    == 1
+                )
+            if not fenced:
+                return Phase2Commit(committed=False, version=None, forgotten=0)
+            if memory is not None and result is not None:
+                previous = latest_version(connection)
+                old = decode(previous.memory_json) if previous else Memory()
+                version = insert_version(
+                    connection,
+                    memory,
+                    now=now,
+                    kind=result.kind,
+                    summary=diff_summary(old, memory.memory),
+                    watermark_from=result.watermark_from,
+                    watermark_to=watermark,
+                    backend=result.backend,
+                    model=result.model,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    quarantined=len(result.quarantined),
+                    evicted=result.evicted,
+                )
+                insert_quarantined(connection, result.quarantined, version=version, now=now)
+            if result is not None:
+                _record_set_aside(connection, result, now)
+            connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))
+            return Phase2Commit(committed=True, version=version, forgotten=forgotten)
+
+    @contention_retry
+    def retry_set_aside_inputs(self, thread_ids: Sequence[str] | None = None) -> int:
+        """Queue set-aside inputs (all, or those of `thread_ids`) for the next phase two again,
+        for the `retry` verb: a fresh change-log row per thread that still has a stage-one
+        output. Returns how many were queued."""
+        wanted = None if thread_ids is None else set(thread_ids)
+        with self._write() as connection:
+            now = self._now(connection)
+            rows = connection.execute(
+                select(QuarantinedEntry.thread_ids).where(QuarantinedEntry.version.is_(None))
+            ).scalars()
+            found = {t for value in rows for t in value.split()}
+            thread_ids = sorted(found if wanted is None else found & wanted)
+            queued = sorted(live(connection, thread_ids)) if thread_ids else []
+            for thread_id in queued:
+                log_change(connection, thread_id, "upsert", now)
+            return len(queued)
+
+    def set_aside_inputs(self) -> list[tuple[str, str]]:
+        """(thread id, reason) of every input phase two set aside."""
+        with self._read() as connection:
+            rows = connection.execute(
+                select(QuarantinedEntry.thread_ids, QuarantinedEntry.reason)
+                .where(QuarantinedEntry.version.is_(None))
+                .order_by(QuarantinedEntry.id)
+            ).all()
+        return [(str(row[0]).strip(), str(row[1])) for row in rows]
+
+    def quarantined_count(self) -> int:
+        with self._read() as connection:
+            return int(
+                connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one()
+            )
+
+    def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None:
+        """Keep an input that was refused before it became one (a note carrying an injection)
+        where `consolidator quarantine` lists it; `forget thread_id` removes it."""
+        with self._write() as connection:
+            insert_quarantined(
+                connection,
+                [QuarantineItem(reason, text, frozenset([thread_id]))],
+                version=None,
+                now=self._now(connection),
+            )
+
+    def quarantined_entries(self, *, limit: int = 50) -> list[QuarantineItem]:
+        """The newest quarantined entries with the threads behind them (for `forget`)."""
+        with self._read() as connection:
+            rows = connection.execute(
+                select(QuarantinedEntry.reason, QuarantinedEntry.text, QuarantinedEntry.thread_ids)
+                .order_by(QuarantinedEntry.id.desc())
+                .limit(limit)
+            ).all()
+        return [QuarantineItem(row[0], row[1], frozenset(row[2].split())) for row in rows]
+
+    def get_stage1_output(self, thread_id: str) -> Stage1Record | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(OUTPUTS).where(Stage1Output.thread_id == thread_id)
+            ).first()
+            return None if row is None else stage1_record(row)
+
+    def list_stage1_outputs(self, thread_ids: Sequence[str] | None = None) -> list[Stage1Record]:
+        with self._read() as connection:
+            query = select(OUTPUTS).order_by(Stage1Output.thread_id)
+            if thread_ids is not None:
+                query = query.where(Stage1Output.thread_id.in_(thread_ids))
+            return [stage1_record(row) for row in connection.execute(query)]
+
+
+def _record_set_aside(connection: Connection, result: Phase2Result, now: datetime) -> None:
+    """Set-aside inputs are quarantine entries of no version, one per thread: a thread
+    set aside again replaces its entry, and one consolidated at last loses it."""
+    done = [*result.settled, *(t for entry in result.set_aside for t in entry.thread_ids)]
+    for thread_id in done:
+        connection.execute(
+            delete(QuarantinedEntry).where(
+                QuarantinedEntry.version.is_(None),
+                QuarantinedEntry.thread_ids == f" {thread_id} ",
+            )
+        )
+    insert_quarantined(connection, result.set_aside, version=None, now=now)

@@ -1,0 +1,516 @@
+"""Jobs and leases: both phases' claims, heartbeats and fenced finishes.
+
+- A claim is one guarded UPDATE whose row count decides (`claimable.py` holds the rule): it
+  writes a fresh ownership token, a higher lease epoch and a lease end, and records the input
+  watermark it will consume. On SQLite it runs under BEGIN IMMEDIATE; on PostgreSQL batch
+  candidates are locked FOR UPDATE SKIP LOCKED, so concurrent claimers take disjoint sets.
+- Every later write of the claim's owner (renewal, completion, failure, release, phase two's
+  commit) is fenced by `statements.OWNED_BY_CLAIM`: one row updated means the claim still owned
+  the job; zero means its lease was lost (reclaimed, cleared, rolled back) and nothing is
+  written.
+- A failure backs off with jitter; an outage of the model endpoint refunds the attempt, so
+  only the input's or the answer's fault spends the retry budget.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Row, and_, or_, select, update
+
+from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
+from consolidator.db.claimable import (
+    PHASE2_FORCED_RULE,
+    PHASE2_RULE,
+    STAGE1_RULE,
+    lease_free,
+    refusal,
+    stage1_claimable,
+)
+from consolidator.db.engine import (
+    READ_ONLY_OPTION,
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE_LOCK_PATIENCE_OPTION,
+    WriteLockBusy,
+)
+from consolidator.db.records import (
+    PHASE2,
+    PHASE2_KEY,
+    STAGE1,
+    Claim,
+    ClaimOutcome,
+    Eligibility,
+    JobRecord,
+    JobStatus,
+    Stage1Payload,
+    ThreadState,
+    job_record,
+    retry_delay,
+)
+from consolidator.db.schema import STAGE1_BEHIND, Job, Thread
+from consolidator.db.statements import (
+    DELETE_OUTPUT,
+    INSERT_OUTPUT,
+    JOBS,
+    OWNED_BY_CLAIM,
+    PHASE2_CLAIM,
+    PHASE2_FORCED_CLAIM,
+    PHASE2_STATE,
+    PHASE2_STATE_AND_CLOCK,
+    SUCCEED_JOB,
+    THREAD_BY_ID,
+    fence_parameters,
+    lease_values,
+    stage1_batch_statements,
+    thread_exists,
+)
+from consolidator.db.versions import forget_in_memory, insert_quarantined
+
+# Phase two never runs out of retries; it backs off instead.
+PHASE2_RETRY_BUDGET = 1_000_000_000
+# The `version` of entries withheld from a stage-one output: before any memory version (set-aside
+# phase-two inputs use none).
+STAGE1_QUARANTINE_VERSION = 0
+# The longest wait between two tries while the model endpoint is down.
+TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
+# A thread whose retry budget is spent is still tried again after this long.
+EXHAUSTED_RETRY_SECONDS = 24 * 3600
+# How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
+CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
+
+
+def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
+    """End a claim with `values`, if it still owns the job; True when it did."""
+    result = connection.execute(
+        update(Job).where(OWNED_BY_CLAIM).values(ownership_token=None, lease_until=None, **values),
+        fence_parameters(claim),
+    )
+    return rowcount(result) == 1
+
+
+class JobsMixin(StoreBase):
+    """Claiming, renewing and finishing both phases' jobs."""
+
+    def _take(
+        self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
+    ) -> tuple[str, int, int] | None:
+        token = uuid.uuid4().hex
+        row = connection.execute(
+            update(Job)
+            .where(Job.id == job_id, guard)
+            .values(
+                **lease_values(token, now, now + timedelta(seconds=lease_seconds), self.worker_id),
+                retry_remaining=Job.retry_remaining - 1,
+                claimed_watermark=Job.input_watermark,
+            )
+            .returning(Job.lease_epoch, Job.input_watermark)
+        ).first()
+        if row is None:
+            return None
+        return token, int(row.lease_epoch), int(row.input_watermark)
+
+    @contention_retry
+    def try_claim_stage1(self, thread_id: str, *, lease_seconds: int) -> Claim:
+        """Claim one thread's stage-one job, whatever its idle time (an explicit request).
+
+        - One guarded UPDATE decides; on SQLite it runs under BEGIN IMMEDIATE.
+        - `claimed` carries a fresh token and a higher epoch; every other outcome says why not.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            job = connection.execute(
+                select(JOBS).where(Job.kind == STAGE1, Job.job_key == thread_id)
+            ).first()
+            if job is None:
+                raise KeyError(f"no stage-one job for thread {thread_id}")
+            taken = self._take(
+                connection,
+                job.id,
+                and_(
+                    stage1_claimable(now), thread_exists(Thread.state == ThreadState.ACTIVE.value)
+                ),
+                now,
+                lease_seconds,
+            )
+            if taken is not None:
+                token, epoch, watermark = taken
+                return Claim(ClaimOutcome.CLAIMED, STAGE1, thread_id, token, epoch, watermark)
+            current = connection.execute(select(JOBS).where(Job.id == job.id)).one()
+            # Every term holds yet the take failed: the thread is no longer active.
+            outcome = refusal(STAGE1_RULE, current, now) or ClaimOutcome.SKIPPED_UP_TO_DATE
+            return Claim(outcome, STAGE1, thread_id)
+
+    @contention_retry
+    def claim_stage1_batch(
+        self, *, limit: int, lease_seconds: int, eligibility: Eligibility
+    ) -> list[Claim]:
+        """Claim up to `limit` eligible stage-one jobs, newest input first.
+
+        - PostgreSQL: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
+          claimers take disjoint sets without waiting on each other.
+        - SQLite: BEGIN IMMEDIATE serialises claimers; SKIP LOCKED compiles to nothing.
+        - Each candidate is then taken by the guarded UPDATE, so no job is claimed twice.
+        """
+        candidates_query, take = stage1_batch_statements(
+            eligibility.source_id is not None, eligibility.max_age_days > 0
+        )
+        with self._write() as connection:
+            now = self._now(connection)
+            parameters = {
+                "claim_now": now,
+                "claim_idle_before": now - timedelta(seconds=eligibility.min_idle_seconds),
+                "claim_age_after": now - timedelta(days=eligibility.max_age_days),
+                "claim_source": eligibility.source_id,
+            }
+            candidates = connection.execute(
+                candidates_query, {**parameters, "claim_limit": limit}
+            ).all()
+            claims: list[Claim] = []
+            for candidate in candidates:
+                token = uuid.uuid4().hex
+                row = connection.execute(
+                    take,
+                    {
+                        **parameters,
+                        "claim_job_id": candidate.id,
+                        "claim_token": token,
+                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                        "claim_worker": self.worker_id,
+                    },
+                ).first()
+                if row is not None:
+                    claims.append(
+                        Claim(
+                            ClaimOutcome.CLAIMED,
+                            STAGE1,
+                            candidate.job_key,
+                            token,
+                            int(row.lease_epoch),
+                            int(row.input_watermark),
+                        )
+                    )
+            return claims
+
+    @contention_retry
+    def renew_lease(self, claim: Claim, *, lease_seconds: int) -> bool:
+        """Heartbeat. False means the lease is gone (reclaimed, cleared, or the job deleted)."""
+        with self._write() as connection:
+            now = self._now(connection)
+            result = connection.execute(
+                update(Job)
+                .where(OWNED_BY_CLAIM)
+                .values(lease_until=now + timedelta(seconds=lease_seconds)),
+                fence_parameters(claim),
+            )
+            return rowcount(result) == 1
+
+    def finished_by_claim(self, claim: Claim) -> bool:
+        """Whether the job was finished under `claim` itself: not running, and not claimed
+        again since (the epoch is the claim's). A renewal that fails for this reason lost
+        nothing; one that fails because the job moved on or is gone did."""
+        with self._read() as connection:
+            row = connection.execute(
+                select(Job.status, Job.lease_epoch).where(
+                    Job.kind == claim.kind, Job.job_key == claim.job_key
+                )
+            ).first()
+        return (
+            row is not None
+            and row.status != JobStatus.RUNNING.value
+            and row.lease_epoch == claim.epoch
+        )
+
+    @contention_retry
+    def complete_stage1(self, claim: Claim, payload: Stage1Payload | None) -> bool:
+        """Store a finished extraction if, and only if, the claim still owns the job.
+
+        - Zero rows updated by the fenced UPDATE = lost lease: nothing at all is written.
+        - `payload=None` (nothing worth remembering) removes an earlier output; removing one
+          is logged as a deletion so phase two forgets it.
+        - A new or replaced output is logged as an upsert in the same transaction.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            finished = connection.execute(
+                SUCCEED_JOB,
+                fence_parameters(claim) | {"finish_now": now, "finish_watermark": claim.watermark},
+            )
+            if rowcount(finished) != 1:
+                return False
+            thread = connection.execute(THREAD_BY_ID, {"thread_key": claim.job_key}).one()
+            had_output = connection.execute(DELETE_OUTPUT, {"thread_key": claim.job_key})
+            if payload is None:
+                if rowcount(had_output):
+                    log_change(connection, claim.job_key, "delete", now)
+                    forget_in_memory(connection, [claim.job_key], now)
+                return True
+            connection.execute(
+                INSERT_OUTPUT,
+                {
+                    "thread_id": claim.job_key,
+                    "raw_memory": payload.raw_memory,
+                    "rollout_summary": payload.rollout_summary,
+                    "rollout_slug": payload.rollout_slug,
+                    "rollout_path": thread.rollout_path,
+                    "cwd": thread.cwd,
+                    "git_branch": thread.git_branch,
+                    "source_updated_at": thread.source_updated_at,
+                    "generated_at": now,
+                    "backend": payload.backend,
+                    "model": payload.model,
+                    "input_tokens": payload.input_tokens,
+                    "output_tokens": payload.output_tokens,
+                },
+            )
+            log_change(connection, claim.job_key, "upsert", now)
+            insert_quarantined(
+                connection, payload.quarantined, version=STAGE1_QUARANTINE_VERSION, now=now
+            )
+            return True
+
+    @contention_retry
+    def fail_job(
+        self, claim: Claim, error: str, *, retryable: bool, transient: bool = False
+    ) -> bool:
+        """Release a claim as failed, with a backoff before the next try (fenced like a finish).
+
+        - `transient` (the model endpoint was down): the attempt is refunded, so an outage never
+          spends the retry budget; the backoff grows up to `TRANSIENT_RETRY_CAP_SECONDS`.
+        - Otherwise the input or the answer was at fault: the claim's attempt stays spent, and
+          a non-retryable failure spends the whole budget at once.
+        - A job left with no budget is still tried again after `EXHAUSTED_RETRY_SECONDS`.
+        """
+        return self._fail(claim, error, retryable=retryable, transient=transient)
+
+    def _fail(self, claim: Claim, error: str, *, retryable: bool, transient: bool) -> bool:
+        with self._write() as connection:
+            now = self._now(connection)
+            job = connection.execute(
+                select(Job.attempts, Job.retry_remaining).where(
+                    Job.kind == claim.kind, Job.job_key == claim.job_key
+                )
+            ).first()
+            attempts = int(job.attempts or 1) if job else 1
+            remaining = int(job.retry_remaining) if job else 0
+            values: dict[str, Any] = {
+                "status": JobStatus.FAILED.value,
+                "finished_at": now,
+                "last_error": error[:1000],
+            }
+            if transient:
+                delay = retry_delay(attempts, cap_seconds=TRANSIENT_RETRY_CAP_SECONDS)
+                values["retry_remaining"] = Job.retry_remaining + 1
+                remaining += 1
+            else:
+                delay = retry_delay(attempts)
+                if not retryable:
+                    values["retry_remaining"] = 0
+                    remaining = 0
+            if remaining <= 0:
+                delay = EXHAUSTED_RETRY_SECONDS
+            values["retry_at"] = now + timedelta(seconds=delay)
+            return fenced_finish(connection, claim, **values)
+
+    @contention_retry
+    def revive_exhausted(self) -> int:
+        """Give each stage-one job whose budget is spent and whose long wait is over one more
+        try (`retry_remaining` 1); a failure of that try starts another long wait.
+
+        One UPDATE over the (kind, status, retry_at) index; returns the jobs revived.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            result = connection.execute(
+                update(Job)
+                .where(
+                    Job.kind == STAGE1,
+                    Job.status == JobStatus.FAILED.value,
+                    Job.retry_at <= now,
+                    Job.retry_remaining <= 0,
+                )
+                .values(retry_remaining=1)
+            )
+            return rowcount(result)
+
+    @contention_retry
+    def retry_jobs(self, thread_ids: Sequence[str] | None, *, retry_budget: int) -> list[str]:
+        """Make failed and exhausted stage-one work claimable now (`None` = every thread).
+
+        - Only jobs not under a live lease and not up to date are touched.
+        - Their backoff is cleared and their retry budget reset to `retry_budget`.
+        Returns the thread ids made claimable.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            waiting = and_(
+                Job.kind == STAGE1,
+                lease_free(now),
+                STAGE1_BEHIND,
+                or_(Job.status == JobStatus.FAILED.value, Job.retry_remaining <= 0),
+            )
+            if thread_ids is not None:
+                waiting = and_(waiting, Job.job_key.in_(list(thread_ids)))
+            keys = [
+                str(key) for key in connection.execute(select(Job.job_key).where(waiting)).scalars()
+            ]
+            if keys:
+                connection.execute(
+                    update(Job)
+                    .where(waiting, Job.job_key.in_(keys))
+                    .values(retry_at=None, retry_remaining=retry_budget)
+                )
+            return keys
+
+    @contention_retry
+    def release_job(self, claim: Claim) -> bool:
+        """Give back a claim whose work never started (shutdown); the attempt is refunded."""
+        with self._write() as connection:
+            return fenced_finish(
+                connection,
+                claim,
+                status=JobStatus.PENDING.value,
+                retry_remaining=Job.retry_remaining + 1,
+                attempts=Job.attempts - 1,
+            )
+
+    # -- phase two --------------------------------------------------------------------------
+
+    @contention_retry
+    def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
+        """Claim the global consolidation job.
+
+        - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
+          with input changes after the last success's watermark. Its row count decides.
+        - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
+        - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
+          `skipped_up_to_date` claims nothing and leaves the cooldown alone.
+        - Many processes poll this at once, so a claim is one read and at most one write
+          statement (issue 5, P7). The read takes no write lock: when it already shows a
+          refusal, the claim returns it without queueing behind other writers. A stale read
+          can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
+        - `force` (a rebuild the user asked for) is refused only by a live lease.
+        """
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                return self._try_claim_phase2_once(
+                    lease_seconds, patient=time.monotonic() > deadline, force=force
+                )
+            except WriteLockBusy:
+                continue
+
+    def _try_claim_phase2_once(
+        self, lease_seconds: int, *, patient: bool, force: bool = False
+    ) -> Claim:
+        """One read and, if it shows no refusal, one guarded UPDATE.
+
+        On SQLite an impatient attempt waits only briefly for the write lock and raises
+        `WriteLockBusy`, so that the caller re-reads first: the claimer it queued behind has
+        usually taken the job by then, and the answer is a refusal without any more waiting.
+        """
+        with self._claim_connection() as connection:
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            if state is None:
+                with self._statement(connection, write=True):
+                    self._create_phase2_job(connection)
+                    state = self._phase2_state(connection)
+            assert state is not None
+            job, now = state
+            rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
+            refused = refusal(rule, job, now)
+            if refused is not None:
+                return Claim(refused, PHASE2, PHASE2_KEY)
+            token = uuid.uuid4().hex
+            if not patient:
+                connection.execution_options(
+                    **{WRITE_LOCK_PATIENCE_OPTION: CLAIM_WRITE_LOCK_PATIENCE_SECONDS}
+                )
+            with self._statement(connection, write=True):
+                row = connection.execute(
+                    PHASE2_FORCED_CLAIM if force else PHASE2_CLAIM,
+                    {
+                        "claim_now": now,
+                        "claim_token": token,
+                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                        "claim_worker": self.worker_id,
+                    },
+                ).first()
+            if row is not None:
+                epoch, watermark = int(row[0]), int(row[1] or 0)
+                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            assert state is not None
+            # None: lost to a claimer whose run ended before this read (READ COMMITTED).
+            outcome = refusal(rule, state[0], now)
+            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
+
+    @contextmanager
+    def _claim_connection(self) -> Iterator[Connection]:
+        """One connection for all of a claim's statements (one pool checkout and ping).
+
+        On PostgreSQL it is in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
+        """
+        with self.engine.connect() as connection:
+            if not self._sqlite:
+                connection.execution_options(isolation_level="AUTOCOMMIT")
+            yield connection
+
+    @contextmanager
+    def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
+        """On SQLite, a read (deferred) or write (immediate) transaction around the block;
+        on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
+        if not self._sqlite:
+            yield
+            return
+        connection.execution_options(**{READ_ONLY_OPTION: not write})
+        with connection.begin():
+            yield
+
+    def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
+        """The phase-two job row with the input sequence (`input_seq`), and the time now."""
+        database_clock = self._clock is None and not self._sqlite
+        row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
+        if row is None:
+            return None
+        if database_clock:
+            return row, row.database_now.astimezone(UTC)
+        return row, self._now(connection)
+
+    def _create_phase2_job(self, connection: Connection) -> None:
+        insert_ignore(
+            connection,
+            Job,
+            {
+                "kind": PHASE2,
+                "job_key": PHASE2_KEY,
+                "status": JobStatus.PENDING.value,
+                "lease_epoch": 0,
+                "retry_remaining": PHASE2_RETRY_BUDGET,
+                "attempts": 0,
+                "input_watermark": 0,
+                "last_success_watermark": 0,
+            },
+        )
+
+    def phase2_job(self) -> JobRecord | None:
+        return self.get_job(PHASE2, PHASE2_KEY)
+
+    @contention_retry
+    def fail_phase2(self, claim: Claim, error: str) -> bool:
+        """A failed or refused run: back off exponentially (with jitter), fenced by token."""
+        return self._fail(claim, error, retryable=True, transient=False)
+
+    def get_job(self, kind: str, job_key: str) -> JobRecord | None:
+        with self._read() as connection:
+            row = connection.execute(
+                select(JOBS).where(Job.kind == kind, Job.job_key == job_key)
+            ).first()
+            return None if row is None else job_record(row)

@@ -1,0 +1,307 @@
+"""The records the store hands out and takes in, and the few pure rules about them.
+
+Nothing here touches the database: these are the typed values every verb of `Store` returns
+or accepts (claims, threads, outputs, jobs, versions, status counts), the state names stored
+in the tables, and the small pure functions the verbs share (tombstone keys, watermarks,
+retry delays, and turning a row into a record).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, NamedTuple, TypeVar
+
+from sqlalchemy import Row
+
+from consolidator.memory.codec import StoredMemory
+
+STAGE1 = "stage1"
+PHASE2 = "phase2"
+PHASE2_KEY = "global"
+TOMBSTONE_PREFIX = "forgotten:"
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"
+    SKIPPED_UP_TO_DATE = "skipped_up_to_date"
+    SKIPPED_RUNNING = "skipped_running"
+    SKIPPED_RETRY_BACKOFF = "skipped_retry_backoff"
+    SKIPPED_RETRY_EXHAUSTED = "skipped_retry_exhausted"
+    SKIPPED_COOLDOWN = "skipped_cooldown"
+
+
+class ThreadState(StrEnum):
+    ACTIVE = "active"
+    BAD = "bad"
+    DELETED = "deleted"
+    # Forgotten on request: stays forgotten even while its file is still on disk.
+    FORGOTTEN = "forgotten"
+
+
+# Threads whose rollout still counts as present: a scan that misses them may delete them.
+LIVE_STATES = (ThreadState.ACTIVE.value, ThreadState.BAD.value)
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class ThreadChange(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    BAD = "bad"
+    # Turned unreadable (emptied, truncated, replaced) after it had been read: what it gave
+    # to memory is forgotten, as for a deleted rollout.
+    BAD_FORGOTTEN = "bad_forgotten"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The result of a claim attempt. Token and epoch are set only when `claimed`."""
+
+    outcome: ClaimOutcome
+    kind: str
+    job_key: str
+    token: str | None = None
+    epoch: int | None = None
+    watermark: int | None = None
+
+    @property
+    def claimed(self) -> bool:
+        return self.outcome is ClaimOutcome.CLAIMED
+
+
+class KnownFile(NamedTuple):
+    """A registered rollout: its file identity and state, keyed by path in `known_files`."""
+
+    thread_id: str
+    size: int
+    mtime_ns: int
+    state: ThreadState
+    ingested: bool
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    thread_id: str
+    source: str
+    rollout_path: str
+    cwd: str | None
+    git_branch: str | None
+    source_updated_at: datetime
+    state: ThreadState
+    problem: str | None
+    format_version: str | None = None
+    parent_thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Stage1Record:
+    thread_id: str
+    raw_memory: str
+    rollout_summary: str
+    rollout_slug: str | None
+    rollout_path: str
+    cwd: str | None
+    git_branch: str | None
+    source_updated_at: datetime
+    generated_at: datetime
+    backend: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Stage1Payload:
+    """What a finished extraction stores. `None` fields mean "nothing worth remembering"."""
+
+    raw_memory: str
+    rollout_summary: str
+    rollout_slug: str | None
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # Fields the security scan withheld (already replaced by a marker above), kept for admins.
+    quarantined: tuple[QuarantineItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    kind: str
+    job_key: str
+    status: JobStatus
+    worker_id: str | None
+    lease_epoch: int
+    lease_until: datetime | None
+    retry_at: datetime | None
+    retry_remaining: int
+    attempts: int
+    last_error: str | None
+    input_watermark: int
+    last_success_watermark: int | None
+    last_success_at: datetime | None
+    cooldown_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    threads_total: int
+    threads_deleted: int
+    threads_bad: int
+    outputs: int
+    pending: int
+    running: int
+    failed: int
+    exhausted: int
+    input_watermark: int
+    problems: tuple[tuple[str, str], ...]
+    errors: tuple[tuple[str, str], ...]
+    held_deletions: int = 0
+    # Live threads per (source, format version), most common first.
+    formats: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    version: int
+    created_at: datetime
+    kind: str
+    memory_json: str
+    content_md: str
+    content_bytes: int
+    watermark_from: int | None
+    watermark_to: int | None
+    backend: str | None
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    diff_summary: str
+    quarantined: int
+    evicted: int
+
+
+@dataclass(frozen=True)
+class Phase2Inputs:
+    """`changed` is in change-log order; `change_seq` maps each changed thread to its latest
+    change's sequence number, so a run may commit a prefix and advance the watermark to it."""
+
+    base: VersionRecord | None
+    watermark_from: int
+    watermark_to: int
+    changed: list[Stage1Record]
+    removed: list[str]
+    change_seq: Mapping[str, int] = field(default_factory=dict)
+
+
+class QuarantineItem(NamedTuple):
+    """An entry kept out of every published file, with the threads behind it."""
+
+    reason: str
+    text: str
+    thread_ids: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Phase2Result:
+    """A gated consolidation result, ready for the fenced commit."""
+
+    memory: StoredMemory
+    kind: str
+    watermark_from: int
+    backend: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    quarantined: tuple[QuarantineItem, ...] = ()
+    # Inputs the model could not consolidate even alone, kept out with their reason until
+    # they change or `retry`; and the inputs consolidated now, whose earlier such entry goes.
+    set_aside: tuple[QuarantineItem, ...] = ()
+    settled: tuple[str, ...] = ()
+    # An earlier slice of the same run changed the memory: the cooldown starts anyway.
+    changed_earlier: bool = False
+    evicted: int = 0
+
+
+@dataclass(frozen=True)
+class Phase2Commit:
+    committed: bool
+    version: int | None
+    forgotten: int
+
+
+@dataclass(frozen=True)
+class ClearReport:
+    outputs: int
+    versions: int
+    jobs: int
+    changes: int
+    quarantined: int
+    threads: int
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    """Which threads a batch claim may take: idle long enough and not too old."""
+
+    min_idle_seconds: int
+    max_age_days: int
+    source_id: str | None = None
+
+
+def tombstone_id(thread_id: str) -> str:
+    """The key a forgotten thread is kept under: it recognises the session, never names it."""
+    digest = hashlib.sha256(f"consolidator-forgotten\0{thread_id}".encode()).hexdigest()
+    return TOMBSTONE_PREFIX + digest
+
+
+def to_watermark(moment: datetime) -> int:
+    """Stage-one watermarks are a thread's last event time in epoch microseconds."""
+    return int(moment.timestamp() * 1_000_000)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def retry_delay(attempts: int, *, base_seconds: float = 30.0, cap_seconds: float = 3600.0) -> float:
+    """Exponential backoff with jitter: full doubling per attempt, capped, then 50-100%."""
+    exponent = max(0, attempts - 1)
+    delay = min(cap_seconds, base_seconds * (2**exponent))
+    return float(delay * random.uniform(0.5, 1.0))
+
+
+RecordT = TypeVar("RecordT")
+
+
+def record_from_row(cls: type[RecordT], row: Row[Any]) -> RecordT:
+    """A record dataclass from the row's columns of the same names."""
+    mapping = row._mapping
+    values = {field.name: mapping[field.name] for field in fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)
+
+
+def thread_record(row: Row[Any]) -> ThreadRecord:
+    record = record_from_row(ThreadRecord, row)
+    return replace(record, state=ThreadState(record.state))
+
+
+def stage1_record(row: Row[Any]) -> Stage1Record:
+    return record_from_row(Stage1Record, row)
+
+
+def job_record(row: Row[Any]) -> JobRecord:
+    record = record_from_row(JobRecord, row)
+    return replace(record, status=JobStatus(record.status))

@@ -1,0 +1,240 @@
+"""The statements the hot paths run, each named and built once, with what its SQL does.
+
+Many workers poll claims and a scan registers every rollout it reads; on SQLite, building a
+statement costs more than running it, so these are compiled once and take their values as
+bind parameters. Statements used once per verb are built in place, next to their caller.
+
+Fencing: every finish of a claimed job is an UPDATE guarded by `OWNED_BY_CLAIM` (the job is
+still `running` under the claim's token); one row updated means the claim still owned the job
+and the write counts, zero means the lease was lost and nothing may be written.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+from consolidator.db.claimable import (
+    INPUT_SEQ,
+    PHASE2_FORCED_RULE,
+    PHASE2_RULE,
+    Term,
+    claimable,
+    stage1_claimable,
+)
+from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, JobStatus, ThreadState
+from consolidator.db.schema import (
+    Counter,
+    InputChange,
+    Job,
+    MemoryVersion,
+    Stage1Output,
+    Thread,
+    UTCDateTime,
+)
+
+THREADS = Thread.__table__
+JOBS = Job.__table__
+OUTPUTS = Stage1Output.__table__
+VERSIONS = MemoryVersion.__table__
+
+
+def lease_values(token: Any, now: Any, lease_until: Any, worker_id: Any) -> dict[str, Any]:
+    """What every claim writes: a new owner, a higher epoch, a lease until `lease_until`.
+    The arguments are values or bind parameters."""
+    return {
+        "status": JobStatus.RUNNING.value,
+        "ownership_token": token,
+        "lease_epoch": Job.lease_epoch + 1,
+        "lease_until": lease_until,
+        "worker_id": worker_id,
+        "started_at": now,
+        "finished_at": None,
+        "attempts": Job.attempts + 1,
+    }
+
+
+def _claim_lease_values(now: Any) -> dict[str, Any]:
+    return lease_values(
+        bindparam("claim_token", type_=String()),
+        now,
+        bindparam("claim_lease_until", type_=UTCDateTime()),
+        bindparam("claim_worker", type_=String()),
+    )
+
+
+def from_source(source_id: str | None) -> Any:
+    """Threads a worker reading sessions folder `source_id` may scan and extract."""
+    if source_id is None:
+        return true()
+    return or_(Thread.source_id.is_(None), Thread.source_id == source_id)
+
+
+def thread_exists(*conditions: Any) -> Any:
+    """The job's thread meets `conditions`: one lookup by key per job, where `IN (SELECT ...)`
+    would read every matching thread first, under the write lock."""
+    return (
+        select(literal(1))
+        .where(Thread.thread_id == Job.job_key, *conditions)
+        .correlate(Job)
+        .exists()
+    )
+
+
+# -- phase two's claim: one read of the job with the change log's counter, then one guarded
+# UPDATE whose row count decides; the watermark claimed is the counter at that moment.
+PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq")).where(
+    Job.kind == PHASE2, Job.job_key == PHASE2_KEY
+)
+# The same, with PostgreSQL's clock, so hosts with skewed clocks agree on lease expiry.
+PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
+_CLAIM_NOW = bindparam("claim_now", type_=UTCDateTime())
+
+
+def _phase2_claim(rule: tuple[Term, ...]) -> Any:
+    return (
+        update(Job)
+        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, _CLAIM_NOW))
+        .values(
+            **_claim_lease_values(_CLAIM_NOW),
+            input_watermark=INPUT_SEQ,
+            claimed_watermark=INPUT_SEQ,
+        )
+        .returning(Job.lease_epoch, Job.claimed_watermark)
+    )
+
+
+PHASE2_CLAIM = _phase2_claim(PHASE2_RULE)
+PHASE2_FORCED_CLAIM = _phase2_claim(PHASE2_FORCED_RULE)
+# Rollback fences off an in-flight phase-two run: its token goes, so its commit writes nothing.
+FENCE_PHASE2 = (
+    update(Job)
+    .where(Job.kind == PHASE2, Job.status == JobStatus.RUNNING.value)
+    .values(status=JobStatus.PENDING.value, ownership_token=None, lease_until=None)
+)
+
+
+@functools.cache
+def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
+    """The batch claim's candidate query and its guarded take, one pair per query shape.
+
+    The candidates are locked FOR UPDATE SKIP LOCKED (nothing on SQLite, where BEGIN IMMEDIATE
+    serialises claimers); the take re-checks the whole guard, so its row count decides.
+    """
+    now = bindparam("claim_now", type_=UTCDateTime())
+    eligible = [
+        Thread.state == ThreadState.ACTIVE.value,
+        Thread.source_updated_at <= bindparam("claim_idle_before", type_=UTCDateTime()),
+    ]
+    if by_source:
+        source = bindparam("claim_source", type_=String())
+        eligible.append(or_(Thread.source_id.is_(None), Thread.source_id == source))
+    if by_age:
+        eligible.append(
+            Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
+        )
+    guard = and_(stage1_claimable(now), thread_exists(*eligible))
+    candidates = (
+        select(Job.id, Job.job_key)
+        .where(guard)
+        .order_by(Job.input_watermark.desc())
+        .limit(bindparam("claim_limit", type_=Integer()))
+        .with_for_update(skip_locked=True)
+    )
+    take = (
+        update(Job)
+        .where(Job.id == bindparam("claim_job_id", type_=Integer()), guard)
+        .values(
+            **_claim_lease_values(now),
+            retry_remaining=Job.retry_remaining - 1,
+            claimed_watermark=Job.input_watermark,
+        )
+        .returning(Job.lease_epoch, Job.input_watermark)
+    )
+    return candidates, take
+
+
+# -- fencing: a job still owned by a claim, with `fence_parameters`.
+OWNED_BY_CLAIM = and_(
+    Job.kind == bindparam("fence_kind"),
+    Job.job_key == bindparam("fence_key"),
+    Job.ownership_token == bindparam("fence_token"),
+    Job.status == JobStatus.RUNNING.value,
+)
+
+
+def fence_parameters(claim: Claim) -> dict[str, Any]:
+    return {"fence_kind": claim.kind, "fence_key": claim.job_key, "fence_token": claim.token}
+
+
+_FINISH_NOW = bindparam("finish_now", type_=UTCDateTime())
+# Stage one's fenced success: the lease goes and the claimed watermark becomes the last success.
+SUCCEED_JOB = (
+    update(Job)
+    .where(OWNED_BY_CLAIM)
+    .values(
+        ownership_token=None,
+        lease_until=None,
+        status=JobStatus.SUCCEEDED.value,
+        finished_at=_FINISH_NOW,
+        last_error=None,
+        retry_at=None,
+        last_success_watermark=bindparam("finish_watermark", type_=BigInteger()),
+        last_success_at=_FINISH_NOW,
+    )
+)
+
+# -- stage one's output and the change log.
+# The counter row's lock orders sequence numbers by commit, so phase two never skips a change
+# that commits late.
+NEXT_INPUT_SEQ = (
+    update(Counter)
+    .where(Counter.name == "input_seq")
+    .values(value=Counter.value + 1)
+    .returning(Counter.value)
+)
+INSERT_CHANGE = insert(InputChange)
+INSERT_OUTPUT = insert(Stage1Output)
+THREAD_BY_ID = select(THREADS).where(Thread.thread_id == bindparam("thread_key"))
+DELETE_OUTPUT = delete(Stage1Output).where(Stage1Output.thread_id == bindparam("thread_key"))
+# Threads that may be cited: active, with a stored stage-one output.
+LIVE_OUTPUTS = (
+    select(Stage1Output.thread_id)
+    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+    .where(
+        Stage1Output.thread_id.in_(bindparam("live_ids", expanding=True)),
+        Thread.state == ThreadState.ACTIVE.value,
+    )
+)
+# Serialises the writers of memory versions on PostgreSQL (FOR UPDATE is nothing on SQLite).
+LOCK_MEMORY_WRITES = select(Counter.value).where(Counter.name == "input_seq").with_for_update()
+
+# Asked once for every rollout a scan reads.
+TOMBSTONE = select(Thread.state).where(Thread.thread_id == bindparam("tombstone"))
+
+
+@functools.cache
+def insert_ignore_statement(table: Any, on_sqlite: bool) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING the key, built once per table: the values
+    come as parameters, since building a statement with them cost a scan more than running
+    it."""
+    dialect_insert = sqlite.insert if on_sqlite else postgresql.insert
+    primary_key = next(iter(table.__table__.primary_key.columns))
+    return dialect_insert(table).on_conflict_do_nothing().returning(primary_key)

@@ -1,0 +1,402 @@
+"""Threads (one per rollout file) and the scan index, and removing threads from memory.
+
+- `register_thread(s)`: insert or refresh a thread from its header in one transaction. A new
+  readable thread gets a `pending` stage-one job; a newer input raises the job's watermark
+  (an UPDATE guarded by `input_watermark <` the new one, so an older header never lowers it)
+  and resets its budget. An unreadable file is recorded as `bad` and its job deleted.
+- A forgotten thread is kept only as a tombstone (`records.tombstone_id`), which names no
+  session; a header whose thread is tombstoned changes nothing.
+- `remove_inputs` (deleted or forgotten) decides by the row count of an UPDATE guarded on the
+  thread's state: only threads it changed lose their output and job, get a `delete` in the
+  change log and are forgotten out of every memory version, in the same transaction.
+- `hold_deletions` keeps the memory of threads a doubtful scan missed; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, select, update
+
+from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
+from consolidator.db.records import (
+    LIVE_STATES,
+    STAGE1,
+    TOMBSTONE_PREFIX,
+    JobStatus,
+    KnownFile,
+    ThreadChange,
+    ThreadRecord,
+    ThreadState,
+    thread_record,
+    to_watermark,
+    tombstone_id,
+)
+from consolidator.db.schema import Job, MemoryBlockThread, Stage1Output, Thread
+from consolidator.db.statements import THREADS, TOMBSTONE, from_source
+from consolidator.db.versions import forget_in_memory
+from consolidator.sources.items import RolloutHeader
+
+
+class ThreadsMixin(StoreBase):
+    """The threads' verbs: what a scan registers, deletes, holds and reads."""
+
+    def known_files(self, source_id: str | None = None) -> dict[str, KnownFile]:
+        """Every rollout path registered from `source_id` (or from any source when None),
+        with the size and mtime seen last time, in one query."""
+        states = {state.value: state for state in ThreadState}
+        return {
+            path: KnownFile(thread_id, size, mtime_ns, states[state], bool(ingested))
+            for path, size, mtime_ns, state, thread_id, ingested in self.scan_index(
+                source_id
+            ).values()
+        }
+
+    def scan_index(
+        self, source_id: str | None = None
+    ) -> dict[str, tuple[str, int, int, str, str, int]]:
+        """What a rescan compares the disk with: the threads of `known_files`, keyed by
+        rollout path (the last row winning for a path registered twice), as the driver's
+        plain tuples `(rollout_path, file_size, file_mtime_ns, state, thread_id, ingested)`.
+
+        `state` is the plain string of a `ThreadState` and `ingested` a truth value (0 or 1 on
+        SQLite). Nothing is built or converted per row (no `Row`, no Boolean processing, no
+        enum), and tuples of plain values are soon untracked by the garbage collector, so a
+        rescan of 10,000 unchanged files pays little more than the query (P4).
+        """
+        with self._read() as connection:
+            result = connection.execute(
+                select(
+                    Thread.rollout_path,
+                    Thread.file_size,
+                    Thread.file_mtime_ns,
+                    Thread.state,
+                    Thread.thread_id,
+                    Thread.ingested,
+                ).where(from_source(source_id))
+            )
+            # The DBAPI cursor's own rows: SQLAlchemy's result processing is skipped.
+            rows: Sequence[tuple[str, int, int, str, str, int]] = result.cursor.fetchall()
+            result.close()
+        return {row[0]: row for row in rows}
+
+    @contention_retry
+    def register_thread(
+        self,
+        header: RolloutHeader,
+        *,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None = None,
+    ) -> ThreadChange:
+        """Insert or refresh a thread from its header.
+
+        - A new readable thread gets a `pending` stage-one job.
+        - A newer `source_updated_at` raises the job's input watermark and resets its retry
+          budget and backoff: new input deserves a fresh try.
+        - An unreadable file is recorded as `bad` with its one-line reason and gets no job.
+        """
+        with self._write() as connection:
+            return self._register(
+                connection, self._now(connection), header, ingested, retry_budget, source_id
+            )
+
+    @contention_retry
+    def register_threads(
+        self,
+        headers: Sequence[RolloutHeader],
+        *,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None = None,
+    ) -> list[ThreadChange]:
+        """`register_thread` for each header, in one transaction: a first scan of many
+        rollouts pays for one write lock and commit per batch instead of one per file."""
+        with self._write() as connection:
+            now = self._now(connection)
+            return [
+                self._register(connection, now, header, ingested, retry_budget, source_id)
+                for header in headers
+            ]
+
+    def _register(
+        self,
+        connection: Connection,
+        now: datetime,
+        header: RolloutHeader,
+        ingested: bool,
+        retry_budget: int,
+        source_id: str | None,
+    ) -> ThreadChange:
+        updated_at = header.last_event_at or datetime.fromtimestamp(header.mtime_ns / 1e9, tz=UTC)
+        bad = header.problem is not None
+        state = ThreadState.BAD if bad else ThreadState.ACTIVE
+        if tombstoned(connection, header.thread_id) or (
+            # A sub-agent or segment is part of its session: forgotten with it, it stays so.
+            header.parent_thread_id and tombstoned(connection, header.parent_thread_id)
+        ):
+            return ThreadChange.UNCHANGED
+        values = {
+            "source": str(header.format or "unknown"),
+            "rollout_path": header.path,
+            "source_id": source_id,
+            "ingested": ingested,
+            "cwd": header.cwd,
+            "git_branch": header.git_branch,
+            "started_at": header.started_at,
+            "source_updated_at": updated_at,
+            "file_size": header.size,
+            "file_mtime_ns": header.mtime_ns,
+            "state": state.value,
+            "problem": header.problem,
+            "updated_at": now,
+            "format_version": header.format_version,
+            "parent_thread_id": header.parent_thread_id,
+        }
+        inserted = insert_ignore(
+            connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
+        )
+        purged = False
+        if not inserted:
+            previous = connection.execute(
+                select(Thread.state, Thread.ingested).where(Thread.thread_id == header.thread_id)
+            ).one()
+            if previous.state == ThreadState.FORGOTTEN.value:
+                return ThreadChange.UNCHANGED
+            values["ingested"] = ingested or previous.ingested
+            connection.execute(
+                update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
+            )
+            if bad:
+                purged = purge_output(connection, header.thread_id, now)
+        if bad:
+            connection.execute(
+                delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
+            )
+            return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
+        watermark = to_watermark(updated_at)
+        job_created = insert_ignore(
+            connection,
+            Job,
+            {
+                "kind": STAGE1,
+                "job_key": header.thread_id,
+                "status": JobStatus.PENDING.value,
+                "lease_epoch": 0,
+                "retry_remaining": retry_budget,
+                "attempts": 0,
+                "input_watermark": watermark,
+            },
+        )
+        if not job_created:
+            connection.execute(
+                update(Job)
+                .where(
+                    Job.kind == STAGE1,
+                    Job.job_key == header.thread_id,
+                    Job.input_watermark < watermark,
+                )
+                .values(
+                    input_watermark=watermark,
+                    retry_remaining=retry_budget,
+                    retry_at=None,
+                )
+            )
+        return ThreadChange.NEW if inserted else ThreadChange.CHANGED
+
+    @contention_retry
+    def mark_deleted(self, thread_ids: Iterable[str]) -> int:
+        """Record vanished inputs and forget them at once (no model call, even in cooldown).
+
+        - The thread turns `deleted`; its stage-one output and job go.
+        - The change log records the deletion; memory versions citing it are rewritten.
+        """
+        with self._write() as connection:
+            now = self._now(connection)
+            removed = remove_inputs(connection, list(thread_ids), ThreadState.DELETED, now)
+        return len(removed)
+
+    @contention_retry
+    def hold_deletions(self, thread_ids: Iterable[str], source_id: str | None) -> int:
+        """Keep the memory of vanished threads while the scan that missed them is in doubt.
+
+        - Afterwards exactly `thread_ids` carry a hold among `source_id`'s live threads; a hold
+          already set keeps its start time.
+        - Every other hold of the source is cleared (its file came back, or it was deleted).
+        - Nothing else changes: no output, job or memory version is touched.
+        Returns the number of threads held.
+        """
+        held = sorted(set(thread_ids))
+        with self._write() as connection:
+            now = self._now(connection)
+            in_source = and_(from_source(source_id), Thread.deletion_held_since.is_not(None))
+            release = update(Thread).where(in_source).values(deletion_held_since=None)
+            if held:
+                release = release.where(Thread.thread_id.not_in(held))
+            connection.execute(release)
+            total = 0
+            for start in range(0, len(held), 500):
+                chunk = held[start : start + 500]
+                connection.execute(
+                    update(Thread)
+                    .where(
+                        Thread.thread_id.in_(chunk),
+                        Thread.deletion_held_since.is_(None),
+                        Thread.state.in_(LIVE_STATES),
+                    )
+                    .values(deletion_held_since=now)
+                )
+                total += int(
+                    connection.execute(
+                        select(func.count()).where(
+                            Thread.thread_id.in_(chunk), Thread.deletion_held_since.is_not(None)
+                        )
+                    ).scalar_one()
+                )
+        return total
+
+    def held_deletions(self, source_id: str | None = None) -> int:
+        """How many vanished threads (of `source_id`, or of every source) are held."""
+        with self._read() as connection:
+            return int(
+                connection.execute(
+                    select(func.count()).where(
+                        from_source(source_id), Thread.deletion_held_since.is_not(None)
+                    )
+                ).scalar_one()
+            )
+
+    @contention_retry
+    def note_read_problem(self, thread_id: str, problem: str | None) -> None:
+        """Record (or clear) why part of a readable rollout was skipped, for `status`."""
+        with self._write() as connection:
+            connection.execute(
+                update(Thread)
+                .where(Thread.thread_id == thread_id, Thread.state == ThreadState.ACTIVE.value)
+                .values(problem=problem)
+            )
+
+    def is_forgotten(self, thread_id: str) -> bool:
+        with self._read() as connection:
+            return tombstoned(connection, thread_id)
+
+    def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        with self._read() as connection:
+            row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
+            return None if row is None else thread_record(row)
+
+    def list_threads(self, thread_ids: Sequence[str]) -> list[ThreadRecord]:
+        with self._read() as connection:
+            rows = connection.execute(select(THREADS).where(Thread.thread_id.in_(thread_ids)))
+            return [thread_record(row) for row in rows]
+
+
+def remove_inputs(
+    connection: Connection, thread_ids: list[str], state: ThreadState, now: datetime
+) -> list[str]:
+    spared = [ThreadState.FORGOTTEN.value]
+    if state is ThreadState.DELETED:
+        spared.append(ThreadState.DELETED.value)
+    removed: list[str] = []
+    for thread_id in thread_ids:
+        # Where the session lived and what it was about go with its content: a cwd such as
+        # /home/dev/acme-merger can be the secret. A forgotten thread keeps only a
+        # tombstone that names no session, so it stays forgotten without being named.
+        values: dict[str, Any] = {
+            "state": state.value,
+            "updated_at": now,
+            "problem": None,
+            "deletion_held_since": None,
+            "rollout_path": "",
+            "cwd": None,
+            "git_branch": None,
+        }
+        changed = connection.execute(
+            update(Thread)
+            .where(Thread.thread_id == thread_id, Thread.state.not_in(spared))
+            .values(**values)
+        )
+        if not rowcount(changed):
+            continue
+        removed.append(thread_id)
+        connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
+        connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
+        if state is ThreadState.FORGOTTEN:
+            connection.execute(
+                update(Thread)
+                .where(Thread.thread_id == thread_id)
+                .values(
+                    thread_id=tombstone_id(thread_id),
+                    source="forgotten",
+                    started_at=None,
+                    source_updated_at=now,
+                    first_seen_at=now,
+                    file_size=0,
+                    file_mtime_ns=0,
+                    parent_thread_id=None,
+                )
+            )
+            # Phase two only counts the deletion; the log must not name the session either.
+            log_change(connection, tombstone_id(thread_id), "delete", now)
+        else:
+            log_change(connection, thread_id, "delete", now)
+    if removed:
+        forget_in_memory(connection, removed, now)
+    if state is ThreadState.FORGOTTEN:
+        tombstone_legacy(connection, now)
+    return removed
+
+
+def tombstone_legacy(connection: Connection, now: datetime) -> None:
+    """Forgotten threads recorded before tombstones existed lose their id and metadata."""
+    legacy = connection.execute(
+        select(Thread.thread_id).where(
+            Thread.state == ThreadState.FORGOTTEN.value,
+            Thread.thread_id.not_like(f"{TOMBSTONE_PREFIX}%"),
+        )
+    ).scalars()
+    for thread_id in list(legacy):
+        connection.execute(
+            update(Thread)
+            .where(Thread.thread_id == thread_id)
+            .values(
+                thread_id=tombstone_id(thread_id),
+                source="forgotten",
+                rollout_path="",
+                cwd=None,
+                git_branch=None,
+                parent_thread_id=None,
+                problem=None,
+                started_at=None,
+                source_updated_at=now,
+                first_seen_at=now,
+                updated_at=now,
+                file_size=0,
+                file_mtime_ns=0,
+            )
+        )
+
+
+def tombstoned(connection: Connection, thread_id: str) -> bool:
+    found = connection.execute(TOMBSTONE, {"tombstone": tombstone_id(thread_id)}).first()
+    return found is not None
+
+
+def purge_output(connection: Connection, thread_id: str, now: datetime) -> bool:
+    """Forget what a thread that just turned bad had given: its output and its citations.
+
+    True when there was something to forget (an output, or memory citing the thread).
+    """
+    had_output = rowcount(
+        connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
+    )
+    cited = connection.execute(
+        select(MemoryBlockThread.block_ref).where(MemoryBlockThread.thread_id == thread_id)
+    ).first()
+    if not had_output and cited is None:
+        return False
+    log_change(connection, thread_id, "delete", now)
+    forget_in_memory(connection, [thread_id], now)
+    return True

@@ -1,0 +1,421 @@
+"""Memory versions and the blocks they share, and forgetting threads out of all of them.
+
+- A version is an ordered list of block rows; a block stored unchanged is shared by every
+  version holding it (matched by digest), so a version costs only its new blocks.
+- `forget_in_memory` rewrites, in place, every block citing a forgotten thread, so history and
+  rollback cannot bring the content back; when the current version held such a block, a
+  `forget` version follows it, so projections notice. It runs in the transaction that removed
+  the threads, after the change log's counter lock (see `base.lock_memory_writes`).
+- `rollback` adds a copy of an earlier version as a new one (less threads no longer live) and
+  fences off an in-flight phase-two run: `FENCE_PHASE2` clears its token, so its fenced commit
+  updates no row and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, func, insert, literal, select, update
+
+from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
+from consolidator.db.records import QuarantineItem, VersionRecord
+from consolidator.db.schema import (
+    Counter,
+    MemoryBlock,
+    MemoryBlockThread,
+    MemoryVersion,
+    MemoryVersionBlock,
+    QuarantinedEntry,
+)
+from consolidator.db.statements import FENCE_PHASE2, LIVE_OUTPUTS, VERSIONS
+from consolidator.memory.codec import (
+    StoredBlock,
+    StoredMemory,
+    decode,
+    decode_block,
+    encode,
+    encode_block,
+    forget_in,
+    join_json,
+    join_md,
+    joined_bytes,
+)
+from consolidator.memory.forget import forget_threads
+from consolidator.memory.model import Block, Memory, diff_summary
+
+# A counter row saying a forget or clear still waits for its WAL checkpoint (SQLite only).
+PURGE_OWED = "purge_owed"
+_VERSION_ROW_FIELDS = tuple(
+    f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
+)
+
+
+def _block_values(block: StoredBlock) -> dict[str, Any]:
+    return {
+        "digest": block.digest,
+        "block_id": block.block_id,
+        "block_json": block.block_json,
+        "content_md": block.content_md,
+        "content_bytes": block.content_bytes,
+    }
+
+
+def owe_purge(connection: Connection) -> None:
+    """Note, in the deleting transaction, that deleted content may still sit in the WAL."""
+    if connection.dialect.name != "sqlite":
+        return
+    if not insert_ignore(connection, Counter, {"name": PURGE_OWED, "value": 1}):
+        connection.execute(update(Counter).where(Counter.name == PURGE_OWED).values(value=1))
+
+
+def live(connection: Connection, thread_ids: Sequence[str]) -> frozenset[str]:
+    """Threads that may be cited: active, with a stored stage-one output."""
+    return frozenset(connection.execute(LIVE_OUTPUTS, {"live_ids": list(thread_ids)}).scalars())
+
+
+def latest_version(connection: Connection) -> VersionRecord | None:
+    """The current version with its content; None before the first."""
+    row = connection.execute(
+        select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(1)
+    ).first()
+    return version_of(connection, row)
+
+
+def insert_quarantined(
+    connection: Connection, entries: Iterable[QuarantineItem], *, version: int | None, now: datetime
+) -> None:
+    """Keep entries out of every published file, with the threads behind them. `version` is
+    the memory version they were withheld from: `STAGE1_QUARANTINE_VERSION` for a stage-one
+    output, None for an input phase two set aside or refused."""
+    for entry in entries:
+        connection.execute(
+            insert(QuarantinedEntry).values(
+                created_at=now,
+                version=version,
+                reason=entry.reason,
+                text=entry.text,
+                thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
+            )
+        )
+
+
+def numbered_version(connection: Connection, version: int) -> VersionRecord | None:
+    row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).first()
+    return version_of(connection, row)
+
+
+def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetime) -> int:
+    """Purge the threads from every stored memory version and the quarantine.
+
+    Only the blocks citing the threads are read, pruned and rewritten in place; since
+    versions share block rows, that purges every version holding them, so neither history
+    nor a rollback can bring the content back. When the current version is among them, a
+    `forget` version (the same block list, less the blocks left empty) follows it, so
+    projections notice. Returns the number of versions touched.
+    """
+    owe_purge(connection)
+    refs = sorted(
+        connection.execute(
+            select(MemoryBlockThread.block_ref)
+            .where(MemoryBlockThread.thread_id.in_(thread_ids))
+            .distinct()
+        ).scalars()
+    )
+    affected: list[int] = []
+    if refs:
+        affected = sorted(
+            connection.execute(
+                select(MemoryVersionBlock.version)
+                .where(MemoryVersionBlock.block_ref.in_(refs))
+                .distinct()
+            ).scalars()
+        )
+        current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+        before: list[Block] = []
+        after: list[Block] = []
+        emptied: list[int] = []
+        for ref, block_json in connection.execute(
+            select(MemoryBlock.id, MemoryBlock.block_json).where(MemoryBlock.id.in_(refs))
+        ).all():
+            old = decode_block(block_json)
+            pruned = forget_threads(Memory((old,)), thread_ids)
+            before.append(old)
+            if not pruned.memory.blocks:
+                emptied.append(ref)
+                continue
+            block = encode_block(pruned.memory.blocks[0])
+            after.append(pruned.memory.blocks[0])
+            connection.execute(
+                update(MemoryBlock).where(MemoryBlock.id == ref).values(**_block_values(block))
+            )
+            connection.execute(
+                delete(MemoryBlockThread).where(
+                    MemoryBlockThread.block_ref == ref,
+                    MemoryBlockThread.thread_id.not_in(sorted(block.thread_ids)),
+                )
+            )
+        touched = list(affected)
+        current_new: int | None = None
+        if current in affected:
+            version = insert_version_row(
+                connection,
+                now=now,
+                kind="forget",
+                summary=diff_summary(Memory(tuple(before)), Memory(tuple(after))),
+            )
+            connection.execute(
+                insert(MemoryVersionBlock).from_select(
+                    ["version", "position", "block_ref"],
+                    select(
+                        literal(version),
+                        MemoryVersionBlock.position,
+                        MemoryVersionBlock.block_ref,
+                    ).where(
+                        MemoryVersionBlock.version == current,
+                        MemoryVersionBlock.block_ref.not_in(emptied),
+                    ),
+                )
+            )
+            touched.append(version)
+            current_new = version
+        if emptied:
+            connection.execute(
+                delete(MemoryVersionBlock).where(MemoryVersionBlock.block_ref.in_(emptied))
+            )
+            connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
+        update_content_bytes(connection, touched)
+        update_diff_summaries(connection, [v for v in touched if v != current_new])
+    for thread_id in thread_ids:
+        connection.execute(
+            delete(QuarantinedEntry).where(QuarantinedEntry.thread_ids.contains(f" {thread_id} "))
+        )
+    return len(affected)
+
+
+def update_diff_summaries(connection: Connection, versions: list[int]) -> None:
+    """A forget rewrites older versions in place, so what each of them changed against the
+    version before it is counted again from the stored blocks."""
+    if not versions:
+        return
+    wanted = sorted({*versions, *(v - 1 for v in versions)})
+    records = {
+        record.version: record
+        for record in versions_of(
+            connection,
+            connection.execute(select(VERSIONS).where(MemoryVersion.version.in_(wanted))).all(),
+        )
+    }
+    for version in versions:
+        record = records.get(version)
+        if record is None:
+            continue
+        previous = records.get(version - 1)
+        if previous is None and version != 1:
+            continue
+        before = decode(previous.memory_json) if previous else Memory(())
+        summary = diff_summary(before, decode(record.memory_json))
+        if record.kind == "rollback":
+            summary = record.diff_summary.split(": ", 1)[0] + ": " + summary
+        connection.execute(
+            update(MemoryVersion)
+            .where(MemoryVersion.version == version)
+            .values(diff_summary=summary)
+        )
+
+
+def update_content_bytes(connection: Connection, versions: list[int]) -> None:
+    per_version: dict[int, list[int]] = {version: [] for version in versions}
+    for version, size in connection.execute(
+        select(MemoryVersionBlock.version, MemoryBlock.content_bytes)
+        .join(MemoryBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+        .where(MemoryVersionBlock.version.in_(versions))
+    ):
+        per_version[version].append(size)
+    for version, block_sizes in per_version.items():
+        connection.execute(
+            update(MemoryVersion)
+            .where(MemoryVersion.version == version)
+            .values(content_bytes=joined_bytes(block_sizes))
+        )
+
+
+def insert_version_row(
+    connection: Connection,
+    *,
+    now: datetime,
+    kind: str,
+    summary: str,
+    content_bytes: int = 0,
+    watermark_from: int | None = None,
+    watermark_to: int | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    quarantined: int = 0,
+    evicted: int = 0,
+) -> int:
+    version = connection.execute(
+        insert(MemoryVersion)
+        .values(
+            created_at=now,
+            kind=kind,
+            content_bytes=content_bytes,
+            watermark_from=watermark_from,
+            watermark_to=watermark_to,
+            backend=backend,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            diff_summary=summary,
+            quarantined=quarantined,
+            evicted=evicted,
+        )
+        .returning(MemoryVersion.version)
+    ).scalar_one()
+    return int(version)
+
+
+def insert_version(
+    connection: Connection,
+    stored: StoredMemory,
+    *,
+    now: datetime,
+    kind: str,
+    summary: str,
+    **details: Any,
+) -> int:
+    """A new version holding `stored`; blocks already stored unchanged are shared.
+    `details` are the optional columns of `_insert_version_row`."""
+    version = insert_version_row(
+        connection,
+        now=now,
+        kind=kind,
+        summary=summary,
+        content_bytes=stored.content_bytes,
+        **details,
+    )
+    digests = sorted({block.digest for block in stored.blocks})
+    known: dict[str, int] = {}
+    if digests:
+        known = {
+            digest: ref
+            for ref, digest in connection.execute(
+                select(MemoryBlock.id, MemoryBlock.digest).where(MemoryBlock.digest.in_(digests))
+            )
+        }
+    rows: list[dict[str, int]] = []
+    for position, block in enumerate(stored.blocks):
+        ref = known.get(block.digest)
+        if ref is None:
+            ref = int(
+                connection.execute(
+                    insert(MemoryBlock).values(**_block_values(block)).returning(MemoryBlock.id)
+                ).scalar_one()
+            )
+            known[block.digest] = ref
+            if block.thread_ids:
+                connection.execute(
+                    insert(MemoryBlockThread),
+                    [{"block_ref": ref, "thread_id": t} for t in sorted(block.thread_ids)],
+                )
+        rows.append({"version": version, "position": position, "block_ref": ref})
+    if rows:
+        connection.execute(insert(MemoryVersionBlock), rows)
+    return version
+
+
+def versions_of(connection: Connection, rows: Sequence[Row[Any]]) -> list[VersionRecord]:
+    """Version rows with their content: each version's blocks, joined in order."""
+    numbers = [row.version for row in rows]
+    jsons: dict[int, list[str]] = {number: [] for number in numbers}
+    mds: dict[int, list[str]] = {number: [] for number in numbers}
+    if numbers:
+        for number, block_json, content_md in connection.execute(
+            select(MemoryVersionBlock.version, MemoryBlock.block_json, MemoryBlock.content_md)
+            .join(MemoryBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+            .where(MemoryVersionBlock.version.in_(numbers))
+            .order_by(MemoryVersionBlock.version, MemoryVersionBlock.position)
+        ):
+            jsons[number].append(block_json)
+            mds[number].append(content_md)
+    return [
+        VersionRecord(
+            memory_json=join_json(jsons[row.version]),
+            content_md=join_md(mds[row.version]),
+            **{f.name: getattr(row, f.name) for f in _VERSION_ROW_FIELDS},
+        )
+        for row in rows
+    ]
+
+
+def version_of(connection: Connection, row: Row[Any] | None) -> VersionRecord | None:
+    return None if row is None else versions_of(connection, [row])[0]
+
+
+def current_digests(connection: Connection) -> list[str] | None:
+    """The block digests of the current version, in order; None when there is none."""
+    current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+    if current is None:
+        return None
+    return list(
+        connection.execute(
+            select(MemoryBlock.digest)
+            .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+            .where(MemoryVersionBlock.version == current)
+            .order_by(MemoryVersionBlock.position)
+        ).scalars()
+    )
+
+
+class VersionsMixin(StoreBase):
+    """Reading memory versions, and rolling back to one."""
+
+    def current_version(self) -> VersionRecord | None:
+        with self._read() as connection:
+            return latest_version(connection)
+
+    def get_version(self, version: int) -> VersionRecord | None:
+        with self._read() as connection:
+            return numbered_version(connection, version)
+
+    def list_versions(self, *, limit: int = 50) -> list[VersionRecord]:
+        with self._read() as connection:
+            rows = connection.execute(
+                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
+            ).all()
+            return versions_of(connection, rows)
+
+    @contention_retry
+    def rollback(self, version: int) -> int:
+        """Make an earlier version current again, as a new version.
+
+        - Threads it cites that are no longer live are forgotten in the copy.
+        - An in-flight phase-two run is fenced off (its token is cleared), so it cannot
+          commit on top of the rollback.
+        """
+        with self._write() as connection:
+            lock_memory_writes(connection)
+            now = self._now(connection)
+            row = numbered_version(connection, version)
+            if row is None:
+                raise KeyError(version)
+            current = latest_version(connection)
+            assert current is not None
+            restored = decode(row.memory_json)
+            stored = encode(restored)
+            dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
+            if dead:
+                stored = forget_in(stored.memory_json, dead) or stored
+            connection.execute(FENCE_PHASE2)
+            return insert_version(
+                connection,
+                stored,
+                now=now,
+                kind="rollback",
+                summary=f"rollback to {version}: "
+                + diff_summary(decode(current.memory_json), stored.memory),
+            )
