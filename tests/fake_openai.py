@@ -583,3 +583,30 @@ def fake_openai_fixture() -> Iterator[FakeOpenAI]:
 
 
 fake_openai = fake_openai_fixture
+
+
+@dataclass(frozen=True)
+class LoggedCall:
+    """One logical model call as the backend logged it (all its attempts)."""
+
+    ok: bool
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    latency_ms: int
+
+
+def logged_calls(caplog: pytest.LogCaptureFixture) -> list[LoggedCall]:
+    """The `model_call` lines the backend logged, one per logical call, in order."""
+    return [
+        LoggedCall(
+            ok=record.outcome == "ok",
+            attempts=record.attempts,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            latency_ms=record.latency_ms,
+        )
+        for record in caplog.records
+        if getattr(record, "action", None) == "model_call"
+        and getattr(record, "outcome", None) in ("ok", "failed")
+    ]

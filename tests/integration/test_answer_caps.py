@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from consolidator.backends.answers import answer_char_limit, wire_schema
 from consolidator.backends.base import InvalidModelOutput
-from consolidator.backends.openai_backend import answer_char_limit, wire_schema
 from consolidator.db.store import STAGE1, JobStatus, Store
 from consolidator.phase_two import run_phase_two
 from consolidator.resources import load_schema

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from consolidator.backends.answers import wire_schema
 from consolidator.backends.base import BackendError, InvalidModelOutput, Stage1Input, Usage
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig, wire_schema
+from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.resources import load_schema
 from tests.fake_openai import (
     FAKE_SECRET,
@@ -22,6 +23,7 @@ from tests.fake_openai import (
     FakeOpenAI,
     Fault,
     fake_openai_fixture,  # noqa: F401  (provides the `fake_openai` fixture)
+    logged_calls,
 )
 
 API_KEY = "sk-test-0123456789abcdefNOTREAL"
@@ -106,26 +108,28 @@ def test_extract_succeeds_and_sends_a_strict_schema(
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_usage_is_reported_per_call_and_totalled(
-    fake_openai: FakeOpenAI, make_backend: MakeBackend, api: str
+def test_usage_is_reported_per_call_and_logged(
+    fake_openai: FakeOpenAI,
+    make_backend: MakeBackend,
+    api: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="consolidator")
     backend = make_backend(api=api)
     fake_openai.enqueue(Fault.OK, usage=(1200, 80))
     fake_openai.enqueue(Fault.OK, usage=(300, 20))
 
     first = backend.extract(rollout())
-    record = backend.last_call
     second = backend.extract(rollout())
 
     assert first.usage == Usage(input_tokens=1200, output_tokens=80, calls=1)
     assert second.usage == Usage(input_tokens=300, output_tokens=20, calls=1)
-    assert record is not None and record.ok and record.attempts == 1
-    assert record.latency_seconds > 0 and len(record.attempt_latencies) == 1
-    totals = backend.stats()
-    assert totals.usage == Usage(1500, 100, 2)
-    assert (totals.calls, totals.failed_calls, totals.attempts) == (2, 0, 2)
-    assert backend.reset_stats() == totals
-    assert backend.stats().calls == 0
+    calls = logged_calls(caplog)
+    assert [(c.ok, c.attempts, c.input_tokens, c.output_tokens) for c in calls] == [
+        (True, 1, 1200, 80),
+        (True, 1, 300, 20),
+    ]
+    assert all(c.latency_ms >= 0 for c in calls)
 
 
 def test_empty_answer_means_nothing_to_remember(
@@ -140,7 +144,10 @@ def test_empty_answer_means_nothing_to_remember(
     assert result.is_empty and result.rollout_slug is None
 
 
-def test_rate_limit_honours_retry_after(fake_openai: FakeOpenAI, make_backend: MakeBackend) -> None:
+def test_rate_limit_honours_retry_after(
+    fake_openai: FakeOpenAI, make_backend: MakeBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="consolidator")
     backend = make_backend(initial_retry_wait_seconds=0.01, max_retry_wait_seconds=5.0)
     fake_openai.enqueue(Fault.RATE_LIMIT, retry_after=1)
 
@@ -150,7 +157,7 @@ def test_rate_limit_honours_retry_after(fake_openai: FakeOpenAI, make_backend: M
     assert fake_openai.call_count == 2
     assert gap_between_requests(fake_openai, 0, 1) >= 0.9
     assert result.usage.calls == 2
-    assert backend.last_call is not None and backend.last_call.attempts == 2
+    assert [(c.ok, c.attempts) for c in logged_calls(caplog)] == [(True, 2)]
 
 
 def test_rate_limit_honours_retry_after_ms(
@@ -227,7 +234,10 @@ def test_timeout_then_success(fake_openai: FakeOpenAI, make_backend: MakeBackend
     assert result.usage.calls == 1
 
 
-def test_timeouts_exhaust_the_attempts(fake_openai: FakeOpenAI, make_backend: MakeBackend) -> None:
+def test_timeouts_exhaust_the_attempts(
+    fake_openai: FakeOpenAI, make_backend: MakeBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="consolidator")
     fake_openai.set_default(Fault.TIMEOUT)
     backend = make_backend(timeout_seconds=0.3, max_attempts=2)
 
@@ -237,7 +247,7 @@ def test_timeouts_exhaust_the_attempts(fake_openai: FakeOpenAI, make_backend: Ma
     assert caught.value.retryable
     assert "timed out" in str(caught.value) and "2 attempt" in str(caught.value)
     assert fake_openai.call_count == 2
-    assert backend.last_call is not None and backend.last_call.usage.calls == 0
+    assert [(c.ok, c.attempts) for c in logged_calls(caplog)] == [(False, 2)]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
@@ -255,8 +265,12 @@ def test_truncated_json_then_success(
 
 @pytest.mark.parametrize("breakage", ["extra_key", "wrong_type", "missing_key", "not_object"])
 def test_schema_breaking_answer_is_retried_then_fails(
-    fake_openai: FakeOpenAI, make_backend: MakeBackend, breakage: str
+    fake_openai: FakeOpenAI,
+    make_backend: MakeBackend,
+    breakage: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="consolidator")
     fake_openai.set_default(Fault.SCHEMA_BREAKING, breakage=breakage)
     backend = make_backend(max_attempts=3)
 
@@ -269,7 +283,7 @@ def test_schema_breaking_answer_is_retried_then_fails(
     message = str(error)
     assert "\n" not in message and "3 attempt" in message
     assert STAGE_ONE_ANSWER["rollout_summary"] not in message
-    assert backend.last_call is not None and backend.last_call.usage.calls == 3
+    assert [(c.ok, c.attempts) for c in logged_calls(caplog)] == [(False, 3)]
 
 
 def test_non_json_body_is_retried(fake_openai: FakeOpenAI, make_backend: MakeBackend) -> None:
@@ -389,7 +403,10 @@ def test_complete_json_serves_other_schemas(
     assert fake_openai.requests[1]["response_format"]["json_schema"]["name"] == "phase_two"
 
 
-def test_concurrent_extracts_overlap(fake_openai: FakeOpenAI, make_backend: MakeBackend) -> None:
+def test_concurrent_extracts_overlap(
+    fake_openai: FakeOpenAI, make_backend: MakeBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="consolidator")
     fake_openai.set_default(Fault.LATENCY, delay=0.4)
     backend = make_backend()
     start = threading.Barrier(8)
@@ -406,4 +423,4 @@ def test_concurrent_extracts_overlap(fake_openai: FakeOpenAI, make_backend: Make
     assert all(results)
     assert elapsed < 8 * 0.4 / 2
     assert fake_openai.max_concurrency >= 6
-    assert backend.stats().calls == 8
+    assert len(logged_calls(caplog)) == 8

@@ -1,0 +1,65 @@
+"""The prompts sent to a model, filled from `prompts/*.md` in one substitution each."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from consolidator.backends.base import ConsolidationRequest, Stage1Input
+from consolidator.memory.edits import block_for_prompt
+from consolidator.memory.render import render_block_index
+from consolidator.resources import load_prompt
+
+STAGE_ONE = "stage_one"
+CONSOLIDATION = "consolidation"
+CONSOLIDATION_RETRY = "consolidation_retry"
+
+_PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
+_CONSOLIDATION_PLACEHOLDER = re.compile(
+    r"\{(mode|memory_index|touched_blocks|inputs|budget_bytes|memory_bytes|refusal)\}"
+)
+
+
+def render_stage_one_prompt(rollout: Stage1Input) -> str:
+    """Fill the stage-one template in one pass.
+
+    A single substitution (not `str.format`, not a chain of `str.replace`) because the
+    transcript is full of braces and may itself contain text like `{cwd}`, which must reach
+    the model unchanged.
+    """
+    values = {
+        "thread_id": rollout.thread_id,
+        "cwd": rollout.cwd or "unknown",
+        "git_branch": rollout.git_branch or "unknown",
+        "rollout_path": rollout.rollout_path,
+        "transcript": rollout.transcript,
+    }
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], load_prompt(STAGE_ONE))
+
+
+def render_consolidation_prompt(request: ConsolidationRequest) -> str:
+    """Fill the consolidation template: stable rules first, this run's slice last."""
+    values = {
+        "mode": request.mode,
+        "budget_bytes": str(request.budget_bytes),
+        "memory_bytes": str(request.memory_bytes),
+        "refusal": _refusal_section(request.previous_refusal),
+        "memory_index": render_block_index(request.other_blocks),
+        "touched_blocks": json.dumps(
+            [block_for_prompt(block) for block in request.touched_blocks], ensure_ascii=False
+        ),
+        "inputs": json.dumps(
+            [item.to_prompt_dict() for item in request.inputs], ensure_ascii=False
+        ),
+    }
+    return _CONSOLIDATION_PLACEHOLDER.sub(
+        lambda match: values[match.group(1)], load_prompt(CONSOLIDATION)
+    )
+
+
+def _refusal_section(reason: str | None) -> str:
+    """Why the previous answer to this slice was refused, so the next request differs from
+    the failed one and tells the model what to fix."""
+    if not reason:
+        return ""
+    return load_prompt(CONSOLIDATION_RETRY).replace("{reason}", " ".join(reason.split()))
