@@ -65,6 +65,7 @@ class Invocation:
     settings: Settings
     json_output: bool
     quiet: bool
+    log_format: str = "human"
     _console: Console | None = None
 
     @property
@@ -164,7 +165,7 @@ def _invocation(params: dict[str, Any]) -> Invocation:
         from consolidator.materialize import check_memory_dir
 
         check_memory_dir(settings.memory_dir, adopt=bool(adopt))
-    return Invocation(settings, json_output, quiet)
+    return Invocation(settings, json_output, quiet, log_format)
 
 
 @contextmanager
@@ -306,29 +307,63 @@ def _print_scan(inv: Invocation, report: ScanReport) -> None:
     )
 
 
+@dataclass(frozen=True)
+class _ProgressHooks:
+    start: Callable[[int], None]
+    advance: Callable[[str, ThreadResult], None]
+
+
 @contextmanager
-def _progress(inv: Invocation) -> Iterator[Callable[[str, ThreadResult], None] | None]:
-    """A live count of finished threads on a terminal; nothing for scripts and cron."""
-    if inv.json_output or inv.quiet or not sys.stderr.isatty():
+def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
+    """Stage one's progress on a terminal: threads done of those claimable when it started,
+    the rate and the time left. Nothing for scripts, cron or JSON logs (stderr is read by a
+    program there, and a redrawn line is noise to it)."""
+    if inv.json_output or inv.quiet or inv.log_format == "json" or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.speed
+            if not speed:
+                return Text("-- threads/min")
+            return Text(f"{speed * 60:.1f} threads/min")
 
     with Progress(
         SpinnerColumn(),
-        TextColumn("stage one: {task.completed} threads done"),
-        TextColumn("{task.description}"),
+        TextColumn("stage one"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.description}"),
         console=Console(stderr=True),
         transient=True,
     ) as progress:
-        task = progress.add_task("", total=None)
+        task = progress.add_task("", total=None, visible=False)
+
+        def start(claimable: int) -> None:
+            progress.update(task, total=claimable, completed=0, visible=True)
 
         def advance(thread_id: str, result: ThreadResult) -> None:
             progress.update(task, advance=1, description=f"last: {thread_id[:12]} {result}")
 
-        yield advance
+        yield _ProgressHooks(start, advance)
 
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
@@ -341,9 +376,13 @@ def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
         check_model_access(backend)
     except ModelUnavailable as exc:
         return Stage1Report(unavailable=str(exc))
-    with _progress(inv) as on_thread_done:
+    with _progress(inv) as hooks:
         return run_stage_one(
-            store, backend, stage1_options(inv.settings), on_thread_done=on_thread_done
+            store,
+            backend,
+            stage1_options(inv.settings),
+            on_thread_done=hooks.advance if hooks else None,
+            on_start=hooks.start if hooks else None,
         )
 
 
@@ -382,13 +421,14 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         backend = _backend(inv)
-        with _progress(inv) as on_thread_done:
+        with _progress(inv) as hooks:
             report = run_pass(
                 store,
                 backend,
                 inv.settings,
                 allow_shrink=allow_shrink,
-                on_thread_done=on_thread_done,
+                on_thread_done=hooks.advance if hooks else None,
+                on_stage1_start=hooks.start if hooks else None,
             )
 
     def human() -> None:

@@ -353,14 +353,19 @@ def run_stage_one(
     stop: threading.Event | None = None,
     on_thread_done: Callable[[str, ThreadResult], None] | None = None,
     heartbeat: Heartbeat | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Stage1Report:
     """Claim and process eligible threads until none is left (or `stop` is set).
 
     Each of `concurrency` workers claims one thread at a time, so a slow extraction never
     holds claims that another host could be working on. A long-lived caller (the daemon)
     passes its own running `heartbeat` so it knows every claim in flight at shutdown.
+    `on_start`, when given, is told how many threads are claimable as the run starts (a
+    progress display's total; it costs one count query, so only a display asks).
     """
     store.revive_exhausted()
+    if on_start is not None:
+        on_start(store.count_claimable_stage1(options.eligibility))
     stop = stop or threading.Event()
     # Ends this run's claiming without touching the caller's `stop` (the daemon's shutdown).
     halt = threading.Event()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +130,7 @@ def run_pass(
     stop: threading.Event | None = None,
     on_thread_done: Any = None,
     heartbeat: Heartbeat | None = None,
+    on_stage1_start: Callable[[int], None] | None = None,
 ) -> PassReport:
     """`stop` ends claiming early and keeps phase two from starting; the daemon passes its own
     `heartbeat` so that every claim in flight is known when shutdown's grace period ends."""
@@ -151,6 +153,7 @@ def run_pass(
         stop=stop,
         on_thread_done=on_thread_done,
         heartbeat=heartbeat,
+        on_start=on_stage1_start,
     )
     phase2_report = None
     if not stop.is_set() and stage1_report.unavailable is None:

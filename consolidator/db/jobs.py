@@ -64,9 +64,11 @@ from consolidator.db.statements import (
     PHASE2_STATE_AND_CLOCK,
     SUCCEED_JOB,
     THREAD_BY_ID,
+    eligibility_parameters,
     fence_parameters,
     lease_values,
     stage1_batch_statements,
+    stage1_claimable_count,
     thread_exists,
 )
 from consolidator.db.versions import forget_in_memory, insert_quarantined
@@ -146,6 +148,18 @@ class JobsMixin(StoreBase):
             return Claim(outcome, STAGE1, thread_id)
 
     @contention_retry
+    def count_claimable_stage1(self, eligibility: Eligibility) -> int:
+        """How many stage-one jobs a batch claim could take now (a progress display's total;
+        other workers may take some first)."""
+        query = stage1_claimable_count(
+            eligibility.source_id is not None, eligibility.max_age_days > 0
+        )
+        with self._read() as connection:
+            now = self._now(connection)
+            return int(
+                connection.execute(query, eligibility_parameters(now, eligibility)).scalar_one()
+            )
+
     def claim_stage1_batch(
         self, *, limit: int, lease_seconds: int, eligibility: Eligibility
     ) -> list[Claim]:
@@ -161,12 +175,7 @@ class JobsMixin(StoreBase):
         )
         with self._write() as connection:
             now = self._now(connection)
-            parameters = {
-                "claim_now": now,
-                "claim_idle_before": now - timedelta(seconds=eligibility.min_idle_seconds),
-                "claim_age_after": now - timedelta(days=eligibility.max_age_days),
-                "claim_source": eligibility.source_id,
-            }
+            parameters = eligibility_parameters(now, eligibility)
             candidates = connection.execute(
                 candidates_query, {**parameters, "claim_limit": limit}
             ).all()

@@ -12,6 +12,7 @@ and the write counts, zero means the lease was lost and nothing may be written.
 from __future__ import annotations
 
 import functools
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -39,7 +40,14 @@ from consolidator.db.claimable import (
     claimable,
     stage1_claimable,
 )
-from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, JobStatus, ThreadState
+from consolidator.db.records import (
+    PHASE2,
+    PHASE2_KEY,
+    Claim,
+    Eligibility,
+    JobStatus,
+    ThreadState,
+)
 from consolidator.db.schema import (
     Counter,
     InputChange,
@@ -131,13 +139,9 @@ FENCE_PHASE2 = (
 )
 
 
-@functools.cache
-def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
-    """The batch claim's candidate query and its guarded take, one pair per query shape.
-
-    The candidates are locked FOR UPDATE SKIP LOCKED (nothing on SQLite, where BEGIN IMMEDIATE
-    serialises claimers); the take re-checks the whole guard, so its row count decides.
-    """
+def stage1_batch_guard(by_source: bool, by_age: bool) -> Any:
+    """Which stage-one job a batch claim may take: the claim rule and the thread's eligibility
+    (bind parameters `claim_now`, `claim_idle_before`, `claim_source`, `claim_age_after`)."""
     now = bindparam("claim_now", type_=UTCDateTime())
     eligible = [
         Thread.state == ThreadState.ACTIVE.value,
@@ -150,7 +154,18 @@ def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
         eligible.append(
             Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
         )
-    guard = and_(stage1_claimable(now), thread_exists(*eligible))
+    return and_(stage1_claimable(now), thread_exists(*eligible))
+
+
+@functools.cache
+def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
+    """The batch claim's candidate query and its guarded take, one pair per query shape.
+
+    The candidates are locked FOR UPDATE SKIP LOCKED (nothing on SQLite, where BEGIN IMMEDIATE
+    serialises claimers); the take re-checks the whole guard, so its row count decides.
+    """
+    now = bindparam("claim_now", type_=UTCDateTime())
+    guard = stage1_batch_guard(by_source, by_age)
     candidates = (
         select(Job.id, Job.job_key)
         .where(guard)
@@ -169,6 +184,22 @@ def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
         .returning(Job.lease_epoch, Job.input_watermark)
     )
     return candidates, take
+
+
+@functools.cache
+def stage1_claimable_count(by_source: bool, by_age: bool) -> Any:
+    """How many stage-one jobs the batch claim's guard lets through now."""
+    return select(func.count()).select_from(Job).where(stage1_batch_guard(by_source, by_age))
+
+
+def eligibility_parameters(now: datetime, eligibility: Eligibility) -> dict[str, Any]:
+    """The bind parameters of `stage1_batch_guard` for `eligibility` at `now`."""
+    return {
+        "claim_now": now,
+        "claim_idle_before": now - timedelta(seconds=eligibility.min_idle_seconds),
+        "claim_age_after": now - timedelta(days=eligibility.max_age_days),
+        "claim_source": eligibility.source_id,
+    }
 
 
 # -- fencing: a job still owned by a claim, with `fence_parameters`.

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import termios
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.cli_process import run_command
-from tests.daemon_process import PYTHON_CLI, base_env, copy_examples
+from tests.daemon_process import (
+    PYTHON_CLI,
+    REPO,
+    base_env,
+    copy_examples,
+    make_rollouts,
+    rollout_count,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -24,3 +39,65 @@ def test_redirected_output_keeps_a_long_value_on_one_line(tmp_path: Path) -> Non
     status = run_command([*PYTHON_CLI, "status"], env, timeout=60)
     database = str(tmp_path / "home" / "state.db")
     assert any(database in line for line in status.stdout.splitlines()), status.stdout
+
+
+def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal (120 columns) and stdout on a pipe, as a
+    user at a shell who redirects the report; returns (exit code, stdout, terminal text)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        process = subprocess.run(
+            [*PYTHON_CLI, *args],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    return process.returncode, process.stdout.decode(), b"".join(chunks).decode(errors="replace")
+
+
+def test_stage_one_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    sessions = copy_examples(tmp_path / "sessions")
+    make_rollouts(sessions, 40)
+    total = rollout_count(sessions)
+    env = base_env(tmp_path / "home", sessions, TERM="xterm")
+    code, stdout, terminal = run_on_a_terminal(["run"], env)
+    assert code == 0, terminal
+    assert f"stage one: {total} claimed" in stdout
+    # The last frame before the display is cleared: every claimable thread done, with the
+    # rate and the time left next to it.
+    assert f"{total}/{total}" in terminal, terminal
+    assert "threads/min" in terminal and "ETA" in terminal, terminal
+
+    # Scripts see none of it: not when stderr is a pipe, nor under JSON logs on a terminal.
+    make_rollouts(sessions, 3)
+    piped = run_command([*PYTHON_CLI, "run"], env, timeout=300)
+    assert "threads/min" not in piped.stderr and "stage one: 3 claimed" in piped.stdout
+    make_rollouts(sessions, 3)
+    code, stdout, terminal = run_on_a_terminal(["run", "--log-format", "json"], env)
+    assert code == 0 and "stage one: 3 claimed" in stdout
+    assert "threads/min" not in terminal
+    for line in terminal.splitlines():
+        if line.strip():
+            json.loads(line)

@@ -235,3 +235,18 @@ def test_a_source_sees_only_its_own_threads(driven: Store) -> None:
         limit=10, lease_seconds=60, eligibility=Eligibility(0, 0, source_id="laptop")
     )
     assert [c.job_key for c in claims] == ["mine"]
+
+
+def test_the_claimable_count_is_what_a_batch_claim_takes(driven: Store, clock: DrivenClock) -> None:
+    for name in ("a", "b", "c", "d"):
+        driven.register_thread(header(name, T0), ingested=False, retry_budget=3)
+    # Not idle long enough: neither counted nor claimed.
+    driven.register_thread(header("fresh", clock.now), ingested=False, retry_budget=3)
+    rule = Eligibility(min_idle_seconds=600, max_age_days=0)
+    running = driven.try_claim_stage1("a", lease_seconds=60)
+    failed = driven.try_claim_stage1("b", lease_seconds=60)
+    driven.fail_job(failed, "boom", retryable=True)  # waits for its retry time
+    assert running.claimed and driven.count_claimable_stage1(rule) == 2
+    taken = driven.claim_stage1_batch(limit=10, lease_seconds=60, eligibility=rule)
+    assert sorted(claim.job_key for claim in taken) == ["c", "d"]
+    assert driven.count_claimable_stage1(rule) == 0
