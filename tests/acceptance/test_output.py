@@ -23,6 +23,7 @@ from tests.daemon_process import (
     make_rollouts,
     rollout_count,
 )
+from tests.fake_openai import FakeOpenAI, Fault
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +102,30 @@ def test_stage_one_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     for line in terminal.splitlines():
         if line.strip():
             json.loads(line)
+
+
+def test_json_logs_of_a_failing_model_are_all_json_and_name_the_endpoint(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """The endpoint lists its models but fails every completion (503): each stage-one error,
+    in the log and in `status`, says which endpoint failed; every stderr line is JSON."""
+    fake_openai.set_default(Fault.SERVER_ERROR, status=503)
+    copy_examples(tmp_path / "sessions")
+    env = base_env(
+        tmp_path / "home",
+        tmp_path / "sessions",
+        CONSOLIDATOR_BACKEND="openai",
+        CONSOLIDATOR_MODEL="fake-model",
+        CONSOLIDATOR_STAGE1_CONCURRENCY="1",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        OPENAI_API_KEY="sk-test-key",
+    )
+    result = run_command([*PYTHON_CLI, "run", "--log-format", "json"], env, timeout=300, expect=1)
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1]["action"] == "command_failed", lines
+    failed = [line for line in lines if line.get("action") == "stage1_failed"]
+    assert failed and all(fake_openai.base_url in line["message"] for line in failed), failed
+    errors = json.loads(run_command([*PYTHON_CLI, "status", "--json"], env, timeout=60).stdout)
+    assert errors["errors"] and all(
+        fake_openai.base_url in error["error"] for error in errors["errors"]
+    ), errors["errors"]
