@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from consolidator.backends.base import Backend
+    from consolidator.db.skills import SkillRecord
     from consolidator.db.store import Store
     from consolidator.phase_two import Phase2Report
     from consolidator.scanner import ScanReport
@@ -745,6 +746,128 @@ def quarantine_command(limit: int, **params: Any) -> None:
             ]
         },
         human,
+    )
+
+
+@cli.command("skills")
+@adopt_option
+@click.argument("action", required=False, type=click.Choice(["diff", "approve", "reject"]))
+@click.argument("name", required=False)
+@click.option("--reason", default=None, help="Why a skill is rejected (kept with the rejection).")
+@common_options
+def skills_command(action: str | None, name: str | None, reason: str | None, **params: Any) -> None:
+    """Skills proposed from procedures that recurred in 3+ sessions on 2+ days of a project.
+
+    \b
+    consolidator skills               list skills: pending, approved, rejected
+    consolidator skills diff NAME     the pending SKILL.md against the published one
+    consolidator skills approve NAME  publish it to <memory-dir>/skills/NAME/SKILL.md
+    consolidator skills reject NAME [--reason TEXT]
+                                      drop it; the same sessions never propose it again
+
+    A skill is always pending until approved, whatever CONSOLIDATOR_REVIEW says. Forgetting
+    sessions withdraws a skill left with too few of them.
+    """
+    from consolidator.skills import decide
+
+    if action is not None and not name:
+        raise click.UsageError(f"`skills {action}` needs the skill's NAME")
+    if action is None and name:
+        raise click.UsageError("give an action before the NAME: diff, approve or reject")
+    if reason is not None and action != "reject":
+        raise click.UsageError("--reason goes with `skills reject NAME`")
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        if action is None:
+            records = store.list_skills()
+            _print_skills(inv, records)
+            return
+        assert name is not None
+        try:
+            if action == "diff":
+                record = store.get_skill(name)
+                if record is None:
+                    raise decide.UnknownSkill(
+                        f"there is no skill named {name!r}; see `consolidator skills`"
+                    )
+                _print_skill_diff(inv, record)
+                return
+            if action == "approve":
+                record = decide.approve(store, name)
+                _publish(inv, store)
+                done = f"skill {name} approved and published"
+            else:
+                record = decide.reject(store, name, reason)
+                _publish(inv, store)
+                done = f"skill {name} rejected"
+        except decide.UnknownSkill as exc:
+            raise click.UsageError(str(exc)) from None
+        except decide.SkillDecisionError as exc:
+            raise WorkFailed(str(exc)) from None
+    path = inv.settings.memory_dir / "skills" / name / "SKILL.md"
+    inv.emit(
+        {"name": name, "action": action, "path": str(path) if action == "approve" else None},
+        lambda: inv.console.print(
+            done + (f": {path}" if action == "approve" else ""), markup=False
+        ),
+    )
+
+
+def _print_skills(inv: Invocation, records: Sequence[SkillRecord]) -> None:
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        shown = record.proposed or record.published
+        rows.append(
+            {
+                "name": record.name,
+                "state": record.state,
+                "cwd": record.cwd,
+                "description": shown.description if shown else None,
+                "sessions": sorted(shown.thread_ids) if shown else [],
+                "rejected_reason": record.reason,
+                "updated_at": record.updated_at.isoformat(),
+            }
+        )
+
+    def human() -> None:
+        if not rows:
+            click.echo("no skills proposed yet")
+        for row in rows:
+            click.echo(
+                f"{row['name']}  [{row['state']}]  {len(row['sessions'])} sessions  {row['cwd']}"
+            )
+            if row["description"]:
+                click.echo(f"    {row['description']}")
+            if row["rejected_reason"]:
+                click.echo(f"    rejected: {row['rejected_reason']}")
+
+    inv.emit({"skills": rows}, human)
+
+
+def _print_skill_diff(inv: Invocation, record: SkillRecord) -> None:
+    import difflib
+
+    from consolidator.skills.render import render_skill_md
+
+    old = render_skill_md(record.published) if record.published else ""
+    new = render_skill_md(record.proposed) if record.proposed else old
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"published/{record.name}/SKILL.md" if old else "/dev/null",
+            tofile=f"pending/{record.name}/SKILL.md",
+        )
+    )
+    inv.emit(
+        {
+            "name": record.name,
+            "state": record.state,
+            "diff": diff,
+            "pending": new,
+            "published": old,
+        },
+        lambda: click.echo(diff or f"skill {record.name} has nothing pending ({record.state})"),
     )
 
 

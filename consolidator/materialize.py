@@ -32,7 +32,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -40,6 +40,8 @@ from typing import Final
 import filelock
 
 from consolidator.config import ConfigError
+from consolidator.skills.names import name_problem
+from consolidator.skills.render import SKILL_FILE
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ MEMORY_FILE: Final = "MEMORY.md"
 SUMMARY_FILE: Final = "memory_summary.md"
 RAW_MEMORIES_FILE: Final = "raw_memories.md"
 ROLLOUT_SUMMARIES_DIR: Final = "rollout_summaries"
+SKILLS_DIR: Final = "skills"
 LOCK_FILE: Final = ".consolidator.lock"
 STATE_FILE: Final = ".consolidator-state.json"
 LOCK_TIMEOUT_SECONDS = 60.0
@@ -69,6 +72,8 @@ class Projection:
     summary_md: str
     raw_memories_md: str
     rollout_summaries: Mapping[str, str]
+    # Approved skills: name -> SKILL.md text, written to skills/<name>/SKILL.md.
+    skills: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,8 +150,13 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
     _refuse_symlink(rollout_dir)
     _refuse_symlink(memory_dir / STATE_FILE)
+    _refuse_symlink(memory_dir / SKILLS_DIR)
+    skill_dirs = sorted({(memory_dir / name).parent for name in desired if _is_skill_file(name)})
     if projection.version is not None:
         _ensure_private_dir(rollout_dir)
+        for skill_dir in skill_dirs:
+            _refuse_symlink(skill_dir)
+            _ensure_private_dir(skill_dir)
     _sweep_temp_files(memory_dir, rollout_dir)
 
     state = _read_state(memory_dir)
@@ -175,9 +185,15 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
         _write_state(memory_dir, projection.version, {**state, **_digests(desired)})
 
     rollout_names = sorted(name for name in desired if name.startswith(f"{ROLLOUT_SUMMARIES_DIR}/"))
-    top_names = [name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE) if name in desired]
+    top_names: list[str] = [
+        name for name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE) if name in desired
+    ]
+    # Skills before MEMORY.md too: files are written before anything that could point to them.
+    groups: list[tuple[list[str], Path]] = [(rollout_names, rollout_dir)]
+    groups += [([name], (memory_dir / name).parent) for name in desired if _is_skill_file(name)]
+    groups.append((top_names, memory_dir))
     written: list[str] = []
-    for names, directory in ((rollout_names, rollout_dir), (top_names, memory_dir)):
+    for names, directory in groups:
         changed = [name for name in names if _read_bytes(memory_dir / name) != desired[name]]
         for name in changed:
             _write_atomically(memory_dir / name, desired[name], sync_directory=False)
@@ -227,6 +243,15 @@ def _desired_files(projection: Projection) -> dict[str, bytes]:
         SUMMARY_FILE: projection.summary_md.encode("utf-8"),
         RAW_MEMORIES_FILE: projection.raw_memories_md.encode("utf-8"),
     }
+    for name, content in projection.skills.items():
+        if name_problem(name) is None:
+            files[f"{SKILLS_DIR}/{name}/{SKILL_FILE}"] = content.encode("utf-8")
+        else:
+            log.warning(
+                "not writing skill %r: not a safe skill name",
+                name[:80],
+                extra={"action": "memory_unsafe_skill_name"},
+            )
     for stem, content in projection.rollout_summaries.items():
         if is_safe_stem(stem):
             files[f"{ROLLOUT_SUMMARIES_DIR}/{stem}.md"] = content.encode("utf-8")
@@ -420,13 +445,25 @@ def _remove_stale(memory_dir: Path, stale: set[str]) -> list[str]:
             continue
         if _remove_quietly(path):
             removed.append(name)
+    for name in removed:
+        if _is_skill_file(name):
+            # The skill's folder goes with its file, unless someone put other files in it.
+            with contextlib.suppress(OSError):
+                (memory_dir / name).parent.rmdir()
     for directory in {(memory_dir / name).parent for name in removed}:
-        _fsync_directory(directory)
+        if directory.is_dir():
+            _fsync_directory(directory)
     return removed
 
 
+def _is_skill_file(name: str) -> bool:
+    folder, _, rest = name.partition("/")
+    skill, _, file = rest.partition("/")
+    return folder == SKILLS_DIR and file == SKILL_FILE and name_problem(skill) is None
+
+
 def _is_own_name(name: str) -> bool:
-    if name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE):
+    if name in (RAW_MEMORIES_FILE, SUMMARY_FILE, MEMORY_FILE) or _is_skill_file(name):
         return True
     folder, _, file = name.partition("/")
     return folder == ROLLOUT_SUMMARIES_DIR and file.endswith(".md") and is_safe_stem(file[:-3])

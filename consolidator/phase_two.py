@@ -44,6 +44,7 @@ from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.security.redaction import redact
+from consolidator.skills.propose import SkillsReport, propose_skills
 from consolidator.slices import (
     BLOCKS_SHARE,
     SliceBudget,
@@ -95,6 +96,7 @@ class Phase2Report:
     set_aside_reasons: list[str] = field(default_factory=list)
     # When a cooldown skip ends: the next time phase two may run.
     next_allowed_at: datetime | None = None
+    skills: SkillsReport = field(default_factory=SkillsReport)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +118,7 @@ class Phase2Report:
             "splits": self.splits,
             "set_aside": self.set_aside,
             "set_aside_reasons": list(self.set_aside_reasons),
+            "skills": self.skills.as_json(),
         }
 
 
@@ -474,6 +477,9 @@ def run_phase_two(
         report.error = "the lease was lost before the commit; nothing more was written"
         log.warning(report.error, extra={"action": "phase2_lease_lost"})
         return report
+    if report.inputs:
+        # Skills wait for a person whatever the review setting, so proposing one needs no lease.
+        report.skills = propose_skills(store)
     log.info(
         "phase two committed %s from %d inputs in %d slice(s), %d set aside (%s)",
         f"up to version {report.version}" if report.version else "no new version",

@@ -28,6 +28,7 @@ from consolidator.memory.model import Memory
 from consolidator.memory.render import parse_memory_md, render_memory_md
 from consolidator.memory.summary import render_memory_summary
 from consolidator.names import one_line
+from consolidator.skills.render import render_skill_md
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,11 @@ def load_projection(store: Store) -> Projection:
         )
     if version is None:
         return Projection(None, "", "", "", {})
+    skills = {
+        record.name: render_skill_md(record.published)
+        for record in store.list_skills()
+        if record.published is not None
+    }
     raw_memories = "# Raw memories (newest first)\n\n" + "\n".join(raw_sections)
     return Projection(
         version=version.version,
@@ -61,6 +67,7 @@ def load_projection(store: Store) -> Projection:
         summary_md=render_memory_summary(memory),
         raw_memories_md=raw_memories,
         rollout_summaries=summaries,
+        skills=skills,
     )
 
 

@@ -18,6 +18,7 @@ import time
 
 from sqlalchemy import Connection, delete, func, select
 
+from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
 from consolidator.db.claimable import STAGE1_RULE, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
@@ -90,6 +91,7 @@ class AdminMixin(StoreBase):
                         delete(Thread).where(Thread.state != ThreadState.FORGOTTEN.value)
                     )
                 ),
+                skills=skill_statements.clear(connection),
             )
             connection.execute(delete(MemoryBlock))
             tombstone_legacy(connection, self._now(connection))

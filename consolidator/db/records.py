@@ -250,6 +250,7 @@ class ClearReport:
     changes: int
     quarantined: int
     threads: int
+    skills: int = 0
 
 
 @dataclass(frozen=True)

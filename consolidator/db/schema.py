@@ -273,3 +273,36 @@ class QuarantinedEntry(Base):
     reason: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
     thread_ids: Mapped[str] = mapped_column(Text)
+
+
+class Skill(Base):
+    """A skill proposed from a recurring procedure, with its decision.
+
+    `proposed_json` waits for a person (`skills approve`/`reject`); `published_json` is the
+    approved skill, written to the memory folder; `rejected_evidence` lists the sessions
+    (`thread@updated_at`) a rejection saw, so the same evidence never proposes it again.
+    Either may be empty; a row with none of the three is deleted.
+    """
+
+    __tablename__ = "skills"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    cwd: Mapped[str] = mapped_column(Text)
+    proposed_json: Mapped[str | None] = mapped_column(Text)
+    published_json: Mapped[str | None] = mapped_column(Text)
+    rejected_evidence: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class SkillThread(Base):
+    """Which sessions a skill row cites in any of its parts, so a forget finds it by index."""
+
+    __tablename__ = "skill_threads"
+
+    skill_name: Mapped[str] = mapped_column(
+        String(64), ForeignKey("skills.name", ondelete="CASCADE"), primary_key=True
+    )
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)

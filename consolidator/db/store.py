@@ -12,6 +12,7 @@ guarantee and which statement's row count decides:
 - `versions.py`: memory versions and their shared blocks; forgetting; rollback.
 - `consolidation.py`: phase two's inputs, its fenced commit, set-aside inputs, the quarantine.
 - `admin.py`: forget, clear, the WAL purge, and `status` counts.
+- `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
 """
 
 from __future__ import annotations
@@ -53,11 +54,20 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
+from consolidator.db.skills import SkillsMixin
 from consolidator.db.threads import ThreadsMixin
 from consolidator.db.versions import VersionsMixin
 
 
-class Store(ThreadsMixin, JobsMixin, ConsolidationMixin, VersionsMixin, AdminMixin, StoreBase):
+class Store(
+    ThreadsMixin,
+    JobsMixin,
+    ConsolidationMixin,
+    VersionsMixin,
+    AdminMixin,
+    SkillsMixin,
+    StoreBase,
+):
     """Every database verb of the worker (see the modules of its parts).
 
     `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used

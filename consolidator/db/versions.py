@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, literal, select, update
 
+from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
 from consolidator.db.records import QuarantineItem, VersionRecord
 from consolidator.db.schema import (
@@ -188,6 +189,8 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
             connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
         update_content_bytes(connection, touched)
         update_diff_summaries(connection, [v for v in touched if v != current_new])
+    # Skills cite sessions too: the same forget withdraws those left with too few.
+    skill_statements.forget(connection, thread_ids, now)
     for thread_id in thread_ids:
         connection.execute(
             delete(QuarantinedEntry).where(QuarantinedEntry.thread_ids.contains(f" {thread_id} "))

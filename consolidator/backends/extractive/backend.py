@@ -37,6 +37,7 @@ from consolidator.backends.extractive.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_FILES = 20
+MAX_COMMANDS = 15
 
 
 class ExtractiveBackend:
@@ -94,7 +95,19 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
         files=tuple(files),
+        commands=tuple(_commands_run(session)),
         instructions=tuple(instructions[:MAX_STATEMENTS]),
         facts=tuple(facts[:MAX_STATEMENTS]),
         conclusions=tuple(conclusions[:MAX_STATEMENTS]),
     )
+
+
+def _commands_run(session: Session) -> list[str]:
+    """The shell commands that worked and did something, in order, a repeat run folded into
+    one: what another session in the same project could follow as a procedure."""
+    commands: list[str] = []
+    for call in session.calls:
+        worked = call.shell and call.ok and not call.read_only and call.command
+        if worked and (not commands or commands[-1] != call.command):
+            commands.append(call.command)
+    return commands[:MAX_COMMANDS]

@@ -30,6 +30,7 @@ class Call:
     call_id: str | None
     ok: bool | None = None
     error: str = ""
+    shell: bool = False
 
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh", "/bin/zsh"})
@@ -128,6 +129,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
             mentioned=tuple(mentioned),
             read_only=read_only,
             call_id=item.call_id,
+            shell=True,
         )
     paths = [_relative(p, cwd) for p in _payload_paths(payload)]
     lowered = tool.lower()

@@ -18,6 +18,7 @@ OUTCOME_UNKNOWN = "unknown"
 _HEADING_QUOTES = "### User said"
 _HEADING_FAILURES = "### Failures and fixes"
 _HEADING_FILES = "### Files touched"
+_HEADING_COMMANDS = "### Commands run"
 _HEADING_INSTRUCTIONS = "### Standing instructions"
 _HEADING_FACTS = "### Facts stated"
 _HEADING_CONCLUSIONS = "### Agent concluded"
@@ -51,6 +52,8 @@ class ExtractiveNotes:
     user_quotes: tuple[str, ...] = ()
     failures: tuple[FailureNote, ...] = ()
     files: tuple[str, ...] = ()
+    # The shell commands that succeeded and changed something, in order: a session's procedure.
+    commands: tuple[str, ...] = ()
     instructions: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
     conclusions: tuple[str, ...] = ()
@@ -90,6 +93,9 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
     if notes.files:
         lines.append(_HEADING_FILES)
         lines.extend(f"- {one_line(path)}" for path in notes.files)
+    if notes.commands:
+        lines.append(_HEADING_COMMANDS)
+        lines.extend(f"- {code_span(command)}" for command in notes.commands)
     return "\n".join(lines) + "\n"
 
 
@@ -115,6 +121,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
     quotes: list[str] = []
     failures: list[FailureNote] = []
     files: list[str] = []
+    commands: list[str] = []
     statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
     section = ""
     for line in body:
@@ -134,6 +141,10 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
                 failures.append(failure)
         elif section == _HEADING_FILES.lower():
             files.append(item)
+        elif section == _HEADING_COMMANDS.lower():
+            span = read_code_span(item, 0)
+            if span is not None and span[1] == len(item):
+                commands.append(span[0])
         elif section in _STATEMENT_SECTIONS:
             if len(item) >= 2 and item[0] == item[-1] == '"':
                 item = item[1:-1]
@@ -149,6 +160,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         user_quotes=tuple(quotes),
         failures=tuple(failures),
         files=tuple(files),
+        commands=tuple(commands),
         instructions=tuple(statements["instructions"]),
         facts=tuple(statements["facts"]),
         conclusions=tuple(statements["conclusions"]),

@@ -1,0 +1,7 @@
+"""Skills: procedures that recurred across sessions of one project, proposed as `SKILL.md`.
+
+A skill is always pending until a person approves it: a skill an agent loads is an
+instruction it will follow, so one written by a model for itself would be a standing
+injection. Detection, the threshold, the gate and rendering live here; storage in
+`consolidator.db.skills`.
+"""

@@ -1,0 +1,192 @@
+"""Deterministic detection of recurring procedures in stage-one outputs (no model).
+
+The offline stage one writes, per session, the shell commands that worked in order
+(`### Commands run`) and each failed command with the command that fixed it
+(`### Failures and fixes`). Within one project (cwd), a run of consecutive commands, or a
+failure with the same fix, found in enough sessions on enough days (`meets_threshold`) is a
+candidate skill. Of nested runs only the longest is kept unless a shorter one has more
+witnesses. The same outputs always give the same candidates, names included.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from consolidator.backends.extractive.notes import parse_raw_memory
+from consolidator.memory.codec import summary_stem
+from consolidator.skills.model import Skill, Witness, meets_threshold
+from consolidator.skills.names import RESERVED_WORDS
+from consolidator.skills.render import code_span
+
+MIN_STEPS = 2
+MAX_STEPS = 8
+MAX_SKILLS_PER_PROJECT = 5
+_NAME_CHARS = 48
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One live stage-one output, as detection needs it."""
+
+    thread_id: str
+    cwd: str | None
+    source_updated_at: datetime
+    rollout_slug: str | None
+    raw_memory: str
+
+    @property
+    def witness(self) -> Witness:
+        stem = summary_stem(self.thread_id, self.rollout_slug, self.source_updated_at)
+        return Witness(
+            thread_id=self.thread_id,
+            updated_at=self.source_updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            rollout_summary_file=f"rollout_summaries/{stem}.md",
+        )
+
+
+def detect_skills(outputs: Iterable[Observed]) -> list[Skill]:
+    """Candidate skills per project, ordered by project then name; names are unique here."""
+    by_cwd: dict[str, list[Observed]] = {}
+    for output in outputs:
+        if output.cwd:
+            by_cwd.setdefault(output.cwd, []).append(output)
+    skills: list[Skill] = []
+    for cwd in sorted(by_cwd):
+        sessions = sorted(by_cwd[cwd], key=lambda o: (o.source_updated_at, o.thread_id))
+        found = _fixes(cwd, sessions) + _sequences(cwd, sessions)
+        found.sort(key=lambda s: (-len(s.witnesses), -len(s.steps), s.fingerprint))
+        skills += found[:MAX_SKILLS_PER_PROJECT]
+    return unique_names(skills, taken=())
+
+
+def unique_names(skills: Sequence[Skill], taken: Iterable[str]) -> list[Skill]:
+    """The skills with names made unique against `taken` and each other (`-2`, `-3`...)."""
+    used = set(taken)
+    named: list[Skill] = []
+    for skill in skills:
+        name, counter = skill.name, 1
+        while name in used:
+            counter += 1
+            name = f"{skill.name[:_NAME_CHARS]}-{counter}"
+        used.add(name)
+        named.append(skill if name == skill.name else replace(skill, name=name))
+    return named
+
+
+def _sequences(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
+    runs: dict[tuple[str, ...], dict[str, Witness]] = {}
+    for session in sessions:
+        commands = parse_raw_memory(session.raw_memory).commands
+        for length in range(MIN_STEPS, min(MAX_STEPS, len(commands)) + 1):
+            for start in range(len(commands) - length + 1):
+                run = tuple(commands[start : start + length])
+                if len(set(run)) >= MIN_STEPS:
+                    runs.setdefault(run, {})[session.thread_id] = session.witness
+    recurring = [(run, seen) for run, seen in runs.items() if meets_threshold(seen.values())]
+    recurring.sort(key=lambda item: (-len(item[0]), -len(item[1]), item[0]))
+    kept: list[tuple[tuple[str, ...], dict[str, Witness]]] = []
+    for run, seen in recurring:
+        if any(_inside(run, longer) and seen.keys() <= wider.keys() for longer, wider in kept):
+            continue
+        kept.append((run, seen))
+    return [_sequence_skill(cwd, run, seen) for run, seen in kept]
+
+
+def _inside(run: tuple[str, ...], longer: tuple[str, ...]) -> bool:
+    return any(
+        longer[start : start + len(run)] == run for start in range(len(longer) - len(run) + 1)
+    )
+
+
+def _sequence_skill(cwd: str, run: tuple[str, ...], seen: dict[str, Witness]) -> Skill:
+    witnesses = _ordered(seen)
+    outline = ", then ".join(_head(step) for step in run)
+    return Skill(
+        name=_name(" ".join(_head(step) for step in run)),
+        kind="sequence",
+        cwd=cwd,
+        description=_plain(
+            f"The {len(run)}-step routine this project runs ({outline}), seen in"
+            f" {len(witnesses)} sessions on {_days(witnesses)} days. Use it in {cwd} when the"
+            " task needs that routine again."
+        ),
+        steps=run,
+        success=(
+            "Every step exits with status 0, in the order given.",
+            f"The last step, {code_span(run[-1])}, completes without an error, as it did in"
+            " each session cited below.",
+        ),
+        witnesses=witnesses,
+    )
+
+
+def _fixes(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
+    pairs: dict[tuple[str, str], dict[str, Witness]] = {}
+    symptoms: dict[tuple[str, str], str] = {}
+    for session in sessions:
+        for failure in parse_raw_memory(session.raw_memory).failures:
+            if not failure.fix or failure.fix == failure.command:
+                continue
+            key = (failure.command, failure.fix)
+            pairs.setdefault(key, {})[session.thread_id] = session.witness
+            symptoms.setdefault(key, failure.error)
+    skills: list[Skill] = []
+    for (command, fix), seen in sorted(pairs.items()):
+        if not meets_threshold(seen.values()):
+            continue
+        witnesses = _ordered(seen)
+        symptom = symptoms[(command, fix)]
+        success = [f"{code_span(command)} runs again and exits with status 0."]
+        if symptom:
+            success.append(f"The error no longer appears: {symptom}")
+        skills.append(
+            Skill(
+                name=_name(f"fix {_head(command)}"),
+                kind="fix",
+                cwd=cwd,
+                description=_plain(
+                    f"When {_head(command)} fails in {cwd}, the fix this project used in"
+                    f" {len(witnesses)} sessions on {_days(witnesses)} days: {_head(fix)}, then"
+                    " run it again."
+                ),
+                steps=(fix, command),
+                success=tuple(success),
+                witnesses=witnesses,
+                trigger=command,
+                symptom=symptom,
+            )
+        )
+    return skills
+
+
+def _ordered(seen: dict[str, Witness]) -> tuple[Witness, ...]:
+    return tuple(sorted(seen.values(), key=lambda w: (w.updated_at, w.thread_id)))
+
+
+def _days(witnesses: Sequence[Witness]) -> int:
+    return len({w.day for w in witnesses})
+
+
+def _head(command: str, words: int = 3) -> str:
+    """The first words of a command, enough to recognise it in a name or a description."""
+    return " ".join(command.split()[:words])
+
+
+def _plain(text: str) -> str:
+    """Description text: one line, no angle brackets (Claude Code refuses XML-like tags)."""
+    return " ".join(text.replace("<", " ").replace(">", " ").split())
+
+
+def _name(text: str) -> str:
+    words = [w for w in _WORD.findall(text.lower()) if w not in RESERVED_WORDS]
+    name = ""
+    for word in words:
+        candidate = f"{name}-{word}" if name else word
+        if len(candidate) > _NAME_CHARS:
+            break
+        name = candidate
+    return name or "procedure"

@@ -1,0 +1,69 @@
+"""`SKILL.md` in the layout Codex and Claude Code load.
+
+YAML front matter between `---` lines with `name` (the folder's name) and `description` (one
+line, what the skill does and when to use it), then Markdown: when it applies, the steps,
+the success criteria, and the sessions it came from. The description is written as a
+double-quoted scalar, which YAML reads back exactly whatever the text holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+from consolidator.memory.render import shown_text as one_line
+from consolidator.skills.model import Skill
+
+SKILL_FILE: Final = "SKILL.md"
+_BACKTICKS = re.compile(r"`+")
+
+
+def code_span(text: str) -> str:
+    """A Markdown code span holding any one-line text, backticks included."""
+    text = one_line(" ".join(text.split()))
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def render_skill_md(skill: Skill) -> str:
+    days = len({w.day for w in skill.witnesses})
+    title = skill.name.replace("-", " ").capitalize()
+    lines = [
+        "---",
+        f"name: {skill.name}",
+        f"description: {json.dumps(one_line(skill.description), ensure_ascii=False)}",
+        "---",
+        "",
+        f"# {title}",
+        "",
+        one_line(skill.description),
+        "",
+        f"Proposed by consolidator from a procedure seen in {len(skill.witnesses)} sessions on"
+        f" {days} different days in this project, and published after a person approved it.",
+        "",
+        "## When to use",
+        "",
+        f"- Applies to: cwd={one_line(skill.cwd)} and the folders below it.",
+    ]
+    if skill.kind == "fix":
+        lines.append(
+            f"- When {code_span(skill.trigger)} fails with: {one_line(skill.symptom)}"
+            if skill.symptom
+            else f"- When {code_span(skill.trigger)} fails."
+        )
+    else:
+        lines.append("- When the task in this project calls for this sequence of commands.")
+    lines += ["", "## Steps", ""]
+    lines += [f"{index}. Run {code_span(step)}" for index, step in enumerate(skill.steps, 1)]
+    lines += ["", "## Success criteria", ""]
+    lines += [f"- {one_line(item)}" for item in skill.success]
+    lines += ["", "## Sources", ""]
+    lines += [
+        f"- {one_line(w.rollout_summary_file)} (thread_id={one_line(w.thread_id)},"
+        f" updated_at={one_line(w.updated_at)})"
+        for w in skill.witnesses
+    ]
+    return "\n".join(lines) + "\n"
