@@ -13,12 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consolidator.backends.extractive import (
-    ExtractiveBackend,
-    ExtractiveNotes,
-    FailureNote,
-    render_raw_memory,
-)
+from consolidator.backends.extractive.backend import ExtractiveBackend
+from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.publish import publish
