@@ -1,6 +1,6 @@
 """The `consolidator` command line: one function per command, one error boundary.
 
-Exit codes: 0 done (a skip is not an error), 1 the work failed, 2 bad usage or
+Exit codes (`errors`): 0 done (a skip is not an error), 1 the work failed, 2 bad usage or
 configuration, 3 the database is unreachable.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from consolidator import __version__
-from consolidator.config import SETTINGS, ConfigError, Settings, build_settings
+from consolidator.config import SETTINGS, Settings, build_settings
 from consolidator.context import (
     CONTEXT_FORMATS,
     DEFAULT_MAX_BYTES,
@@ -29,7 +29,16 @@ from consolidator.context import (
     read_memory,
     render_for,
 )
-from consolidator.db import DatabaseNotMigrated, DatabaseUnavailable
+from consolidator.errors import (
+    EXIT_DB_UNAVAILABLE,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    ConsolidatorError,
+    DatabaseUnavailable,
+    WorkFailed,
+)
 from consolidator.logs import configure_logging
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
@@ -46,16 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_DB_UNAVAILABLE = 3
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class WorkFailed(Exception):
-    """The command ran but its work failed (exit code 1)."""
 
 
 _UNWRAPPED_WIDTH = 100_000
@@ -1297,12 +1297,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE, args)
     except click.ClickException as exc:
         _fail(exc.format_message(), EXIT_USAGE, args)
-    except (ConfigError, DatabaseNotMigrated) as exc:
-        _fail(str(exc), EXIT_USAGE, args)
-    except DatabaseUnavailable as exc:
-        _fail(str(exc), EXIT_DB_UNAVAILABLE, args)
-    except WorkFailed as exc:
-        _fail(str(exc), EXIT_FAILED, args, reported=True)
+    except ConsolidatorError as exc:
+        _fail(str(exc), exc.exit_code, args, reported=exc.reported)
     except TimeoutError as exc:
         _fail(f"timed out: {exc}", EXIT_FAILED, args)
     except KeyboardInterrupt:

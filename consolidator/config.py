@@ -14,13 +14,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from consolidator.errors import ConfigError
+
 BackendChoice = Literal["auto", "openai", "extractive"]
 BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")
 DEFAULT_MODEL = "gpt-5-mini"
-
-
-class ConfigError(ValueError):
-    """Bad configuration: the message says what is wrong and how to fix it."""
 
 
 @dataclass(frozen=True)

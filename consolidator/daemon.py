@@ -41,9 +41,10 @@ from sqlalchemy.engine import make_url
 
 from consolidator.backends.base import Backend, ModelAccessDenied
 from consolidator.backends.factory import make_backend
-from consolidator.config import ConfigError, Settings
+from consolidator.config import Settings
 from consolidator.db import open_engine
 from consolidator.db.store import PHASE2, Claim, Store
+from consolidator.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.metrics import Metrics, MetricsServer, scrub, short_error
 from consolidator.phase_two import Phase2Report
@@ -55,9 +56,6 @@ log = logging.getLogger(__name__)
 PASS_JOB_ID = "pass"
 # How often the main thread looks at signals and side tasks.
 POLL_SECONDS = 0.1
-EXIT_OK = 0
-EXIT_SIDE_TASK_DIED = 1
-EXIT_CONFIG = 2
 SHUTDOWN_ERROR = "shutdown: the daemon stopped before this run finished"
 
 
@@ -328,7 +326,7 @@ class Daemon:
                 )
                 return EXIT_OK, f"{name} received"
             if self._refused is not None:
-                return EXIT_CONFIG, scrub(str(self._refused), self._secrets)
+                return EXIT_USAGE, scrub(str(self._refused), self._secrets)
             dead = self._dead_side_task()
             if dead is not None:
                 log.error(
@@ -336,7 +334,7 @@ class Daemon:
                     dead,
                     extra={"action": "side_task_died", "reason": dead},
                 )
-                return EXIT_SIDE_TASK_DIED, dead
+                return EXIT_FAILED, dead
 
     def _dead_side_task(self) -> str | None:
         if not self._scheduler_thread.is_alive():

@@ -35,6 +35,7 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
+from consolidator.errors import ConsolidatorError
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.forget import forget_threads
@@ -56,7 +57,7 @@ from consolidator.slices import (
 log = logging.getLogger(__name__)
 
 
-class LeaseLost(Exception):
+class LeaseLost(ConsolidatorError):
     pass
 
 
@@ -154,7 +155,7 @@ class _Piece:
     refusal: str | None = None
 
 
-class _SliceRefused(Exception):
+class _SliceRefused(ConsolidatorError):
     """The answer for one slice cannot be used; smaller or explained requests may succeed."""
 
     def __init__(self, reason: str, *, cut_off: bool) -> None:

@@ -13,6 +13,8 @@ import os
 import stat
 from pathlib import Path
 
+from consolidator.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 DIR_MODE = 0o700
@@ -25,8 +27,6 @@ def prepare_state_dir(home: Path) -> None:
 
     Raises `ConfigError` when it cannot be used: a restart would not fix that.
     """
-    from consolidator.config import ConfigError  # config imports the engine, which imports us
-
     if home.exists() and not home.is_dir():
         raise ConfigError(f"--home / CONSOLIDATOR_HOME {home} is not a directory")
     try:

@@ -35,6 +35,7 @@ from consolidator.db.store import (
     Store,
     ThreadRecord,
 )
+from consolidator.errors import ConsolidatorError
 from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
 from consolidator.security.invisible import strip_invisible
@@ -149,7 +150,7 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
     return rollout, report
 
 
-class ReadStalled(OSError):
+class ReadStalled(ConsolidatorError, OSError):
     """Reading a rollout took longer than allowed; the read is abandoned, not awaited."""
 
 

@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from consolidator.config import ConfigError
+from consolidator.errors import ConfigError, ConsolidatorError
 from consolidator.memory.model import Block, ThreadCitation
 from consolidator.sources.items import RolloutItem
 
 
-class BackendError(Exception):
+class BackendError(ConsolidatorError):
     """A model call failed. `retryable` says whether a later attempt may succeed."""
 
     def __init__(self, message: str, *, retryable: bool) -> None:

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential, wait_random
 
 from consolidator.backends.base import InvalidModelOutput, Usage
+from consolidator.errors import ConsolidatorError
 
 # The backend's logger: every model-call line is logged under the backend's name.
 log = logging.getLogger("consolidator.backends.openai_backend")
 
 
-class TransientFailure(Exception):
+class TransientFailure(ConsolidatorError):
     """An attempt failed in a way a later attempt may not: 429, 5xx, timeout, no connection."""
 
     def __init__(self, reason: str, *, retry_after: float | None = None) -> None:

@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from consolidator.errors import DatabaseNotMigrated as DatabaseNotMigrated
+from consolidator.errors import DatabaseUnavailable as DatabaseUnavailable
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-
-
-class DatabaseUnavailable(RuntimeError):
-    """The database cannot be reached (exit code 3)."""
-
-
-class DatabaseNotMigrated(RuntimeError):
-    """The database schema is behind this version of the program."""
 
 
 def open_engine(

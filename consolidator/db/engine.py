@@ -21,7 +21,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
-from consolidator.config import ConfigError
+from consolidator.errors import ConfigError, ConsolidatorError
 from consolidator.private_files import prepare_sqlite_files
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -35,7 +35,7 @@ READ_ONLY_OPTION = "consolidator_read_only"
 WRITE_LOCK_PATIENCE_OPTION = "consolidator_write_lock_patience"
 
 
-class WriteLockBusy(Exception):
+class WriteLockBusy(ConsolidatorError):
     """SQLite's write lock stayed taken for the caller's whole patience. The connection
     object that raised it is left mid-begin: discard it and use a new one."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 
+from consolidator.errors import ConsolidatorError
 from consolidator.memory import facts
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import enforce_budget, shrink_fraction
@@ -26,7 +27,7 @@ from consolidator.memory.render import render_memory_md
 from consolidator.security.threats import scan_threats
 
 
-class GateRefused(Exception):
+class GateRefused(ConsolidatorError):
     """The whole result is refused; the message is the one-line reason."""
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
+from consolidator.errors import ConsolidatorError
 from consolidator.memory.model import Block, Bullet, Task, ThreadCitation, is_valid_id
 from consolidator.memory.render import ANY_CWD, one_line, split_keywords
 
@@ -46,7 +47,7 @@ BULLET_KEYS: Final = ("text", "task_ids")
 _TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[Task\s*\d+\])+\s*$", re.IGNORECASE)
 
 
-class UnknownCitation(ValueError):
+class UnknownCitation(ConsolidatorError, ValueError):
     """The answer cites a thread that is not among the inputs or the existing citations."""
 
     def __init__(self, thread_id: str, where: str) -> None:

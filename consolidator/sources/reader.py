@@ -23,6 +23,7 @@ from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import Any, BinaryIO
 
+from consolidator.errors import ConsolidatorError
 from consolidator.names import text_problem, thread_id_problem
 from consolidator.sources import claude, codex, note, openclaw
 from consolidator.sources.items import (
@@ -125,7 +126,7 @@ def read_header(path: str | Path) -> RolloutHeader:
     )
 
 
-class NotARegularFile(OSError):
+class NotARegularFile(ConsolidatorError, OSError):
     """A rollout path that turned out to be a FIFO, a device, a socket or a directory."""
 
 
