@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from consolidator.db.skills import SkillRecord
 from consolidator.db.store import Store
+from consolidator.errors import ConsolidatorError
 from consolidator.skills.gate import skill_problem
 
 
-class SkillDecisionError(Exception):
+class SkillDecisionError(ConsolidatorError):
     """The decision cannot be made; the message says why."""
 
 
