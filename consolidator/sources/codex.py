@@ -11,7 +11,14 @@ user's words, the open-tabs list before it is context.
 
 Only `response_item` lines produce items. Codex also writes each user and agent message a
 second time as an `event_msg` (for its UI), and `turn_context` / `compacted` restate what the
-response items already hold, so reading those too would double the conversation.
+response items already hold, so reading those too would double the conversation. When Codex
+compacts the history it asks the model for a hand-off summary and records the answer as an
+assistant message marked `metadata.compaction_output`: those are not the agent's words, and the
+`compacted` line that follows holds the same summary.
+
+Resuming a thread (`codex exec resume`, 0.135 to 0.171) appends its turns to the thread's
+file. A fork (`codex exec fork`) is a new thread in a new file whose `session_meta` names the
+thread it was forked from (`forked_from_id`); it is linked to that thread.
 """
 
 from __future__ import annotations
@@ -74,8 +81,9 @@ PRE_ENVELOPE_VERSION = "pre-envelope"
 
 
 # The leading keys of a line as Codex writes it, `{"timestamp":…,"type":…,"payload":{"type":…`
-# (serde puts an enum's tag first), compact or with the spaces Python's json module puts in.
-_LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?"type": ?"'
+# (serde puts an enum's tag first), with the `"ordinal":N` that Codex 0.146 and later put
+# after the timestamp, compact or with the spaces Python's json module puts in.
+_LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?(?:"ordinal": ?[0-9]{1,20}, ?)?"type": ?"'
 # `turn_context` lines yield no item either, but they are read for the working directories.
 _NO_ITEM_ENVELOPES = rb"event_msg"
 _REASONING_ITEM = rb'response_item", ?"payload": ?\{ ?"type": ?"reasoning'
@@ -126,7 +134,7 @@ def session_facts(record: Record) -> SessionFacts | None:
         git_branch=non_empty(get_str(git, "branch")),
         started_at=started_at,
         format_version=_format_version(record, meta),
-        parent_thread_id=_spawning_thread(meta),
+        parent_thread_id=_spawning_thread(meta) or session_id_or_none(meta.get("forked_from_id")),
     )
 
 
@@ -186,7 +194,7 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
     timestamp = parse_timestamp(record.get("timestamp"))
     if record_type == "response_item":
         payload = get_dict(record, "payload")
-        if payload is not None:
+        if payload is not None and not _is_compaction_output(record):
             yield from _response_item(payload, timestamp)
     elif record_type == "session_meta":
         instructions = _meta_instructions(get_dict(record, "payload"))
@@ -203,6 +211,10 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
         instructions = _meta_instructions(record)
         if instructions:
             yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+
+
+def _is_compaction_output(record: Record) -> bool:
+    return (get_dict(record, "metadata") or {}).get("compaction_output") is True
 
 
 def _is_legacy_meta(record: Record) -> bool:

@@ -67,7 +67,7 @@ _CWD_READERS: dict[SourceFormat, Callable[[Record], str | None]] = {
 }
 _SUBAGENT_FILE_PREFIX = "agent-"
 _SEGMENT_PREFIX = "segment-"
-# A resumed Codex thread's later segment: `rollout-<time>-<thread uuid>_<rollout uuid>.jsonl`.
+# A Codex thread's later segment: `rollout-<time>-<thread uuid>_<rollout uuid>.jsonl`.
 _CODEX_SEGMENT_NAME = re.compile(rf"-({_UUID.pattern})_({_UUID.pattern})\Z", re.IGNORECASE)
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MISSING_METADATA = {
@@ -171,10 +171,11 @@ def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
     `<parent>.agent-<id>` instead, so parent and sub-agents are separate, linked threads.
     For the same reason a Claude Code session file named `<uuid>.jsonl` is that session.
 
-    Codex does the same when a thread is resumed: the new rollout file, named
-    `rollout-<time>-<thread>_<rollout>.jsonl`, keeps the thread's id in its `session_meta` and
-    holds only the turns after the resume. It gets `<thread>.segment-<rollout>`, linked to the
-    thread, so the file the thread started in still counts and both are read.
+    Codex does the same when a thread continues in a new file (a revert, or an older thread
+    moved to paginated history; a plain resume appends to the thread's file): the new file,
+    named `rollout-<time>-<thread>_<rollout>.jsonl`, keeps the thread's id in its
+    `session_meta` and holds only the later turns. It gets `<thread>.segment-<rollout>`,
+    linked to the thread, so the file the thread started in still counts and both are read.
     """
     stem = Path(path).stem
     if sniffed.format is SourceFormat.CODEX and sniffed.session_id is not None:

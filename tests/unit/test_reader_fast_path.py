@@ -33,6 +33,11 @@ def envelope(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"timestamp": "2026-11-20T10:00:01.000Z", "type": kind, "payload": payload}
 
 
+def ordinal(record: dict[str, Any]) -> dict[str, Any]:
+    timestamp, rest = record["timestamp"], {k: v for k, v in record.items() if k != "timestamp"}
+    return {"timestamp": timestamp, "ordinal": 17, **rest}
+
+
 def read(path: Path, **options: Any) -> tuple[list[RolloutItem], ReadReport]:
     report = ReadReport()
     return list(iter_items(path, report, **options)), report
@@ -53,6 +58,14 @@ def read(path: Path, **options: Any) -> tuple[list[RolloutItem], ReadReport]:
         (envelope("response_item", {"type": "function_call_output"}), None),
         (envelope("session_meta", {"id": "x"}), None),
         (envelope("compacted", {"message": "summary"}), None),
+        # Codex 0.146 and later number the lines between the timestamp and the type.
+        (ordinal(envelope("event_msg", {"type": "token_count"})), set()),
+        (
+            ordinal(envelope("response_item", {"type": "reasoning", "summary": []})),
+            {ItemKind.REASONING},
+        ),
+        (ordinal(envelope("response_item", {"type": "message", "role": "user"})), None),
+        (ordinal(envelope("turn_context", {"cwd": "/srv"})), None),
         # The keys in another order, a nested look-alike, an escape in the timestamp.
         ({"type": "event_msg", "timestamp": "t", "payload": {}}, None),
         ({"timestamp": "t", "payload": {"type": "event_msg"}, "type": "response_item"}, None),

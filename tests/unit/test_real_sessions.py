@@ -40,12 +40,28 @@ DESKTOP_COMPACTED = (
     "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
 )
 
+# Captured by us with the real Codex CLI against the local test server
+# (tests/fixtures/real/capture_codex.py), in a git repository on a branch.
+CAPTURED = "codex/sessions/2026/12/01/rollout-2026-12-01T"
+CAPTURED_CWD = "/tmp/codex-capture/work/shop-api"
+CAPTURED_BRANCH = "fix-invoice-rounding"
+ROUNDING = "Invoice totals are off by a cent; how should rounding be done here?"
+EXEC_ANSWER = "Round each line with Decimal and ROUND_HALF_UP, then sum the rounded lines."
+EXEC_ID = "01a23157-664a-7610-b9a6-92f1ff879ca7"
+EXEC = f"{CAPTURED}11-22-21-{EXEC_ID}.jsonl"
+FORK_ID = "01a23157-6aef-73f1-8dba-8a1a10cfed7b"
+FORK = f"{CAPTURED}11-22-22-{FORK_ID}.jsonl"
+RESUMED_ID = "01a23157-9410-7461-8617-4eb412d2f703"
+RESUMED_EXEC = f"{CAPTURED}11-22-32-{RESUMED_ID}.jsonl"
+COMPACTED_ID = "01a23157-9eb8-7aa3-9d9f-87ba0b4ec332"
+CLI_COMPACTED = f"{CAPTURED}11-22-35-{COMPACTED_ID}.jsonl"
+
 
 @dataclass(frozen=True)
 class Expected:
     source: str
     thread_id: str
-    cwd: str
+    cwd: str | None
     git_branch: str | None
     format_version: str
     parent_thread_id: str | None
@@ -53,9 +69,75 @@ class Expected:
     # its parent delegated, which reaches it as the agent's words).
     request: str
     other_cwds: tuple[str, ...] = ()
+    # Linked to the thread it was forked from, with words of its own user.
+    fork: bool = False
 
 
 EXPECTED: dict[str, Expected] = {
+    # Codex 0.171.0 `exec`: `ordinal` on every line, `world_state`, `token_usage_record`,
+    # `history_mode: paginated`, and the git branch in `session_meta`.
+    EXEC: Expected(
+        "codex",
+        EXEC_ID,
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.171.0 codex_exec",
+        None,
+        ROUNDING,
+    ),
+    # `codex exec fork` of the session above: a new file holding only the fork's turns, its
+    # `session_meta` naming the parent (`forked_from_id`, `history_base`).
+    FORK: Expected(
+        "codex",
+        FORK_ID,
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.171.0 codex_exec",
+        EXEC_ID,
+        "Try banker's rounding (ROUND_HALF_EVEN) instead and compare.",
+        fork=True,
+    ),
+    # Written by Codex 0.135.0, then resumed by 0.171.0, which appended its turn to this file.
+    RESUMED_EXEC: Expected(
+        "codex",
+        RESUMED_ID,
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.135.0 codex_exec",
+        None,
+        "Should tax be rounded per line or per invoice?",
+    ),
+    # Resumed with a small `model_auto_compact_token_limit`: a `compacted` line, and the
+    # model's hand-off summary as an assistant message marked `compaction_output`.
+    CLI_COMPACTED: Expected(
+        "codex",
+        COMPACTED_ID,
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.171.0 codex_exec",
+        None,
+        "Add a test that pins the rounding of the sample invoice.",
+    ),
+    # Codex 0.25.0, before the envelope: the cwd is only in the `<environment_context>`.
+    f"{CAPTURED}11-22-42-483fc1af-586c-4ce1-84f9-87dcf7dd515f.jsonl": Expected(
+        "codex",
+        "483fc1af-586c-4ce1-84f9-87dcf7dd515f",
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "pre-envelope",
+        None,
+        ROUNDING,
+    ),
+    # Codex 0.20.0 `exec` records no `<environment_context>`: nothing in the file names a cwd.
+    f"{CAPTURED}11-22-46-d0342775-b5ab-475e-863d-3de46c3335ad.jsonl": Expected(
+        "codex",
+        "d0342775-b5ab-475e-863d-3de46c3335ad",
+        None,
+        CAPTURED_BRANCH,
+        "pre-envelope",
+        None,
+        ROUNDING,
+    ),
     "codex/sessions/2026/06/05/rollout-2026-06-05T04-58-20-019e9625-802f-7e91-840a-cfe88d14117a.jsonl": Expected(  # noqa: E501
         "codex",
         "019e9625-802f-7e91-840a-cfe88d14117a",
@@ -281,7 +363,8 @@ def test_every_file_reaches_stage_one_with_the_users_words_and_no_image_data(sto
 
 
 def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: str) -> None:
-    kind = ItemKind.USER if expected.parent_thread_id is None else ItemKind.ASSISTANT
+    delegated = expected.parent_thread_id is not None and not expected.fork
+    kind = ItemKind.ASSISTANT if delegated else ItemKind.USER
     texts = [item.text for item in rollout.items if item.kind is kind]
     assert any(expected.request in text for text in texts), relative
     user_words = "\n".join(item.text for item in rollout.items if item.kind is ItemKind.USER)
@@ -294,7 +377,7 @@ def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: 
     )
     for composed in composed_texts:
         assert composed not in user_words, relative
-    if expected.parent_thread_id is not None:
+    if delegated:
         assert user_words == "", relative
 
 
@@ -323,7 +406,9 @@ def test_status_counts_threads_per_format_version(store: Store) -> None:
 
     assert formats[("claude", "2.1.39")] == 2
     assert formats[("claude", "1.0.98")] == 2
-    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
+    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 2
+    assert formats[("codex", "envelope 0.171.0 codex_exec")] == 3
+    assert formats[("codex", "pre-envelope")] == 2
     assert sum(formats.values()) == len(EXPECTED)
 
 
@@ -380,6 +465,68 @@ def test_a_codex_compaction_quotes_no_request_twice_and_no_image_data(store: Sto
     assert users.count("[REDACTED_TEXT len=32 sha=821fd802]") == 1
     assert sum(text.count("[image]") for text in users) == 13
     assert "REDACTED_IMAGE_URL" not in rollout.transcript
+
+
+def _users(store: Store, thread_id: str) -> list[str]:
+    thread = store.get_thread(thread_id)
+    assert thread is not None
+    rollout, read = build_input(thread, BUDGET_CHARS)
+    assert read.problems == []
+    return [item.text for item in rollout.items if item.kind is ItemKind.USER]
+
+
+def test_a_codex_cli_compaction_summary_is_not_the_agents_words(store: Store) -> None:
+    """Codex asks the model for a hand-off summary and records the answer as an assistant
+    message (`metadata.compaction_output`), then the `compacted` line restating it."""
+    summary = "The user fixes invoice totals that are off by a cent"
+    lines = (CORPUS / CLI_COMPACTED).read_text(encoding="utf-8").splitlines()
+    assert any('"compaction_output":true' in line and summary in line for line in lines)
+    assert any('"type":"compacted"' in line for line in lines)
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(COMPACTED_ID)
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    assert summary not in rollout.transcript
+    assert [(item.kind, item.text) for item in rollout.items] == [
+        (ItemKind.USER, ROUNDING),
+        (ItemKind.ASSISTANT, EXEC_ANSWER),
+        (ItemKind.USER, "Add a test that pins the rounding of the sample invoice."),
+        (
+            ItemKind.ASSISTANT,
+            "A test that sums the sample invoice's lines and expects 118.35 would pin it.",
+        ),
+    ]
+
+
+def test_a_codex_exec_resume_appends_to_the_threads_own_file(store: Store) -> None:
+    """Codex 0.171.0 resumed a session Codex 0.135.0 wrote: no second file, no second
+    `session_meta`; the resumed turn's lines follow in the same file."""
+    text = (CORPUS / RESUMED_EXEC).read_text(encoding="utf-8")
+    assert text.count('"type":"session_meta"') == 1
+    assert '"cli_version":"0.135.0"' in text and '"type":"world_state"' in text
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(RESUMED_ID)
+    assert thread is not None
+
+    assert thread.rollout_path == str(CORPUS / RESUMED_EXEC)
+    assert _users(store, RESUMED_ID) == [ROUNDING, "Should tax be rounded per line or per invoice?"]
+
+
+def test_a_codex_fork_is_its_own_thread_linked_to_the_thread_it_was_forked_from(
+    store: Store,
+) -> None:
+    """The fork's file holds only its own turns; its `history_base` refers to the parent's."""
+    scan(store, CORPUS, retry_budget=3)
+    fork = store.get_thread(FORK_ID)
+    assert fork is not None
+
+    assert (fork.parent_thread_id, fork.rollout_path) == (EXEC_ID, str(CORPUS / FORK))
+    assert _users(store, FORK_ID) == [EXPECTED[FORK].request]
+    assert _users(store, EXEC_ID) == [ROUNDING]
+    assert store.forget_thread(EXEC_ID)
+    assert store.get_thread(FORK_ID) is None
 
 
 def test_a_compaction_agent_transcript_is_not_a_second_thread(store: Store) -> None:
@@ -766,8 +913,10 @@ def _codex_turn(path: Path, started: str, request: str, *, history_base: bool) -
 def test_a_resumed_codex_threads_later_segment_is_a_linked_thread_of_its_own(
     tmp_path: Path, store: Store
 ) -> None:
-    """Resuming writes `rollout-<time>-<thread>_<rollout>.jsonl` with the thread's id in its
-    `session_meta`: it must not take the thread over from the file the thread started in."""
+    """A thread continued in a new file (reported for reverts and for older threads moved to
+    paginated history; a plain resume appends, see the captured files) is written as
+    `rollout-<time>-<thread>_<rollout>.jsonl` with the thread's id in its `session_meta`: it
+    must not take the thread over from the file the thread started in."""
     first = _codex_turn(
         tmp_path / f"2026/08/20/rollout-2026-08-20T09-00-00-{RESUMED}.jsonl",
         "2026-08-20T09:00:00.000Z",
