@@ -103,7 +103,7 @@ def common_options(func: F) -> F:
             spec.option,
             spec.name,
             default=None,
-            type=spec.kind,
+            type=spec.flag_type,
             help=_help_for(spec.name),
             show_default=False,
         )(decorated)

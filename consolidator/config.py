@@ -1,16 +1,20 @@
 """One settings object, resolved as flags > CONSOLIDATOR_* environment > config file > defaults.
 
-Every setting is declared once in `SETTINGS`; the CLI builds its options from that list, and
-the README's configuration table is checked against it by a test.
+Every setting is declared once, as a field of `Settings` built by `setting()`: its name there is
+its config-file key, its flag (`--lease-seconds`) and, upper-cased, its environment variable
+(`CONSOLIDATOR_LEASE_SECONDS`); the declaration also carries its default, its help and the range
+it must fall in. The CLI builds its options from `SETTINGS`, `build_settings` validates with it,
+and the README's configuration table is generated from it (a test keeps them equal).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,232 +23,246 @@ from consolidator.errors import ConfigError
 BackendChoice = Literal["auto", "openai", "extractive"]
 BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")
 DEFAULT_MODEL = "gpt-5-mini"
-
-
-@dataclass(frozen=True)
-class SettingSpec:
-    name: str
-    env: str
-    default: Any
-    kind: type
-    help: str
-    flag: bool = True
-
-    @property
-    def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-
-SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec(
-        "home",
-        "CONSOLIDATOR_HOME",
-        "~/.consolidator",
-        str,
-        "State directory: database, memory folder, config.toml.",
-    ),
-    SettingSpec(
-        "db",
-        "CONSOLIDATOR_DB_URL",
-        "sqlite:///$CONSOLIDATOR_HOME/state.db",
-        str,
-        "Database URL: sqlite:///path/state.db or postgresql://user@host:5432/db.",
-    ),
-    SettingSpec(
-        "memory_dir",
-        "CONSOLIDATOR_MEMORY_DIR",
-        "$CONSOLIDATOR_HOME/memories",
-        str,
-        "Where MEMORY.md and its companions are written.",
-    ),
-    SettingSpec(
-        "sessions",
-        "CONSOLIDATOR_SESSIONS_DIR",
-        "~/.codex/sessions",
-        str,
-        "Folder of agent rollouts (Codex layout; Claude Code transcripts are sniffed too).",
-    ),
-    SettingSpec(
-        "source_id",
-        "CONSOLIDATOR_SOURCE_ID",
-        "$HOSTNAME",
-        str,
-        "Names the sessions folder this worker sees. Scans delete, and stage one claims, only "
-        "threads registered under this name; workers sharing one folder (replicas on one mount) "
-        "must use the same value.",
-    ),
-    SettingSpec(
-        "backend",
-        "CONSOLIDATOR_BACKEND",
-        "auto",
-        str,
-        "auto, openai or extractive. auto = openai when OPENAI_API_KEY or "
-        "OPENAI_BASE_URL is set, else extractive (offline).",
-    ),
-    SettingSpec(
-        "model", "CONSOLIDATOR_MODEL", DEFAULT_MODEL, str, "Model name for the openai backend."
-    ),
-    SettingSpec(
-        "min_idle_seconds",
-        "CONSOLIDATOR_MIN_IDLE_SECONDS",
-        3600,
-        int,
-        "A rollout must be idle this long before stage one reads it.",
-    ),
-    SettingSpec(
-        "max_age_days",
-        "CONSOLIDATOR_MAX_AGE_DAYS",
-        30,
-        int,
-        "Ignore rollouts older than this (0 = no limit).",
-    ),
-    SettingSpec(
-        "phase2_cooldown_seconds",
-        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS",
-        21600,
-        int,
-        "Minimum time between two phase-two runs that changed memory (300 with the offline "
-        "extractive backend unless set).",
-    ),
-    SettingSpec(
-        "lease_seconds",
-        "CONSOLIDATOR_LEASE_SECONDS",
-        600,
-        int,
-        "Lease length for claimed jobs; a heartbeat renews it while work runs.",
-    ),
-    SettingSpec(
-        "stage1_concurrency",
-        "CONSOLIDATOR_STAGE1_CONCURRENCY",
-        8,
-        int,
-        "Stage-one extractions running at once on this host.",
-    ),
-    SettingSpec(
-        "stage1_retry_budget",
-        "CONSOLIDATOR_STAGE1_RETRY_BUDGET",
-        3,
-        int,
-        "Failed attempts allowed per thread before it is left alone (a newer rollout resets it).",
-    ),
-    SettingSpec(
-        "scan_interval_seconds",
-        "CONSOLIDATOR_SCAN_INTERVAL_SECONDS",
-        300,
-        int,
-        "Daemon: time between passes (scan + stage one + phase-two check).",
-    ),
-    SettingSpec(
-        "shutdown_grace_seconds",
-        "CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS",
-        30,
-        int,
-        "Daemon: after SIGTERM, how long work in flight may take to finish.",
-    ),
-    SettingSpec(
-        "memory_budget_bytes",
-        "CONSOLIDATOR_MEMORY_BUDGET_BYTES",
-        65536,
-        int,
-        "Cap on MEMORY.md: older tasks fold into a compact entry first, then the stalest"
-        " single-witness bullets are evicted.",
-    ),
-    SettingSpec(
-        "max_shrink_fraction",
-        "CONSOLIDATOR_MAX_SHRINK_FRACTION",
-        0.5,
-        float,
-        "Refuse a phase-two result that removes more than this share of the memory "
-        "(unless --allow-shrink).",
-    ),
-    SettingSpec(
-        "max_vanish_fraction",
-        "CONSOLIDATOR_MAX_VANISH_FRACTION",
-        0.5,
-        float,
-        "Hold deletions when one scan finds more than this share (and more than 10) of the "
-        "threads gone, or the sessions folder missing or empty; `scan --confirm-deletions` "
-        "applies them.",
-    ),
-    SettingSpec(
-        "context_window_tokens",
-        "CONSOLIDATOR_CONTEXT_WINDOW_TOKENS",
-        128000,
-        int,
-        "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",
-    ),
-    SettingSpec(
-        "max_output_tokens",
-        "CONSOLIDATOR_MAX_OUTPUT_TOKENS",
-        16000,
-        int,
-        "Most tokens one model answer may use; phase two sizes its slices so answers fit it.",
-    ),
-    SettingSpec(
-        "model_timeout_seconds",
-        "CONSOLIDATOR_MODEL_TIMEOUT_SECONDS",
-        120.0,
-        float,
-        "Timeout of one model request.",
-    ),
-    SettingSpec(
-        "db_connect_timeout_seconds",
-        "CONSOLIDATOR_DB_CONNECT_TIMEOUT_SECONDS",
-        10.0,
-        float,
-        "Give up connecting to the database after this long (exit code 3).",
-    ),
-    SettingSpec(
-        "db_statement_timeout_seconds",
-        "CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS",
-        300.0,
-        float,
-        "PostgreSQL: cancel one statement that runs (or waits for a lock) this long (exit code 3).",
-    ),
-    SettingSpec(
-        "openai_api",
-        "CONSOLIDATOR_OPENAI_API",
-        "chat",
-        str,
-        "Which OpenAI endpoint to call: chat (chat completions) or responses.",
-    ),
-)
-
-_BY_NAME = {spec.name: spec for spec in SETTINGS}
 # The extractive backend's phase-two cooldown unless one is set: its runs cost nothing.
 OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
 # CONSOLIDATOR_* variables that are not settings: the test suite's and benchmarks' databases.
 OTHER_ENVIRONMENT = frozenset({"CONSOLIDATOR_TEST_PG_URL", "CONSOLIDATOR_BENCH_PG_URL"})
+# Written in a default (or any value) to stand for the state directory and this host's name.
+_HOME_PLACEHOLDER = "$CONSOLIDATOR_HOME"
+_HOST_PLACEHOLDER = "$HOSTNAME"
+# A switch reads `on`/`off`; TOML's `true`/`false` read the same.
+_SWITCH_VALUES = {"on": True, "off": False, "true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting as a user gives it: where from, what it defaults to, what it may be.
+
+    `kind` is str, int, float, `Path` (a string with `~` and `$CONSOLIDATOR_HOME` expanded) or
+    bool (a switch: on/off). `choices`, `positive`, `minimum` and `maximum` are the checks a
+    value must pass; a value that fails one is a `ConfigError` naming the flag and variable.
+    """
+
+    attribute: str
+    key: str
+    default: Any
+    kind: type
+    help: str
+    choices: tuple[str, ...] = ()
+    positive: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The config-file key, which is also the CLI parameter the flag fills."""
+        return self.key
+
+    @property
+    def option(self) -> str:
+        return "--" + self.key.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "CONSOLIDATOR_" + self.attribute.upper()
+
+    @property
+    def flag_type(self) -> type:
+        """What the CLI parses the flag as: paths and switches arrive as text."""
+        return str if self.kind in (Path, bool) else self.kind
+
+    def parse(self, raw: Any, home: Path) -> Any:
+        """`raw` (from a flag, the environment, the config file or the default) as this
+        setting's value, or `ConfigError`."""
+        label = f"{self.option} ({self.env})"
+        if self.kind is bool:
+            value: Any = _SWITCH_VALUES.get(str(raw).strip().lower())
+            if value is None:
+                raise ConfigError(f"{label} must be on or off, not {raw!r}")
+            return value
+        try:
+            value = (str if self.kind is Path else self.kind)(raw)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{label} must be a {self.kind.__name__}, not {raw!r}") from exc
+        if self.choices and value not in self.choices:
+            raise ConfigError(f"{label} must be one of {', '.join(self.choices)}, not {value!r}")
+        if self.positive and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{label} must be a positive number, not {value}")
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None and not low <= value <= high:
+            raise ConfigError(f"{label} must be between {low:g} and {high:g}")
+        if low is not None and high is None and value < low:
+            if low == 0:
+                raise ConfigError(f"{label} cannot be negative")
+            raise ConfigError(f"{label} must be at least {low:g}, not {value}")
+        if isinstance(value, str):
+            value = value.replace(_HOME_PLACEHOLDER, str(home))
+            value = value.replace(_HOST_PLACEHOLDER, socket.gethostname())
+        return Path(value).expanduser() if self.kind is Path else value
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    kind: type = str,
+    key: str | None = None,
+    choices: tuple[str, ...] = (),
+    positive: bool = False,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> Any:
+    """Declare a field of `Settings` as a setting (see `SettingSpec`). `key` is for the two
+    settings whose flag and config-file key are shorter than their name (`--db`, `--sessions`)."""
+    declared = {
+        "key": key,
+        "default": default,
+        "kind": kind,
+        "help": help,
+        "choices": choices,
+        "positive": positive,
+        "minimum": minimum,
+        "maximum": maximum,
+    }
+    return field(metadata={"setting": declared})
 
 
 @dataclass(frozen=True)
 class Settings:
-    home: Path
-    db_url: str
-    memory_dir: Path
-    sessions_dir: Path
-    source_id: str
-    backend: BackendChoice
-    model: str
-    min_idle_seconds: int
-    max_age_days: int
-    phase2_cooldown_seconds: int
-    lease_seconds: int
-    stage1_concurrency: int
-    stage1_retry_budget: int
-    scan_interval_seconds: int
-    shutdown_grace_seconds: int
-    memory_budget_bytes: int
-    max_shrink_fraction: float
-    max_vanish_fraction: float
-    context_window_tokens: int
-    max_output_tokens: int
-    model_timeout_seconds: float
-    db_connect_timeout_seconds: float
-    db_statement_timeout_seconds: float
-    openai_api: Literal["chat", "responses"]
+    """The resolved settings of one command or daemon."""
+
+    home: Path = setting(
+        "~/.consolidator", "State directory: database, memory folder, config.toml.", kind=Path
+    )
+    db_url: str = setting(
+        f"sqlite:///{_HOME_PLACEHOLDER}/state.db",
+        "Database URL: sqlite:///path/state.db or postgresql://user@host:5432/db.",
+        key="db",
+    )
+    memory_dir: Path = setting(
+        f"{_HOME_PLACEHOLDER}/memories",
+        "Where MEMORY.md and its companions are written.",
+        kind=Path,
+    )
+    sessions_dir: Path = setting(
+        "~/.codex/sessions",
+        "Folder of agent rollouts (Codex layout; Claude Code transcripts are sniffed too).",
+        kind=Path,
+        key="sessions",
+    )
+    source_id: str = setting(
+        _HOST_PLACEHOLDER,
+        "Names the sessions folder this worker sees. Scans delete, and stage one claims, only "
+        "threads registered under this name; workers sharing one folder (replicas on one mount) "
+        "must use the same value.",
+    )
+    backend: BackendChoice = setting(
+        "auto",
+        "auto, openai or extractive. auto = openai when OPENAI_API_KEY or "
+        "OPENAI_BASE_URL is set, else extractive (offline).",
+        choices=BACKEND_CHOICES,
+    )
+    model: str = setting(DEFAULT_MODEL, "Model name for the openai backend.")
+    min_idle_seconds: int = setting(
+        3600, "A rollout must be idle this long before stage one reads it.", kind=int, minimum=0
+    )
+    max_age_days: int = setting(
+        30, "Ignore rollouts older than this (0 = no limit).", kind=int, minimum=0
+    )
+    phase2_cooldown_seconds: int = setting(
+        21600,
+        "Minimum time between two phase-two runs that changed memory (300 with the offline "
+        "extractive backend unless set).",
+        kind=int,
+        minimum=0,
+    )
+    lease_seconds: int = setting(
+        600,
+        "Lease length for claimed jobs; a heartbeat renews it while work runs.",
+        kind=int,
+        positive=True,
+    )
+    stage1_concurrency: int = setting(
+        8, "Stage-one extractions running at once on this host.", kind=int, positive=True
+    )
+    stage1_retry_budget: int = setting(
+        3,
+        "Failed attempts allowed per thread before it is left alone (a newer rollout resets it).",
+        kind=int,
+        minimum=0,
+    )
+    scan_interval_seconds: int = setting(
+        300,
+        "Daemon: time between passes (scan + stage one + phase-two check).",
+        kind=int,
+        positive=True,
+    )
+    shutdown_grace_seconds: int = setting(
+        30,
+        "Daemon: after SIGTERM, how long work in flight may take to finish.",
+        kind=int,
+        minimum=0,
+    )
+    memory_budget_bytes: int = setting(
+        65536,
+        "Cap on MEMORY.md: older tasks fold into a compact entry first, then the stalest"
+        " single-witness bullets are evicted.",
+        kind=int,
+        positive=True,
+        minimum=MIN_MEMORY_BUDGET_BYTES,
+    )
+    max_shrink_fraction: float = setting(
+        0.5,
+        "Refuse a phase-two result that removes more than this share of the memory "
+        "(unless --allow-shrink).",
+        kind=float,
+        minimum=0,
+        maximum=1,
+    )
+    max_vanish_fraction: float = setting(
+        0.5,
+        "Hold deletions when one scan finds more than this share (and more than 10) of the "
+        "threads gone, or the sessions folder missing or empty; `scan --confirm-deletions` "
+        "applies them.",
+        kind=float,
+        minimum=0,
+        maximum=1,
+    )
+    context_window_tokens: int = setting(
+        128000,
+        "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",
+        kind=int,
+        positive=True,
+    )
+    max_output_tokens: int = setting(
+        16000,
+        "Most tokens one model answer may use; phase two sizes its slices so answers fit it.",
+        kind=int,
+        positive=True,
+    )
+    model_timeout_seconds: float = setting(
+        120.0, "Timeout of one model request.", kind=float, positive=True
+    )
+    db_connect_timeout_seconds: float = setting(
+        10.0,
+        "Give up connecting to the database after this long (exit code 3).",
+        kind=float,
+        positive=True,
+    )
+    db_statement_timeout_seconds: float = setting(
+        300.0,
+        "PostgreSQL: cancel one statement that runs (or waits for a lock) this long (exit code 3).",
+        kind=float,
+        positive=True,
+    )
+    openai_api: Literal["chat", "responses"] = setting(
+        "chat",
+        "Which OpenAI endpoint to call: chat (chat completions) or responses.",
+        choices=("chat", "responses"),
+    )
+    # Not settings of ours: the SDK's own variables, read as they are.
     openai_api_key: str | None = None
     openai_base_url: str | None = None
 
@@ -266,8 +284,15 @@ class Settings:
         return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
 
-def default_home(environ: Mapping[str, str]) -> str:
-    return environ.get("CONSOLIDATOR_HOME") or _BY_NAME["home"].default
+def _spec(declared: Field[Any]) -> SettingSpec:
+    values = dict(declared.metadata["setting"])
+    return SettingSpec(attribute=declared.name, **{**values, "key": values["key"] or declared.name})
+
+
+SETTINGS: tuple[SettingSpec, ...] = tuple(
+    _spec(declared) for declared in fields(Settings) if "setting" in declared.metadata
+)
+_BY_KEY = {spec.key: spec for spec in SETTINGS}
 
 
 def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
@@ -284,10 +309,10 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
         raise ConfigError(f"--config {path}: is a directory, not a TOML file") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-    unknown = sorted(set(data) - set(_BY_NAME))
+    unknown = sorted(set(data) - set(_BY_KEY))
     if unknown:
         raise ConfigError(
-            f"unknown key(s) {', '.join(unknown)} in {path}; known: {', '.join(_BY_NAME)}"
+            f"unknown key(s) {', '.join(unknown)} in {path}; known: {', '.join(_BY_KEY)}"
         )
     return data
 
@@ -299,112 +324,53 @@ def build_settings(
 ) -> Settings:
     """Resolve every setting.
 
-    `explicit` holds the values given as flags (absent or None = not given). The environment
-    and then `config_file` (default `$CONSOLIDATOR_HOME/config.toml`) fill the rest.
+    `explicit` holds the values given as flags, by key (absent or None = not given). The
+    environment and then `config_file` (default `$CONSOLIDATOR_HOME/config.toml`) fill the rest.
     """
-    from consolidator.db.engine import BadDatabaseURL, normalize_url
-
     env = dict(os.environ if environ is None else environ)
     check_environment(env)
     raw: dict[str, Any] = {}
     for spec in SETTINGS:
-        if explicit.get(spec.name) is not None:
-            raw[spec.name] = explicit[spec.name]
+        if explicit.get(spec.key) is not None:
+            raw[spec.key] = explicit[spec.key]
         elif env.get(spec.env):
-            raw[spec.name] = env[spec.env]
-    home = Path(str(raw.get("home") or _BY_NAME["home"].default)).expanduser()
+            raw[spec.key] = env[spec.env]
+    home_spec = _BY_KEY["home"]
+    home = home_spec.parse(raw.get("home", home_spec.default), Path.home())
     file_values = load_config_file(
         config_file or home / "config.toml", required=config_file is not None
     )
-    for name, value in file_values.items():
-        raw.setdefault(name, value)
-    cooldown_given = "phase2_cooldown_seconds" in raw
-    for spec in SETTINGS:
-        raw.setdefault(spec.name, spec.default)
-    values = {spec.name: _coerce(spec, raw[spec.name]) for spec in SETTINGS}
+    for key, value in file_values.items():
+        raw.setdefault(key, value)
+    home = home_spec.parse(raw.get("home", home_spec.default), Path.home())
+    values = {
+        spec.attribute: spec.parse(raw.get(spec.key, spec.default), home) for spec in SETTINGS
+    }
+    _check_together(values)
+    settings = Settings(
+        **values,
+        openai_api_key=env.get("OPENAI_API_KEY") or None,
+        openai_base_url=env.get("OPENAI_BASE_URL") or None,
+    )
+    if "phase2_cooldown_seconds" not in raw and settings.resolved_backend() == "extractive":
+        # The offline backend costs nothing to run: a cooldown of hours only delays memory.
+        settings = replace(settings, phase2_cooldown_seconds=OFFLINE_PHASE2_COOLDOWN_SECONDS)
+    return settings
 
-    home = Path(values["home"]).expanduser()
-    db_url = str(values["db"]).replace("$CONSOLIDATOR_HOME", str(home))
+
+def _check_together(values: Mapping[str, Any]) -> None:
+    """The rules between settings, and the database URL's own."""
+    from consolidator.db.engine import BadDatabaseURL, normalize_url
+
     try:
-        normalize_url(db_url)
+        normalize_url(values["db_url"])
     except BadDatabaseURL as exc:
         raise ConfigError(f"{exc} (set --db or CONSOLIDATOR_DB_URL)") from exc
-    memory_dir = Path(str(values["memory_dir"]).replace("$CONSOLIDATOR_HOME", str(home)))
-    backend = values["backend"]
-    if backend not in BACKEND_CHOICES:
-        raise ConfigError(f"--backend must be one of {', '.join(BACKEND_CHOICES)}, not {backend!r}")
-    if values["openai_api"] not in ("chat", "responses"):
-        raise ConfigError(f"--openai-api must be chat or responses, not {values['openai_api']!r}")
-    for name in (
-        "lease_seconds",
-        "stage1_concurrency",
-        "scan_interval_seconds",
-        "memory_budget_bytes",
-        "context_window_tokens",
-        "max_output_tokens",
-        "model_timeout_seconds",
-        "db_connect_timeout_seconds",
-        "db_statement_timeout_seconds",
-    ):
-        if not values[name] > 0 or values[name] == float("inf"):
-            raise ConfigError(
-                f"{_BY_NAME[name].option} ({_BY_NAME[name].env}) must be a positive number, "
-                f"not {values[name]}"
-            )
-    if values["memory_budget_bytes"] < MIN_MEMORY_BUDGET_BYTES:
-        raise ConfigError(
-            f"--memory-budget-bytes (CONSOLIDATOR_MEMORY_BUDGET_BYTES) must be at least "
-            f"{MIN_MEMORY_BUDGET_BYTES}, not {values['memory_budget_bytes']}"
-        )
-    for name in (
-        "min_idle_seconds",
-        "max_age_days",
-        "phase2_cooldown_seconds",
-        "stage1_retry_budget",
-        "shutdown_grace_seconds",
-    ):
-        if values[name] < 0:
-            raise ConfigError(f"{_BY_NAME[name].option} ({_BY_NAME[name].env}) cannot be negative")
     if values["max_output_tokens"] * 2 > values["context_window_tokens"]:
         raise ConfigError(
             "--max-output-tokens must be at most half of --context-window-tokens "
             f"({values['context_window_tokens']}), not {values['max_output_tokens']}"
         )
-    for name in ("max_shrink_fraction", "max_vanish_fraction"):
-        if not 0 <= values[name] <= 1:
-            raise ConfigError(f"{_BY_NAME[name].option} must be between 0 and 1")
-    settings = Settings(
-        home=home,
-        db_url=db_url,
-        memory_dir=memory_dir.expanduser(),
-        sessions_dir=Path(values["sessions"]).expanduser(),
-        source_id=str(values["source_id"]).replace("$HOSTNAME", socket.gethostname()),
-        backend=backend,
-        model=values["model"],
-        min_idle_seconds=values["min_idle_seconds"],
-        max_age_days=values["max_age_days"],
-        phase2_cooldown_seconds=values["phase2_cooldown_seconds"],
-        lease_seconds=values["lease_seconds"],
-        stage1_concurrency=values["stage1_concurrency"],
-        stage1_retry_budget=values["stage1_retry_budget"],
-        scan_interval_seconds=values["scan_interval_seconds"],
-        shutdown_grace_seconds=values["shutdown_grace_seconds"],
-        memory_budget_bytes=values["memory_budget_bytes"],
-        max_shrink_fraction=values["max_shrink_fraction"],
-        max_vanish_fraction=values["max_vanish_fraction"],
-        context_window_tokens=values["context_window_tokens"],
-        max_output_tokens=values["max_output_tokens"],
-        model_timeout_seconds=values["model_timeout_seconds"],
-        db_connect_timeout_seconds=values["db_connect_timeout_seconds"],
-        db_statement_timeout_seconds=values["db_statement_timeout_seconds"],
-        openai_api=values["openai_api"],
-        openai_api_key=env.get("OPENAI_API_KEY") or None,
-        openai_base_url=env.get("OPENAI_BASE_URL") or None,
-    )
-    if not cooldown_given and settings.resolved_backend() == "extractive":
-        # The offline backend costs nothing to run: a cooldown of hours only delays memory.
-        settings = replace(settings, phase2_cooldown_seconds=OFFLINE_PHASE2_COOLDOWN_SECONDS)
-    return settings
 
 
 def check_environment(env: Mapping[str, str]) -> None:
@@ -416,15 +382,6 @@ def check_environment(env: Mapping[str, str]) -> None:
             f"unknown environment variable {', '.join(unknown)}; the settings are "
             f"{', '.join(spec.env for spec in SETTINGS)}"
         )
-
-
-def _coerce(spec: SettingSpec, value: Any) -> Any:
-    try:
-        return spec.kind(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"{spec.option} ({spec.env}) must be a {spec.kind.__name__}, not {value!r}"
-        ) from exc
 
 
 def settings_table_markdown() -> str:

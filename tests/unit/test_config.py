@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from consolidator.config import ConfigError, build_settings, settings_table_markdown
+from consolidator.config import SETTINGS, SettingSpec, build_settings, settings_table_markdown
+from consolidator.errors import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -107,3 +109,44 @@ def test_offline_backend_cools_down_for_minutes_unless_told(tmp_path: Path) -> N
     assert online.phase2_cooldown_seconds == 21600
     told = build_settings({**home, "phase2_cooldown_seconds": 7200}, environ={})
     assert told.phase2_cooldown_seconds == 7200
+
+
+def _other_value(spec: SettingSpec) -> object:
+    """A valid value for `spec` that is not its default."""
+    if spec.key == "db":
+        return "sqlite:////tmp/elsewhere/state.db"
+    if spec.choices:
+        return next(choice for choice in spec.choices if choice != spec.default)
+    if spec.kind is int:
+        return int(spec.default) + 1
+    if spec.kind is float:
+        return 0.25 if spec.maximum == 1 else float(spec.default) * 2
+    return f"/srv/{spec.key}"
+
+
+@pytest.mark.parametrize("spec", [s for s in SETTINGS if s.key != "home"], ids=lambda s: s.key)
+def test_one_declaration_gives_the_flag_the_variable_and_the_config_key(
+    tmp_path: Path, spec: SettingSpec
+) -> None:
+    home = {"home": str(tmp_path)}
+    value = _other_value(spec)
+    by_flag = build_settings({**home, spec.key: value}, environ={})
+    by_env = build_settings(home, environ={spec.env: str(value)})
+    (tmp_path / "config.toml").write_text(f"{spec.key} = {json.dumps(value)}\n")
+    by_file = build_settings(home, environ={})
+    (tmp_path / "config.toml").unlink()
+    default = build_settings(home, environ={"OPENAI_API_KEY": "sk-x"})
+
+    got = {getattr(s, spec.attribute) for s in (by_flag, by_env, by_file)}
+    assert len(got) == 1 and got != {getattr(default, spec.attribute)}
+    assert spec.env == "CONSOLIDATOR_" + spec.attribute.upper()
+
+
+def test_every_setting_is_a_flag_of_every_command_with_its_variable_in_the_help() -> None:
+    from click.testing import CliRunner
+
+    from consolidator.cli import cli
+
+    help_text = CliRunner().invoke(cli, ["status", "--help"], terminal_width=10_000).output
+    for spec in SETTINGS:
+        assert spec.option in help_text and spec.env in help_text, spec.key
