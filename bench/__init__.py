@@ -1,1 +1,4 @@
-"""Benchmarks of the worker against the limits of issue 5; run them with `bench/run.py`."""
+"""Benchmarks of the worker against the targets in the README's "Performance".
+
+Run them with `bench/run.py`.
+"""

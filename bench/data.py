@@ -1,7 +1,7 @@
 """Generated, real-shaped data: Codex rollouts, stage-one outputs and structured memories.
 
 Everything is drawn from a seeded `random.Random`, so two runs measure the same bytes. The
-rollouts follow the current Codex layout (SPEC section 3): `session_meta`, developer and
+rollouts follow the current Codex layout: `session_meta`, developer and
 injected AGENTS.md messages, then turns of `turn_context`, user message, reasoning (with the
 large `encrypted_content` real rollouts carry), shell calls and their outputs, token counts and
 the assistant's answer, each message doubled as an `event_msg` as Codex does. Tool outputs

@@ -362,7 +362,7 @@ def consolidate(
             model=backend.model,
             input_tokens=report.usage.input_tokens - spent_before.input_tokens,
             output_tokens=report.usage.output_tokens - spent_before.output_tokens,
-            # Kept for an admin to read, but a secret is never stored (SPEC section 8).
+            # Kept for an admin to read; redacted, because nothing stored may hold a secret.
             quarantined=tuple(quarantined),
             set_aside=tuple(set_aside),
             settled=tuple(settled),

@@ -62,9 +62,9 @@ def reduce_items(
     Streams `items` once, holding at most about two budgets of text: the kept items and their
     renderings. A rollout that fits is returned whole (minus instructions and reasoning).
     Otherwise the head takes up to 40 % of the budget, the tail whatever the head left, and
-    the tail always keeps the last item. The budget counts rendered characters, so
-    `render_transcript` of the result is at most `budget_chars` plus one item when a single
-    item alone exceeds what was left.
+    the tail always keeps the last item. The budget counts rendered characters, so the
+    transcript of the result (its items rendered, one per line) is at most `budget_chars`
+    plus one item when a single item alone exceeds what was left.
     """
     if budget_chars <= 0:
         raise ValueError(f"budget_chars must be positive, not {budget_chars}")
@@ -154,16 +154,13 @@ def clip_text(text: str, limit: int) -> str:
     return clipped if len(clipped) < len(text) else text
 
 
-def render_transcript(items: Iterable[RolloutItem]) -> str:
-    """One block per item, `[kind ...]` at the start of a line, continuation lines indented.
+def render_item(item: RolloutItem) -> str:
+    """One item of the transcript: `[kind ...]` at the start of a line, continuation lines
+    indented; the transcript is the items' renderings joined by newlines.
 
     The indentation is what keeps a tool output that contains `[user] ...` from reading as a
     turn of the user's.
     """
-    return "\n".join(render_item(item) for item in items)
-
-
-def render_item(item: RolloutItem) -> str:
     body = item.text
     if "\r" in body:
         body = body.replace("\r\n", "\n").replace("\r", "\n")
@@ -171,7 +168,7 @@ def render_item(item: RolloutItem) -> str:
     if "\n" in body:
         # Continuation lines indented, blank ones emptied: two passes in C rather than a
         # Python loop over every line, which cost stage one a millisecond per 250,000
-        # characters (issue 5, P6).
+        # characters.
         body = _BLANK_LINE.sub("\n", body)
         # An empty line after the first shows as two newlines in a row (the last line is
         # not empty after `rstrip`); without one, every newline gets the indentation.

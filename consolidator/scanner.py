@@ -182,7 +182,7 @@ def scan(
             # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
             # A path is found once at most (each directory is listed once), so taking the row
             # out loses nothing; and it frees the rows as the walk goes, which is faster than
-            # keeping them and a set of the paths seen (P4).
+            # keeping them and a set of the paths seen.
             previous = take(path, None)
             if previous is not None:
                 state = previous[3]

@@ -129,7 +129,7 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
         iter_items(thread.rollout_path, report, skip=DROPPED_KINDS), budget_chars
     )
     items = redact_items(reduced.items)
-    # `render_transcript(items)`, re-rendering only the items that redaction changed.
+    # The items rendered one per line, re-rendering only those that redaction changed.
     transcript = "\n".join(
         rendered if item is kept else render_item(item)
         for item, kept, rendered in zip(items, reduced.items, reduced.rendered, strict=True)
@@ -188,7 +188,7 @@ def redact_items(items: Sequence[RolloutItem]) -> tuple[RolloutItem, ...]:
     """Every item's text redacted, in one `redact` call over all of them.
 
     Redaction costs a fixed set of scans per call, which dominated stage one's CPU when paid
-    once per item (issue 5, P6). The texts are joined by a line holding a random nonce that no
+    once per item. The texts are joined by a line holding a random nonce that no
     pattern can match or span; a secret found in one item is then redacted in all of them,
     which only ever redacts more. A match that swallowed a separator (a private key whose
     BEGIN and END lines sit in different items) makes the split fail, and the items are then

@@ -1,7 +1,7 @@
 """`MEMORY.md` and `memory_summary.md` as projections of a `Memory`, and the way back.
 
-The layout is the Codex block layout (SPEC section 6), so Codex-style readers can use the file
-as is. Two additions keep ids stable through a render and parse: an HTML comment
+The layout is the block layout Codex writes its own `MEMORY.md` in, so Codex-style readers
+can use the file as is. Two additions keep ids stable through a render and parse: an HTML comment
 `<!-- block: <id> -->` on the line after each `# Task Group:` heading and `<!-- task: <id> -->`
 on the line after each `## Task N:` heading. Markdown viewers hide them; a reader that ignores
 them loses nothing. Task numbers in the file are positions within the block (`Task 1` is the

@@ -97,7 +97,7 @@ def skippable_lines(skip: frozenset[ItemKind]) -> re.Pattern[bytes]:
     to be. Most lines of a rollout are `event_msg` lines, which repeat the conversation for
     Codex's UI and yield nothing, or reasoning items, whose encrypted content is half the
     bytes and which stage one drops: decoding them cost more than the JSON parse of all the
-    rest (issue 5, P6). Only the first `type` key is read: a line that repeated it (JSON
+    rest. Only the first `type` key is read: a line that repeated it (JSON
     allows that, Codex never writes it) could be judged by the wrong one.
     """
     kinds = [_NO_ITEM_ENVELOPES]

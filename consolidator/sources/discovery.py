@@ -55,30 +55,21 @@ class DiscoveryProblem:
         return f"cannot read {self.path}: {self.reason}"
 
 
-def discover_rollouts(
+def discover_rollout_batches(
     root: Path | str, *, problems: list[DiscoveryProblem] | None = None
-) -> Iterator[DiscoveredFile]:
+) -> Iterator[list[tuple[str, int, int]]]:
     """Every regular `*.jsonl` file under `root`, with the size and mtime of its one `stat`,
-    except the transcripts of Claude Code's internal agents (see `is_rollout_name`).
+    except the transcripts of Claude Code's internal agents (see `is_rollout_name`), as one
+    list per directory.
 
     Symlinked directories are followed, each directory at most once (by device and inode), so
     a loop ends and a linked-in tree is not reported twice. A directory that cannot be listed
     and an entry that cannot be examined (other than one that vanished) are skipped and
     appended to `problems` when given. A missing root yields nothing: a fresh machine has no
     sessions yet. Order is sorted by name within each directory, so scans are reproducible.
-    """
-    for batch in discover_rollout_batches(root, problems=problems):
-        for path, size, mtime_ns in batch:
-            yield DiscoveredFile(path, size, mtime_ns)
-
-
-def discover_rollout_batches(
-    root: Path | str, *, problems: list[DiscoveryProblem] | None = None
-) -> Iterator[list[tuple[str, int, int]]]:
-    """The files of `discover_rollouts`, in the same order, as one list per directory.
 
     Items are plain `(path, size, mtime_ns)` tuples. A rescan of 10,000 unchanged files
-    spends little beyond the `stat` calls: no generator step and no object per file (P4).
+    spends little beyond the `stat` calls: no generator step and no object per file.
     A directory's list is complete before it is yielded, so its files are all stat'ed before
     the caller looks at the first of them. Directories without rollouts yield nothing.
     """

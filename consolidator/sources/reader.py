@@ -42,7 +42,7 @@ TAIL_SCAN_LIMIT_BYTES = 2 * MAX_LINE_BYTES
 _TAIL_MAX_BLOCK_BYTES = 1024 * 1024
 _SKIP_CHUNK_BYTES = 1024 * 1024
 # The full read's buffer: with the default 8 KiB, refills and lines split across them cost
-# as much as the reading itself (P6). `read_header` keeps the default: it wants a few lines.
+# as much as the reading itself. `read_header` keeps the default: it wants a few lines.
 _STREAM_BUFFER_BYTES = 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -294,7 +294,7 @@ def _raw_lines(stream: BinaryIO) -> Iterator[bytes | _LongLine]:
     """Each line with its newline, or a `_LongLine` for one over `MAX_LINE_BYTES`.
 
     A line is yielded as the bytes read, with no object around it: this runs once per line of
-    every rollout, and the wrapper cost more than a third of a microsecond a line (P6).
+    every rollout, and the wrapper cost more than a third of a microsecond a line.
     """
     while True:
         chunk = stream.readline(MAX_LINE_BYTES + 1)
@@ -352,7 +352,7 @@ def _loads(text: str) -> Any:
     """`json.loads(text)`, with a shortcut for the usual line: one JSON value and its newline.
 
     `json.loads` looks for whitespace on both sides of the value with two regex calls, which
-    cost a third as much as parsing a typical line (P6). Anything else (leading whitespace,
+    cost a third as much as parsing a typical line. Anything else (leading whitespace,
     trailing data, an error to word) goes through `json.loads` itself.
     """
     try:

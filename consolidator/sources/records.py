@@ -59,7 +59,7 @@ def parse_timestamp(value: object) -> datetime | None:
 
 @lru_cache(maxsize=8)
 def _parse_iso(value: str) -> datetime | None:
-    """Cached, a little: the lines of a rollout come in bursts that share a timestamp (P6)."""
+    """Cached, a little: the lines of a rollout come in bursts that share a timestamp."""
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:

@@ -2,7 +2,8 @@
 choose read the jobs that need work through their partial index and look each thread up by
 key, with no scan of `jobs` or `threads` and no sort, under the write lock.
 
-Timings are in bench/ (P9); these tests hold the plans, which is what makes the timings flat.
+Timings are in `bench/p9_scale.py`; these tests hold the plans, which is what makes the
+timings flat.
 """
 
 from __future__ import annotations

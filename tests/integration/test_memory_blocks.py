@@ -1,5 +1,5 @@
 """Versions stored as shared blocks: content round-trips exactly, and a forget rewrites only
-the blocks that cite the thread, in every version at once (issue 5, P3)."""
+the blocks that cite the thread, in every version at once."""
 
 from __future__ import annotations
 

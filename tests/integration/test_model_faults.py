@@ -1063,7 +1063,7 @@ def test_unsafe_bullets_are_quarantined_and_the_rest_commits(
     assert visible in entries[0][1]  # kept for an admin to read
     status = run_cli(world.env, "status")
     assert status["memory"]["quarantined"] == 1 and status["memory"]["version"] == 2
-    # The quarantine keeps the entry for an admin, but never a secret (SPEC section 8).
+    # The quarantine keeps the entry for an admin, but never a secret: nothing stored may hold one.
     assert LEAKED_TOKEN not in database_text(world.engine)
     assert LEAKED_TOKEN.encode() not in sqlite_file_bytes(migrated_url)
     assert LEAKED_TOKEN.encode() not in published

@@ -1,6 +1,6 @@
 """The scanner on a real tree, on a real SQLite file and the real PostgreSQL.
 
-A rescan compares the bare rows of `Store.scan_index` with one `stat` per file (issue 5, P4).
+A rescan compares the bare rows of `Store.scan_index` with one `stat` per file.
 These tests pin what it decides: new, changed, unchanged, bad, deleted, forgotten, and what it
 must not delete. The last one replays random changes to a tree through the scan and through
 the plain comparison it replaced (`known_files` objects and a set of the paths seen), which
@@ -26,8 +26,9 @@ from consolidator.db.schema import Thread
 from consolidator.db.store import Store, ThreadChange, ThreadState
 from consolidator.scanner import ScanReport, register_file, scan
 from consolidator.sources import discovery
-from consolidator.sources.discovery import DiscoveryProblem, discover_rollouts, stat_file
+from consolidator.sources.discovery import DiscoveryProblem, stat_file
 from consolidator.sources.items import RolloutHeader, SourceFormat
+from tests.factories import discover_rollouts
 
 T0_NS = 1_795_000_000_000_000_000
 
@@ -274,7 +275,8 @@ def test_rescan_leaves_other_sources_and_checks_ingested_files(
 def reference_scan(
     store: Store, sessions_dir: Path, *, retry_budget: int, source_id: str | None = None
 ) -> ScanReport:
-    """The scan as it was before P4's tuning: `KnownFile` objects and a set of paths seen."""
+    """The scan as it was before its tuning for large trees: `KnownFile` objects and a set of
+    paths seen."""
     report = ScanReport()
     known = store.known_files(source_id)
     root = sessions_dir.expanduser().resolve()

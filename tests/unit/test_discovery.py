@@ -14,9 +14,9 @@ from consolidator.sources.discovery import (
     DiscoveredFile,
     DiscoveryProblem,
     discover_rollout_batches,
-    discover_rollouts,
     stat_file,
 )
+from tests.factories import discover_rollouts
 
 NOBODY = 65534
 

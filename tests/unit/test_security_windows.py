@@ -1,4 +1,4 @@
-"""Anchored detection finds what whole-text scans find (issue 5, P6).
+"""Anchored detection finds what whole-text scans find.
 
 To stay fast, redaction runs its costly patterns only on the lines around cheap anchors, shares
 one scan among patterns whose prefixes start alike, tries the two header patterns only where

@@ -1,5 +1,6 @@
 """The rollout readers against the example sessions, every optional field missing, and the
-bad-input corpus of SPEC section 3. Every test writes real files; nothing is mocked."""
+bad-input corpus (truncated, binary, huge and malformed rollouts). Every test writes real
+files; nothing is mocked."""
 
 from __future__ import annotations
 

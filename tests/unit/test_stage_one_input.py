@@ -1,4 +1,4 @@
-"""`build_input` gives what the plain pipeline gives, however it gets there (issue 5, P6).
+"""`build_input` gives what the plain pipeline gives, however it gets there.
 
 It reads with the reader's shortcuts, keeps reduction's renderings and re-renders only what
 redaction changed; the plain pipeline reads everything, reduces, redacts and renders anew.
@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from consolidator.db.store import ThreadRecord, ThreadState
-from consolidator.reduction import reduce_items, render_transcript
+from consolidator.reduction import reduce_items
 from consolidator.security.spans import PLACEHOLDER
 from consolidator.sources.items import ReadReport
 from consolidator.sources.reader import iter_items, read_header
 from consolidator.stage_one import build_input, redact_items
+from tests.factories import render_transcript
 
 SESSION_ID = "019a0000-1111-7222-8333-944455556666"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sessions"
