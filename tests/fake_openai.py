@@ -79,6 +79,8 @@ class Behaviour:
     - `output_limit`: honour the request's `max_completion_tokens` / `max_output_tokens` as a
       model does: an answer longer than the limit (4 characters a token) is cut there and
       reported as cut off (`finish_reason: length`, `status: incomplete`).
+    - `tool_call`: (name, JSON arguments): answer a Responses request with that function call
+      instead of a message, as a model asking an agent to run a tool does.
     """
 
     fault: Fault = Fault.OK
@@ -93,6 +95,7 @@ class Behaviour:
     secret: str = FAKE_SECRET
     usage: tuple[int, int] | None = None
     output_limit: bool = False
+    tool_call: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -345,6 +348,18 @@ class _Handler(BaseHTTPRequestHandler):
             answer = _chat_body(model, content, truncated, prompt_tokens, completion_tokens)
         else:
             answer = _responses_body(model, content, truncated, prompt_tokens, completion_tokens)
+            if behaviour.tool_call is not None:
+                name, arguments = behaviour.tool_call
+                answer["output"] = [
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{uuid.uuid4().hex}",
+                        "call_id": f"call_{uuid.uuid4().hex[:24]}",
+                        "name": name,
+                        "arguments": arguments,
+                        "status": "completed",
+                    }
+                ]
             if body.get("stream") is True:
                 self._send_sse(_responses_events(answer))
                 return
@@ -543,23 +558,15 @@ def _responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
         {"type": "response.in_progress", "response": in_progress},
     ]
     for index, item in enumerate(response["output"]):
-        text = "".join(part.get("text", "") for part in item.get("content", []))
-        events.append(
-            {
-                "type": "response.output_item.added",
-                "output_index": index,
-                "item": {**item, "status": "in_progress", "content": []},
-            }
-        )
-        events.append(
-            {
-                "type": "response.output_text.delta",
-                "item_id": item["id"],
-                "output_index": index,
-                "content_index": 0,
-                "delta": text,
-            }
-        )
+        if item["type"] == "function_call":
+            added = {**item, "status": "in_progress", "arguments": ""}
+            delta = {"type": "response.function_call_arguments.delta", "delta": item["arguments"]}
+        else:
+            text = "".join(part.get("text", "") for part in item.get("content", []))
+            added = {**item, "status": "in_progress", "content": []}
+            delta = {"type": "response.output_text.delta", "content_index": 0, "delta": text}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": added})
+        events.append({**delta, "item_id": item["id"], "output_index": index})
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     final = "response.completed" if response["status"] == "completed" else "response.incomplete"
     events.append({"type": final, "response": response})

@@ -47,14 +47,16 @@ CAPTURED_CWD = "/tmp/codex-capture/work/shop-api"
 CAPTURED_BRANCH = "fix-invoice-rounding"
 ROUNDING = "Invoice totals are off by a cent; how should rounding be done here?"
 EXEC_ANSWER = "Round each line with Decimal and ROUND_HALF_UP, then sum the rounded lines."
-EXEC_ID = "01a23157-664a-7610-b9a6-92f1ff879ca7"
-EXEC = f"{CAPTURED}11-22-21-{EXEC_ID}.jsonl"
-FORK_ID = "01a23157-6aef-73f1-8dba-8a1a10cfed7b"
-FORK = f"{CAPTURED}11-22-22-{FORK_ID}.jsonl"
-RESUMED_ID = "01a23157-9410-7461-8617-4eb412d2f703"
-RESUMED_EXEC = f"{CAPTURED}11-22-32-{RESUMED_ID}.jsonl"
-COMPACTED_ID = "01a23157-9eb8-7aa3-9d9f-87ba0b4ec332"
-CLI_COMPACTED = f"{CAPTURED}11-22-35-{COMPACTED_ID}.jsonl"
+EXEC_ID = "01a23161-44f7-7962-93cb-148d826673f1"
+EXEC = f"{CAPTURED}11-33-07-{EXEC_ID}.jsonl"
+FORK_ID = "01a23161-4812-7d71-995f-3012a0dd3306"
+FORK = f"{CAPTURED}11-33-08-{FORK_ID}.jsonl"
+RESUMED_ID = "01a23161-4dfc-7bb2-a3b9-a47825b3888d"
+RESUMED_EXEC = f"{CAPTURED}11-33-10-{RESUMED_ID}.jsonl"
+COMPACTED_ID = "01a23161-5997-7253-b510-0a77f65e20fb"
+CLI_COMPACTED = f"{CAPTURED}11-33-13-{COMPACTED_ID}.jsonl"
+PRE_ENVELOPE_25 = f"{CAPTURED}11-33-15-abe798b0-5650-427c-a584-0aad42833cba.jsonl"
+PRE_ENVELOPE_20 = f"{CAPTURED}11-33-15-7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe.jsonl"
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,9 @@ EXPECTED: dict[str, Expected] = {
         "Add a test that pins the rounding of the sample invoice.",
     ),
     # Codex 0.25.0, before the envelope: the cwd is only in the `<environment_context>`.
-    f"{CAPTURED}11-22-42-483fc1af-586c-4ce1-84f9-87dcf7dd515f.jsonl": Expected(
+    PRE_ENVELOPE_25: Expected(
         "codex",
-        "483fc1af-586c-4ce1-84f9-87dcf7dd515f",
+        "abe798b0-5650-427c-a584-0aad42833cba",
         CAPTURED_CWD,
         CAPTURED_BRANCH,
         "pre-envelope",
@@ -129,9 +131,9 @@ EXPECTED: dict[str, Expected] = {
         ROUNDING,
     ),
     # Codex 0.20.0 `exec` records no `<environment_context>`: nothing in the file names a cwd.
-    f"{CAPTURED}11-22-46-d0342775-b5ab-475e-863d-3de46c3335ad.jsonl": Expected(
+    PRE_ENVELOPE_20: Expected(
         "codex",
-        "d0342775-b5ab-475e-863d-3de46c3335ad",
+        "7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe",
         None,
         CAPTURED_BRANCH,
         "pre-envelope",
@@ -498,6 +500,44 @@ def test_a_codex_cli_compaction_summary_is_not_the_agents_words(store: Store) ->
             "A test that sums the sample invoice's lines and expects 118.35 would pin it.",
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("relative", "command", "output", "exit_code"),
+    [
+        (EXEC, '{"cmd":"cat invoice.py"}', "TOTAL_PLACES = 2\n", 0),
+        (
+            RESUMED_EXEC,
+            '{"cmd":"cat tests/test_invoice.py"}',
+            "cat: tests/test_invoice.py: No such file or directory\n",
+            1,
+        ),
+        (PRE_ENVELOPE_25, '{"command":["cat","invoice.py"]}', "TOTAL_PLACES = 2\n", 0),
+        (
+            PRE_ENVELOPE_20,
+            '{"command":["cat","missing.py"]}',
+            "cat: missing.py: No such file or directory\n",
+            1,
+        ),
+    ],
+)
+def test_a_codex_command_keeps_its_output_and_exit_code_in_every_era(
+    relative: str, command: str, output: str, exit_code: int, store: Store
+) -> None:
+    """0.20 and 0.25 store the output as a JSON string with `metadata.exit_code`; 0.135 and
+    0.171 as text headed by `Chunk ID` / `Wall time` / `Process exited with code N`."""
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(EXPECTED[relative].thread_id)
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    tools = [i for i in rollout.items if i.kind in (ItemKind.TOOL_CALL, ItemKind.TOOL_OUTPUT)]
+    assert [(i.kind, i.text, i.exit_code) for i in tools] == [
+        (ItemKind.TOOL_CALL, command, None),
+        (ItemKind.TOOL_OUTPUT, output, exit_code),
+    ]
+    assert tools[0].call_id == tools[1].call_id is not None
 
 
 def test_a_codex_exec_resume_appends_to_the_threads_own_file(store: Store) -> None:
