@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from consolidator.backends.base import Backend
     from consolidator.db.skills import SkillRecord
-    from consolidator.db.store import Store
+    from consolidator.db.store import Store, ThreadUsage
     from consolidator.phase_two import Phase2Report
     from consolidator.scanner import ScanReport
     from consolidator.stage_one import Stage1Report, ThreadResult
@@ -1085,6 +1085,7 @@ def status_command(**params: Any) -> None:
         quarantined = store.quarantined_count()
         set_aside = store.set_aside_inputs()
         live = store.live_output_thread_ids()
+        most_used, least_used = store.usage_ranking(USAGE_SHOWN)
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
     # Live sessions the current version does not cite (after a rollback, say): `rebuild`.
@@ -1130,6 +1131,10 @@ def status_command(**params: Any) -> None:
             "folded_tasks": folded_task_count(current),
             "evicted": version.evicted if version else 0,
             "unrepresented_threads": unrepresented,
+        },
+        "usage": {
+            "most_used": [_usage_json(u) for u in most_used],
+            "least_used": [_usage_json(u) for u in least_used],
         },
         "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
@@ -1201,6 +1206,10 @@ def status_command(**params: Any) -> None:
                 "not in memory",
                 f"{unrepresented} live sessions are not in this version; run `rebuild`",
             )
+        if most_used:
+            table.add_row("most used", Text("; ".join(_usage_text(u) for u in most_used)))
+        if least_used:
+            table.add_row("least used", Text("; ".join(_usage_text(u) for u in least_used)))
         if phase2["last_error"]:
             table.add_row("last phase-two error", str(phase2["last_error"]))
         inv.console.print(table)
@@ -1218,6 +1227,25 @@ def status_command(**params: Any) -> None:
             inv.console.print(f"error: {one_line(thread_id)}: {one_line(error)}", markup=False)
 
     inv.emit(payload, human)
+
+
+# How many threads `status` lists as the most and the least used.
+USAGE_SHOWN = 5
+
+
+def _usage_json(usage: ThreadUsage) -> dict[str, Any]:
+    return {
+        "thread_id": usage.thread_id,
+        "uses": usage.uses,
+        "last_used_at": usage.last_used_at.isoformat() if usage.last_used_at else None,
+    }
+
+
+def _usage_text(usage: ThreadUsage) -> str:
+    if not usage.uses:
+        return f"{usage.thread_id} (never used, from {usage.source_updated_at:%Y-%m-%d})"
+    assert usage.last_used_at is not None
+    return f"{usage.thread_id} ({usage.uses} uses, last {usage.last_used_at:%Y-%m-%d})"
 
 
 def _held_reason(count: int) -> str:

@@ -230,6 +230,13 @@ class Settings:
         minimum=0,
         maximum=1,
     )
+    prune_unused_days: int = setting(
+        0,
+        "Forget sessions that no later session used (and that were not active) for this many "
+        "days; 0 = never.",
+        kind=int,
+        minimum=0,
+    )
     context_window_tokens: int = setting(
         128000,
         "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",

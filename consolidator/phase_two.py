@@ -224,6 +224,7 @@ def _consolidate_piece(
         budget_bytes=options.memory_budget_bytes,
         max_shrink_fraction=options.max_shrink_fraction,
         allow_shrink=options.allow_shrink,
+        last_used=store.last_used(),
     )
     proposed, base = _without_vanished(store, proposed, memory, piece.records)
     try:

@@ -43,6 +43,7 @@ from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.items import ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
+from consolidator.usage import record_usage
 
 log = logging.getLogger(__name__)
 
@@ -337,6 +338,7 @@ def process_claim(
             extra={"action": "stage1_lease_lost", "thread_id": claim.job_key},
         )
         return ThreadResult.LOST, usage
+    _record_usage(store, thread, rollout.items)
     read_problem = report.summary()
     if read_problem is not None or thread.problem is not None:
         if read_problem is not None:
@@ -344,6 +346,29 @@ def process_claim(
             read_problem = f"{skipped} line(s) skipped, e.g. {read_problem}" if skipped else None
         store.note_read_problem(thread.thread_id, read_problem)
     return (ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED), usage
+
+
+def _record_usage(store: Store, thread: ThreadRecord, items: Sequence[RolloutItem]) -> None:
+    """The usage signal is a ranking hint, never content: failing to record it does not fail
+    the thread."""
+    try:
+        used = record_usage(store, thread, items)
+    except Exception as exc:
+        log.warning(
+            "could not record which memory %s used: %s: %s",
+            thread.thread_id,
+            type(exc).__name__,
+            exc,
+            extra={"action": "usage_not_recorded", "thread_id": thread.thread_id},
+        )
+        return
+    if used:
+        log.debug(
+            "%s used %d remembered session(s)",
+            thread.thread_id,
+            used,
+            extra={"action": "usage_recorded", "thread_id": thread.thread_id, "used": used},
+        )
 
 
 def run_stage_one(

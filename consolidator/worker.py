@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
@@ -60,6 +61,8 @@ class PassReport:
     stage1: Stage1Report
     phase2: Phase2Report | None
     projection: ProjectionReport | None
+    # Sessions forgotten because no later session used them (CONSOLIDATOR_PRUNE_UNUSED_DAYS).
+    pruned: int = 0
 
     @property
     def failed(self) -> str | None:
@@ -79,6 +82,7 @@ class PassReport:
             scan.new
             or scan.changed
             or scan.deleted
+            or self.pruned
             or self.stage1.claimed
             or (self.phase2 is not None and self.phase2.status != "skipped")
         )
@@ -86,6 +90,7 @@ class PassReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "scan": self.scan.as_json(),
+            "pruned": self.pruned,
             "stage1": self.stage1.as_json(),
             "phase2": self.phase2.as_json() if self.phase2 else None,
         }
@@ -108,6 +113,27 @@ def scan_sessions(
     if report.forgot_any:
         store.purge_free_space()
     return report
+
+
+def prune_unused(store: Store, settings: Settings) -> list[str]:
+    """Forget the sessions no later session used, and that were not active themselves, for
+    `prune_unused_days` (off at 0). A forget like any other: no model call, and they stay
+    forgotten."""
+    if settings.prune_unused_days <= 0:
+        return []
+    cutoff = store.now() - timedelta(days=settings.prune_unused_days)
+    doomed = store.unused_since(cutoff)
+    for thread_id in doomed:
+        store.forget_thread(thread_id)
+    if doomed:
+        log.info(
+            "forgot %d session(s) that no later session used for %d days",
+            len(doomed),
+            settings.prune_unused_days,
+            extra={"action": "unused_pruned", "pruned": len(doomed)},
+        )
+        store.purge_free_space()
+    return doomed
 
 
 def publish_current(store: Store, settings: Settings) -> ProjectionReport:
@@ -136,6 +162,7 @@ def run_pass(
     `heartbeat` so that every claim in flight is known when shutdown's grace period ends."""
     stop = stop or threading.Event()
     scan_report = scan_sessions(store, settings)
+    pruned = prune_unused(store, settings)
     try:
         check_model_access(backend)
     except ModelUnavailable as exc:
@@ -145,7 +172,9 @@ def run_pass(
             extra={"action": "model_unavailable"},
         )
         projection = publish_current(store, settings)
-        return PassReport(scan_report, Stage1Report(unavailable=str(exc)), None, projection)
+        return PassReport(
+            scan_report, Stage1Report(unavailable=str(exc)), None, projection, len(pruned)
+        )
     stage1_report = run_stage_one(
         store,
         backend,
@@ -166,7 +195,7 @@ def run_pass(
     projection = publish_current(store, settings)
     # A forget or clear whose WAL purge a reader held back is completed here.
     store.complete_owed_purge()
-    return PassReport(scan_report, stage1_report, phase2_report, projection)
+    return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned))
 
 
 __all__ = ["PassReport", "ThreadResult", "phase2_options", "run_pass", "stage1_options"]

@@ -35,6 +35,7 @@ from consolidator.db.schema import (
     InputChange,
     Job,
     MemoryBlock,
+    MemoryUse,
     MemoryVersion,
     QuarantinedEntry,
     Stage1Output,
@@ -94,6 +95,7 @@ class AdminMixin(StoreBase):
                 skills=skill_statements.clear(connection),
             )
             connection.execute(delete(MemoryBlock))
+            connection.execute(delete(MemoryUse))
             tombstone_legacy(connection, self._now(connection))
             owe_purge(connection)
             return counts

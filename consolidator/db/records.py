@@ -82,6 +82,16 @@ class Claim:
         return self.outcome is ClaimOutcome.CLAIMED
 
 
+@dataclass(frozen=True)
+class ThreadUsage:
+    """How often later sessions used a remembered thread, and when last (None: never)."""
+
+    thread_id: str
+    uses: int
+    last_used_at: datetime | None
+    source_updated_at: datetime
+
+
 class KnownFile(NamedTuple):
     """A registered rollout: its file identity and state, keyed by path in `known_files`."""
 

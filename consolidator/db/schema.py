@@ -306,3 +306,15 @@ class SkillThread(Base):
         String(64), ForeignKey("skills.name", ondelete="CASCADE"), primary_key=True
     )
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+
+
+class MemoryUse(Base):
+    """A later session used a remembered one: read its rollout summary, read a memory file
+    citing it for its folder, or cited it. One row per (used, user) pair, so reading a
+    rollout again never counts twice; the count of a thread's rows is its usage count."""
+
+    __tablename__ = "memory_uses"
+
+    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    used_by: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    used_at: Mapped[datetime] = mapped_column(UTCDateTime)

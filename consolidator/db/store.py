@@ -13,6 +13,7 @@ guarantee and which statement's row count decides:
 - `consolidation.py`: phase two's inputs, its fenced commit, set-aside inputs, the quarantine.
 - `admin.py`: forget, clear, the WAL purge, and `status` counts.
 - `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
+- `usage.py`: which later session used which remembered one (the usage signal).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from consolidator.db.records import (
     ThreadChange,
     ThreadRecord,
     ThreadState,
+    ThreadUsage,
     VersionRecord,
     default_worker_id,
     retry_delay,
@@ -56,6 +58,7 @@ from consolidator.db.records import (
 )
 from consolidator.db.skills import SkillsMixin
 from consolidator.db.threads import ThreadsMixin
+from consolidator.db.usage import UsageMixin
 from consolidator.db.versions import VersionsMixin
 
 
@@ -66,6 +69,7 @@ class Store(
     VersionsMixin,
     AdminMixin,
     SkillsMixin,
+    UsageMixin,
     StoreBase,
 ):
     """Every database verb of the worker (see the modules of its parts).
@@ -103,6 +107,7 @@ __all__ = [
     "ThreadChange",
     "ThreadRecord",
     "ThreadState",
+    "ThreadUsage",
     "VersionRecord",
     "default_worker_id",
     "retry_delay",

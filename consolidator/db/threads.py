@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, select, update
+from sqlalchemy import Connection, and_, delete, func, or_, select, update
 
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
 from consolidator.db.records import (
@@ -34,7 +34,7 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
-from consolidator.db.schema import Job, MemoryBlockThread, Stage1Output, Thread
+from consolidator.db.schema import Job, MemoryBlockThread, MemoryUse, Stage1Output, Thread
 from consolidator.db.statements import THREADS, TOMBSTONE, from_source
 from consolidator.db.versions import forget_in_memory
 from consolidator.sources.items import RolloutHeader
@@ -343,6 +343,12 @@ def remove_inputs(
         else:
             log_change(connection, thread_id, "delete", now)
     if removed:
+        # The usage signal names both sessions: it goes with either.
+        connection.execute(
+            delete(MemoryUse).where(
+                or_(MemoryUse.thread_id.in_(removed), MemoryUse.used_by.in_(removed))
+            )
+        )
         forget_in_memory(connection, removed, now)
     if state is ThreadState.FORGOTTEN:
         tombstone_legacy(connection, now)

@@ -8,8 +8,9 @@ live, overflows the budget, or deletes too much of the memory is refused whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from consolidator.errors import ConsolidatorError
 from consolidator.memory import facts
@@ -48,6 +49,8 @@ class GatePolicy:
     budget_bytes: int
     max_shrink_fraction: float = 0.5
     allow_shrink: bool = False
+    # When later sessions last used each thread: unused, stale entries go first to fit.
+    last_used: Mapping[str, datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,9 @@ def check(
             f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
         )
     memory, quarantined = quarantine_unsafe(proposed)
-    memory, evicted = enforce_budget(memory, policy.budget_bytes, render_memory_md)
+    memory, evicted = enforce_budget(
+        memory, policy.budget_bytes, render_memory_md, policy.last_used
+    )
     size = len(render_memory_md(memory).encode("utf-8"))
     if size > policy.budget_bytes:
         raise GateRefused(

@@ -8,7 +8,7 @@ old and new with `shrink_fraction` and fits the result under the byte budget wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -18,6 +18,7 @@ from consolidator.memory.model import (
     Bullet,
     Memory,
     Section,
+    Task,
     bullet_count,
     task_count,
 )
@@ -79,7 +80,10 @@ def shrink_fraction(old: Memory, new: Memory) -> float:
 
 
 def enforce_budget(
-    memory: Memory, budget_bytes: int, render: Callable[[Memory], str]
+    memory: Memory,
+    budget_bytes: int,
+    render: Callable[[Memory], str],
+    last_used: Mapping[str, datetime] | None = None,
 ) -> tuple[Memory, int]:
     """Fit the rendered memory into `budget_bytes` (UTF-8); return it and how many were evicted.
 
@@ -95,6 +99,11 @@ def enforce_budget(
     citations is the oldest), then in file order. Only if every bullet is gone and the task
     index alone is still too big are tasks evicted, stalest first, dropping blocks left
     without tasks.
+
+    `last_used` (thread id -> when a later session last used it) ranks entries before age: a
+    task or bullet none of whose sessions was ever used goes before a used one, and a use
+    counts as fresh as the session itself. Without it (or with no use recorded) the order is
+    the one above.
 
     The number of folds and of evictions is found by bisection, which assumes that folding or
     evicting more never makes the rendering bigger; it needs O(log n) renders.
@@ -113,14 +122,15 @@ def enforce_budget(
             return False
         return 2 * (total - size(_without_bullets(candidate))) >= total
 
-    folds = _fold_order(memory)
+    usage = _Usage(last_used or {})
+    folds = _fold_order(memory, usage)
     folded = _fold(
         memory, folds, _smallest(len(folds), lambda n: mostly_knowledge(_fold(memory, folds, n)))
     )
     if size(folded) <= budget_bytes:
         return folded, 0
     memory = _fold(memory, folds, len(folds))
-    order = _eviction_order(memory)
+    order = _eviction_order(memory, usage)
     count = _smallest(len(order), lambda n: size(_evict(memory, order, n)) <= budget_bytes)
     return _evict(memory, order, count), count
 
@@ -139,18 +149,34 @@ def _smallest(limit: int, enough: Callable[[int], bool]) -> int:
     return low
 
 
-def _fold_order(memory: Memory) -> list[tuple[int, int]]:
-    """Unfolded tasks as (block index, task index), stalest first, then in file order."""
-    entries: list[tuple[float, int, tuple[int, int]]] = []
+class _Usage:
+    """Per task: whether a later session used one of its sessions, and how fresh it is (its
+    newest citation or use)."""
+
+    def __init__(self, last_used: Mapping[str, datetime]) -> None:
+        self._last_used = {thread_id: moment.timestamp() for thread_id, moment in last_used.items()}
+
+    def of(self, task: Task) -> tuple[bool, float]:
+        newest = max((_timestamp(c.updated_at) for c in task.citations), default=_OLDEST)
+        uses = [
+            self._last_used[c.thread_id] for c in task.citations if c.thread_id in self._last_used
+        ]
+        return bool(uses), max([newest, *uses])
+
+
+def _fold_order(memory: Memory, usage: _Usage) -> list[tuple[int, int]]:
+    """Unfolded tasks as (block index, task index): never used first, stalest first, then in
+    file order."""
+    entries: list[tuple[bool, float, int, tuple[int, int]]] = []
     position = 0
     for block_index, block in enumerate(memory.blocks):
         for task_index, task in enumerate(block.tasks):
             if not task.folded:
-                newest = max((_timestamp(c.updated_at) for c in task.citations), default=_OLDEST)
-                entries.append((newest, position, (block_index, task_index)))
+                used, newest = usage.of(task)
+                entries.append((used, newest, position, (block_index, task_index)))
             position += 1
-    entries.sort(key=lambda entry: entry[:2])
-    return [entry[2] for entry in entries]
+    entries.sort(key=lambda entry: entry[:3])
+    return [entry[3] for entry in entries]
 
 
 def _fold(memory: Memory, order: list[tuple[int, int]], count: int) -> Memory:
@@ -218,26 +244,28 @@ _OLDEST = float("-inf")
 _Slot = tuple[int, Section | None, int]
 
 
-def _eviction_order(memory: Memory) -> list[_Slot]:
-    bullets: list[tuple[int, float, int, _Slot]] = []
-    tasks: list[tuple[float, int, _Slot]] = []
+def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
+    bullets: list[tuple[bool, int, float, int, _Slot]] = []
+    tasks: list[tuple[bool, float, int, _Slot]] = []
     position = 0
     for block_index, block in enumerate(memory.blocks):
-        freshness: dict[str, float] = {}
+        freshness: dict[str, tuple[bool, float]] = {}
         for task_index, task in enumerate(block.tasks):
-            newest = max((_timestamp(c.updated_at) for c in task.citations), default=_OLDEST)
-            freshness.setdefault(task.task_id, newest)
-            tasks.append((newest, position, (block_index, None, task_index)))
+            used, newest = usage.of(task)
+            freshness.setdefault(task.task_id, (used, newest))
+            tasks.append((used, newest, position, (block_index, None, task_index)))
             position += 1
         for name in SECTIONS:
             for bullet_index, bullet in enumerate(block.section(name)):
-                newest = max((freshness.get(t, _OLDEST) for t in bullet.task_ids), default=_OLDEST)
+                witnesses = [freshness.get(t, (False, _OLDEST)) for t in bullet.task_ids]
+                used = any(w[0] for w in witnesses)
+                newest = max((w[1] for w in witnesses), default=_OLDEST)
                 slot: _Slot = (block_index, name, bullet_index)
-                bullets.append((len(bullet.task_ids), newest, position, slot))
+                bullets.append((used, len(bullet.task_ids), newest, position, slot))
                 position += 1
-    bullets.sort(key=lambda entry: entry[:3])
-    tasks.sort(key=lambda entry: entry[:2])
-    return [entry[3] for entry in bullets] + [entry[2] for entry in tasks]
+    bullets.sort(key=lambda entry: entry[:4])
+    tasks.sort(key=lambda entry: entry[:3])
+    return [entry[4] for entry in bullets] + [entry[3] for entry in tasks]
 
 
 def _evict(memory: Memory, order: list[_Slot], count: int) -> Memory:

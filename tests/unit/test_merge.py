@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import string
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -367,3 +368,33 @@ def test_the_prompt_has_its_rules_first_and_its_placeholders_last() -> None:
     assert prompt.rstrip().endswith("{inputs}")
     filled = prompt.format(**dict.fromkeys(fields, "[]"))
     assert "{" not in filled
+
+
+def test_budget_evicts_and_folds_unused_entries_before_used_ones() -> None:
+    """The oldest task's session was read by a later session: it outlives newer unused ones."""
+    tasks = (
+        Task("old", "old task", (cite("o", "2024-01-01T00:00:00Z"),), folded=True),
+        Task("new", "new task", (cite("n", "2025-06-01T00:00:00Z"),), folded=True),
+    )
+    bullets = (Bullet("from the old, used session", ("old",)), Bullet("from the new one", ("new",)))
+    memory = Memory((block("a", *bullets, tasks=tasks),))
+    budget = len(render_memory_md(memory).encode()) - 1
+    used = {"o": datetime(2025, 7, 1, tzinfo=UTC)}
+
+    fitted, _ = enforce_budget(memory, budget, render_memory_md)
+    assert [b.text for b in fitted.blocks[0].knowledge] == ["from the new one"]
+    fitted, _ = enforce_budget(memory, budget, render_memory_md, used)
+    assert [b.text for b in fitted.blocks[0].knowledge] == ["from the old, used session"]
+
+    many = tuple(
+        Task(f"t{n}", f"task number {n} " + "x" * 200, (cite(f"th{n}", f"2025-01-{n:02d}"),))
+        for n in range(1, 21)
+    )
+    facts = tuple(Bullet(f"fact {n} " + "y" * 80, (f"t{n}",)) for n in range(1, 21))
+    memory = Memory((block("b", *facts, tasks=many),))
+    full = len(render_memory_md(memory).encode())
+    fitted, _ = enforce_budget(
+        memory, full * 2 // 3, render_memory_md, {"th1": datetime(2025, 2, 1, tzinfo=UTC)}
+    )
+    folded = [t.task_id for t in fitted.blocks[0].tasks if t.folded]
+    assert folded and "t1" not in folded and folded[0] == "t2"
