@@ -209,6 +209,17 @@ def _backend(inv: Invocation) -> Backend:
     return backend
 
 
+def _checked_backend(inv: Invocation) -> Backend:
+    """The backend, once its endpoint accepted the key (for the commands that go straight to
+    phase two): a refused key is exit 2 and a down endpoint exit 1, each naming the endpoint,
+    before the phase-two lease is taken."""
+    from consolidator.backends.base import check_model_access
+
+    backend = _backend(inv)
+    check_model_access(backend)
+    return backend
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="consolidator")
 def cli() -> None:
@@ -483,7 +494,7 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
     inv = _invocation(params)
     with _store(inv.settings) as store:
         report = run_phase_two(
-            store, _backend(inv), phase2_options(inv.settings, allow_shrink=allow_shrink)
+            store, _checked_backend(inv), phase2_options(inv.settings, allow_shrink=allow_shrink)
         )
         _publish(inv, store)
     inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
@@ -507,7 +518,7 @@ def rebuild_command(allow_shrink: bool, **params: Any) -> None:
     with _store(inv.settings) as store:
         report = run_phase_two(
             store,
-            _backend(inv),
+            _checked_backend(inv),
             phase2_options(inv.settings, allow_shrink=allow_shrink),
             rebuild=True,
         )

@@ -149,3 +149,31 @@ def test_openai_backend_without_key_or_endpoint_is_a_configuration_error(
     result = run_command([*PYTHON_CLI, "run"], env, timeout=60, expect=2)
     assert "OPENAI_API_KEY" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.timeout(300)
+def test_phase2_and_rebuild_check_the_key_before_taking_the_lease(
+    tmp_path: Path, db_url: str
+) -> None:
+    copy_examples(tmp_path / "sessions")
+    with FakeOpenAI() as fake:
+        fake.set_default(Fault.OK, responder=model_responder)
+        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-the-right-key")
+        run_cli(env, "db", "upgrade")
+        run_cli(env, "scan")
+        run_cli(env, "stage1")
+        calls = fake.call_count
+        fake.require_api_key("sk-the-right-key")
+        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-a-wrong-key")
+        for command in ("phase2", "rebuild"):
+            result = run_command(
+                [*PYTHON_CLI, command, "--json"],
+                env,
+                timeout=60,
+                expect=2,
+                secrets=["sk-a-wrong-key"],
+            )
+            assert fake.base_url in result.stderr and "OPENAI_API_KEY" in result.stderr
+            assert json.loads(result.stdout)["exit_code"] == 2
+        assert fake.call_count == calls
+        assert status(env)["phase2"]["status"] == "never_run"
