@@ -55,6 +55,10 @@ RESUMED_ID = "01a23161-4dfc-7bb2-a3b9-a47825b3888d"
 RESUMED_EXEC = f"{CAPTURED}11-33-10-{RESUMED_ID}.jsonl"
 COMPACTED_ID = "01a23161-5997-7253-b510-0a77f65e20fb"
 CLI_COMPACTED = f"{CAPTURED}11-33-13-{COMPACTED_ID}.jsonl"
+REVERTED_ID = "01a23167-3a4d-71b0-8ec2-3e7428bad6a3"
+REVERTED = f"{CAPTURED}11-39-38-{REVERTED_ID}.jsonl"
+AFTER_REVERT = "01a23167-3b36-7463-8531-3c8ad77a12d9"
+AFTER_REVERT_FILE = f"{CAPTURED}11-39-38-{REVERTED_ID}_{AFTER_REVERT}.jsonl"
 PRE_ENVELOPE_25 = f"{CAPTURED}11-33-15-abe798b0-5650-427c-a584-0aad42833cba.jsonl"
 PRE_ENVELOPE_20 = f"{CAPTURED}11-33-15-7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe.jsonl"
 
@@ -71,8 +75,8 @@ class Expected:
     # its parent delegated, which reaches it as the agent's words).
     request: str
     other_cwds: tuple[str, ...] = ()
-    # Linked to the thread it was forked from, with words of its own user.
-    fork: bool = False
+    # A linked thread with words of its own user (a fork, a later segment), not a sub-agent.
+    own_requests: bool = False
 
 
 EXPECTED: dict[str, Expected] = {
@@ -97,7 +101,7 @@ EXPECTED: dict[str, Expected] = {
         "envelope 0.171.0 codex_exec",
         EXEC_ID,
         "Try banker's rounding (ROUND_HALF_EVEN) instead and compare.",
-        fork=True,
+        own_requests=True,
     ),
     # Written by Codex 0.135.0, then resumed by 0.171.0, which appended its turn to this file.
     RESUMED_EXEC: Expected(
@@ -119,6 +123,29 @@ EXPECTED: dict[str, Expected] = {
         "envelope 0.171.0 codex_exec",
         None,
         "Add a test that pins the rounding of the sample invoice.",
+    ),
+    # Three turns through `codex app-server` 0.171.0 (what the editor extensions use), the
+    # second reverted (`thread/revert`) before the third; `originator` is the client's name.
+    REVERTED: Expected(
+        "codex",
+        REVERTED_ID,
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.171.0 consolidator_capture",
+        None,
+        ROUNDING,
+    ),
+    # The turns after the revert: `<thread>_<rollout>`, the thread's id in `session_meta` and a
+    # `history_base` naming where in the thread's file it continues.
+    AFTER_REVERT_FILE: Expected(
+        "codex",
+        f"{REVERTED_ID}.segment-{AFTER_REVERT}",
+        CAPTURED_CWD,
+        CAPTURED_BRANCH,
+        "envelope 0.171.0 consolidator_capture",
+        REVERTED_ID,
+        "Add a test that pins the rounding of the sample invoice.",
+        own_requests=True,
     ),
     # Codex 0.25.0, before the envelope: the cwd is only in the `<environment_context>`.
     PRE_ENVELOPE_25: Expected(
@@ -365,7 +392,7 @@ def test_every_file_reaches_stage_one_with_the_users_words_and_no_image_data(sto
 
 
 def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: str) -> None:
-    delegated = expected.parent_thread_id is not None and not expected.fork
+    delegated = expected.parent_thread_id is not None and not expected.own_requests
     kind = ItemKind.ASSISTANT if delegated else ItemKind.USER
     texts = [item.text for item in rollout.items if item.kind is kind]
     assert any(expected.request in text for text in texts), relative
@@ -410,6 +437,7 @@ def test_status_counts_threads_per_format_version(store: Store) -> None:
     assert formats[("claude", "1.0.98")] == 2
     assert formats[("codex", "envelope 0.135.0 codex_exec")] == 2
     assert formats[("codex", "envelope 0.171.0 codex_exec")] == 3
+    assert formats[("codex", "envelope 0.171.0 consolidator_capture")] == 2
     assert formats[("codex", "pre-envelope")] == 2
     assert sum(formats.values()) == len(EXPECTED)
 
@@ -567,6 +595,28 @@ def test_a_codex_fork_is_its_own_thread_linked_to_the_thread_it_was_forked_from(
     assert _users(store, EXEC_ID) == [ROUNDING]
     assert store.forget_thread(EXEC_ID)
     assert store.get_thread(FORK_ID) is None
+
+
+def test_the_turns_after_a_codex_revert_are_a_linked_segment_of_the_thread(store: Store) -> None:
+    """Codex keeps the reverted turn in the thread's file and writes the turns after the
+    revert to `<thread>_<rollout>`; both are read, the segment linked to the thread."""
+    report = scan(store, CORPUS, retry_budget=3)
+    again = scan(store, CORPUS, retry_budget=3)
+    segment = store.get_thread(f"{REVERTED_ID}.segment-{AFTER_REVERT}")
+    assert segment is not None
+
+    assert (report.bad, again.changed, again.new) == (0, 0, 0)
+    assert (segment.rollout_path, segment.parent_thread_id) == (
+        str(CORPUS / AFTER_REVERT_FILE),
+        REVERTED_ID,
+    )
+    assert _users(store, REVERTED_ID) == [
+        ROUNDING,
+        "Should tax be rounded per line or per invoice?",
+    ]
+    assert _users(store, segment.thread_id) == [EXPECTED[AFTER_REVERT_FILE].request]
+    assert store.forget_thread(REVERTED_ID)
+    assert store.get_thread(segment.thread_id) is None
 
 
 def test_a_compaction_agent_transcript_is_not_a_second_thread(store: Store) -> None:
@@ -953,8 +1003,8 @@ def _codex_turn(path: Path, started: str, request: str, *, history_base: bool) -
 def test_a_resumed_codex_threads_later_segment_is_a_linked_thread_of_its_own(
     tmp_path: Path, store: Store
 ) -> None:
-    """A thread continued in a new file (reported for reverts and for older threads moved to
-    paginated history; a plain resume appends, see the captured files) is written as
+    """A thread continued in a new file (after a revert, see the captured pair, or when an older
+    thread moved to paginated history; a plain resume appends) is written as
     `rollout-<time>-<thread>_<rollout>.jsonl` with the thread's id in its `session_meta`: it
     must not take the thread over from the file the thread started in."""
     first = _codex_turn(
