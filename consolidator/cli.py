@@ -956,7 +956,8 @@ def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
     version, and its files. No model call; it stays forgotten on later scans. Threads linked to
     it go with it: its sub-agents' (Claude Code `subagents/agent-*.jsonl`, Codex sub-agent
-    rollouts) and the later segments of a resumed Codex thread."""
+    rollouts), its Codex forks (`codex exec fork`) and a Codex thread's later segments (the
+    turns after a revert)."""
     from consolidator.notes import drop_note
     from consolidator.publish import drop_backups
 

@@ -53,8 +53,8 @@ class AdminMixin(StoreBase):
     """Forgetting and clearing on request, the WAL purge, and the counts `status` shows."""
 
     def linked_thread_ids(self, thread_id: str) -> list[str]:
-        """The threads linked to this one (its sub-agents, its later segments) that are not
-        forgotten yet."""
+        """The threads linked to this one (its sub-agents, forks, later segments) that are
+        not forgotten yet."""
         with self._read() as connection:
             return _sub_agents(connection, thread_id)
 
@@ -63,9 +63,9 @@ class AdminMixin(StoreBase):
         """Forget one thread now: output, job and every memory version; stays forgotten.
 
         The threads linked to it go with it, since they are part of the session: its
-        sub-agents (work it delegated) and, for a resumed Codex thread, its later segments;
-        so do those a later scan meets. False when neither the thread nor a thread linked to
-        it was left to forget.
+        sub-agents (work it delegated), its Codex forks (built on its history) and a Codex
+        thread's later segments (the turns after a revert); so do those a later scan meets.
+        False when neither the thread nor a thread linked to it was left to forget.
         """
         with self._write() as connection:
             now = self._now(connection)
