@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from consolidator.sources.discovery import is_rollout_name
 from tests.cli_process import clean_env, run_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -314,12 +315,13 @@ def test_real_published_sessions_run_end_to_end(tmp_path: Path, home: Path) -> N
 
     assert report["scan"]["bad"] == 0 and report["stage1"]["failed"] == 0
     assert (again["new"], again["changed"], again["bad"]) == (0, 0, 0)
-    corpus_files = len(list(REAL_SESSIONS.rglob("*.jsonl")))
+    corpus_files = sum(is_rollout_name(p.name) for p in REAL_SESSIONS.rglob("*.jsonl"))
+    assert corpus_files < len(list(REAL_SESSIONS.rglob("*.jsonl")))
     assert again["unchanged"] == report["scan"]["new"] == corpus_files
     formats = {(f["source"], f["format_version"]): f["threads"] for f in status["formats"]}
-    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 1
-    assert formats[("claude", "2.1.39")] == 3
-    assert "claude 2.1.39: 3" in " ".join(human.split())
+    assert formats[("codex", "envelope 0.135.0 codex_exec")] == 2
+    assert formats[("claude", "2.1.39")] == 2
+    assert "claude 2.1.39: 2" in " ".join(human.split())
     raw = (home / "memories" / "raw_memories.md").read_text(encoding="utf-8")
     assert "create TODO app by Next.js" in raw
     assert "<task-notification>" not in raw
