@@ -9,8 +9,10 @@ whole file stays under `SUMMARY_BUDGET_BYTES`.
 It is rendered from the structured memory, so it holds nothing the memory does not: every
 line that states something cites a task (`[task <block>/<task>]`) or a thread
 (`thread_id=<id>`), and forgetting a thread removes its lines on the next render without any
-model call. `summary_problems` is the check a summary must pass before it is published:
-structure, size, citations that resolve, and no secret or injection.
+model call. On the `openai` path the model rewrites this rendering; `summary_problems` is the
+check either must pass before it is published (structure, size, citations that resolve, pointer
+lines naming their own thread's file, no secret or injection), and `forget_in_summary` drops a
+stored summary's lines the way forgetting drops bullets from `MEMORY.md`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ HEADINGS: Final = (
     "## What's in Memory",
 )
 OLDER_HEADING: Final = "### Older Memory Topics"
+# What an empty section says; the only lines that may state nothing citable.
+PLACEHOLDERS: Final = {
+    HEADINGS[0]: "- No sessions are remembered yet.",
+    HEADINGS[1]: "- None recorded yet.",
+    HEADINGS[2]: "- None recorded yet.",
+    HEADINGS[3]: "- Nothing yet.",
+}
 # Recent work: the newest days that have task sessions, counted from the newest one.
 RECENT_DAYS: Final = 14
 MAX_PREFERENCES: Final = 10
@@ -40,6 +49,7 @@ MAX_LINE_CHARS: Final = 300
 
 _TASK_CITATION = re.compile(r"\[task (?P<block>[^\s/\]]+)/(?P<task>[^\s\]]+)\]")
 _THREAD_CITATION = re.compile(r"thread_id=(?P<thread>[A-Za-z0-9._:-]+)")
+_SUMMARY_FILE = re.compile(r"rollout_summaries/[^\s,()\]]+\.md")
 
 
 @dataclass(frozen=True)
@@ -79,11 +89,11 @@ def _assemble(
     older: list[tuple[str, str]],
 ) -> str:
     lines = ["v1", "", HEADINGS[0], ""]
-    lines += _profile_lines(memory) or ["- No sessions are remembered yet."]
+    lines += _profile_lines(memory) or [PLACEHOLDERS[HEADINGS[0]]]
     lines += ["", HEADINGS[1], ""]
-    lines += preferences or ["- None recorded yet."]
+    lines += preferences or [PLACEHOLDERS[HEADINGS[1]]]
     lines += ["", HEADINGS[2], ""]
-    lines += tips or ["- None recorded yet."]
+    lines += tips or [PLACEHOLDERS[HEADINGS[2]]]
     lines += ["", HEADINGS[3], ""]
     scope = day = None
     for pointer in pointers:
@@ -98,7 +108,7 @@ def _assemble(
     if older_lines:
         lines += [*([""] if pointers else []), OLDER_HEADING, "", *older_lines]
     if not pointers and not older_lines:
-        lines.append("- Nothing yet.")
+        lines.append(PLACEHOLDERS[HEADINGS[3]])
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -254,9 +264,11 @@ def summary_problems(
 ) -> list[str]:
     """Why `text` may not be published as the summary of `memory`; empty when it may.
 
-    Checked: the layout (`v1` and the four sections in order), the size, that every line
-    stating something cites a task of the memory or a live thread it cites, and that no line
-    carries a secret or an injection.
+    Checked: the layout (`v1`, the four sections in this order and no other, project and day
+    headings only under `## What's in Memory`), the size, that every line stating something
+    (any line but `v1`, a heading or an empty section's placeholder) cites a task of the
+    memory or a live thread it cites, that a rollout summary file is named only beside the
+    `thread_id=` it belongs to, and that no line carries a secret or an injection.
     """
     problems: list[str] = []
     size = len(text.encode("utf-8"))
@@ -269,11 +281,27 @@ def summary_problems(
     if found != list(HEADINGS):
         problems.append(f"the summary's sections are not {', '.join(HEADINGS)} in this order")
     tasks = {(block.block_id, task.task_id) for block in memory.blocks for task in block.tasks}
-    cited = {c.thread_id for block in memory.blocks for task in block.tasks for c in task.citations}
+    files: dict[str, set[str]] = {}
+    for block in memory.blocks:
+        for task in block.tasks:
+            for citation in task.citations:
+                files.setdefault(citation.thread_id, set()).add(citation.rollout_summary_file)
     threads: set[str] = set()
+    section = None
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
-        if not stripped.startswith("- ") or stripped.endswith(("yet.", "Nothing yet.")):
+        level = _heading_level(stripped)
+        if level:
+            if level <= 2 and stripped not in HEADINGS:
+                problems.append(f"line {number} is a section the layout does not have")
+            elif level <= 2:
+                section = stripped
+            elif section != HEADINGS[3]:
+                problems.append(f"line {number} is a heading outside {HEADINGS[3]}")
+            continue
+        if not stripped or (number == 1 and stripped == "v1"):
+            continue
+        if section is not None and stripped == PLACEHOLDERS[section]:
             continue
         task_refs = [(m["block"], m["task"]) for m in _TASK_CITATION.finditer(line)]
         thread_refs = [m["thread"] for m in _THREAD_CITATION.finditer(line)]
@@ -283,9 +311,13 @@ def summary_problems(
             if ref not in tasks:
                 problems.append(f"line {number} cites task {ref[0]}/{ref[1]}, not in the memory")
         for thread_id in thread_refs:
-            if thread_id not in cited:
+            if thread_id not in files:
                 problems.append(f"line {number} cites thread {thread_id}, not in the memory")
             threads.add(thread_id)
+        own_files = {f for thread_id in thread_refs for f in files.get(thread_id, ())}
+        for name in _SUMMARY_FILE.findall(line):
+            if name not in own_files:
+                problems.append(f"line {number} names {name}, not the file of a thread it cites")
     dead = sorted(threads - set(live_thread_ids(sorted(threads)))) if threads else []
     if dead:
         problems.append(
@@ -297,3 +329,86 @@ def summary_problems(
     if threats:
         problems.append("the summary carries " + ", ".join(sorted({t.kind for t in threats})))
     return problems
+
+
+def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) -> str:
+    """A stored summary without what the forgotten threads supported, with no model call.
+
+    `memory` is the memory once the threads are forgotten. As in `MEMORY.md`, a line goes when
+    it names a forgotten thread (its `thread_id=` or its id anywhere in the text) or a thread
+    the memory no longer cites; a task citation the memory no longer has is dropped from its
+    line, and a line left citing nothing goes. Headings left with nothing under them go, and
+    an emptied section says so with its placeholder.
+    """
+    gone = [
+        re.compile(rf"(?<![A-Za-z0-9_]){re.escape(thread_id)}(?![A-Za-z0-9_])")
+        for thread_id in thread_ids
+        if thread_id
+    ]
+    tasks = {(block.block_id, task.task_id) for block in memory.blocks for task in block.tasks}
+    cited = {c.thread_id for block in memory.blocks for task in block.tasks for c in task.citations}
+    kept: list[str] = []
+    section = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if _heading_level(stripped):
+            section = stripped if stripped in HEADINGS else section
+            kept.append(line)
+            continue
+        if not stripped or (number == 1 and stripped == "v1"):
+            kept.append(line)
+            continue
+        if section is not None and stripped == PLACEHOLDERS.get(section):
+            kept.append(line)
+            continue
+        if any(pattern.search(line) for pattern in gone):
+            continue
+        thread_refs = [m["thread"] for m in _THREAD_CITATION.finditer(line)]
+        if any(thread_id not in cited for thread_id in thread_refs):
+            continue
+        task_refs = list(_TASK_CITATION.finditer(line))
+        dead = [m for m in task_refs if (m["block"], m["task"]) not in tasks]
+        if dead and len(dead) == len(task_refs) and not thread_refs:
+            continue
+        for match in reversed(dead):
+            line = (line[: match.start()].rstrip() + " " + line[match.end() :].lstrip()).rstrip()
+        kept.append(line)
+    return _tidy(kept)
+
+
+def _heading_level(line: str) -> int:
+    marks = len(line) - len(line.lstrip("#"))
+    return marks if marks and line[marks : marks + 1] == " " else 0
+
+
+def _tidy(lines: list[str]) -> str:
+    """Drop headings below the sections that head nothing, give an empty section its
+    placeholder, and leave one blank line where several met."""
+    levels = [_heading_level(line.strip()) for line in lines]
+
+    def heads_something(index: int) -> bool:
+        for following in range(index + 1, len(lines)):
+            level = levels[following]
+            if level and level <= levels[index]:
+                return False
+            if not level and lines[following].strip():
+                return True
+        return False
+
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        level = levels[index]
+        if level > 2 and not heads_something(index):
+            continue
+        out.append(line)
+        stripped = line.strip()
+        if stripped in HEADINGS and not heads_something(index):
+            out += ["", PLACEHOLDERS[stripped]]
+    tidy: list[str] = []
+    for line in out:
+        if not line.strip() and (not tidy or not tidy[-1].strip()):
+            continue
+        tidy.append(line)
+    while tidy and not tidy[-1].strip():
+        tidy.pop()
+    return "\n".join(tidy) + "\n"

@@ -10,7 +10,9 @@ from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitatio
 from consolidator.memory.summary import (
     HEADINGS,
     OLDER_HEADING,
+    PLACEHOLDERS,
     SUMMARY_BUDGET_BYTES,
+    forget_in_summary,
     render_memory_summary,
     summary_problems,
 )
@@ -110,3 +112,105 @@ def test_an_empty_memory_still_has_the_layout() -> None:
     text = render_memory_summary(Memory())
     assert text.splitlines()[0] == "v1"
     assert summary_problems(text, Memory(), everything_live) == []
+
+
+def test_the_check_refuses_prose_stray_sections_and_borrowed_file_names() -> None:
+    good = render_memory_summary(MEMORY)
+    prose = good.replace("## User preferences\n", "## User preferences\n\nThe user is strict.\n")
+    assert any("without citing" in p for p in summary_problems(prose, MEMORY, everything_live))
+    not_a_placeholder = good.replace(
+        "- answer in English [task user-wide/t1]", "- Deploys are not automated yet."
+    )
+    assert any(
+        "without citing" in p for p in summary_problems(not_a_placeholder, MEMORY, everything_live)
+    )
+    extra = good + "\n## Notes\n\n- a note [task app/t1]\n"
+    assert any("section" in p for p in summary_problems(extra, MEMORY, everything_live))
+    misplaced = good.replace("## General Tips\n", "## General Tips\n\n### tips\n")
+    assert any("outside" in p for p in summary_problems(misplaced, MEMORY, everything_live))
+    borrowed = good.replace(
+        "(rollout_summaries/2026-11-20-fix-th2.md, thread_id=th2)",
+        "(rollout_summaries/2026-11-02-fix-th1.md, thread_id=th2)",
+    )
+    assert any("not the file" in p for p in summary_problems(borrowed, MEMORY, everything_live))
+
+
+WRITTEN = """v1
+
+## User Profile
+
+- Works mostly in /src/app on tests and CI [task app/t1] [task app/t2]
+
+## User preferences
+
+- Answer in English everywhere [task user-wide/t1]
+- In /src/app pass -x first (thread_id=th1)
+
+## General Tips
+
+- gpg hangs without a tty: export GPG_TTY (thread_id=th3)
+
+## What's in Memory
+
+### /src/app
+
+#### 2026-11-20
+
+- CI speed-up, partial (rollout_summaries/2026-11-20-fix-th2.md, thread_id=th2)
+
+### /src/other
+
+#### 2026-11-19
+
+- git set up (rollout_summaries/2026-11-19-fix-th3.md, thread_id=th3)
+
+### Older Memory Topics
+
+- app repository: flaky test [task app/t1]
+"""
+
+
+def test_forgetting_filters_a_written_summary_by_citation() -> None:
+    assert summary_problems(WRITTEN, MEMORY, everything_live) == []
+    forgotten = forget_threads(MEMORY, ["th3"]).memory
+    text = forget_in_summary(WRITTEN, forgotten, ["th3"])
+    assert "th3" not in text and "English" not in text and "/src/other" not in text
+    assert "## General Tips\n\n- None recorded yet.\n" in text
+    assert "- Works mostly in /src/app on tests and CI [task app/t1] [task app/t2]" in text
+    assert summary_problems(text, forgotten, everything_live) == []
+
+    only_app_t2 = forget_threads(forgotten, ["th1"]).memory
+    text = forget_in_summary(text, only_app_t2, ["th1"])
+    assert "- Works mostly in /src/app on tests and CI [task app/t2]" in text
+    assert "pass -x" not in text and "flaky test" not in text
+    assert "### Older Memory Topics" not in text and "#### 2026-11-20" in text
+    assert summary_problems(text, only_app_t2, everything_live) == []
+
+    nothing = forget_threads(only_app_t2, ["th2"]).memory
+    text = forget_in_summary(text, nothing, ["th2"])
+    assert (
+        text
+        == "\n".join(
+            ["v1", ""]
+            + [part for heading in HEADINGS for part in (heading, "", PLACEHOLDERS[heading], "")]
+        ).rstrip("\n")
+        + "\n"
+    )
+    assert summary_problems(text, nothing, everything_live) == []
+
+
+def test_forgetting_one_thread_keeps_lines_of_a_thread_whose_id_extends_it() -> None:
+    text = "v1\n\n## User Profile\n\n- x (thread_id=th10)\n- y (thread_id=th1)\n"
+    memory = Memory(
+        (
+            Block(
+                "b",
+                "b",
+                "s",
+                None,
+                "r",
+                (Task("t1", "t", (cite("th10", None, "2026-11-01"),)),),
+            ),
+        )
+    )
+    assert forget_in_summary(text, memory, ["th1"]).count("thread_id=") == 1
