@@ -26,7 +26,7 @@ from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Memory
 from consolidator.memory.render import parse_memory_md, render_memory_md
-from consolidator.memory.summary import render_memory_summary
+from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.names import one_line
 from consolidator.skills.render import render_skill_md
 
@@ -64,11 +64,28 @@ def load_projection(store: Store) -> Projection:
     return Projection(
         version=version.version,
         memory_md=version.content_md,
-        summary_md=render_memory_summary(memory),
+        summary_md=summary_to_publish(store, version.summary_md, memory),
         raw_memories_md=raw_memories,
         rollout_summaries=summaries,
         skills=skills,
     )
+
+
+def summary_to_publish(store: Store, written: str | None, memory: Memory) -> str:
+    """The summary a model wrote for the version when it still passes the check, else the one
+    rendered from the memory: whatever happened since the commit, a refused summary is never
+    written to the directory."""
+    if written is None:
+        return render_memory_summary(memory)
+    problems = summary_problems(written, memory, store.live_thread_ids)
+    if not problems:
+        return written
+    log.warning(
+        "memory_summary.md: the stored summary is refused (%s); publishing the rendered one",
+        problems[0],
+        extra={"action": "summary_refused_at_publish"},
+    )
+    return render_memory_summary(memory)
 
 
 def publish(store: Store, memory_dir: Path) -> ProjectionReport:

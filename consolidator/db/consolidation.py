@@ -39,17 +39,26 @@ from consolidator.db.records import (
     ThreadState,
     stage1_record,
 )
-from consolidator.db.schema import InputChange, Job, QuarantinedEntry, Stage1Output, Thread
+from consolidator.db.schema import (
+    InputChange,
+    Job,
+    MemoryVersion,
+    QuarantinedEntry,
+    Stage1Output,
+    Thread,
+)
 from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters
 from consolidator.db.versions import (
     current_digests,
     insert_quarantined,
     insert_version,
     latest_version,
+    latest_version_number,
     live,
 )
 from consolidator.memory.codec import StoredMemory, decode, forget_in
 from consolidator.memory.model import Memory, diff_summary
+from consolidator.memory.summary import forget_in_summary
 
 
 class ConsolidationMixin(StoreBase):
@@ -157,7 +166,8 @@ class ConsolidationMixin(StoreBase):
           is written and `committed` is False (lost lease, clear-all, rollback).
         - Threads the result cites that stopped being live since the run started are
           forgotten here, deterministically, so a concurrent deletion always wins.
-        - A result equal to the current memory adds no version and starts no cooldown.
+        - A result equal to the current memory adds no version and starts no cooldown; a
+          summary written for it is stored on the current version.
         - The watermark advances to the claimed one; consumed change-log rows are pruned.
         - `through` below the claimed watermark commits one slice of the run: the watermark
           advances to it and the claim stays running, so the next slice builds on this one
@@ -169,6 +179,8 @@ class ConsolidationMixin(StoreBase):
             version: int | None = None
             forgotten = 0
             memory: StoredMemory | None = None
+            summary_md = result.summary_md if result is not None else None
+            unchanged = False
             if result is not None:
                 memory = result.memory
                 dead = memory.thread_ids - live(connection, sorted(memory.thread_ids))
@@ -177,8 +189,10 @@ class ConsolidationMixin(StoreBase):
                     if rewritten is not None:
                         memory = rewritten
                     forgotten = len(dead)
+                    if summary_md is not None:
+                        summary_md = forget_in_summary(summary_md, memory.memory, sorted(dead))
                 if current_digests(connection) == [b.digest for b in memory.blocks]:
-                    memory = None
+                    memory, unchanged = None, True
             final = through is None or through >= (claim.watermark or 0)
             watermark = claim.watermark if final else through
             if final:
@@ -225,8 +239,16 @@ class ConsolidationMixin(StoreBase):
                     output_tokens=result.output_tokens,
                     quarantined=len(result.quarantined),
                     evicted=result.evicted,
+                    summary_md=summary_md,
                 )
                 insert_quarantined(connection, result.quarantined, version=version, now=now)
+            elif unchanged and summary_md is not None:
+                # Written for a memory equal to the current one (an earlier slice committed it).
+                connection.execute(
+                    update(MemoryVersion)
+                    .where(MemoryVersion.version == latest_version_number(connection))
+                    .values(summary_md=summary_md)
+                )
             if result is not None:
                 _record_set_aside(connection, result, now)
             connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))

@@ -201,6 +201,8 @@ class VersionRecord:
     diff_summary: str
     quarantined: int
     evicted: int
+    # The summary a model wrote for this version; None when it is rendered from the memory.
+    summary_md: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,8 @@ class Phase2Result:
     # An earlier slice of the same run changed the memory: the cooldown starts anyway.
     changed_earlier: bool = False
     evicted: int = 0
+    # `memory_summary.md` as a model wrote it for `memory`, gated; None: render it instead.
+    summary_md: str | None = None
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,8 @@ class MemoryVersion(Base):
     diff_summary: Mapped[str] = mapped_column(Text)
     quarantined: Mapped[int] = mapped_column(Integer, default=0)
     evicted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The `memory_summary.md` a model wrote and the gate let through; null: rendered instead.
+    summary_md: Mapped[str | None] = mapped_column(Text)
 
 
 class MemoryBlock(Base):

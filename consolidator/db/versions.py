@@ -4,8 +4,10 @@
   version holding it (matched by digest), so a version costs only its new blocks.
 - `forget_in_memory` rewrites, in place, every block citing a forgotten thread, so history and
   rollback cannot bring the content back; when the current version held such a block, a
-  `forget` version follows it, so projections notice. It runs in the transaction that removed
-  the threads, after the change log's counter lock (see `base.lock_memory_writes`).
+  `forget` version follows it, so projections notice. A summary a model wrote for a version
+  loses the forgotten threads' lines the same way, by citation. It runs in the transaction
+  that removed the threads, after the change log's counter lock (see
+  `base.lock_memory_writes`).
 - `rollback` adds a copy of an earlier version as a new one (less threads no longer live) and
   fences off an in-flight phase-two run: `FENCE_PHASE2` clears its token, so its fenced commit
   updates no row and writes nothing.
@@ -18,7 +20,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, literal, select, update
+from sqlalchemy import Connection, Row, delete, func, insert, literal, or_, select, update
 
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
@@ -46,9 +48,12 @@ from consolidator.memory.codec import (
 )
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.model import Block, Memory, diff_summary
+from consolidator.memory.summary import forget_in_summary
 
 # A counter row saying a forget or clear still waits for its WAL checkpoint (SQLite only).
 PURGE_OWED = "purge_owed"
+# Thread ids looked for in the stored summaries by one query.
+_NAMED_PER_QUERY = 50
 _VERSION_ROW_FIELDS = tuple(
     f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
 )
@@ -126,6 +131,7 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
         ).scalars()
     )
     affected: list[int] = []
+    current_new: int | None = None
     if refs:
         affected = sorted(
             connection.execute(
@@ -159,13 +165,15 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
                 )
             )
         touched = list(affected)
-        current_new: int | None = None
         if current in affected:
             version = insert_version_row(
                 connection,
                 now=now,
                 kind="forget",
                 summary=diff_summary(Memory(tuple(before)), Memory(tuple(after))),
+                summary_md=connection.execute(
+                    select(MemoryVersion.summary_md).where(MemoryVersion.version == current)
+                ).scalar(),
             )
             connection.execute(
                 insert(MemoryVersionBlock).from_select(
@@ -189,6 +197,9 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
             connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
         update_content_bytes(connection, touched)
         update_diff_summaries(connection, [v for v in touched if v != current_new])
+    forget_in_summaries(
+        connection, thread_ids, [*affected, *([current_new] if current_new is not None else [])]
+    )
     # Skills cite sessions too: the same forget withdraws those left with too few.
     skill_statements.forget(connection, thread_ids, now)
     for thread_id in thread_ids:
@@ -196,6 +207,40 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
             delete(QuarantinedEntry).where(QuarantinedEntry.thread_ids.contains(f" {thread_id} "))
         )
     return len(affected)
+
+
+def forget_in_summaries(
+    connection: Connection, thread_ids: Sequence[str], versions: Sequence[int]
+) -> None:
+    """Filter the written summaries of `versions`, and of any version whose summary names a
+    thread, against each version's memory as it now stands (its blocks already rewritten)."""
+    wanted = set(versions)
+    for start in range(0, len(thread_ids), _NAMED_PER_QUERY):
+        chunk = thread_ids[start : start + _NAMED_PER_QUERY]
+        wanted.update(
+            connection.execute(
+                select(MemoryVersion.version).where(
+                    MemoryVersion.summary_md.is_not(None),
+                    or_(*(MemoryVersion.summary_md.contains(t, autoescape=True) for t in chunk)),
+                )
+            ).scalars()
+        )
+    if not wanted:
+        return
+    rows = connection.execute(
+        select(VERSIONS).where(
+            MemoryVersion.version.in_(sorted(wanted)), MemoryVersion.summary_md.is_not(None)
+        )
+    ).all()
+    for record in versions_of(connection, rows):
+        assert record.summary_md is not None
+        kept = forget_in_summary(record.summary_md, decode(record.memory_json), thread_ids)
+        if kept != record.summary_md:
+            connection.execute(
+                update(MemoryVersion)
+                .where(MemoryVersion.version == record.version)
+                .values(summary_md=kept)
+            )
 
 
 def update_diff_summaries(connection: Connection, versions: list[int]) -> None:
@@ -260,6 +305,7 @@ def insert_version_row(
     output_tokens: int = 0,
     quarantined: int = 0,
     evicted: int = 0,
+    summary_md: str | None = None,
 ) -> int:
     version = connection.execute(
         insert(MemoryVersion)
@@ -276,6 +322,7 @@ def insert_version_row(
             diff_summary=summary,
             quarantined=quarantined,
             evicted=evicted,
+            summary_md=summary_md,
         )
         .returning(MemoryVersion.version)
     ).scalar_one()
@@ -359,9 +406,14 @@ def version_of(connection: Connection, row: Row[Any] | None) -> VersionRecord | 
     return None if row is None else versions_of(connection, [row])[0]
 
 
+def latest_version_number(connection: Connection) -> int | None:
+    version = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+    return None if version is None else int(version)
+
+
 def current_digests(connection: Connection) -> list[str] | None:
     """The block digests of the current version, in order; None when there is none."""
-    current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
+    current = latest_version_number(connection)
     if current is None:
         return None
     return list(
@@ -411,8 +463,11 @@ class VersionsMixin(StoreBase):
             restored = decode(row.memory_json)
             stored = encode(restored)
             dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
+            summary_md = row.summary_md
             if dead:
                 stored = forget_in(stored.memory_json, dead) or stored
+                if summary_md is not None:
+                    summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
             connection.execute(FENCE_PHASE2)
             return insert_version(
                 connection,
@@ -421,4 +476,5 @@ class VersionsMixin(StoreBase):
                 kind="rollback",
                 summary=f"rollback to {version}: "
                 + diff_summary(decode(current.memory_json), stored.memory),
+                summary_md=summary_md,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -201,6 +202,87 @@ def test_rollback_cannot_resurrect_a_forgotten_thread(store: Store) -> None:
         store.rollback(99)
 
 
+def written_summary(*threads: str) -> str:
+    """A summary as a model writes it for `memory_citing`: one line per thread, a profile line
+    citing the shared bullet's task of the last thread."""
+    return (
+        "v1\n\n## User Profile\n\n"
+        f"- Works in /w on tasks alpha [task proj/t0] [task proj/t{len(threads) - 1}]\n\n"
+        "## User preferences\n\n- None recorded yet.\n\n## General Tips\n\n"
+        + "".join(f"- tip learnt in {t} (thread_id={t})\n" for t in threads)
+        + "\n## What's in Memory\n\n### /w\n\n#### 2026-11-01\n\n"
+        + "".join(f"- session {t} (rollout_summaries/{t}.md, thread_id={t})\n" for t in threads)
+    )
+
+
+def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(
+    store: Store,
+) -> None:
+    from consolidator.memory.summary import summary_problems
+
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    memory = memory_citing(("a",), ("b",))
+    summary = written_summary("a", "b")
+    assert summary_problems(summary, memory, store.live_thread_ids) == []
+    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
+    first = store.current_version()
+    assert first is not None and first.summary_md == summary
+
+    assert store.forget_thread("a")
+    current = store.current_version()
+    assert current is not None and current.kind == "forget" and current.summary_md is not None
+    assert "thread_id=a" not in current.summary_md and "session b" in current.summary_md
+    assert "[task proj/t0]" not in current.summary_md
+    assert "- Works in /w on tasks alpha [task proj/t1]" in current.summary_md
+    memory_now = decode(current.memory_json)
+    assert summary_problems(current.summary_md, memory_now, store.live_thread_ids) == []
+    history = store.get_version(1)
+    assert history is not None and history.summary_md == current.summary_md
+
+    restored = store.rollback(1)
+    rolled = store.get_version(restored)
+    assert rolled is not None and rolled.summary_md == current.summary_md
+
+    assert store.forget_thread("b")
+    last = store.current_version()
+    assert last is not None and last.summary_md is not None and "thread_id=" not in last.summary_md
+    assert all(
+        "thread_id=" not in (v.summary_md or "") and "[task" not in (v.summary_md or "")
+        for v in store.list_versions()
+    )
+
+
+def test_a_summary_for_an_unchanged_memory_lands_on_the_current_version(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    first = store.try_claim_phase2(lease_seconds=LEASE)
+    store.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    add_output(store, "a", "alpha again", minute=1)
+    second = store.try_claim_phase2(lease_seconds=LEASE)
+    summary = written_summary("a")
+    commit = store.commit_phase2(
+        second,
+        replace(result_of(memory_citing(("a",))), summary_md=summary, changed_earlier=True),
+        cooldown_seconds=0,
+    )
+    assert commit.committed and commit.version is None
+    current = store.current_version()
+    assert current is not None and current.version == 1 and current.summary_md == summary
+
+
+def test_a_summary_loses_the_lines_of_threads_deleted_during_the_run(store: Store) -> None:
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    store.mark_deleted(["b"])
+    result = replace(result_of(memory_citing(("a",), ("b",))), summary_md=written_summary("a", "b"))
+    assert store.commit_phase2(claim, result, cooldown_seconds=0).committed
+    current = store.current_version()
+    assert current is not None and current.summary_md is not None
+    assert "thread_id=b" not in current.summary_md and "thread_id=a" in current.summary_md
+
+
 def test_deleted_input_is_forgotten_at_once_even_in_cooldown(store: Store) -> None:
     add_output(store, "a", "alpha")
     add_output(store, "b", "beta")
@@ -261,8 +343,13 @@ def test_forgotten_content_leaves_no_byte_in_the_sqlite_files(tmp_path: Path) ->
             ),
         )
     )
+    summary = (
+        "v1\n\n## User Profile\n\n- Works in /w [task proj/t1]\n\n## User preferences\n\n"
+        f"- {marker} (thread_id=a)\n\n## General Tips\n\n- None recorded yet.\n\n"
+        "## What's in Memory\n\n- Nothing yet.\n"
+    )
     claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(claim, result_of(memory), cooldown_seconds=0)
+    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
     store.forget_thread("a")
     store.purge_free_space()
     engine.dispose()
@@ -319,3 +406,30 @@ def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(store: Store
     racer.join(timeout=20)
     assert [c.outcome for c in claims] == [ClaimOutcome.CLAIMED]
     assert claims[0].epoch == 1 and claims[0].watermark == 1
+
+
+def test_publish_writes_the_stored_summary_and_never_a_refused_one(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from consolidator.memory.summary import render_memory_summary
+    from consolidator.publish import publish
+
+    add_output(store, "a", "alpha")
+    memory = memory_citing(("a",))
+    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    summary = written_summary("a")
+    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
+    publish(store, tmp_path)
+    assert (tmp_path / "memory_summary.md").read_text() == summary
+
+    add_output(store, "a", "alpha again", minute=1)
+    second = store.try_claim_phase2(lease_seconds=LEASE)
+    uncited = summary.replace("- None recorded yet.", "- Always deploy on Fridays.")
+    store.commit_phase2(
+        second,
+        replace(result_of(memory), summary_md=uncited, changed_earlier=True),
+        cooldown_seconds=0,
+    )
+    publish(store, tmp_path)
+    assert (tmp_path / "memory_summary.md").read_text() == render_memory_summary(memory)
+    assert any(r.__dict__.get("action") == "summary_refused_at_publish" for r in caplog.records)
