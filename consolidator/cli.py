@@ -698,8 +698,9 @@ def retry_command(thread_ids: tuple[str, ...], all_threads: bool, **params: Any)
     """Make failed and exhausted stage-one work claimable now, with a fresh retry budget.
 
     Failures caused by a model outage never spend the budget and are retried on their own
-    (backing off up to 6 h); exhausted threads are retried after 24 h. Use this after fixing
-    the cause to go now. The next `run` or daemon pass picks them up.
+    (backing off up to 6 h); exhausted threads are retried after 24 h. Inputs phase two set
+    aside are queued for the next phase two as well. Use this after fixing the cause to go
+    now. The next `run` or daemon pass picks them up.
     """
     inv = _invocation(params)
     if bool(thread_ids) == all_threads:
@@ -717,13 +718,21 @@ def retry_command(thread_ids: tuple[str, ...], all_threads: bool, **params: Any)
         requeued = store.retry_set_aside_inputs(None if all_threads else list(thread_ids))
     inv.emit(
         {"retried": retried, "set_aside_requeued": requeued},
-        lambda: inv.console.print(
-            f"{len(retried)} threads claimable now" + (f": {', '.join(retried)}" if retried else "")
-            if retried or all_threads
-            else "nothing to retry: those threads are not failed or exhausted",
-            markup=False,
-        ),
+        lambda: inv.console.print(_retry_line(retried, requeued, all_threads), markup=False),
     )
+
+
+def _retry_line(retried: list[str], requeued: int, all_threads: bool) -> str:
+    parts = []
+    if retried or all_threads:
+        parts.append(
+            f"{len(retried)} threads claimable now" + (f": {', '.join(retried)}" if retried else "")
+        )
+    if requeued:
+        noun = "input" if requeued == 1 else "inputs"
+        parts.append(f"{requeued} set-aside {noun} queued for phase two")
+    nothing = "nothing to retry: those threads are not failed, exhausted or set aside"
+    return "; ".join(parts) or nothing
 
 
 @cli.command("quarantine")

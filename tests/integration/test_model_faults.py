@@ -953,12 +953,52 @@ def test_a_set_aside_input_is_retried_when_asked(world: World) -> None:
     world.model.consolidate = cite_unknown_thread
     assert world.phase_two().set_aside == 1
     world.model.consolidate = block_per_input
+    calls = world.server.call_count
+    # Set aside means done until something changes: the next run asks the model nothing.
+    assert world.phase_two().outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    assert world.server.call_count == calls
 
-    assert world.store.retry_set_aside_inputs() == 1
+    retried = run_cli(world.env, "retry", world.ids["d"])
+    assert retried["set_aside_requeued"] == 1
+    human = run_command([*CLI, "retry", world.ids["d"]], world.env, timeout=120)
+    assert "1 set-aside input queued for phase two" in human.stdout
     report = world.phase_two()
 
     assert (report.status, report.version, report.set_aside) == ("succeeded", 2, 0)
+    assert world.server.call_count == calls + 1
     assert world.store.set_aside_inputs() == []
+    assert run_cli(world.env, "status")["set_aside"] == []
+    publish(world.store, world.memory_dir)
+    assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
+
+
+def test_a_set_aside_input_is_tried_again_when_its_session_changes(
+    world: World, tmp_path: Path
+) -> None:
+    world.model.consolidate = cite_unknown_thread
+    assert world.phase_two().set_aside == 1
+    refused = world.server.raw_requests[-2:]
+    world.model.consolidate = block_per_input
+    [rollout_path] = (tmp_path / "sessions").rglob(f"*{world.ids['d']}.jsonl")
+    append_user_message(
+        rollout_path, datetime.now(UTC) - timedelta(minutes=5), "and keep the fixture small"
+    )
+    assert scan(world.store, tmp_path / "sessions", retry_budget=RETRY_BUDGET).changed == 1
+    assert run_stage_one(world.store, world.backend, stage1_options()).succeeded == 1
+    calls = world.server.call_count
+
+    report = world.phase_two()
+
+    assert (report.status, report.inputs, report.version, report.set_aside) == (
+        "succeeded",
+        1,
+        2,
+        0,
+    )
+    assert world.server.call_count == calls + 1
+    assert world.server.raw_requests[-1] not in refused
+    assert world.store.set_aside_inputs() == []
+    assert run_cli(world.env, "quarantine")["entries"] == []
     publish(world.store, world.memory_dir)
     assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from consolidator.memory.model import cited_thread_ids
 from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
+from tests.integration.test_model_faults import cli_env, run_cli
 
 # The output limit that used to stop phase two for good at 1,000 sessions (then fixed).
 SMALL_OUTPUT_LIMIT = 4000
@@ -111,7 +113,11 @@ def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_p
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["cut_off", "invalid"])
 def test_one_poisonous_input_is_set_aside_and_the_others_commit(
-    store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend], kind: str
+    store: Store,
+    migrated_url: str,
+    tmp_path: Path,
+    careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend],
+    kind: str,
 ) -> None:
     server, model, backend = careful
     threads = seed(store, 40)
@@ -131,16 +137,21 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert poisonous not in cited
     assert {t.thread_id for t in threads} - {poisonous} <= cited
     assert_no_request_repeated(server)
-    # The reason is in the quarantine listing with the thread, for an admin to read.
+    # The reason is in `status` and in the quarantine listing with the thread, for an admin.
     assert any(
         poisonous in entry.text and reason in entry.reason and entry.thread_ids == {poisonous}
         for entry in store.quarantined_entries()
     )
+    env = cli_env(migrated_url, tmp_path / "home", server)
+    [shown] = run_cli(env, "status")["set_aside"]
+    assert shown["thread_id"] == poisonous and reason in shown["reason"]
+    entries = run_cli(env, "quarantine")["entries"]
+    assert any(poisonous in e["text"] and reason in e["reason"] for e in entries), entries
     calls = server.call_count
 
     # The poison is gone (the model was fixed): `retry` queues the input, and it commits.
     model.poison = {}
-    assert store.retry_set_aside_inputs() == 1
+    assert run_cli(env, "retry", poisonous)["set_aside_requeued"] == 1
     again = run_phase_two(store, backend, replace(OPTIONS))
     assert (again.status, again.set_aside, again.inputs) == ("succeeded", 0, 1)
     assert store.set_aside_inputs() == []
