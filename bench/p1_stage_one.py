@@ -16,8 +16,8 @@ from bench.data import TextSource, write_rollout
 from bench.model_server import model_server
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Eligibility
-from consolidator.scanner import scan
-from consolidator.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
+from consolidator.phases.scanner import scan
+from consolidator.phases.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
 
 LATENCY_SECONDS = 0.4
 CONCURRENCY = 8

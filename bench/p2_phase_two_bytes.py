@@ -25,7 +25,7 @@ from bench.data import TextSource, seed_thread, stage_one_output
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import ClaimOutcome, Store
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
 

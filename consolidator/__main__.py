@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consolidator.cli import main
+from consolidator.face.cli import main
 
 if __name__ == "__main__":
     main()

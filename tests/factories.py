@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from consolidator.reduction import render_item
+from consolidator.phases.reduction import render_item
 from consolidator.sources.discovery import (
     DiscoveredFile,
     DiscoveryProblem,

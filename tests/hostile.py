@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.cli import main
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
+from consolidator.face.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "sessions"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from consolidator.errors import ConfigError, ConsolidatorError
+from consolidator.core.errors import ConfigError, ConsolidatorError
 from consolidator.memory.model import Block, ThreadCitation
 from consolidator.sources.items import RolloutItem
 

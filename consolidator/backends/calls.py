@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential, wait_random
 
 from consolidator.backends.base import InvalidModelOutput, Usage
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 
 # The backend's logger: every model-call line is logged under the backend's name.
 log = logging.getLogger("consolidator.backends.openai_backend")

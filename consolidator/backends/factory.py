@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from consolidator.backends.base import Backend
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.config import Settings
-from consolidator.errors import ConfigError
+from consolidator.core.config import Settings
+from consolidator.core.errors import ConfigError
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 

@@ -44,7 +44,7 @@ from consolidator.backends.prompts import (
     render_consolidation_prompt,
     render_stage_one_prompt,
 )
-from consolidator.resources import load_schema
+from consolidator.core.resources import load_schema
 
 # The access check before a pass: short, so a dead endpoint does not hold the pass up.
 _ACCESS_CHECK_TIMEOUT_SECONDS = 10.0

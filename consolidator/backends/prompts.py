@@ -6,9 +6,9 @@ import json
 import re
 
 from consolidator.backends.base import ConsolidationRequest, Stage1Input
+from consolidator.core.resources import load_prompt
 from consolidator.memory.edits import block_for_prompt
 from consolidator.memory.render import render_block_index
-from consolidator.resources import load_prompt
 
 STAGE_ONE = "stage_one"
 CONSOLIDATION = "consolidation"

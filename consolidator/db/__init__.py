@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from consolidator.errors import DatabaseNotMigrated as DatabaseNotMigrated
-from consolidator.errors import DatabaseUnavailable as DatabaseUnavailable
+from consolidator.core.errors import DatabaseNotMigrated as DatabaseNotMigrated
+from consolidator.core.errors import DatabaseUnavailable as DatabaseUnavailable
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -21,8 +21,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
-from consolidator.errors import ConfigError, ConsolidatorError
-from consolidator.private_files import prepare_sqlite_files
+from consolidator.core.errors import ConfigError, ConsolidatorError
+from consolidator.core.private_files import prepare_sqlite_files
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0

@@ -8,7 +8,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-from consolidator.resources import migrations_dir
+from consolidator.core.resources import migrations_dir
 
 
 def alembic_config(engine: Engine) -> Config:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 from consolidator.memory import facts
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import enforce_budget, shrink_fraction

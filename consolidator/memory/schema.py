@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
-from consolidator.errors import ConsolidatorError
+from consolidator.core.errors import ConsolidatorError
 from consolidator.memory.model import Block, Bullet, Task, ThreadCitation, is_valid_id
 from consolidator.memory.render import ANY_CWD, one_line, split_keywords
 

@@ -6,9 +6,9 @@ was proposed, and publishes only the exact proposal that was checked.
 
 from __future__ import annotations
 
+from consolidator.core.errors import ConsolidatorError
 from consolidator.db.skills import SkillRecord
 from consolidator.db.store import Store
-from consolidator.errors import ConsolidatorError
 from consolidator.skills.gate import skill_problem
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
 from typing import Any, BinaryIO
 
-from consolidator.errors import ConsolidatorError
-from consolidator.names import text_problem, thread_id_problem
+from consolidator.core.errors import ConsolidatorError
+from consolidator.security.names import text_problem, thread_id_problem
 from consolidator.sources import claude, codex, note, openclaw
 from consolidator.sources.items import (
     ItemKind,

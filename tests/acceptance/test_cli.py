@@ -16,7 +16,7 @@ from tests.cli_process import clean_env, run_command
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sessions"
-CLI = [sys.executable, "-c", "from consolidator.cli import main; main()"]
+CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
 USER_QUOTE = "never use the system python here"
 FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
 

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("openai", "alembic", "detect_secrets", "rich", "apscheduler", "prometheus_client")
 PROBE = """
 import json, sys
-from consolidator.cli import main
+from consolidator.face.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit:

@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from consolidator.stage_one import WITHHELD_MARKER
+from consolidator.phases.stage_one import WITHHELD_MARKER
 from tests.cli_process import run_command
 from tests.daemon_process import PYTHON_CLI, base_env, run_cli
 from tests.integration.test_model_faults import write_rollout

@@ -15,7 +15,7 @@ FUM = (
 )
 SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 SUB_AGENT = f"{SESSION}.agent-a7be2f0"
-CLI = [sys.executable, "-c", "from consolidator.cli import main; main()"]
+CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
 
 
 def _cli(home: Path, *args: str, check: int = 0) -> dict[str, object]:

@@ -33,7 +33,7 @@ WHEEL_MEMBERS = (
     "consolidator/_migrations/script.py.mako",
     "consolidator/_migrations/versions/0001_initial.py",
     "consolidator/py.typed",
-    "consolidator/cli.py",
+    "consolidator/face/cli.py",
 )
 BUILD_TIMEOUT = 180
 INSTALL_TIMEOUT = 240
@@ -148,7 +148,7 @@ def test_the_wheel_carries_the_prompts_the_migrations_and_py_typed(wheel: Path) 
         scripts = archive.read(entry_points).decode()
     missing = [member for member in WHEEL_MEMBERS if member not in names]
     assert not missing, f"missing from {wheel.name}: {missing}"
-    assert "consolidator = consolidator.cli:main" in scripts
+    assert "consolidator = consolidator.face.cli:main" in scripts
     assert not [n for n in names if n.startswith(("tests/", "bench/", "examples/"))]
 
 
@@ -158,7 +158,7 @@ def test_the_venv_runs_the_wheel_not_the_checkout(installed: Installed) -> None:
     probe = installed.run(
         installed.python,
         "-c",
-        "import json, sys, consolidator, consolidator.resources as r; print(json.dumps("
+        "import json, sys, consolidator, consolidator.core.resources as r; print(json.dumps("
         "{'file': consolidator.__file__, 'prompts': str(r.prompts_dir()),"
         " 'migrations': str(r.migrations_dir()), 'path': sys.path}))",
     )

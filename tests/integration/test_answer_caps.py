@@ -15,11 +15,11 @@ import pytest
 
 from consolidator.backends.answers import answer_char_limit, wire_schema
 from consolidator.backends.base import InvalidModelOutput
+from consolidator.core.resources import load_schema
 from consolidator.db.store import STAGE1, JobStatus, Store
-from consolidator.phase_two import run_phase_two
-from consolidator.resources import load_schema
-from consolidator.scanner import scan
-from consolidator.stage_one import run_stage_one
+from consolidator.phases.phase_two import run_phase_two
+from consolidator.phases.scanner import scan
+from consolidator.phases.stage_one import run_stage_one
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI, Fault
 from tests.integration import test_model_faults as faults
 from tests.integration.test_model_faults import (

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import ClaimOutcome, Eligibility, Store
-from consolidator.phase_two import Phase2Options, run_phase_two
-from consolidator.scanner import scan
-from consolidator.stage_one import Stage1Options, run_stage_one
+from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.scanner import scan
+from consolidator.phases.stage_one import Stage1Options, run_stage_one
 from tests.integration.test_scanner import write_rollout
 
 # A standing instruction, so the offline stage one has something to remember.

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from consolidator import cli as cli_module
 from consolidator.backends.base import Stage1Input, Stage1Result
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Thread
+from consolidator.face import cli as cli_module
 from tests.hostile import BILLING_QUOTE, Cli, clone_rollout, home_bytes
 
 HOSTILE_SNIPPETS = [

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from consolidator.db.store import Store
-from consolidator.leases import Heartbeat
+from consolidator.phases.leases import Heartbeat
 from tests.integration import test_stage1_claims as claims
 from tests.integration.test_stage1_claims import T0, DrivenClock, header, payload
 
@@ -35,7 +35,7 @@ def test_a_claim_finished_before_its_renewal_is_not_reported_lost(
     else:
         assert driven.complete_stage1(claim, payload("x") if finish == "succeeded" else None)
 
-    with caplog.at_level(logging.WARNING, logger="consolidator.leases"):
+    with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()
 
     assert _lost_warnings(caplog) == []
@@ -54,7 +54,7 @@ def test_a_lease_taken_over_is_still_reported_lost(
     assert fresh.claimed
     assert driven.complete_stage1(fresh, payload("fresh"))
 
-    with caplog.at_level(logging.WARNING, logger="consolidator.leases"):
+    with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()
 
     assert _lost_warnings(caplog) == ["lease lost for stage1 a"]
@@ -68,7 +68,7 @@ def test_a_forgotten_job_is_reported_lost(driven: Store, caplog: pytest.LogCaptu
     watch = heartbeat.watch(claim)
     driven.forget_thread("a")
 
-    with caplog.at_level(logging.WARNING, logger="consolidator.leases"):
+    with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()
 
     assert len(_lost_warnings(caplog)) == 1 and watch.lost.is_set()

@@ -16,7 +16,7 @@ from consolidator.memory.codec import decode
 from consolidator.memory.merge import folded_task_count
 from consolidator.memory.model import Memory, cited_thread_ids
 from consolidator.memory.render import render_memory_md
-from consolidator.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 CWD = "/home/dev/shop"

@@ -14,7 +14,7 @@ from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import Memory
 from consolidator.memory.scope import blocks_for_cwd
-from consolidator.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 OPTIONS = Phase2Options(

@@ -19,12 +19,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, text
 
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.config import build_settings
-from consolidator.daemon import Daemon, DaemonExit
+from consolidator.core.config import build_settings
 from consolidator.db import open_engine
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Store
-from consolidator.metrics import Metrics, MetricsServer
+from consolidator.face.daemon import Daemon, DaemonExit
+from consolidator.face.metrics import Metrics, MetricsServer
 from tests.conftest import PG_ADMIN_URL
 from tests.daemon_process import (
     PYTHON_CLI,

@@ -35,11 +35,11 @@ from consolidator.db.store import (
     JobStatus,
     Store,
 )
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.publish import publish
-from consolidator.scanner import scan
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish import publish
+from consolidator.phases.scanner import scan
+from consolidator.phases.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
 from consolidator.security.invisible import is_invisible
-from consolidator.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
 from tests.cli_process import clean_env, run_command
 from tests.fake_openai import (
     FAKE_SECRET,

@@ -16,7 +16,7 @@ import pytest
 from consolidator.backends.answers import wire_schema
 from consolidator.backends.base import BackendError, InvalidModelOutput, Stage1Input, Usage
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.resources import load_schema
+from consolidator.core.resources import load_schema
 from tests.fake_openai import (
     FAKE_SECRET,
     STAGE_ONE_ANSWER,

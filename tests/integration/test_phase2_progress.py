@@ -18,7 +18,7 @@ from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
 from tests.integration.test_model_faults import cli_env, run_cli

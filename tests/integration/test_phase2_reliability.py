@@ -44,18 +44,18 @@ from consolidator.db.store import (
     Stage1Payload,
     Store,
 )
-from consolidator.materialize import (
+from consolidator.memory.codec import decode, encode
+from consolidator.memory.model import Block, Bullet, Memory, Task
+from consolidator.phases.materialize import (
     MEMORY_FILE,
     RAW_MEMORIES_FILE,
     ROLLOUT_SUMMARIES_DIR,
     SUMMARY_FILE,
     memory_dir_lock,
 )
-from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import Block, Bullet, Memory, Task
-from consolidator.phase_two import citation_for
-from consolidator.publish import load_projection, publish
-from consolidator.scanner import scan
+from consolidator.phases.phase_two import citation_for
+from consolidator.phases.publish import load_projection, publish
+from consolidator.phases.scanner import scan
 from consolidator.sources.items import RolloutHeader
 from tests.daemon_process import (
     PYTHON_CLI,

@@ -412,7 +412,7 @@ def test_publish_writes_the_stored_summary_and_never_a_refused_one(
     store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from consolidator.memory.summary import render_memory_summary
-    from consolidator.publish import publish
+    from consolidator.phases.publish import publish
 
     add_output(store, "a", "alpha")
     memory = memory_citing(("a",))

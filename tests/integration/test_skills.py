@@ -16,8 +16,8 @@ import yaml
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.publish import publish
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish import publish
 from consolidator.skills import decide
 from consolidator.skills.propose import propose_candidates
 from consolidator.sources.items import RolloutHeader, SourceFormat

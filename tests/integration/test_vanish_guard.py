@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from consolidator.db.store import Store, ThreadState
-from consolidator.scanner import scan, vanish_hold_reason
+from consolidator.phases.scanner import scan, vanish_hold_reason
 from tests.integration.test_scanner import write_rollout
 
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from consolidator.config import SETTINGS
+from consolidator.core.config import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTING_ENVS = frozenset(spec.env for spec in SETTINGS)

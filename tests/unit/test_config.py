@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.config import SETTINGS, SettingSpec, build_settings, settings_table_markdown
-from consolidator.errors import ConfigError
+from consolidator.core.config import SETTINGS, SettingSpec, build_settings, settings_table_markdown
+from consolidator.core.errors import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -145,7 +145,7 @@ def test_one_declaration_gives_the_flag_the_variable_and_the_config_key(
 def test_every_setting_is_a_flag_of_every_command_with_its_variable_in_the_help() -> None:
     from click.testing import CliRunner
 
-    from consolidator.cli import cli
+    from consolidator.face.cli import cli
 
     help_text = CliRunner().invoke(cli, ["status", "--help"], terminal_width=10_000).output
     for spec in SETTINGS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from consolidator.context import AgentContext, build_context, render_for
+from consolidator.face.context import AgentContext, build_context, render_for
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 MEMORY_DIR = Path("/home/u/.consolidator/memories")

@@ -8,7 +8,7 @@ import inspect
 import pkgutil
 
 import consolidator
-from consolidator.errors import (
+from consolidator.core.errors import (
     EXIT_DB_UNAVAILABLE,
     EXIT_FAILED,
     EXIT_USAGE,

@@ -15,8 +15,8 @@ from consolidator.memory.gate import quarantine_unsafe
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.render import render_block_index, render_memory_md
 from consolidator.memory.summary import render_memory_summary
-from consolidator.names import is_hidden_character
 from consolidator.security.invisible import INVISIBLE_RANGES, is_invisible, strip_invisible
+from consolidator.security.names import is_hidden_character
 from consolidator.security.threats import scan_threats
 
 INVISIBLE = [chr(code) for low, high in INVISIBLE_RANGES for code in range(low, high + 1)]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from consolidator.logs import configure_logging
+from consolidator.face.logs import configure_logging
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from consolidator.core.resources import load_prompt, load_schema
 from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation, bullet_count
 from consolidator.memory.render import render_memory_md
@@ -18,7 +19,6 @@ from consolidator.memory.schema import (
     block_to_payload,
     blocks_from_model_output,
 )
-from consolidator.resources import load_prompt, load_schema
 
 
 def cite(thread_id: str, updated_at: str = "2025-05-01T10:00:00Z") -> ThreadCitation:

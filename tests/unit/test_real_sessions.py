@@ -20,10 +20,10 @@ from consolidator.backends.extractive.notes import parse_raw_memory
 from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.scanner import scan
+from consolidator.phases.scanner import scan
+from consolidator.phases.stage_one import build_input
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
-from consolidator.stage_one import build_input
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from consolidator.db.store import Stage1Record
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.slices import (
+from consolidator.phases.slices import (
     SliceBudget,
     answer_tokens,
     block_chars,

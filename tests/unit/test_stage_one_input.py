@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from consolidator.db.store import ThreadRecord, ThreadState
-from consolidator.reduction import reduce_items
+from consolidator.phases.reduction import reduce_items
+from consolidator.phases.stage_one import build_input, redact_items
 from consolidator.security.spans import PLACEHOLDER
 from consolidator.sources.items import ReadReport
 from consolidator.sources.reader import iter_items, read_header
-from consolidator.stage_one import build_input, redact_items
 from tests.factories import render_transcript
 
 SESSION_ID = "019a0000-1111-7222-8333-944455556666"

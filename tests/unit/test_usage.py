@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from consolidator.memory.model import Block, Memory, Task, ThreadCitation
+from consolidator.phases.usage import LiveSummary, find_references, resolve_uses
 from consolidator.sources.items import ItemKind, RolloutItem
-from consolidator.usage import LiveSummary, find_references, resolve_uses
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 READ = LiveSummary("019a8b2e-5c41-7000-8000-000000000001", "fix-flaky-test", T0)

@@ -14,14 +14,14 @@ from datetime import timedelta
 from typing import Any
 
 from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
-from consolidator.config import Settings
+from consolidator.core.config import Settings
 from consolidator.db.store import Eligibility, Store
-from consolidator.leases import Heartbeat
-from consolidator.materialize import ProjectionReport
-from consolidator.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.publish import publish
-from consolidator.scanner import ScanReport, scan
-from consolidator.stage_one import (
+from consolidator.phases.leases import Heartbeat
+from consolidator.phases.materialize import ProjectionReport
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish import publish
+from consolidator.phases.scanner import ScanReport, scan
+from consolidator.phases.stage_one import (
     Stage1Options,
     Stage1Report,
     ThreadResult,

@@ -12,7 +12,12 @@ import re
 from pathlib import Path
 
 from consolidator.db.store import Store
-from consolidator.materialize import (
+from consolidator.memory.codec import decode, summary_stem
+from consolidator.memory.forget import forget_threads
+from consolidator.memory.model import Memory
+from consolidator.memory.render import parse_memory_md, render_memory_md
+from consolidator.memory.summary import render_memory_summary, summary_problems
+from consolidator.phases.materialize import (
     MEMORY_FILE,
     Projection,
     ProjectionReport,
@@ -22,12 +27,7 @@ from consolidator.materialize import (
     read_owned_text,
     replace_file,
 )
-from consolidator.memory.codec import decode, summary_stem
-from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import Memory
-from consolidator.memory.render import parse_memory_md, render_memory_md
-from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.names import one_line
+from consolidator.security.names import one_line
 from consolidator.skills.render import render_skill_md
 
 log = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from consolidator.backends.base import (
     check_model_access,
 )
 from consolidator.db.store import JobStatus, Store, ThreadState
-from consolidator.stage_one import ThreadResult
-from consolidator.worker import PassReport
+from consolidator.phases.stage_one import ThreadResult
+from consolidator.phases.worker import PassReport
 
 log = logging.getLogger(__name__)
 

@@ -249,8 +249,8 @@ def read_memory(db_url: str, memory_dir: Path, *, wait_seconds: float) -> Loaded
 
 
 def _read_published(memory_dir: Path, problem: str | None) -> LoadedMemory:
-    from consolidator.materialize import MEMORY_FILE
     from consolidator.memory.render import parse_memory_md
+    from consolidator.phases.materialize import MEMORY_FILE
 
     path = memory_dir / MEMORY_FILE
     try:

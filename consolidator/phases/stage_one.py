@@ -27,6 +27,7 @@ from consolidator.backends.base import (
     Stage1Result,
     Usage,
 )
+from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
     Claim,
     Eligibility,
@@ -35,15 +36,14 @@ from consolidator.db.store import (
     Store,
     ThreadRecord,
 )
-from consolidator.errors import ConsolidatorError
-from consolidator.leases import Heartbeat, LeaseWatch
-from consolidator.reduction import DROPPED_KINDS, reduce_items, render_item
+from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.reduction import DROPPED_KINDS, reduce_items, render_item
+from consolidator.phases.usage import record_usage
 from consolidator.security.invisible import strip_invisible
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.items import ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
-from consolidator.usage import record_usage
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from typing import Final
 
 import filelock
 
-from consolidator.errors import ConfigError
+from consolidator.core.errors import ConfigError
 from consolidator.skills.names import name_problem
 from consolidator.skills.render import SKILL_FILE
 

@@ -26,6 +26,7 @@ from consolidator.backends.base import (
     InvalidModelOutput,
     Usage,
 )
+from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
     Claim,
     ClaimOutcome,
@@ -35,8 +36,6 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
-from consolidator.errors import ConsolidatorError
-from consolidator.leases import Heartbeat, LeaseWatch
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, check
@@ -44,15 +43,16 @@ from consolidator.memory.merge import apply_changes, folded_task_count, shrink_f
 from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.security.redaction import redact
-from consolidator.skills.propose import SkillsReport, propose_skills
-from consolidator.slices import (
+from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.slices import (
     BLOCKS_SHARE,
     SliceBudget,
     blocks_to_show,
     fitting_prefix,
     too_large_alone,
 )
+from consolidator.security.redaction import redact
+from consolidator.skills.propose import SkillsReport, propose_skills
 
 log = logging.getLogger(__name__)
 

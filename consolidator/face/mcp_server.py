@@ -4,7 +4,7 @@ Read tools answer for one folder (`cwd`, default the server's working directory)
 user-wide blocks and the nearest project's, never a sibling project's. Every call reads the
 database afresh and read-only, so a forget is visible at once and nothing is written by a
 read. The one write tool, `add_note`, turns a note into an input with provenance (see
-`consolidator.notes`).
+`consolidator.phases.notes`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from consolidator.config import Settings
-from consolidator.context import read_memory
+from consolidator.core.config import Settings
+from consolidator.face.context import read_memory
 from consolidator.memory.model import Block, Memory
 from consolidator.memory.render import one_line, render_block
 from consolidator.memory.search import blocks_in_scope, search
-from consolidator.notes import add_note
+from consolidator.phases.notes import add_note
 
 INSTRUCTIONS = (
     "Long-term memory of past coding sessions, cited. Search it before repeating work "

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.config import Settings
+from consolidator.core.config import Settings
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.note import note_record
@@ -51,9 +51,9 @@ def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> 
     from consolidator.backends.factory import make_backend
     from consolidator.db import open_engine
     from consolidator.db.store import Store
-    from consolidator.scanner import register_file
-    from consolidator.stage_one import process_one
-    from consolidator.worker import stage1_options
+    from consolidator.phases.scanner import register_file
+    from consolidator.phases.stage_one import process_one
+    from consolidator.phases.worker import stage1_options
 
     note_id = f"note-{uuid.uuid4()}"
     if not text.strip():

@@ -18,7 +18,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from consolidator.errors import ConfigError
+from consolidator.core.errors import ConfigError
 
 BackendChoice = Literal["auto", "openai", "extractive"]
 BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")

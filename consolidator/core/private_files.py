@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from consolidator.errors import ConfigError
+from consolidator.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

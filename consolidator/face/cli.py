@@ -19,17 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from consolidator import __version__
-from consolidator.config import SETTINGS, Settings, build_settings
-from consolidator.context import (
-    CONTEXT_FORMATS,
-    DEFAULT_MAX_BYTES,
-    MIN_MAX_BYTES,
-    ContextFormat,
-    build_context,
-    read_memory,
-    render_for,
-)
-from consolidator.errors import (
+from consolidator.core.config import SETTINGS, Settings, build_settings
+from consolidator.core.errors import (
     EXIT_DB_UNAVAILABLE,
     EXIT_FAILED,
     EXIT_OK,
@@ -39,7 +30,16 @@ from consolidator.errors import (
     DatabaseUnavailable,
     WorkFailed,
 )
-from consolidator.logs import configure_logging
+from consolidator.face.context import (
+    CONTEXT_FORMATS,
+    DEFAULT_MAX_BYTES,
+    MIN_MAX_BYTES,
+    ContextFormat,
+    build_context,
+    read_memory,
+    render_for,
+)
+from consolidator.face.logs import configure_logging
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from consolidator.backends.base import Backend
     from consolidator.db.skills import SkillRecord
     from consolidator.db.store import Store, ThreadUsage
-    from consolidator.phase_two import Phase2Report
-    from consolidator.scanner import ScanReport
-    from consolidator.stage_one import Stage1Report, ThreadResult
+    from consolidator.phases.phase_two import Phase2Report
+    from consolidator.phases.scanner import ScanReport
+    from consolidator.phases.stage_one import Stage1Report, ThreadResult
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def _invocation(params: dict[str, Any]) -> Invocation:
     adopt = params.pop("adopt_memory_files", None)
     settings = build_settings(explicit, config_file=config_file)
     if adopt is not None:
-        from consolidator.materialize import check_memory_dir
+        from consolidator.phases.materialize import check_memory_dir
 
         check_memory_dir(settings.memory_dir, adopt=bool(adopt))
     return Invocation(settings, json_output, quiet, log_format)
@@ -171,9 +171,9 @@ def _invocation(params: dict[str, Any]) -> Invocation:
 
 @contextmanager
 def _store(settings: Settings) -> Iterator[Store]:
+    from consolidator.core.private_files import prepare_state_dir
     from consolidator.db import open_engine
     from consolidator.db.store import Store
-    from consolidator.private_files import prepare_state_dir
 
     prepare_state_dir(settings.home)
     engine = open_engine(
@@ -188,7 +188,7 @@ def _store(settings: Settings) -> Iterator[Store]:
 
 
 def _publish(inv: Invocation, store: Store) -> None:
-    from consolidator.worker import publish_current
+    from consolidator.phases.worker import publish_current
 
     publish_current(store, inv.settings)
 
@@ -248,9 +248,9 @@ def db_upgrade(**params: Any) -> None:
 
     SQLite is upgraded automatically on first use; a shared PostgreSQL only by this command.
     """
+    from consolidator.core.private_files import prepare_state_dir
     from consolidator.db import migrate
     from consolidator.db.engine import BadDatabaseURL, create_db_engine
-    from consolidator.private_files import prepare_state_dir
 
     inv = _invocation(params)
     prepare_state_dir(inv.settings.home)
@@ -300,7 +300,7 @@ def scan_command(confirm_deletions: bool, **params: Any) -> None:
     A scan that finds the sessions folder missing or empty, or most threads gone at once,
     holds those deletions and changes no memory; --confirm-deletions applies them.
     """
-    from consolidator.worker import scan_sessions
+    from consolidator.phases.worker import scan_sessions
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -380,8 +380,8 @@ def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
     from consolidator.backends.base import ModelUnavailable, check_model_access
-    from consolidator.stage_one import Stage1Report, run_stage_one
-    from consolidator.worker import stage1_options
+    from consolidator.phases.stage_one import Stage1Report, run_stage_one
+    from consolidator.phases.worker import stage1_options
 
     backend = _backend(inv)
     try:
@@ -428,7 +428,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
 
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
     """
-    from consolidator.worker import run_pass
+    from consolidator.phases.worker import run_pass
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -488,8 +488,8 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
 def phase2_command(allow_shrink: bool, **params: Any) -> None:
     """Consolidate changed stage-one outputs into MEMORY.md, if the lease, cooldown and
     watermark allow (a skip exits 0)."""
-    from consolidator.phase_two import run_phase_two
-    from consolidator.worker import phase2_options
+    from consolidator.phases.phase_two import run_phase_two
+    from consolidator.phases.worker import phase2_options
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -511,8 +511,8 @@ def rebuild_command(allow_shrink: bool, **params: Any) -> None:
     Runs under the normal phase-two lease and commit gate, ignoring the cooldown; a running
     phase two makes it skip (exit 0). The result is a new version; `history` shows it.
     """
-    from consolidator.phase_two import run_phase_two
-    from consolidator.worker import phase2_options
+    from consolidator.phases.phase_two import run_phase_two
+    from consolidator.phases.worker import phase2_options
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -546,7 +546,7 @@ def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -
     SIGTERM or SIGINT stops new claims and lets work in flight finish within
     CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS; a second signal exits at once.
     """
-    from consolidator.daemon import run_daemon
+    from consolidator.face.daemon import run_daemon
 
     inv = _invocation(params)
     outcome = run_daemon(inv.settings, metrics_port=metrics_port, metrics_host=metrics_host)
@@ -682,7 +682,7 @@ def mcp_command(**params: Any) -> None:
     one folder: user-wide blocks and the nearest project's), and add_note, which turns a note
     into a cited input (redacted; refused and quarantined when it carries an injection).
     """
-    from consolidator.mcp_server import serve
+    from consolidator.face.mcp_server import serve
 
     params["json_output"] = False
     params["quiet"] = True
@@ -967,8 +967,8 @@ def forget_command(thread_id: str, **params: Any) -> None:
     it go with it: its sub-agents' (Claude Code `subagents/agent-*.jsonl`, Codex sub-agent
     rollouts), its Codex forks (`codex exec fork`) and a Codex thread's later segments (the
     turns after a revert)."""
-    from consolidator.notes import drop_note
-    from consolidator.publish import drop_backups
+    from consolidator.phases.notes import drop_note
+    from consolidator.phases.publish import drop_backups
 
     inv = _invocation(params)
     with _store(inv.settings) as store:
@@ -1008,7 +1008,7 @@ def clear_all_command(yes: bool, **params: Any) -> None:
     """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
     then empty the memory directory. Sessions still on disk are read again by the next run;
     forgotten ones stay forgotten."""
-    from consolidator.publish import unpublish
+    from consolidator.phases.publish import unpublish
 
     inv = _invocation(params)
     if not yes:
@@ -1045,9 +1045,9 @@ _PURGE_INCOMPLETE = (
 def ingest_command(file: Path, **params: Any) -> None:
     """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
     from consolidator.db.store import ThreadChange
-    from consolidator.scanner import register_file
-    from consolidator.stage_one import ThreadResult, process_one
-    from consolidator.worker import stage1_options
+    from consolidator.phases.scanner import register_file
+    from consolidator.phases.stage_one import ThreadResult, process_one
+    from consolidator.phases.worker import stage1_options
 
     inv = _invocation(params)
     if not file.is_file():
@@ -1237,7 +1237,9 @@ def status_command(**params: Any) -> None:
         for path, reason in held_problem:
             inv.console.print(f"held: {path}: {reason}", markup=False)
         if counts.problems or counts.errors or set_aside:
-            from consolidator.names import one_line  # loads the secret scanner: only when needed
+            from consolidator.security.names import (
+                one_line,  # loads the secret scanner: only when needed
+            )
         for thread_id, reason in set_aside:
             inv.console.print(
                 f"set aside by phase two: {one_line(thread_id)}: {one_line(reason)}", markup=False
@@ -1284,7 +1286,7 @@ def _fail(message: str, code: int, args: Sequence[str] = (), *, reported: bool =
     if "--json" in args and not reported:
         click.echo(json.dumps({"error": message, "exit_code": code}))
     if _wants_json_logs(args):
-        from consolidator.logs import JsonFormatter
+        from consolidator.face.logs import JsonFormatter
 
         record = logging.makeLogRecord(
             {

@@ -41,15 +41,15 @@ from sqlalchemy.engine import make_url
 
 from consolidator.backends.base import Backend, ModelAccessDenied
 from consolidator.backends.factory import make_backend
-from consolidator.config import Settings
+from consolidator.core.config import Settings
+from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
+from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
 from consolidator.db.store import PHASE2, Claim, Store
-from consolidator.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
-from consolidator.leases import Heartbeat, LeaseWatch
-from consolidator.metrics import Metrics, MetricsServer, scrub, short_error
-from consolidator.phase_two import Phase2Report
-from consolidator.private_files import prepare_state_dir
-from consolidator.worker import PassReport, run_pass
+from consolidator.face.metrics import Metrics, MetricsServer, scrub, short_error
+from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.phase_two import Phase2Report
+from consolidator.phases.worker import PassReport, run_pass
 
 log = logging.getLogger(__name__)
 
