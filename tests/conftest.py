@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing.process
 import os
-from collections.abc import Iterator
+import platform
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -25,6 +30,68 @@ PG_ADMIN_URL = os.environ.get(
 
 
 _PG_PROBLEM = postgres_problem(PG_ADMIN_URL)
+
+ACCEPTANCE = Path(__file__).resolve().parent / "acceptance"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`-m "not slow"` is the fast loop only if every acceptance test says it is slow: a
+    forgotten mark stops the collection instead of quietly slowing the loop down."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if item.path.is_relative_to(ACCEPTANCE) and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "acceptance tests must be marked slow: " + ", ".join(sorted(unmarked))
+        )
+
+
+class SpawnWithoutSlowMark(BaseException):
+    """A test that starts another process is a multi-process test, so it must be marked slow.
+    Not an `Exception`, so that code under test catching errors does not swallow it."""
+
+
+# The openai SDK names the platform in its headers, and `platform.processor()` runs `uname -p`
+# once per process: asked here, before any test, it is a probe of this machine, not a test's.
+platform.processor()
+
+_CALL_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_slow_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Outside `slow` tests, starting a process (subprocess, multiprocessing) fails the test,
+    even when it happens in a thread or under a `try`, so `-m "not slow"` stays fast."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    attempts: list[str] = []
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(what)
+            raise SpawnWithoutSlowMark(f"{request.node.nodeid} starts a {what}: mark it slow")
+
+        return guarded
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("subprocess"))
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("process"))
+    yield
+    if attempts and request.node.stash.get(_CALL_PASSED, False):
+        pytest.fail(f"{request.node.nodeid} starts a {attempts[0]}: mark it slow", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,8 @@ import pytest
 from consolidator.sources.discovery import is_rollout_name
 from tests.cli_process import clean_env, run_command
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sessions"
 CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
@@ -302,7 +304,6 @@ def test_two_hosts_sharing_a_database_never_forget_each_others_sessions(
 REAL_SESSIONS = REPO / "tests" / "fixtures" / "real"
 
 
-@pytest.mark.slow
 def test_real_published_sessions_run_end_to_end(tmp_path: Path, home: Path) -> None:
     """Codex and Claude Code sessions as published (see tests/fixtures/real/SOURCES.md)."""
     sessions = tmp_path / "real"

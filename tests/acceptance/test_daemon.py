@@ -33,6 +33,8 @@ from tests.daemon_process import (
 )
 from tests.fake_openai import FakeOpenAI, Fault
 
+pytestmark = pytest.mark.slow
+
 SLOW_MODEL_SECONDS = 30.0
 
 
@@ -202,7 +204,6 @@ def test_a_second_sigterm_exits_at_once(
     assert "shutdown_forced" in daemon.actions()
 
 
-@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.timeout(180)
 def test_three_daemons_on_postgresql_share_sixty_rollouts(

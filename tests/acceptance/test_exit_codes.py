@@ -16,6 +16,8 @@ from consolidator.db.engine import create_db_engine
 from tests.cli_process import run_command
 from tests.daemon_process import PYTHON_CLI, base_env, copy_examples
 
+pytestmark = pytest.mark.slow
+
 
 def one_line_error(env: dict[str, str], *args: str, expect: int, naming: str) -> float:
     started = time.monotonic()

@@ -24,8 +24,9 @@ from tests.daemon_process import (
 )
 from tests.fake_openai import FakeOpenAI, Fault
 
+pytestmark = pytest.mark.slow
 
-@pytest.mark.slow
+
 @pytest.mark.timeout(150)
 def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
     tmp_path: Path, db_url: str, daemons: DaemonPool
@@ -87,7 +88,6 @@ def test_emptied_sessions_folder_under_a_running_daemon_keeps_memory(
     assert "Traceback" not in daemon.log_text()
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_refused_or_missing_key_stops_the_daemon_with_exit_2_before_any_claim(
     tmp_path: Path, db_url: str, daemons: DaemonPool
@@ -131,7 +131,6 @@ def test_a_refused_or_missing_key_stops_the_daemon_with_exit_2_before_any_claim(
     assert "https://api.openai.com/v1" in lines[0]["message"]
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_idle_daemon_passes_log_nothing_at_info(
     tmp_path: Path, db_url: str, daemons: DaemonPool

@@ -7,7 +7,11 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli_process import clean_env, run_command
+
+pytestmark = pytest.mark.slow
 
 FUM = (
     Path(__file__).resolve().parents[1]

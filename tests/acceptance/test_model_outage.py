@@ -28,6 +28,8 @@ from tests.daemon_process import (
 )
 from tests.fake_openai import FakeOpenAI, Fault
 
+pytestmark = pytest.mark.slow
+
 
 def openai_env(
     tmp_path: Path, db_url: str, base_url: str, key: str = "sk-test-key"
@@ -58,7 +60,6 @@ def age_backoffs(db_url: str) -> None:
     engine.dispose()
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> None:
     sessions = copy_examples(tmp_path / "sessions")
@@ -100,7 +101,6 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
         assert state["phase2"]["status"] == "succeeded"
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_refused_key_stops_before_any_claim_and_retry_revives_exhausted(
     tmp_path: Path, db_url: str

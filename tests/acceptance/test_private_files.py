@@ -17,6 +17,8 @@ from tests.daemon_process import (
     daemons_fixture,  # noqa: F401  (the `daemons` fixture)
 )
 
+pytestmark = pytest.mark.slow
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
@@ -31,7 +33,6 @@ def run_with_umask(env: dict[str, str], *args: str) -> str:
     return result.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_new_state_is_private_under_umask_022(
     tmp_path: Path, db_url: str, daemons: DaemonPool

@@ -5,7 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.test_cli import EXAMPLES, as_json, run_cli
+
+pytestmark = pytest.mark.slow
 
 
 def test_status_counts_sessions_a_rollback_left_out_and_rebuild_restores_them(

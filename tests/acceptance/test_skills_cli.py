@@ -10,9 +10,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.cli_process import REPO, clean_env, run_command
+
+pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "consolidator"]
 CWD = "/home/dev/projects/shop"

@@ -82,6 +82,7 @@ def schema_of(pg_url: str) -> str:
     return options.split("search_path=", 1)[1]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.timeout(90)
 def test_a_running_daemon_serves_metrics_and_health(
@@ -244,6 +245,7 @@ def test_a_dead_metrics_server_stops_the_daemon_loudly(
     assert any(getattr(r, "action", None) == "side_task_died" for r in caplog.records)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_a_taken_metrics_port_is_a_configuration_error(tmp_path: Path) -> None:
     env = base_env(tmp_path / "home", tmp_path)

@@ -399,6 +399,7 @@ def test_stage_one_retries_a_transient_fault_then_stores_the_answer(
         assert gap >= timeout
 
 
+@pytest.mark.slow
 def test_schema_breaking_answers_spend_the_retry_budget_and_a_newer_rollout_resets_it(
     migrated_url: str,
     driven_store: Store,
@@ -457,6 +458,7 @@ def test_schema_breaking_answers_spend_the_retry_budget_and_a_newer_rollout_rese
     assert (counts["failed"], counts["exhausted"], counts["outputs"]) == (0, 0, 1)
 
 
+@pytest.mark.slow
 def test_a_refused_request_is_not_retried_and_exhausts_the_budget_at_once(
     migrated_url: str,
     driven_store: Store,
@@ -507,6 +509,7 @@ def test_a_refused_key_stops_stage_one_and_spends_nothing(
     assert (counts.pending, counts.failed, counts.exhausted, counts.running) == (3, 0, 0, 0)
 
 
+@pytest.mark.slow
 def test_a_stage_one_error_never_stores_a_secret_quoted_from_the_answer(
     migrated_url: str,
     driven_store: Store,
@@ -926,6 +929,7 @@ def assert_set_aside(world: World, report: Phase2Report, reason: str) -> dict[st
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REFUSED_ANSWERS))
 def test_a_hostile_or_broken_consolidation_sets_the_input_aside_and_writes_nothing(
     world: World, case: str
@@ -1003,6 +1007,7 @@ def test_a_set_aside_input_is_tried_again_when_its_session_changes(
     assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 
 
+@pytest.mark.slow
 def test_mass_deletion_is_refused_unless_allow_shrink_is_given(world: World) -> None:
     world.model.consolidate = delete_most_blocks
 
@@ -1020,6 +1025,7 @@ def test_mass_deletion_is_refused_unless_allow_shrink_is_given(world: World) -> 
         assert f"<!-- block: {world.block(name)} -->" in text
 
 
+@pytest.mark.slow
 def test_server_errors_fail_the_run_and_the_next_phase2_backs_off(world: World) -> None:
     world.server.set_default(Fault.SERVER_ERROR, status=500)
     before = world.server.call_count
@@ -1075,6 +1081,7 @@ UNSAFE_BULLETS: dict[str, tuple[str, str, str]] = {
 CLEAN_BULLET = "pin the SQLite journal mode before running migrations"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(UNSAFE_BULLETS))
 def test_unsafe_bullets_are_quarantined_and_the_rest_commits(
     world: World, migrated_url: str, case: str
@@ -1109,6 +1116,7 @@ def test_unsafe_bullets_are_quarantined_and_the_rest_commits(
     assert LEAKED_TOKEN.encode() not in published
 
 
+@pytest.mark.slow
 def test_a_secret_smuggled_into_an_id_is_quarantined(world: World, migrated_url: str) -> None:
     """Ids are free-form tokens the model chooses, rendered into MEMORY.md like any text."""
 
@@ -1159,6 +1167,7 @@ INVISIBLE_BULLETS = [
 ]
 
 
+@pytest.mark.slow
 def test_invisible_unicode_in_any_field_is_quarantined_and_never_published(
     world: World, migrated_url: str
 ) -> None:
@@ -1197,6 +1206,7 @@ def test_invisible_unicode_in_any_field_is_quarantined_and_never_published(
 # --- 4. idempotence through the CLI ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_run_with_nothing_new_calls_no_model_and_writes_nothing(
     migrated_url: str, engine: Engine, tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

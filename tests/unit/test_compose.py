@@ -206,6 +206,7 @@ def test_the_model_server_only_starts_with_its_profile(
     assert env["OPENAI_BASE_URL"] is None
 
 
+@pytest.mark.slow
 def test_compose_accepts_the_file() -> None:
     """The real parser, where Docker Compose is installed (it is optional on this machine)."""
     docker = shutil.which("docker")

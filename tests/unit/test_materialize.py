@@ -468,6 +468,7 @@ def _reap(*processes: Any) -> None:
             process.join()
 
 
+@pytest.mark.slow
 def test_a_writer_that_loaded_an_older_version_cannot_overwrite_a_newer_one(
     tmp_path: Path,
 ) -> None:
@@ -499,6 +500,7 @@ def test_a_writer_that_loaded_an_older_version_cannot_overwrite_a_newer_one(
     assert sorted(p.name for p in (memory_dir / "rollout_summaries").iterdir()) == ["thread-2.md"]
 
 
+@pytest.mark.slow
 def test_project_waits_for_another_process_holding_the_lock(tmp_path: Path) -> None:
     source = tmp_path / "current_version"
     source.write_text("5")
@@ -521,6 +523,7 @@ def test_project_waits_for_another_process_holding_the_lock(tmp_path: Path) -> N
     assert (tmp_path / "MEMORY.md").read_text() == "# Task Group: v5\n"
 
 
+@pytest.mark.slow
 def test_lock_timeout_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     held, release = SPAWN.Event(), SPAWN.Event()
     holder = SPAWN.Process(target=_lock_holder, args=(str(tmp_path), held, release))
