@@ -953,6 +953,7 @@ def test_a_hostile_or_broken_consolidation_sets_the_input_aside_and_writes_nothi
     assert LEAKED_TOKEN not in database_text(world.engine)
 
 
+@pytest.mark.slow
 def test_a_set_aside_input_is_retried_when_asked(world: World) -> None:
     world.model.consolidate = cite_unknown_thread
     assert world.phase_two().set_aside == 1
@@ -976,6 +977,7 @@ def test_a_set_aside_input_is_retried_when_asked(world: World) -> None:
     assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 
 
+@pytest.mark.slow
 def test_a_set_aside_input_is_tried_again_when_its_session_changes(
     world: World, tmp_path: Path
 ) -> None:
