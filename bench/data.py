@@ -21,10 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 PROJECTS = (

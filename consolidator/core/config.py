@@ -18,6 +18,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from consolidator.core.database_url import BadDatabaseURL, normalize_url, redact_url
 from consolidator.core.errors import ConfigError
 
 BackendChoice = Literal["auto", "openai", "extractive"]
@@ -275,8 +276,6 @@ class Settings:
 
     @property
     def db_url_for_display(self) -> str:
-        from consolidator.db.engine import redact_url
-
         return redact_url(self.db_url)
 
     def resolved_backend(self) -> Literal["openai", "extractive"]:
@@ -367,8 +366,6 @@ def build_settings(
 
 def _check_together(values: Mapping[str, Any]) -> None:
     """The rules between settings, and the database URL's own."""
-    from consolidator.db.engine import BadDatabaseURL, normalize_url
-
     try:
         normalize_url(values["db_url"])
     except BadDatabaseURL as exc:

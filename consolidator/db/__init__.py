@@ -33,13 +33,9 @@ def open_engine(
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
+    from consolidator.core.database_url import redact_url
     from consolidator.db import migrate
-    from consolidator.db.engine import (
-        SQLITE_BUSY_TIMEOUT_MS,
-        create_db_engine,
-        is_sqlite,
-        redact_url,
-    )
+    from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, create_db_engine, is_sqlite
 
     engine = create_db_engine(
         url,

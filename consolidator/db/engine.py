@@ -17,11 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
-from consolidator.core.errors import ConfigError, ConsolidatorError
+from consolidator.core.database_url import BadDatabaseURL, normalize_url
+from consolidator.core.errors import ConsolidatorError
 from consolidator.core.private_files import prepare_sqlite_files
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -38,39 +37,6 @@ WRITE_LOCK_PATIENCE_OPTION = "consolidator_write_lock_patience"
 class WriteLockBusy(ConsolidatorError):
     """SQLite's write lock stayed taken for the caller's whole patience. The connection
     object that raised it is left mid-begin: discard it and use a new one."""
-
-
-class BadDatabaseURL(ConfigError):
-    """A database URL or SQLite path that cannot work: a configuration error (exit code 2)."""
-
-
-def normalize_url(raw: str) -> URL:
-    """Accept `sqlite:///path` and `postgresql://user@host/db`; pick the installed driver."""
-    try:
-        url = make_url(raw)
-    except ArgumentError as exc:
-        raise BadDatabaseURL(f"cannot parse database URL {redact_url(raw)!r}") from exc
-    backend = url.get_backend_name()
-    if backend == "postgresql":
-        if url.drivername in ("postgresql", "postgres"):
-            url = url.set(drivername="postgresql+psycopg")
-    elif backend == "sqlite":
-        if url.database in (None, "", ":memory:"):
-            raise BadDatabaseURL("an in-memory SQLite database cannot be shared: give a file path")
-    else:
-        raise BadDatabaseURL(
-            f"unsupported database {backend!r}: use sqlite:///path or postgresql://user@host/db"
-        )
-    return url
-
-
-def redact_url(raw: str | URL) -> str:
-    """The URL with any password masked, safe for logs and errors."""
-    try:
-        url = raw if isinstance(raw, URL) else make_url(raw)
-    except ArgumentError:
-        return "<unparseable database URL>"
-    return url.render_as_string(hide_password=True)
 
 
 def is_sqlite(engine: Engine) -> bool:

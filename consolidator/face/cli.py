@@ -248,9 +248,10 @@ def db_upgrade(**params: Any) -> None:
 
     SQLite is upgraded automatically on first use; a shared PostgreSQL only by this command.
     """
+    from consolidator.core.database_url import BadDatabaseURL
     from consolidator.core.private_files import prepare_state_dir
     from consolidator.db import migrate
-    from consolidator.db.engine import BadDatabaseURL, create_db_engine
+    from consolidator.db.engine import create_db_engine
 
     inv = _invocation(params)
     prepare_state_dir(inv.settings.home)
@@ -788,7 +789,7 @@ def skills_command(action: str | None, name: str | None, reason: str | None, **p
     A skill is always pending until approved, whatever CONSOLIDATOR_REVIEW says. Forgetting
     sessions withdraws a skill left with too few of them.
     """
-    from consolidator.skills import decide
+    from consolidator.phases import skill_decisions as decide
 
     if action is not None and not name:
         raise click.UsageError(f"`skills {action}` needs the skill's NAME")

@@ -44,6 +44,7 @@ from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.skill_proposals import SkillsReport, propose_skills
 from consolidator.phases.slices import (
     BLOCKS_SHARE,
     SliceBudget,
@@ -52,7 +53,6 @@ from consolidator.phases.slices import (
     too_large_alone,
 )
 from consolidator.security.redaction import redact
-from consolidator.skills.propose import SkillsReport, propose_skills
 
 log = logging.getLogger(__name__)
 

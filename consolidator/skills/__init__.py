@@ -2,6 +2,7 @@
 
 A skill is always pending until a person approves it: a skill an agent loads is an
 instruction it will follow, so one written by a model for itself would be a standing
-injection. Detection, the threshold, the gate and rendering live here; storage in
-`consolidator.db.skills`.
+injection. Detection, the threshold, the gate and rendering live here (pure); storage in
+`consolidator.db.skills`; proposing and deciding in `consolidator.phases.skill_proposals` and
+`consolidator.phases.skill_decisions`.
 """

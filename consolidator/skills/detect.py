@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from consolidator.backends.extractive.notes import parse_raw_memory
 from consolidator.memory.codec import summary_stem
+from consolidator.memory.notes import parse_raw_memory
 from consolidator.skills.model import Skill, Witness, meets_threshold
 from consolidator.skills.names import RESERVED_WORDS
 from consolidator.skills.render import code_span

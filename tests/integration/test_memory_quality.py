@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.notes import ExtractiveNotes, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.merge import folded_task_count
 from consolidator.memory.model import Memory, cited_thread_ids
+from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.sources.items import RolloutHeader, SourceFormat

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.notes import ExtractiveNotes, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import Memory
+from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
 from consolidator.memory.scope import blocks_for_cwd
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.sources.items import RolloutHeader, SourceFormat

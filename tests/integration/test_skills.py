@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.db.store import Stage1Payload, Store
+from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.phases import skill_decisions as decide
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
-from consolidator.skills import decide
-from consolidator.skills.propose import propose_candidates
+from consolidator.phases.skill_proposals import propose_candidates
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 CWD = "/home/dev/shop"

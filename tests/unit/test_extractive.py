@@ -9,13 +9,13 @@ import pytest
 
 from consolidator.backends.base import Backend, Stage1Input, Usage
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.notes import (
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, MAX_QUOTES
+from consolidator.memory.notes import (
     ExtractiveNotes,
     FailureNote,
     parse_raw_memory,
     render_raw_memory,
 )
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, MAX_QUOTES
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.note import NOTE_ITEM
 

@@ -8,9 +8,9 @@ from consolidator.backends.extractive.consolidation import (
     consolidate_extractively,
     task_id_for,
 )
-from consolidator.backends.extractive.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory, ThreadCitation, invariant_violations
+from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
 
 
 def notes(

@@ -16,10 +16,10 @@ import pytest
 
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.notes import parse_raw_memory
 from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.notes import parse_raw_memory
 from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import build_input
 from consolidator.sources.items import ItemKind

@@ -17,11 +17,6 @@ from consolidator.backends.base import (
 )
 from consolidator.backends.extractive.commands import is_temporary_path
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.notes import (
-    OUTCOME_PARTIAL,
-    ExtractiveNotes,
-    render_raw_memory,
-)
 from consolidator.backends.extractive.prose import (
     MAX_STATEMENTS,
     agent_statements,
@@ -33,7 +28,12 @@ from consolidator.backends.extractive.prose import (
     user_statements,
 )
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
-from consolidator.backends.extractive.text import clip, dedupe, one_line
+from consolidator.memory.notes import (
+    OUTCOME_PARTIAL,
+    ExtractiveNotes,
+    render_raw_memory,
+)
+from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_FILES = 20

@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from consolidator.backends.extractive.text import clip, dedupe, one_line, words
+from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
 

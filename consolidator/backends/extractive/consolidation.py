@@ -21,9 +21,9 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
-from consolidator.backends.extractive.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory import facts
 from consolidator.memory.model import Block, Bullet, Task
+from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
 MAX_QUOTE_CHARS = 240

@@ -6,14 +6,14 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from consolidator.backends.extractive.notes import (
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, user_text
+from consolidator.memory.notes import (
     OUTCOME_PARTIAL,
     OUTCOME_SUCCESS,
     OUTCOME_UNKNOWN,
     ExtractiveNotes,
 )
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, user_text
-from consolidator.backends.extractive.text import clip, code_span, dedupe, one_line, words
+from consolidator.memory.text import clip, code_span, dedupe, one_line, words
 from consolidator.security.redaction import redact
 
 MAX_KEYWORDS = 5

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.commands import Call, parse_call
-from consolidator.backends.extractive.notes import FailureNote
-from consolidator.backends.extractive.text import clip, dedupe, one_line, words
+from consolidator.memory.notes import FailureNote
+from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.note import NOTE_ITEM

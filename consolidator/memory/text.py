@@ -1,4 +1,5 @@
-"""Text helpers shared by the offline backend: one-line values, clipping, code spans."""
+"""Text helpers of the stage-one notes and the offline backend: one-line values, clipping,
+code spans."""
 
 from __future__ import annotations
 

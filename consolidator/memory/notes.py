@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consolidator.backends.extractive.text import code_span, one_line, read_code_span
+from consolidator.memory.text import code_span, one_line, read_code_span
 
 OUTCOME_SUCCESS = "success"
 OUTCOME_PARTIAL = "partial"
