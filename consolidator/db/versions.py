@@ -170,7 +170,7 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
                 connection,
                 now=now,
                 kind="forget",
-                summary=diff_summary(Memory(tuple(before)), Memory(tuple(after))),
+                summary=_removed_summary(len(thread_ids), Memory(tuple(before)), after),
                 summary_md=connection.execute(
                     select(MemoryVersion.summary_md).where(MemoryVersion.version == current)
                 ).scalar(),
@@ -243,9 +243,17 @@ def forget_in_summaries(
             )
 
 
+def _removed_summary(sessions: int, before: Memory, after: list[Block]) -> str:
+    """The `history` line of a `forget` version. The versions before it are rewritten without
+    the sessions too, so against them it changes nothing; what it says is what was removed."""
+    removed = diff_summary(before, Memory(tuple(after)))
+    return f"{sessions} session{'' if sessions == 1 else 's'} removed from every version: {removed}"
+
+
 def update_diff_summaries(connection: Connection, versions: list[int]) -> None:
     """A forget rewrites older versions in place, so what each of them changed against the
-    version before it is counted again from the stored blocks."""
+    version before it is counted again from the stored blocks. A `forget` version keeps its
+    line: it already says what it removed, and it equals the version before it."""
     if not versions:
         return
     wanted = sorted({*versions, *(v - 1 for v in versions)})
@@ -258,7 +266,7 @@ def update_diff_summaries(connection: Connection, versions: list[int]) -> None:
     }
     for version in versions:
         record = records.get(version)
-        if record is None:
+        if record is None or record.kind == "forget":
             continue
         previous = records.get(version - 1)
         if previous is None and version != 1:

@@ -163,8 +163,11 @@ def _invocation(params: dict[str, Any]) -> Invocation:
     adopt = params.pop("adopt_memory_files", None)
     settings = build_settings(explicit, config_file=config_file)
     if adopt is not None:
+        from consolidator.core.private_files import prepare_state_dir
         from consolidator.phases.materialize import check_memory_dir
 
+        # Before any work, and the state directory first: it holds the default memory folder.
+        prepare_state_dir(settings.home)
         check_memory_dir(settings.memory_dir, adopt=bool(adopt))
     return Invocation(settings, json_output, quiet, log_format)
 

@@ -168,7 +168,7 @@ class Daemon:
             except OSError as exc:
                 raise ConfigError(
                     f"cannot serve metrics on {host}:{port}: {exc.strerror or exc} "
-                    "(choose another --metrics-port)"
+                    "(choose another --metrics-port, or check --metrics-host)"
                 ) from exc
         self.scheduler = BlockingScheduler(
             timezone=UTC,

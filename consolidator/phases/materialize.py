@@ -98,7 +98,7 @@ def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
     or `clear_directory` from the same thread without deadlocking on its own lock; another thread
     or process still waits. The lock file is never deleted: waiters must lock the same inode.
     """
-    _ensure_private_dir(memory_dir)
+    ensure_usable_dir(memory_dir)
     _refuse_symlink(memory_dir / LOCK_FILE)
     return filelock.FileLock(
         memory_dir / LOCK_FILE, timeout=LOCK_TIMEOUT_SECONDS, mode=_FILE_MODE, is_singleton=True
@@ -275,6 +275,21 @@ def is_safe_stem(stem: str) -> bool:
         and ".." not in stem
         and _SAFE_STEM.fullmatch(stem) is not None
     )
+
+
+def ensure_usable_dir(memory_dir: Path) -> None:
+    """Create the memory folder (0700) or check the one there is a folder this process can
+    write. A folder it cannot write is `MemoryDirectoryError`: the setting must change, and a
+    command that finds out only after its work would have spent that work for nothing."""
+    where = f"the memory folder {memory_dir} (--memory-dir / CONSOLIDATOR_MEMORY_DIR)"
+    try:
+        _ensure_private_dir(memory_dir)
+    except OSError as exc:
+        raise MemoryDirectoryError(f"cannot create {where}: {exc.strerror or exc}") from None
+    if not memory_dir.is_dir():
+        raise MemoryDirectoryError(f"{where} is not a folder")
+    if not os.access(memory_dir, os.W_OK | os.X_OK):
+        raise MemoryDirectoryError(f"{where} is not writable")
 
 
 def _ensure_private_dir(path: Path) -> None:
@@ -482,11 +497,13 @@ def foreign_files(memory_dir: Path) -> list[str]:
 
 
 def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
-    """Refuse a memory folder with symlinked parts or foreign files in our names, or adopt them.
+    """Refuse a memory folder that cannot be written, has symlinked parts or holds foreign files
+    in our names, or adopt those files.
 
     Adopted files are recorded as ours with an unknown digest, so `MEMORY.md` is backed up
     before its first overwrite. Returns the names adopted.
     """
+    ensure_usable_dir(memory_dir)
     # Read without the lock (the state file is replaced atomically): a writer holding it for
     # a long projection must not delay the start of another command.
     _refuse_symlink(memory_dir / ROLLOUT_SUMMARIES_DIR)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import sqlite3
+import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,6 +66,64 @@ def test_an_unusable_home_exits_2(env: dict[str, str], tmp_path: Path) -> None:
     one_line_error(env, "run", expect=2, naming="CONSOLIDATOR_HOME")
     env["CONSOLIDATOR_HOME"] = str(blocker)
     one_line_error(env, "status", expect=2, naming="not a directory")
+
+
+def test_an_unreadable_config_exits_2(env: dict[str, str], tmp_path: Path) -> None:
+    one_line_error(env, "run", "--config", str(tmp_path), expect=2, naming="--config")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("lease_seconds = = 3\n")
+    one_line_error(env, "run", "--config", str(broken), expect=2, naming=str(broken))
+
+
+@contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """`folder` made unwritable for this process: by its mode for a user, by the immutable
+    attribute for root, whom modes do not stop."""
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        try:
+            yield
+        finally:
+            folder.chmod(0o700)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
+        pytest.skip("as root, only the immutable attribute makes a folder unwritable")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+
+
+def test_an_unwritable_home_or_memory_folder_exits_2_before_any_work(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    run_command([*PYTHON_CLI, "status"], env, timeout=60)
+    with unwritable(home):
+        for command in ("run", "daemon", "status"):
+            one_line_error(
+                env, command, expect=2, naming="(--home / CONSOLIDATOR_HOME) is not writable"
+            )
+
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    env["CONSOLIDATOR_MEMORY_DIR"] = str(memories)
+    with unwritable(memories):
+        for command in ("run", "daemon"):
+            one_line_error(
+                env,
+                command,
+                expect=2,
+                naming="(--memory-dir / CONSOLIDATOR_MEMORY_DIR) is not writable",
+            )
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env["CONSOLIDATOR_MEMORY_DIR"] = str(blocker / "memories")
+    one_line_error(env, "run", expect=2, naming="(--memory-dir / CONSOLIDATOR_MEMORY_DIR)")
+    # Refused up front: no session was read, so none waits for a retry.
+    result = run_command([*PYTHON_CLI, "status", "--json"], env, timeout=60)
+    assert json.loads(result.stdout)["stage1"]["outputs"] == 0
 
 
 @pytest.fixture

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_command
 from tests.daemon_process import (
+    PYTHON_CLI,
     DaemonPool,
     base_env,
     copy_examples,
@@ -164,5 +167,23 @@ def test_idle_daemon_passes_log_nothing_at_info(
     busy = daemon.wait_for("pass_done", timeout=30, count=2)
     assert busy["level"] == "info" and busy["stage1_claimed"] == 1
     assert "skipped_cooldown, next allowed at " in busy["message"]
+    # `status` names the same time.
+    until = re.search(r"next allowed at (\S+)\)", busy["message"])
+    assert until is not None
+    assert status(env)["phase2"]["cooldown_until"] == until.group(1)
+    shown = run_command([*PYTHON_CLI, "status"], env, timeout=60).stdout
+    assert f"next allowed after {until.group(1)}" in shown, shown
+
+    # The cooldown holds back new sessions, never a deletion: a deleted session leaves
+    # MEMORY.md at the next pass.
+    memory = tmp_path / "home" / "memories" / "MEMORY.md"
+    victim = next(sessions.rglob("rollout-2026-11-16T*.jsonl"))
+    cited = f"thread_id={victim.stem[-36:]}"
+    assert cited in memory.read_text(encoding="utf-8")
+    victim.unlink()
+    wait_until(
+        lambda: cited not in memory.read_text(encoding="utf-8"), timeout=30, what="forgotten"
+    )
+    assert status(env)["phase2"]["cooldown_until"] == until.group(1)
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(timeout=30) == 0, daemon.log_text()

@@ -163,15 +163,34 @@ def test_clear_all_removes_every_block(store: Store) -> None:
 
 
 def test_history_columns_follow_a_forget(store: Store) -> None:
-    for thread in ("a", "b"):
+    for thread in ("a", "b", "c"):
         add_output(store, thread, thread)
     v1 = commit(store, Memory((group("one", "a"),)))
     v2 = commit(store, Memory((group("one", "a"), group("two", "b"))))
+    v3 = commit(store, Memory((group("one", "a"), group("two", "b"), group("three", "c"))))
     assert "+1 block" in store.get_version(v2).diff_summary  # type: ignore[union-attr]
 
-    assert store.forget_thread("b")
+    def rows() -> dict[int, tuple[int, str]]:
+        return {v.version: (v.content_bytes, v.diff_summary) for v in store.list_versions()}
 
-    by_version = {v.version: v for v in store.list_versions()}
-    assert by_version[v2].content_bytes == len(by_version[v2].content_md.encode())
-    assert by_version[v2].content_bytes == by_version[v1].content_bytes
-    assert by_version[v2].diff_summary == "no changes", by_version[v2].diff_summary
+    assert store.forget_thread("b")
+    after_b = rows()
+    for version in after_b:
+        record = store.get_version(version)
+        assert record is not None and record.content_bytes == len(record.content_md.encode())
+    v4 = max(after_b)
+    assert after_b[v2] == (after_b[v1][0], "no changes"), after_b
+    assert after_b[v3][1].startswith("+1 block"), after_b
+    # The forget version equals the version before it as stored now; its line says what the
+    # forget removed, so nobody reads it as a change against that version.
+    assert after_b[v4][0] == after_b[v3][0]
+    assert after_b[v4][1].startswith("1 session removed from every version: -1 block"), after_b
+
+    # A later forget rewrites the versions again; the first forget's line stays what it was.
+    assert store.forget_thread("c")
+    after_c = rows()
+    v5 = max(after_c)
+    assert after_c[v3] == (after_c[v1][0], "no changes"), after_c
+    assert after_c[v4] == (after_c[v1][0], after_b[v4][1]), after_c
+    assert after_c[v5][0] == after_c[v1][0]
+    assert after_c[v5][1].startswith("1 session removed from every version: -1 block"), after_c

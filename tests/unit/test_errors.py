@@ -6,8 +6,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
+from pathlib import Path
 
 import consolidator
+from consolidator.core import errors
 from consolidator.core.errors import (
     EXIT_DB_UNAVAILABLE,
     EXIT_FAILED,
@@ -50,3 +53,11 @@ def test_exit_codes_are_attached_to_the_classes() -> None:
     assert DatabaseUnavailable.exit_code == EXIT_DB_UNAVAILABLE
     assert ModelUnavailable.exit_code == EXIT_FAILED
     assert WorkFailed.exit_code == EXIT_FAILED and WorkFailed.reported
+
+
+def test_the_readme_exit_code_table_lists_every_exit_code() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("\n### Exit codes\n", 1)[1].split("\n#", 1)[0]
+    listed = [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)]
+    defined = sorted(value for name, value in vars(errors).items() if name.startswith("EXIT_"))
+    assert listed == defined
