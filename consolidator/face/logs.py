@@ -62,5 +62,7 @@ def configure_logging(*, level: int, fmt: LogFormat) -> None:
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(level)
+    # A library's warning goes through the same handler, so under JSON logs it is JSON too.
+    logging.captureWarnings(True)
     for noisy in ("httpx", "httpx2", "httpcore", "openai", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -44,3 +45,21 @@ def test_logging_after_the_stderr_it_started_with_was_closed(
     err = capsys.readouterr().err
     assert "Logging error" not in err
     assert json.loads(err)["action"] == "two"
+
+
+@pytest.mark.usefixtures("root_handlers")
+def test_a_library_warning_is_a_json_line_under_json_logs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logging.captureWarnings(False)  # an earlier configure_logging in this process took them
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        configure_logging(level=logging.INFO, fmt="json")
+        try:
+            warnings.warn("a library is unhappy", UserWarning, stacklevel=1)
+        finally:
+            logging.captureWarnings(False)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["level"] == "warning" and "a library is unhappy" in record["message"]
