@@ -231,6 +231,13 @@ class Settings:
         minimum=0,
         maximum=1,
     )
+    review: bool = setting(
+        "off",
+        "on: a phase-two result waits as a pending version until `approve` (`review` lists "
+        "them); off: it is published at once. Skills wait for approval either way.",
+        kind=bool,
+        choices=("off", "on"),
+    )
     prune_unused_days: int = setting(
         0,
         "Forget sessions that no later session used (and that were not active) for this many "

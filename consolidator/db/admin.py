@@ -18,6 +18,7 @@ import time
 
 from sqlalchemy import Connection, delete, func, select
 
+from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
 from consolidator.db.claimable import STAGE1_RULE, refusal
@@ -76,9 +77,9 @@ class AdminMixin(StoreBase):
     @contention_retry
     def clear_all(self) -> ClearReport:
         """Erase all memory in one transaction: stage-one outputs, jobs, the change log,
-        every version and the quarantine. Threads are dropped too, so the sessions still on
-        disk are read afresh; forgotten threads are kept, so they stay forgotten. A running
-        phase-two worker loses its job row and therefore its lease."""
+        every version, pending or current, and the quarantine. Threads are dropped too, so the
+        sessions still on disk are read afresh; forgotten threads are kept, so they stay
+        forgotten. A running phase-two worker loses its job row and therefore its lease."""
         with self._write() as connection:
             lock_memory_writes(connection)
             counts = ClearReport(
@@ -93,6 +94,7 @@ class AdminMixin(StoreBase):
                     )
                 ),
                 skills=skill_statements.clear(connection),
+                pending_versions=pending_statements.clear(connection),
             )
             connection.execute(delete(MemoryBlock))
             connection.execute(delete(MemoryUse))

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
 
+from consolidator.db import pending as pending_statements
 from consolidator.db.base import (
     StoreBase,
     contention_retry,
@@ -25,6 +26,7 @@ from consolidator.db.base import (
     log_change,
     rowcount,
 )
+from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
 from consolidator.db.records import (
     PHASE2,
@@ -57,6 +59,7 @@ from consolidator.db.versions import (
     live,
 )
 from consolidator.memory.codec import StoredMemory, decode, forget_in
+from consolidator.memory.delta import without_rejected
 from consolidator.memory.model import Memory, diff_summary
 from consolidator.memory.summary import forget_in_summary
 
@@ -64,10 +67,11 @@ from consolidator.memory.summary import forget_in_summary
 class ConsolidationMixin(StoreBase):
     """Phase two's reads and its commit; the stage-one outputs it consumes; the quarantine."""
 
-    def phase2_inputs(self, claim: Claim) -> Phase2Inputs:
+    def phase2_inputs(self, claim: Claim, *, review: bool = False) -> Phase2Inputs:
         """What a claimed run consumes: the current memory and the inputs changed in
         (last success watermark, claimed watermark]. Deleted inputs are listed, but their
-        forgetting was already applied when they were deleted."""
+        forgetting was already applied when they were deleted. With `review`, the newest
+        pending version too, which the run builds on."""
         with self._read() as connection:
             job = connection.execute(
                 select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
@@ -93,6 +97,7 @@ class ConsolidationMixin(StoreBase):
                 key=lambda record: change_seq[record.thread_id],
             )
             base = latest_version(connection)
+            pending_base = _pending_base(connection) if review else None
         live = {output.thread_id for output in outputs}
         return Phase2Inputs(
             base=base,
@@ -101,12 +106,13 @@ class ConsolidationMixin(StoreBase):
             changed=outputs,
             removed=[thread_id for thread_id in changed_ids if thread_id not in live],
             change_seq={record.thread_id: change_seq[record.thread_id] for record in outputs},
+            pending_base=pending_base,
         )
 
     def all_stage1_outputs(self) -> list[Stage1Record]:
         return self.list_stage1_outputs()
 
-    def rebuild_inputs(self, claim: Claim) -> Phase2Inputs:
+    def rebuild_inputs(self, claim: Claim, *, review: bool = False) -> Phase2Inputs:
         """What a rebuild consumes: every live stage-one output, oldest first, to be
         consolidated from an empty memory; the current version is the base the gate compares
         with, and the claimed watermark covers every change so far."""
@@ -124,12 +130,14 @@ class ConsolidationMixin(StoreBase):
                 )
             ]
             base = latest_version(connection)
+            pending_base = _pending_base(connection) if review else None
         return Phase2Inputs(
             base=base,
             watermark_from=int(job.last_success_watermark or 0),
             watermark_to=int(claim.watermark or 0),
             changed=outputs,
             removed=[],
+            pending_base=pending_base,
         )
 
     def live_output_thread_ids(self) -> frozenset[str]:
@@ -159,6 +167,7 @@ class ConsolidationMixin(StoreBase):
         *,
         cooldown_seconds: int,
         through: int | None = None,
+        review: bool = False,
     ) -> Phase2Commit:
         """The fenced commit of a consolidation: all or nothing, in one transaction.
 
@@ -172,6 +181,9 @@ class ConsolidationMixin(StoreBase):
         - `through` below the claimed watermark commits one slice of the run: the watermark
           advances to it and the claim stays running, so the next slice builds on this one
           and a later failure cannot undo it.
+        - With `review`, the result becomes a pending version at the end of the chain instead
+          of the current one, less the block changes a rejection refused; one equal to what
+          it builds on stores nothing.
         """
         with self._write() as connection:
             lock_memory_writes(connection)
@@ -191,8 +203,16 @@ class ConsolidationMixin(StoreBase):
                     forgotten = len(dead)
                     if summary_md is not None:
                         summary_md = forget_in_summary(summary_md, memory.memory, sorted(dead))
-                if current_digests(connection) == [b.digest for b in memory.blocks]:
-                    memory, unchanged = None, True
+                if review:
+                    base = pending_statements.chain_base(connection)
+                    memory = without_rejected(
+                        base, memory, pending_statements.rejected_changes(connection)
+                    )
+                    built_on = [b.digest for b in base.blocks]
+                else:
+                    built_on = current_digests(connection) or []
+                if built_on == [b.digest for b in memory.blocks]:
+                    memory, unchanged = None, not review
             final = through is None or through >= (claim.watermark or 0)
             watermark = claim.watermark if final else through
             if final:
@@ -222,7 +242,30 @@ class ConsolidationMixin(StoreBase):
                 )
             if not fenced:
                 return Phase2Commit(committed=False, version=None, forgotten=0)
-            if memory is not None and result is not None:
+            pending: int | None = None
+            if memory is not None and result is not None and review:
+                pending = pending_statements.insert_pending(
+                    connection,
+                    memory,
+                    now=now,
+                    kind=result.kind,
+                    summary=diff_summary(
+                        pending_statements.chain_base(connection).memory, memory.memory
+                    ),
+                    watermark_from=result.watermark_from,
+                    watermark_to=watermark,
+                    backend=result.backend,
+                    model=result.model,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                )
+                insert_quarantined(
+                    connection,
+                    result.quarantined,
+                    version=pending_statements.current_number(connection) or 0,
+                    now=now,
+                )
+            elif memory is not None and result is not None:
                 previous = latest_version(connection)
                 old = decode(previous.memory_json) if previous else Memory()
                 version = insert_version(
@@ -242,6 +285,7 @@ class ConsolidationMixin(StoreBase):
                     summary_md=summary_md,
                 )
                 insert_quarantined(connection, result.quarantined, version=version, now=now)
+                pending_statements.rebase_all(connection, now)
             elif unchanged and summary_md is not None:
                 # Written for a memory equal to the current one (an earlier slice committed it).
                 connection.execute(
@@ -252,7 +296,9 @@ class ConsolidationMixin(StoreBase):
             if result is not None:
                 _record_set_aside(connection, result, now)
             connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))
-            return Phase2Commit(committed=True, version=version, forgotten=forgotten)
+            return Phase2Commit(
+                committed=True, version=version, forgotten=forgotten, pending=pending
+            )
 
     @contention_retry
     def retry_set_aside_inputs(self, thread_ids: Sequence[str] | None = None) -> int:
@@ -322,6 +368,11 @@ class ConsolidationMixin(StoreBase):
             if thread_ids is not None:
                 query = query.where(Stage1Output.thread_id.in_(thread_ids))
             return [stage1_record(row) for row in connection.execute(query)]
+
+
+def _pending_base(connection: Connection) -> str | None:
+    rows = pending_statements.live_rows(connection)
+    return pending_memory(connection, rows[-1].id).memory_json if rows else None
 
 
 def _record_set_aside(connection: Connection, result: Phase2Result, now: datetime) -> None:

@@ -216,6 +216,15 @@ class Phase2Inputs:
     changed: list[Stage1Record]
     removed: list[str]
     change_seq: Mapping[str, int] = field(default_factory=dict)
+    # With review on: the newest pending version's memory JSON, which a run builds on.
+    pending_base: str | None = None
+
+    @property
+    def base_json(self) -> str | None:
+        """The memory this run builds on: the newest pending version, else the current."""
+        if self.pending_base is not None:
+            return self.pending_base
+        return self.base.memory_json if self.base is not None else None
 
 
 class QuarantineItem(NamedTuple):
@@ -254,6 +263,8 @@ class Phase2Commit:
     committed: bool
     version: int | None
     forgotten: int
+    # With review on: the pending version stored instead of a new current one.
+    pending: int | None = None
 
 
 @dataclass(frozen=True)
@@ -265,6 +276,7 @@ class ClearReport:
     quarantined: int
     threads: int
     skills: int = 0
+    pending_versions: int = 0
 
 
 @dataclass(frozen=True)

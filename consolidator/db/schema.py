@@ -320,3 +320,48 @@ class MemoryUse(Base):
     thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     used_by: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
     used_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class PendingVersion(Base):
+    """A phase-two result waiting for review (`CONSOLIDATOR_REVIEW=on`), and its decision.
+
+    Live rows (`status` pending) form one chain in id order: each was built on the one before
+    it, the first on the current memory version (`built_on`, the newest version that is not a
+    forget when it was stored or last rebased). A decided row keeps no blocks: `approved` and
+    `superseded` name the memory version that published them (`published_version`, and
+    `superseded_by` the approval that did), `rejected` keeps the block changes it refused
+    (`rejected_changes`, signed digests), `dropped` says why in `reason`.
+    """
+
+    __tablename__ = "pending_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    built_on: Mapped[int | None] = mapped_column(Integer)
+    content_bytes: Mapped[int] = mapped_column(Integer)
+    watermark_from: Mapped[int | None] = mapped_column(BigInteger)
+    watermark_to: Mapped[int | None] = mapped_column(BigInteger)
+    backend: Mapped[str | None] = mapped_column(String(40))
+    model: Mapped[str | None] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    diff_summary: Mapped[str] = mapped_column(Text)
+    published_version: Mapped[int | None] = mapped_column(Integer)
+    superseded_by: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(Text)
+    rejected_changes: Mapped[str | None] = mapped_column(Text)
+
+
+class PendingVersionBlock(Base):
+    """The blocks of a pending version, in order (rows shared with `memory_blocks`)."""
+
+    __tablename__ = "pending_version_blocks"
+
+    pending_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("pending_versions.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)

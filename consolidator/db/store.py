@@ -14,6 +14,8 @@ guarantee and which statement's row count decides:
 - `admin.py`: forget, clear, the WAL purge, and `status` counts.
 - `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
 - `usage.py`: which later session used which remembered one (the usage signal).
+- `blocks.py`: block rows shared by memory versions and pending versions.
+- `pending.py`, `review.py`: pending versions (review mode) and the decisions on them.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
+from consolidator.db.review import Decision, PendingContent, PendingRecord, ReviewMixin
 from consolidator.db.skills import SkillsMixin
 from consolidator.db.threads import ThreadsMixin
 from consolidator.db.usage import UsageMixin
@@ -69,6 +72,7 @@ class Store(
     VersionsMixin,
     AdminMixin,
     SkillsMixin,
+    ReviewMixin,
     UsageMixin,
     StoreBase,
 ):
@@ -92,10 +96,13 @@ __all__ = [
     "Claim",
     "ClaimOutcome",
     "ClearReport",
+    "Decision",
     "Eligibility",
     "JobRecord",
     "JobStatus",
     "KnownFile",
+    "PendingContent",
+    "PendingRecord",
     "Phase2Commit",
     "Phase2Inputs",
     "Phase2Result",

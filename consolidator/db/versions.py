@@ -22,8 +22,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, literal, or_, select, update
 
+from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
+from consolidator.db.blocks import block_values, store_blocks
 from consolidator.db.records import QuarantineItem, VersionRecord
 from consolidator.db.schema import (
     Counter,
@@ -35,7 +37,6 @@ from consolidator.db.schema import (
 )
 from consolidator.db.statements import FENCE_PHASE2, LIVE_OUTPUTS, VERSIONS
 from consolidator.memory.codec import (
-    StoredBlock,
     StoredMemory,
     decode,
     decode_block,
@@ -57,16 +58,6 @@ _NAMED_PER_QUERY = 50
 _VERSION_ROW_FIELDS = tuple(
     f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
 )
-
-
-def _block_values(block: StoredBlock) -> dict[str, Any]:
-    return {
-        "digest": block.digest,
-        "block_id": block.block_id,
-        "block_json": block.block_json,
-        "content_md": block.content_md,
-        "content_bytes": block.content_bytes,
-    }
 
 
 def owe_purge(connection: Connection) -> None:
@@ -156,7 +147,7 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
             block = encode_block(pruned.memory.blocks[0])
             after.append(pruned.memory.blocks[0])
             connection.execute(
-                update(MemoryBlock).where(MemoryBlock.id == ref).values(**_block_values(block))
+                update(MemoryBlock).where(MemoryBlock.id == ref).values(**block_values(block))
             )
             connection.execute(
                 delete(MemoryBlockThread).where(
@@ -191,12 +182,14 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
             touched.append(version)
             current_new = version
         if emptied:
+            pending_statements.forget_blocks(connection, emptied)
             connection.execute(
                 delete(MemoryVersionBlock).where(MemoryVersionBlock.block_ref.in_(emptied))
             )
             connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
         update_content_bytes(connection, touched)
         update_diff_summaries(connection, [v for v in touched if v != current_new])
+        pending_statements.settle_after_forget(connection, now)
     forget_in_summaries(
         connection, thread_ids, [*affected, *([current_new] if current_new is not None else [])]
     )
@@ -356,31 +349,10 @@ def insert_version(
         content_bytes=stored.content_bytes,
         **details,
     )
-    digests = sorted({block.digest for block in stored.blocks})
-    known: dict[str, int] = {}
-    if digests:
-        known = {
-            digest: ref
-            for ref, digest in connection.execute(
-                select(MemoryBlock.id, MemoryBlock.digest).where(MemoryBlock.digest.in_(digests))
-            )
-        }
-    rows: list[dict[str, int]] = []
-    for position, block in enumerate(stored.blocks):
-        ref = known.get(block.digest)
-        if ref is None:
-            ref = int(
-                connection.execute(
-                    insert(MemoryBlock).values(**_block_values(block)).returning(MemoryBlock.id)
-                ).scalar_one()
-            )
-            known[block.digest] = ref
-            if block.thread_ids:
-                connection.execute(
-                    insert(MemoryBlockThread),
-                    [{"block_ref": ref, "thread_id": t} for t in sorted(block.thread_ids)],
-                )
-        rows.append({"version": version, "position": position, "block_ref": ref})
+    rows = [
+        {"version": version, "position": position, "block_ref": ref}
+        for position, ref in enumerate(store_blocks(connection, stored))
+    ]
     if rows:
         connection.execute(insert(MemoryVersionBlock), rows)
     return version
@@ -477,7 +449,7 @@ class VersionsMixin(StoreBase):
                 if summary_md is not None:
                     summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
             connection.execute(FENCE_PHASE2)
-            return insert_version(
+            new_version = insert_version(
                 connection,
                 stored,
                 now=now,
@@ -486,3 +458,5 @@ class VersionsMixin(StoreBase):
                 + diff_summary(decode(current.memory_json), stored.memory),
                 summary_md=summary_md,
             )
+            pending_statements.rebase_all(connection, now)
+            return new_version

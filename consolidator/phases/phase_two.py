@@ -5,7 +5,8 @@ watermark -> per slice sized to the model (`slices`): one model call with no tra
 open and a heartbeat renewing the lease -> the commit gate -> a fenced commit of that slice
 (new version + watermark advanced to the slice's last change, in one transaction); the last
 slice's commit also ends the job. Files are written afterwards, from the database, by
-`publish`.
+`publish`. With review on, a slice's result becomes a pending version built on the newest one
+instead, and the current memory stays as it is until `approve`.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class Phase2Options:
     max_shrink_fraction: float = 0.5
     allow_shrink: bool = False
     heartbeat_seconds: float | None = None
+    # Results wait as pending versions for `approve` instead of becoming current.
+    review: bool = False
 
     @property
     def slice_budget(self) -> SliceBudget:
@@ -84,6 +87,8 @@ class Phase2Report:
     version: int | None = None
     forgotten_threads: int = 0
     error: str | None = None
+    # With review on: the newest pending version this run stored (`version` stays None).
+    pending_version: int | None = None
     mode: str | None = None
     inputs: int = 0
     quarantined: int = 0
@@ -105,6 +110,7 @@ class Phase2Report:
             "next_allowed_at": self.next_allowed_at.isoformat() if self.next_allowed_at else None,
             "status": self.status,
             "version": self.version,
+            "pending_version": self.pending_version,
             "forgotten_threads": self.forgotten_threads,
             "error": self.error,
             "mode": self.mode,
@@ -274,7 +280,7 @@ def consolidate(
     rebuilt memory never becomes current; that commit may not shrink the current memory by
     more than the policy allows either.
     """
-    base = decode(inputs.base.memory_json) if inputs.base is not None else Memory()
+    base = decode(inputs.base_json) if inputs.base_json is not None else Memory()
     memory = Memory() if rebuild else base
     report.mode = "INCREMENTAL" if memory.blocks else "INIT"
     held_aside: list[QuarantineItem] = []
@@ -374,7 +380,11 @@ def consolidate(
             None if final else max(inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
         )
         commit = store.commit_phase2(
-            claim, result, cooldown_seconds=options.cooldown_seconds, through=through
+            claim,
+            result,
+            cooldown_seconds=options.cooldown_seconds,
+            through=through,
+            review=options.review,
         )
         if not commit.committed:
             return False
@@ -383,6 +393,9 @@ def consolidate(
         report.set_aside_reasons.extend(item.reason for item in set_aside)
         if commit.version is not None:
             report.version = commit.version
+            changed_earlier = True
+        if commit.pending is not None:
+            report.pending_version = commit.pending
             changed_earlier = True
         report.forgotten_threads += commit.forgotten
         memory = gated
@@ -449,7 +462,11 @@ def run_phase_two(
     with lease_keeper as keeper:
         watch = keeper.watch(claim)
         try:
-            inputs = store.rebuild_inputs(claim) if rebuild else store.phase2_inputs(claim)
+            inputs = (
+                store.rebuild_inputs(claim, review=options.review)
+                if rebuild
+                else store.phase2_inputs(claim, review=options.review)
+            )
             report.inputs = len(inputs.changed)
             report.forgotten_threads = len(inputs.removed)
             if inputs.changed:
@@ -484,7 +501,11 @@ def run_phase_two(
         report.skills = propose_skills(store)
     log.info(
         "phase two committed %s from %d inputs in %d slice(s), %d set aside (%s)",
-        f"up to version {report.version}" if report.version else "no new version",
+        f"up to version {report.version}"
+        if report.version
+        else f"pending version {report.pending_version} for review"
+        if report.pending_version
+        else "no new version",
         report.inputs,
         report.slices,
         report.set_aside,

@@ -52,6 +52,7 @@ def phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2O
         max_output_tokens=settings.max_output_tokens,
         max_shrink_fraction=settings.max_shrink_fraction,
         allow_shrink=allow_shrink,
+        review=settings.review,
     )
 
 

@@ -59,6 +59,8 @@ LEASE = 60
 COOLDOWN = 300
 THREADS = tuple(f"thread-{n}" for n in range(6))
 TABLES = (
+    "pending_version_blocks",
+    "pending_versions",
     "quarantined_entries",
     "memory_version_blocks",
     "memory_block_threads",

@@ -1,0 +1,87 @@
+"""Block rows, shared by every memory version and pending version that holds them unchanged.
+
+A block stored once is found again by digest, so a version (current or pending) costs only its
+new blocks, and a forget that rewrites a block row purges every version holding it at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Select, insert, select
+
+from consolidator.db.schema import (
+    MemoryBlock,
+    MemoryBlockThread,
+    MemoryVersionBlock,
+    PendingVersionBlock,
+)
+from consolidator.memory.codec import StoredBlock, StoredMemory, decode, encode, join_json
+from consolidator.memory.model import Memory
+
+
+def block_values(block: StoredBlock) -> dict[str, Any]:
+    return {
+        "digest": block.digest,
+        "block_id": block.block_id,
+        "block_json": block.block_json,
+        "content_md": block.content_md,
+        "content_bytes": block.content_bytes,
+    }
+
+
+def store_blocks(connection: Connection, stored: StoredMemory) -> list[int]:
+    """The block rows of `stored`, in order; blocks already stored unchanged are reused."""
+    digests = sorted({block.digest for block in stored.blocks})
+    known: dict[str, int] = {}
+    if digests:
+        known = {
+            digest: ref
+            for ref, digest in connection.execute(
+                select(MemoryBlock.id, MemoryBlock.digest).where(MemoryBlock.digest.in_(digests))
+            )
+        }
+    refs: list[int] = []
+    for block in stored.blocks:
+        ref = known.get(block.digest)
+        if ref is None:
+            ref = int(
+                connection.execute(
+                    insert(MemoryBlock).values(**block_values(block)).returning(MemoryBlock.id)
+                ).scalar_one()
+            )
+            known[block.digest] = ref
+            if block.thread_ids:
+                connection.execute(
+                    insert(MemoryBlockThread),
+                    [{"block_ref": ref, "thread_id": t} for t in sorted(block.thread_ids)],
+                )
+        refs.append(ref)
+    return refs
+
+
+def version_memory(connection: Connection, version: int | None) -> StoredMemory:
+    """A memory version's content (empty for None: before the first version)."""
+    if version is None:
+        return encode(Memory())
+    return _joined(
+        connection,
+        select(MemoryBlock.block_json)
+        .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+        .where(MemoryVersionBlock.version == version)
+        .order_by(MemoryVersionBlock.position),
+    )
+
+
+def pending_memory(connection: Connection, pending_id: int) -> StoredMemory:
+    return _joined(
+        connection,
+        select(MemoryBlock.block_json)
+        .join(PendingVersionBlock, MemoryBlock.id == PendingVersionBlock.block_ref)
+        .where(PendingVersionBlock.pending_id == pending_id)
+        .order_by(PendingVersionBlock.position),
+    )
+
+
+def _joined(connection: Connection, query: Select[Any]) -> StoredMemory:
+    return encode(decode(join_json(str(value) for value in connection.execute(query).scalars())))

@@ -1,0 +1,230 @@
+"""`Store`'s review verbs: list pending versions, approve one, reject one.
+
+- `approve_pending` publishes a pending version as a new current version in one transaction,
+  under the memory writers' lock, and fences off an in-flight phase-two run as a rollback does
+  (its token is cleared, so its fenced commit writes nothing and it runs again on the new
+  memory). The older pending versions are superseded (their content is part of it); the newer
+  ones were built on it and now build on the new version.
+- `reject_pending` closes a pending version and keeps the block changes it brought, so later
+  proposals leave them out; the newer pending versions lose them as well, and one left with
+  nothing to review is dropped.
+- Threads a pending version cites that stopped being live are forgotten in the published copy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, select, update
+
+from consolidator.db import pending as statements
+from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes
+from consolidator.db.blocks import pending_memory, version_memory
+from consolidator.db.schema import PendingVersion
+from consolidator.db.statements import FENCE_PHASE2
+from consolidator.db.versions import insert_version, live
+from consolidator.memory.codec import StoredMemory, forget_in
+from consolidator.memory.delta import signed_digests, without_rejected
+from consolidator.memory.model import diff_summary
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A pending version as `review` shows it; `status` says whether it still waits."""
+
+    id: int
+    created_at: datetime
+    decided_at: datetime | None
+    status: str
+    kind: str
+    built_on: int | None
+    content_bytes: int
+    watermark_from: int | None
+    watermark_to: int | None
+    backend: str | None
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    diff_summary: str
+    published_version: int | None
+    superseded_by: int | None
+    reason: str | None
+
+
+_FIELDS = tuple(f.name for f in fields(PendingRecord))
+
+
+def _record(row: Row[Any]) -> PendingRecord:
+    return PendingRecord(**{name: getattr(row, name) for name in _FIELDS})
+
+
+@dataclass(frozen=True)
+class PendingContent:
+    """A live pending version's memory and the current memory it would replace."""
+
+    record: PendingRecord
+    memory_json: str
+    current_json: str
+    current_version: int | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a decision found: `record` as it was, and the memory version an approval made
+    (None when the version was no longer pending, so nothing was done)."""
+
+    record: PendingRecord
+    version: int | None = None
+    done: bool = False
+
+
+class ReviewMixin(StoreBase):
+    """Pending versions: what waits for review, and a person's decision on one."""
+
+    def list_pending(self, *, include_decided: bool = False) -> list[PendingRecord]:
+        """Pending versions waiting for review, oldest first (with the decided ones too)."""
+        with self._read() as connection:
+            if not include_decided:
+                return [_record(row) for row in statements.live_rows(connection)]
+            rows = connection.execute(
+                select(statements.PENDING_ROWS).order_by(PendingVersion.id)
+            ).all()
+            return [_record(row) for row in rows]
+
+    def get_pending(self, pending_id: int) -> PendingRecord | None:
+        with self._read() as connection:
+            row = statements.row_of(connection, pending_id)
+            return None if row is None else _record(row)
+
+    def pending_content(self, pending_id: int) -> PendingContent | None:
+        """A pending version's content beside the current memory; None when it is not live."""
+        with self._read() as connection:
+            row = statements.row_of(connection, pending_id)
+            if row is None or row.status != statements.PENDING:
+                return None
+            current = statements.current_number(connection)
+            return PendingContent(
+                record=_record(row),
+                memory_json=pending_memory(connection, pending_id).memory_json,
+                current_json=version_memory(connection, current).memory_json,
+                current_version=current,
+            )
+
+    @contention_retry
+    def approve_pending(self, pending_id: int) -> Decision | None:
+        """Publish a pending version as the new current version; None when there is none of
+        that id, `done` False when it is no longer pending."""
+        with self._write() as connection:
+            lock_memory_writes(connection)
+            now = self._now(connection)
+            row = statements.row_of(connection, pending_id)
+            if row is None:
+                return None
+            if row.status != statements.PENDING:
+                return Decision(_record(row))
+            if row.built_on != statements.newest_content_version(connection):
+                statements.rebase_all(connection, now)
+                row = statements.row_of(connection, pending_id)
+                assert row is not None
+                if row.status != statements.PENDING:
+                    return Decision(_record(row))
+            stored = pending_memory(connection, pending_id)
+            dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
+            if dead:
+                stored = forget_in(stored.memory_json, dead) or stored
+            current = version_memory(connection, statements.current_number(connection))
+            connection.execute(FENCE_PHASE2)
+            version = insert_version(
+                connection,
+                stored,
+                now=now,
+                kind="approval",
+                summary=f"approval of pending {pending_id}: "
+                + diff_summary(current.memory, stored.memory),
+                watermark_from=row.watermark_from,
+                watermark_to=row.watermark_to,
+                backend=row.backend,
+                model=row.model,
+                input_tokens=row.input_tokens,
+                output_tokens=row.output_tokens,
+            )
+            for older in statements.live_rows(connection):
+                if older.id < pending_id:
+                    statements.decide(
+                        connection,
+                        older.id,
+                        statements.SUPERSEDED,
+                        now,
+                        superseded_by=pending_id,
+                        published_version=version,
+                    )
+            statements.decide(
+                connection, pending_id, statements.APPROVED, now, published_version=version
+            )
+            connection.execute(
+                update(PendingVersion)
+                .where(PendingVersion.status == statements.PENDING)
+                .values(built_on=version)
+            )
+            return Decision(_record(row), version=version, done=True)
+
+    @contention_retry
+    def reject_pending(self, pending_id: int, reason: str | None) -> Decision | None:
+        """Drop a pending version and keep the block changes it brought out of later
+        proposals; None when there is none of that id, `done` False when it is no longer
+        pending."""
+        with self._write() as connection:
+            lock_memory_writes(connection)
+            now = self._now(connection)
+            row = statements.row_of(connection, pending_id)
+            if row is None:
+                return None
+            if row.status != statements.PENDING:
+                return Decision(_record(row))
+            base = statements.chain_base(connection, pending_id)
+            refused = signed_digests(base, pending_memory(connection, pending_id))
+            connection.execute(FENCE_PHASE2)
+            statements.decide(
+                connection,
+                pending_id,
+                statements.REJECTED,
+                now,
+                reason=reason,
+                rejected_changes=json.dumps(sorted(refused)),
+            )
+            _without(connection, pending_id, base, refused, now)
+            return Decision(_record(row), done=True)
+
+
+def _without(
+    connection: Connection,
+    rejected_id: int,
+    base: StoredMemory,
+    refused: frozenset[str],
+    now: datetime,
+) -> None:
+    """The pending versions built on a rejected one lose what it brought; one left with
+    nothing of its own is dropped."""
+    for row in statements.live_rows(connection):
+        if row.id < rejected_id:
+            continue
+        content = pending_memory(connection, row.id)
+        kept = without_rejected(base, content, refused)
+        if [b.digest for b in kept.blocks] != [b.digest for b in content.blocks]:
+            statements.replace_content(connection, row.id, kept)
+    for row in statements.live_rows(connection):
+        if row.id < rejected_id:
+            continue
+        mine = [b.digest for b in pending_memory(connection, row.id).blocks]
+        if mine == [b.digest for b in statements.chain_base(connection, row.id).blocks]:
+            statements.decide(
+                connection,
+                row.id,
+                statements.DROPPED,
+                now,
+                reason=f"it held nothing but what pending version {rejected_id} brought, which"
+                " was rejected",
+            )

@@ -1,0 +1,217 @@
+"""Review mode on both databases: a phase-two result waits as a pending version until a person
+approves it; a rejection keeps its content from coming back without new evidence; deletions
+never wait; a pending version never goes over a newer approved one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from consolidator.backends.extractive.backend import ExtractiveBackend
+from consolidator.db.store import Store
+from consolidator.memory.codec import decode
+from consolidator.memory.model import cited_thread_ids
+from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish import publish
+from tests.integration.test_skills import DAY_ONE, add_session
+
+SHOP = "/home/dev/shop"
+DOCS = "/home/dev/docs"
+TOOLS = "/home/dev/tools"
+
+
+def consolidate(store: Store, *, review: bool = True, rebuild: bool = False) -> Phase2Report:
+    options = Phase2Options(
+        lease_seconds=60, cooldown_seconds=0, memory_budget_bytes=1 << 20, review=review
+    )
+    report = run_phase_two(store, ExtractiveBackend(), options, rebuild=rebuild)
+    assert report.status != "failed", report.error
+    return report
+
+
+def session(store: Store, cwd: str, hours: int = 0) -> str:
+    return add_session(store, DAY_ONE + timedelta(hours=hours), ("make",), cwd=cwd)
+
+
+def pending_threads(store: Store, pending_id: int) -> frozenset[str]:
+    content = store.pending_content(pending_id)
+    assert content is not None
+    return cited_thread_ids(decode(content.memory_json))
+
+
+def current_threads(store: Store) -> frozenset[str]:
+    version = store.current_version()
+    return cited_thread_ids(decode(version.memory_json)) if version else frozenset()
+
+
+def test_with_review_on_a_run_stores_a_pending_version_and_memory_md_stays(
+    store: Store, tmp_path: Path
+) -> None:
+    memory_dir = tmp_path / "memories"
+    shop = session(store, SHOP)
+    consolidate(store, review=False)
+    publish(store, memory_dir)
+    before = (memory_dir / "MEMORY.md").read_bytes()
+
+    docs = session(store, DOCS, 1)
+    report = consolidate(store)
+    publish(store, memory_dir)
+
+    assert report.version is None and report.pending_version is not None
+    assert (memory_dir / "MEMORY.md").read_bytes() == before
+    assert current_threads(store) == {shop}
+    [pending] = store.list_pending()
+    assert pending.id == report.pending_version and pending.status == "pending"
+    assert pending_threads(store, pending.id) == {shop, docs}
+
+    decision = store.approve_pending(pending.id)
+    publish(store, memory_dir)
+
+    assert decision is not None and decision.done and decision.version is not None
+    assert store.current_version().version == decision.version  # type: ignore[union-attr]
+    assert current_threads(store) == {shop, docs}
+    assert docs in (memory_dir / "MEMORY.md").read_text()
+    assert store.list_pending() == []
+    approved = store.get_pending(pending.id)
+    assert approved is not None and approved.status == "approved"
+    assert approved.published_version == decision.version
+
+
+def test_a_rejected_result_is_not_proposed_again_without_new_evidence(store: Store) -> None:
+    session(store, SHOP)
+    first = consolidate(store).pending_version
+    assert first is not None
+
+    decision = store.reject_pending(first, "not useful")
+    assert decision is not None and decision.done
+    rejected = store.get_pending(first)
+    assert rejected is not None and rejected.status == "rejected"
+    assert rejected.reason == "not useful"
+
+    # Nothing changed: a run has nothing to consolidate, a rebuild proposes the same content.
+    assert consolidate(store).pending_version is None
+    assert consolidate(store, rebuild=True).pending_version is None
+    assert store.list_pending() == [] and store.current_version() is None
+
+    # New evidence elsewhere is proposed, without the rejected content.
+    docs = session(store, DOCS, 2)
+    second = consolidate(store).pending_version
+    assert second is not None and pending_threads(store, second) == {docs}
+
+
+def test_a_forget_during_review_removes_the_thread_from_pending_and_current(
+    store: Store,
+) -> None:
+    shop = session(store, SHOP)
+    consolidate(store, review=False)
+    docs = session(store, DOCS, 1)
+    tools = session(store, TOOLS, 2)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+    assert pending_threads(store, pending_id) == {shop, docs, tools}
+
+    assert store.forget_thread(shop)
+
+    assert shop not in current_threads(store)
+    assert pending_threads(store, pending_id) == {docs, tools}
+
+    # A pending version left with nothing of its own to review is dropped.
+    assert store.forget_thread(docs)
+    assert store.forget_thread(tools)
+    assert store.list_pending() == []
+    dropped = store.get_pending(pending_id)
+    assert dropped is not None and dropped.status == "dropped" and dropped.reason
+
+
+def test_approving_a_version_a_later_approval_superseded_is_refused(store: Store) -> None:
+    shop = session(store, SHOP)
+    first = consolidate(store).pending_version
+    docs = session(store, DOCS, 1)
+    second = consolidate(store).pending_version
+    assert first is not None and second is not None and first < second
+    assert pending_threads(store, second) == {shop, docs}
+
+    approved = store.approve_pending(second)
+    assert approved is not None and approved.done
+    assert current_threads(store) == {shop, docs}
+
+    late = store.approve_pending(first)
+    assert late is not None and not late.done and late.version is None
+    assert late.record.status == "superseded" and late.record.superseded_by == second
+    assert late.record.published_version == approved.version
+    assert store.current_version().version == approved.version  # type: ignore[union-attr]
+
+
+def test_a_later_pending_version_survives_the_approval_of_the_one_before(store: Store) -> None:
+    shop = session(store, SHOP)
+    first = consolidate(store).pending_version
+    docs = session(store, DOCS, 1)
+    second = consolidate(store).pending_version
+    assert first is not None and second is not None
+
+    assert store.approve_pending(first).done  # type: ignore[union-attr]
+    assert current_threads(store) == {shop}
+    assert [p.id for p in store.list_pending()] == [second]
+    assert store.approve_pending(second).done  # type: ignore[union-attr]
+    assert current_threads(store) == {shop, docs}
+
+
+def test_rejecting_a_pending_version_takes_its_content_out_of_the_later_ones(
+    store: Store,
+) -> None:
+    session(store, SHOP)
+    first = consolidate(store).pending_version
+    docs = session(store, DOCS, 1)
+    second = consolidate(store).pending_version
+    assert first is not None and second is not None
+
+    assert store.reject_pending(first, None).done  # type: ignore[union-attr]
+
+    assert pending_threads(store, second) == {docs}
+    assert store.approve_pending(second).done  # type: ignore[union-attr]
+    assert current_threads(store) == {docs}
+
+
+def test_a_pending_version_older_than_a_new_current_one_is_rebased(store: Store) -> None:
+    shop = session(store, SHOP)
+    consolidate(store, review=False)
+    docs = session(store, DOCS, 1)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+    # Review turned off: the next run is published at once, on the current memory.
+    tools = session(store, TOOLS, 2)
+    report = consolidate(store, review=False)
+    assert report.version is not None
+    assert current_threads(store) == {shop, tools}
+
+    [pending] = store.list_pending()
+    assert pending.id == pending_id and pending.built_on == report.version
+    assert pending_threads(store, pending_id) == {shop, docs, tools}
+    assert store.approve_pending(pending_id).done  # type: ignore[union-attr]
+    assert current_threads(store) == {shop, docs, tools}
+
+
+def test_a_pending_version_whose_thread_was_cleared_is_dropped(store: Store) -> None:
+    session(store, SHOP)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+
+    report = store.clear_all()
+
+    assert report.pending_versions == 1
+    assert store.list_pending() == [] and store.get_pending(pending_id) is None
+    assert store.approve_pending(pending_id) is None
+    assert store.current_version() is None
+
+
+def test_a_pending_version_whose_session_was_deleted_is_dropped(store: Store) -> None:
+    shop = session(store, SHOP)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+
+    assert store.mark_deleted([shop]) == 1
+
+    assert store.list_pending() == []
+    dropped = store.get_pending(pending_id)
+    assert dropped is not None and dropped.status == "dropped"
+    assert store.approve_pending(pending_id).done is False  # type: ignore[union-attr]
