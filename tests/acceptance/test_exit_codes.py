@@ -144,6 +144,10 @@ def test_a_postgresql_server_that_never_answers_is_exit_3_within_the_timeout(
     for command in ("status", "run"):
         seconds = one_line_error(env, command, expect=3, naming=f"127.0.0.1:{silent_server}")
         assert seconds < 40, seconds  # a stuck server used to hang past 120 s
+    # A script reading `status --json` gets the error as JSON.
+    result = run_command([*PYTHON_CLI, "status", "--json"], env, timeout=60, expect=3)
+    error = json.loads(result.stdout)
+    assert error["exit_code"] == 3 and f"127.0.0.1:{silent_server}" in error["error"]
 
 
 @pytest.mark.timeout(60)

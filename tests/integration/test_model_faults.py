@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sys
 import time
 import uuid
@@ -397,6 +398,49 @@ def test_stage_one_retries_a_transient_fault_then_stores_the_answer(
         assert gap >= 0.4  # the server's Retry-After, not the 10 ms backoff
     elif fault == "timeout":
         assert gap >= timeout
+
+
+OUTAGES: dict[str, Behaviour] = {
+    "rate_limited": Behaviour(Fault.RATE_LIMIT),
+    "server_error": Behaviour(Fault.SERVER_ERROR, status=502),
+    "timeout": Behaviour(Fault.TIMEOUT, delay=5.0),
+}
+
+
+@pytest.mark.parametrize("outage", [*sorted(OUTAGES), "no_connection"])
+def test_an_outage_stops_the_pass_and_spends_no_budget(
+    driven_store: Store,
+    clock: DrivenClock,
+    tmp_path: Path,
+    fake_openai: FakeOpenAI,
+    make_backend: MakeBackend,
+    outage: str,
+) -> None:
+    for _ in range(3):
+        write_rollout(tmp_path / "sessions", new_thread_id(), clock.now - timedelta(hours=2))
+    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    if outage == "no_connection":
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        backend = make_backend(base_url=endpoint, max_attempts=2)
+    else:
+        fake_openai.set_default(OUTAGES[outage])
+        endpoint = fake_openai.base_url
+        backend = make_backend(max_attempts=2, timeout_seconds=0.5)
+
+    report = run_stage_one(driven_store, backend, stage1_options(concurrency=1))
+
+    # The first thread met the outage and the pass stopped claiming.
+    assert (report.claimed, report.failed) == (1, 1), report
+    assert report.unavailable is not None and endpoint in report.unavailable
+    failure = report.failure()
+    assert failure is not None and "keep their retry budget" in failure
+    counts = driven_store.status_counts()
+    assert (counts.failed, counts.pending, counts.exhausted) == (1, 2, 0)
+    jobs = [driven_store.get_job(STAGE1, row[4]) for row in driven_store.scan_index().values()]
+    assert len(jobs) == 3
+    assert all(job is not None and job.retry_remaining == RETRY_BUDGET for job in jobs), jobs
 
 
 @pytest.mark.slow
