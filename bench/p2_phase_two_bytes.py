@@ -13,6 +13,8 @@ history, and the request bytes against all raw memories of the history.
 P2 INIT: 1,000 threads consolidated from nothing by the careful model at the default context
 window and output limit; the figure is the number of phase-two passes until the claim says
 `skipped_up_to_date` (the run slices the change set to the limits and commits each slice).
+The same INIT again with a 32k window and a 4,000-token output limit, the limit at which a
+change set used to be cut off and retried unchanged for good.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from tests.fake_openai import Behaviour, FakeOpenAI
 
 NEW_THREAD_PROJECT = 3
 MAX_PASSES = 10
+SMALL_WINDOW_TOKENS = 32_000
+SMALL_OUTPUT_TOKENS = 4000
 
 
-def _options() -> Phase2Options:
-    return Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)
+def _options(**limits: int) -> Phase2Options:
+    return Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536, **limits)
 
 
 def _openai_run(store: Store) -> tuple[Phase2Report, dict[str, int]]:
@@ -90,8 +94,8 @@ def _history_run(config: Config, history: int) -> dict[str, Any]:
     }
 
 
-def _init_run(config: Config, count: int) -> dict[str, Any]:
-    directory = config.workdir / f"init{count}"
+def _init_run(config: Config, count: int, options: Phase2Options) -> dict[str, Any]:
+    directory = config.workdir / f"init{count}-{options.max_output_tokens}"
     directory.mkdir(parents=True)
     store = migrated_store(sqlite_url(directory))
     rng = random.Random(count + 1)
@@ -100,21 +104,30 @@ def _init_run(config: Config, count: int) -> dict[str, Any]:
         seed_thread(store, stage_one_output(rng, source, index % 10))
     with FakeOpenAI(Behaviour(responder=CarefulModel(), output_limit=True)) as server:
         backend = OpenAIBackend(
-            OpenAIConfig(model="bench-model", base_url=server.base_url, api_key="bench")
+            OpenAIConfig(
+                model="bench-model",
+                base_url=server.base_url,
+                api_key="bench",
+                max_output_tokens=options.max_output_tokens,
+            )
         )
         reports = []
         for _ in range(MAX_PASSES):
-            report = run_phase_two(store, backend, _options())
+            report = run_phase_two(store, backend, options)
             reports.append(report)
             if report.outcome is ClaimOutcome.SKIPPED_UP_TO_DATE:
                 break
         backend.close()
         sizes = [len(entry.raw) for entry in server.log]
+        repeated = len(server.raw_requests) - len(set(server.raw_requests))
     current = store.current_version()
     store.engine.dispose()
     first = reports[0]
     return {
         "threads": count,
+        "context_window_tokens": options.context_window_tokens,
+        "max_output_tokens": options.max_output_tokens,
+        "repeated_requests": repeated,
         "passes": len(reports),
         "up_to_date": reports[-1].outcome is ClaimOutcome.SKIPPED_UP_TO_DATE,
         "slices": sum(r.slices for r in reports),
@@ -174,24 +187,40 @@ def run(config: Config) -> list[Result]:
                 unit="x",
                 detail=f"{large[key]['answer_tokens']} vs {middle[key]['answer_tokens']} answer"
                 f" tokens; {large[key]['bytes_sent']} B vs {middle[key]['bytes_sent']} B sent in"
-                f" {large[key]['model_calls']} / {middle[key]['model_calls']} calls",
+                f" {large[key]['model_calls']} / {middle[key]['model_calls']} calls; memory"
+                f" {large['memory_bytes']} B vs {middle['memory_bytes']} B",
                 data={"runs": [middle, large]},
             )
         )
-    init = _init_run(config, config.pick(1000, 300))
-    results.append(
-        Result(
-            id=f"P2 INIT {init['threads']}",
-            title=f"passes to reach up to date, INIT of {init['threads']} threads, careful model",
-            figure=float(init["passes"]) if init["up_to_date"] else None,
-            comparison="<=",
-            target=2,
-            unit=" passes",
-            detail=f"{init['slices']} slices committed in {init['model_calls']} calls, "
-            f"{init['splits']} split, {init['set_aside']} set aside; largest request "
-            f"{init['largest_request_bytes']} B; {init['answer_tokens']} answer tokens; memory "
-            f"{init['memory_bytes']} B",
-            data=init,
-        )
+    count = config.pick(1000, 300)
+    small = _options(
+        context_window_tokens=SMALL_WINDOW_TOKENS, max_output_tokens=SMALL_OUTPUT_TOKENS
     )
+    for options, suffix, limits in (
+        (_options(), "", "default window and output limit"),
+        (small, " small", f"{SMALL_WINDOW_TOKENS} window, {SMALL_OUTPUT_TOKENS} output tokens"),
+    ):
+        if suffix and config.quick:
+            continue
+        init = _init_run(config, count, options)
+        results.append(
+            Result(
+                id=f"P2 INIT {count}{suffix}",
+                title=f"passes to reach up to date, INIT of {count} threads, careful model, "
+                f"{limits}",
+                figure=float(init["passes"]) if init["up_to_date"] else None,
+                comparison="<=",
+                target=2,
+                unit=" passes",
+                detail=f"{init['slices']} slices committed in {init['model_calls']} calls, "
+                f"{init['splits']} split, {init['set_aside']} set aside, "
+                f"{init['repeated_requests']} requests repeated; largest request "
+                f"{init['largest_request_bytes']} B; {init['answer_tokens']} answer tokens; "
+                f"memory {init['memory_bytes']} B",
+                data=init,
+                violation="an identical request was sent twice"
+                if init["repeated_requests"]
+                else None,
+            )
+        )
     return results
