@@ -1102,6 +1102,10 @@ def test_one_broken_consolidation_answer_is_retried_by_the_backend(
 
     assert (report.status, report.version) == ("succeeded", 2)
     assert [entry.fault for entry in world.server.log[before:]] == [fault, Fault.OK]
+    # The second request carries the refusal's reason: the failing one is never sent again.
+    first, second = world.server.raw_requests[before:]
+    assert first != second
+    assert "previous answer to this request was refused" in world.server.prompts()[-1]
     publish(world.store, world.memory_dir)
     assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 
