@@ -28,8 +28,14 @@ DEFAULT_MODEL = "gpt-5-mini"
 OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
-# CONSOLIDATOR_* variables that are not settings: the test suite's and benchmarks' databases.
-OTHER_ENVIRONMENT = frozenset({"CONSOLIDATOR_TEST_PG_URL", "CONSOLIDATOR_BENCH_PG_URL"})
+# The switch of the commands that write the memory folder (`--adopt-memory-files`): not a
+# setting, since the other commands have nothing to adopt.
+ADOPT_MEMORY_FILES_ENV = "CONSOLIDATOR_ADOPT_MEMORY_FILES"
+# CONSOLIDATOR_* variables that are not settings: that switch, and the test suite's and
+# benchmarks' databases.
+OTHER_ENVIRONMENT = frozenset(
+    {ADOPT_MEMORY_FILES_ENV, "CONSOLIDATOR_TEST_PG_URL", "CONSOLIDATOR_BENCH_PG_URL"}
+)
 # Written in a default (or any value) to stand for the state directory and this host's name.
 _HOME_PLACEHOLDER = "$CONSOLIDATOR_HOME"
 _HOST_PLACEHOLDER = "$HOSTNAME"

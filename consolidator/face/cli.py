@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from consolidator import __version__
-from consolidator.core.config import SETTINGS, Settings, build_settings
+from consolidator.core.config import ADOPT_MEMORY_FILES_ENV, SETTINGS, Settings, build_settings
 from consolidator.core.errors import (
     EXIT_DB_UNAVAILABLE,
     EXIT_FAILED,
@@ -141,10 +141,10 @@ def adopt_option(func: F) -> F:
         "--adopt-memory-files",
         "adopt_memory_files",
         is_flag=True,
-        envvar="CONSOLIDATOR_ADOPT_MEMORY_FILES",
+        envvar=ADOPT_MEMORY_FILES_ENV,
         help="Take over MEMORY.md, memory_summary.md or raw_memories.md found in the memory"
         " folder but not written by consolidator (MEMORY.md is backed up first). Without it"
-        " such files stop the command with exit 2. [env: CONSOLIDATOR_ADOPT_MEMORY_FILES]",
+        f" such files stop the command with exit 2. [env: {ADOPT_MEMORY_FILES_ENV}]",
     )(func)
     return decorated
 

@@ -39,6 +39,7 @@ from typing import Final
 
 import filelock
 
+from consolidator.core.config import ADOPT_MEMORY_FILES_ENV
 from consolidator.core.errors import ConfigError
 from consolidator.skills.names import name_problem
 from consolidator.skills.render import SKILL_FILE
@@ -516,7 +517,7 @@ def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
             f"the memory folder {memory_dir} holds files consolidator did not write: "
             + ", ".join(foreign)
             + "; move them away, or pass --adopt-memory-files"
-            " (CONSOLIDATOR_ADOPT_MEMORY_FILES=1) to take them over (MEMORY.md is backed"
+            f" ({ADOPT_MEMORY_FILES_ENV}=1) to take them over (MEMORY.md is backed"
             " up first)"
         )
     with _held(memory_dir_lock(memory_dir)):

@@ -126,6 +126,18 @@ def test_an_unwritable_home_or_memory_folder_exits_2_before_any_work(
     assert json.loads(result.stdout)["stage1"]["outputs"] == 0
 
 
+def test_the_adopt_variable_is_not_an_unknown_variable(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir(mode=0o700)
+    memories = tmp_path / "home" / "memories"
+    memories.mkdir()
+    (memories / "MEMORY.md").write_text("my own memory file\n")
+    one_line_error(env, "run", expect=2, naming="CONSOLIDATOR_ADOPT_MEMORY_FILES=1")
+    env["CONSOLIDATOR_ADOPT_MEMORY_FILES"] = "1"
+    run_command([*PYTHON_CLI, "run"], env, timeout=120)
+    (backup,) = memories.glob("MEMORY.md.edited-*.bak")
+    assert backup.read_text() == "my own memory file\n"
+
+
 @pytest.fixture
 def silent_server() -> Iterator[int]:
     """A socket that accepts connections (the kernel's backlog) and never says a word."""
