@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
     from consolidator.backends.base import Backend
     from consolidator.db.skills import SkillRecord
-    from consolidator.db.store import Store, ThreadUsage
+    from consolidator.db.store import PendingContent, PendingRecord, Store, ThreadUsage
+    from consolidator.memory.delta import Change
     from consolidator.phases.phase_two import Phase2Report
     from consolidator.phases.scanner import ScanReport
     from consolidator.phases.stage_one import Stage1Report, ThreadResult
@@ -895,6 +896,175 @@ def _print_skill_diff(inv: Invocation, record: SkillRecord) -> None:
     )
 
 
+@cli.command("review")
+@click.argument("action", required=False, type=click.Choice(["diff"]))
+@click.argument("version", required=False, type=int)
+@common_options
+def review_command(action: str | None, version: int | None, **params: Any) -> None:
+    """Memory versions waiting for review (CONSOLIDATOR_REVIEW=on), and what one changes.
+
+    \b
+    consolidator review               list the pending versions, oldest first
+    consolidator review diff VERSION  blocks, tasks and bullets it adds, changes and removes,
+                                      each with the sessions it cites
+    consolidator approve VERSION      publish it as a new current version
+    consolidator reject VERSION [--reason TEXT]
+                                      drop it; the same content is not proposed again
+                                      unless a new or changed session supports it
+
+    Each pending version builds on the one before it, so approving one publishes the older
+    ones too (they are superseded). Forgetting a session removes it from every pending
+    version at once.
+    """
+    from consolidator.phases import review_decisions as decide
+
+    if action is not None and version is None:
+        raise click.UsageError("`review diff` needs the pending VERSION")
+    if action is None and version is not None:
+        raise click.UsageError("give `diff` before the VERSION, or use approve/reject")
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        if action is None:
+            records = store.list_pending()
+            current = store.current_version()
+        else:
+            assert version is not None
+            content, found = decide.diff(store, version)
+    if action is None:
+        _print_pending(inv, records, current.version if current else None)
+    else:
+        _print_pending_diff(inv, content, found)
+
+
+def _print_pending(inv: Invocation, records: Sequence[PendingRecord], current: int | None) -> None:
+    rows = [
+        {
+            "version": record.id,
+            "created_at": record.created_at.isoformat(),
+            "kind": record.kind,
+            "built_on": record.built_on,
+            "bytes": record.content_bytes,
+            "backend": record.backend,
+            "model": record.model,
+            "diff": record.diff_summary,
+        }
+        for record in records
+    ]
+
+    def human() -> None:
+        if not rows:
+            click.echo(
+                "no pending versions"
+                + ("" if inv.settings.review else " (CONSOLIDATOR_REVIEW is off)")
+            )
+            return
+        click.echo(
+            f"{len(rows)} pending version(s); the current memory is version {current or 'none'}"
+        )
+        for record in records:
+            click.echo(
+                f"pending {record.id}  {record.created_at.strftime('%Y-%m-%d %H:%M:%S')}  "
+                f"{record.kind}  {record.content_bytes} bytes  {record.diff_summary}"
+            )
+
+    inv.emit(
+        {
+            "review": "on" if inv.settings.review else "off",
+            "current_version": current,
+            "pending": rows,
+        },
+        human,
+    )
+
+
+def _print_pending_diff(inv: Invocation, content: PendingContent, found: Sequence[Change]) -> None:
+    from consolidator.security.names import one_line
+
+    rows = [
+        {
+            "change": change.change,
+            "what": change.what,
+            "block": change.block_id,
+            "task": change.task_id,
+            "section": change.section,
+            "text": change.text,
+            "citations": [
+                {"thread_id": c.thread_id, "rollout_summary_file": c.rollout_summary_file}
+                for c in change.citations
+            ],
+        }
+        for change in found
+    ]
+    signs = {"added": "+", "changed": "~", "removed": "-"}
+
+    def human() -> None:
+        click.echo(
+            f"pending version {content.record.id} against memory version "
+            f"{content.current_version or 'none'}: {len(rows)} change(s)"
+        )
+        for change in found:
+            where = change.block_id + (f"/{change.task_id}" if change.task_id else "")
+            what = change.what if change.section is None else f"{change.section} bullet"
+            cites = ", ".join(
+                f"thread_id={c.thread_id} ({c.rollout_summary_file})" for c in change.citations
+            )
+            click.echo(f"{signs[change.change]} {what} [{where}] {one_line(change.text)}")
+            if cites:
+                click.echo(f"    cites {one_line(cites)}")
+
+    inv.emit(
+        {
+            "version": content.record.id,
+            "against": content.current_version,
+            "changes": rows,
+        },
+        human,
+    )
+
+
+@cli.command("approve")
+@adopt_option
+@click.argument("version", type=int)
+@common_options
+def approve_command(version: int, **params: Any) -> None:
+    """Publish a pending version (see `review`) as a new current memory version.
+
+    The older pending versions are part of it and are superseded; approving one of them later
+    is refused (exit 1). A phase-two run in flight is fenced off and runs again on the result.
+    """
+    from consolidator.phases import review_decisions as decide
+
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        decision = decide.approve(store, version)
+        _publish(inv, store)
+    inv.emit(
+        {"pending_version": version, "version": decision.version},
+        lambda: inv.console.print(
+            f"pending version {version} approved and published as memory version {decision.version}"
+        ),
+    )
+
+
+@cli.command("reject")
+@adopt_option
+@click.argument("version", type=int)
+@click.option("--reason", default=None, help="Why it is rejected (kept with the rejection).")
+@common_options
+def reject_command(version: int, reason: str | None, **params: Any) -> None:
+    """Drop a pending version (see `review`). What it brought is not proposed again unless a
+    new or changed session supports it; the later pending versions lose it too."""
+    from consolidator.phases import review_decisions as decide
+
+    inv = _invocation(params)
+    with _store(inv.settings) as store:
+        decide.reject(store, version, reason)
+    inv.emit(
+        {"pending_version": version, "rejected": True, "reason": reason},
+        lambda: inv.console.print(f"pending version {version} rejected"),
+    )
+
+
 @cli.command("history")
 @click.option("--limit", type=int, default=20, show_default=True, help="How many versions.")
 @common_options
@@ -1111,6 +1281,7 @@ def status_command(**params: Any) -> None:
         set_aside = store.set_aside_inputs()
         live = store.live_output_thread_ids()
         most_used, least_used = store.usage_ranking(USAGE_SHOWN)
+        pending = store.list_pending()
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
     # Live sessions the current version does not cite (after a rollback, say): `rebuild`.
@@ -1160,6 +1331,17 @@ def status_command(**params: Any) -> None:
         "usage": {
             "most_used": [_usage_json(u) for u in most_used],
             "least_used": [_usage_json(u) for u in least_used],
+        },
+        "review": {
+            "mode": "on" if inv.settings.review else "off",
+            "pending": [
+                {
+                    "version": p.id,
+                    "created_at": p.created_at.isoformat(),
+                    "diff": p.diff_summary,
+                }
+                for p in pending
+            ],
         },
         "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
@@ -1220,6 +1402,17 @@ def status_command(**params: Any) -> None:
             else "none yet",
         )
         table.add_row("quarantined", str(quarantined))
+        if pending or inv.settings.review:
+            table.add_row(
+                "review",
+                f"{len(pending)} pending version(s)"
+                + (
+                    f" ({', '.join(str(p.id) for p in pending)}): `consolidator review`"
+                    if pending
+                    else ""
+                )
+                + ("" if inv.settings.review else "; CONSOLIDATOR_REVIEW is off"),
+            )
         if version and (version.evicted or folded_task_count(current)):
             table.add_row(
                 "budget",

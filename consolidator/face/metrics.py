@@ -107,6 +107,7 @@ class StoreCollector:
         job = store.phase2_job()
         version = store.current_version()
         quarantined_count = store.quarantined_count()
+        pending_count = len(store.list_pending())
 
         def gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
             return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
@@ -204,6 +205,11 @@ class StoreCollector:
                 "quarantined_entries",
                 "Memory entries kept out of MEMORY.md by the commit gate.",
                 quarantined_count,
+            ),
+            gauge(
+                "pending_versions",
+                "Memory versions waiting for review (`consolidator review`).",
+                pending_count,
             ),
             gauge(
                 "memory_bytes",
