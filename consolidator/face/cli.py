@@ -471,7 +471,13 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
     else:
         inv.console.print(
             f"phase two: {report.mode or 'deletions only'} over {report.inputs} inputs -> "
-            + (f"memory version {report.version}" if report.version else "no change")
+            + (
+                f"memory version {report.version}"
+                if report.version
+                else f"pending version {report.pending_version} (see `consolidator review`)"
+                if report.pending_version
+                else "no change"
+            )
             + (f" in {report.slices} slices" if report.slices > 1 else "")
             + (f", {report.quarantined} quarantined" if report.quarantined else "")
             + (f", {report.set_aside} inputs set aside" if report.set_aside else "")
@@ -1282,10 +1288,13 @@ def status_command(**params: Any) -> None:
         live = store.live_output_thread_ids()
         most_used, least_used = store.usage_ranking(USAGE_SHOWN)
         pending = store.list_pending()
+        newest = store.pending_content(pending[-1].id) if pending else None
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
-    # Live sessions the current version does not cite (after a rollback, say): `rebuild`.
-    unrepresented = len(live - cited_thread_ids(current))
+    # Live sessions neither the current version nor the newest pending one cites (after a
+    # rollback, say): `rebuild`.
+    waiting = cited_thread_ids(decode(newest.memory_json)) if newest else frozenset()
+    unrepresented = len(live - cited_thread_ids(current) - waiting)
     held_problem: list[tuple[str, str]] = (
         [(str(inv.settings.sessions_dir), _held_reason(counts.held_deletions))]
         if counts.held_deletions

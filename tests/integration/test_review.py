@@ -215,3 +215,41 @@ def test_a_pending_version_whose_session_was_deleted_is_dropped(store: Store) ->
     dropped = store.get_pending(pending_id)
     assert dropped is not None and dropped.status == "dropped"
     assert store.approve_pending(pending_id).done is False  # type: ignore[union-attr]
+
+
+def test_a_pending_version_whose_block_changed_under_it_is_dropped_and_requeued(
+    store: Store,
+) -> None:
+    first = session(store, SHOP)
+    consolidate(store, review=False)
+    second = session(store, SHOP, 1)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+    # Review off for one run that changes the same block: the pending one cannot be replayed.
+    third = session(store, SHOP, 2)
+    assert consolidate(store, review=False).version is not None
+
+    dropped = store.get_pending(pending_id)
+    assert dropped is not None and dropped.status == "dropped"
+    assert dropped.reason is not None and "queued again" in dropped.reason
+    assert store.approve_pending(pending_id).done is False  # type: ignore[union-attr]
+    assert current_threads(store) == {first, third}
+
+    again = consolidate(store).pending_version
+    assert again is not None and pending_threads(store, again) == {first, second, third}
+
+
+def test_status_metrics_count_pending_versions(store: Store) -> None:
+    from consolidator.face.metrics import StoreCollector
+
+    def pending_gauge() -> float:
+        collector = StoreCollector(store, lease_seconds=60)
+        [family] = [f for f in collector.collect() if f.name == "consolidator_pending_versions"]
+        return float(family.samples[0].value)
+
+    assert pending_gauge() == 0
+    session(store, SHOP)
+    consolidate(store)
+    session(store, DOCS, 1)
+    consolidate(store)
+    assert pending_gauge() == 2
