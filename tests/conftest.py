@@ -7,15 +7,18 @@ import os
 import platform
 import subprocess
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
+from sqlalchemy import Engine
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
+from tests.factories import T0, DrivenClock
 from tests.fake_openai import fake_openai_fixture  # noqa: F401  (the `fake_openai` fixture)
 from tests.postgres import fresh_schema, postgres_problem
 
@@ -142,7 +145,25 @@ def migrated_url(db_url: str) -> str:
 
 
 @pytest.fixture
-def store(migrated_url: str) -> Iterator[Store]:
-    engine = create_db_engine(migrated_url)
-    yield Store(engine)
-    engine.dispose()
+def engine(migrated_url: str) -> Iterator[Engine]:
+    created = create_db_engine(migrated_url)
+    yield created
+    created.dispose()
+
+
+@pytest.fixture
+def store(engine: Engine) -> Store:
+    """A store on the database's own clock."""
+    return Store(engine)
+
+
+@pytest.fixture
+def clock() -> DrivenClock:
+    """Driven time, a day after `T0`."""
+    return DrivenClock(T0 + timedelta(days=1))
+
+
+@pytest.fixture
+def driven(engine: Engine, clock: DrivenClock) -> Store:
+    """A store that reads the time from `clock` instead of the database."""
+    return Store(engine, clock=clock, worker_id="test")

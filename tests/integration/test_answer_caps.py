@@ -20,6 +20,7 @@ from consolidator.db.store import STAGE1, JobStatus, Store
 from consolidator.phases.phase_two import run_phase_two
 from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import run_stage_one
+from tests.factories import DrivenClock
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI, Fault
 from tests.integration import test_model_faults as faults
 from tests.integration.test_model_faults import (
@@ -34,14 +35,9 @@ from tests.integration.test_model_faults import (
     write_rollout,
 )
 from tests.integration.test_openai_backend import rollout
-from tests.integration.test_stage1_claims import DrivenClock
 
 HUGE_CHARS = 1_500_000
 
-# The fixtures of the model-fault tests: a store on a driven clock, backends on the fake server.
-clock = faults.clock
-engine = faults.engine
-driven_store = faults.driven_store
 make_backend = faults.make_backend
 
 
@@ -101,13 +97,13 @@ def test_a_huge_answer_is_refused_before_it_is_parsed(
 
 
 def test_an_oversized_answer_stores_nothing_and_phase_two_stays_small(
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
     make_backend: MakeBackend,
 ) -> None:
-    store = driven_store
+    store = driven
     sessions = tmp_path / "sessions"
     good, hostile = new_thread_id(), new_thread_id()
     for thread in (good, hostile):

@@ -10,11 +10,7 @@ import pytest
 
 from consolidator.db.store import Store
 from consolidator.phases.leases import Heartbeat
-from tests.integration import test_stage1_claims as claims
-from tests.integration.test_stage1_claims import T0, DrivenClock, header, payload
-
-clock = claims.clock
-driven = claims.driven
+from tests.factories import T0, DrivenClock, header, payload
 
 
 def _lost_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

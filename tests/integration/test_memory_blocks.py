@@ -3,26 +3,13 @@ the blocks that cite the thread, in every version at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import timedelta
-
-import pytest
 from sqlalchemy import func, select
 
-from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import MemoryBlock, MemoryBlockThread, MemoryVersionBlock
 from consolidator.db.store import Store
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task
-from tests.integration.test_phase2_store import LEASE, add_output, citation, result_of
-from tests.integration.test_stage1_claims import T0, DrivenClock
-
-
-@pytest.fixture
-def store(migrated_url: str) -> Iterator[Store]:
-    engine = create_db_engine(migrated_url)
-    yield Store(engine, clock=DrivenClock(T0 + timedelta(days=1)), worker_id="test")
-    engine.dispose()
+from tests.factories import LEASE, add_output, citation, result_of
 
 
 def group(block_id: str, *threads: str, word: str = "fact") -> Block:
@@ -70,42 +57,42 @@ def assert_stored_exactly(store: Store, version: int, memory: Memory) -> None:
     assert record.content_bytes == len(expected.content_md.encode()) == expected.content_bytes
 
 
-def test_unchanged_blocks_are_shared_and_versions_round_trip(store: Store) -> None:
+def test_unchanged_blocks_are_shared_and_versions_round_trip(driven: Store) -> None:
     for thread in ("a", "b", "c", "d"):
-        add_output(store, thread, thread)
+        add_output(driven, thread, thread)
     first = Memory((group("one", "a"), group("two", "b"), group("three", "c")))
     second = Memory((group("one", "a"), group("two", "b", "d"), group("three", "c")))
-    v1, v2 = commit(store, first), commit(store, second)
+    v1, v2 = commit(driven, first), commit(driven, second)
 
-    assert_stored_exactly(store, v1, first)
-    assert_stored_exactly(store, v2, second)
-    one, two, three = block_rows(store, v1)
-    assert block_rows(store, v2)[0::2] == [one, three]
-    assert block_rows(store, v2)[1] not in (one, two, three)
-    assert count(store, MemoryBlock) == 4
-    history = store.list_versions()
+    assert_stored_exactly(driven, v1, first)
+    assert_stored_exactly(driven, v2, second)
+    one, two, three = block_rows(driven, v1)
+    assert block_rows(driven, v2)[0::2] == [one, three]
+    assert block_rows(driven, v2)[1] not in (one, two, three)
+    assert count(driven, MemoryBlock) == 4
+    history = driven.list_versions()
     assert [v.memory_json for v in history] == [
         encode(second).memory_json,
         encode(first).memory_json,
     ]
 
 
-def test_forget_rewrites_only_the_citing_blocks_in_every_version(store: Store) -> None:
+def test_forget_rewrites_only_the_citing_blocks_in_every_version(driven: Store) -> None:
     for thread in ("a", "b", "c", "d"):
-        add_output(store, thread, thread)
+        add_output(driven, thread, thread)
     first = Memory((group("one", "a", "b"), group("two", "c"), group("three", "d")))
     second = Memory((group("one", "a", "b"), group("two", "c"), group("three", "d", word="new")))
-    v1, v2 = commit(store, first), commit(store, second)
-    before_v1, before_v2 = block_rows(store, v1), block_rows(store, v2)
+    v1, v2 = commit(driven, first), commit(driven, second)
+    before_v1, before_v2 = block_rows(driven, v1), block_rows(driven, v2)
 
-    assert store.forget_thread("b")
+    assert driven.forget_thread("b")
 
-    current = store.current_version()
+    current = driven.current_version()
     assert current is not None and current.kind == "forget" and current.version == v2 + 1
     assert "1 citation" in current.diff_summary and "-2 bullets" not in current.diff_summary
     # The block citing b keeps its row, rewritten in place; nothing else was touched.
-    assert block_rows(store, v1) == before_v1 and block_rows(store, v2) == before_v2
-    assert block_rows(store, current.version) == before_v2
+    assert block_rows(driven, v1) == before_v1 and block_rows(driven, v2) == before_v2
+    assert block_rows(driven, current.version) == before_v2
     without_b = group("one", "a")
     pruned_one = Block(
         "one",
@@ -116,67 +103,67 @@ def test_forget_rewrites_only_the_citing_blocks_in_every_version(store: Store) -
         without_b.tasks,
         knowledge=(without_b.knowledge[0], Bullet("fact shared by one", ("t-a",))),
     )
-    assert_stored_exactly(store, v1, Memory((pruned_one, *first.blocks[1:])))
-    assert_stored_exactly(store, v2, Memory((pruned_one, *second.blocks[1:])))
-    assert_stored_exactly(store, current.version, Memory((pruned_one, *second.blocks[1:])))
-    for version in store.list_versions():
+    assert_stored_exactly(driven, v1, Memory((pruned_one, *first.blocks[1:])))
+    assert_stored_exactly(driven, v2, Memory((pruned_one, *second.blocks[1:])))
+    assert_stored_exactly(driven, current.version, Memory((pruned_one, *second.blocks[1:])))
+    for version in driven.list_versions():
         assert "thread_id=b" not in version.content_md and '"b"' not in version.memory_json
-    with store.engine.connect() as connection:
+    with driven.engine.connect() as connection:
         cited = set(connection.execute(select(MemoryBlockThread.thread_id)).scalars())
     assert cited == {"a", "c", "d"}
 
 
-def test_forget_that_empties_a_block_removes_it_from_every_version(store: Store) -> None:
+def test_forget_that_empties_a_block_removes_it_from_every_version(driven: Store) -> None:
     for thread in ("a", "c"):
-        add_output(store, thread, thread)
+        add_output(driven, thread, thread)
     first = Memory((group("one", "a"), group("two", "c")))
-    v1 = commit(store, first)
-    blocks_before = count(store, MemoryBlock)
+    v1 = commit(driven, first)
+    blocks_before = count(driven, MemoryBlock)
 
-    assert store.forget_thread("c")
+    assert driven.forget_thread("c")
 
-    current = store.current_version()
+    current = driven.current_version()
     assert current is not None and current.kind == "forget"
-    assert_stored_exactly(store, v1, Memory(first.blocks[:1]))
-    assert_stored_exactly(store, current.version, Memory(first.blocks[:1]))
-    assert count(store, MemoryBlock) == blocks_before - 1
-    assert store.forget_thread("a")
-    latest = store.current_version()
+    assert_stored_exactly(driven, v1, Memory(first.blocks[:1]))
+    assert_stored_exactly(driven, current.version, Memory(first.blocks[:1]))
+    assert count(driven, MemoryBlock) == blocks_before - 1
+    assert driven.forget_thread("a")
+    latest = driven.current_version()
     assert latest is not None and latest.content_md == "" and latest.content_bytes == 0
-    assert count(store, MemoryBlock) == 0 and count(store, MemoryBlockThread) == 0
+    assert count(driven, MemoryBlock) == 0 and count(driven, MemoryBlockThread) == 0
 
 
-def test_forgetting_an_uncited_thread_adds_no_version(store: Store) -> None:
+def test_forgetting_an_uncited_thread_adds_no_version(driven: Store) -> None:
     for thread in ("a", "z"):
-        add_output(store, thread, thread)
-    commit(store, Memory((group("one", "a"),)))
-    assert store.forget_thread("z")
-    assert [v.version for v in store.list_versions()] == [1]
+        add_output(driven, thread, thread)
+    commit(driven, Memory((group("one", "a"),)))
+    assert driven.forget_thread("z")
+    assert [v.version for v in driven.list_versions()] == [1]
 
 
-def test_clear_all_removes_every_block(store: Store) -> None:
-    add_output(store, "a", "a")
-    commit(store, Memory((group("one", "a"),)))
-    store.clear_all()
-    assert count(store, MemoryBlock) == 0 and count(store, MemoryBlockThread) == 0
-    assert store.current_version() is None
+def test_clear_all_removes_every_block(driven: Store) -> None:
+    add_output(driven, "a", "a")
+    commit(driven, Memory((group("one", "a"),)))
+    driven.clear_all()
+    assert count(driven, MemoryBlock) == 0 and count(driven, MemoryBlockThread) == 0
+    assert driven.current_version() is None
 
 
-def test_history_columns_follow_a_forget(store: Store) -> None:
+def test_history_columns_follow_a_forget(driven: Store) -> None:
     for thread in ("a", "b", "c"):
-        add_output(store, thread, thread)
-    v1 = commit(store, Memory((group("one", "a"),)))
-    v2 = commit(store, Memory((group("one", "a"), group("two", "b"))))
-    v3 = commit(store, Memory((group("one", "a"), group("two", "b"), group("three", "c"))))
-    assert "+1 block" in store.get_version(v2).diff_summary  # type: ignore[union-attr]
+        add_output(driven, thread, thread)
+    v1 = commit(driven, Memory((group("one", "a"),)))
+    v2 = commit(driven, Memory((group("one", "a"), group("two", "b"))))
+    v3 = commit(driven, Memory((group("one", "a"), group("two", "b"), group("three", "c"))))
+    assert "+1 block" in driven.get_version(v2).diff_summary  # type: ignore[union-attr]
 
     def rows() -> dict[int, tuple[int, str]]:
-        return {v.version: (v.content_bytes, v.diff_summary) for v in store.list_versions()}
+        return {v.version: (v.content_bytes, v.diff_summary) for v in driven.list_versions()}
 
-    assert store.forget_thread("b")
+    assert driven.forget_thread("b")
     after_b = rows()
     for version in after_b:
-        record = store.get_version(version)
+        record = driven.get_version(version)
         assert record is not None and record.content_bytes == len(record.content_md.encode())
     v4 = max(after_b)
     assert after_b[v2] == (after_b[v1][0], "no changes"), after_b
@@ -187,7 +174,7 @@ def test_history_columns_follow_a_forget(store: Store) -> None:
     assert after_b[v4][1].startswith("1 session removed from every version: -1 block"), after_b
 
     # A later forget rewrites the versions again; the first forget's line stays what it was.
-    assert store.forget_thread("c")
+    assert driven.forget_thread("c")
     after_c = rows()
     v5 = max(after_c)
     assert after_c[v3] == (after_c[v1][0], "no changes"), after_c

@@ -26,7 +26,6 @@ from sqlalchemy import Engine, select, update
 
 from consolidator.backends.base import ModelAccessDenied
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base, Job
 from consolidator.db.store import (
     PHASE2,
@@ -42,6 +41,7 @@ from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
 from consolidator.security.invisible import is_invisible
 from tests.cli_process import clean_env, run_command
+from tests.factories import DrivenClock
 from tests.fake_openai import (
     FAKE_SECRET,
     STAGE_ONE_ANSWER,
@@ -51,7 +51,6 @@ from tests.fake_openai import (
     fake_openai_fixture,  # noqa: F401  (provides the `fake_openai` fixture)
     logged_calls,
 )
-from tests.integration.test_stage1_claims import DrivenClock
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "consolidator"]
@@ -312,21 +311,10 @@ def moment_of(value: Any) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-@pytest.fixture
-def engine(migrated_url: str) -> Iterator[Engine]:
-    engine = create_db_engine(migrated_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def clock() -> DrivenClock:
-    return DrivenClock(datetime.now(UTC).replace(microsecond=0))
-
-
-@pytest.fixture
-def driven_store(engine: Engine, clock: DrivenClock) -> Store:
-    return Store(engine, clock=clock, worker_id="model-faults")
+@pytest.fixture(autouse=True)
+def _driven_time_starts_now(clock: DrivenClock) -> None:
+    """The CLI these tests also run reads the real clock, so driven time starts at the real now."""
+    clock.now = datetime.now(UTC).replace(microsecond=0)
 
 
 @pytest.fixture
@@ -367,7 +355,7 @@ TRANSIENT_FAULTS: dict[str, tuple[Behaviour, float]] = {
 
 @pytest.mark.parametrize("fault", sorted(TRANSIENT_FAULTS))
 def test_stage_one_retries_a_transient_fault_then_stores_the_answer(
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -379,18 +367,18 @@ def test_stage_one_retries_a_transient_fault_then_stores_the_answer(
     first, timeout = TRANSIENT_FAULTS[fault]
     thread = new_thread_id()
     write_rollout(tmp_path / "sessions", thread, clock.now - timedelta(hours=2))
-    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
     fake_openai.enqueue(first)
     backend = make_backend(timeout_seconds=timeout)
 
-    report = run_stage_one(driven_store, backend, stage1_options())
+    report = run_stage_one(driven, backend, stage1_options())
 
     assert (report.claimed, report.succeeded, report.failed) == (1, 1, 0)
     assert [entry.fault for entry in fake_openai.log] == [first.fault, Fault.OK]
     assert [(c.ok, c.attempts) for c in logged_calls(caplog)] == [(True, 2)]
-    output = driven_store.get_stage1_output(thread)
+    output = driven.get_stage1_output(thread)
     assert output is not None and output.raw_memory == STAGE_ONE_ANSWER["raw_memory"]
-    job = driven_store.get_job(STAGE1, thread)
+    job = driven.get_job(STAGE1, thread)
     assert job is not None and job.status is JobStatus.SUCCEEDED and job.last_error is None
     assert job.retry_remaining == RETRY_BUDGET - 1  # one claim, however many HTTP attempts
     gap = fake_openai.log[1].received_at - fake_openai.log[0].received_at
@@ -446,13 +434,13 @@ def test_an_outage_stops_the_pass_and_spends_no_budget(
 @pytest.mark.slow
 def test_schema_breaking_answers_spend_the_retry_budget_and_a_newer_rollout_resets_it(
     migrated_url: str,
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
     make_backend: MakeBackend,
 ) -> None:
-    store = driven_store
+    store = driven
     sessions = tmp_path / "sessions"
     thread = new_thread_id()
     rollout = write_rollout(sessions, thread, clock.now - timedelta(hours=2))
@@ -505,7 +493,7 @@ def test_schema_breaking_answers_spend_the_retry_budget_and_a_newer_rollout_rese
 @pytest.mark.slow
 def test_a_refused_request_is_not_retried_and_exhausts_the_budget_at_once(
     migrated_url: str,
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -513,27 +501,27 @@ def test_a_refused_request_is_not_retried_and_exhausts_the_budget_at_once(
 ) -> None:
     thread = new_thread_id()
     write_rollout(tmp_path / "sessions", thread, clock.now - timedelta(hours=2))
-    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
     fake_openai.set_default(Fault.HTTP_ERROR, status=400)
 
-    report = run_stage_one(driven_store, make_backend(max_attempts=4), stage1_options())
+    report = run_stage_one(driven, make_backend(max_attempts=4), stage1_options())
 
     assert (report.claimed, report.failed) == (1, 1)
     assert fake_openai.call_count == 1
-    job = driven_store.get_job(STAGE1, thread)
+    job = driven.get_job(STAGE1, thread)
     assert job is not None and job.status is JobStatus.FAILED and job.retry_remaining == 0
     assert job.last_error is not None
     assert "HTTP 400" in job.last_error and "not retried" in job.last_error
     assert fake_openai.base_url in job.last_error
     assert API_KEY not in job.last_error
-    outcome = driven_store.try_claim_stage1(thread, lease_seconds=LEASE).outcome
+    outcome = driven.try_claim_stage1(thread, lease_seconds=LEASE).outcome
     assert outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
     counts = run_cli(cli_env(migrated_url, tmp_path / "home", fake_openai), "status")["stage1"]
     assert (counts["failed"], counts["exhausted"]) == (0, 1)
 
 
 def test_a_refused_key_stops_stage_one_and_spends_nothing(
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -541,22 +529,22 @@ def test_a_refused_key_stops_stage_one_and_spends_nothing(
 ) -> None:
     for _ in range(3):
         write_rollout(tmp_path / "sessions", new_thread_id(), clock.now - timedelta(hours=2))
-    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
     fake_openai.set_default(Fault.HTTP_ERROR, status=401)
 
     with pytest.raises(ModelAccessDenied, match="OPENAI_API_KEY") as raised:
-        run_stage_one(driven_store, make_backend(max_attempts=4), stage1_options(concurrency=1))
+        run_stage_one(driven, make_backend(max_attempts=4), stage1_options(concurrency=1))
     assert fake_openai.base_url in str(raised.value)
     assert API_KEY not in str(raised.value)
     assert fake_openai.call_count == 1
-    counts = driven_store.status_counts()
+    counts = driven.status_counts()
     assert (counts.pending, counts.failed, counts.exhausted, counts.running) == (3, 0, 0, 0)
 
 
 @pytest.mark.slow
 def test_a_stage_one_error_never_stores_a_secret_quoted_from_the_answer(
     migrated_url: str,
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -564,20 +552,20 @@ def test_a_stage_one_error_never_stores_a_secret_quoted_from_the_answer(
 ) -> None:
     thread = new_thread_id()
     write_rollout(tmp_path / "sessions", thread, clock.now - timedelta(hours=2))
-    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
     fake_openai.set_default(Fault.OK, payload={**STAGE_ONE_ANSWER, LEAKED_TOKEN: "x"})
 
-    report = run_stage_one(driven_store, make_backend(max_attempts=2), stage1_options())
+    report = run_stage_one(driven, make_backend(max_attempts=2), stage1_options())
 
     assert (report.claimed, report.failed) == (1, 1)
-    job = driven_store.get_job(STAGE1, thread)
+    job = driven.get_job(STAGE1, thread)
     assert job is not None and job.last_error is not None
     assert "has unexpected key" in job.last_error
     assert LEAKED_TOKEN[:20] not in job.last_error
     status = run_cli(cli_env(migrated_url, tmp_path / "home", fake_openai), "status")
     assert [entry["thread_id"] for entry in status["errors"]] == [thread]
     assert LEAKED_TOKEN[:20] not in json.dumps(status)
-    assert LEAKED_TOKEN[:20] not in database_text(driven_store.engine)
+    assert LEAKED_TOKEN[:20] not in database_text(driven.engine)
 
 
 # --- 2. redaction: no secret leaves the process or is stored --------------------------------
@@ -1313,7 +1301,7 @@ def test_a_second_run_with_nothing_new_calls_no_model_and_writes_nothing(
 
 
 def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -1326,11 +1314,11 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
             new_thread_id(),
             clock.now - timedelta(hours=2, minutes=index),
         )
-    assert scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET).new == threads
+    assert scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET).new == threads
     fake_openai.set_default(Fault.LATENCY, delay=latency)
 
     started = time.monotonic()
-    report = run_stage_one(driven_store, make_backend(), stage1_options(concurrency))
+    report = run_stage_one(driven, make_backend(), stage1_options(concurrency))
     elapsed = time.monotonic() - started
 
     assert (report.claimed, report.succeeded, report.failed) == (threads, threads, 0)

@@ -22,7 +22,7 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,6 @@ from consolidator.phases.materialize import (
 from consolidator.phases.phase_two import citation_for
 from consolidator.phases.publish import load_projection, publish
 from consolidator.phases.scanner import scan
-from consolidator.sources.items import RolloutHeader
 from tests.daemon_process import (
     PYTHON_CLI,
     REPO,
@@ -67,20 +66,15 @@ from tests.daemon_process import (
     schema_name,
     wait_until,
 )
+from tests.factories import T0, header
 from tests.fake_openai import FakeOpenAI, Fault
-from tests.integration.test_stage1_claims import header as stage1_header
 
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 CONTENDERS = 16
 RACE_ROUNDS = 24
 DEADLINE = 60.0
 
 
 # -- database helpers ------------------------------------------------------------------------
-
-
-def header(thread_id: str, minute: int = 0) -> RolloutHeader:
-    return stage1_header(thread_id, T0 + timedelta(minutes=minute))
 
 
 def marker(thread_id: str) -> str:
@@ -90,7 +84,9 @@ def marker(thread_id: str) -> str:
 
 def add_output(store: Store, thread_id: str, *, minute: int = 0, padding: int = 0) -> None:
     """Register a thread and store its stage-one output, as a finished stage one would."""
-    store.register_thread(header(thread_id, minute), ingested=False, retry_budget=3)
+    store.register_thread(
+        header(thread_id, T0 + timedelta(minutes=minute)), ingested=False, retry_budget=3
+    )
     claim = store.try_claim_stage1(thread_id, lease_seconds=600)
     assert claim.claimed, claim
     text_ = "x" * padding + f" notes about {marker(thread_id)}"
@@ -460,18 +456,6 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
 
 
 @pytest.fixture
-def engine(migrated_url: str) -> Iterator[Engine]:
-    created = create_db_engine(migrated_url)
-    yield created
-    created.dispose()
-
-
-@pytest.fixture
-def store(engine: Engine) -> Store:
-    return Store(engine, worker_id="test-worker-b")
-
-
-@pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
@@ -693,7 +677,7 @@ def test_stage_one_owner_frozen_past_its_lease_writes_nothing_when_resumed(
     assert store.status_counts().input_watermark == 1, "one input change, from the second worker"
     job = store.get_job(STAGE1, thread_id)
     assert job is not None
-    assert (job.lease_epoch, job.status, job.worker_id) == (2, JobStatus.SUCCEEDED, "test-worker-b")
+    assert (job.lease_epoch, job.status, job.worker_id) == (2, JobStatus.SUCCEEDED, store.worker_id)
     assert fake_openai.call_count == 1, "the resumed worker must not try again"
     assert projected_files(memory_dir) == {} == expected_files(store)
 

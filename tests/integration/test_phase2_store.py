@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,52 +13,13 @@ from consolidator.db.engine import create_db_engine
 from consolidator.db.store import (
     Claim,
     ClaimOutcome,
-    Phase2Result,
-    Stage1Payload,
     Store,
 )
 from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from tests.integration.test_stage1_claims import T0, DrivenClock, header
+from consolidator.memory.model import Block, Bullet, Memory, Task
+from tests.factories import LEASE, T0, DrivenClock, add_output, citation, result_of
 
 COOLDOWN = 3600
-LEASE = 60
-
-
-@pytest.fixture
-def clock() -> DrivenClock:
-    return DrivenClock(T0 + timedelta(days=1))
-
-
-@pytest.fixture
-def store(migrated_url: str, clock: DrivenClock) -> Iterator[Store]:
-    engine = create_db_engine(migrated_url)
-    yield Store(engine, clock=clock, worker_id="test")
-    engine.dispose()
-
-
-def add_output(store: Store, thread_id: str, text: str, minute: int = 0) -> None:
-    store.register_thread(
-        header(thread_id, T0 + timedelta(minutes=minute)), ingested=False, retry_budget=3
-    )
-    claim = store.try_claim_stage1(thread_id, lease_seconds=LEASE)
-    assert claim.claimed
-    assert store.complete_stage1(
-        claim,
-        Stage1Payload(
-            raw_memory=text, rollout_summary=text, rollout_slug=None, backend="t", model="m"
-        ),
-    )
-
-
-def citation(thread_id: str) -> ThreadCitation:
-    return ThreadCitation(
-        thread_id,
-        f"rollout_summaries/{thread_id}.md",
-        "/w",
-        f"/s/{thread_id}",
-        "2026-11-01T00:00:00Z",
-    )
 
 
 def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memory:
@@ -78,99 +38,95 @@ def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memor
     return Memory((block,))
 
 
-def result_of(memory: Memory, watermark_from: int = 0) -> Phase2Result:
-    return Phase2Result(
-        memory=encode(memory),
-        kind="consolidation",
-        watermark_from=watermark_from,
-        backend="t",
-        model="m",
-    )
-
-
-def test_claim_outcomes_cooldown_and_watermark(store: Store, clock: DrivenClock) -> None:
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
-    add_output(store, "a", "alpha")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
+def test_claim_outcomes_cooldown_and_watermark(driven: Store, clock: DrivenClock) -> None:
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    add_output(driven, "a", "alpha")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
     assert claim.claimed and claim.epoch == 1 and claim.watermark == 1
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
-    inputs = store.phase2_inputs(claim)
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
+    inputs = driven.phase2_inputs(claim)
     assert [o.thread_id for o in inputs.changed] == ["a"] and inputs.base is None
 
-    commit = store.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
+    commit = driven.commit_phase2(
+        claim, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
+    )
     assert commit.committed and commit.version == 1
-    job = store.phase2_job()
+    job = driven.phase2_job()
     assert job is not None and job.last_success_watermark == 1
     assert job.cooldown_until == clock.now + timedelta(seconds=COOLDOWN)
 
     # Nothing new: up to date, and the cooldown is not touched.
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
-    add_output(store, "b", "beta")
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    add_output(driven, "b", "beta")
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
     clock.now = job.cooldown_until - timedelta(microseconds=1)
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
     clock.now = job.cooldown_until
-    second = store.try_claim_phase2(lease_seconds=LEASE)
+    second = driven.try_claim_phase2(lease_seconds=LEASE)
     assert second.claimed and second.epoch == 2
-    inputs = store.phase2_inputs(second)
+    inputs = driven.phase2_inputs(second)
     assert [o.thread_id for o in inputs.changed] == ["b"]
     assert inputs.base is not None and inputs.base.version == 1
 
 
 def test_failure_backs_off_and_new_input_does_not_bypass_it(
-    store: Store, clock: DrivenClock
+    driven: Store, clock: DrivenClock
 ) -> None:
-    add_output(store, "a", "alpha")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    assert store.fail_phase2(claim, "provider down")
-    job = store.phase2_job()
+    add_output(driven, "a", "alpha")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    assert driven.fail_phase2(claim, "provider down")
+    job = driven.phase2_job()
     assert job is not None and job.retry_at is not None and job.last_error == "provider down"
-    add_output(store, "b", "beta")
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    add_output(driven, "b", "beta")
+    assert (
+        driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+    )
     clock.now = job.retry_at
-    assert store.try_claim_phase2(lease_seconds=LEASE).claimed
+    assert driven.try_claim_phase2(lease_seconds=LEASE).claimed
 
 
-def test_expired_lease_fences_the_stale_owner(store: Store, clock: DrivenClock) -> None:
-    add_output(store, "a", "alpha")
-    stale = store.try_claim_phase2(lease_seconds=LEASE)
+def test_expired_lease_fences_the_stale_owner(driven: Store, clock: DrivenClock) -> None:
+    add_output(driven, "a", "alpha")
+    stale = driven.try_claim_phase2(lease_seconds=LEASE)
     clock.advance(LEASE - 1)
-    assert store.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
+    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
     clock.advance(1)
-    fresh = store.try_claim_phase2(lease_seconds=LEASE)
+    fresh = driven.try_claim_phase2(lease_seconds=LEASE)
     assert fresh.claimed and fresh.epoch == (stale.epoch or 0) + 1
-    late = store.commit_phase2(stale, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
+    late = driven.commit_phase2(stale, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
     assert not late.committed
-    assert store.current_version() is None
-    assert store.commit_phase2(
+    assert driven.current_version() is None
+    assert driven.commit_phase2(
         fresh, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
     ).committed
 
 
-def test_identical_result_adds_no_version_and_no_cooldown(store: Store, clock: DrivenClock) -> None:
-    add_output(store, "a", "alpha")
-    first = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
-    add_output(store, "a", "alpha again", minute=1)
-    second = store.try_claim_phase2(lease_seconds=LEASE)
+def test_identical_result_adds_no_version_and_no_cooldown(
+    driven: Store, clock: DrivenClock
+) -> None:
+    add_output(driven, "a", "alpha")
+    first = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    add_output(driven, "a", "alpha again", minute=1)
+    second = driven.try_claim_phase2(lease_seconds=LEASE)
     assert second.claimed
-    commit = store.commit_phase2(
+    commit = driven.commit_phase2(
         second, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
     )
     assert commit.committed and commit.version is None
-    job = store.phase2_job()
+    job = driven.phase2_job()
     assert job is not None and (job.cooldown_until is None or job.cooldown_until <= clock.now)
-    assert [v.version for v in store.list_versions()] == [1]
+    assert [v.version for v in driven.list_versions()] == [1]
 
 
-def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
+def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
 
-    assert store.forget_thread("a")
-    current = store.current_version()
+    assert driven.forget_thread("a")
+    current = driven.current_version()
     assert current is not None and current.kind == "forget" and current.version == 2
     memory = decode(current.memory_json)
     block = memory.blocks[0]
@@ -178,28 +134,28 @@ def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(store: Store) -
     assert [b.text for b in block.knowledge] == ["fact from task 1 alpha", "shared fact alpha"]
     assert block.knowledge[1].task_ids == ("t1",)
     # History was rewritten too: version 1 no longer cites "a".
-    first = store.get_version(1)
+    first = driven.get_version(1)
     assert first is not None and '"a"' not in first.memory_json
     # Kept as a tombstone that no longer names the session.
-    assert store.get_thread("a") is None and store.is_forgotten("a")
+    assert driven.get_thread("a") is None and driven.is_forgotten("a")
 
-    assert store.forget_thread("b")
-    current = store.current_version()
+    assert driven.forget_thread("b")
+    current = driven.current_version()
     assert current is not None and decode(current.memory_json).blocks == ()
 
 
-def test_rollback_cannot_resurrect_a_forgotten_thread(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
-    store.forget_thread("a")
-    restored = store.rollback(1)
-    current = store.current_version()
+def test_rollback_cannot_resurrect_a_forgotten_thread(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
+    driven.forget_thread("a")
+    restored = driven.rollback(1)
+    current = driven.current_version()
     assert current is not None and current.version == restored and current.kind == "rollback"
     assert "a" not in encode(decode(current.memory_json)).thread_ids
     with pytest.raises(KeyError):
-        store.rollback(99)
+        driven.rollback(99)
 
 
 def written_summary(*threads: str) -> str:
@@ -216,106 +172,106 @@ def written_summary(*threads: str) -> str:
 
 
 def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(
-    store: Store,
+    driven: Store,
 ) -> None:
     from consolidator.memory.summary import summary_problems
 
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
     memory = memory_citing(("a",), ("b",))
     summary = written_summary("a", "b")
-    assert summary_problems(summary, memory, store.live_thread_ids) == []
-    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
-    first = store.current_version()
+    assert summary_problems(summary, memory, driven.live_thread_ids) == []
+    driven.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
+    first = driven.current_version()
     assert first is not None and first.summary_md == summary
 
-    assert store.forget_thread("a")
-    current = store.current_version()
+    assert driven.forget_thread("a")
+    current = driven.current_version()
     assert current is not None and current.kind == "forget" and current.summary_md is not None
     assert "thread_id=a" not in current.summary_md and "session b" in current.summary_md
     assert "[task proj/t0]" not in current.summary_md
     assert "- Works in /w on tasks alpha [task proj/t1]" in current.summary_md
     memory_now = decode(current.memory_json)
-    assert summary_problems(current.summary_md, memory_now, store.live_thread_ids) == []
-    history = store.get_version(1)
+    assert summary_problems(current.summary_md, memory_now, driven.live_thread_ids) == []
+    history = driven.get_version(1)
     assert history is not None and history.summary_md == current.summary_md
 
-    restored = store.rollback(1)
-    rolled = store.get_version(restored)
+    restored = driven.rollback(1)
+    rolled = driven.get_version(restored)
     assert rolled is not None and rolled.summary_md == current.summary_md
 
-    assert store.forget_thread("b")
-    last = store.current_version()
+    assert driven.forget_thread("b")
+    last = driven.current_version()
     assert last is not None and last.summary_md is not None and "thread_id=" not in last.summary_md
     assert all(
         "thread_id=" not in (v.summary_md or "") and "[task" not in (v.summary_md or "")
-        for v in store.list_versions()
+        for v in driven.list_versions()
     )
 
 
-def test_a_summary_for_an_unchanged_memory_lands_on_the_current_version(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    first = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
-    add_output(store, "a", "alpha again", minute=1)
-    second = store.try_claim_phase2(lease_seconds=LEASE)
+def test_a_summary_for_an_unchanged_memory_lands_on_the_current_version(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    first = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    add_output(driven, "a", "alpha again", minute=1)
+    second = driven.try_claim_phase2(lease_seconds=LEASE)
     summary = written_summary("a")
-    commit = store.commit_phase2(
+    commit = driven.commit_phase2(
         second,
         replace(result_of(memory_citing(("a",))), summary_md=summary, changed_earlier=True),
         cooldown_seconds=0,
     )
     assert commit.committed and commit.version is None
-    current = store.current_version()
+    current = driven.current_version()
     assert current is not None and current.version == 1 and current.summary_md == summary
 
 
-def test_a_summary_loses_the_lines_of_threads_deleted_during_the_run(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.mark_deleted(["b"])
+def test_a_summary_loses_the_lines_of_threads_deleted_during_the_run(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.mark_deleted(["b"])
     result = replace(result_of(memory_citing(("a",), ("b",))), summary_md=written_summary("a", "b"))
-    assert store.commit_phase2(claim, result, cooldown_seconds=0).committed
-    current = store.current_version()
+    assert driven.commit_phase2(claim, result, cooldown_seconds=0).committed
+    current = driven.current_version()
     assert current is not None and current.summary_md is not None
     assert "thread_id=b" not in current.summary_md and "thread_id=a" in current.summary_md
 
 
-def test_deleted_input_is_forgotten_at_once_even_in_cooldown(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=COOLDOWN)
-    assert store.mark_deleted(["b"]) == 1
-    current = store.current_version()
+def test_deleted_input_is_forgotten_at_once_even_in_cooldown(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=COOLDOWN)
+    assert driven.mark_deleted(["b"]) == 1
+    current = driven.current_version()
     assert current is not None
     assert encode(decode(current.memory_json)).thread_ids == frozenset({"a"})
 
 
-def test_commit_forgets_threads_deleted_while_the_run_was_in_flight(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.mark_deleted(["b"])
-    commit = store.commit_phase2(
+def test_commit_forgets_threads_deleted_while_the_run_was_in_flight(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    add_output(driven, "b", "beta")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    driven.mark_deleted(["b"])
+    commit = driven.commit_phase2(
         claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0
     )
     assert commit.committed and commit.forgotten == 1
-    current = store.current_version()
+    current = driven.current_version()
     assert current is not None and encode(decode(current.memory_json)).thread_ids == {"a"}
 
 
-def test_clear_all_under_a_held_lease_fences_the_holder(store: Store) -> None:
-    add_output(store, "a", "alpha")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    report = store.clear_all()
+def test_clear_all_under_a_held_lease_fences_the_holder(driven: Store) -> None:
+    add_output(driven, "a", "alpha")
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    report = driven.clear_all()
     assert report.outputs == 1 and report.jobs >= 1
-    commit = store.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    commit = driven.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=0)
     assert not commit.committed
-    assert store.current_version() is None and store.list_stage1_outputs() == []
-    assert not store.renew_lease(claim, lease_seconds=LEASE)
+    assert driven.current_version() is None and driven.list_stage1_outputs() == []
+    assert not driven.renew_lease(claim, lease_seconds=LEASE)
 
 
 def test_forgotten_content_leaves_no_byte_in_the_sqlite_files(tmp_path: Path) -> None:
@@ -368,20 +324,20 @@ def test_now_comes_from_the_database_clock_on_postgresql(pg_url: str) -> None:
         engine.dispose()
 
 
-def test_a_refused_claim_does_not_wait_for_the_write_lock(store: Store) -> None:
+def test_a_refused_claim_does_not_wait_for_the_write_lock(driven: Store) -> None:
     """With the lease held, a claim refuses from a read, even while another writer holds the
     write lock (SQLite) or the job row (PostgreSQL) for longer than the claim may take."""
-    add_output(store, "a", "alpha")
-    holder = store.try_claim_phase2(lease_seconds=LEASE)
+    add_output(driven, "a", "alpha")
+    holder = driven.try_claim_phase2(lease_seconds=LEASE)
     assert holder.claimed
     outcome: list[ClaimOutcome] = []
-    with store.engine.begin() as blocking:
+    with driven.engine.begin() as blocking:
         if blocking.dialect.name == "postgresql":
             blocking.exec_driver_sql("SELECT 1 FROM jobs WHERE kind = 'phase2' FOR UPDATE")
         else:
             blocking.exec_driver_sql("UPDATE counters SET value = value")
         racer = threading.Thread(
-            target=lambda: outcome.append(store.try_claim_phase2(lease_seconds=LEASE).outcome),
+            target=lambda: outcome.append(driven.try_claim_phase2(lease_seconds=LEASE).outcome),
             daemon=True,
         )
         racer.start()
@@ -389,15 +345,15 @@ def test_a_refused_claim_does_not_wait_for_the_write_lock(store: Store) -> None:
         assert outcome == [ClaimOutcome.SKIPPED_RUNNING], "the claim queued behind the writer"
 
 
-def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(store: Store) -> None:
+def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(driven: Store) -> None:
     """A claimable job is claimed even when the claim first has to wait out another writer
     (on SQLite through several short waits for the write lock, each followed by a re-read)."""
-    add_output(store, "a", "alpha")
+    add_output(driven, "a", "alpha")
     claims: list[Claim] = []
-    with store.engine.begin() as blocking:
+    with driven.engine.begin() as blocking:
         blocking.exec_driver_sql("UPDATE counters SET value = value WHERE name = 'none'")
         racer = threading.Thread(
-            target=lambda: claims.append(store.try_claim_phase2(lease_seconds=LEASE)),
+            target=lambda: claims.append(driven.try_claim_phase2(lease_seconds=LEASE)),
             daemon=True,
         )
         racer.start()
@@ -409,27 +365,27 @@ def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(store: Store
 
 
 def test_publish_writes_the_stored_summary_and_never_a_refused_one(
-    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    driven: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from consolidator.memory.summary import render_memory_summary
     from consolidator.phases.publish import publish
 
-    add_output(store, "a", "alpha")
+    add_output(driven, "a", "alpha")
     memory = memory_citing(("a",))
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    claim = driven.try_claim_phase2(lease_seconds=LEASE)
     summary = written_summary("a")
-    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
-    publish(store, tmp_path)
+    driven.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
+    publish(driven, tmp_path)
     assert (tmp_path / "memory_summary.md").read_text() == summary
 
-    add_output(store, "a", "alpha again", minute=1)
-    second = store.try_claim_phase2(lease_seconds=LEASE)
+    add_output(driven, "a", "alpha again", minute=1)
+    second = driven.try_claim_phase2(lease_seconds=LEASE)
     uncited = summary.replace("- None recorded yet.", "- Always deploy on Fridays.")
-    store.commit_phase2(
+    driven.commit_phase2(
         second,
         replace(result_of(memory), summary_md=uncited, changed_earlier=True),
         cooldown_seconds=0,
     )
-    publish(store, tmp_path)
+    publish(driven, tmp_path)
     assert (tmp_path / "memory_summary.md").read_text() == render_memory_summary(memory)
     assert any(r.__dict__.get("action") == "summary_refused_at_publish" for r in caplog.records)

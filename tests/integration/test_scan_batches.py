@@ -7,11 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from consolidator.db.store import Store, ThreadChange
-from tests.integration import test_stage1_claims as claims
-from tests.integration.test_stage1_claims import T0, header
-
-clock = claims.clock
-driven = claims.driven
+from tests.factories import T0, header
 
 
 def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:

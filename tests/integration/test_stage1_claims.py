@@ -2,66 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-import pytest
-
-from consolidator.db.engine import create_db_engine
 from consolidator.db.store import (
     ClaimOutcome,
     Eligibility,
-    Stage1Payload,
     Store,
     ThreadChange,
     ThreadState,
 )
-from consolidator.sources.items import RolloutHeader, SourceFormat
-
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-class DrivenClock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-def header(thread_id: str, updated: datetime, *, size: int = 100) -> RolloutHeader:
-    return RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd="/work/app",
-        git_branch="main",
-        started_at=updated - timedelta(minutes=5),
-        last_event_at=updated,
-        size=size,
-        mtime_ns=int(updated.timestamp() * 1e9),
-    )
-
-
-def payload(text: str) -> Stage1Payload:
-    return Stage1Payload(
-        raw_memory=text, rollout_summary=f"summary {text}", rollout_slug="s", backend="t", model="m"
-    )
-
-
-@pytest.fixture
-def clock() -> DrivenClock:
-    return DrivenClock(T0 + timedelta(days=1))
-
-
-@pytest.fixture
-def driven(migrated_url: str, clock: DrivenClock) -> Iterator[Store]:
-    engine = create_db_engine(migrated_url)
-    yield Store(engine, clock=clock, worker_id="test")
-    engine.dispose()
+from consolidator.sources.items import RolloutHeader
+from tests.factories import T0, DrivenClock, header, payload
 
 
 def test_claim_outcomes_follow_the_job_lifecycle(driven: Store, clock: DrivenClock) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
@@ -51,10 +51,8 @@ from consolidator.db.store import (
 )
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.sources.items import RolloutHeader
-from tests.integration.test_stage1_claims import header as stage1_header
+from tests.factories import T0, DrivenClock, header
 
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 LEASE = 60
 COOLDOWN = 300
 THREADS = tuple(f"thread-{n}" for n in range(6))
@@ -80,18 +78,6 @@ SETTINGS = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     suppress_health_check=[HealthCheck.too_slow],
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0 + timedelta(days=1)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def header(thread_id: str, minute: int) -> RolloutHeader:
-    return stage1_header(thread_id, T0 + timedelta(minutes=minute))
 
 
 def citing(thread_ids: list[str], run: str) -> Memory:
@@ -144,7 +130,7 @@ class StoreMachine(RuleBasedStateMachine):
             with self.engine.begin() as connection:
                 connection.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"))
                 connection.execute(text("UPDATE counters SET value = 0"))
-        self.clock = Clock()
+        self.clock = DrivenClock(T0 + timedelta(days=1))
         self.store = Store(self.engine, clock=self.clock, worker_id="machine")
         self.minute = 0
         self.registered: set[str] = set()
@@ -225,7 +211,7 @@ class StoreMachine(RuleBasedStateMachine):
         """A newer rollout for the thread, extracted at once by a worker of its own."""
         self.minute += 1
         change = self.store.register_thread(
-            header(thread_id, self.minute), ingested=False, retry_budget=3
+            header(thread_id, T0 + timedelta(minutes=self.minute)), ingested=False, retry_budget=3
         )
         if thread_id in self.forgotten:
             assert change is ThreadChange.UNCHANGED, "a forgotten thread came back"
