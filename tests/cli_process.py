@@ -7,12 +7,17 @@ same way: exit code, no traceback, no secret in the output.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "sessions"
+CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
 
 
 def clean_env(**settings: str) -> dict[str, str]:
@@ -58,3 +63,20 @@ def run_command(
     for secret in secrets:
         assert secret not in result.stdout + result.stderr, f"{secret!r} leaked"
     return result
+
+
+def run_cli(
+    *args: str, home: Path, env: dict[str, str] | None = None, check: int | None = 0
+) -> subprocess.CompletedProcess[str]:
+    """`consolidator *args` with its home at `home`, every session eligible at once."""
+    environment = clean_env(
+        CONSOLIDATOR_HOME=str(home),
+        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
+        CONSOLIDATOR_MAX_AGE_DAYS="0",
+    )
+    environment.update(env or {})
+    return run_command([*CLI, *args], environment, timeout=240, expect=check, cwd=None)
+
+
+def as_json(result: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(result.stdout)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import uuid
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+from consolidator.backends.base import Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Memory, ThreadCitation
@@ -105,3 +109,104 @@ def discover_rollouts(
         for batch in discover_rollout_batches(root, problems=problems)
         for found in batch
     ]
+
+
+APP = "/work/app"
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _line(moment: datetime, kind: str, payload: dict[str, Any]) -> str:
+    return json.dumps({"timestamp": _stamp(moment), "type": kind, "payload": payload}) + "\n"
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    kind = "input_text" if role == "user" else "output_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def write_rollout(
+    sessions: Path,
+    thread_id: str,
+    started: datetime,
+    *,
+    cwd: str = APP,
+    user_texts: Sequence[str] = ("the migration test is flaky, please fix it",),
+    tool_output: str = "1 passed in 0.12s",
+) -> Path:
+    """A Codex rollout: session_meta, user messages, one tool call and its output, an answer."""
+    day = sessions / started.strftime("%Y/%m/%d")
+    day.mkdir(parents=True, exist_ok=True)
+    path = day / f"rollout-{started.strftime('%Y-%m-%dT%H-%M-%S')}-{thread_id}.jsonl"
+    meta = {
+        "id": thread_id,
+        "timestamp": _stamp(started),
+        "cwd": cwd,
+        "originator": "codex_cli_rs",
+        "cli_version": "0.46.0",
+        "source": "cli",
+        "git": {"branch": "main"},
+    }
+    moments = iter(started + timedelta(seconds=5 * step) for step in range(1000))
+    lines = [_line(next(moments), "session_meta", meta)]
+    lines += [_line(next(moments), "response_item", _message("user", t)) for t in user_texts]
+    call = {
+        "type": "function_call",
+        "name": "shell",
+        "arguments": json.dumps({"command": ["bash", "-lc", "cat .env && pytest -x"]}),
+        "call_id": "call_1",
+    }
+    lines.append(_line(next(moments), "response_item", call))
+    output = {"type": "function_call_output", "call_id": "call_1", "output": tool_output}
+    lines.append(_line(next(moments), "response_item", output))
+    lines.append(_line(next(moments), "response_item", _message("assistant", "Fixed it.")))
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def append_user_message(path: Path, moment: datetime, text: str) -> None:
+    """New activity in a rollout: its last event (`source_updated_at`) moves to `moment`."""
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(_line(moment, "response_item", _message("user", text)))
+
+
+def new_thread_id() -> str:
+    return str(uuid.uuid4())
+
+
+def rollout(transcript: str = "user: make the tests pass\nassistant: done") -> Stage1Input:
+    return Stage1Input(
+        thread_id="0199a1b2-thread",
+        rollout_path="/home/dev/.codex/sessions/2025/01/02/rollout-x.jsonl",
+        cwd="/home/dev/project",
+        git_branch="main",
+        transcript=transcript,
+        items=(),
+    )
+
+
+def write_small_rollout(
+    path: Path, thread_id: str, messages: int = 1, text: str = "message {number}"
+) -> Path:
+    """A small Codex rollout: session_meta, then `messages` user messages (`text`, numbered)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "id": thread_id,
+        "timestamp": "2026-11-16T09:14:03.000Z",
+        "cwd": "/work/app",
+        "originator": "codex_cli_rs",
+        "cli_version": "0.46.0",
+        "source": "cli",
+    }
+    lines = [{"timestamp": "2026-11-16T09:14:03.000Z", "type": "session_meta", "payload": meta}]
+    for number in range(messages):
+        content = {"type": "input_text", "text": text.format(number=number)}
+        item = {"type": "message", "role": "user", "content": [content]}
+        lines.append(
+            {"timestamp": f"2026-11-16T09:15:{number % 60:02d}.000Z", "type": "response_item"}
+            | {"payload": item}
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path

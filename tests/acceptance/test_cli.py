@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from consolidator.sources.discovery import is_rollout_name
-from tests.cli_process import clean_env, run_command
+from tests.cli_process import EXAMPLES, REPO, as_json, run_cli
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples" / "sessions"
-CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
 USER_QUOTE = "never use the system python here"
 FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
-
-
-def run_cli(
-    *args: str, home: Path, env: dict[str, str] | None = None, check: int | None = 0
-) -> subprocess.CompletedProcess[str]:
-    environment = clean_env(
-        CONSOLIDATOR_HOME=str(home),
-        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
-        CONSOLIDATOR_MAX_AGE_DAYS="0",
-    )
-    environment.update(env or {})
-    return run_command([*CLI, *args], environment, timeout=240, expect=check, cwd=None)
-
-
-def as_json(result: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(result.stdout)
 
 
 @pytest.fixture

@@ -19,13 +19,13 @@ from tests.daemon_process import (
     run_cli,
     schema_name,
 )
+from tests.factories import write_rollout
 from tests.fake_openai import (
     INJECTION_TEXT,
     STAGE_ONE_ANSWER,
     FakeOpenAI,
     Fault,
 )
-from tests.integration.test_model_faults import write_rollout
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_cli import EXAMPLES, as_json, run_cli
+from tests.cli_process import EXAMPLES, as_json, run_cli
 
 pytestmark = pytest.mark.slow
 

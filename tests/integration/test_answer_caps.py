@@ -20,25 +20,20 @@ from consolidator.db.store import STAGE1, JobStatus, Store
 from consolidator.phases.phase_two import run_phase_two
 from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import run_stage_one
-from tests.factories import DrivenClock
+from tests.factories import DrivenClock, new_thread_id, rollout, write_rollout
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI, Fault
-from tests.integration import test_model_faults as faults
-from tests.integration.test_model_faults import (
+from tests.scripted_model import (
     PHASE2_OPTIONS,
     RETRY_BUDGET,
     MakeBackend,
     ScriptedModel,
-    new_thread_id,
+    make_backend_fixture,  # noqa: F401  (provides the `make_backend` fixture)
     prompt_of,
     schema_of,
     stage1_options,
-    write_rollout,
 )
-from tests.integration.test_openai_backend import rollout
 
 HUGE_CHARS = 1_500_000
-
-make_backend = faults.make_backend
 
 
 def _huge(field: str) -> dict[str, Any]:

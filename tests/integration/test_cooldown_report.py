@@ -9,7 +9,7 @@ from consolidator.db.store import ClaimOutcome, Eligibility, Store
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import Stage1Options, run_stage_one
-from tests.integration.test_scanner import write_rollout
+from tests.factories import write_small_rollout
 
 # A standing instruction, so the offline stage one has something to remember.
 STANDING = "Always run make lint before pushing (note {number})."
@@ -23,14 +23,14 @@ OPTIONS = Phase2Options(
 
 
 def test_cooldown_skip_names_the_next_allowed_time(store: Store, tmp_path: Path) -> None:
-    write_rollout(tmp_path / "s" / "a.jsonl", "thread-a", messages=2, text=STANDING)
+    write_small_rollout(tmp_path / "s" / "a.jsonl", "thread-a", messages=2, text=STANDING)
     scan(store, tmp_path / "s", retry_budget=3)
     stage1 = Stage1Options(4, 60, Eligibility(0, 0), 100_000)
     backend = ExtractiveBackend()
     run_stage_one(store, backend, stage1)
     first = run_phase_two(store, backend, OPTIONS)
     assert first.status == "succeeded", first
-    write_rollout(tmp_path / "s" / "b.jsonl", "thread-b", messages=2, text=STANDING)
+    write_small_rollout(tmp_path / "s" / "b.jsonl", "thread-b", messages=2, text=STANDING)
     scan(store, tmp_path / "s", retry_budget=3)
     run_stage_one(store, backend, stage1)
 

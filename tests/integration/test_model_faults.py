@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,23 +22,22 @@ import pytest
 from sqlalchemy import Engine, select, update
 
 from consolidator.backends.base import ModelAccessDenied
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.db.schema import Base, Job
 from consolidator.db.store import (
     PHASE2,
     STAGE1,
     ClaimOutcome,
-    Eligibility,
     JobStatus,
     Store,
 )
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two import Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
 from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import Stage1Options, run_stage_one, transcript_budget_chars
+from consolidator.phases.stage_one import run_stage_one
 from consolidator.security.invisible import is_invisible
-from tests.cli_process import clean_env, run_command
-from tests.factories import DrivenClock
+from tests.cli_process import run_command
+from tests.factories import APP, DrivenClock, append_user_message, new_thread_id, write_rollout
 from tests.fake_openai import (
     FAKE_SECRET,
     STAGE_ONE_ANSWER,
@@ -51,211 +47,44 @@ from tests.fake_openai import (
     fake_openai_fixture,  # noqa: F401  (provides the `fake_openai` fixture)
     logged_calls,
 )
+from tests.scripted_model import (
+    API_KEY,
+    CLI,
+    INFRA,
+    LEASE,
+    MAX_ATTEMPTS,
+    PHASE2_OPTIONS,
+    RETRY_BUDGET,
+    Consolidator,
+    MakeBackend,
+    Prompt,
+    ScriptedModel,
+    block_id_for,
+    block_payload,
+    block_per_input,
+    cli_env,
+    make_backend_fixture,  # noqa: F401  (provides the `make_backend` fixture)
+    parse_prompt,
+    prompt_of,
+    run_cli,
+    schema_of,
+    stage1_options,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "consolidator"]
-API_KEY = "sk-test-modelfaults-0123456789abcdefNOTREAL"
-MODEL = "fake-model"
-APP = "/work/app"
-INFRA = "/srv/infra"
-RETRY_BUDGET = 3
-LEASE = 60
-MAX_ATTEMPTS = 3
 UNKNOWN_THREAD = "0199dead-beef-7000-8000-00000000beef"
 # Secret-shaped values a hostile answer puts where free text is not expected (ids, keys).
 LEAKED_TOKEN = "ghp_" + "Qz8Lm2Xk7Vb4Nt1Yw9Hs3Jd6Fg0CpRaTeUiOyP"
 LEAKED_KEY_ID = "AKIA" + "Z7QW3ER5TY8UI2OP"
 
-PHASE2_OPTIONS = Phase2Options(
-    lease_seconds=LEASE,
-    cooldown_seconds=0,
-    memory_budget_bytes=65536,
-    max_shrink_fraction=0.5,
-)
-
-Consolidator = Callable[["Prompt"], dict[str, Any]]
-MakeBackend = Callable[..., OpenAIBackend]
-
 
 # --- rollouts on disk -----------------------------------------------------------------------
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _line(moment: datetime, kind: str, payload: dict[str, Any]) -> str:
-    return json.dumps({"timestamp": _stamp(moment), "type": kind, "payload": payload}) + "\n"
-
-
-def _message(role: str, text: str) -> dict[str, Any]:
-    kind = "input_text" if role == "user" else "output_text"
-    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
-
-
-def write_rollout(
-    sessions: Path,
-    thread_id: str,
-    started: datetime,
-    *,
-    cwd: str = APP,
-    user_texts: Sequence[str] = ("the migration test is flaky, please fix it",),
-    tool_output: str = "1 passed in 0.12s",
-) -> Path:
-    """A Codex rollout: session_meta, user messages, one tool call and its output, an answer."""
-    day = sessions / started.strftime("%Y/%m/%d")
-    day.mkdir(parents=True, exist_ok=True)
-    path = day / f"rollout-{started.strftime('%Y-%m-%dT%H-%M-%S')}-{thread_id}.jsonl"
-    meta = {
-        "id": thread_id,
-        "timestamp": _stamp(started),
-        "cwd": cwd,
-        "originator": "codex_cli_rs",
-        "cli_version": "0.46.0",
-        "source": "cli",
-        "git": {"branch": "main"},
-    }
-    moments = iter(started + timedelta(seconds=5 * step) for step in range(1000))
-    lines = [_line(next(moments), "session_meta", meta)]
-    lines += [_line(next(moments), "response_item", _message("user", t)) for t in user_texts]
-    call = {
-        "type": "function_call",
-        "name": "shell",
-        "arguments": json.dumps({"command": ["bash", "-lc", "cat .env && pytest -x"]}),
-        "call_id": "call_1",
-    }
-    lines.append(_line(next(moments), "response_item", call))
-    output = {"type": "function_call_output", "call_id": "call_1", "output": tool_output}
-    lines.append(_line(next(moments), "response_item", output))
-    lines.append(_line(next(moments), "response_item", _message("assistant", "Fixed it.")))
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
-
-
-def append_user_message(path: Path, moment: datetime, text: str) -> None:
-    """New activity in a rollout: its last event (`source_updated_at`) moves to `moment`."""
-    with path.open("a", encoding="utf-8") as stream:
-        stream.write(_line(moment, "response_item", _message("user", text)))
-
-
-def new_thread_id() -> str:
-    return str(uuid.uuid4())
 
 
 # --- the scripted model ---------------------------------------------------------------------
 
 
-def schema_of(body: dict[str, Any]) -> str:
-    return str(body.get("response_format", {}).get("json_schema", {}).get("name", ""))
-
-
-def prompt_of(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """What a consolidation request showed the model, read back from its prompt text."""
-
-    mode: str
-    index_ids: tuple[str, ...]
-    touched: tuple[dict[str, Any], ...]
-    inputs: tuple[dict[str, Any], ...]
-
-    @property
-    def input_ids(self) -> list[str]:
-        return [str(item["thread_id"]) for item in self.inputs]
-
-    @property
-    def touched_ids(self) -> list[str]:
-        return [str(block["block_id"]) for block in self.touched]
-
-
-def _json_list_after(text: str, marker: str) -> list[Any]:
-    start = text.index("[", text.rindex(marker))
-    value, _ = json.JSONDecoder().raw_decode(text, start)
-    assert isinstance(value, list), marker
-    return value
-
-
-def parse_prompt(text: str) -> Prompt:
-    mode = text[text.rindex("### Mode") :].splitlines()[2].strip()
-    index = text[text.rindex("### Other blocks") : text.rindex("### Blocks this change")]
-    index_ids = tuple(line.split("`")[1] for line in index.splitlines() if line.startswith("- `"))
-    touched = _json_list_after(text, "### Blocks this change may touch")
-    inputs = _json_list_after(text, "### Changed session notes")
-    return Prompt(mode, index_ids, tuple(touched), tuple(inputs))
-
-
-def block_id_for(thread_id: str) -> str:
-    return f"blk-{thread_id}"
-
-
-def block_payload(
-    block_id: str,
-    thread_ids: Sequence[str],
-    *,
-    cwd: str | None = APP,
-    knowledge: Sequence[str] = ("run pytest with -p no:cacheprovider in this repository",),
-) -> dict[str, Any]:
-    infra = cwd == INFRA
-    return {
-        "block_id": block_id,
-        "title": f"work in {cwd}",
-        "scope": f"sessions that worked in {cwd}",
-        "applies_to_cwd": cwd,
-        "reuse_rule": "same repository, any branch",
-        "tasks": [
-            {
-                "task_id": "t1",
-                "title": "deploy the ingress chart, finished" if infra else "fix a test, finished",
-                "thread_ids": list(thread_ids),
-                "keywords": ["helm", "ingress"] if infra else ["pytest", "fixtures"],
-            }
-        ],
-        "preferences": [],
-        "knowledge": [{"text": text, "task_ids": ["t1"]} for text in knowledge],
-        "failures": [],
-    }
-
-
-def block_per_input(prompt: Prompt) -> dict[str, Any]:
-    """A well-behaved model: one new block per input, citing exactly that input."""
-    upserts = [
-        block_payload(
-            block_id_for(str(item["thread_id"])), [str(item["thread_id"])], cwd=item["cwd"]
-        )
-        for item in prompt.inputs
-    ]
-    return {"upserts": upserts, "deletions": [], "edits": []}
-
-
-class ScriptedModel:
-    """The fake server's responder: a fixed stage-one note, and `consolidate(prompt)` for the
-    consolidation schema. Tests swap `consolidate` to make the model hostile."""
-
-    def __init__(self) -> None:
-        self.consolidate: Consolidator = block_per_input
-        self.prompts: list[Prompt] = []
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        if schema_of(body) != "consolidation":
-            return dict(STAGE_ONE_ANSWER)
-        prompt = parse_prompt(prompt_of(body))
-        self.prompts.append(prompt)
-        return self.consolidate(prompt)
-
-
 # --- databases, files and the CLI -----------------------------------------------------------
-
-
-def stage1_options(concurrency: int = 4) -> Stage1Options:
-    return Stage1Options(
-        concurrency=concurrency,
-        lease_seconds=LEASE,
-        eligibility=Eligibility(min_idle_seconds=0, max_age_days=0),
-        transcript_budget_chars=transcript_budget_chars(128_000),
-    )
 
 
 def database_text(engine: Engine) -> str:
@@ -281,30 +110,6 @@ def directory_bytes(root: Path) -> bytes:
     return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
-def cli_env(db_url: str, home: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]:
-    env = clean_env(
-        CONSOLIDATOR_HOME=str(home),
-        CONSOLIDATOR_DB_URL=db_url,
-        CONSOLIDATOR_BACKEND="openai",
-        OPENAI_BASE_URL=server.base_url,
-        OPENAI_API_KEY=API_KEY,
-        CONSOLIDATOR_MODEL=MODEL,
-        CONSOLIDATOR_MODEL_TIMEOUT_SECONDS="10",
-        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
-        CONSOLIDATOR_MAX_AGE_DAYS="0",
-    )
-    env.update(extra)
-    return env
-
-
-def run_cli(env: dict[str, str], *args: str, expect: int = 0) -> Any:
-    """One `consolidator ... --json` as a subprocess; its exit code is checked."""
-    result = run_command(
-        [*CLI, *args, "--json"], env, timeout=120, expect=expect, secrets=(API_KEY,)
-    )
-    return json.loads(result.stdout)
-
-
 def moment_of(value: Any) -> datetime:
     assert isinstance(value, str), value
     parsed = datetime.fromisoformat(value)
@@ -315,31 +120,6 @@ def moment_of(value: Any) -> datetime:
 def _driven_time_starts_now(clock: DrivenClock) -> None:
     """The CLI these tests also run reads the real clock, so driven time starts at the real now."""
     clock.now = datetime.now(UTC).replace(microsecond=0)
-
-
-@pytest.fixture
-def make_backend(fake_openai: FakeOpenAI) -> Iterator[MakeBackend]:
-    """Backends on the fake server with retry waits shrunk so the suite stays fast."""
-    created: list[OpenAIBackend] = []
-
-    def make(**overrides: Any) -> OpenAIBackend:
-        settings: dict[str, Any] = {
-            "model": MODEL,
-            "base_url": fake_openai.base_url,
-            "api_key": API_KEY,
-            "timeout_seconds": 5.0,
-            "max_attempts": MAX_ATTEMPTS,
-            "initial_retry_wait_seconds": 0.01,
-            "max_retry_wait_seconds": 2.0,
-            **overrides,
-        }
-        backend = OpenAIBackend(OpenAIConfig(**settings))
-        created.append(backend)
-        return backend
-
-    yield make
-    for backend in created:
-        backend.close()
 
 
 # --- 1. stage one: transient faults, retry budgets ------------------------------------------

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from consolidator.backends.answers import wire_schema
-from consolidator.backends.base import BackendError, InvalidModelOutput, Stage1Input, Usage
+from consolidator.backends.base import BackendError, InvalidModelOutput, Usage
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.core.resources import load_schema
+from tests.factories import rollout
 from tests.fake_openai import (
     FAKE_SECRET,
     STAGE_ONE_ANSWER,
@@ -56,17 +57,6 @@ def make_backend(fake_openai: FakeOpenAI) -> Iterator[MakeBackend]:
     yield make
     for backend in created:
         backend.close()
-
-
-def rollout(transcript: str = "user: make the tests pass\nassistant: done") -> Stage1Input:
-    return Stage1Input(
-        thread_id="0199a1b2-thread",
-        rollout_path="/home/dev/.codex/sessions/2025/01/02/rollout-x.jsonl",
-        cwd="/home/dev/project",
-        git_branch="main",
-        transcript=transcript,
-        items=(),
-    )
 
 
 def gap_between_requests(server: FakeOpenAI, first: int, second: int) -> float:

@@ -21,7 +21,7 @@ from consolidator.memory.model import cited_thread_ids
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
-from tests.integration.test_model_faults import cli_env, run_cli
+from tests.scripted_model import cli_env, run_cli
 
 # The output limit that used to stop phase two for good at 1,000 sessions (then fixed).
 SMALL_OUTPUT_LIMIT = 4000

@@ -9,7 +9,6 @@ must agree on every report and every thread row.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import uuid
@@ -28,34 +27,9 @@ from consolidator.phases.scanner import ScanReport, register_file, scan
 from consolidator.sources import discovery
 from consolidator.sources.discovery import DiscoveryProblem, stat_file
 from consolidator.sources.items import RolloutHeader, SourceFormat
-from tests.factories import discover_rollouts
+from tests.factories import discover_rollouts, write_small_rollout
 
 T0_NS = 1_795_000_000_000_000_000
-
-
-def write_rollout(
-    path: Path, thread_id: str, messages: int = 1, text: str = "message {number}"
-) -> Path:
-    """A small Codex rollout: session_meta, then `messages` user messages (`text`, numbered)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "id": thread_id,
-        "timestamp": "2026-11-16T09:14:03.000Z",
-        "cwd": "/work/app",
-        "originator": "codex_cli_rs",
-        "cli_version": "0.46.0",
-        "source": "cli",
-    }
-    lines = [{"timestamp": "2026-11-16T09:14:03.000Z", "type": "session_meta", "payload": meta}]
-    for number in range(messages):
-        content = {"type": "input_text", "text": text.format(number=number)}
-        item = {"type": "message", "role": "user", "content": [content]}
-        lines.append(
-            {"timestamp": f"2026-11-16T09:15:{number % 60:02d}.000Z", "type": "response_item"}
-            | {"payload": item}
-        )
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def set_mtime(path: Path, mtime_ns: int) -> None:
@@ -187,11 +161,11 @@ def test_rescan_registers_only_what_changed(
     sessions = tmp_path / "sessions"
     ids = {name: str(uuid.uuid4()) for name in "abcdf"}
     paths = {
-        "a": write_rollout(sessions / "2026/11/16/rollout-a.jsonl", ids["a"]),
-        "b": write_rollout(sessions / "2026/11/16/rollout-b.jsonl", ids["b"]),
-        "c": write_rollout(sessions / "2026/11/16/rollout-c.jsonl", ids["c"]),
-        "d": write_rollout(sessions / "2026/11/17/rollout-d.jsonl", ids["d"]),
-        "f": write_rollout(sessions / "2026/11/18/rollout-f.jsonl", ids["f"]),
+        "a": write_small_rollout(sessions / "2026/11/16/rollout-a.jsonl", ids["a"]),
+        "b": write_small_rollout(sessions / "2026/11/16/rollout-b.jsonl", ids["b"]),
+        "c": write_small_rollout(sessions / "2026/11/16/rollout-c.jsonl", ids["c"]),
+        "d": write_small_rollout(sessions / "2026/11/17/rollout-d.jsonl", ids["d"]),
+        "f": write_small_rollout(sessions / "2026/11/18/rollout-f.jsonl", ids["f"]),
     }
     empty = sessions / "2026/11/17/rollout-empty.jsonl"
     empty.write_bytes(b"")
@@ -205,7 +179,7 @@ def test_rescan_registers_only_what_changed(
     assert counts(again) == (0, 0, 6, 0, 0) and again.warnings == []
 
     # A longer file, then a newer mtime at the same size: both are read again.
-    write_rollout(paths["a"], ids["a"], messages=2)
+    write_small_rollout(paths["a"], ids["a"], messages=2)
     set_mtime(paths["a"], T0_NS)
     set_mtime(paths["b"], T0_NS + 1_000)
     assert counts(scan(store, sessions, retry_budget=3)) == (0, 2, 4, 0, 0)
@@ -213,13 +187,13 @@ def test_rescan_registers_only_what_changed(
     # A vanished file is deleted input; a forgotten one stays forgotten whatever its file does.
     paths["c"].unlink()
     assert store.forget_thread(ids["d"])
-    write_rollout(paths["d"], ids["d"], messages=3)
+    write_small_rollout(paths["d"], ids["d"], messages=3)
     assert counts(scan(store, sessions, retry_budget=3)) == (0, 0, 5, 1, 0)
     assert states(store)[ids["c"]] == ThreadState.DELETED.value
     assert ids["d"] not in states(store) and store.is_forgotten(ids["d"])
 
     # The deleted file comes back, unchanged to the byte: it is registered again.
-    write_rollout(paths["c"], ids["c"])
+    write_small_rollout(paths["c"], ids["c"])
     set_mtime(paths["c"], T0_NS + 2)
     assert counts(scan(store, sessions, retry_budget=3)) == (0, 1, 5, 0, 0)
     assert states(store)[ids["c"]] == ThreadState.ACTIVE.value
@@ -246,11 +220,11 @@ def test_rescan_leaves_other_sources_and_checks_ingested_files(
     store: Store, tmp_path: Path
 ) -> None:
     sessions = tmp_path / "sessions"
-    mine = write_rollout(sessions / "2026/11/16/rollout-mine.jsonl", str(uuid.uuid4()))
+    mine = write_small_rollout(sessions / "2026/11/16/rollout-mine.jsonl", str(uuid.uuid4()))
     theirs_id = str(uuid.uuid4())
-    theirs = write_rollout(sessions / "2026/11/16/rollout-theirs.jsonl", theirs_id)
+    theirs = write_small_rollout(sessions / "2026/11/16/rollout-theirs.jsonl", theirs_id)
     outside_id = str(uuid.uuid4())
-    outside = write_rollout(tmp_path / "elsewhere/rollout-outside.jsonl", outside_id)
+    outside = write_small_rollout(tmp_path / "elsewhere/rollout-outside.jsonl", outside_id)
     change, _ = register_file(store, str(theirs), ingested=False, retry_budget=3, source_id="ci")
     assert change is ThreadChange.NEW
     change, _ = register_file(store, str(outside), ingested=True, retry_budget=3)
@@ -385,7 +359,7 @@ def test_rescan_decides_as_the_plain_comparison(
 
     def write(path: Path, thread_id: str, messages: int = 1, mtime_ns: int | None = None) -> None:
         if thread_id:
-            write_rollout(path, thread_id, messages)
+            write_small_rollout(path, thread_id, messages)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"")
@@ -431,7 +405,7 @@ def test_rescan_decides_as_the_plain_comparison(
             assert fast.forget_thread(thread_id) == plain.forget_thread(thread_id)
 
     def ingest_outside() -> None:
-        path = write_rollout(elsewhere / f"rollout-{uuid.uuid4()}.jsonl", str(uuid.uuid4()))
+        path = write_small_rollout(elsewhere / f"rollout-{uuid.uuid4()}.jsonl", str(uuid.uuid4()))
         for store in (fast, plain):
             register_file(store, str(path), ingested=True, retry_budget=3)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from consolidator.db.store import Store, ThreadState
 from consolidator.phases.scanner import scan, vanish_hold_reason
-from tests.integration.test_scanner import write_rollout
+from tests.factories import write_small_rollout
 
 
 def make_tree(root: Path, count: int) -> list[Path]:
     return [
-        write_rollout(
+        write_small_rollout(
             root / "2026" / "11" / "16" / f"rollout-{uuid.uuid4()}.jsonl", str(uuid.uuid4())
         )
         for _ in range(count)
