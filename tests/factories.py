@@ -13,6 +13,7 @@ from consolidator.backends.base import Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Memory, ThreadCitation
+from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.phases.reduction import render_item
 from consolidator.sources.discovery import (
     DiscoveredFile,
@@ -23,6 +24,9 @@ from consolidator.sources.items import RolloutHeader, RolloutItem, SourceFormat
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 LEASE = 60
+CWD = "/home/dev/shop"
+DAY_ONE = datetime(2026, 11, 2, 9, tzinfo=UTC)
+ROUTINE = ("uv sync", "uv run alembic upgrade head", "uv run pytest -q")
 
 
 class DrivenClock:
@@ -210,3 +214,44 @@ def write_small_rollout(
         )
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+def add_session(
+    store: Store,
+    moment: datetime,
+    commands: tuple[str, ...] = ROUTINE,
+    *,
+    cwd: str = CWD,
+    failures: tuple[FailureNote, ...] = (),
+) -> str:
+    thread_id = str(uuid.uuid4())
+    header = RolloutHeader(
+        path=f"/sessions/{thread_id}.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id=thread_id,
+        cwd=cwd,
+        git_branch="main",
+        started_at=moment - timedelta(minutes=5),
+        last_event_at=moment,
+        size=1,
+        mtime_ns=1,
+    )
+    store.register_thread(header, ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
+    notes = ExtractiveNotes(
+        task=f"work {thread_id[:8]}",
+        task_outcome="success",
+        cwd=cwd,
+        facts=(f"the shop session {thread_id[:8]} ran the test suite",),
+        commands=commands,
+        failures=failures,
+    )
+    payload = Stage1Payload(
+        raw_memory=render_raw_memory(notes),
+        rollout_summary="work",
+        rollout_slug="work",
+        backend="extractive",
+        model="extractive-v1",
+    )
+    assert store.complete_stage1(claim, payload)
+    return thread_id

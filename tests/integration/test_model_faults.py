@@ -177,7 +177,7 @@ OUTAGES: dict[str, Behaviour] = {
 
 @pytest.mark.parametrize("outage", [*sorted(OUTAGES), "no_connection"])
 def test_an_outage_stops_the_pass_and_spends_no_budget(
-    driven_store: Store,
+    driven: Store,
     clock: DrivenClock,
     tmp_path: Path,
     fake_openai: FakeOpenAI,
@@ -186,7 +186,7 @@ def test_an_outage_stops_the_pass_and_spends_no_budget(
 ) -> None:
     for _ in range(3):
         write_rollout(tmp_path / "sessions", new_thread_id(), clock.now - timedelta(hours=2))
-    scan(driven_store, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
+    scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET)
     if outage == "no_connection":
         with socket.socket() as closed:
             closed.bind(("127.0.0.1", 0))
@@ -197,16 +197,16 @@ def test_an_outage_stops_the_pass_and_spends_no_budget(
         endpoint = fake_openai.base_url
         backend = make_backend(max_attempts=2, timeout_seconds=0.5)
 
-    report = run_stage_one(driven_store, backend, stage1_options(concurrency=1))
+    report = run_stage_one(driven, backend, stage1_options(concurrency=1))
 
     # The first thread met the outage and the pass stopped claiming.
     assert (report.claimed, report.failed) == (1, 1), report
     assert report.unavailable is not None and endpoint in report.unavailable
     failure = report.failure()
     assert failure is not None and "keep their retry budget" in failure
-    counts = driven_store.status_counts()
+    counts = driven.status_counts()
     assert (counts.failed, counts.pending, counts.exhausted) == (1, 2, 0)
-    jobs = [driven_store.get_job(STAGE1, row[4]) for row in driven_store.scan_index().values()]
+    jobs = [driven.get_job(STAGE1, row[4]) for row in driven.scan_index().values()]
     assert len(jobs) == 3
     assert all(job is not None and job.retry_remaining == RETRY_BUDGET for job in jobs), jobs
 

@@ -13,7 +13,7 @@ from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
-from tests.integration.test_skills import DAY_ONE, add_session
+from tests.factories import DAY_ONE, add_session
 
 SHOP = "/home/dev/shop"
 DOCS = "/home/dev/docs"

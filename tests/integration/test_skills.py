@@ -5,69 +5,24 @@ that Codex and Claude Code can load, withdrawn when forgetting leaves too few se
 from __future__ import annotations
 
 import stat
-import uuid
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import Stage1Payload, Store
-from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.db.store import Store
+from consolidator.memory.notes import FailureNote
 from consolidator.phases import skill_decisions as decide
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
 from consolidator.phases.skill_proposals import propose_candidates
-from consolidator.sources.items import RolloutHeader, SourceFormat
+from tests.factories import CWD, DAY_ONE, ROUTINE, add_session
 
-CWD = "/home/dev/shop"
-DAY_ONE = datetime(2026, 11, 2, 9, tzinfo=UTC)
 DAY_TWO = DAY_ONE + timedelta(days=1)
-ROUTINE = ("uv sync", "uv run alembic upgrade head", "uv run pytest -q")
 NAME = "uv-sync-uv-run-alembic-uv-run-pytest"
-
-
-def add_session(
-    store: Store,
-    moment: datetime,
-    commands: tuple[str, ...] = ROUTINE,
-    *,
-    cwd: str = CWD,
-    failures: tuple[FailureNote, ...] = (),
-) -> str:
-    thread_id = str(uuid.uuid4())
-    header = RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd=cwd,
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=1,
-        mtime_ns=1,
-    )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
-    notes = ExtractiveNotes(
-        task=f"work {thread_id[:8]}",
-        task_outcome="success",
-        cwd=cwd,
-        facts=(f"the shop session {thread_id[:8]} ran the test suite",),
-        commands=commands,
-        failures=failures,
-    )
-    payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes),
-        rollout_summary="work",
-        rollout_slug="work",
-        backend="extractive",
-        model="extractive-v1",
-    )
-    assert store.complete_stage1(claim, payload)
-    return thread_id
 
 
 def consolidate(store: Store) -> Phase2Report:
