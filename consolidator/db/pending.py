@@ -189,11 +189,12 @@ def rebase_all(connection: Connection, now: datetime) -> list[int]:
     a forget (after a rollback, or a run with review off); drop one a block was changed both
     ways in, queueing the threads it brought again. Returns the ids dropped."""
     target = newest_content_version(connection)
+    stale = [row for row in live_rows(connection) if row.built_on != target]
+    if not stale:
+        return []
     current = version_memory(connection, current_number(connection))
     dropped: list[int] = []
-    for row in live_rows(connection):
-        if row.built_on == target:
-            continue
+    for row in stale:
         ancestor = version_memory(connection, row.built_on)
         content = pending_memory(connection, row.id)
         moved = rebase(ancestor, content, current)
