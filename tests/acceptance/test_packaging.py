@@ -33,7 +33,7 @@ WHEEL_MEMBERS = (
     "consolidator/_migrations/script.py.mako",
     "consolidator/_migrations/versions/0001_initial.py",
     "consolidator/py.typed",
-    "consolidator/face/cli.py",
+    "consolidator/face/cli/__init__.py",
 )
 BUILD_TIMEOUT = 180
 INSTALL_TIMEOUT = 240

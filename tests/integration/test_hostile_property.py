@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from consolidator.backends import factory
 from consolidator.backends.base import Stage1Input, Stage1Result
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Thread
-from consolidator.face import cli as cli_module
 from tests.hostile import BILLING_QUOTE, Cli, clone_rollout, home_bytes
 
 HOSTILE_SNIPPETS = [
@@ -98,7 +98,7 @@ class HostileBackend(ExtractiveBackend):
 
 @pytest.fixture
 def hostile_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[HostileBackend]]:
-    monkeypatch.setattr(cli_module, "_backend", lambda inv: HostileBackend())
+    monkeypatch.setattr(factory, "make_backend", lambda settings: HostileBackend())
     yield HostileBackend
 
 

@@ -1,0 +1,377 @@
+"""The commands that read or change the memory itself: `show`, `context`, `mcp`, `history`,
+`rollback`, `forget`, `clear-all` and `ingest`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from consolidator.core.errors import WorkFailed
+from consolidator.face.cli.common import (
+    adopt_option,
+    backend_for,
+    common_options,
+    invocation,
+    open_store,
+    publish_memory,
+)
+from consolidator.face.context import (
+    CONTEXT_FORMATS,
+    DEFAULT_MAX_BYTES,
+    MIN_MAX_BYTES,
+    ContextFormat,
+    build_context,
+    read_memory,
+    render_for,
+)
+
+# Each command imports what it uses when it runs, so that the commands an agent runs at every
+# session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
+if TYPE_CHECKING:
+    from consolidator.phases.stage_one import ThreadResult
+
+
+@click.command("show")
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    help="Only the block that applies to PATH (the nearest one at or above it) and user-wide ones.",
+)
+@common_options
+def show_command(cwd: Path | None, **params: Any) -> None:
+    """Print the current memory (MEMORY.md as the database holds it)."""
+    from consolidator.memory.codec import decode
+    from consolidator.memory.render import render_memory_md
+    from consolidator.memory.scope import blocks_for_cwd
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        version = store.current_version()
+    if version is None:
+        inv.emit({"version": None, "memory": None}, lambda: click.echo("no memory yet"))
+        return
+    memory = decode(version.memory_json)
+    if cwd is not None:
+        folder = str(cwd.expanduser().absolute())
+        memory = blocks_for_cwd(memory, folder)
+        if not memory.blocks:
+            inv.emit(
+                {"version": version.version, "memory": memory.to_dict(), "markdown": ""},
+                lambda: click.echo(
+                    f"no memory applies to {folder} (memory version {version.version})"
+                ),
+            )
+            return
+    text = render_memory_md(memory) if cwd is not None else version.content_md
+    inv.emit(
+        {"version": version.version, "memory": memory.to_dict(), "markdown": text},
+        lambda: click.echo(text, nl=False),
+    )
+
+
+@click.command("context")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The folder the agent starts in. [default: the hook input's cwd for the hook formats "
+    "when given on stdin, else the current directory]",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=MIN_MAX_BYTES),
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Byte budget of the Markdown digest; whole entries are dropped to fit.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(CONTEXT_FORMATS),
+    default="markdown",
+    show_default=True,
+    help="markdown; json (with the block ids and summary paths); claude-hook / codex-hook "
+    "(SessionStart hook JSON with the digest as additionalContext).",
+)
+@click.option(
+    "--wait-seconds",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="How long to wait for a locked or slow database before falling back.",
+)
+@common_options
+def context_command(
+    cwd: Path | None,
+    max_bytes: int,
+    output_format: ContextFormat,
+    wait_seconds: float,
+    **params: Any,
+) -> None:
+    """What an agent starting in a folder should know: user-wide preferences, the nearest
+    project's entries and pointers to rollout summaries, within a byte budget.
+
+    No model call and nothing written (the database is opened read-only). With no memory the
+    output is empty; a database that cannot be read falls back to the published MEMORY.md
+    (or to nothing) with one line on stderr, and the exit code stays 0 so an agent's session
+    start never breaks. For hooks: `consolidator context --format claude-hook` (or
+    `codex-hook`) as a SessionStart command.
+    """
+    if params.pop("json_output", False):
+        output_format = "json"
+    inv = invocation(params)
+    folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
+    target = str(folder.expanduser().absolute())
+    loaded = read_memory(inv.settings.db_url, inv.settings.memory_dir, wait_seconds=wait_seconds)
+    if loaded.problem:
+        click.echo(f"consolidator context: {loaded.problem}", err=True)
+    context = build_context(
+        loaded.memory,
+        cwd=target,
+        memory_dir=inv.settings.memory_dir,
+        max_bytes=max_bytes,
+        version=loaded.version,
+        source=loaded.source,
+    )
+    click.echo(render_for(context, output_format), nl=False)
+
+
+def _hook_cwd(output_format: ContextFormat) -> Path | None:
+    """The `cwd` of the JSON a SessionStart hook receives on stdin, if there is one."""
+    if not output_format.endswith("-hook") or sys.stdin is None or sys.stdin.isatty():
+        return None
+    try:
+        document = json.loads(sys.stdin.read() or "null")
+    except (ValueError, OSError):
+        return None
+    value = document.get("cwd") if isinstance(document, dict) else None
+    return Path(value) if isinstance(value, str) and value.startswith("/") else None
+
+
+@click.command("mcp")
+@common_options
+def mcp_command(**params: Any) -> None:
+    """Serve the memory to an MCP client over stdio (Codex, Claude Code, ...).
+
+    Tools: search_memory, read_block, read_rollout_summary and list_recent_tasks (each for
+    one folder: user-wide blocks and the nearest project's), and add_note, which turns a note
+    into a cited input (redacted; refused and quarantined when it carries an injection).
+    """
+    from consolidator.face.mcp_server import serve
+
+    params["json_output"] = False
+    params["quiet"] = True
+    inv = invocation(params)
+    serve(inv.settings)
+
+
+@click.command("history")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many versions.")
+@common_options
+def history_command(limit: int, **params: Any) -> None:
+    """List memory versions, newest first."""
+    from rich.table import Table
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        versions = store.list_versions(limit=limit)
+    rows = [
+        {
+            "version": v.version,
+            "created_at": v.created_at.isoformat(),
+            "kind": v.kind,
+            "bytes": v.content_bytes,
+            "watermark": [v.watermark_from, v.watermark_to],
+            "backend": v.backend,
+            "model": v.model,
+            "input_tokens": v.input_tokens,
+            "output_tokens": v.output_tokens,
+            "quarantined": v.quarantined,
+            "diff": v.diff_summary,
+        }
+        for v in versions
+    ]
+
+    def human() -> None:
+        table = Table(title="memory versions")
+        for column in ("version", "created", "kind", "bytes", "backend", "diff"):
+            table.add_column(column)
+        for v in versions:
+            table.add_row(
+                str(v.version),
+                v.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                v.kind,
+                str(v.content_bytes),
+                v.backend or "",
+                v.diff_summary,
+            )
+        inv.console.print(table)
+
+    inv.emit({"versions": rows}, human)
+
+
+@click.command("rollback")
+@adopt_option
+@click.argument("version", type=int)
+@common_options
+def rollback_command(version: int, **params: Any) -> None:
+    """Make an earlier memory version current again (as a new version).
+
+    Everything forgotten since stays forgotten.
+    """
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        try:
+            new_version = store.rollback(version)
+        except KeyError:
+            raise click.UsageError(f"there is no memory version {version}") from None
+        publish_memory(inv, store)
+    inv.emit(
+        {"rolled_back_to": version, "version": new_version},
+        lambda: inv.console.print(f"memory version {version} restored as version {new_version}"),
+    )
+
+
+@click.command("forget")
+@click.argument("thread_id")
+@common_options
+def forget_command(thread_id: str, **params: Any) -> None:
+    """Forget one thread now: its stage-one output, what only it supported in every memory
+    version, and its files. No model call; it stays forgotten on later scans. Threads linked to
+    it go with it: its sub-agents' (Claude Code `subagents/agent-*.jsonl`, Codex sub-agent
+    rollouts), its Codex forks (`codex exec fork`) and a Codex thread's later segments (the
+    turns after a revert)."""
+    from consolidator.phases.notes import drop_note
+    from consolidator.phases.publish import drop_backups
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        thread = store.get_thread(thread_id)
+        linked = store.linked_thread_ids(thread_id)
+        if thread is None and not linked and not store.is_forgotten(thread_id):
+            raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
+        forgotten = store.forget_thread(thread_id)
+        if thread is not None and thread.source == "note":
+            drop_note(inv.settings, thread.rollout_path)
+        complete = store.purge_free_space()
+        publish_memory(inv, store)
+        for mentioned in (thread_id, *linked):
+            drop_backups(inv.settings.memory_dir, mentioning=mentioned)
+        version = store.current_version()
+    inv.emit(
+        {
+            "thread_id": thread_id,
+            "forgotten": forgotten,
+            "linked_forgotten": linked,
+            "complete": complete,
+            "version": version.version if version else None,
+        },
+        lambda: inv.console.print(
+            (f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten")
+            + (f", with {len(linked)} linked thread(s)" if linked else "")
+        ),
+    )
+    if not complete:
+        raise WorkFailed(_PURGE_INCOMPLETE)
+
+
+@click.command("clear-all")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@common_options
+def clear_all_command(yes: bool, **params: Any) -> None:
+    """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
+    then empty the memory directory. Sessions still on disk are read again by the next run;
+    forgotten ones stay forgotten."""
+    from consolidator.phases.publish import unpublish
+
+    inv = invocation(params)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("clear-all needs --yes when not run interactively")
+        click.confirm(
+            f"Erase all memory in {inv.settings.db_url_for_display}?", abort=True, err=True
+        )
+    with open_store(inv.settings) as store:
+        report = store.clear_all()
+        complete = store.purge_free_space()
+        unpublish(inv.settings.memory_dir)
+    inv.emit(
+        {"cleared": report.__dict__, "complete": complete},
+        lambda: inv.console.print(
+            f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
+            f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
+        ),
+    )
+    if not complete:
+        raise WorkFailed(_PURGE_INCOMPLETE)
+
+
+_PURGE_INCOMPLETE = (
+    "not yet complete: another process is reading the database, so the deleted text may"
+    " remain in its write-ahead log (state.db-wal); the next run or the daemon completes the"
+    " purge, or run the command again"
+)
+
+
+@click.command("ingest")
+@click.argument("file", type=click.Path(path_type=Path))
+@common_options
+def ingest_command(file: Path, **params: Any) -> None:
+    """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
+    from consolidator.db.store import ThreadChange
+    from consolidator.phases.scanner import register_file
+    from consolidator.phases.stage_one import ThreadResult, process_one
+    from consolidator.phases.worker import stage1_options
+
+    inv = invocation(params)
+    if not file.is_file():
+        raise click.UsageError(f"{file} is not a readable file")
+    with open_store(inv.settings) as store:
+        change, thread_id = register_file(
+            store,
+            str(file.resolve()),
+            ingested=True,
+            retry_budget=inv.settings.stage1_retry_budget,
+            source_id=inv.settings.source_id,
+        )
+        result: ThreadResult | None = None
+        outcome = "skipped_bad_input"
+        if change not in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
+            claim, result = process_one(
+                store, backend_for(inv), thread_id, stage1_options(inv.settings)
+            )
+            outcome = claim.outcome.value
+        thread = store.get_thread(thread_id)
+    payload = {
+        "thread_id": thread_id,
+        "registered": change.value,
+        "claim": outcome,
+        "result": result.value if result else None,
+        "problem": thread.problem if thread else None,
+    }
+    inv.emit(
+        payload,
+        lambda: inv.console.print(
+            f"{thread_id}: {change.value}, {outcome}"
+            + (f", {result.value}" if result else "")
+            + (f" ({thread.problem})" if thread and thread.problem else "")
+        ),
+    )
+    if result is ThreadResult.FAILED:
+        raise WorkFailed(f"stage one failed for {thread_id}; see `consolidator status`")
+
+
+COMMANDS = (
+    show_command,
+    context_command,
+    mcp_command,
+    history_command,
+    rollback_command,
+    forget_command,
+    clear_all_command,
+    ingest_command,
+)

@@ -1,0 +1,378 @@
+"""The commands that do the work: `scan`, `stage1`, `run`, `phase2`, `rebuild`, `daemon`, and
+`db upgrade`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from consolidator.core.config import Settings
+from consolidator.core.errors import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    DatabaseUnavailable,
+    WorkFailed,
+)
+from consolidator.face.cli.common import (
+    Invocation,
+    adopt_option,
+    allow_shrink_option,
+    backend_for,
+    checked_backend_for,
+    common_options,
+    invocation,
+    open_store,
+    publish_memory,
+)
+
+# Each command imports what it uses when it runs, so that the commands an agent runs at every
+# session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
+if TYPE_CHECKING:
+    from consolidator.db.store import Store
+    from consolidator.phases.phase_two import Phase2Report
+    from consolidator.phases.scanner import ScanReport
+    from consolidator.phases.stage_one import Stage1Report, ThreadResult
+
+
+@click.group("db")
+def db() -> None:
+    """Database administration."""
+
+
+@db.command("upgrade")
+@common_options
+def db_upgrade(**params: Any) -> None:
+    """Apply every pending migration (Alembic `upgrade head`).
+
+    SQLite is upgraded automatically on first use; a shared PostgreSQL only by this command.
+    """
+    from consolidator.core.database_url import BadDatabaseURL
+    from consolidator.core.private_files import prepare_state_dir
+    from consolidator.db import migrate
+    from consolidator.db.engine import create_db_engine
+
+    inv = invocation(params)
+    prepare_state_dir(inv.settings.home)
+    try:
+        engine = create_db_engine(
+            inv.settings.db_url,
+            connect_timeout_seconds=inv.settings.db_connect_timeout_seconds,
+            statement_timeout_seconds=inv.settings.db_statement_timeout_seconds,
+        )
+    except BadDatabaseURL as exc:
+        raise ConfigError(str(exc)) from exc
+    try:
+        before = _checked(lambda: migrate.current_revision(engine), inv.settings)
+        migrate.upgrade(engine)
+        after = migrate.current_revision(engine)
+    finally:
+        engine.dispose()
+    inv.emit(
+        {"from": before, "to": after, "database": inv.settings.db_url_for_display},
+        lambda: inv.console.print(
+            f"database {inv.settings.db_url_for_display}: {before or 'empty'} -> {after}"
+        ),
+    )
+
+
+def _checked(func: Callable[[], Any], settings: Settings) -> Any:
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        return func()
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise DatabaseUnavailable(f"cannot reach {settings.db_url_for_display}: {reason}") from exc
+
+
+@click.command("scan")
+@adopt_option
+@click.option(
+    "--confirm-deletions",
+    is_flag=True,
+    help="Apply deletions that the mass-vanish guard held (the sessions really were removed).",
+)
+@common_options
+def scan_command(confirm_deletions: bool, **params: Any) -> None:
+    """Discover rollouts: register new ones, detect changed ones, forget vanished ones.
+
+    A scan that finds the sessions folder missing or empty, or most threads gone at once,
+    holds those deletions and changes no memory; --confirm-deletions applies them.
+    """
+    from consolidator.phases.worker import scan_sessions
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        report = scan_sessions(store, inv.settings, confirm_deletions=confirm_deletions)
+        if report.forgot_any:
+            publish_memory(inv, store)
+    inv.emit(report.as_json(), lambda: _print_scan(inv, report))
+
+
+def _print_scan(inv: Invocation, report: ScanReport) -> None:
+    inv.console.print(
+        f"scan: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
+        f"{report.deleted} deleted, {report.bad} bad"
+        + (f", {report.held} deletions held ({report.held_reason})" if report.held else ""),
+        markup=False,
+    )
+
+
+@dataclass(frozen=True)
+class _ProgressHooks:
+    start: Callable[[int], None]
+    advance: Callable[[str, ThreadResult], None]
+
+
+@contextmanager
+def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
+    """Stage one's progress on a terminal: threads done of those claimable when it started,
+    the rate and the time left. Nothing for scripts, cron or JSON logs (stderr is read by a
+    program there, and a redrawn line is noise to it)."""
+    if inv.json_output or inv.quiet or inv.log_format == "json" or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.speed
+            if not speed:
+                return Text("-- threads/min")
+            return Text(f"{speed * 60:.1f} threads/min")
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("stage one"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=None, visible=False)
+
+        def start(claimable: int) -> None:
+            progress.update(task, total=claimable, completed=0, visible=True)
+
+        def advance(thread_id: str, result: ThreadResult) -> None:
+            progress.update(task, advance=1, description=f"last: {thread_id[:12]} {result}")
+
+        yield _ProgressHooks(start, advance)
+
+
+def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
+    from consolidator.backends.base import ModelUnavailable, check_model_access
+    from consolidator.phases.stage_one import Stage1Report, run_stage_one
+    from consolidator.phases.worker import stage1_options
+
+    backend = backend_for(inv)
+    try:
+        check_model_access(backend)
+    except ModelUnavailable as exc:
+        return Stage1Report(unavailable=str(exc))
+    with _progress(inv) as hooks:
+        return run_stage_one(
+            store,
+            backend,
+            stage1_options(inv.settings),
+            on_thread_done=hooks.advance if hooks else None,
+            on_start=hooks.start if hooks else None,
+        )
+
+
+def _print_stage1(inv: Invocation, report: Stage1Report) -> None:
+    inv.console.print(
+        f"stage one: {report.claimed} claimed, {report.succeeded} stored, "
+        f"{report.empty} with nothing to remember, {report.failed} failed"
+        + (f", {report.lost} lost their lease" if report.lost else "")
+    )
+
+
+@click.command("stage1")
+@common_options
+def stage1_command(**params: Any) -> None:
+    """Run stage one on every eligible thread (idle long enough, not too old)."""
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        report = _do_stage1(inv, store)
+    inv.emit(report.as_json(), lambda: _print_stage1(inv, report))
+    failure = report.failure()
+    if failure:
+        raise WorkFailed(failure)
+
+
+@click.command("run")
+@adopt_option
+@allow_shrink_option()
+@common_options
+def run_command(allow_shrink: bool, **params: Any) -> None:
+    """One pass: scan, then stage one, then phase two. Safe to overlap with itself or a daemon.
+
+    For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
+    """
+    from consolidator.phases.worker import run_pass
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        backend = backend_for(inv)
+        with _progress(inv) as hooks:
+            report = run_pass(
+                store,
+                backend,
+                inv.settings,
+                allow_shrink=allow_shrink,
+                on_thread_done=hooks.advance if hooks else None,
+                on_stage1_start=hooks.start if hooks else None,
+            )
+
+    def human() -> None:
+        _print_scan(inv, report.scan)
+        _print_stage1(inv, report.stage1)
+        if report.phase2 is not None:
+            _print_phase2(inv, report.phase2)
+
+    inv.emit(report.as_json(), human)
+    if report.failed:
+        raise WorkFailed(report.failed)
+
+
+def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
+    if report.status == "skipped":
+        until = report.next_allowed_at
+        inv.console.print(
+            f"phase two: {report.outcome.value}"
+            + (f" (next allowed at {until.isoformat()})" if until else "")
+        )
+    elif report.status == "failed":
+        inv.console.print(f"phase two failed: {report.error}", markup=False)
+    else:
+        inv.console.print(
+            f"phase two: {report.mode or 'deletions only'} over {report.inputs} inputs -> "
+            + (
+                f"memory version {report.version}"
+                if report.version
+                else f"pending version {report.pending_version} (see `consolidator review`)"
+                if report.pending_version
+                else "no change"
+            )
+            + (f" in {report.slices} slices" if report.slices > 1 else "")
+            + (f", {report.quarantined} quarantined" if report.quarantined else "")
+            + (f", {report.set_aside} inputs set aside" if report.set_aside else "")
+            + (f", {report.folded} older tasks folded" if report.folded else "")
+            + (f", {report.evicted} entries evicted to fit the budget" if report.evicted else "")
+            + (
+                f", {report.forgotten_threads} threads forgotten"
+                if report.forgotten_threads
+                else ""
+            )
+        )
+        inv.console.print(f"memory: {inv.settings.memory_dir / 'MEMORY.md'}", markup=False)
+
+
+@click.command("phase2")
+@adopt_option
+@allow_shrink_option()
+@common_options
+def phase2_command(allow_shrink: bool, **params: Any) -> None:
+    """Consolidate changed stage-one outputs into MEMORY.md, if the lease, cooldown and
+    watermark allow (a skip exits 0)."""
+    from consolidator.phases.phase_two import run_phase_two
+    from consolidator.phases.worker import phase2_options
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        report = run_phase_two(
+            store, checked_backend_for(inv), phase2_options(inv.settings, allow_shrink=allow_shrink)
+        )
+        publish_memory(inv, store)
+    inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
+    if report.status == "failed":
+        raise WorkFailed(f"phase two failed: {report.error}")
+
+
+@click.command("rebuild")
+@allow_shrink_option("the rebuild")
+@common_options
+def rebuild_command(allow_shrink: bool, **params: Any) -> None:
+    """Re-consolidate MEMORY.md from every live stage-one output (INIT), e.g. after rollback.
+
+    Runs under the normal phase-two lease and commit gate, ignoring the cooldown; a running
+    phase two makes it skip (exit 0). The result is a new version; `history` shows it.
+    """
+    from consolidator.phases.phase_two import run_phase_two
+    from consolidator.phases.worker import phase2_options
+
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        report = run_phase_two(
+            store,
+            checked_backend_for(inv),
+            phase2_options(inv.settings, allow_shrink=allow_shrink),
+            rebuild=True,
+        )
+        publish_memory(inv, store)
+    inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
+    if report.status == "failed":
+        raise WorkFailed(f"rebuild failed: {report.error}")
+
+
+@click.command("daemon")
+@adopt_option
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus metrics on /metrics and a health check on /healthz at this port.",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
+@common_options
+def daemon_command(metrics_port: int | None, metrics_host: str, **params: Any) -> None:
+    """Run beside the agent: a pass at start, then every CONSOLIDATOR_SCAN_INTERVAL_SECONDS.
+
+    SIGTERM or SIGINT stops new claims and lets work in flight finish within
+    CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS; a second signal exits at once.
+    """
+    from consolidator.face.daemon import run_daemon
+
+    inv = invocation(params)
+    outcome = run_daemon(inv.settings, metrics_port=metrics_port, metrics_host=metrics_host)
+    if outcome.code == EXIT_USAGE:
+        raise ConfigError(outcome.reason)
+    if outcome.code != EXIT_OK:
+        raise WorkFailed("the daemon stopped because a side task died; see the log above")
+
+
+COMMANDS = (
+    db,
+    scan_command,
+    stage1_command,
+    run_command,
+    phase2_command,
+    rebuild_command,
+    daemon_command,
+)
