@@ -205,9 +205,13 @@ class ConsolidationMixin(StoreBase):
                         summary_md = forget_in_summary(summary_md, memory.memory, sorted(dead))
                 if review:
                     base = pending_statements.chain_base(connection)
-                    memory = without_rejected(
+                    kept = without_rejected(
                         base, memory, pending_statements.rejected_changes(connection)
                     )
+                    if kept.blocks != memory.blocks:
+                        # Written for content that a rejection changed: rendered instead.
+                        summary_md = None
+                    memory = kept
                     built_on = [b.digest for b in base.blocks]
                 else:
                     built_on = current_digests(connection) or []
@@ -258,6 +262,7 @@ class ConsolidationMixin(StoreBase):
                     model=result.model,
                     input_tokens=result.input_tokens,
                     output_tokens=result.output_tokens,
+                    summary_md=summary_md,
                 )
                 insert_quarantined(
                     connection,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from consolidator.db.statements import LIVE_OUTPUTS
 from consolidator.memory.codec import StoredMemory
 from consolidator.memory.delta import rebase
 from consolidator.memory.model import diff_summary
+from consolidator.memory.summary import forget_in_summary
 
 log = logging.getLogger(__name__)
 
@@ -125,25 +127,27 @@ def _write_blocks(connection: Connection, pending_id: int, stored: StoredMemory)
 def replace_content(
     connection: Connection, pending_id: int, stored: StoredMemory, **values: Any
 ) -> None:
+    """New content for a pending version; a summary written for the old one is dropped."""
     _write_blocks(connection, pending_id, stored)
     connection.execute(
         update(PendingVersion)
         .where(PendingVersion.id == pending_id)
-        .values(content_bytes=stored.content_bytes, **values)
+        .values(content_bytes=stored.content_bytes, summary_md=None, **values)
     )
 
 
 def decide(
     connection: Connection, pending_id: int, status: str, now: datetime, **values: Any
 ) -> None:
-    """Close a pending version: its blocks go (a decided version is never published)."""
+    """Close a pending version: its blocks and summary go (a decided version is never
+    published)."""
     connection.execute(
         delete(PendingVersionBlock).where(PendingVersionBlock.pending_id == pending_id)
     )
     connection.execute(
         update(PendingVersion)
         .where(PendingVersion.id == pending_id)
-        .values(status=status, decided_at=now, **values)
+        .values(status=status, decided_at=now, summary_md=None, **values)
     )
 
 
@@ -182,6 +186,20 @@ def settle_after_forget(connection: Connection, now: datetime) -> list[int]:
         )
     _log_dropped(dropped, "a forget left nothing to review")
     return dropped
+
+
+def forget_in_summaries(connection: Connection, thread_ids: Sequence[str]) -> None:
+    """Filter the written summaries of the live pending versions against their content as
+    it now stands (its blocks already rewritten by the forget)."""
+    for row in live_rows(connection):
+        if row.summary_md is None:
+            continue
+        memory = pending_memory(connection, row.id).memory
+        kept = forget_in_summary(row.summary_md, memory, thread_ids)
+        if kept != row.summary_md:
+            connection.execute(
+                update(PendingVersion).where(PendingVersion.id == row.id).values(summary_md=kept)
+            )
 
 
 def rebase_all(connection: Connection, now: datetime) -> list[int]:

@@ -29,6 +29,7 @@ from consolidator.db.versions import insert_version, live
 from consolidator.memory.codec import StoredMemory, forget_in
 from consolidator.memory.delta import signed_digests, without_rejected
 from consolidator.memory.model import diff_summary
+from consolidator.memory.summary import forget_in_summary
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,12 @@ class ReviewMixin(StoreBase):
                 if row.status != statements.PENDING:
                     return Decision(_record(row))
             stored = pending_memory(connection, pending_id)
+            summary_md = row.summary_md
             dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
             if dead:
                 stored = forget_in(stored.memory_json, dead) or stored
+                if summary_md is not None:
+                    summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
             current = version_memory(connection, statements.current_number(connection))
             connection.execute(FENCE_PHASE2)
             version = insert_version(
@@ -150,6 +154,7 @@ class ReviewMixin(StoreBase):
                 model=row.model,
                 input_tokens=row.input_tokens,
                 output_tokens=row.output_tokens,
+                summary_md=summary_md,
             )
             for older in statements.live_rows(connection):
                 if older.id < pending_id:

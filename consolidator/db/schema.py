@@ -353,6 +353,8 @@ class PendingVersion(Base):
     superseded_by: Mapped[int | None] = mapped_column(Integer)
     reason: Mapped[str | None] = mapped_column(Text)
     rejected_changes: Mapped[str | None] = mapped_column(Text)
+    # A model-written memory_summary.md for exactly this content (see `MemoryVersion`).
+    summary_md: Mapped[str | None] = mapped_column(Text)
 
 
 class PendingVersionBlock(Base):

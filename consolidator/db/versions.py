@@ -193,6 +193,7 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
     forget_in_summaries(
         connection, thread_ids, [*affected, *([current_new] if current_new is not None else [])]
     )
+    pending_statements.forget_in_summaries(connection, thread_ids)
     # Skills cite sessions too: the same forget withdraws those left with too few.
     skill_statements.forget(connection, thread_ids, now)
     for thread_id in thread_ids:

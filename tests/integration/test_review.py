@@ -253,3 +253,44 @@ def test_status_metrics_count_pending_versions(store: Store) -> None:
     session(store, DOCS, 1)
     consolidate(store)
     assert pending_gauge() == 2
+
+
+def test_an_approval_fences_off_a_phase_two_run_in_flight(store: Store) -> None:
+    session(store, SHOP)
+    pending_id = consolidate(store).pending_version
+    assert pending_id is not None
+    session(store, DOCS, 1)
+    claim = store.try_claim_phase2(lease_seconds=60)
+    assert claim.claimed
+
+    assert store.approve_pending(pending_id).done  # type: ignore[union-attr]
+
+    late = store.commit_phase2(claim, None, cooldown_seconds=0, review=True)
+    assert not late.committed
+    # The run was fenced off, not lost: the next one consolidates the new session on top.
+    again = consolidate(store).pending_version
+    assert again is not None
+
+
+def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_threads(
+    store: Store,
+) -> None:
+    from dataclasses import replace
+
+    from tests.factories import add_output, result_of
+    from tests.integration.test_phase2_store import memory_citing, written_summary
+
+    add_output(store, "a", "alpha")
+    add_output(store, "b", "beta")
+    claim = store.try_claim_phase2(lease_seconds=60)
+    result = replace(result_of(memory_citing(("a",), ("b",))), summary_md=written_summary("a", "b"))
+    commit = store.commit_phase2(claim, result, cooldown_seconds=0, review=True)
+    assert commit.committed and commit.pending is not None and commit.version is None
+
+    assert store.forget_thread("a")
+    decision = store.approve_pending(commit.pending)
+
+    assert decision is not None and decision.done
+    current = store.current_version()
+    assert current is not None and current.summary_md is not None
+    assert "thread_id=a" not in current.summary_md and "thread_id=b" in current.summary_md
