@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from consolidator.db.store import Stage1Record
+from consolidator.memory.edits import block_for_prompt
 from consolidator.memory.model import Block, Memory
-from consolidator.memory.schema import block_to_payload
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 
 # What a request costs besides its inputs and blocks: the prompt's rules and the JSON around
@@ -66,7 +66,9 @@ def answer_tokens(record: Stage1Record) -> int:
 
 
 def block_chars(block: Block) -> int:
-    return len(json.dumps(block_to_payload(block), ensure_ascii=False))
+    """What a block costs as a request shows it, with its bullet ids and each task's recency
+    and working directory (not as it is stored, which is smaller)."""
+    return len(json.dumps(block_for_prompt(block), ensure_ascii=False))
 
 
 def too_large_alone(record: Stage1Record, budget: SliceBudget) -> str | None:

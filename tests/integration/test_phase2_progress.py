@@ -19,6 +19,7 @@ from consolidator.db.store import ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.slices import CHARS_PER_TOKEN
 from tests.careful_model import CarefulModel
 from tests.fake_openai import Behaviour, FakeOpenAI
 from tests.scripted_model import cli_env, run_cli
@@ -98,6 +99,9 @@ def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_p
         for request in server.log
     )
     assert_no_request_repeated(server)
+    # Every request fits the window with room left for the answer, by the slicer's estimate.
+    room = (OPTIONS.context_window_tokens - SMALL_OUTPUT_LIMIT) * CHARS_PER_TOKEN
+    assert max(len(prompt) for prompt in server.prompts()) <= room
     current = store.current_version()
     assert current is not None and current.content_bytes <= OPTIONS.memory_budget_bytes
     cited = cited_thread_ids(decode(current.memory_json))
