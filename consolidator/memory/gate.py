@@ -1,21 +1,25 @@
 """The commit gate: what a consolidation result must pass before it may become memory.
 
-The model's result is untrusted. Entries carrying a secret, an injection or exfiltration
-pattern, or invisible/bidi Unicode are quarantined (kept out, but counted and kept for an
-admin), and the rest goes on; a result that breaks structure, cites threads that are not
-live, overflows the budget, or deletes too much of the memory is refused whole.
+Every rule is here, and `judge` applies them all in one order. The model's result is
+untrusted: an answer that changes a block it was only shown in part, cannot be applied, breaks
+structure, keeps two unmarked values of one fact, cites threads that are not live, deletes too
+much of the memory, overflows the budget or would make `memory_summary.md` fail its check is
+refused whole. Entries carrying a secret, an injection or exfiltration pattern, or
+invisible/bidi Unicode are quarantined (kept out, but counted and kept for an admin), and the
+rest goes on. Threads that stopped being live while the run was under way are forgotten (the
+rule of `forget`), here and again by the store's commit under its lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory import facts
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.merge import enforce_budget, shrink_fraction
+from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
 from consolidator.memory.model import (
     Block,
     Bullet,
@@ -25,6 +29,7 @@ from consolidator.memory.model import (
     invariant_violations,
 )
 from consolidator.memory.render import render_memory_md
+from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.security.threats import scan_threats
 
 
@@ -152,6 +157,68 @@ def _unmarked_stale_value(proposed: Memory, base: Memory) -> str | None:
     return None
 
 
+def shrinks_too_much(base: Memory, proposed: Memory, policy: GatePolicy) -> float | None:
+    """The share of `base` that `proposed` removes, when that is more than the policy lets a
+    result remove; None when the shrink is allowed."""
+    lost = shrink_fraction(base, proposed)
+    if lost > policy.max_shrink_fraction and not policy.allow_shrink:
+        return lost
+    return None
+
+
+def judge(
+    memory: Memory,
+    upserts: Sequence[Block],
+    deletions: Sequence[str],
+    *,
+    shown_in_part: Collection[str],
+    inputs: Collection[str],
+    live_thread_ids: Callable[[Collection[str]], Collection[str]],
+    policy: GatePolicy,
+) -> GateOutcome:
+    """A consolidation answer (`upserts`, `deletions`) on `memory`, judged by every rule: the
+    gated memory, or `GateRefused` (`ShrinkRefused` for a shrink past the policy) with the
+    one-line reason. `shown_in_part` are the blocks the request showed only by their index;
+    `inputs` the threads the request consolidated."""
+    overreach = (set(deletions) | {b.block_id for b in upserts}) & set(shown_in_part)
+    if overreach:
+        raise GateRefused(
+            f"the result changes block {sorted(overreach)[0]} that it was not shown in full"
+        )
+    try:
+        proposed = apply_changes(memory, upserts, deletions)
+    except ValueError as exc:
+        raise GateRefused(f"the result cannot be applied: {exc}") from exc
+    proposed, base = _without_vanished(proposed, memory, inputs, live_thread_ids)
+    outcome = check(proposed, base, live_thread_ids=live_thread_ids, policy=policy)
+    problems = summary_problems(
+        render_memory_summary(outcome.memory), outcome.memory, live_thread_ids
+    )
+    if problems:
+        raise GateRefused(f"memory_summary.md would be refused: {problems[0]}")
+    return outcome
+
+
+def _without_vanished(
+    memory: Memory,
+    base: Memory,
+    inputs: Collection[str],
+    live_thread_ids: Callable[[Collection[str]], Collection[str]],
+) -> tuple[Memory, Memory]:
+    """The result and its base without the threads they knew that are no longer live.
+
+    A session deleted, emptied or forgotten while the run was under way is forgotten here as
+    the commit would, instead of failing the gate; a thread neither the base nor the inputs
+    knew is left for `check` to refuse as invented.
+    """
+    known = cited_thread_ids(base) | set(inputs)
+    cited = cited_thread_ids(memory) & known
+    dead = cited - set(live_thread_ids(cited))
+    if not dead:
+        return memory, base
+    return forget_threads(memory, dead).memory, forget_threads(base, dead).memory
+
+
 def check(
     proposed: Memory,
     base: Memory,
@@ -170,8 +237,7 @@ def check(
         raise GateRefused(
             f"the result cites {len(unknown)} thread(s) that are not live inputs, e.g. {unknown[0]}"
         )
-    lost = shrink_fraction(base, proposed)
-    if lost > policy.max_shrink_fraction and not policy.allow_shrink:
+    if lost := shrinks_too_much(base, proposed, policy):
         raise ShrinkRefused(
             f"the result would remove {lost:.0%} of the memory (limit "
             f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"

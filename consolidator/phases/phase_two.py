@@ -12,7 +12,6 @@ instead, and the current memory stays as it is until `approve`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,12 +37,17 @@ from consolidator.db.store import (
     Store,
 )
 from consolidator.memory.codec import decode, encode, summary_stem
-from consolidator.memory.forget import forget_threads
-from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, check
-from consolidator.memory.merge import apply_changes, folded_task_count, shrink_fraction
-from consolidator.memory.model import Memory, ThreadCitation, cited_thread_ids
+from consolidator.memory.gate import (
+    GateOutcome,
+    GatePolicy,
+    GateRefused,
+    ShrinkRefused,
+    judge,
+    shrinks_too_much,
+)
+from consolidator.memory.merge import folded_task_count
+from consolidator.memory.model import Memory, ThreadCitation
 from consolidator.memory.render import render_memory_md
-from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.skill_proposals import SkillsReport, propose_skills
 from consolidator.phases.slices import (
@@ -215,36 +219,30 @@ def _consolidate_piece(
         raise _SliceRefused(str(exc), cut_off=False) from exc
     report.model_calls += 1
     report.usage = report.usage + result.usage
-    untouchable = {b.block_id for b in request.other_blocks}
-    overreach = (set(result.deletions) | {b.block_id for b in result.upserts}) & untouchable
-    if overreach:
-        raise _SliceRefused(
-            f"the result changes block {sorted(overreach)[0]} that it was not shown in full",
-            cut_off=False,
+    try:
+        return judge(
+            memory,
+            result.upserts,
+            result.deletions,
+            shown_in_part=[b.block_id for b in request.other_blocks],
+            inputs=[record.thread_id for record in piece.records],
+            live_thread_ids=store.live_thread_ids,
+            policy=_policy(options, store),
         )
-    try:
-        proposed = apply_changes(memory, result.upserts, result.deletions)
-    except ValueError as exc:
-        raise _SliceRefused(f"the result cannot be applied: {exc}", cut_off=False) from exc
-    policy = GatePolicy(
-        budget_bytes=options.memory_budget_bytes,
-        max_shrink_fraction=options.max_shrink_fraction,
-        allow_shrink=options.allow_shrink,
-        last_used=store.last_used(),
-    )
-    proposed, base = _without_vanished(store, proposed, memory, piece.records)
-    try:
-        outcome = check(proposed, base, live_thread_ids=store.live_thread_ids, policy=policy)
     except ShrinkRefused:
         raise
     except GateRefused as exc:
         raise _SliceRefused(str(exc), cut_off=False) from exc
-    problems = summary_problems(
-        render_memory_summary(outcome.memory), outcome.memory, store.live_thread_ids
+
+
+def _policy(options: Phase2Options, store: Store | None = None) -> GatePolicy:
+    """The gate's policy from the options; with `store`, what eviction needs to know of use."""
+    return GatePolicy(
+        budget_bytes=options.memory_budget_bytes,
+        max_shrink_fraction=options.max_shrink_fraction,
+        allow_shrink=options.allow_shrink,
+        last_used=store.last_used() if store is not None else {},
     )
-    if problems:
-        raise _SliceRefused(f"memory_summary.md would be refused: {problems[0]}", cut_off=False)
-    return outcome
 
 
 def _set_aside_item(record: Stage1Record, reason: str) -> QuarantineItem:
@@ -354,8 +352,7 @@ def consolidate(
             if not final:
                 continue
             set_aside, quarantined, settled = held_aside, held_quarantine, held_settled
-            lost = shrink_fraction(base, gated)
-            if lost > options.max_shrink_fraction and not options.allow_shrink:
+            if lost := shrinks_too_much(base, gated, _policy(options)):
                 raise ShrinkRefused(
                     f"the rebuild would remove {lost:.0%} of the memory (limit "
                     f"{options.max_shrink_fraction:.0%}); re-run `rebuild --allow-shrink`"
@@ -400,23 +397,6 @@ def consolidate(
         report.forgotten_threads += commit.forgotten
         memory = gated
     return True
-
-
-def _without_vanished(
-    store: Store, memory: Memory, base: Memory, inputs: Sequence[Stage1Record]
-) -> tuple[Memory, Memory]:
-    """The result and its base without the threads they knew that are no longer live.
-
-    A session deleted, emptied or forgotten while the run was under way is forgotten here as
-    the commit would, instead of failing the gate; a thread neither the base nor the inputs
-    knew is left for the gate to refuse as invented.
-    """
-    known = cited_thread_ids(base) | {record.thread_id for record in inputs}
-    cited = cited_thread_ids(memory) & known
-    dead = cited - store.live_thread_ids(cited)
-    if not dead:
-        return memory, base
-    return forget_threads(memory, dead).memory, forget_threads(base, dead).memory
 
 
 def run_phase_two(
