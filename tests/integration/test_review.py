@@ -294,3 +294,49 @@ def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_th
     current = store.current_version()
     assert current is not None and current.summary_md is not None
     assert "thread_id=a" not in current.summary_md and "thread_id=b" in current.summary_md
+
+
+def test_a_changed_session_proposes_rejected_content_again(store: Store) -> None:
+    from consolidator.db.store import Stage1Payload
+    from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
+    from consolidator.sources.items import RolloutHeader, SourceFormat
+
+    shop = session(store, SHOP)
+    first = consolidate(store).pending_version
+    assert first is not None
+    assert store.reject_pending(first, None).done  # type: ignore[union-attr]
+    assert consolidate(store, rebuild=True).pending_version is None
+
+    later = DAY_ONE + timedelta(days=1)
+    header = RolloutHeader(
+        path=f"/sessions/{shop}.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id=shop,
+        cwd=SHOP,
+        git_branch="main",
+        started_at=DAY_ONE - timedelta(minutes=5),
+        last_event_at=later,
+        size=2,
+        mtime_ns=2,
+    )
+    store.register_thread(header, ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(shop, lease_seconds=60)
+    assert claim.claimed
+    notes = ExtractiveNotes(
+        task="work again",
+        task_outcome="success",
+        cwd=SHOP,
+        facts=("the shop tests need make first",),
+        commands=("make",),
+    )
+    payload = Stage1Payload(
+        raw_memory=render_raw_memory(notes),
+        rollout_summary="work again",
+        rollout_slug="work",
+        backend="extractive",
+        model="extractive-v1",
+    )
+    assert store.complete_stage1(claim, payload)
+
+    again = consolidate(store).pending_version
+    assert again is not None and pending_threads(store, again) == {shop}
