@@ -290,6 +290,7 @@ def consolidate(
     rest = list(inputs.changed)
     changed_earlier = False
     asked = False
+    committed_through = inputs.watermark_from
     while queue or rest:
         if watch is not None and (
             watch.lost.is_set()
@@ -361,7 +362,7 @@ def consolidate(
         result = Phase2Result(
             memory=encode(gated),
             kind="rebuild" if rebuild else "consolidation",
-            watermark_from=inputs.watermark_from,
+            watermark_from=committed_through,
             backend=backend.name,
             model=backend.model,
             input_tokens=report.usage.input_tokens - spent_before.input_tokens,
@@ -385,6 +386,7 @@ def consolidate(
         )
         if not commit.committed:
             return False
+        committed_through = inputs.watermark_to if through is None else through
         report.slices += 1
         report.set_aside += len(set_aside)
         report.set_aside_reasons.extend(item.reason for item in set_aside)

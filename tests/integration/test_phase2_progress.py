@@ -6,6 +6,7 @@ cuts answers off at the request's output limit the way a real model does.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import replace
@@ -112,6 +113,9 @@ def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_p
     assert first.slices // 2 < len(versions) <= first.slices
     watermarks = [v.watermark_to for v in reversed(versions)]
     assert watermarks == sorted(watermarks) and len(set(watermarks)) == len(watermarks)
+    spans = [(v.watermark_from or 0, v.watermark_to or 0) for v in reversed(versions)]
+    for (low, high), (next_low, _) in itertools.pairwise(spans):
+        assert low < high <= next_low, f"a slice's version claims inputs of another: {spans}"
 
 
 @pytest.mark.slow
