@@ -35,7 +35,12 @@ def open_engine(
 
     from consolidator.core.database_url import redact_url
     from consolidator.db import migrate
-    from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, create_db_engine, is_sqlite
+    from consolidator.db.engine import (
+        SQLITE_BUSY_TIMEOUT_MS,
+        create_db_engine,
+        driver_reason,
+        is_sqlite,
+    )
 
     engine = create_db_engine(
         url,
@@ -53,7 +58,7 @@ def open_engine(
                 connection.execute(text("SELECT 1"))
     except OperationalError as exc:
         engine.dispose()
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        reason = driver_reason(exc)
         raise DatabaseUnavailable(f"cannot reach {redact_url(url)}: {reason}") from exc
     if migrate.is_current(engine):
         return engine

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
 from consolidator.core.database_url import BadDatabaseURL, normalize_url
@@ -37,6 +38,11 @@ WRITE_LOCK_PATIENCE_OPTION = "consolidator_write_lock_patience"
 class WriteLockBusy(ConsolidatorError):
     """SQLite's write lock stayed taken for the caller's whole patience. The connection
     object that raised it is left mid-begin: discard it and use a new one."""
+
+
+def driver_reason(exc: OperationalError) -> str:
+    """The first line of what the database driver said, for a one-line error."""
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -324,20 +324,7 @@ def remove_inputs(
         connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
         connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
         if state is ThreadState.FORGOTTEN:
-            connection.execute(
-                update(Thread)
-                .where(Thread.thread_id == thread_id)
-                .values(
-                    thread_id=tombstone_id(thread_id),
-                    source="forgotten",
-                    started_at=None,
-                    source_updated_at=now,
-                    first_seen_at=now,
-                    file_size=0,
-                    file_mtime_ns=0,
-                    parent_thread_id=None,
-                )
-            )
+            _tombstone(connection, thread_id, now)
             # Phase two only counts the deletion; the log must not name the session either.
             log_change(connection, tombstone_id(thread_id), "delete", now)
         else:
@@ -364,25 +351,31 @@ def tombstone_legacy(connection: Connection, now: datetime) -> None:
         )
     ).scalars()
     for thread_id in list(legacy):
-        connection.execute(
-            update(Thread)
-            .where(Thread.thread_id == thread_id)
-            .values(
-                thread_id=tombstone_id(thread_id),
-                source="forgotten",
-                rollout_path="",
-                cwd=None,
-                git_branch=None,
-                parent_thread_id=None,
-                problem=None,
-                started_at=None,
-                source_updated_at=now,
-                first_seen_at=now,
-                updated_at=now,
-                file_size=0,
-                file_mtime_ns=0,
-            )
+        _tombstone(connection, thread_id, now)
+
+
+def _tombstone(connection: Connection, thread_id: str, now: datetime) -> None:
+    """The forgotten thread's row becomes a tombstone: a hashed id that names no session, and
+    nothing of where it lived or what it was."""
+    connection.execute(
+        update(Thread)
+        .where(Thread.thread_id == thread_id)
+        .values(
+            thread_id=tombstone_id(thread_id),
+            source="forgotten",
+            rollout_path="",
+            cwd=None,
+            git_branch=None,
+            parent_thread_id=None,
+            problem=None,
+            started_at=None,
+            source_updated_at=now,
+            first_seen_at=now,
+            updated_at=now,
+            file_size=0,
+            file_mtime_ns=0,
         )
+    )
 
 
 def tombstoned(connection: Connection, thread_id: str) -> bool:

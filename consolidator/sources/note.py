@@ -16,9 +16,9 @@ from consolidator.sources.records import (
     Record,
     SessionFacts,
     get_str,
+    header_facts,
     non_empty,
     parse_timestamp,
-    session_id_or_none,
 )
 
 NOTE_TYPE: Final = "consolidator_note"
@@ -32,15 +32,7 @@ def is_note_record(record: Record) -> bool:
 
 
 def session_facts(record: Record) -> SessionFacts | None:
-    if not is_note_record(record):
-        return None
-    version = record.get("version")
-    return SessionFacts(
-        session_id=session_id_or_none(record.get("id")),
-        cwd=non_empty(get_str(record, "cwd")),
-        started_at=parse_timestamp(record.get("timestamp")),
-        format_version=f"note v{version}" if isinstance(version, int) else "note",
-    )
+    return header_facts(record, "note") if is_note_record(record) else None
 
 
 def cwd_named_by(record: Record) -> str | None:

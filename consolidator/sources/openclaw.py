@@ -26,9 +26,9 @@ from consolidator.sources.records import (
     get_dict,
     get_list,
     get_str,
+    header_facts,
     non_empty,
     parse_timestamp,
-    session_id_or_none,
 )
 
 SESSION_TYPE = "session"
@@ -40,15 +40,7 @@ def is_openclaw_record(record: Record) -> bool:
 
 
 def session_facts(record: Record) -> SessionFacts | None:
-    if not is_openclaw_record(record):
-        return None
-    version = record.get("version")
-    return SessionFacts(
-        session_id=session_id_or_none(record.get("id")),
-        cwd=non_empty(get_str(record, "cwd")),
-        started_at=parse_timestamp(record.get("timestamp")),
-        format_version=f"session v{version}" if isinstance(version, int) else "session",
-    )
+    return header_facts(record, "session") if is_openclaw_record(record) else None
 
 
 def cwd_named_by(record: Record) -> str | None:

@@ -144,3 +144,15 @@ def exit_code_from_text(text: str) -> int | None:
     """
     match = _EXIT_CODE.search(text[:_EXIT_CODE_SEARCH_CHARS])
     return int(match.group(1)) if match else None
+
+
+def header_facts(record: Record, label: str) -> SessionFacts:
+    """The facts of a one-record header (`id`, `cwd`, `timestamp`, `version`), as the note and
+    OpenClaw formats write it; the format version reads `label vN`, or `label` without one."""
+    version = record.get("version")
+    return SessionFacts(
+        session_id=session_id_or_none(record.get("id")),
+        cwd=non_empty(get_str(record, "cwd")),
+        started_at=parse_timestamp(record.get("timestamp")),
+        format_version=f"{label} v{version}" if isinstance(version, int) else label,
+    )

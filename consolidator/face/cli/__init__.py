@@ -90,9 +90,11 @@ def _database_error(exc: Exception) -> str | None:
         return None
     from sqlalchemy.exc import OperationalError
 
+    from consolidator.db.engine import driver_reason
+
     if not isinstance(exc, OperationalError):
         return None
-    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+    reason = driver_reason(exc)
     if getattr(exc.orig, "sqlstate", None) == _PG_QUERY_CANCELED:
         return (
             f"{reason}: a statement ran or waited for a lock longer than "

@@ -84,10 +84,12 @@ def db_upgrade(**params: Any) -> None:
 def _checked(func: Callable[[], Any], settings: Settings) -> Any:
     from sqlalchemy.exc import OperationalError
 
+    from consolidator.db.engine import driver_reason
+
     try:
         return func()
     except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        reason = driver_reason(exc)
         raise DatabaseUnavailable(f"cannot reach {settings.db_url_for_display}: {reason}") from exc
 
 
