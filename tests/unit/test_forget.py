@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,6 +137,7 @@ def memories(draw: st.DrawFn) -> Memory:
     return Memory(tuple(blocks))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(memories(), st.sets(st.sampled_from(_THREADS)))
 def test_forgotten_threads_leave_no_trace_and_no_orphan(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -289,6 +290,7 @@ def memories(draw: st.DrawFn) -> Memory:
     return Memory(tuple(draw(_blocks(block_id)) for block_id in block_ids))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(memories())
 def test_render_parse_round_trip(memory: Memory) -> None:

@@ -225,6 +225,7 @@ def _outcome(parse: Any, text: str) -> tuple[str, Any]:
         return type(exc).__name__, str(exc)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, derandomize=True)
 @given(
     value=_json_values,

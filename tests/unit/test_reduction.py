@@ -92,6 +92,7 @@ def test_the_last_item_survives_a_tiny_budget() -> None:
     assert reduced.items[0].kind is ItemKind.OMISSION
 
 
+@pytest.mark.slow
 def test_reduction_streams_in_bounded_memory() -> None:
     def many() -> Iterator[RolloutItem]:
         for index in range(100_000):
@@ -205,6 +206,7 @@ def _render_line_by_line(text: str) -> str:
     return "\n".join([lines[0], *(f"  {line}" if line.strip() else "" for line in lines[1:])])
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, derandomize=True)
 @given(
     text=st.lists(

@@ -244,6 +244,7 @@ def _same_or_more(
         assert before <= found
 
 
+@pytest.mark.slow
 @_FUZZ
 @given(text=_texts)
 def test_anchored_plugins_find_what_whole_text_scans_found(text: str) -> None:
@@ -252,18 +253,21 @@ def test_anchored_plugins_find_what_whole_text_scans_found(text: str) -> None:
     _same_or_more(found, reference_detect_secrets(text), text)
 
 
+@pytest.mark.slow
 @_FUZZ
 @given(text=_texts)
 def test_anchored_token_patterns_find_what_whole_text_scans_found(text: str) -> None:
     assert set(tokens.token_spans(search.Scan(text))) == reference_tokens(text)
 
 
+@pytest.mark.slow
 @_FUZZ
 @given(text=_texts)
 def test_header_patterns_tried_at_their_word_find_what_a_scan_found(text: str) -> None:
     assert set(tokens.header_spans(search.Scan(text))) == reference_headers(text)
 
 
+@pytest.mark.slow
 @_FUZZ
 @given(text=_texts)
 def test_keywords_read_off_shorter_ones_find_the_same_assignments(text: str) -> None:
@@ -272,6 +276,7 @@ def test_keywords_read_off_shorter_ones_find_the_same_assignments(text: str) -> 
     _same_or_more(found, reference_assignments(text), text)
 
 
+@pytest.mark.slow
 @_FUZZ
 @given(text=_texts)
 def test_joined_recheck_of_changed_regions_changes_nothing(text: str) -> None:

@@ -852,6 +852,7 @@ _records = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(_records, max_size=8), tail=st.binary(max_size=40))
 def test_arbitrary_content_never_raises(records: list[dict[str, Any]], tail: bytes) -> None:
