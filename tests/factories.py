@@ -12,7 +12,7 @@ from typing import Any
 from consolidator.backends.base import Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
 from consolidator.memory.codec import encode
-from consolidator.memory.model import Memory, ThreadCitation
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.phases.reduction import render_item
 from consolidator.sources.discovery import (
@@ -255,3 +255,32 @@ def add_session(
     )
     assert store.complete_stage1(claim, payload)
     return thread_id
+
+
+def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memory:
+    """One block: task i cites the threads of groups[i]; a bullet per task, and a shared one."""
+    tasks = tuple(
+        Task(f"t{i}", f"task {i} {secret_word}", tuple(citation(t) for t in group))
+        for i, group in enumerate(groups)
+    )
+    bullets = tuple(
+        Bullet(f"fact from task {i} {secret_word}", (f"t{i}",)) for i in range(len(groups))
+    )
+    shared = Bullet(f"shared fact {secret_word}", tuple(t.task_id for t in tasks))
+    block = Block(
+        "proj", "Project", "scope", "/w", "same repo", tasks, knowledge=(*bullets, shared)
+    )
+    return Memory((block,))
+
+
+def written_summary(*threads: str) -> str:
+    """A summary as a model writes it for `memory_citing`: one line per thread, a profile line
+    citing the shared bullet's task of the last thread."""
+    return (
+        "v1\n\n## User Profile\n\n"
+        f"- Works in /w on tasks alpha [task proj/t0] [task proj/t{len(threads) - 1}]\n\n"
+        "## User preferences\n\n- None recorded yet.\n\n## General Tips\n\n"
+        + "".join(f"- tip learnt in {t} (thread_id={t})\n" for t in threads)
+        + "\n## What's in Memory\n\n### /w\n\n#### 2026-11-01\n\n"
+        + "".join(f"- session {t} (rollout_summaries/{t}.md, thread_id={t})\n" for t in threads)
+    )

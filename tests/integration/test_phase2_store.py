@@ -17,25 +17,18 @@ from consolidator.db.store import (
 )
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.model import Block, Bullet, Memory, Task
-from tests.factories import LEASE, T0, DrivenClock, add_output, citation, result_of
+from tests.factories import (
+    LEASE,
+    T0,
+    DrivenClock,
+    add_output,
+    citation,
+    memory_citing,
+    result_of,
+    written_summary,
+)
 
 COOLDOWN = 3600
-
-
-def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memory:
-    """One block: task i cites the threads of groups[i]; a bullet per task, and a shared one."""
-    tasks = tuple(
-        Task(f"t{i}", f"task {i} {secret_word}", tuple(citation(t) for t in group))
-        for i, group in enumerate(groups)
-    )
-    bullets = tuple(
-        Bullet(f"fact from task {i} {secret_word}", (f"t{i}",)) for i in range(len(groups))
-    )
-    shared = Bullet(f"shared fact {secret_word}", tuple(t.task_id for t in tasks))
-    block = Block(
-        "proj", "Project", "scope", "/w", "same repo", tasks, knowledge=(*bullets, shared)
-    )
-    return Memory((block,))
 
 
 def test_claim_outcomes_cooldown_and_watermark(driven: Store, clock: DrivenClock) -> None:
@@ -156,19 +149,6 @@ def test_rollback_cannot_resurrect_a_forgotten_thread(driven: Store) -> None:
     assert "a" not in encode(decode(current.memory_json)).thread_ids
     with pytest.raises(KeyError):
         driven.rollback(99)
-
-
-def written_summary(*threads: str) -> str:
-    """A summary as a model writes it for `memory_citing`: one line per thread, a profile line
-    citing the shared bullet's task of the last thread."""
-    return (
-        "v1\n\n## User Profile\n\n"
-        f"- Works in /w on tasks alpha [task proj/t0] [task proj/t{len(threads) - 1}]\n\n"
-        "## User preferences\n\n- None recorded yet.\n\n## General Tips\n\n"
-        + "".join(f"- tip learnt in {t} (thread_id={t})\n" for t in threads)
-        + "\n## What's in Memory\n\n### /w\n\n#### 2026-11-01\n\n"
-        + "".join(f"- session {t} (rollout_summaries/{t}.md, thread_id={t})\n" for t in threads)
-    )
 
 
 def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(

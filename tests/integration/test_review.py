@@ -277,8 +277,7 @@ def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_th
 ) -> None:
     from dataclasses import replace
 
-    from tests.factories import add_output, result_of
-    from tests.integration.test_phase2_store import memory_citing, written_summary
+    from tests.factories import add_output, memory_citing, result_of, written_summary
 
     add_output(store, "a", "alpha")
     add_output(store, "b", "beta")
