@@ -120,10 +120,12 @@ def test_an_unwritable_home_or_memory_folder_exits_2_before_any_work(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     env["CONSOLIDATOR_MEMORY_DIR"] = str(blocker / "memories")
-    one_line_error(env, "run", expect=2, naming="(--memory-dir / CONSOLIDATOR_MEMORY_DIR)")
-    # Refused up front: no session was read, so none waits for a retry.
+    for command in ("run", "rebuild"):
+        one_line_error(env, command, expect=2, naming="(--memory-dir / CONSOLIDATOR_MEMORY_DIR)")
+    # Refused up front: no session was read, so none waits for a retry, and phase two never ran.
     result = run_command([*PYTHON_CLI, "status", "--json"], env, timeout=60)
-    assert json.loads(result.stdout)["stage1"]["outputs"] == 0
+    state = json.loads(result.stdout)
+    assert state["stage1"]["outputs"] == 0 and state["phase2"]["status"] == "never_run"
 
 
 def test_the_adopt_variable_is_not_an_unknown_variable(env: dict[str, str], tmp_path: Path) -> None:

@@ -316,6 +316,7 @@ def phase2_command(allow_shrink: bool, **params: Any) -> None:
 
 
 @click.command("rebuild")
+@adopt_option
 @allow_shrink_option("the rebuild")
 @common_options
 def rebuild_command(allow_shrink: bool, **params: Any) -> None:
