@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing.process
 import os
 import platform
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ from sqlalchemy import Engine
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
+from tests.cli_process import EXAMPLES, run_cli
 from tests.factories import T0, DrivenClock
 from tests.fake_openai import fake_openai_fixture  # noqa: F401  (the `fake_openai` fixture)
 from tests.postgres import fresh_schema, postgres_problem
@@ -167,3 +169,25 @@ def clock() -> DrivenClock:
 def driven(engine: Engine, clock: DrivenClock) -> Store:
     """A store that reads the time from `clock` instead of the database."""
     return Store(engine, clock=clock, worker_id="test")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Path:
+    """A copy of the example sessions, for a test to run on or change."""
+    target = tmp_path / "sessions"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+@pytest.fixture
+def home_with_memory(home: Path, sessions: Path) -> Path:
+    """`home` after one `consolidator run` on the example sessions, with no phase-two cooldown,
+    so a test can consolidate again at once."""
+    cooldown = {"CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0"}
+    run_cli("run", "--quiet", "--sessions", str(sessions), home=home, env=cooldown)
+    return home

@@ -16,18 +16,6 @@ USER_QUOTE = "never use the system python here"
 FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
 
 
-@pytest.fixture
-def sessions(tmp_path: Path) -> Path:
-    target = tmp_path / "sessions"
-    shutil.copytree(EXAMPLES, target)
-    return target
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def all_bytes(*roots: Path) -> bytes:
     chunks = []
     for root in roots:

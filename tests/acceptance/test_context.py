@@ -51,15 +51,6 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
-@pytest.fixture
-def home_with_memory(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    sessions = tmp_path / "sessions"
-    shutil.copytree(EXAMPLES, sessions)
-    consolidator("run", "--quiet", "--sessions", str(sessions), home=home)
-    return home
-
-
 def test_context_prints_the_projects_memory_and_writes_nothing(home_with_memory: Path) -> None:
     home = home_with_memory
     before = snapshot(home)

@@ -19,7 +19,6 @@ from consolidator.db.store import PHASE2, STAGE1, JobStatus, Store
 from tests.daemon_process import (
     DaemonPool,
     base_env,
-    copy_examples,
     daemons_fixture,  # noqa: F401  (the `daemons` fixture)
     free_port,
     make_rollouts,
@@ -36,11 +35,6 @@ from tests.fake_openai import FakeOpenAI, Fault
 pytestmark = pytest.mark.slow
 
 SLOW_MODEL_SECONDS = 30.0
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Path:
-    return copy_examples(tmp_path / "sessions")
 
 
 def openai_env(tmp_path: Path, sessions: Path, fake: FakeOpenAI, **settings: str) -> dict[str, str]:

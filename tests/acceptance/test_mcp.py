@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from tests.cli_process import clean_env, run_command
 from tests.fake_openai import FAKE_SECRET, INJECTION_TEXT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("home_with_memory")]
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "/home/dev/projects/billing-api"
@@ -40,15 +39,6 @@ def settings_env(home: Path) -> dict[str, str]:
 def consolidator(*args: str, home: Path) -> str:
     command = [sys.executable, "-m", "consolidator", *args]
     return run_command(command, settings_env(home), timeout=240).stdout
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    sessions = tmp_path / "sessions"
-    shutil.copytree(REPO / "examples" / "sessions", sessions)
-    home = tmp_path / "home"
-    consolidator("run", "--quiet", "--sessions", str(sessions), home=home)
-    return home
 
 
 def call(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, Any]]:

@@ -456,11 +456,6 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def memory_dir(home: Path) -> Path:
     return home / "memories"
 
