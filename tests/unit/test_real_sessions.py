@@ -61,6 +61,8 @@ AFTER_REVERT = "01a23167-3b36-7463-8531-3c8ad77a12d9"
 AFTER_REVERT_FILE = f"{CAPTURED}11-39-38-{REVERTED_ID}_{AFTER_REVERT}.jsonl"
 PRE_ENVELOPE_25 = f"{CAPTURED}11-33-15-abe798b0-5650-427c-a584-0aad42833cba.jsonl"
 PRE_ENVELOPE_20 = f"{CAPTURED}11-33-15-7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe.jsonl"
+VSCODE_ID = "019d9353-333c-7c41-a909-26f5c6221a5a"
+VSCODE = f"codex/sessions/2026/04/15/rollout-2026-04-15T18-46-36-{VSCODE_ID}.jsonl"
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,17 @@ EXPECTED: dict[str, Expected] = {
         "envelope 0.58.0 codex_cli_rs",
         None,
         "finish up the users work by rigging up the chatbot-ui to use lmstudio instead of",
+    ),
+    # Codex IDE extension (VS Code), unredacted: the first request is wrapped in the editor's
+    # context (`# Context from my IDE setup: ... ## My request for Codex:`), the second is bare.
+    VSCODE: Expected(
+        "codex",
+        VSCODE_ID,
+        "/Users/user/git/wakatime-cli",
+        "master",
+        "envelope 0.119.0-alpha.28 codex_vscode",
+        None,
+        "remove scrolling horizontally",
     ),
     # Codex desktop app, redacted by the publisher; images, a `compacted` line.
     DESKTOP_COMPACTED: Expected(
@@ -665,6 +678,24 @@ def test_a_claude_ide_session_quotes_each_request_once_without_the_editor_contex
     ]
     assert "ide_opened_file" not in rollout.transcript
     assert rollout.transcript.count("This is an image of a friendly robot icon") == 1
+
+
+def test_a_codex_ide_session_quotes_the_requests_without_the_editor_context(store: Store) -> None:
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.get_thread(VSCODE_ID)
+    assert thread is not None
+
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    users = [item.text for item in rollout.items if item.kind is ItemKind.USER]
+    # The bare request is quoted as written (its trailing newline too); the wrapped one is the
+    # text after `## My request for Codex:`.
+    assert users == ["remove scrolling horizontally", "keep going\n"]
+    for editor_context in ("Context from my IDE setup", "Active file", "Open tabs", "index.less:"):
+        assert editor_context not in "\n".join(users)
+    assert "Open tabs" not in rollout.transcript
+    assert "Active file" not in rollout.transcript
+    assert "I applied a more targeted fix." in rollout.transcript
 
 
 # --- forgetting a session forgets its sub-agents ------------------------------------------------
