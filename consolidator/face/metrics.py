@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from socketserver import ThreadingMixIn
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, make_wsgi_app
@@ -35,6 +35,7 @@ from consolidator.backends.base import (
     ConsolidationResult,
     Stage1Input,
     Stage1Result,
+    Usage,
     check_model_access,
 )
 from consolidator.db.store import JobStatus, Store, ThreadState
@@ -413,6 +414,15 @@ class Metrics:
         return Health(True, {"status": "ok", **body})
 
 
+class _Answered(Protocol):
+    @property
+    def usage(self) -> Usage: ...
+
+
+_Request = TypeVar("_Request")
+_Answer = TypeVar("_Answer", bound=_Answered)
+
+
 class InstrumentedBackend:
     """Times and counts every model call of the backend it wraps; changes nothing else."""
 
@@ -426,23 +436,19 @@ class InstrumentedBackend:
         check_model_access(self.inner)
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
-        started = time.monotonic()
-        try:
-            result = self.inner.extract(rollout)
-        except Exception:
-            self._observe("stage1", started, None)
-            raise
-        self._observe("stage1", started, (result.usage.input_tokens, result.usage.output_tokens))
-        return result
+        return self._timed("stage1", self.inner.extract, rollout)
 
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        return self._timed("phase2", self.inner.consolidate, request)
+
+    def _timed(self, phase: str, call: Callable[[_Request], _Answer], request: _Request) -> _Answer:
         started = time.monotonic()
         try:
-            result = self.inner.consolidate(request)
+            result = call(request)
         except Exception:
-            self._observe("phase2", started, None)
+            self._observe(phase, started, None)
             raise
-        self._observe("phase2", started, (result.usage.input_tokens, result.usage.output_tokens))
+        self._observe(phase, started, (result.usage.input_tokens, result.usage.output_tokens))
         return result
 
     def _observe(self, phase: str, started: float, tokens: tuple[int, int] | None) -> None:

@@ -188,13 +188,7 @@ def _preference_lines(memory: Memory) -> list[str]:
     def keep(block: Block, name: str, bullet: Bullet) -> bool:
         return name == "preferences" and (block.applies_to_cwd is None or len(bullet.task_ids) >= 2)
 
-    lines = []
-    for block, bullet in _ranked_bullets(memory, keep):
-        where = "" if block.applies_to_cwd is None else f"(in {_scope(block)}) "
-        lines.append(f"- {where}{_clip(bullet.text)} {_cite(block, bullet.task_ids)}")
-        if len(lines) == MAX_PREFERENCES:
-            break
-    return lines
+    return _bullet_lines(memory, keep, MAX_PREFERENCES)
 
 
 def _tip_lines(memory: Memory) -> list[str]:
@@ -203,11 +197,18 @@ def _tip_lines(memory: Memory) -> list[str]:
     def keep(block: Block, name: str, bullet: Bullet) -> bool:
         return name != "preferences" and (block.applies_to_cwd is None or len(bullet.task_ids) >= 2)
 
+    return _bullet_lines(memory, keep, MAX_TIPS)
+
+
+def _bullet_lines(
+    memory: Memory, keep: Callable[[Block, str, Bullet], bool], limit: int
+) -> list[str]:
+    """The best-ranked bullets `keep` accepts, at most `limit`, each with where it holds."""
     lines = []
     for block, bullet in _ranked_bullets(memory, keep):
         where = "" if block.applies_to_cwd is None else f"(in {_scope(block)}) "
         lines.append(f"- {where}{_clip(bullet.text)} {_cite(block, bullet.task_ids)}")
-        if len(lines) == MAX_TIPS:
+        if len(lines) == limit:
             break
     return lines
 
