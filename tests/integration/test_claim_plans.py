@@ -95,6 +95,7 @@ def _plan(connection: Connection, statement: Any) -> str:
     return "\n".join(str(row[0]) for row in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("by_source", "by_age"), SHAPES)
 def test_the_claim_reads_only_jobs_that_need_work(
     store: Store, by_source: bool, by_age: bool
