@@ -11,6 +11,11 @@ are two events, not two values of one fact, and the prompt puts them under `fail
 answer grows with the inputs, not with the memory, so tests and benchmarks can measure the
 pipeline rather than the model.
 
+Asked for `memory_summary.md`, it answers with the worker's draft improved the way a careful
+model would: a first profile line of its own, citing a task the draft cites (`summary`
+scripts an answer the gate must refuse instead: over the byte budget, or a line with no
+citation).
+
 Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
 the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
 block that was never shown), to check that one bad input cannot block the others.
@@ -27,6 +32,11 @@ from typing import Any, Literal
 from tests.fake_openai import STAGE_ONE_ANSWER
 
 PoisonKind = Literal["cut_off", "invalid"]
+SummaryKind = Literal["careful", "oversized", "uncited"]
+SUMMARY_SCHEMA = "memory_summary"
+DRAFT_MARKER = "## The draft to improve"
+CAREFUL_PROFILE = "- Written by the careful model: a user who keeps their projects apart"
+UNCITED_TIP = "- Always deploy on Fridays."
 
 BULLETS_PER_INPUT = 2
 _BULLET_LINE = re.compile(r"^\s*-\s+(.{12,})$")
@@ -108,8 +118,14 @@ class CarefulModel:
     # A verbose model writes each lesson this many times over: answers far above the
     # pipeline's estimate, to exercise cut-offs.
     verbosity: int = 1
+    summary: SummaryKind = "careful"
+    # Every memory_summary.md request's prompt, in order.
+    summary_prompts: list[str] = field(default_factory=list)
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if schema_name(body) == SUMMARY_SCHEMA:
+            self.summary_prompts.append(prompt_text(body))
+            return {"memory_summary": self.write_summary(summary_draft(prompt_text(body)))}
         if schema_name(body) != "consolidation":
             return dict(STAGE_ONE_ANSWER)
         request = parse_request(prompt_text(body))
@@ -150,6 +166,24 @@ class CarefulModel:
             taken.add(block_id)
             upserts.append(_new_block(block_id, cwd, items))
         return {"upserts": upserts, "deletions": [], "edits": edits}
+
+    def write_summary(self, draft: str) -> str:
+        cited = re.search(r"\[task [^\]]+\]", draft)
+        profile = f"{CAREFUL_PROFILE} {cited.group(0) if cited else ''}".rstrip()
+        text = draft.replace("## User Profile\n\n", f"## User Profile\n\n{profile}\n", 1)
+        if self.summary == "uncited":
+            text = text.replace("## General Tips\n\n", f"## General Tips\n\n{UNCITED_TIP}\n", 1)
+        if self.summary == "oversized" and cited:
+            filler = "".join(
+                f"- tip {n}: keep the build reproducible {cited.group(0)}\n" for n in range(300)
+            )
+            text = text.replace("## General Tips\n\n", f"## General Tips\n\n{filler}", 1)
+        return text
+
+
+def summary_draft(prompt: str) -> str:
+    """The rendered summary a memory_summary.md request ends with."""
+    return prompt[prompt.rindex(DRAFT_MARKER) + len(DRAFT_MARKER) :].strip("\n") + "\n"
 
 
 def _amplify(answer: dict[str, Any], times: int) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.cli_process import clean_env, run_command
 from tests.fake_openai import STAGE_ONE_ANSWER
 
@@ -153,6 +154,8 @@ def input_thread_ids(prompt: str) -> list[str]:
 def model_responder(body: dict[str, Any]) -> dict[str, Any]:
     """A scripted model for the fake server: a fixed stage-one answer, and a consolidation
     that adds one block citing exactly the threads of the inputs it was shown."""
+    if schema_name(body) == SUMMARY_SCHEMA:
+        return {"memory_summary": summary_draft(prompt_of(body))}
     if schema_name(body) != "consolidation":
         return dict(STAGE_ONE_ANSWER)
     thread_ids = input_thread_ids(prompt_of(body))

@@ -1,8 +1,9 @@
 """The fake server scripted as a model for the pipeline tests, and what points the pipeline at it.
 
 Stage one gets a fixed note; consolidation is answered by a function of the prompt that tests
-swap to make the model hostile. In-process backends, the stage-one options and the CLI's
-environment all name the same model, key and limits, so a test reads the same either way.
+swap to make the model hostile; memory_summary.md by the worker's own draft. In-process
+backends, the stage-one options and the CLI's environment all name the same model, key and
+limits, so a test reads the same either way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Eligibility
 from consolidator.phases.phase_two import Phase2Options
 from consolidator.phases.stage_one import Stage1Options, transcript_budget_chars
+from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.cli_process import clean_env, run_command
 from tests.factories import APP, LEASE
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI
@@ -136,6 +138,8 @@ class ScriptedModel:
         self.prompts: list[Prompt] = []
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if schema_of(body) == SUMMARY_SCHEMA:
+            return {"memory_summary": summary_draft(prompt_of(body))}
         if schema_of(body) != "consolidation":
             return dict(STAGE_ONE_ANSWER)
         prompt = parse_prompt(prompt_of(body))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from consolidator.core.errors import ConfigError, ConsolidatorError
 from consolidator.memory.model import Block, ThreadCitation
@@ -154,3 +154,27 @@ class ConsolidationResult:
     upserts: tuple[Block, ...]
     deletions: tuple[str, ...]
     usage: Usage = Usage()
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a model needs to write `memory_summary.md`: the rendering to improve, the blocks
+    the request can carry in full (the rest as index lines) and the byte budget."""
+
+    draft: str
+    blocks: Sequence[Block]
+    other_blocks: Sequence[Block]
+    budget_bytes: int
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    text: str
+    usage: Usage = Usage()
+
+
+@runtime_checkable
+class SummaryWriter(Protocol):
+    """A backend whose model can write `memory_summary.md`; offline backends render it."""
+
+    def write_summary(self, request: SummaryRequest) -> SummaryResult: ...

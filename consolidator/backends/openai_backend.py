@@ -26,6 +26,8 @@ from consolidator.backends.base import (
     ModelUnavailable,
     Stage1Input,
     Stage1Result,
+    SummaryRequest,
+    SummaryResult,
     Usage,
 )
 from consolidator.backends.calls import Attempts, TransientFailure, log_call, retrying
@@ -40,9 +42,11 @@ from consolidator.backends.endpoint import (
 )
 from consolidator.backends.prompts import (
     CONSOLIDATION,
+    MEMORY_SUMMARY,
     STAGE_ONE,
     render_consolidation_prompt,
     render_stage_one_prompt,
+    render_summary_prompt,
 )
 from consolidator.core.resources import load_schema
 
@@ -171,6 +175,20 @@ class OpenAIBackend:
         except ValueError as exc:
             raise InvalidModelOutput(f"consolidation answer refused: {exc}") from exc
         return ConsolidationResult(tuple(upserts), tuple(deletions), usage)
+
+    def write_summary(self, request: SummaryRequest) -> SummaryResult:
+        """One call for `memory_summary.md`. Like a consolidation answer, a broken or cut-off
+        one is not re-sent: the caller publishes the rendered summary instead."""
+        answer, usage = self.complete_json(
+            render_summary_prompt(request),
+            MEMORY_SUMMARY,
+            load_schema(MEMORY_SUMMARY),
+            retry_answers=False,
+        )
+        text = answer["memory_summary"]
+        if not isinstance(text, str):
+            raise InvalidModelOutput("memory_summary answer has wrong field types")
+        return SummaryResult(text if text.endswith("\n") else text + "\n", usage)
 
     def complete_json(
         self,

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import re
 
-from consolidator.backends.base import ConsolidationRequest, Stage1Input
+from consolidator.backends.base import ConsolidationRequest, Stage1Input, SummaryRequest
 from consolidator.core.resources import load_prompt
 from consolidator.memory.edits import block_for_prompt
+from consolidator.memory.model import Block
 from consolidator.memory.render import render_block_index
 
 STAGE_ONE = "stage_one"
 CONSOLIDATION = "consolidation"
 CONSOLIDATION_RETRY = "consolidation_retry"
+MEMORY_SUMMARY = "memory_summary"
 
 _PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
 _CONSOLIDATION_PLACEHOLDER = re.compile(
@@ -55,6 +57,42 @@ def render_consolidation_prompt(request: ConsolidationRequest) -> str:
     return _CONSOLIDATION_PLACEHOLDER.sub(
         lambda match: values[match.group(1)], load_prompt(CONSOLIDATION)
     )
+
+
+_SUMMARY_PLACEHOLDER = re.compile(r"\{(budget_bytes|draft_bytes|blocks|memory_index|draft)\}")
+
+
+def render_summary_prompt(request: SummaryRequest) -> str:
+    """Fill the summary template: the rules, the memory, then the draft to improve."""
+    values = {
+        "budget_bytes": str(request.budget_bytes),
+        "draft_bytes": str(len(request.draft.encode("utf-8"))),
+        "blocks": json.dumps(
+            [block_for_summary(block) for block in request.blocks], ensure_ascii=False
+        ),
+        "memory_index": render_block_index(request.other_blocks),
+        "draft": request.draft,
+    }
+    return _SUMMARY_PLACEHOLDER.sub(
+        lambda match: values[match.group(1)], load_prompt(MEMORY_SUMMARY)
+    )
+
+
+def block_for_summary(block: Block) -> dict[str, object]:
+    """A block as the summary request shows it: each task with its sessions' thread ids,
+    rollout summary files and days, which the summary's pointer lines name."""
+    payload = block_for_prompt(block)
+    for task, shown in zip(block.tasks, payload["tasks"], strict=True):
+        del shown["thread_ids"]
+        shown["sessions"] = [
+            {
+                "thread_id": c.thread_id,
+                "rollout_summary_file": c.rollout_summary_file,
+                "updated_at": c.updated_at,
+            }
+            for c in task.citations
+        ]
+    return payload
 
 
 def _refusal_section(reason: str | None) -> str:

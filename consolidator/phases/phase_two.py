@@ -4,9 +4,10 @@ claim (one guarded UPDATE) -> read the base version and the changes after the la
 watermark -> per slice sized to the model (`slices`): one model call with no transaction
 open and a heartbeat renewing the lease -> the commit gate -> a fenced commit of that slice
 (new version + watermark advanced to the slice's last change, in one transaction); the last
-slice's commit also ends the job. Files are written afterwards, from the database, by
-`publish`. With review on, a slice's result becomes a pending version built on the newest one
-instead, and the current memory stays as it is until `approve`.
+slice's commit also ends the job, carrying the `memory_summary.md` the model wrote for the
+run's memory when the gate let it through (`written_summary`). Files are written afterwards,
+from the database, by `publish`. With review on, a slice's result becomes a pending version
+built on the newest one instead, and the current memory stays as it is until `approve`.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from consolidator.phases.slices import (
     fitting_prefix,
     too_large_alone,
 )
+from consolidator.phases.written_summary import write_summary
 from consolidator.security.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,10 @@ class Phase2Report:
     # When a cooldown skip ends: the next time phase two may run.
     next_allowed_at: datetime | None = None
     skills: SkillsReport = field(default_factory=SkillsReport)
+    # Who wrote memory_summary.md for the new version ("model" or "rendered"), and why the
+    # model's summary was not kept when it was refused.
+    summary: str | None = None
+    summary_refusal: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +136,8 @@ class Phase2Report:
             "set_aside": self.set_aside,
             "set_aside_reasons": list(self.set_aside_reasons),
             "skills": self.skills.as_json(),
+            "summary": self.summary,
+            "summary_refusal": self.summary_refusal,
         }
 
 
@@ -358,6 +366,16 @@ def consolidate(
                     f"the rebuild would remove {lost:.0%} of the memory (limit "
                     f"{options.max_shrink_fraction:.0%}); re-run `rebuild --allow-shrink`"
                 )
+        summary_md = None
+        if final and gated != base:
+            summary = write_summary(
+                backend, gated, store.live_thread_ids, request_chars=budget.request_chars
+            )
+            if summary.called:
+                report.model_calls += 1
+                report.usage = report.usage + summary.usage
+            summary_md, report.summary = summary.text, summary.source
+            report.summary_refusal = summary.refusal
         report.folded = folded_task_count(gated)
         result = Phase2Result(
             memory=encode(gated),
@@ -373,6 +391,7 @@ def consolidate(
             settled=tuple(settled),
             changed_earlier=changed_earlier,
             evicted=report.evicted if rebuild else (outcome.evicted if outcome else 0),
+            summary_md=summary_md,
         )
         through = (
             None if final else max(inputs.change_seq.get(r.thread_id, 0) for r in piece.records)

@@ -29,6 +29,8 @@ WHEEL_MEMBERS = (
     "consolidator/_prompts/stage_one.schema.json",
     "consolidator/_prompts/consolidation.md",
     "consolidator/_prompts/consolidation.schema.json",
+    "consolidator/_prompts/memory_summary.md",
+    "consolidator/_prompts/memory_summary.schema.json",
     "consolidator/_migrations/env.py",
     "consolidator/_migrations/script.py.mako",
     "consolidator/_migrations/versions/0001_initial.py",

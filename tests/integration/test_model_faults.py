@@ -36,6 +36,7 @@ from consolidator.phases.publish import publish
 from consolidator.phases.scanner import scan
 from consolidator.phases.stage_one import run_stage_one
 from consolidator.security.invisible import is_invisible
+from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.cli_process import run_command
 from tests.factories import APP, DrivenClock, append_user_message, new_thread_id, write_rollout
 from tests.fake_openai import (
@@ -367,6 +368,8 @@ def echo_transcript(body: dict[str, Any]) -> dict[str, Any]:
     reached it would be written back and stored."""
     if schema_of(body) == "consolidation":
         return block_per_input(parse_prompt(prompt_of(body)))
+    if schema_of(body) == SUMMARY_SCHEMA:
+        return {"memory_summary": summary_draft(prompt_of(body))}
     transcript = prompt_of(body).split("BEGIN SESSION TRANSCRIPT", 1)[1].strip()
     return {
         "rollout_summary": f"{CONTEXT_MARKER}: " + " ".join(transcript.split())[:600],
@@ -782,7 +785,7 @@ def test_a_set_aside_input_is_retried_when_asked(world: World) -> None:
     report = world.phase_two()
 
     assert (report.status, report.version, report.set_aside) == ("succeeded", 2, 0)
-    assert world.server.call_count == calls + 1
+    assert world.server.call_count == calls + 2, "one consolidation, then memory_summary.md"
     assert world.store.set_aside_inputs() == []
     assert run_cli(world.env, "status")["set_aside"] == []
     publish(world.store, world.memory_dir)
@@ -813,8 +816,8 @@ def test_a_set_aside_input_is_tried_again_when_its_session_changes(
         2,
         0,
     )
-    assert world.server.call_count == calls + 1
-    assert world.server.raw_requests[-1] not in refused
+    assert world.server.call_count == calls + 2, "one consolidation, then memory_summary.md"
+    assert world.server.raw_requests[-2] not in refused
     assert world.store.set_aside_inputs() == []
     assert run_cli(world.env, "quarantine")["entries"] == []
     publish(world.store, world.memory_dir)
@@ -869,11 +872,16 @@ def test_one_broken_consolidation_answer_is_retried_by_the_backend(
     report = world.phase_two()
 
     assert (report.status, report.version) == ("succeeded", 2)
-    assert [entry.fault for entry in world.server.log[before:]] == [fault, Fault.OK]
+    consolidations = [
+        entry
+        for entry in world.server.log[before:]
+        if entry.body is not None and schema_of(entry.body) == "consolidation"
+    ]
+    assert [entry.fault for entry in consolidations] == [fault, Fault.OK]
     # The second request carries the refusal's reason: the failing one is never sent again.
-    first, second = world.server.raw_requests[before:]
+    first, second = (entry.raw for entry in consolidations)
     assert first != second
-    assert "previous answer to this request was refused" in world.server.prompts()[-1]
+    assert "previous answer to this request was refused" in prompt_of(consolidations[1].body)
     publish(world.store, world.memory_dir)
     assert f"thread_id={world.ids['d']}" in world.memory_file().decode()
 
@@ -1045,7 +1053,7 @@ def test_a_second_run_with_nothing_new_calls_no_model_and_writes_nothing(
     assert (first["stage1"]["claimed"], first["stage1"]["succeeded"]) == (3, 3)
     assert (first["phase2"]["status"], first["phase2"]["version"]) == ("succeeded", 1)
     calls = fake_openai.call_count
-    assert calls == 4  # three extractions and one consolidation
+    assert calls == 5  # three extractions, one consolidation and one memory_summary.md
     files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in memory_dir.rglob("*.md")}
     assert memory_dir / "MEMORY.md" in files
     store = Store(engine)

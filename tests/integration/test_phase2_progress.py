@@ -165,7 +165,8 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert store.set_aside_inputs() == []
     current = store.current_version()
     assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
-    assert server.call_count == calls + 1
+    assert server.call_count == calls + 2, "one consolidation, then memory_summary.md"
+    assert len(model.summary_prompts) == 2
 
 
 @pytest.mark.slow

@@ -56,6 +56,7 @@ from consolidator.phases.materialize import (
 from consolidator.phases.phase_two import citation_for
 from consolidator.phases.publish import load_projection, publish
 from consolidator.phases.scanner import scan
+from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.daemon_process import (
     PYTHON_CLI,
     REPO,
@@ -297,6 +298,8 @@ def consolidation_responder(tag: str) -> Callable[[dict[str, Any]], dict[str, An
     input's marker word and `tag`, so every stored byte can be traced to the run that made it."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if schema_name(body) == SUMMARY_SCHEMA:
+            return {"memory_summary": summary_draft(prompt_of(body))}
         assert schema_name(body) == "consolidation", "only phase two asks this model"
         items = prompt_inputs(body)
         words = [str(item["raw_memory"]).split()[-1] for item in items]

@@ -84,6 +84,7 @@ def status_command(**params: Any) -> None:
             "folded_tasks": folded_task_count(current),
             "evicted": version.evicted if version else 0,
             "unrepresented_threads": unrepresented,
+            "summary": None if version is None else _summary_author(version.summary_md),
         },
         "usage": {
             "most_used": [_usage_json(u) for u in most_used],
@@ -154,7 +155,8 @@ def status_command(**params: Any) -> None:
         )
         table.add_row(
             "memory",
-            f"version {version.version}, {version.content_bytes} bytes, {blocks} blocks"
+            f"version {version.version}, {version.content_bytes} bytes, {blocks} blocks,"
+            f" memory_summary.md: {_summary_author(version.summary_md)}"
             if version
             else "none yet",
         )
@@ -231,3 +233,8 @@ def _held_reason(count: int) -> str:
         "folder; memory is unchanged. Restore the files, or run "
         "`consolidator scan --confirm-deletions` if they were deleted on purpose"
     )
+
+
+def _summary_author(summary_md: str | None) -> str:
+    """Who wrote a version's memory_summary.md: the model, or the worker's rendering."""
+    return "model" if summary_md else "rendered"

@@ -291,6 +291,11 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
                 else ""
             )
         )
+        if report.summary_refusal:
+            inv.console.print(
+                f"memory_summary.md: rendered, the model's was not used: {report.summary_refusal}",
+                markup=False,
+            )
         inv.console.print(f"memory: {inv.settings.memory_dir / 'MEMORY.md'}", markup=False)
 
 

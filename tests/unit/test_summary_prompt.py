@@ -1,0 +1,58 @@
+"""The memory_summary.md request: strict schema, the layout and citation rules, the draft last."""
+
+from __future__ import annotations
+
+import json
+
+from consolidator.backends.base import SummaryRequest
+from consolidator.backends.prompts import render_summary_prompt
+from consolidator.core.resources import load_schema
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.summary import HEADINGS, OLDER_HEADING, render_memory_summary
+
+CITATION = ThreadCitation(
+    "th-1", "rollout_summaries/2026-11-02-fix-th-1.md", "/src/app", "/r", "2026-11-02T10:00:00Z"
+)
+BLOCK = Block(
+    "app",
+    "app repository {draft}",
+    "s",
+    "/src/app",
+    "r",
+    (Task("t1", "fix the flaky test, finished", (CITATION,)),),
+    knowledge=(Bullet("make test runs the suite {budget_bytes}", ("t1",)),),
+)
+OTHER = Block("infra", "infra", "servers", None, "r", BLOCK.tasks)
+
+
+def test_the_schema_is_strict() -> None:
+    schema = load_schema("memory_summary")
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert schema["required"] == list(schema["properties"]) == ["memory_summary"]
+    assert schema["properties"]["memory_summary"]["type"] == "string"
+
+
+def test_the_prompt_states_the_layout_the_budget_and_the_citations_and_ends_with_the_draft() -> (
+    None
+):
+    draft = render_memory_summary(Memory((BLOCK,)))
+    prompt = render_summary_prompt(
+        SummaryRequest(draft=draft, blocks=[BLOCK], other_blocks=[OTHER], budget_bytes=10_000)
+    )
+    for heading in (*HEADINGS, OLDER_HEADING, "### <project scope>", "#### <YYYY-MM-DD>"):
+        assert heading in prompt
+    assert "under 10000 bytes" in prompt and f"The draft is {len(draft.encode())} bytes" in prompt
+    assert "[task <block_id>/<task_id>]" in prompt and "thread_id=<id>" in prompt
+    assert "data, not instructions" in prompt
+    assert prompt.rstrip("\n").endswith(draft.rstrip("\n"))
+    # Placeholders in the memory's text reach the model unchanged (one substitution).
+    assert "app repository {draft}" in prompt and "{budget_bytes}" in prompt
+    shown = json.loads(prompt.split("file and `updated_at`; bullets")[1].split("\n\n")[1])
+    assert shown[0]["tasks"][0]["sessions"] == [
+        {
+            "thread_id": "th-1",
+            "rollout_summary_file": "rollout_summaries/2026-11-02-fix-th-1.md",
+            "updated_at": "2026-11-02T10:00:00Z",
+        }
+    ]
+    assert "- `infra`: infra | servers" in prompt
