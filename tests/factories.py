@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -216,14 +216,15 @@ def write_small_rollout(
     return path
 
 
-def add_session(
+def store_session(
     store: Store,
     moment: datetime,
-    commands: tuple[str, ...] = ROUTINE,
-    *,
-    cwd: str = CWD,
-    failures: tuple[FailureNote, ...] = (),
+    cwd: str,
+    notes_for: Callable[[str], ExtractiveNotes],
+    summary: str = "work",
 ) -> str:
+    """Register a session ending at `moment` and store its stage-one output, as stage one
+    would with the offline backend; `notes_for` gets the new thread id."""
     thread_id = str(uuid.uuid4())
     header = RolloutHeader(
         path=f"/sessions/{thread_id}.jsonl",
@@ -238,23 +239,38 @@ def add_session(
     )
     store.register_thread(header, ingested=False, retry_budget=3)
     claim = store.try_claim_stage1(thread_id, lease_seconds=60)
-    notes = ExtractiveNotes(
-        task=f"work {thread_id[:8]}",
-        task_outcome="success",
-        cwd=cwd,
-        facts=(f"the shop session {thread_id[:8]} ran the test suite",),
-        commands=commands,
-        failures=failures,
-    )
     payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes),
-        rollout_summary="work",
+        raw_memory=render_raw_memory(notes_for(thread_id)),
+        rollout_summary=summary,
         rollout_slug="work",
         backend="extractive",
         model="extractive-v1",
     )
     assert store.complete_stage1(claim, payload)
     return thread_id
+
+
+def add_session(
+    store: Store,
+    moment: datetime,
+    commands: tuple[str, ...] = ROUTINE,
+    *,
+    cwd: str = CWD,
+    failures: tuple[FailureNote, ...] = (),
+) -> str:
+    return store_session(
+        store,
+        moment,
+        cwd,
+        lambda thread_id: ExtractiveNotes(
+            task=f"work {thread_id[:8]}",
+            task_outcome="success",
+            cwd=cwd,
+            facts=(f"the shop session {thread_id[:8]} ran the test suite",),
+            commands=commands,
+            failures=failures,
+        ),
+    )
 
 
 def memory_citing(*groups: tuple[str, ...], secret_word: str = "alpha") -> Memory:

@@ -5,19 +5,18 @@ that every session has left."""
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import Stage1Payload, Store
+from consolidator.db.store import Store
 from consolidator.memory.codec import decode
 from consolidator.memory.merge import folded_task_count
 from consolidator.memory.model import Memory, cited_thread_ids
-from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
+from consolidator.memory.notes import ExtractiveNotes
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.sources.items import RolloutHeader, SourceFormat
+from tests.factories import store_session
 
 CWD = "/home/dev/shop"
 NOUNS = re.findall(
@@ -38,32 +37,15 @@ def options(budget: int = 1 << 20) -> Phase2Options:
 
 
 def add_session(store: Store, moment: datetime, *facts: str, task: str = "work") -> str:
-    thread_id = str(uuid.uuid4())
-    header = RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd=CWD,
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=1,
-        mtime_ns=1,
+    return store_session(
+        store,
+        moment,
+        CWD,
+        lambda thread_id: ExtractiveNotes(
+            task=f"{task} {thread_id[:8]}", task_outcome="success", cwd=CWD, facts=facts
+        ),
+        summary=task,
     )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
-    notes = ExtractiveNotes(
-        task=f"{task} {thread_id[:8]}", task_outcome="success", cwd=CWD, facts=facts
-    )
-    payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes),
-        rollout_summary=task,
-        rollout_slug="work",
-        backend="extractive",
-        model="extractive-v1",
-    )
-    assert store.complete_stage1(claim, payload)
-    return thread_id
 
 
 def current(store: Store) -> Memory:

@@ -4,18 +4,17 @@ nested below it or beside it."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import Stage1Payload, Store
+from consolidator.db.store import Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import Memory
-from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
+from consolidator.memory.notes import ExtractiveNotes
 from consolidator.memory.scope import blocks_for_cwd
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.sources.items import RolloutHeader, SourceFormat
+from tests.factories import store_session
 
 OPTIONS = Phase2Options(
     lease_seconds=60,
@@ -40,35 +39,15 @@ class RecordingBackend(ExtractiveBackend):
 
 
 def add_session(store: Store, cwd: str, quote: str, moment: datetime) -> str:
-    thread_id = str(uuid.uuid4())
-    header = RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd=cwd,
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=1,
-        mtime_ns=1,
+    return store_session(
+        store,
+        moment,
+        cwd,
+        lambda _: ExtractiveNotes(
+            task=f"work in {cwd}", task_outcome="success", cwd=cwd, facts=(quote,)
+        ),
+        summary=f"work in {cwd}",
     )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
-    notes = ExtractiveNotes(
-        task=f"work in {cwd}",
-        task_outcome="success",
-        cwd=cwd,
-        facts=(quote,),
-    )
-    payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes),
-        rollout_summary=f"work in {cwd}",
-        rollout_slug="work",
-        backend="extractive",
-        model="extractive-v1",
-    )
-    assert store.complete_stage1(claim, payload)
-    return thread_id
 
 
 def current(store: Store) -> Memory:
