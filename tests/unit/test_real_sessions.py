@@ -837,7 +837,7 @@ def test_copies_of_the_corpus_elsewhere_are_read_alike(tmp_path: Path) -> None:
         assert read_header(tmp_path / "copy" / relative).thread_id == expected.thread_id
 
 
-# --- shapes no published file was found for (see SOURCES.md) -----------------------------------
+# --- edge cases the corpus does not hold (see SOURCES.md) ---------------------------------------
 # Lines written here in the shapes the agents document; they are not real sessions.
 
 
