@@ -22,7 +22,7 @@ from consolidator.backends.base import (
     SummaryWriter,
     Usage,
 )
-from consolidator.backends.prompts import block_for_summary
+from consolidator.backends.prompts import block_for_summary, render_summary_prompt
 from consolidator.memory.model import Block, Memory
 from consolidator.memory.summary import (
     SUMMARY_BUDGET_BYTES,
@@ -62,10 +62,7 @@ def write_summary(
     if not isinstance(backend, SummaryWriter) or not memory.blocks:
         return SummaryOutcome()
     draft = render_memory_summary(memory, budget_bytes)
-    shown, index = _blocks_to_show(memory, request_chars - len(draft))
-    request = SummaryRequest(
-        draft=draft, blocks=shown, other_blocks=index, budget_bytes=budget_bytes
-    )
+    request = _fitting_request(memory, draft, budget_bytes, request_chars)
     try:
         result = backend.write_summary(request)
     except BackendError as exc:
@@ -92,6 +89,23 @@ def _refused(reason: str, usage: Usage) -> SummaryOutcome:
         extra={"action": "summary_refused"},
     )
     return SummaryOutcome(refusal=reason, called=True, usage=usage)
+
+
+def _fitting_request(
+    memory: Memory, draft: str, budget_bytes: int, request_chars: int
+) -> SummaryRequest:
+    """The request with as many recent blocks in full as the prompt, as sent, can carry in
+    `request_chars`: the estimate picks them, then the least recent go to the index until the
+    rendered prompt fits (one block in full at least)."""
+    shown, index = _blocks_to_show(memory, request_chars - len(draft))
+    while True:
+        request = SummaryRequest(
+            draft=draft, blocks=shown, other_blocks=index, budget_bytes=budget_bytes
+        )
+        if len(shown) <= 1 or len(render_summary_prompt(request)) <= request_chars:
+            return request
+        index = [shown[-1], *index]
+        shown = shown[:-1]
 
 
 def _blocks_to_show(memory: Memory, room_chars: int) -> tuple[list[Block], list[Block]]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
 
+from bench.data import TextSource, big_memory, stage_one_output
 from consolidator.backends.base import SummaryRequest
 from consolidator.backends.prompts import render_summary_prompt
 from consolidator.core.resources import load_schema
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.summary import HEADINGS, OLDER_HEADING, render_memory_summary
+from consolidator.phases.written_summary import _fitting_request
 
 CITATION = ThreadCitation(
     "th-1", "rollout_summaries/2026-11-02-fix-th-1.md", "/src/app", "/r", "2026-11-02T10:00:00Z"
@@ -56,3 +59,21 @@ def test_the_prompt_states_the_layout_the_budget_and_the_citations_and_ends_with
         }
     ]
     assert "- `infra`: infra | servers" in prompt
+
+
+def test_the_request_as_sent_fits_the_room_it_was_given() -> None:
+    rng = random.Random(3)
+    source = TextSource(random.Random(4))
+    threads = [stage_one_output(rng, source, index % 10) for index in range(1000)]
+    memory = big_memory(rng, source, threads, blocks=10, bullets_per_block=40)
+    draft = render_memory_summary(memory)
+    whole = len(render_summary_prompt(SummaryRequest(draft, list(memory.blocks), [], 10_000)))
+    room = whole // 2
+
+    request = _fitting_request(memory, draft, 10_000, room)
+
+    assert len(render_summary_prompt(request)) <= room
+    assert request.blocks and request.other_blocks
+    assert {b.block_id for b in request.blocks} | {b.block_id for b in request.other_blocks} == {
+        b.block_id for b in memory.blocks
+    }
