@@ -83,6 +83,37 @@ class _Draft:
     def task_ids(self) -> set[str]:
         return {task.task_id for task in self.tasks}
 
+    def task_position(self, task_id: str, where: str) -> int:
+        for position, task in enumerate(self.tasks):
+            if task.task_id == task_id:
+                return position
+        raise ValueError(f"{where}: {_show(task_id)} is not a task of this block")
+
+    def bullet_position(self, edit: _Edit) -> tuple[Section, int]:
+        shown = edit.string("bullet_id")
+        name = _SECTION_BY_LETTER.get(shown[:1])
+        if name is not None:
+            for position, (bid, bullet) in enumerate(self.bullets[name]):
+                if bid == shown and bullet is not None:
+                    return name, position
+        raise ValueError(
+            f"{edit.where}.bullet_id: {_show(shown)} is not a bullet of this block that is still"
+            " there"
+        )
+
+    def bullet(self, edit: _Edit) -> Bullet:
+        """The bullet an edit writes, citing only tasks this block has."""
+        refs = edit.strings("task_ids")
+        if not refs:
+            raise ValueError(f"{edit.where}.task_ids: a bullet must cite at least one task")
+        known = self.task_ids()
+        for i, task_id in enumerate(refs):
+            if task_id not in known:
+                raise ValueError(
+                    f"{edit.where}.task_ids[{i}]: {_show(task_id)} is not a task of this block"
+                )
+        return Bullet(edit.text("text"), tuple(dict.fromkeys(refs)))
+
     def finish(self) -> Block:
         kept = {name: tuple(b for _, b in self.bullets[name] if b is not None) for name in SECTIONS}
         return replace(
@@ -94,6 +125,51 @@ class _Draft:
         )
 
 
+@dataclass(frozen=True)
+class _Edit:
+    """One edit's fields, read with its place in the answer (`edits[3]`) named in every error."""
+
+    fields: Mapping[str, Any]
+    where: str
+    lookup: Callable[[str], ThreadCitation | None]
+
+    def string(self, key: str) -> str:
+        value = self.fields.get(key)
+        if not isinstance(value, str):
+            raise ValueError(f"{self.where}.{key}: expected a string")
+        return value.strip()
+
+    def identifier(self, key: str) -> str:
+        value = self.string(key)
+        if not is_valid_id(value):
+            raise ValueError(f"{self.where}.{key}: {_show(value)} is not a valid id")
+        return value
+
+    def text(self, key: str, *, allow_empty: bool = False) -> str:
+        text = one_line(self.string(key))
+        if not text and not allow_empty:
+            raise ValueError(f"{self.where}.{key}: must not be empty")
+        return text
+
+    def strings(self, key: str) -> list[str]:
+        value = self.fields.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{self.where}.{key}: expected a list of strings")
+        return list(value)
+
+    def citations(self) -> tuple[ThreadCitation, ...]:
+        thread_ids = list(dict.fromkeys(t.strip() for t in self.strings("thread_ids")))
+        if not thread_ids:
+            raise ValueError(f"{self.where}.thread_ids: a task must cite at least one thread")
+        citations = []
+        for i, thread_id in enumerate(thread_ids):
+            citation = self.lookup(thread_id)
+            if citation is None:
+                raise UnknownCitation(thread_id, f"{self.where}.thread_ids[{i}]")
+            citations.append(citation)
+        return tuple(citations)
+
+
 def apply_edits(
     edits: Sequence[Mapping[str, Any]],
     shown: Sequence[Block],
@@ -102,68 +178,56 @@ def apply_edits(
     """The shown blocks that the edits change, changed, in the order they were shown."""
     drafts = {block.block_id: _Draft.of(block) for block in shown}
     touched: set[str] = set()
-    for index, edit in enumerate(edits):
-        where = f"edits[{index}]"
-        op = _string(edit, "op", where)
-        block_id = _string(edit, "block_id", where)
+    for index, fields in enumerate(edits):
+        edit = _Edit(fields, f"edits[{index}]", citation_lookup)
+        op = edit.string("op")
+        block_id = edit.string("block_id")
         draft = drafts.get(block_id)
         if draft is None:
             raise ValueError(
-                f"{where}.block_id: {_show(block_id)} is not a block this request showed in full"
+                f"{edit.where}.block_id: {_show(block_id)} is not a block this request showed"
+                " in full"
             )
         apply_one = _EDITS.get(op)
         if apply_one is None:
-            raise ValueError(f"{where}.op: {_show(op)} is not a known edit")
-        apply_one(draft, edit, where, citation_lookup)
+            raise ValueError(f"{edit.where}.op: {_show(op)} is not a known edit")
+        apply_one(draft, edit)
         touched.add(block_id)
     return [drafts[block.block_id].finish() for block in shown if block.block_id in touched]
 
 
-def _add_task(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    task_id = _identifier(edit, "task_id", where)
+def _add_task(draft: _Draft, edit: _Edit) -> None:
+    task_id = edit.identifier("task_id")
     if task_id in draft.task_ids():
-        raise ValueError(f"{where}.task_id: {_show(task_id)} already exists in this block")
+        raise ValueError(f"{edit.where}.task_id: {_show(task_id)} already exists in this block")
     draft.tasks.append(
         Task(
             task_id=task_id,
-            title=_text(edit, "title", where),
-            citations=_citations(edit, where, lookup),
-            keywords=tuple(dict.fromkeys(split_keywords(_strings(edit, "keywords", where)))),
+            title=edit.text("title"),
+            citations=edit.citations(),
+            keywords=tuple(dict.fromkeys(split_keywords(edit.strings("keywords")))),
         )
     )
 
 
-def _cite_task(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    position = _task_position(draft, _identifier(edit, "task_id", where), f"{where}.task_id")
+def _cite_task(draft: _Draft, edit: _Edit) -> None:
+    position = draft.task_position(edit.identifier("task_id"), f"{edit.where}.task_id")
     task = draft.tasks[position]
     known = set(task.thread_ids)
-    added = tuple(c for c in _citations(edit, where, lookup) if c.thread_id not in known)
+    added = tuple(c for c in edit.citations() if c.thread_id not in known)
     draft.tasks[position] = replace(task, citations=task.citations + added)
 
 
-def _merge_tasks(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    _lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    into = _identifier(edit, "into_task_id", where)
-    target = _task_position(draft, into, f"{where}.into_task_id")
-    sources = [t for t in _strings(edit, "task_ids", where) if t != into]
+def _merge_tasks(draft: _Draft, edit: _Edit) -> None:
+    into = edit.identifier("into_task_id")
+    target = draft.task_position(into, f"{edit.where}.into_task_id")
+    sources = [t for t in edit.strings("task_ids") if t != into]
     if not sources:
-        raise ValueError(f"{where}.task_ids: name at least one task to merge into {_show(into)}")
+        raise ValueError(
+            f"{edit.where}.task_ids: name at least one task to merge into {_show(into)}"
+        )
     for i, task_id in enumerate(sources):
-        _task_position(draft, task_id, f"{where}.task_ids[{i}]")
+        draft.task_position(task_id, f"{edit.where}.task_ids[{i}]")
     merged = draft.tasks[target]
     seen = set(merged.thread_ids)
     citations = list(merged.citations)
@@ -173,7 +237,7 @@ def _merge_tasks(
             citations += [c for c in task.citations if c.thread_id not in seen]
             seen.update(task.thread_ids)
             keywords += task.keywords
-    title = _text(edit, "title", where)
+    title = edit.text("title")
     draft.tasks[target] = replace(
         merged,
         title=title,
@@ -199,59 +263,40 @@ def _merge_tasks(
         ]
 
 
-def _add_bullet(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    _lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    section = _string(edit, "section", where)
+def _add_bullet(draft: _Draft, edit: _Edit) -> None:
+    section = edit.string("section")
     if section not in SECTIONS:
-        raise ValueError(f"{where}.section: {_show(section)} is not one of {', '.join(SECTIONS)}")
-    draft.bullets[section].append(("", _bullet(draft, edit, where)))
+        raise ValueError(
+            f"{edit.where}.section: {_show(section)} is not one of {', '.join(SECTIONS)}"
+        )
+    draft.bullets[section].append(("", draft.bullet(edit)))
 
 
-def _replace_bullet(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    _lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    name, position = _bullet_position(draft, edit, where)
-    draft.bullets[name][position] = (draft.bullets[name][position][0], _bullet(draft, edit, where))
+def _replace_bullet(draft: _Draft, edit: _Edit) -> None:
+    name, position = draft.bullet_position(edit)
+    draft.bullets[name][position] = (draft.bullets[name][position][0], draft.bullet(edit))
 
 
-def _delete_bullet(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    _lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    name, position = _bullet_position(draft, edit, where)
+def _delete_bullet(draft: _Draft, edit: _Edit) -> None:
+    name, position = draft.bullet_position(edit)
     draft.bullets[name][position] = (draft.bullets[name][position][0], None)
 
 
-def _set_block(
-    draft: _Draft,
-    edit: Mapping[str, Any],
-    where: str,
-    _lookup: Callable[[str], ThreadCitation | None],
-) -> None:
-    cwd = edit.get("applies_to_cwd")
+def _set_block(draft: _Draft, edit: _Edit) -> None:
+    cwd = edit.fields.get("applies_to_cwd")
     if cwd is not None and not isinstance(cwd, str):
-        raise ValueError(f"{where}.applies_to_cwd: expected a string or null")
+        raise ValueError(f"{edit.where}.applies_to_cwd: expected a string or null")
     cwd = one_line(cwd) if cwd is not None else ""
     draft.block = replace(
         draft.block,
-        title=_text(edit, "title", where),
-        scope=_text(edit, "scope", where, allow_empty=True),
+        title=edit.text("title"),
+        scope=edit.text("scope", allow_empty=True),
         applies_to_cwd=None if cwd in ("", ANY_CWD) else cwd,
-        reuse_rule=_text(edit, "reuse_rule", where, allow_empty=True),
+        reuse_rule=edit.text("reuse_rule", allow_empty=True),
     )
 
 
-_Edit = Callable[[_Draft, Mapping[str, Any], str, Callable[[str], ThreadCitation | None]], None]
-_EDITS: Final[dict[str, _Edit]] = {
+_EDITS: Final[dict[str, Callable[[_Draft, _Edit], None]]] = {
     "add_task": _add_task,
     "cite_task": _cite_task,
     "merge_tasks": _merge_tasks,
@@ -260,79 +305,6 @@ _EDITS: Final[dict[str, _Edit]] = {
     "delete_bullet": _delete_bullet,
     "set_block": _set_block,
 }
-
-
-def _bullet(draft: _Draft, edit: Mapping[str, Any], where: str) -> Bullet:
-    refs = _strings(edit, "task_ids", where)
-    if not refs:
-        raise ValueError(f"{where}.task_ids: a bullet must cite at least one task")
-    known = draft.task_ids()
-    for i, task_id in enumerate(refs):
-        if task_id not in known:
-            raise ValueError(f"{where}.task_ids[{i}]: {_show(task_id)} is not a task of this block")
-    return Bullet(_text(edit, "text", where), tuple(dict.fromkeys(refs)))
-
-
-def _bullet_position(draft: _Draft, edit: Mapping[str, Any], where: str) -> tuple[Section, int]:
-    shown = _string(edit, "bullet_id", where)
-    name = _SECTION_BY_LETTER.get(shown[:1])
-    if name is not None:
-        for position, (bid, bullet) in enumerate(draft.bullets[name]):
-            if bid == shown and bullet is not None:
-                return name, position
-    raise ValueError(
-        f"{where}.bullet_id: {_show(shown)} is not a bullet of this block that is still there"
-    )
-
-
-def _task_position(draft: _Draft, task_id: str, where: str) -> int:
-    for position, task in enumerate(draft.tasks):
-        if task.task_id == task_id:
-            return position
-    raise ValueError(f"{where}: {_show(task_id)} is not a task of this block")
-
-
-def _citations(
-    edit: Mapping[str, Any], where: str, lookup: Callable[[str], ThreadCitation | None]
-) -> tuple[ThreadCitation, ...]:
-    thread_ids = list(dict.fromkeys(t.strip() for t in _strings(edit, "thread_ids", where)))
-    if not thread_ids:
-        raise ValueError(f"{where}.thread_ids: a task must cite at least one thread")
-    citations = []
-    for i, thread_id in enumerate(thread_ids):
-        citation = lookup(thread_id)
-        if citation is None:
-            raise UnknownCitation(thread_id, f"{where}.thread_ids[{i}]")
-        citations.append(citation)
-    return tuple(citations)
-
-
-def _string(edit: Mapping[str, Any], key: str, where: str) -> str:
-    value = edit.get(key)
-    if not isinstance(value, str):
-        raise ValueError(f"{where}.{key}: expected a string")
-    return value.strip()
-
-
-def _identifier(edit: Mapping[str, Any], key: str, where: str) -> str:
-    value = _string(edit, key, where)
-    if not is_valid_id(value):
-        raise ValueError(f"{where}.{key}: {_show(value)} is not a valid id")
-    return value
-
-
-def _text(edit: Mapping[str, Any], key: str, where: str, *, allow_empty: bool = False) -> str:
-    text = one_line(_string(edit, key, where))
-    if not text and not allow_empty:
-        raise ValueError(f"{where}.{key}: must not be empty")
-    return text
-
-
-def _strings(edit: Mapping[str, Any], key: str, where: str) -> list[str]:
-    value = edit.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{where}.{key}: expected a list of strings")
-    return list(value)
 
 
 def _show(text: str, limit: int = 60) -> str:
