@@ -146,20 +146,15 @@ def invariant_violations(memory: Memory) -> list[str]:
     seen_blocks: set[str] = set()
     for block in memory.blocks:
         where = f"block {block.block_id!r}"
-        if not is_valid_id(block.block_id):
-            problems.append(f"{where}: malformed block id")
-        if block.block_id in seen_blocks:
-            problems.append(f"{where}: duplicate block id")
-        seen_blocks.add(block.block_id)
+        problems += [f"{where}: {p} block id" for p in _id_problems(block.block_id, seen_blocks)]
         if not block.tasks:
             problems.append(f"{where}: no tasks")
         task_ids: set[str] = set()
         for task in block.tasks:
-            if not is_valid_id(task.task_id):
-                problems.append(f"{where}: malformed task id {task.task_id!r}")
-            if task.task_id in task_ids:
-                problems.append(f"{where}: duplicate task id {task.task_id!r}")
-            task_ids.add(task.task_id)
+            problems += [
+                f"{where}: {p} task id {task.task_id!r}"
+                for p in _id_problems(task.task_id, task_ids)
+            ]
             if not task.citations:
                 problems.append(f"{where}: task {task.task_id!r} cites no thread")
         for name, bullet in block.bullets():
@@ -168,6 +163,15 @@ def invariant_violations(memory: Memory) -> list[str]:
             for task_id in bullet.task_ids:
                 if task_id not in task_ids:
                     problems.append(f"{where}: a {name} bullet cites unknown task {task_id!r}")
+    return problems
+
+
+def _id_problems(value: str, seen: set[str]) -> list[str]:
+    """What is wrong with an id (`malformed`, `duplicate`) among those in `seen`, which it joins."""
+    problems = [] if is_valid_id(value) else ["malformed"]
+    if value in seen:
+        problems.append("duplicate")
+    seen.add(value)
     return problems
 
 
