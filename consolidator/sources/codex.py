@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
+from typing import Final
 
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.records import (
@@ -233,41 +234,28 @@ def _meta_instructions(meta: Record | None) -> str:
     return ""
 
 
+# Each kind of tool call: the field that holds its input, the tool's name for the built-in
+# tools (whose records name none), and where its id is (built-in calls may carry only `id`).
+_TOOL_CALLS: Final[dict[str, tuple[str, str | None, tuple[str, ...]]]] = {
+    "function_call": ("arguments", None, ("call_id",)),
+    "custom_tool_call": ("input", None, ("call_id",)),
+    "local_shell_call": ("action", "local_shell", ("call_id", "id")),
+    "web_search_call": ("action", "web_search", ("id",)),
+}
+
+
 def _response_item(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
     item_type = payload.get("type")
     call_id = get_str(payload, "call_id")
     if item_type == "message":
         yield from _message(payload, timestamp)
-    elif item_type == "function_call":
+    elif item_type in _TOOL_CALLS:
+        input_key, fixed_name, id_keys = _TOOL_CALLS[item_type]
         yield RolloutItem(
             ItemKind.TOOL_CALL,
-            as_text(payload.get("arguments")),
-            name=get_str(payload, "name"),
-            call_id=call_id,
-            timestamp=timestamp,
-        )
-    elif item_type == "custom_tool_call":
-        yield RolloutItem(
-            ItemKind.TOOL_CALL,
-            as_text(payload.get("input")),
-            name=get_str(payload, "name"),
-            call_id=call_id,
-            timestamp=timestamp,
-        )
-    elif item_type == "local_shell_call":
-        yield RolloutItem(
-            ItemKind.TOOL_CALL,
-            as_text(payload.get("action")),
-            name="local_shell",
-            call_id=call_id or get_str(payload, "id"),
-            timestamp=timestamp,
-        )
-    elif item_type == "web_search_call":
-        yield RolloutItem(
-            ItemKind.TOOL_CALL,
-            as_text(payload.get("action")),
-            name="web_search",
-            call_id=get_str(payload, "id"),
+            as_text(payload.get(input_key)),
+            name=fixed_name or get_str(payload, "name"),
+            call_id=_first_str(payload, id_keys),
             timestamp=timestamp,
         )
     elif item_type in ("function_call_output", "custom_tool_call_output"):
@@ -277,6 +265,16 @@ def _response_item(payload: Record, timestamp: datetime | None) -> Iterator[Roll
         )
     elif item_type == "reasoning":
         yield RolloutItem(ItemKind.REASONING, _reasoning_text(payload), timestamp=timestamp)
+
+
+def _first_str(payload: Record, keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` with a non-empty string, else what the last one holds."""
+    value = None
+    for key in keys:
+        value = get_str(payload, key)
+        if value:
+            break
+    return value
 
 
 def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
