@@ -30,12 +30,13 @@ from consolidator.sources.records import (
     SessionFacts,
     as_text,
     clean_text,
-    exit_code_from_text,
     get_dict,
     get_str,
     non_empty,
     parse_timestamp,
     session_id_or_none,
+    tool_call,
+    tool_output,
 )
 
 RECORD_TYPES = frozenset(
@@ -190,27 +191,10 @@ def _block_item(
     if block_type == "image" and record_type == "user" and not meta:
         return RolloutItem(ItemKind.USER, "[image]", timestamp=timestamp)
     if block_type == "tool_use":
-        return RolloutItem(
-            ItemKind.TOOL_CALL,
-            as_text(block.get("input")),
-            name=get_str(block, "name"),
-            call_id=get_str(block, "id"),
-            timestamp=timestamp,
-        )
+        return tool_call(block, "input", timestamp)
     if block_type == "tool_result":
         text = _tool_result_text(block.get("content"))
-        exit_code = None
-        if block.get("is_error") is True:
-            exit_code = exit_code_from_text(text)
-            if exit_code is None or exit_code == 0:
-                exit_code = 1
-        return RolloutItem(
-            ItemKind.TOOL_OUTPUT,
-            text,
-            call_id=get_str(block, "tool_use_id"),
-            timestamp=timestamp,
-            exit_code=exit_code,
-        )
+        return tool_output(block, text, timestamp, id_key="tool_use_id", error_key="is_error")
     if block_type == "thinking":
         return RolloutItem(
             ItemKind.REASONING, clean_text(get_str(block, "thinking") or ""), timestamp=timestamp

@@ -22,13 +22,14 @@ from consolidator.sources.records import (
     SessionFacts,
     as_text,
     clean_text,
-    exit_code_from_text,
     get_dict,
     get_list,
     get_str,
     header_facts,
     non_empty,
     parse_timestamp,
+    tool_call,
+    tool_output,
 )
 
 SESSION_TYPE = "session"
@@ -67,16 +68,7 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
         yield from _assistant(message, timestamp)
     elif role == "toolResult":
         text = _texts(message.get("content"))
-        exit_code = None
-        if message.get("isError") is True:
-            exit_code = exit_code_from_text(text) or 1
-        yield RolloutItem(
-            ItemKind.TOOL_OUTPUT,
-            text,
-            call_id=get_str(message, "toolCallId"),
-            timestamp=timestamp,
-            exit_code=exit_code,
-        )
+        yield tool_output(message, text, timestamp, id_key="toolCallId", error_key="isError")
 
 
 def _user(message: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
@@ -96,13 +88,7 @@ def _assistant(message: Record, timestamp: datetime | None) -> Iterator[RolloutI
             thinking = clean_text(get_str(part, "thinking") or "")
             yield RolloutItem(ItemKind.REASONING, thinking, timestamp=timestamp)
         elif part_type == "toolCall":
-            yield RolloutItem(
-                ItemKind.TOOL_CALL,
-                as_text(part.get("arguments")),
-                name=get_str(part, "name"),
-                call_id=get_str(part, "id"),
-                timestamp=timestamp,
-            )
+            yield tool_call(part, "arguments", timestamp)
 
 
 def _parts(content: object) -> list[Record]:

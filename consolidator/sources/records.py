@@ -1,8 +1,9 @@
-"""Tolerant access to one decoded JSONL record, shared by the Codex and Claude adapters.
+"""Tolerant access to one decoded JSONL record, shared by the agents' adapters.
 
 Transcripts are written by many versions of several agents, so no field can be trusted to be
 present or to have the documented type. Every accessor here answers `None` (or an empty value)
-rather than raising, which keeps the adapters free of defensive clutter.
+rather than raising, which keeps the adapters free of defensive clutter. The tool call and
+output items that several agents write alike are built here too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
+
+from consolidator.sources.items import ItemKind, RolloutItem
 
 Record = dict[str, Any]
 
@@ -155,4 +158,30 @@ def header_facts(record: Record, label: str) -> SessionFacts:
         cwd=non_empty(get_str(record, "cwd")),
         started_at=parse_timestamp(record.get("timestamp")),
         format_version=f"{label} v{version}" if isinstance(version, int) else label,
+    )
+
+
+def tool_call(part: Record, input_key: str, timestamp: datetime | None) -> RolloutItem:
+    """A tool call as a content part that names the tool in `name` and itself in `id`."""
+    return RolloutItem(
+        ItemKind.TOOL_CALL,
+        as_text(part.get(input_key)),
+        name=get_str(part, "name"),
+        call_id=get_str(part, "id"),
+        timestamp=timestamp,
+    )
+
+
+def tool_output(
+    record: Record, text: str, timestamp: datetime | None, *, id_key: str, error_key: str
+) -> RolloutItem:
+    """A tool's output, `text`, for the call named in `id_key`. One whose `error_key` is true
+    keeps the exit code its harness printed, else 1 (a failure reading `Exit code: 0` still
+    failed)."""
+    return RolloutItem(
+        ItemKind.TOOL_OUTPUT,
+        text,
+        call_id=get_str(record, id_key),
+        timestamp=timestamp,
+        exit_code=(exit_code_from_text(text) or 1) if record.get(error_key) is True else None,
     )
