@@ -101,33 +101,25 @@ def discover_rollout_batches(
         subdirectories: list[str] = []
         for entry in _list_directory(directory, problems):
             name = entry.name
-            if name.endswith(suffix) and not name.startswith(not_a_rollout):
-                try:
-                    entry_stat = entry.stat()
-                except FileNotFoundError:
-                    # Vanished or a dangling symlink: nothing to read either way.
+            rollout_named = name.endswith(suffix) and not name.startswith(not_a_rollout)
+            try:
+                # Any other entry matters only as a directory to walk.
+                if not rollout_named and not entry.is_dir():
                     continue
-                except OSError as exc:
-                    _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
-                    continue
-                mode = entry_stat.st_mode
-                if is_regular(mode):
-                    files.append((entry.path, entry_stat.st_size, entry_stat.st_mtime_ns))
-                    continue
-                if not is_directory(mode):
-                    continue
-                key = (entry_stat.st_dev, entry_stat.st_ino)
-            else:
-                try:
-                    if not entry.is_dir():
-                        continue
-                    dir_stat = entry.stat()
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
-                    continue
-                key = (dir_stat.st_dev, dir_stat.st_ino)
+                entry_stat = entry.stat()
+            except FileNotFoundError:
+                # Vanished or a dangling symlink: nothing to read either way.
+                continue
+            except OSError as exc:
+                _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
+                continue
+            mode = entry_stat.st_mode
+            if rollout_named and is_regular(mode):
+                files.append((entry.path, entry_stat.st_size, entry_stat.st_mtime_ns))
+                continue
+            if not is_directory(mode):
+                continue
+            key = (entry_stat.st_dev, entry_stat.st_ino)
             if key in visited:
                 continue
             visited.add(key)
