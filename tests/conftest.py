@@ -8,6 +8,7 @@ import platform
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,18 @@ import pytest
 from hypothesis import settings
 from sqlalchemy import Engine
 
+from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
+from tests.careful_model import CarefulModel
 from tests.cli_process import EXAMPLES, run_cli
 from tests.factories import T0, DrivenClock
-from tests.fake_openai import fake_openai_fixture  # noqa: F401  (the `fake_openai` fixture)
+from tests.fake_openai import (
+    Behaviour,
+    FakeOpenAI,
+    fake_openai_fixture,  # noqa: F401  (the `fake_openai` fixture)
+)
 from tests.postgres import fresh_schema, postgres_problem
 
 # Hypothesis' per-example deadline is a timing assertion; on a loaded machine it fails tests
@@ -191,3 +198,32 @@ def home_with_memory(home: Path, sessions: Path) -> Path:
     cooldown = {"CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0"}
     run_cli("run", "--quiet", "--sessions", str(sessions), home=home, env=cooldown)
     return home
+
+
+@pytest.fixture
+def careful_output_limit() -> int | None:
+    """The `careful` backend's output limit; None keeps the client's default. A module (or a
+    parametrize) overrides it to test how phase two copes with a small one."""
+    return None
+
+
+@pytest.fixture
+def careful(
+    careful_output_limit: int | None,
+) -> Iterator[tuple[FakeOpenAI, CarefulModel, OpenAIBackend]]:
+    """The real `openai` client against the local server answering like a careful model, which
+    cuts answers off at the request's output limit the way a real model does."""
+    model = CarefulModel()
+    with FakeOpenAI(Behaviour(responder=model, output_limit=True)) as server:
+        config = OpenAIConfig(
+            model="careful",
+            base_url=server.base_url,
+            api_key="test",
+            max_attempts=2,
+            initial_retry_wait_seconds=0.01,
+        )
+        if careful_output_limit is not None:
+            config = replace(config, max_output_tokens=careful_output_limit)
+        backend = OpenAIBackend(config)
+        yield server, model, backend
+        backend.close()

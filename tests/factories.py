@@ -216,6 +216,38 @@ def write_small_rollout(
     return path
 
 
+def _session_header(
+    thread_id: str, started: datetime, ended: datetime, cwd: str | None, stamp: int
+) -> RolloutHeader:
+    return RolloutHeader(
+        path=f"/sessions/{thread_id}.jsonl",
+        format=SourceFormat.CODEX,
+        thread_id=thread_id,
+        cwd=cwd,
+        git_branch="main",
+        started_at=started,
+        last_event_at=ended,
+        size=stamp,
+        mtime_ns=stamp,
+    )
+
+
+def _store_notes(store: Store, header: RolloutHeader, notes: ExtractiveNotes, summary: str) -> None:
+    """Register the session as a scan would and store its notes as stage one would with the
+    offline backend."""
+    store.register_thread(header, ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(header.thread_id, lease_seconds=60)
+    assert claim.claimed, claim
+    payload = Stage1Payload(
+        raw_memory=render_raw_memory(notes),
+        rollout_summary=summary,
+        rollout_slug="work",
+        backend="extractive",
+        model="extractive-v1",
+    )
+    assert store.complete_stage1(claim, payload)
+
+
 def store_session(
     store: Store,
     moment: datetime,
@@ -226,28 +258,27 @@ def store_session(
     """Register a session ending at `moment` and store its stage-one output, as stage one
     would with the offline backend; `notes_for` gets the new thread id."""
     thread_id = str(uuid.uuid4())
-    header = RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd=cwd,
-        git_branch="main",
-        started_at=moment - timedelta(minutes=5),
-        last_event_at=moment,
-        size=1,
-        mtime_ns=1,
-    )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
-    payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes_for(thread_id)),
-        rollout_summary=summary,
-        rollout_slug="work",
-        backend="extractive",
-        model="extractive-v1",
-    )
-    assert store.complete_stage1(claim, payload)
+    header = _session_header(thread_id, moment - timedelta(minutes=5), moment, cwd, stamp=1)
+    _store_notes(store, header, notes_for(thread_id), summary)
     return thread_id
+
+
+def changed_session(
+    store: Store,
+    thread_id: str,
+    ended: datetime,
+    later: datetime,
+    notes: ExtractiveNotes,
+    summary: str = "work again",
+) -> None:
+    """The session `store_session` stored as ending at `ended` goes on until `later`: the next
+    scan registers the change (same start and folder, a bigger file) and stage one stores
+    `notes` in place of the old output."""
+    thread = store.get_thread(thread_id)
+    assert thread is not None, thread_id
+    started = ended - timedelta(minutes=5)
+    header = _session_header(thread_id, started, later, thread.cwd, stamp=2)
+    _store_notes(store, header, notes, summary)
 
 
 def add_session(

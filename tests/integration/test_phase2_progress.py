@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.slices import CHARS_PER_TOKEN
 from tests.careful_model import CarefulModel
-from tests.fake_openai import Behaviour, FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import cli_env, run_cli
 
 # The output limit that used to stop phase two for good at 1,000 sessions (then fixed).
@@ -46,21 +45,8 @@ def seed(store: Store, count: int, seed_value: int = 11) -> list[SeededThread]:
 
 
 @pytest.fixture
-def careful() -> Iterator[tuple[FakeOpenAI, CarefulModel, OpenAIBackend]]:
-    model = CarefulModel()
-    with FakeOpenAI(Behaviour(responder=model, output_limit=True)) as server:
-        backend = OpenAIBackend(
-            OpenAIConfig(
-                model="careful",
-                base_url=server.base_url,
-                api_key="test",
-                max_output_tokens=SMALL_OUTPUT_LIMIT,
-                max_attempts=2,
-                initial_retry_wait_seconds=0.01,
-            )
-        )
-        yield server, model, backend
-        backend.close()
+def careful_output_limit() -> int:
+    return SMALL_OUTPUT_LIMIT
 
 
 def until_up_to_date(store: Store, backend: OpenAIBackend, limit: int) -> list[Phase2Report]:

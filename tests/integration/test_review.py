@@ -4,16 +4,27 @@ never wait; a pending version never goes over a newer approved one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
+from consolidator.face.metrics import StoreCollector
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
+from consolidator.memory.notes import ExtractiveNotes
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
-from tests.factories import DAY_ONE, add_session
+from tests.factories import (
+    DAY_ONE,
+    add_output,
+    add_session,
+    changed_session,
+    memory_citing,
+    result_of,
+    written_summary,
+)
 
 SHOP = "/home/dev/shop"
 DOCS = "/home/dev/docs"
@@ -240,8 +251,6 @@ def test_a_pending_version_whose_block_changed_under_it_is_dropped_and_requeued(
 
 
 def test_status_metrics_count_pending_versions(store: Store) -> None:
-    from consolidator.face.metrics import StoreCollector
-
     def pending_gauge() -> float:
         collector = StoreCollector(store, lease_seconds=60)
         [family] = [f for f in collector.collect() if f.name == "consolidator_pending_versions"]
@@ -275,10 +284,6 @@ def test_an_approval_fences_off_a_phase_two_run_in_flight(store: Store) -> None:
 def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_threads(
     store: Store,
 ) -> None:
-    from dataclasses import replace
-
-    from tests.factories import add_output, memory_citing, result_of, written_summary
-
     add_output(store, "a", "alpha")
     add_output(store, "b", "beta")
     claim = store.try_claim_phase2(lease_seconds=60)
@@ -296,31 +301,12 @@ def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_th
 
 
 def test_a_changed_session_proposes_rejected_content_again(store: Store) -> None:
-    from consolidator.db.store import Stage1Payload
-    from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
-    from consolidator.sources.items import RolloutHeader, SourceFormat
-
     shop = session(store, SHOP)
     first = consolidate(store).pending_version
     assert first is not None
     assert store.reject_pending(first, None).done  # type: ignore[union-attr]
     assert consolidate(store, rebuild=True).pending_version is None
 
-    later = DAY_ONE + timedelta(days=1)
-    header = RolloutHeader(
-        path=f"/sessions/{shop}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=shop,
-        cwd=SHOP,
-        git_branch="main",
-        started_at=DAY_ONE - timedelta(minutes=5),
-        last_event_at=later,
-        size=2,
-        mtime_ns=2,
-    )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(shop, lease_seconds=60)
-    assert claim.claimed
     notes = ExtractiveNotes(
         task="work again",
         task_outcome="success",
@@ -328,14 +314,7 @@ def test_a_changed_session_proposes_rejected_content_again(store: Store) -> None
         facts=("the shop tests need make first",),
         commands=("make",),
     )
-    payload = Stage1Payload(
-        raw_memory=render_raw_memory(notes),
-        rollout_summary="work again",
-        rollout_slug="work",
-        backend="extractive",
-        model="extractive-v1",
-    )
-    assert store.complete_stage1(claim, payload)
+    changed_session(store, shop, DAY_ONE, DAY_ONE + timedelta(days=1), notes)
 
     again = consolidate(store).pending_version
     assert again is not None and pending_threads(store, again) == {shop}

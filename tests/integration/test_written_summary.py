@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.data import TextSource, seed_thread, stage_one_output
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.summary import render_memory_summary, summary_problems
@@ -30,26 +29,9 @@ from tests.careful_model import (
     schema_name,
     summary_draft,
 )
-from tests.fake_openai import Behaviour, FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 OPTIONS = Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)
-
-
-@pytest.fixture
-def careful() -> Iterator[tuple[FakeOpenAI, CarefulModel, OpenAIBackend]]:
-    model = CarefulModel()
-    with FakeOpenAI(Behaviour(responder=model, output_limit=True)) as server:
-        backend = OpenAIBackend(
-            OpenAIConfig(
-                model="careful",
-                base_url=server.base_url,
-                api_key="test",
-                max_attempts=2,
-                initial_retry_wait_seconds=0.01,
-            )
-        )
-        yield server, model, backend
-        backend.close()
 
 
 def seed(store: Store, count: int, first: int = 0) -> list[str]:
