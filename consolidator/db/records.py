@@ -184,13 +184,24 @@ class StatusCounts:
     formats: tuple[tuple[str, str, int], ...] = ()
 
 
+# What a memory version and a pending version record alike about the run that wrote them.
+RUN_DETAILS = (
+    "watermark_from",
+    "watermark_to",
+    "backend",
+    "model",
+    "input_tokens",
+    "output_tokens",
+)
+
+
 @dataclass(frozen=True)
-class VersionRecord:
-    version: int
+class VersionFields:
+    """What a memory version and a pending version both hold; the run's details are None or
+    0 for a version no model run wrote (a rollback, a forget)."""
+
     created_at: datetime
     kind: str
-    memory_json: str
-    content_md: str
     content_bytes: int
     watermark_from: int | None
     watermark_to: int | None
@@ -199,6 +210,13 @@ class VersionRecord:
     input_tokens: int
     output_tokens: int
     diff_summary: str
+
+
+@dataclass(frozen=True)
+class VersionRecord(VersionFields):
+    version: int
+    memory_json: str
+    content_md: str
     quarantined: int
     evicted: int
     # The summary a model wrote for this version; None when it is rendered from the memory.

@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Row, select, update
@@ -23,6 +25,7 @@ from sqlalchemy import Connection, Row, select, update
 from consolidator.db import pending as statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes
 from consolidator.db.blocks import pending_memory, version_memory
+from consolidator.db.records import RUN_DETAILS, VersionFields
 from consolidator.db.schema import PendingVersion
 from consolidator.db.statements import FENCE_PHASE2
 from consolidator.db.versions import insert_version, live
@@ -33,23 +36,13 @@ from consolidator.memory.summary import forget_in_summary
 
 
 @dataclass(frozen=True)
-class PendingRecord:
+class PendingRecord(VersionFields):
     """A pending version as `review` shows it; `status` says whether it still waits."""
 
     id: int
-    created_at: datetime
     decided_at: datetime | None
     status: str
-    kind: str
     built_on: int | None
-    content_bytes: int
-    watermark_from: int | None
-    watermark_to: int | None
-    backend: str | None
-    model: str | None
-    input_tokens: int
-    output_tokens: int
-    diff_summary: str
     published_version: int | None
     superseded_by: int | None
     reason: str | None
@@ -118,69 +111,20 @@ class ReviewMixin(StoreBase):
     def approve_pending(self, pending_id: int) -> Decision | None:
         """Publish a pending version as the new current version; None when there is none of
         that id, `done` False when it is no longer pending."""
-        with self._write() as connection:
-            lock_memory_writes(connection)
-            now = self._now(connection)
-            row = statements.row_of(connection, pending_id)
-            if row is None:
-                return None
-            if row.status != statements.PENDING:
-                return Decision(_record(row))
-            if row.built_on != statements.newest_content_version(connection):
-                statements.rebase_all(connection, now)
-                row = statements.row_of(connection, pending_id)
-                assert row is not None
-                if row.status != statements.PENDING:
-                    return Decision(_record(row))
-            stored = pending_memory(connection, pending_id)
-            summary_md = row.summary_md
-            dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
-            if dead:
-                stored = forget_in(stored.memory_json, dead) or stored
-                if summary_md is not None:
-                    summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
-            current = version_memory(connection, statements.current_number(connection))
-            connection.execute(FENCE_PHASE2)
-            version = insert_version(
-                connection,
-                stored,
-                now=now,
-                kind="approval",
-                summary=f"approval of pending {pending_id}: "
-                + diff_summary(current.memory, stored.memory),
-                watermark_from=row.watermark_from,
-                watermark_to=row.watermark_to,
-                backend=row.backend,
-                model=row.model,
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                summary_md=summary_md,
-            )
-            for older in statements.live_rows(connection):
-                if older.id < pending_id:
-                    statements.decide(
-                        connection,
-                        older.id,
-                        statements.SUPERSEDED,
-                        now,
-                        superseded_by=pending_id,
-                        published_version=version,
-                    )
-            statements.decide(
-                connection, pending_id, statements.APPROVED, now, published_version=version
-            )
-            connection.execute(
-                update(PendingVersion)
-                .where(PendingVersion.status == statements.PENDING)
-                .values(built_on=version)
-            )
-            return Decision(_record(row), version=version, done=True)
+        return self._decide(pending_id, _approve)
 
     @contention_retry
     def reject_pending(self, pending_id: int, reason: str | None) -> Decision | None:
         """Drop a pending version and keep the block changes it brought out of later
         proposals; None when there is none of that id, `done` False when it is no longer
         pending."""
+        return self._decide(pending_id, partial(_reject, reason=reason))
+
+    def _decide(
+        self, pending_id: int, act: Callable[[Connection, datetime, Row[Any]], Decision]
+    ) -> Decision | None:
+        """`act` on a version still pending, in one transaction under the memory writers'
+        lock; a version already decided is reported as it stands."""
         with self._write() as connection:
             lock_memory_writes(connection)
             now = self._now(connection)
@@ -189,19 +133,72 @@ class ReviewMixin(StoreBase):
                 return None
             if row.status != statements.PENDING:
                 return Decision(_record(row))
-            base = statements.chain_base(connection, pending_id)
-            refused = signed_digests(base, pending_memory(connection, pending_id))
-            connection.execute(FENCE_PHASE2)
+            return act(connection, now, row)
+
+
+def _approve(connection: Connection, now: datetime, row: Row[Any]) -> Decision:
+    pending_id = row.id
+    if row.built_on != statements.newest_content_version(connection):
+        statements.rebase_all(connection, now)
+        rebased = statements.row_of(connection, pending_id)
+        assert rebased is not None
+        row = rebased
+        if row.status != statements.PENDING:
+            return Decision(_record(row))
+    stored = pending_memory(connection, pending_id)
+    summary_md = row.summary_md
+    dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
+    if dead:
+        stored = forget_in(stored.memory_json, dead) or stored
+        if summary_md is not None:
+            summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
+    current = version_memory(connection, statements.current_number(connection))
+    connection.execute(FENCE_PHASE2)
+    version = insert_version(
+        connection,
+        stored,
+        now=now,
+        kind="approval",
+        summary=f"approval of pending {pending_id}: " + diff_summary(current.memory, stored.memory),
+        summary_md=summary_md,
+        **{name: getattr(row, name) for name in RUN_DETAILS},
+    )
+    for older in statements.live_rows(connection):
+        if older.id < pending_id:
             statements.decide(
                 connection,
-                pending_id,
-                statements.REJECTED,
+                older.id,
+                statements.SUPERSEDED,
                 now,
-                reason=reason,
-                rejected_changes=json.dumps(sorted(refused)),
+                superseded_by=pending_id,
+                published_version=version,
             )
-            _without(connection, pending_id, base, refused, now)
-            return Decision(_record(row), done=True)
+    statements.decide(connection, pending_id, statements.APPROVED, now, published_version=version)
+    connection.execute(
+        update(PendingVersion)
+        .where(PendingVersion.status == statements.PENDING)
+        .values(built_on=version)
+    )
+    return Decision(_record(row), version=version, done=True)
+
+
+def _reject(
+    connection: Connection, now: datetime, row: Row[Any], *, reason: str | None
+) -> Decision:
+    pending_id = row.id
+    base = statements.chain_base(connection, pending_id)
+    refused = signed_digests(base, pending_memory(connection, pending_id))
+    connection.execute(FENCE_PHASE2)
+    statements.decide(
+        connection,
+        pending_id,
+        statements.REJECTED,
+        now,
+        reason=reason,
+        rejected_changes=json.dumps(sorted(refused)),
+    )
+    _without(connection, pending_id, base, refused, now)
+    return Decision(_record(row), done=True)
 
 
 def _without(

@@ -196,17 +196,10 @@ class Counter(Base):
     value: Mapped[int] = mapped_column(BigInteger)
 
 
-class MemoryVersion(Base):
-    """One committed memory. The newest row is the current memory; `rollback` adds a row.
+class VersionColumns:
+    """The columns a memory version and a pending version share: what it holds and the
+    phase-two run that wrote it (null or 0 for a version no run wrote)."""
 
-    The content is the version's ordered list of blocks (`memory_version_blocks`); the memory's
-    JSON and `MEMORY.md` are those of its blocks joined. `content_bytes` is kept up to date so
-    history can list sizes without reading blocks.
-    """
-
-    __tablename__ = "memory_versions"
-
-    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     kind: Mapped[str] = mapped_column(String(20))
     content_bytes: Mapped[int] = mapped_column(Integer)
@@ -217,10 +210,31 @@ class MemoryVersion(Base):
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     diff_summary: Mapped[str] = mapped_column(Text)
+    # The `memory_summary.md` a model wrote for exactly this content and the gate let
+    # through; null: rendered instead.
+    summary_md: Mapped[str | None] = mapped_column(Text)
+
+
+class BlockList:
+    """A version's blocks, in order; positions may have gaps after a forget."""
+
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)
+
+
+class MemoryVersion(VersionColumns, Base):
+    """One committed memory. The newest row is the current memory; `rollback` adds a row.
+
+    The content is the version's ordered list of blocks (`memory_version_blocks`); the memory's
+    JSON and `MEMORY.md` are those of its blocks joined. `content_bytes` is kept up to date so
+    history can list sizes without reading blocks.
+    """
+
+    __tablename__ = "memory_versions"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     quarantined: Mapped[int] = mapped_column(Integer, default=0)
     evicted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    # The `memory_summary.md` a model wrote and the gate let through; null: rendered instead.
-    summary_md: Mapped[str | None] = mapped_column(Text)
 
 
 class MemoryBlock(Base):
@@ -241,16 +255,12 @@ class MemoryBlock(Base):
     content_bytes: Mapped[int] = mapped_column(Integer)
 
 
-class MemoryVersionBlock(Base):
-    """The blocks of a version, in order; positions may have gaps after a forget."""
-
+class MemoryVersionBlock(BlockList, Base):
     __tablename__ = "memory_version_blocks"
 
     version: Mapped[int] = mapped_column(
         Integer, ForeignKey("memory_versions.version", ondelete="CASCADE"), primary_key=True
     )
-    position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)
 
 
 class MemoryBlockThread(Base):
@@ -322,7 +332,7 @@ class MemoryUse(Base):
     used_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-class PendingVersion(Base):
+class PendingVersion(VersionColumns, Base):
     """A phase-two result waiting for review (`CONSOLIDATOR_REVIEW=on`), and its decision.
 
     Live rows (`status` pending) form one chain in id order: each was built on the one before
@@ -336,34 +346,18 @@ class PendingVersion(Base):
     __tablename__ = "pending_versions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(20), index=True)
-    kind: Mapped[str] = mapped_column(String(20))
     built_on: Mapped[int | None] = mapped_column(Integer)
-    content_bytes: Mapped[int] = mapped_column(Integer)
-    watermark_from: Mapped[int | None] = mapped_column(BigInteger)
-    watermark_to: Mapped[int | None] = mapped_column(BigInteger)
-    backend: Mapped[str | None] = mapped_column(String(40))
-    model: Mapped[str | None] = mapped_column(String(200))
-    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    diff_summary: Mapped[str] = mapped_column(Text)
     published_version: Mapped[int | None] = mapped_column(Integer)
     superseded_by: Mapped[int | None] = mapped_column(Integer)
     reason: Mapped[str | None] = mapped_column(Text)
     rejected_changes: Mapped[str | None] = mapped_column(Text)
-    # A model-written memory_summary.md for exactly this content (see `MemoryVersion`).
-    summary_md: Mapped[str | None] = mapped_column(Text)
 
 
-class PendingVersionBlock(Base):
-    """The blocks of a pending version, in order (rows shared with `memory_blocks`)."""
-
+class PendingVersionBlock(BlockList, Base):
     __tablename__ = "pending_version_blocks"
 
     pending_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("pending_versions.id", ondelete="CASCADE"), primary_key=True
     )
-    position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)
