@@ -6,11 +6,13 @@ new blocks, and a forget that rewrites a block row purges every version holding 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, Select, insert, select
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db.schema import (
+    BlockList,
     MemoryBlock,
     MemoryBlockThread,
     MemoryVersionBlock,
@@ -60,28 +62,36 @@ def store_blocks(connection: Connection, stored: StoredMemory) -> list[int]:
     return refs
 
 
+def write_block_list(
+    connection: Connection, owner: InstrumentedAttribute[int], key: int, stored: StoredMemory
+) -> None:
+    """`stored`'s blocks, in order, as the block list of the version `owner == key` (its
+    block-list table's key column); blocks already stored unchanged are reused."""
+    rows = [
+        {owner.key: key, "position": position, "block_ref": ref}
+        for position, ref in enumerate(store_blocks(connection, stored))
+    ]
+    if rows:
+        connection.execute(insert(owner.class_), rows)
+
+
 def version_memory(connection: Connection, version: int | None) -> StoredMemory:
     """A memory version's content (empty for None: before the first version)."""
     if version is None:
         return encode(Memory())
-    return _joined(
-        connection,
-        select(MemoryBlock.block_json)
-        .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
-        .where(MemoryVersionBlock.version == version)
-        .order_by(MemoryVersionBlock.position),
-    )
+    return _joined(connection, MemoryVersionBlock.version, version)
 
 
 def pending_memory(connection: Connection, pending_id: int) -> StoredMemory:
-    return _joined(
-        connection,
+    return _joined(connection, PendingVersionBlock.pending_id, pending_id)
+
+
+def _joined(connection: Connection, owner: InstrumentedAttribute[int], key: int) -> StoredMemory:
+    table = cast(type[BlockList], owner.class_)
+    query = (
         select(MemoryBlock.block_json)
-        .join(PendingVersionBlock, MemoryBlock.id == PendingVersionBlock.block_ref)
-        .where(PendingVersionBlock.pending_id == pending_id)
-        .order_by(PendingVersionBlock.position),
+        .join(table, MemoryBlock.id == table.block_ref)
+        .where(owner == key)
+        .order_by(table.position)
     )
-
-
-def _joined(connection: Connection, query: Select[Any]) -> StoredMemory:
     return encode(decode(join_json(str(value) for value in connection.execute(query).scalars())))

@@ -64,6 +64,21 @@ from consolidator.memory.model import Memory, diff_summary
 from consolidator.memory.summary import forget_in_summary
 
 
+def _version_details(
+    result: Phase2Result, watermark: int | None, summary_md: str | None
+) -> dict[str, Any]:
+    """What a current and a pending version record alike about the run that wrote them."""
+    return {
+        "watermark_from": result.watermark_from,
+        "watermark_to": watermark,
+        "backend": result.backend,
+        "model": result.model,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "summary_md": summary_md,
+    }
+
+
 class ConsolidationMixin(StoreBase):
     """Phase two's reads and its commit; the stage-one outputs it consumes; the quarantine."""
 
@@ -253,16 +268,7 @@ class ConsolidationMixin(StoreBase):
                     memory,
                     now=now,
                     kind=result.kind,
-                    summary=diff_summary(
-                        pending_statements.chain_base(connection).memory, memory.memory
-                    ),
-                    watermark_from=result.watermark_from,
-                    watermark_to=watermark,
-                    backend=result.backend,
-                    model=result.model,
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
-                    summary_md=summary_md,
+                    **_version_details(result, watermark, summary_md),
                 )
                 insert_quarantined(
                     connection,
@@ -279,15 +285,9 @@ class ConsolidationMixin(StoreBase):
                     now=now,
                     kind=result.kind,
                     summary=diff_summary(old, memory.memory),
-                    watermark_from=result.watermark_from,
-                    watermark_to=watermark,
-                    backend=result.backend,
-                    model=result.model,
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
                     quarantined=len(result.quarantined),
                     evicted=result.evicted,
-                    summary_md=summary_md,
+                    **_version_details(result, watermark, summary_md),
                 )
                 insert_quarantined(connection, result.quarantined, version=version, now=now)
                 pending_statements.rebase_all(connection, now)

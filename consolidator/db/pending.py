@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from consolidator.db.base import log_change
-from consolidator.db.blocks import pending_memory, store_blocks, version_memory
+from consolidator.db.blocks import pending_memory, version_memory, write_block_list
 from consolidator.db.schema import MemoryVersion, PendingVersion, PendingVersionBlock
 from consolidator.db.statements import LIVE_OUTPUTS
 from consolidator.memory.codec import StoredMemory
@@ -84,15 +84,11 @@ def chain_base(connection: Connection, pending_id: int | None = None) -> StoredM
 
 
 def insert_pending(
-    connection: Connection,
-    stored: StoredMemory,
-    *,
-    now: datetime,
-    kind: str,
-    summary: str,
-    **details: Any,
+    connection: Connection, stored: StoredMemory, *, now: datetime, kind: str, **details: Any
 ) -> int:
-    """A new pending version holding `stored`, at the end of the chain."""
+    """A new pending version holding `stored`, at the end of the chain; its summary says
+    what it changes there."""
+    summary = diff_summary(chain_base(connection).memory, stored.memory)
     pending_id = int(
         connection.execute(
             insert(PendingVersion)
@@ -108,27 +104,18 @@ def insert_pending(
             .returning(PendingVersion.id)
         ).scalar_one()
     )
-    _write_blocks(connection, pending_id, stored)
+    write_block_list(connection, PendingVersionBlock.pending_id, pending_id, stored)
     return pending_id
-
-
-def _write_blocks(connection: Connection, pending_id: int, stored: StoredMemory) -> None:
-    connection.execute(
-        delete(PendingVersionBlock).where(PendingVersionBlock.pending_id == pending_id)
-    )
-    rows = [
-        {"pending_id": pending_id, "position": position, "block_ref": ref}
-        for position, ref in enumerate(store_blocks(connection, stored))
-    ]
-    if rows:
-        connection.execute(insert(PendingVersionBlock), rows)
 
 
 def replace_content(
     connection: Connection, pending_id: int, stored: StoredMemory, **values: Any
 ) -> None:
     """New content for a pending version; a summary written for the old one is dropped."""
-    _write_blocks(connection, pending_id, stored)
+    connection.execute(
+        delete(PendingVersionBlock).where(PendingVersionBlock.pending_id == pending_id)
+    )
+    write_block_list(connection, PendingVersionBlock.pending_id, pending_id, stored)
     connection.execute(
         update(PendingVersion)
         .where(PendingVersion.id == pending_id)

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Row, delete, func, insert, literal, or_, sele
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
-from consolidator.db.blocks import block_values, store_blocks
+from consolidator.db.blocks import block_values, write_block_list
 from consolidator.db.records import QuarantineItem, VersionRecord
 from consolidator.db.schema import (
     Counter,
@@ -350,12 +350,7 @@ def insert_version(
         content_bytes=stored.content_bytes,
         **details,
     )
-    rows = [
-        {"version": version, "position": position, "block_ref": ref}
-        for position, ref in enumerate(store_blocks(connection, stored))
-    ]
-    if rows:
-        connection.execute(insert(MemoryVersionBlock), rows)
+    write_block_list(connection, MemoryVersionBlock.version, version, stored)
     return version
 
 
