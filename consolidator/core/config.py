@@ -52,11 +52,12 @@ class SettingSpec:
     value must pass; a value that fails one is a `ConfigError` naming the flag and variable.
     """
 
-    attribute: str
-    key: str
     default: Any
-    kind: type
     help: str
+    kind: type = str
+    # Empty: the field's name (the declaration gives a key only where it is shorter).
+    key: str = ""
+    attribute: str = ""
     choices: tuple[str, ...] = ()
     positive: bool = False
     minimum: float | None = None
@@ -110,30 +111,26 @@ class SettingSpec:
         return Path(value).expanduser() if self.kind is Path else value
 
 
-def setting(
-    default: Any,
-    help: str,
-    *,
-    kind: type = str,
-    key: str | None = None,
-    choices: tuple[str, ...] = (),
-    positive: bool = False,
-    minimum: float | None = None,
-    maximum: float | None = None,
-) -> Any:
-    """Declare a field of `Settings` as a setting (see `SettingSpec`). `key` is for the two
-    settings whose flag and config-file key are shorter than their name (`--db`, `--sessions`)."""
-    declared = {
-        "key": key,
-        "default": default,
-        "kind": kind,
-        "help": help,
-        "choices": choices,
-        "positive": positive,
-        "minimum": minimum,
-        "maximum": maximum,
-    }
-    return field(metadata={"setting": declared})
+def setting(default: Any, help: str, **checks: Any) -> Any:
+    """Declare a field of `Settings` as a setting: a `SettingSpec` less its name, which the
+    field gives. `key` is for the two settings whose flag and config-file key are shorter than
+    their name (`--db`, `--sessions`)."""
+    return field(metadata={"setting": SettingSpec(default, help, **checks)})
+
+
+def count(default: int, help: str) -> Any:
+    """A whole number, 0 or more."""
+    return setting(default, help, kind=int, minimum=0)
+
+
+def positive(default: float, help: str, *, minimum: float | None = None) -> Any:
+    """A number above 0, whole when the default is."""
+    return setting(default, help, kind=type(default), positive=True, minimum=minimum)
+
+
+def fraction(default: float, help: str) -> Any:
+    """A share, from 0 to 1."""
+    return setting(default, help, kind=float, minimum=0, maximum=1)
 
 
 @dataclass(frozen=True)
@@ -172,70 +169,44 @@ class Settings:
         choices=BACKEND_CHOICES,
     )
     model: str = setting(DEFAULT_MODEL, "Model name for the openai backend.")
-    min_idle_seconds: int = setting(
-        3600, "A rollout must be idle this long before stage one reads it.", kind=int, minimum=0
+    min_idle_seconds: int = count(
+        3600, "A rollout must be idle this long before stage one reads it."
     )
-    max_age_days: int = setting(
-        30, "Ignore rollouts older than this (0 = no limit).", kind=int, minimum=0
-    )
-    phase2_cooldown_seconds: int = setting(
+    max_age_days: int = count(30, "Ignore rollouts older than this (0 = no limit).")
+    phase2_cooldown_seconds: int = count(
         21600,
         "Minimum time between two phase-two runs that changed memory (300 with the offline "
         "extractive backend unless set).",
-        kind=int,
-        minimum=0,
     )
-    lease_seconds: int = setting(
-        600,
-        "Lease length for claimed jobs; a heartbeat renews it while work runs.",
-        kind=int,
-        positive=True,
+    lease_seconds: int = positive(
+        600, "Lease length for claimed jobs; a heartbeat renews it while work runs."
     )
-    stage1_concurrency: int = setting(
-        8, "Stage-one extractions running at once on this host.", kind=int, positive=True
+    stage1_concurrency: int = positive(8, "Stage-one extractions running at once on this host.")
+    stage1_retry_budget: int = count(
+        3, "Failed attempts allowed per thread before it is left alone (a newer rollout resets it)."
     )
-    stage1_retry_budget: int = setting(
-        3,
-        "Failed attempts allowed per thread before it is left alone (a newer rollout resets it).",
-        kind=int,
-        minimum=0,
+    scan_interval_seconds: int = positive(
+        300, "Daemon: time between passes (scan + stage one + phase-two check)."
     )
-    scan_interval_seconds: int = setting(
-        300,
-        "Daemon: time between passes (scan + stage one + phase-two check).",
-        kind=int,
-        positive=True,
+    shutdown_grace_seconds: int = count(
+        30, "Daemon: after SIGTERM, how long work in flight may take to finish."
     )
-    shutdown_grace_seconds: int = setting(
-        30,
-        "Daemon: after SIGTERM, how long work in flight may take to finish.",
-        kind=int,
-        minimum=0,
-    )
-    memory_budget_bytes: int = setting(
+    memory_budget_bytes: int = positive(
         65536,
         "Cap on MEMORY.md: older tasks fold into a compact entry first, then the stalest"
         " single-witness bullets are evicted.",
-        kind=int,
-        positive=True,
         minimum=MIN_MEMORY_BUDGET_BYTES,
     )
-    max_shrink_fraction: float = setting(
+    max_shrink_fraction: float = fraction(
         0.5,
         "Refuse a phase-two result that removes more than this share of the memory "
         "(unless --allow-shrink).",
-        kind=float,
-        minimum=0,
-        maximum=1,
     )
-    max_vanish_fraction: float = setting(
+    max_vanish_fraction: float = fraction(
         0.5,
         "Hold deletions when one scan finds more than this share (and more than 10) of the "
         "threads gone, or the sessions folder missing or empty; `scan --confirm-deletions` "
         "applies them.",
-        kind=float,
-        minimum=0,
-        maximum=1,
     )
     review: bool = setting(
         "off",
@@ -244,39 +215,25 @@ class Settings:
         kind=bool,
         choices=("off", "on"),
     )
-    prune_unused_days: int = setting(
+    prune_unused_days: int = count(
         0,
         "Forget sessions that no later session used (and that were not active) for this many "
         "days; 0 = never.",
-        kind=int,
-        minimum=0,
     )
-    context_window_tokens: int = setting(
+    context_window_tokens: int = positive(
         128000,
         "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",
-        kind=int,
-        positive=True,
     )
-    max_output_tokens: int = setting(
-        16000,
-        "Most tokens one model answer may use; phase two sizes its slices so answers fit it.",
-        kind=int,
-        positive=True,
+    max_output_tokens: int = positive(
+        16000, "Most tokens one model answer may use; phase two sizes its slices so answers fit it."
     )
-    model_timeout_seconds: float = setting(
-        120.0, "Timeout of one model request.", kind=float, positive=True
+    model_timeout_seconds: float = positive(120.0, "Timeout of one model request.")
+    db_connect_timeout_seconds: float = positive(
+        10.0, "Give up connecting to the database after this long (exit code 3)."
     )
-    db_connect_timeout_seconds: float = setting(
-        10.0,
-        "Give up connecting to the database after this long (exit code 3).",
-        kind=float,
-        positive=True,
-    )
-    db_statement_timeout_seconds: float = setting(
+    db_statement_timeout_seconds: float = positive(
         300.0,
         "PostgreSQL: cancel one statement that runs (or waits for a lock) this long (exit code 3).",
-        kind=float,
-        positive=True,
     )
     openai_api: Literal["chat", "responses"] = setting(
         "chat",
@@ -304,8 +261,8 @@ class Settings:
 
 
 def _spec(declared: Field[Any]) -> SettingSpec:
-    values = dict(declared.metadata["setting"])
-    return SettingSpec(attribute=declared.name, **{**values, "key": values["key"] or declared.name})
+    spec: SettingSpec = declared.metadata["setting"]
+    return replace(spec, attribute=declared.name, key=spec.key or declared.name)
 
 
 SETTINGS: tuple[SettingSpec, ...] = tuple(
