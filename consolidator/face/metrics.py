@@ -14,6 +14,7 @@ nothing globally and several daemons can live in one test process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -48,6 +49,7 @@ PREFIX = "consolidator"
 _PASS_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 _MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 SCAN_CHANGES = ("new", "changed", "deleted", "bad")
+_PHASES = ("stage1", "phase2")
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -275,11 +277,8 @@ class Metrics:
         Info(f"{PREFIX}_daemon", "This daemon.", registry=registry).info(
             {"version": __version__, "worker_id": store.worker_id, "backend": backend_name}
         )
-        self.passes = Counter(
-            f"{PREFIX}_passes",
-            "Passes run by this process, by result (error = the pass raised).",
-            ["result"],
-            registry=registry,
+        self.passes = self._counter(
+            "passes", "Passes run by this process, by result (error = the pass raised).", result=()
         )
         self.pass_seconds = Histogram(
             f"{PREFIX}_pass_duration_seconds",
@@ -292,42 +291,37 @@ class Metrics:
             "Unix time at which this process last finished a pass.",
             registry=registry,
         )
-        self.claims = Counter(
-            f"{PREFIX}_claims",
+        self.claims = self._counter(
+            "claims",
             "Claim outcomes by phase. Stage one's batch claims only report `claimed`; "
             "phase two reports every outcome.",
-            ["phase", "outcome"],
-            registry=registry,
+            phase=(),
+            outcome=(),
         )
-        self.stage1_threads = Counter(
-            f"{PREFIX}_stage1_threads",
+        self.stage1_threads = self._counter(
+            "stage1_threads",
             "Stage-one threads finished by this process, by result.",
-            ["result"],
-            registry=registry,
+            result=[result.value for result in ThreadResult],
         )
-        self.phase2_runs = Counter(
-            f"{PREFIX}_phase2_runs",
+        self.phase2_runs = self._counter(
+            "phase2_runs",
             "Phase-two attempts by this process, by status (succeeded, failed, skipped).",
-            ["status"],
-            registry=registry,
+            status=("succeeded", "failed", "skipped"),
         )
-        self.scan_changes = Counter(
-            f"{PREFIX}_scan_changes",
-            "Rollouts found by scans, by change.",
-            ["change"],
-            registry=registry,
+        self.scan_changes = self._counter(
+            "scan_changes", "Rollouts found by scans, by change.", change=SCAN_CHANGES
         )
-        self.model_calls = Counter(
-            f"{PREFIX}_model_calls",
+        self.model_calls = self._counter(
+            "model_calls",
             "Logical model calls (retries included in one call), by phase and outcome.",
-            ["phase", "outcome"],
-            registry=registry,
+            phase=_PHASES,
+            outcome=("ok", "failed"),
         )
-        self.model_tokens = Counter(
-            f"{PREFIX}_model_tokens",
+        self.model_tokens = self._counter(
+            "model_tokens",
             "Tokens reported by the model, by phase and direction.",
-            ["phase", "direction"],
-            registry=registry,
+            phase=_PHASES,
+            direction=("input", "output"),
         )
         self.model_seconds = Histogram(
             f"{PREFIX}_model_call_duration_seconds",
@@ -336,18 +330,15 @@ class Metrics:
             buckets=_MODEL_BUCKETS,
             registry=registry,
         )
-        for phase in ("stage1", "phase2"):
-            for outcome in ("ok", "failed"):
-                self.model_calls.labels(phase, outcome)
-            for direction in ("input", "output"):
-                self.model_tokens.labels(phase, direction)
-        for result in ThreadResult:
-            self.stage1_threads.labels(result.value)
-        for status in ("succeeded", "failed", "skipped"):
-            self.phase2_runs.labels(status)
-        for change in SCAN_CHANGES:
-            self.scan_changes.labels(change)
         registry.register(StoreCollector(store, lease_seconds=lease_seconds, secrets=secrets))
+
+    def _counter(self, name: str, help: str, **labels: Sequence[str]) -> Counter:
+        """A counter of this process by `labels`; the label values given are shown at 0 from
+        the start (the others appear when first counted)."""
+        counter = Counter(f"{PREFIX}_{name}", help, list(labels), registry=self.registry)
+        for values in itertools.product(*labels.values()):
+            counter.labels(*values)
+        return counter
 
     def instrument(self, backend: Backend) -> Backend:
         return InstrumentedBackend(backend, self)
