@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, literal, or_, select, update
+from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
@@ -104,6 +105,16 @@ def numbered_version(connection: Connection, version: int) -> VersionRecord | No
     return version_of(connection, row)
 
 
+def _linked(
+    connection: Connection,
+    wanted: InstrumentedAttribute[int],
+    key: InstrumentedAttribute[Any],
+    values: Sequence[Any],
+) -> list[int]:
+    """The distinct `wanted` of a link table's rows whose `key` is one of `values`, sorted."""
+    return sorted(connection.execute(select(wanted).where(key.in_(values)).distinct()).scalars())
+
+
 def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetime) -> int:
     """Purge the threads from every stored memory version and the quarantine.
 
@@ -114,22 +125,12 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
     projections notice. Returns the number of versions touched.
     """
     owe_purge(connection)
-    refs = sorted(
-        connection.execute(
-            select(MemoryBlockThread.block_ref)
-            .where(MemoryBlockThread.thread_id.in_(thread_ids))
-            .distinct()
-        ).scalars()
-    )
+    refs = _linked(connection, MemoryBlockThread.block_ref, MemoryBlockThread.thread_id, thread_ids)
     affected: list[int] = []
     current_new: int | None = None
     if refs:
-        affected = sorted(
-            connection.execute(
-                select(MemoryVersionBlock.version)
-                .where(MemoryVersionBlock.block_ref.in_(refs))
-                .distinct()
-            ).scalars()
+        affected = _linked(
+            connection, MemoryVersionBlock.version, MemoryVersionBlock.block_ref, refs
         )
         current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
         before: list[Block] = []
