@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -1105,15 +1104,11 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
     assert scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET).new == threads
     fake_openai.set_default(Fault.LATENCY, delay=latency)
 
-    started = time.monotonic()
     report = run_stage_one(driven, make_backend(), stage1_options(concurrency))
-    elapsed = time.monotonic() - started
 
     assert (report.claimed, report.succeeded, report.failed) == (threads, threads, 0)
     assert fake_openai.call_count == threads
     assert fake_openai.max_concurrency == concurrency
-    serial = threads * latency
-    assert elapsed < 0.75 * serial, f"{elapsed:.2f}s for {threads} calls of {latency}s"
 
 
 def test_a_stale_value_kept_marked_superseded_is_committed(world: World) -> None:

@@ -405,12 +405,9 @@ def test_concurrent_extracts_overlap(
         start.wait()
         return not backend.extract(rollout()).is_empty
 
-    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(run, range(8)))
-    elapsed = time.monotonic() - started
 
     assert all(results)
-    assert elapsed < 8 * 0.4 / 2
     assert fake_openai.max_concurrency >= 6
     assert len(logged_calls(caplog)) == 8
