@@ -8,7 +8,9 @@ whose careful-model responder answers the way a careful model would (edits on th
 blocks, new blocks for new projects; `tests/careful_model.py`); then ten new threads across
 the projects, and a second INCREMENTAL run. The figures are the request bytes the server
 received and the answer tokens it returned, against the same runs on the 20- or 200-thread
-history, and the request bytes against all raw memories of the history.
+history, and the request bytes against all raw memories of the history. Bytes and answer
+tokens count every call of the run, the `memory_summary.md` request (a revision of the lines
+about the change) included; the data keep it apart.
 
 P2 INIT: 1,000 threads consolidated from nothing by the careful model at the default context
 window and output limit; the figure is the number of phase-two passes until the claim says
@@ -19,7 +21,9 @@ change set used to be cut off and retried unchanged for good.
 
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.common import Config, Result, migrated_store, sqlite_url
@@ -28,7 +32,7 @@ from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from tests.careful_model import CarefulModel
+from tests.careful_model import SUMMARY_SCHEMA, CarefulModel, schema_name
 from tests.fake_openai import Behaviour, FakeOpenAI
 
 NEW_THREAD_PROJECT = 3
@@ -41,21 +45,47 @@ def _options(**limits: int) -> Phase2Options:
     return Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536, **limits)
 
 
+@dataclass
+class _Counted:
+    """The careful model, counting the tokens of its `memory_summary.md` answers the way the
+    fake server counts every answer (a quarter of its characters)."""
+
+    model: CarefulModel = field(default_factory=CarefulModel)
+    summary_tokens: int = 0
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self.model(body)
+        if schema_name(body) == SUMMARY_SCHEMA:
+            self.summary_tokens += max(1, len(json.dumps(answer)) // 4)
+        return answer
+
+
 def _openai_run(store: Store) -> tuple[Phase2Report, dict[str, int]]:
-    """One phase two through the careful-model server; its report and what crossed the wire."""
-    with FakeOpenAI(Behaviour(responder=CarefulModel(), output_limit=True)) as server:
+    """One phase two through the careful-model server; its report and what crossed the wire,
+    the `memory_summary.md` request apart from the consolidation requests."""
+    counted = _Counted()
+    with FakeOpenAI(Behaviour(responder=counted, output_limit=True)) as server:
         backend = OpenAIBackend(
             OpenAIConfig(model="bench-model", base_url=server.base_url, api_key="bench")
         )
         report = run_phase_two(store, backend, _options())
         backend.close()
+        summary = [
+            len(entry.raw)
+            for entry in server.log
+            if entry.body is not None and schema_name(entry.body) == SUMMARY_SCHEMA
+        ]
         wire = {
             "bytes_sent": sum(len(entry.raw) for entry in server.log),
+            "summary_bytes": sum(summary),
+            "summary_calls": len(summary),
             "model_calls": server.call_count,
         }
     if report.status != "succeeded" or report.mode != "INCREMENTAL":
         raise RuntimeError(f"INCREMENTAL phase two did not succeed: {report.as_json()}")
+    wire["consolidation_bytes"] = wire["bytes_sent"] - wire["summary_bytes"]
     wire["answer_tokens"] = report.usage.output_tokens
+    wire["summary_answer_tokens"] = counted.summary_tokens
     wire["set_aside"] = report.set_aside
     return report, wire
 
@@ -156,8 +186,10 @@ def run(config: Config) -> list[Result]:
                 comparison="<=",
                 target=1.2,
                 unit="x",
-                detail=f"{current['bytes_sent']} B vs {small['bytes_sent']} B sent; memory "
-                f"{current['memory_bytes']} B vs {small['memory_bytes']} B",
+                detail=f"{current['bytes_sent']} B vs {small['bytes_sent']} B sent (summary "
+                f"request {current['one']['summary_bytes']} B vs "
+                f"{small['one']['summary_bytes']} B); memory {current['memory_bytes']} B vs "
+                f"{small['memory_bytes']} B",
                 data={"runs": [small, current]},
             )
         )
@@ -186,8 +218,11 @@ def run(config: Config) -> list[Result]:
                 target=1.2,
                 unit="x",
                 detail=f"{large[key]['answer_tokens']} vs {middle[key]['answer_tokens']} answer"
-                f" tokens; {large[key]['bytes_sent']} B vs {middle[key]['bytes_sent']} B sent in"
-                f" {large[key]['model_calls']} / {middle[key]['model_calls']} calls; memory"
+                f" tokens (summary {large[key]['summary_answer_tokens']} vs"
+                f" {middle[key]['summary_answer_tokens']}); {large[key]['bytes_sent']} B vs"
+                f" {middle[key]['bytes_sent']} B sent in {large[key]['model_calls']} /"
+                f" {middle[key]['model_calls']} calls (summary request"
+                f" {large[key]['summary_bytes']} B vs {middle[key]['summary_bytes']} B); memory"
                 f" {large['memory_bytes']} B vs {middle['memory_bytes']} B",
                 data={"runs": [middle, large]},
             )

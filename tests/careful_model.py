@@ -14,7 +14,8 @@ pipeline rather than the model.
 Asked for `memory_summary.md`, it answers with the worker's draft improved the way a careful
 model would: a first profile line of its own, citing a task the draft cites (`summary`
 scripts an answer the gate must refuse instead: over the byte budget, or a line with no
-citation).
+citation). Asked for a revision, it answers the rendering's lines for the change, with that
+profile line when the summary lacks one.
 
 Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
 the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
@@ -35,6 +36,7 @@ PoisonKind = Literal["cut_off", "invalid"]
 SummaryKind = Literal["careful", "oversized", "uncited"]
 SUMMARY_SCHEMA = "memory_summary"
 DRAFT_MARKER = "## The draft to improve"
+REVISION_MARKER = "## The rendering's lines for what changed"
 CAREFUL_PROFILE = "- Written by the careful model: a user who keeps their projects apart"
 UNCITED_TIP = "- Always deploy on Fridays."
 
@@ -125,7 +127,10 @@ class CarefulModel:
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         if schema_name(body) == SUMMARY_SCHEMA:
             self.summary_prompts.append(prompt_text(body))
-            return {"memory_summary": self.write_summary(summary_draft(prompt_text(body)))}
+            prompt = prompt_text(body)
+            if REVISION_MARKER in prompt:
+                return {"memory_summary": self.revise_summary(prompt)}
+            return {"memory_summary": self.write_summary(summary_draft(prompt))}
         if schema_name(body) != "consolidation":
             return dict(STAGE_ONE_ANSWER)
         request = parse_request(prompt_text(body))
@@ -179,6 +184,30 @@ class CarefulModel:
             )
             text = text.replace("## General Tips\n\n", f"## General Tips\n\n{filler}", 1)
         return text
+
+    def revise_summary(self, prompt: str) -> str:
+        """A revision: the rendering's lines for the change, with the careful profile line
+        (its own when shown, else a new one; the scripted refusals are added the same way)."""
+        text = revision_draft(prompt)
+        cited = re.search(r"\[task [^\]]+\]", text)
+        own = [line for line in prompt.splitlines() if line.startswith(CAREFUL_PROFILE)]
+        if not own and cited:
+            own = [f"{CAREFUL_PROFILE} {cited.group(0)}"]
+        if own:
+            text = f"## User Profile\n\n{own[0]}\n\n{text}"
+        if self.summary == "uncited":
+            text += f"\n## General Tips\n\n{UNCITED_TIP}\n"
+        if self.summary == "oversized" and cited:
+            filler = "".join(
+                f"- tip {n}: keep the build reproducible {cited.group(0)}\n" for n in range(300)
+            )
+            text += f"\n## General Tips\n\n{filler}"
+        return text
+
+
+def revision_draft(prompt: str) -> str:
+    """The rendering's lines for the change that a revision request ends with."""
+    return prompt[prompt.rindex(REVISION_MARKER) + len(REVISION_MARKER) :].strip("\n") + "\n"
 
 
 def summary_draft(prompt: str) -> str:

@@ -159,12 +159,18 @@ class ConsolidationResult:
 @dataclass(frozen=True)
 class SummaryRequest:
     """What a model needs to write `memory_summary.md`: the rendering to improve, the blocks
-    the request can carry in full (the rest as index lines) and the byte budget."""
+    the request can carry in full (the rest as index lines) and the byte budget.
+
+    A revision (`kept` set) asks only for the lines about what a run changed: `kept` holds
+    the current summary's other lines, which the answer cannot touch, `revise` the lines to
+    rewrite, `draft` the rendering's lines for the change and `blocks` only what changed."""
 
     draft: str
     blocks: Sequence[Block]
     other_blocks: Sequence[Block]
     budget_bytes: int
+    kept: str | None = None
+    revise: str = ""
 
 
 @dataclass(frozen=True)

@@ -59,23 +59,34 @@ def render_consolidation_prompt(request: ConsolidationRequest) -> str:
     )
 
 
-_SUMMARY_PLACEHOLDER = re.compile(r"\{(budget_bytes|draft_bytes|blocks|memory_index|draft)\}")
+MEMORY_SUMMARY_WHOLE = "memory_summary_whole"
+MEMORY_SUMMARY_UPDATE = "memory_summary_update"
+_SUMMARY_PLACEHOLDER = re.compile(
+    r"\{(budget_bytes|draft_bytes|kept_bytes|room_bytes|blocks|memory_index|kept|revise|draft)\}"
+)
 
 
 def render_summary_prompt(request: SummaryRequest) -> str:
-    """Fill the summary template: the rules, the memory, then the draft to improve."""
+    """Fill the summary template: the rules, then the whole file's request (the memory and the
+    draft to improve) or a revision's (what changed, the lines that stay, those to rewrite)."""
+    kept = request.kept or ""
+    kept_bytes = len(kept.encode("utf-8"))
     values = {
         "budget_bytes": str(request.budget_bytes),
         "draft_bytes": str(len(request.draft.encode("utf-8"))),
+        "kept_bytes": str(kept_bytes),
+        "room_bytes": str(max(0, request.budget_bytes - kept_bytes)),
         "blocks": json.dumps(
             [block_for_summary(block) for block in request.blocks], ensure_ascii=False
         ),
         "memory_index": render_block_index(request.other_blocks),
+        "kept": kept,
+        "revise": request.revise or "(none)",
         "draft": request.draft,
     }
-    return _SUMMARY_PLACEHOLDER.sub(
-        lambda match: values[match.group(1)], load_prompt(MEMORY_SUMMARY)
-    )
+    part = MEMORY_SUMMARY_WHOLE if request.kept is None else MEMORY_SUMMARY_UPDATE
+    filled = _SUMMARY_PLACEHOLDER.sub(lambda match: values[match.group(1)], load_prompt(part))
+    return load_prompt(MEMORY_SUMMARY).replace("{request}", filled)
 
 
 def block_for_summary(block: Block) -> dict[str, object]:

@@ -369,7 +369,14 @@ def consolidate(
         summary_md = None
         if final and gated != base:
             summary = write_summary(
-                backend, gated, store.live_thread_ids, request_chars=budget.request_chars
+                backend,
+                gated,
+                store.live_thread_ids,
+                request_chars=budget.request_chars,
+                base=None if rebuild else base,
+                current=inputs.base.summary_md
+                if inputs.base is not None and inputs.pending_base is None
+                else None,
             )
             if summary.called:
                 report.model_calls += 1

@@ -77,3 +77,21 @@ def test_the_request_as_sent_fits_the_room_it_was_given() -> None:
     assert {b.block_id for b in request.blocks} | {b.block_id for b in request.other_blocks} == {
         b.block_id for b in memory.blocks
     }
+
+
+def test_a_revision_shows_the_lines_that_stay_those_to_revise_and_the_room_left() -> None:
+    kept = "v1\n\n## User Profile\n\n- Works in /src/infra [task infra/t1]\n"
+    revise = "## General Tips\n\n- make test runs the suite [task app/t1]\n"
+    draft = "## General Tips\n\n- make test runs the suite {draft} [task app/t1]\n"
+    prompt = render_summary_prompt(
+        SummaryRequest(draft, [BLOCK], [OTHER], 10_000, kept=kept, revise=revise)
+    )
+
+    assert "## The draft to improve" not in prompt and "data, not instructions" in prompt
+    words = " ".join(prompt.split())
+    assert f"stay take {len(kept.encode())} bytes" in words
+    assert f"may take about {10_000 - len(kept.encode())}" in words
+    assert kept in prompt.split("lines that stay (read-only)")[1].split("## The current")[0]
+    assert revise in prompt.split("lines to revise\n")[1]
+    assert prompt.rstrip("\n").endswith(draft.rstrip("\n"))
+    assert "- `infra`: infra | servers" in prompt
