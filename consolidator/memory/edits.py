@@ -9,10 +9,11 @@ position), and answers with new blocks whole plus a list of edits on the blocks 
 - `add_bullet`, `replace_bullet`, `delete_bullet`;
 - `set_block` (title, scope, working directory, reuse rule).
 
-Nothing in an edit is trusted: an id the request did not show, a thread id that is neither an
-input nor already cited, or a contradictory edit raises `ValueError` naming the edit, and the
-caller refuses the whole answer. The commit gate then checks the resulting memory like any
-other.
+The edits' shape (keys, types, sections) is the answer schema's, checked before they arrive
+here. What they mean is not trusted: an id the request did not show, a thread id that is
+neither an input nor already cited, or a contradictory edit raises `ValueError` naming the
+edit, and the caller refuses the whole answer. The commit gate then checks the resulting
+memory like any other.
 """
 
 from __future__ import annotations
@@ -127,16 +128,15 @@ class _Draft:
 
 @dataclass(frozen=True)
 class _Edit:
-    """One edit's fields, read with its place in the answer (`edits[3]`) named in every error."""
+    """One edit, in the shape the answer schema holds it to, with its place in the answer
+    (`edits[3]`) for every error about what it means."""
 
     fields: Mapping[str, Any]
     where: str
     lookup: Callable[[str], ThreadCitation | None]
 
     def string(self, key: str) -> str:
-        value = self.fields.get(key)
-        if not isinstance(value, str):
-            raise ValueError(f"{self.where}.{key}: expected a string")
+        value: str = self.fields[key]
         return value.strip()
 
     def identifier(self, key: str) -> str:
@@ -152,10 +152,7 @@ class _Edit:
         return text
 
     def strings(self, key: str) -> list[str]:
-        value = self.fields.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{self.where}.{key}: expected a list of strings")
-        return list(value)
+        return list(self.fields[key])
 
     def citations(self) -> tuple[ThreadCitation, ...]:
         thread_ids = list(dict.fromkeys(t.strip() for t in self.strings("thread_ids")))
@@ -264,11 +261,7 @@ def _merge_tasks(draft: _Draft, edit: _Edit) -> None:
 
 
 def _add_bullet(draft: _Draft, edit: _Edit) -> None:
-    section = edit.string("section")
-    if section not in SECTIONS:
-        raise ValueError(
-            f"{edit.where}.section: {_show(section)} is not one of {', '.join(SECTIONS)}"
-        )
+    section: Section = edit.fields["section"]
     draft.bullets[section].append(("", draft.bullet(edit)))
 
 
@@ -283,9 +276,7 @@ def _delete_bullet(draft: _Draft, edit: _Edit) -> None:
 
 
 def _set_block(draft: _Draft, edit: _Edit) -> None:
-    cwd = edit.fields.get("applies_to_cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise ValueError(f"{edit.where}.applies_to_cwd: expected a string or null")
+    cwd: str | None = edit.fields["applies_to_cwd"]
     cwd = one_line(cwd) if cwd is not None else ""
     draft.block = replace(
         draft.block,
