@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from consolidator.backends.base import Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
@@ -331,3 +337,23 @@ def written_summary(*threads: str) -> str:
         + "\n## What's in Memory\n\n### /w\n\n#### 2026-11-01\n\n"
         + "".join(f"- session {t} (rollout_summaries/{t}.md, thread_id={t})\n" for t in threads)
     )
+
+
+@contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """`folder` made unwritable for this process: by its mode for a user, by the immutable
+    attribute for root, whom modes do not stop."""
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        try:
+            yield
+        finally:
+            folder.chmod(0o700)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
+        pytest.skip("as root, only the immutable attribute makes a folder unwritable")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(folder)], check=True)

@@ -2,8 +2,9 @@
 
 It is read at every session start (a Codex or Claude Code hook, an MCP client), so it is
 deterministic, calls no model, writes nothing and never stops the agent from starting: with no
-memory it is empty, and with a database it cannot read it falls back to the published
-`MEMORY.md`, or to nothing, and says why in one line.
+memory it is empty, with a database it cannot read it falls back to the published
+`MEMORY.md`, or to nothing, and with settings it cannot use it gives nothing, each time saying
+why in one line.
 
 Entries are taken in order of use to an agent until the byte budget is spent, each one whole:
 user-wide preferences; the nearest project's preferences, failures and reusable knowledge;
@@ -166,6 +167,11 @@ def build_context(
         summaries=pointers,
         omitted=budget.omitted,
     )
+
+
+def unavailable_context(cwd: str) -> AgentContext:
+    """The answer when the memory cannot be looked for at all (the settings are unusable)."""
+    return AgentContext(cwd, None, "none", "", (), (), 0)
 
 
 def _has_entries(block: Block) -> bool:

@@ -131,6 +131,15 @@ def _empty_projection() -> Projection:
 
 
 @contextlib.contextmanager
+def holding_memory_dir(memory_dir: Path) -> Iterator[None]:
+    """The directory's lock held across a caller's own steps, e.g. a database commit and the
+    publish that must follow it: no other process projects in between, and a lock that cannot
+    be had stops the caller before it commits anything. `project` within it does not wait."""
+    with _held(memory_dir_lock(memory_dir)):
+        yield
+
+
+@contextlib.contextmanager
 def _held(lock: filelock.FileLock) -> Iterator[None]:
     timeout = LOCK_TIMEOUT_SECONDS
     try:
@@ -149,9 +158,7 @@ def _held(lock: filelock.FileLock) -> Iterator[None]:
 def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     desired = _desired_files(projection)
     rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
-    _refuse_symlink(rollout_dir)
-    _refuse_symlink(memory_dir / STATE_FILE)
-    _refuse_symlink(memory_dir / SKILLS_DIR)
+    _refuse_symlinked_parts(memory_dir)
     skill_dirs = sorted({(memory_dir / name).parent for name in desired if _is_skill_file(name)})
     if projection.version is not None:
         _ensure_private_dir(rollout_dir)
@@ -303,6 +310,11 @@ def _ensure_private_dir(path: Path) -> None:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=_DIR_MODE)
+
+
+def _refuse_symlinked_parts(memory_dir: Path) -> None:
+    for part in (ROLLOUT_SUMMARIES_DIR, STATE_FILE, SKILLS_DIR):
+        _refuse_symlink(memory_dir / part)
 
 
 def _refuse_symlink(path: Path) -> None:
@@ -507,8 +519,7 @@ def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
     ensure_usable_dir(memory_dir)
     # Read without the lock (the state file is replaced atomically): a writer holding it for
     # a long projection must not delay the start of another command.
-    _refuse_symlink(memory_dir / ROLLOUT_SUMMARIES_DIR)
-    _refuse_symlink(memory_dir / STATE_FILE)
+    _refuse_symlinked_parts(memory_dir)
     foreign = foreign_files(memory_dir)
     if not foreign:
         return []

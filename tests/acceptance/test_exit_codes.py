@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +15,7 @@ from sqlalchemy import text
 from consolidator.db.engine import create_db_engine
 from tests.cli_process import run_command
 from tests.daemon_process import PYTHON_CLI, base_env, copy_examples
+from tests.factories import unwritable
 
 pytestmark = pytest.mark.slow
 
@@ -73,26 +70,6 @@ def test_an_unreadable_config_exits_2(env: dict[str, str], tmp_path: Path) -> No
     broken = tmp_path / "broken.toml"
     broken.write_text("lease_seconds = = 3\n")
     one_line_error(env, "run", "--config", str(broken), expect=2, naming=str(broken))
-
-
-@contextmanager
-def unwritable(folder: Path) -> Iterator[None]:
-    """`folder` made unwritable for this process: by its mode for a user, by the immutable
-    attribute for root, whom modes do not stop."""
-    if os.geteuid() != 0:
-        folder.chmod(0o500)
-        try:
-            yield
-        finally:
-            folder.chmod(0o700)
-        return
-    chattr = shutil.which("chattr")
-    if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
-        pytest.skip("as root, only the immutable attribute makes a folder unwritable")
-    try:
-        yield
-    finally:
-        subprocess.run([chattr, "-i", str(folder)], check=True)
 
 
 def test_an_unwritable_home_or_memory_folder_exits_2_before_any_work(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from consolidator.core.config import ADOPT_MEMORY_FILES_ENV, SETTINGS, Settings, build_settings
+from consolidator.core.errors import ConfigError, WorkFailed
 from consolidator.face.logs import configure_logging
 
 # A command imports what it uses when it runs, so that the commands an agent runs at every
@@ -176,6 +177,47 @@ def publish_memory(inv: Invocation, store: Store) -> None:
     from consolidator.phases.worker import publish_current
 
     publish_current(store, inv.settings)
+
+
+@contextmanager
+def changing_memory(inv: Invocation) -> Iterator[Store]:
+    """The store for a command whose change the memory folder must show at once (`forget`,
+    `clear-all`, `rollback`, `approve`, `skills approve|reject`).
+
+    The folder was checked as the command started (`adopt_option`), and its lock is held
+    from before the commit to after the publish: a folder that cannot be written or locked
+    refuses the change with the database untouched, and no other process publishes between
+    this commit and this publish.
+    """
+    from consolidator.phases.materialize import holding_memory_dir
+
+    with open_store(inv.settings) as store, holding_memory_dir(inv.settings.memory_dir):
+        yield store
+
+
+def publish_committed(write: Callable[[], object]) -> str | None:
+    """Run `write`, the publish of a change already committed; the reason it failed, if it did.
+
+    The folder was checked before the commit, so a failure here is a folder changed since
+    (made read-only, a part replaced): the change stays committed and the next `run` or
+    daemon pass, which rewrites the folder from the database, repairs it.
+    """
+    try:
+        write()
+    except (ConfigError, OSError) as exc:
+        return str(exc)
+    return None
+
+
+def fail_unpublished(inv: Invocation, done: str, problem: str | None) -> None:
+    """Exit 1 naming what is committed and what the folder may still show, after the report."""
+    if problem is None:
+        return
+    raise WorkFailed(
+        f"{done} in the database, but the memory folder {inv.settings.memory_dir} could not be"
+        f" rewritten ({problem}), so it may still show the memory as it was; fix that, then"
+        " `consolidator run` (or the daemon's next pass) rewrites it"
+    )
 
 
 def backend_for(inv: Invocation) -> Backend:

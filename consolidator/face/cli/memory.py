@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from consolidator.core.errors import WorkFailed
+from consolidator.core.errors import ConfigError, WorkFailed
 from consolidator.face.cli.common import (
     adopt_option,
     backend_for,
+    changing_memory,
     common_options,
+    fail_unpublished,
     invocation,
     open_store,
+    publish_committed,
     publish_memory,
 )
 from consolidator.face.context import (
@@ -27,6 +30,7 @@ from consolidator.face.context import (
     build_context,
     read_memory,
     render_for,
+    unavailable_context,
 )
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
@@ -117,22 +121,30 @@ def context_command(
 
     No model call and nothing written (the database is opened read-only). With no memory the
     output is empty; a database that cannot be read falls back to the published MEMORY.md
-    (or to nothing) with one line on stderr, and the exit code stays 0 so an agent's session
-    start never breaks. For hooks: `consolidator context --format claude-hook` (or
-    `codex-hook`) as a SessionStart command.
+    (or to nothing), and a configuration error (an unknown CONSOLIDATOR_* variable, a value
+    out of range, a missing --config) gives no memory, each with one line on stderr: the exit
+    code stays 0 so an agent's session start never breaks. Bad options of this command are
+    still exit 2. For hooks: `consolidator context --format claude-hook` (or `codex-hook`)
+    as a SessionStart command.
     """
     if params.pop("json_output", False):
         output_format = "json"
-    inv = invocation(params)
     folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
     target = str(folder.expanduser().absolute())
-    loaded = read_memory(inv.settings.db_url, inv.settings.memory_dir, wait_seconds=wait_seconds)
+    try:
+        settings = invocation(params).settings
+    except ConfigError as exc:
+        # The worker reports the setting with exit 2; an agent's session start must not.
+        click.echo(f"consolidator context: {exc}; no memory was given to the agent", err=True)
+        click.echo(render_for(unavailable_context(target), output_format), nl=False)
+        return
+    loaded = read_memory(settings.db_url, settings.memory_dir, wait_seconds=wait_seconds)
     if loaded.problem:
         click.echo(f"consolidator context: {loaded.problem}", err=True)
     context = build_context(
         loaded.memory,
         cwd=target,
-        memory_dir=inv.settings.memory_dir,
+        memory_dir=settings.memory_dir,
         max_bytes=max_bytes,
         version=loaded.version,
         source=loaded.source,
@@ -224,19 +236,21 @@ def rollback_command(version: int, **params: Any) -> None:
     Everything forgotten since stays forgotten.
     """
     inv = invocation(params)
-    with open_store(inv.settings) as store:
+    with changing_memory(inv) as store:
         try:
             new_version = store.rollback(version)
         except KeyError:
             raise click.UsageError(f"there is no memory version {version}") from None
-        publish_memory(inv, store)
+        problem = publish_committed(lambda: publish_memory(inv, store))
     inv.emit(
-        {"rolled_back_to": version, "version": new_version},
+        {"rolled_back_to": version, "version": new_version, "published": problem is None},
         lambda: inv.console.print(f"memory version {version} restored as version {new_version}"),
     )
+    fail_unpublished(inv, f"memory version {version} is restored as version {new_version}", problem)
 
 
 @click.command("forget")
+@adopt_option
 @click.argument("thread_id")
 @common_options
 def forget_command(thread_id: str, **params: Any) -> None:
@@ -249,7 +263,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
     from consolidator.phases.publish import drop_backups
 
     inv = invocation(params)
-    with open_store(inv.settings) as store:
+    with changing_memory(inv) as store:
         thread = store.get_thread(thread_id)
         linked = store.linked_thread_ids(thread_id)
         if thread is None and not linked and not store.is_forgotten(thread_id):
@@ -257,10 +271,14 @@ def forget_command(thread_id: str, **params: Any) -> None:
         forgotten = store.forget_thread(thread_id)
         if thread is not None and thread.source == "note":
             drop_note(inv.settings, thread.rollout_path)
+
+        def unpublish_thread() -> None:
+            publish_memory(inv, store)
+            for mentioned in (thread_id, *linked):
+                drop_backups(inv.settings.memory_dir, mentioning=mentioned)
+
+        problem = publish_committed(unpublish_thread)
         complete = store.purge_free_space()
-        publish_memory(inv, store)
-        for mentioned in (thread_id, *linked):
-            drop_backups(inv.settings.memory_dir, mentioning=mentioned)
         version = store.current_version()
     inv.emit(
         {
@@ -268,6 +286,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
             "forgotten": forgotten,
             "linked_forgotten": linked,
             "complete": complete,
+            "published": problem is None,
             "version": version.version if version else None,
         },
         lambda: inv.console.print(
@@ -275,11 +294,13 @@ def forget_command(thread_id: str, **params: Any) -> None:
             + (f", with {len(linked)} linked thread(s)" if linked else "")
         ),
     )
+    fail_unpublished(inv, f"{thread_id} is forgotten", problem)
     if not complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
 
 
 @click.command("clear-all")
+@adopt_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @common_options
 def clear_all_command(yes: bool, **params: Any) -> None:
@@ -295,17 +316,18 @@ def clear_all_command(yes: bool, **params: Any) -> None:
         click.confirm(
             f"Erase all memory in {inv.settings.db_url_for_display}?", abort=True, err=True
         )
-    with open_store(inv.settings) as store:
+    with changing_memory(inv) as store:
         report = store.clear_all()
+        problem = publish_committed(lambda: unpublish(inv.settings.memory_dir))
         complete = store.purge_free_space()
-        unpublish(inv.settings.memory_dir)
     inv.emit(
-        {"cleared": report.__dict__, "complete": complete},
+        {"cleared": report.__dict__, "complete": complete, "published": problem is None},
         lambda: inv.console.print(
             f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
             f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
         ),
     )
+    fail_unpublished(inv, "all memory is cleared", problem)
     if not complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
 

@@ -12,9 +12,12 @@ from consolidator.core.errors import WorkFailed
 from consolidator.face.cli.common import (
     Invocation,
     adopt_option,
+    changing_memory,
     common_options,
+    fail_unpublished,
     invocation,
     open_store,
+    publish_committed,
     publish_memory,
 )
 
@@ -133,7 +136,9 @@ def skills_command(action: str | None, name: str | None, reason: str | None, **p
     if reason is not None and action != "reject":
         raise click.UsageError("--reason goes with `skills reject NAME`")
     inv = invocation(params)
-    with open_store(inv.settings) as store:
+    # Only a decision changes what the memory folder shows.
+    opened = open_store(inv.settings) if action in (None, "diff") else changing_memory(inv)
+    with opened as store:
         if action is None:
             records = store.list_skills()
             _print_skills(inv, records)
@@ -149,24 +154,29 @@ def skills_command(action: str | None, name: str | None, reason: str | None, **p
                 _print_skill_diff(inv, record)
                 return
             if action == "approve":
-                record = decide.approve(store, name)
-                publish_memory(inv, store)
+                decide.approve(store, name)
                 done = f"skill {name} approved and published"
             else:
-                record = decide.reject(store, name, reason)
-                publish_memory(inv, store)
+                decide.reject(store, name, reason)
                 done = f"skill {name} rejected"
         except decide.UnknownSkill as exc:
             raise click.UsageError(str(exc)) from None
         except decide.SkillDecisionError as exc:
             raise WorkFailed(str(exc)) from None
+        problem = publish_committed(lambda: publish_memory(inv, store))
     path = inv.settings.memory_dir / "skills" / name / "SKILL.md"
     inv.emit(
-        {"name": name, "action": action, "path": str(path) if action == "approve" else None},
+        {
+            "name": name,
+            "action": action,
+            "path": str(path) if action == "approve" else None,
+            "published": problem is None,
+        },
         lambda: inv.console.print(
             done + (f": {path}" if action == "approve" else ""), markup=False
         ),
     )
+    fail_unpublished(inv, f"skill {name} is {action}d", problem)
 
 
 def _print_skills(inv: Invocation, records: Sequence[SkillRecord]) -> None:
@@ -366,14 +376,17 @@ def approve_command(version: int, **params: Any) -> None:
     from consolidator.phases import review_decisions as decide
 
     inv = invocation(params)
-    with open_store(inv.settings) as store:
+    with changing_memory(inv) as store:
         decision = decide.approve(store, version)
-        publish_memory(inv, store)
+        problem = publish_committed(lambda: publish_memory(inv, store))
     inv.emit(
-        {"pending_version": version, "version": decision.version},
+        {"pending_version": version, "version": decision.version, "published": problem is None},
         lambda: inv.console.print(
             f"pending version {version} approved and published as memory version {decision.version}"
         ),
+    )
+    fail_unpublished(
+        inv, f"pending version {version} is approved as version {decision.version}", problem
     )
 
 
