@@ -306,18 +306,7 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
 def phase2_command(allow_shrink: bool, **params: Any) -> None:
     """Consolidate changed stage-one outputs into MEMORY.md, if the lease, cooldown and
     watermark allow (a skip exits 0)."""
-    from consolidator.phases.phase_two import run_phase_two
-    from consolidator.phases.worker import phase2_options
-
-    inv = invocation(params)
-    with open_store(inv.settings) as store:
-        report = run_phase_two(
-            store, checked_backend_for(inv), phase2_options(inv.settings, allow_shrink=allow_shrink)
-        )
-        publish_memory(inv, store)
-    inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
-    if report.status == "failed":
-        raise WorkFailed(f"phase two failed: {report.error}")
+    _phase_two_command(params, allow_shrink=allow_shrink, rebuild=False)
 
 
 @click.command("rebuild")
@@ -330,6 +319,10 @@ def rebuild_command(allow_shrink: bool, **params: Any) -> None:
     Runs under the normal phase-two lease and commit gate, ignoring the cooldown; a running
     phase two makes it skip (exit 0). The result is a new version; `history` shows it.
     """
+    _phase_two_command(params, allow_shrink=allow_shrink, rebuild=True)
+
+
+def _phase_two_command(params: dict[str, Any], *, allow_shrink: bool, rebuild: bool) -> None:
     from consolidator.phases.phase_two import run_phase_two
     from consolidator.phases.worker import phase2_options
 
@@ -339,12 +332,12 @@ def rebuild_command(allow_shrink: bool, **params: Any) -> None:
             store,
             checked_backend_for(inv),
             phase2_options(inv.settings, allow_shrink=allow_shrink),
-            rebuild=True,
+            rebuild=rebuild,
         )
         publish_memory(inv, store)
     inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
     if report.status == "failed":
-        raise WorkFailed(f"rebuild failed: {report.error}")
+        raise WorkFailed(f"{'rebuild' if rebuild else 'phase two'} failed: {report.error}")
 
 
 @click.command("daemon")
