@@ -48,18 +48,27 @@ class DrivenClock:
         self.now += timedelta(seconds=seconds)
 
 
-def header(thread_id: str, updated: datetime = T0, *, size: int = 100) -> RolloutHeader:
-    """A Codex rollout's header as a scan would register it, last active at `updated`."""
+def header(
+    thread_id: str,
+    updated: datetime = T0,
+    *,
+    size: int = 100,
+    cwd: str | None = "/work/app",
+    started: datetime | None = None,
+    mtime_ns: int | None = None,
+) -> RolloutHeader:
+    """A Codex rollout's header as a scan would register it, last active at `updated` (started
+    five minutes before unless told; the file's mtime is `updated` unless told)."""
     return RolloutHeader(
         path=f"/sessions/{thread_id}.jsonl",
         format=SourceFormat.CODEX,
         thread_id=thread_id,
-        cwd="/work/app",
+        cwd=cwd,
         git_branch="main",
-        started_at=updated - timedelta(minutes=5),
+        started_at=started or updated - timedelta(minutes=5),
         last_event_at=updated,
         size=size,
-        mtime_ns=int(updated.timestamp() * 1e9),
+        mtime_ns=int(updated.timestamp() * 1e9) if mtime_ns is None else mtime_ns,
     )
 
 
@@ -222,27 +231,11 @@ def write_small_rollout(
     return path
 
 
-def _session_header(
-    thread_id: str, started: datetime, ended: datetime, cwd: str | None, stamp: int
-) -> RolloutHeader:
-    return RolloutHeader(
-        path=f"/sessions/{thread_id}.jsonl",
-        format=SourceFormat.CODEX,
-        thread_id=thread_id,
-        cwd=cwd,
-        git_branch="main",
-        started_at=started,
-        last_event_at=ended,
-        size=stamp,
-        mtime_ns=stamp,
-    )
-
-
-def _store_notes(store: Store, header: RolloutHeader, notes: ExtractiveNotes, summary: str) -> None:
+def _store_notes(store: Store, seen: RolloutHeader, notes: ExtractiveNotes, summary: str) -> None:
     """Register the session as a scan would and store its notes as stage one would with the
     offline backend."""
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(header.thread_id, lease_seconds=60)
+    store.register_thread(seen, ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(seen.thread_id, lease_seconds=60)
     assert claim.claimed, claim
     payload = Stage1Payload(
         raw_memory=render_raw_memory(notes),
@@ -264,8 +257,9 @@ def store_session(
     """Register a session ending at `moment` and store its stage-one output, as stage one
     would with the offline backend; `notes_for` gets the new thread id."""
     thread_id = str(uuid.uuid4())
-    header = _session_header(thread_id, moment - timedelta(minutes=5), moment, cwd, stamp=1)
-    _store_notes(store, header, notes_for(thread_id), summary)
+    _store_notes(
+        store, header(thread_id, moment, size=1, cwd=cwd, mtime_ns=1), notes_for(thread_id), summary
+    )
     return thread_id
 
 
@@ -283,8 +277,8 @@ def changed_session(
     thread = store.get_thread(thread_id)
     assert thread is not None, thread_id
     started = ended - timedelta(minutes=5)
-    header = _session_header(thread_id, started, later, thread.cwd, stamp=2)
-    _store_notes(store, header, notes, summary)
+    changed = header(thread_id, later, size=2, cwd=thread.cwd, started=started, mtime_ns=2)
+    _store_notes(store, changed, notes, summary)
 
 
 def add_session(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,26 +181,34 @@ def run_cli(env: dict[str, str], *args: str, expect: int = 0) -> Any:
     return json.loads(result.stdout)
 
 
-@pytest.fixture(name="make_backend")
-def make_backend_fixture(fake_openai: FakeOpenAI) -> Iterator[MakeBackend]:
-    """Backends on the fake server with retry waits shrunk so the suite stays fast."""
+@contextmanager
+def backends_on(server: FakeOpenAI, **defaults: Any) -> Iterator[MakeBackend]:
+    """A maker of backends on `server` (with `defaults`, then each call's overrides), retry
+    waits shrunk so the suite stays fast; all closed on exit."""
     created: list[OpenAIBackend] = []
 
     def make(**overrides: Any) -> OpenAIBackend:
         settings: dict[str, Any] = {
-            "model": MODEL,
-            "base_url": fake_openai.base_url,
-            "api_key": API_KEY,
+            "base_url": server.base_url,
             "timeout_seconds": 5.0,
-            "max_attempts": MAX_ATTEMPTS,
             "initial_retry_wait_seconds": 0.01,
             "max_retry_wait_seconds": 2.0,
+            **defaults,
             **overrides,
         }
         backend = OpenAIBackend(OpenAIConfig(**settings))
         created.append(backend)
         return backend
 
-    yield make
-    for backend in created:
-        backend.close()
+    try:
+        yield make
+    finally:
+        for backend in created:
+            backend.close()
+
+
+@pytest.fixture(name="make_backend")
+def make_backend_fixture(fake_openai: FakeOpenAI) -> Iterator[MakeBackend]:
+    """Backends on the fake server as the scripted model."""
+    with backends_on(fake_openai, model=MODEL, api_key=API_KEY, max_attempts=MAX_ATTEMPTS) as make:
+        yield make

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -15,7 +15,6 @@ import pytest
 
 from consolidator.backends.answers import wire_schema
 from consolidator.backends.base import BackendError, InvalidModelOutput, Usage
-from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.core.resources import load_schema
 from tests.factories import rollout
 from tests.fake_openai import (
@@ -26,37 +25,18 @@ from tests.fake_openai import (
     fake_openai_fixture,  # noqa: F401  (provides the `fake_openai` fixture)
     logged_calls,
 )
+from tests.scripted_model import MakeBackend, backends_on
 
 API_KEY = "sk-test-0123456789abcdefNOTREAL"
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
 
-MakeBackend = Callable[..., OpenAIBackend]
-
 
 @pytest.fixture
 def make_backend(fake_openai: FakeOpenAI) -> Iterator[MakeBackend]:
-    """Backends pointed at the fake server, with retry waits shrunk so the suite stays fast."""
-    created: list[OpenAIBackend] = []
-
-    def make(**overrides: Any) -> OpenAIBackend:
-        settings: dict[str, Any] = {
-            "model": "fake-small-model",
-            "base_url": fake_openai.base_url,
-            "api_key": API_KEY,
-            "timeout_seconds": 5.0,
-            "max_attempts": 4,
-            "initial_retry_wait_seconds": 0.01,
-            "max_retry_wait_seconds": 2.0,
-            **overrides,
-        }
-        backend = OpenAIBackend(OpenAIConfig(**settings))
-        created.append(backend)
-        return backend
-
-    yield make
-    for backend in created:
-        backend.close()
+    defaults = {"model": "fake-small-model", "api_key": API_KEY, "max_attempts": 4}
+    with backends_on(fake_openai, **defaults) as make:
+        yield make
 
 
 def gap_between_requests(server: FakeOpenAI, first: int, second: int) -> float:
