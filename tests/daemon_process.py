@@ -49,6 +49,21 @@ def base_env(home: Path, sessions: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+def openai_env(
+    home: Path, sessions: Path, base_url: str, *, key: str = "sk-test-key", **settings: str
+) -> dict[str, str]:
+    """`base_env` with the openai backend on the local model server, as model "fake-model"."""
+    return base_env(
+        home,
+        sessions,
+        CONSOLIDATOR_BACKEND="openai",
+        CONSOLIDATOR_MODEL="fake-model",
+        OPENAI_BASE_URL=base_url,
+        OPENAI_API_KEY=key,
+        **settings,
+    )
+
+
 def run_cli(env: dict[str, str], *args: str, timeout: float = 60) -> Any:
     """Run one `consolidator ... --json` command and return its parsed output."""
     return json.loads(run_command([*PYTHON_CLI, *args, "--json"], env, timeout=timeout).stdout)

@@ -9,10 +9,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 import pytest
+
+from tests.cli_process import EXAMPLES, run_cli
+
+EXAMPLE_ROLLOUT = next(EXAMPLES.rglob("*019a8b2e-5c41-7d13-9f6a-*.jsonl"))
+EXAMPLE_CWD = "/home/dev/projects/billing-api"
+THREAD_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
+PROJECT_QUOTE = "never use the system python here"
 
 
 def unavailable(reason: str) -> None:
@@ -56,3 +64,27 @@ def npm_binary(package: str, version: str, command: str) -> Path:
     )
     assert version in shown.stdout, shown
     return binary
+
+
+@dataclass(frozen=True)
+class RememberedProject:
+    project: Path
+    elsewhere: Path
+    home: Path
+
+
+def remembered_project(tmp_path: Path) -> RememberedProject:
+    """The example billing-api session, moved to a project folder under `tmp_path` (with a
+    `src` inside) and consolidated into a consolidator home there; `elsewhere` is a folder
+    the memory says nothing about."""
+    project = tmp_path / "work" / "billing-api"
+    (project / "src").mkdir(parents=True)
+    elsewhere = tmp_path / "work" / "unrelated"
+    elsewhere.mkdir()
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    rollout = EXAMPLE_ROLLOUT.read_text(encoding="utf-8").replace(EXAMPLE_CWD, str(project))
+    (sessions / EXAMPLE_ROLLOUT.name).write_text(rollout, encoding="utf-8")
+    home = tmp_path / "consolidator"
+    run_cli("run", "--quiet", "--sessions", str(sessions), home=home)
+    return RememberedProject(project, elsewhere, home)

@@ -127,7 +127,12 @@ def block_per_input(prompt: Prompt) -> dict[str, Any]:
         )
         for item in prompt.inputs
     ]
-    return {"upserts": upserts, "deletions": [], "edits": []}
+    return upserting(*upserts)
+
+
+def upserting(*blocks: dict[str, Any]) -> dict[str, Any]:
+    """A consolidation answer that only upserts `blocks`."""
+    return {"upserts": list(blocks), "deletions": [], "edits": []}
 
 
 class ScriptedModel:

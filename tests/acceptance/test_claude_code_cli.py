@@ -17,32 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import clean_env, run_command
+from tests.cli_process import clean_env, run_cli
 from tests.fake_anthropic import FakeAnthropic
-from tests.npm_cli import npm_binary
+from tests.npm_cli import PROJECT_QUOTE, THREAD_ID, npm_binary, remembered_project
 
 pytestmark = pytest.mark.slow
 
 CLAUDE_CODE_VERSION = "2.1.197"
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE_ROLLOUT = next((REPO / "examples" / "sessions").rglob("*019a8b2e-5c41-7d13-9f6a-*.jsonl"))
-EXAMPLE_CWD = "/home/dev/projects/billing-api"
-THREAD_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-PROJECT_QUOTE = "never use the system python here"
 
 
 @pytest.fixture(scope="session")
 def claude_binary() -> Path:
     return npm_binary("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude")
-
-
-def _consolidator(*args: str, home: Path) -> None:
-    env = clean_env(
-        CONSOLIDATOR_HOME=str(home),
-        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
-        CONSOLIDATOR_MAX_AGE_DAYS="0",
-    )
-    run_command([sys.executable, "-m", "consolidator", *args], env, timeout=240)
 
 
 def _settings(consolidator_home: Path) -> str:
@@ -98,16 +85,8 @@ def _claude(binary: Path, user_home: Path, server: FakeAnthropic, project: Path)
 def test_claude_code_sessions_start_with_the_projects_memory_until_it_is_forgotten(
     tmp_path: Path, claude_binary: Path
 ) -> None:
-    project = tmp_path / "work" / "billing-api"
-    (project / "src").mkdir(parents=True)
-    elsewhere = tmp_path / "work" / "unrelated"
-    elsewhere.mkdir()
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    rollout = EXAMPLE_ROLLOUT.read_text(encoding="utf-8").replace(EXAMPLE_CWD, str(project))
-    (sessions / EXAMPLE_ROLLOUT.name).write_text(rollout, encoding="utf-8")
-    home = tmp_path / "consolidator"
-    _consolidator("run", "--quiet", "--sessions", str(sessions), home=home)
+    remembered = remembered_project(tmp_path)
+    project, elsewhere, home = remembered.project, remembered.elsewhere, remembered.home
 
     user_home = tmp_path / "user"
     (user_home / ".claude").mkdir(parents=True)
@@ -117,7 +96,7 @@ def test_claude_code_sessions_start_with_the_projects_memory_until_it_is_forgott
         first = _claude(claude_binary, user_home, server, project / "src")
         assert PROJECT_QUOTE.encode() in first
         assert PROJECT_QUOTE.encode() not in _claude(claude_binary, user_home, server, elsewhere)
-        _consolidator("forget", THREAD_ID, "--quiet", home=home)
+        run_cli("forget", THREAD_ID, "--quiet", home=home)
         after_forget = _claude(claude_binary, user_home, server, project / "src")
     assert PROJECT_QUOTE.encode() not in after_forget
     assert THREAD_ID.encode() not in after_forget

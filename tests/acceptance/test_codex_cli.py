@@ -18,18 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import clean_env, run_command
+from tests.cli_process import clean_env, run_cli
 from tests.fake_openai import FakeOpenAI
-from tests.npm_cli import npm_binary
+from tests.npm_cli import PROJECT_QUOTE, THREAD_ID, npm_binary, remembered_project
 
 pytestmark = pytest.mark.slow
 
 CODEX_VERSION = "0.171.0"
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE_ROLLOUT = next((REPO / "examples" / "sessions").rglob("*019a8b2e-5c41-7d13-9f6a-*.jsonl"))
-EXAMPLE_CWD = "/home/dev/projects/billing-api"
-THREAD_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-PROJECT_QUOTE = "never use the system python here"
 
 
 @pytest.fixture(scope="session")
@@ -42,15 +38,6 @@ def model_server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         server.set_default(content="Noted.")
         yield server
-
-
-def _consolidator(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = clean_env(
-        CONSOLIDATOR_HOME=str(home),
-        CONSOLIDATOR_MIN_IDLE_SECONDS="0",
-        CONSOLIDATOR_MAX_AGE_DAYS="0",
-    )
-    return run_command([sys.executable, "-m", "consolidator", *args], env, timeout=240)
 
 
 def _codex_config(server: FakeOpenAI, consolidator_home: Path) -> str:
@@ -127,17 +114,9 @@ def _first_request(server: FakeOpenAI, since: int) -> bytes:
 def test_codex_sessions_start_with_the_projects_memory_until_it_is_forgotten(
     tmp_path: Path, codex_binary: Path, model_server: FakeOpenAI
 ) -> None:
-    project = tmp_path / "work" / "billing-api"
-    (project / "src").mkdir(parents=True)
-    elsewhere = tmp_path / "work" / "unrelated"
-    elsewhere.mkdir()
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    rollout = EXAMPLE_ROLLOUT.read_text(encoding="utf-8").replace(EXAMPLE_CWD, str(project))
-    (sessions / EXAMPLE_ROLLOUT.name).write_text(rollout, encoding="utf-8")
+    remembered = remembered_project(tmp_path)
+    project, elsewhere, home = remembered.project, remembered.elsewhere, remembered.home
 
-    home = tmp_path / "consolidator"
-    _consolidator("run", "--quiet", "--sessions", str(sessions), home=home)
     codex_home = tmp_path / "codex-home" / ".codex"
     codex_home.mkdir(parents=True)
     (codex_home / "config.toml").write_text(_codex_config(model_server, home), encoding="utf-8")
@@ -151,7 +130,7 @@ def test_codex_sessions_start_with_the_projects_memory_until_it_is_forgotten(
     _codex_exec(codex_binary, codex_home, elsewhere)
     assert PROJECT_QUOTE.encode() not in _first_request(model_server, seen)
 
-    _consolidator("forget", THREAD_ID, "--quiet", home=home)
+    run_cli("forget", THREAD_ID, "--quiet", home=home)
     seen = len(model_server.log)
     _codex_exec(codex_binary, codex_home, project / "src")
     after_forget = _first_request(model_server, seen)

@@ -23,6 +23,7 @@ from tests.daemon_process import (
     free_port,
     make_rollouts,
     model_responder,
+    openai_env,
     prompt_of,
     rollout_count,
     run_cli,
@@ -37,16 +38,9 @@ pytestmark = pytest.mark.slow
 SLOW_MODEL_SECONDS = 30.0
 
 
-def openai_env(tmp_path: Path, sessions: Path, fake: FakeOpenAI, **settings: str) -> dict[str, str]:
-    return base_env(
-        tmp_path / "home",
-        sessions,
-        CONSOLIDATOR_BACKEND="openai",
-        OPENAI_BASE_URL=fake.base_url,
-        OPENAI_API_KEY="sk-test-not-a-real-key",
-        CONSOLIDATOR_MODEL="fake-model",
-        **settings,
-    )
+def daemon_env(tmp_path: Path, sessions: Path, fake: FakeOpenAI, **settings: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    return openai_env(home, sessions, fake.base_url, key="sk-test-not-a-real-key", **settings)
 
 
 @pytest.mark.timeout(90)
@@ -81,7 +75,7 @@ def test_sigterm_mid_stage_one_lets_the_claims_in_flight_finish(
     tmp_path: Path, sessions: Path, daemons: DaemonPool, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.set_default(Fault.LATENCY, delay=2.0)
-    env = openai_env(
+    env = daemon_env(
         tmp_path,
         sessions,
         fake_openai,
@@ -112,7 +106,7 @@ def test_sigterm_mid_stage_one_past_the_grace_releases_the_claims(
     tmp_path: Path, sessions: Path, daemons: DaemonPool, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.set_default(Fault.LATENCY, delay=SLOW_MODEL_SECONDS)
-    env = openai_env(
+    env = daemon_env(
         tmp_path,
         sessions,
         fake_openai,
@@ -149,7 +143,7 @@ def test_sigterm_mid_phase_two_past_the_grace_fails_it_with_a_retry_time(
     threads = rollout_count(sessions)
     fake_openai.enqueue(Fault.OK, times=threads)
     fake_openai.set_default(Fault.LATENCY, delay=SLOW_MODEL_SECONDS)
-    env = openai_env(tmp_path, sessions, fake_openai, CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS="1")
+    env = daemon_env(tmp_path, sessions, fake_openai, CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS="1")
     port = free_port()
     daemon = daemons.start(env, "--metrics-port", str(port))
     wait_until(
@@ -184,7 +178,7 @@ def test_a_second_sigterm_exits_at_once(
     tmp_path: Path, sessions: Path, daemons: DaemonPool, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.set_default(Fault.LATENCY, delay=SLOW_MODEL_SECONDS)
-    env = openai_env(tmp_path, sessions, fake_openai, CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS="60")
+    env = daemon_env(tmp_path, sessions, fake_openai, CONSOLIDATOR_SHUTDOWN_GRACE_SECONDS="60")
     daemon = daemons.start(env)
     wait_until(lambda: fake_openai.call_count >= 1, timeout=30, what="a model call in flight")
 
@@ -212,9 +206,9 @@ def test_three_daemons_on_postgresql_share_sixty_rollouts(
         "CONSOLIDATOR_SCAN_INTERVAL_SECONDS": "1",
         "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
     }
-    migrate_env = openai_env(tmp_path, sessions, fake_openai, **settings)
+    migrate_env = daemon_env(tmp_path, sessions, fake_openai, **settings)
     run_cli(migrate_env, "db", "upgrade")
-    envs = [openai_env(tmp_path / f"host{n}", sessions, fake_openai, **settings) for n in range(3)]
+    envs = [daemon_env(tmp_path / f"host{n}", sessions, fake_openai, **settings) for n in range(3)]
     started = [daemons.start(env) for env in envs]
 
     def all_consolidated() -> bool:

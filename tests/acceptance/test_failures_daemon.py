@@ -19,6 +19,7 @@ from tests.daemon_process import (
     free_port,
     make_rollouts,
     model_responder,
+    openai_env,
     rollout_count,
     run_cli,
     scrape_metrics,
@@ -100,15 +101,13 @@ def test_a_refused_or_missing_key_stops_the_daemon_with_exit_2_before_any_claim(
     with FakeOpenAI() as fake:
         fake.set_default(Fault.OK, responder=model_responder)
         fake.require_api_key("sk-the-right-key")
-        env = base_env(
+        env = openai_env(
             tmp_path / "home",
             sessions,
+            fake.base_url,
+            key="sk-a-wrong-key",
             CONSOLIDATOR_DB_URL=db_url,
-            CONSOLIDATOR_BACKEND="openai",
-            CONSOLIDATOR_MODEL="fake-model",
             CONSOLIDATOR_SCAN_INTERVAL_SECONDS="1",
-            OPENAI_BASE_URL=fake.base_url,
-            OPENAI_API_KEY="sk-a-wrong-key",
         )
         run_cli(env, "db", "upgrade")
         daemon = daemons.start(env)

@@ -15,6 +15,7 @@ from tests.daemon_process import (
     PYTHON_CLI,
     base_env,
     model_responder,
+    openai_env,
     prompt_of,
     run_cli,
     schema_name,
@@ -109,15 +110,7 @@ def test_an_injection_the_model_writes_is_withheld_before_phase_two_sees_it(
     write_rollout(sessions, hostile, started, user_texts=(f"Tidy up {HOSTILE_MARK}.",))
     write_rollout(sessions, clean, started + timedelta(minutes=5), user_texts=("Fix the test.",))
     fake_openai.set_default(Fault.OK, responder=planting_model)
-    env = base_env(
-        tmp_path / "home",
-        sessions,
-        CONSOLIDATOR_DB_URL=db_url,
-        CONSOLIDATOR_BACKEND="openai",
-        CONSOLIDATOR_MODEL="fake-model",
-        OPENAI_BASE_URL=fake_openai.base_url,
-        OPENAI_API_KEY="sk-test-key",
-    )
+    env = openai_env(tmp_path / "home", sessions, fake_openai.base_url, CONSOLIDATOR_DB_URL=db_url)
     run_cli(env, "db", "upgrade")
 
     report = run_cli(env, "run")

@@ -22,6 +22,7 @@ from tests.daemon_process import (
     copy_examples,
     free_port,
     model_responder,
+    openai_env,
     rollout_count,
     run_cli,
     status,
@@ -31,19 +32,17 @@ from tests.fake_openai import FakeOpenAI, Fault
 pytestmark = pytest.mark.slow
 
 
-def openai_env(
+def outage_env(
     tmp_path: Path, db_url: str, base_url: str, key: str = "sk-test-key"
 ) -> dict[str, str]:
-    return base_env(
+    return openai_env(
         tmp_path / "home",
         tmp_path / "sessions",
+        base_url,
+        key=key,
         CONSOLIDATOR_DB_URL=db_url,
-        CONSOLIDATOR_BACKEND="openai",
-        CONSOLIDATOR_MODEL="fake-model",
         CONSOLIDATOR_STAGE1_CONCURRENCY="1",
         CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS="0",
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY=key,
     )
 
 
@@ -65,7 +64,7 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
     sessions = copy_examples(tmp_path / "sessions")
     total = rollout_count(sessions)
     port = free_port()
-    env = openai_env(tmp_path, db_url, f"http://127.0.0.1:{port}/v1")
+    env = outage_env(tmp_path, db_url, f"http://127.0.0.1:{port}/v1")
     run_cli(env, "db", "upgrade")
 
     # Nothing listens: every run says so, names the endpoint, and claims nothing.
@@ -110,7 +109,7 @@ def test_refused_key_stops_before_any_claim_and_retry_revives_exhausted(
     with FakeOpenAI() as fake:
         fake.set_default(Fault.OK, responder=model_responder)
         fake.require_api_key("sk-the-right-key")
-        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-a-wrong-key")
+        env = outage_env(tmp_path, db_url, fake.base_url, key="sk-a-wrong-key")
         run_cli(env, "db", "upgrade")
         result = run_command(
             [*PYTHON_CLI, "run"], env, timeout=60, expect=2, secrets=["sk-a-wrong-key"]
@@ -124,7 +123,7 @@ def test_refused_key_stops_before_any_claim_and_retry_revives_exhausted(
         assert state["stage1"]["running"] == state["stage1"]["failed"] == 0
 
         # A request the endpoint refuses (400) is the input's fault: it spends the budget.
-        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-the-right-key")
+        env = outage_env(tmp_path, db_url, fake.base_url, key="sk-the-right-key")
         fake.set_default(Fault.HTTP_ERROR, status=400)
         run(env, expect=1)
         state = status(env)
@@ -158,13 +157,13 @@ def test_phase2_and_rebuild_check_the_key_before_taking_the_lease(
     copy_examples(tmp_path / "sessions")
     with FakeOpenAI() as fake:
         fake.set_default(Fault.OK, responder=model_responder)
-        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-the-right-key")
+        env = outage_env(tmp_path, db_url, fake.base_url, key="sk-the-right-key")
         run_cli(env, "db", "upgrade")
         run_cli(env, "scan")
         run_cli(env, "stage1")
         calls = fake.call_count
         fake.require_api_key("sk-the-right-key")
-        env = openai_env(tmp_path, db_url, fake.base_url, key="sk-a-wrong-key")
+        env = outage_env(tmp_path, db_url, fake.base_url, key="sk-a-wrong-key")
         for command in ("phase2", "rebuild"):
             result = run_command(
                 [*PYTHON_CLI, command, "--json"],

@@ -21,6 +21,7 @@ from tests.daemon_process import (
     base_env,
     copy_examples,
     make_rollouts,
+    openai_env,
     rollout_count,
 )
 from tests.fake_openai import FakeOpenAI, Fault
@@ -111,14 +112,11 @@ def test_json_logs_of_a_failing_model_are_all_json_and_name_the_endpoint(
     in the log and in `status`, says which endpoint failed; every stderr line is JSON."""
     fake_openai.set_default(Fault.SERVER_ERROR, status=503)
     copy_examples(tmp_path / "sessions")
-    env = base_env(
+    env = openai_env(
         tmp_path / "home",
         tmp_path / "sessions",
-        CONSOLIDATOR_BACKEND="openai",
-        CONSOLIDATOR_MODEL="fake-model",
+        fake_openai.base_url,
         CONSOLIDATOR_STAGE1_CONCURRENCY="1",
-        OPENAI_BASE_URL=fake_openai.base_url,
-        OPENAI_API_KEY="sk-test-key",
     )
     result = run_command([*PYTHON_CLI, "run", "--log-format", "json"], env, timeout=300, expect=1)
     lines = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]

@@ -35,6 +35,7 @@ from tests.daemon_process import (
     daemons_fixture,  # noqa: F401  (the `daemons` fixture)
     free_port,
     model_responder,
+    openai_env,
     rollout_count,
     run_cli,
     status,
@@ -92,14 +93,12 @@ def test_a_running_daemon_serves_metrics_and_health(
     shows up in a scrape, a health answer or the log."""
     fake_openai.set_default(Fault.OK, responder=model_responder)
     sessions = copy_examples(tmp_path / "sessions")
-    env = base_env(
+    env = openai_env(
         tmp_path / "home",
         sessions,
+        fake_openai.base_url,
+        key=API_KEY,
         CONSOLIDATOR_DB_URL=pg_url.replace("postgres@", f"postgres:{DB_PASSWORD}@"),
-        CONSOLIDATOR_BACKEND="openai",
-        OPENAI_BASE_URL=fake_openai.base_url,
-        OPENAI_API_KEY=API_KEY,
-        CONSOLIDATOR_MODEL="fake-model",
     )
     run_cli(env, "db", "upgrade")
     port = free_port()

@@ -60,9 +60,9 @@ from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.daemon_process import (
     PYTHON_CLI,
     REPO,
-    base_env,
     input_thread_ids,
     make_rollouts,
+    openai_env,
     prompt_of,
     schema_name,
     wait_until,
@@ -466,14 +466,12 @@ def memory_dir(home: Path) -> Path:
 def worker_env(
     home: Path, db_url: str, fake: FakeOpenAI, sessions: Path | None = None, **settings: str
 ) -> dict[str, str]:
-    return base_env(
+    return openai_env(
         home,
         sessions or home.parent / "no-sessions",
+        fake.base_url,
+        key="sk-test-not-a-real-key",
         CONSOLIDATOR_DB_URL=db_url,
-        CONSOLIDATOR_BACKEND="openai",
-        OPENAI_BASE_URL=fake.base_url,
-        OPENAI_API_KEY="sk-test-not-a-real-key",
-        CONSOLIDATOR_MODEL="fake-model",
         CONSOLIDATOR_STAGE1_CONCURRENCY="1",
         CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS="0",
         **settings,
