@@ -45,11 +45,21 @@ _BULLET_LINE = re.compile(r"^\s*-\s+(.{12,})$")
 
 
 @dataclass(frozen=True)
-class Request:
+class Prompt:
+    """What a consolidation request showed the model, read back from its prompt text."""
+
     mode: str
     index_ids: tuple[str, ...]
-    shown: tuple[dict[str, Any], ...]
+    touched: tuple[dict[str, Any], ...]
     inputs: tuple[dict[str, Any], ...]
+
+    @property
+    def input_ids(self) -> list[str]:
+        return [str(item["thread_id"]) for item in self.inputs]
+
+    @property
+    def touched_ids(self) -> list[str]:
+        return [str(block["block_id"]) for block in self.touched]
 
 
 def schema_name(body: Mapping[str, Any]) -> str:
@@ -72,13 +82,13 @@ def _json_list_after(text: str, marker: str) -> list[Any]:
     return value
 
 
-def parse_request(text: str) -> Request:
+def parse_prompt(text: str) -> Prompt:
     mode = text[text.rindex("### Mode") :].splitlines()[2].strip()
     index = text[text.rindex("### Other blocks") : text.rindex("### Blocks this change")]
     index_ids = tuple(line.split("`")[1] for line in index.splitlines() if line.startswith("- `"))
-    shown = _json_list_after(text, "### Blocks this change may touch")
+    touched = _json_list_after(text, "### Blocks this change may touch")
     inputs = _json_list_after(text, "### Changed session notes")
-    return Request(mode, index_ids, tuple(shown), tuple(inputs))
+    return Prompt(mode, index_ids, tuple(touched), tuple(inputs))
 
 
 Lesson = tuple[str, str]
@@ -116,7 +126,7 @@ class CarefulModel:
     """The fake server's responder; `requests` keeps every consolidation request it saw."""
 
     poison: dict[str, PoisonKind] = field(default_factory=dict)
-    requests: list[Request] = field(default_factory=list)
+    requests: list[Prompt] = field(default_factory=list)
     # A verbose model writes each lesson this many times over: answers far above the
     # pipeline's estimate, to exercise cut-offs.
     verbosity: int = 1
@@ -133,7 +143,7 @@ class CarefulModel:
             return {"memory_summary": self.write_summary(summary_draft(prompt))}
         if schema_name(body) != "consolidation":
             return dict(STAGE_ONE_ANSWER)
-        request = parse_request(prompt_text(body))
+        request = parse_prompt(prompt_text(body))
         self.requests.append(request)
         kinds = {
             self.poison[i["thread_id"]] for i in request.inputs if i["thread_id"] in self.poison
@@ -152,12 +162,12 @@ class CarefulModel:
             )
         return answer
 
-    def answer(self, request: Request) -> dict[str, Any]:
+    def answer(self, request: Prompt) -> dict[str, Any]:
         by_cwd: dict[str | None, list[dict[str, Any]]] = {}
         for item in request.inputs:
             by_cwd.setdefault(item.get("cwd"), []).append(item)
-        shown_by_cwd = {block["applies_to_cwd"]: block for block in request.shown}
-        taken = {*request.index_ids, *(block["block_id"] for block in request.shown)}
+        shown_by_cwd = {block["applies_to_cwd"]: block for block in request.touched}
+        taken = {*request.index_ids, *(block["block_id"] for block in request.touched)}
         upserts: list[dict[str, Any]] = []
         edits: list[dict[str, Any]] = []
         for cwd, items in by_cwd.items():

@@ -12,7 +12,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Eligibility
 from consolidator.phases.phase_two import Phase2Options
 from consolidator.phases.stage_one import Stage1Options, transcript_budget_chars
-from tests.careful_model import SUMMARY_SCHEMA, summary_draft
+from tests.careful_model import SUMMARY_SCHEMA, Prompt, parse_prompt, summary_draft
 from tests.cli_process import clean_env, run_command
 from tests.factories import APP, LEASE
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI
@@ -51,40 +50,6 @@ def schema_of(body: dict[str, Any]) -> str:
 
 def prompt_of(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """What a consolidation request showed the model, read back from its prompt text."""
-
-    mode: str
-    index_ids: tuple[str, ...]
-    touched: tuple[dict[str, Any], ...]
-    inputs: tuple[dict[str, Any], ...]
-
-    @property
-    def input_ids(self) -> list[str]:
-        return [str(item["thread_id"]) for item in self.inputs]
-
-    @property
-    def touched_ids(self) -> list[str]:
-        return [str(block["block_id"]) for block in self.touched]
-
-
-def _json_list_after(text: str, marker: str) -> list[Any]:
-    start = text.index("[", text.rindex(marker))
-    value, _ = json.JSONDecoder().raw_decode(text, start)
-    assert isinstance(value, list), marker
-    return value
-
-
-def parse_prompt(text: str) -> Prompt:
-    mode = text[text.rindex("### Mode") :].splitlines()[2].strip()
-    index = text[text.rindex("### Other blocks") : text.rindex("### Blocks this change")]
-    index_ids = tuple(line.split("`")[1] for line in index.splitlines() if line.startswith("- `"))
-    touched = _json_list_after(text, "### Blocks this change may touch")
-    inputs = _json_list_after(text, "### Changed session notes")
-    return Prompt(mode, index_ids, tuple(touched), tuple(inputs))
 
 
 def block_id_for(thread_id: str) -> str:
