@@ -1,8 +1,10 @@
 """Reading a model's answer: the schema it is held to, and the changes it asks for.
 
-A model's answer is untrusted. Its shape is checked with `jsonschema` against the schema file
-its prompt names (`prompts/*.schema.json`), including the `maxLength` caps that strict
-structured outputs refuse to be sent; what the changes mean is the commit gate's to judge.
+A model's answer is untrusted. Its shape is checked once, by `check_answer`, with `jsonschema`
+against the schema file its prompt names (`prompts/*.schema.json`), including the `maxLength`
+caps that strict structured outputs refuse to be sent. Nothing after that checks a type, a key
+or a list again: `memory.schema` and `memory.edits` judge what the answer means (ids, cited
+threads and tasks, blocks shown), and the commit gate judges the memory it makes.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ _JSON_SLACK_CHARS = 64
 def answer_to_changes(
     answer: Mapping[str, Any], request: ConsolidationRequest
 ) -> tuple[list[Block], list[str]]:
-    """New blocks, edited shown blocks and deletions from a checked answer, or `ValueError`.
+    """New blocks, edited shown blocks and deletions from an answer `check_answer` passed, or
+    `ValueError`.
 
     A shown block may change only through edits, so that the answer's size follows the
     change: re-sending one whole is refused.
     """
     upserts, deletions = blocks_from_model_output(
-        {"upserts": answer["upserts"], "deletions": answer["deletions"]},
+        answer,
         request.citations.get,
         reserved_ids={block.block_id for block in request.other_blocks},
     )
@@ -120,11 +123,21 @@ def parse_json_answer(
         raise InvalidModelOutput(
             f"answer is not valid JSON: {exc.msg} (char {exc.pos} of {len(text)}){cut}"
         ) from None
+    try:
+        return check_answer(value, schema)
+    except InvalidModelOutput as exc:
+        raise InvalidModelOutput(f"{exc}{cut}") from None
+
+
+def check_answer(value: object, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`value` if it has the shape `schema` describes, else `InvalidModelOutput` naming the first
+    place that breaks it. The one shape check of an answer: what reads the answer afterwards
+    relies on every key, type and cap being as the schema says."""
     if not isinstance(value, dict):
-        raise InvalidModelOutput(f"answer is a JSON {_json_type(value)}, not an object{cut}")
+        raise InvalidModelOutput(f"answer is a JSON {_json_type(value)}, not an object")
     error = best_match(Draft202012Validator(schema).iter_errors(value))
     if error is not None:
-        raise InvalidModelOutput(f"answer breaks the schema: {_reason(error)}{cut}")
+        raise InvalidModelOutput(f"answer breaks the schema: {_reason(error)}")
     return value
 
 

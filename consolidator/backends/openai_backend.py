@@ -145,19 +145,11 @@ class OpenAIBackend:
         answer, usage = self.complete_json(
             render_stage_one_prompt(rollout), STAGE_ONE, load_schema(STAGE_ONE)
         )
-        summary, slug, raw_memory = (
-            answer["rollout_summary"],
-            answer["rollout_slug"],
-            answer["raw_memory"],
-        )
-        if not (
-            isinstance(summary, str)
-            and isinstance(raw_memory, str)
-            and (slug is None or isinstance(slug, str))
-        ):
-            raise InvalidModelOutput("stage_one answer has wrong field types")
         return Stage1Result(
-            rollout_summary=summary, rollout_slug=slug, raw_memory=raw_memory, usage=usage
+            rollout_summary=answer["rollout_summary"],
+            rollout_slug=answer["rollout_slug"],
+            raw_memory=answer["raw_memory"],
+            usage=usage,
         )
 
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
@@ -185,9 +177,7 @@ class OpenAIBackend:
             load_schema(MEMORY_SUMMARY),
             retry_answers=False,
         )
-        text = answer["memory_summary"]
-        if not isinstance(text, str):
-            raise InvalidModelOutput("memory_summary answer has wrong field types")
+        text: str = answer["memory_summary"]
         return SummaryResult(text if text.endswith("\n") else text + "\n", usage)
 
     def complete_json(

@@ -1,15 +1,17 @@
-"""Turning a consolidation answer into blocks, trusting nothing in it.
+"""What a consolidation answer means: its blocks, checked against the ids and threads it may use.
 
-The answer has the shape of `prompts/consolidation.schema.json`. Structured outputs usually
-enforce that shape already, but not every OpenAI-compatible server does, and the extractive
-backend produces the same payload, so it is checked again here by hand: the first problem
-raises `ValueError` with a one-line reason that names the field (`upserts[0].tasks[1].title`).
+The answer arrives with the shape of `prompts/consolidation.schema.json` already checked by the
+backend (`backends.answers.check_answer`, with `jsonschema`): every key is there, nothing else
+is, and each value has its type. What a JSON schema cannot say is checked here, and the first
+problem raises `ValueError` with a one-line reason that names the field
+(`upserts[0].tasks[1].title`): an id must be a plain token, text must not be empty once
+normalised, a block needs a task and a task a thread, a bullet cites tasks of its own block, a
+block is upserted once and not also deleted, and blocks shown only in the index are left alone.
 
 Tasks in the answer cite bare thread ids; the worker's `citation_lookup` turns each into a full
 `ThreadCitation` from the database and returns `None` for an id that is neither a live input nor
-already cited by the memory. Such an id raises `UnknownCitation`, raised only once the payload's
-structure is known to be valid, so a caller can tell an invented citation from a malformed
-answer.
+already cited by the memory. Such an id raises `UnknownCitation`, raised only once everything
+else in the answer holds, so a caller can tell an invented citation from a malformed answer.
 
 Free text is normalised to the single-line form the renderer writes (`render.one_line`), so the
 stored memory and the file say the same thing, and citation markers such as `[Task 1]` at the
@@ -20,28 +22,20 @@ end of a bullet are removed, since the renderer writes them from `task_ids`. An
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from consolidator.core.errors import ConsolidatorError
-from consolidator.memory.model import Block, Bullet, Task, ThreadCitation, is_valid_id
-from consolidator.memory.render import ANY_CWD, one_line, split_keywords
-
-TOP_KEYS: Final = ("upserts", "deletions")
-BLOCK_KEYS: Final = (
-    "block_id",
-    "title",
-    "scope",
-    "applies_to_cwd",
-    "reuse_rule",
-    "tasks",
-    "preferences",
-    "knowledge",
-    "failures",
+from consolidator.memory.model import (
+    Block,
+    Bullet,
+    Task,
+    ThreadCitation,
+    block_to_dict,
+    is_valid_id,
 )
-TASK_KEYS: Final = ("task_id", "title", "thread_ids", "keywords")
-BULLET_KEYS: Final = ("text", "task_ids")
+from consolidator.memory.render import ANY_CWD, one_line, split_keywords
 
 # Models imitate the file they have seen; the renderer adds the markers from `task_ids`.
 _TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[Task\s*\d+\])+\s*$", re.IGNORECASE)
@@ -70,36 +64,24 @@ class _DraftTask:
 def block_to_payload(block: Block) -> dict[str, Any]:
     """A block in the answer's shape (tasks cite bare thread ids), for `{touched_blocks}`.
 
-    The prompt shows touched blocks in the same shape the model must answer in, and the
-    extractive backend builds its answer with it, so both go through the same validation.
+    The prompt shows touched blocks in the same shape the model must answer in: the stored
+    form, with each task's citations reduced to the thread ids the model may cite.
     """
-    return {
-        "block_id": block.block_id,
-        "title": block.title,
-        "scope": block.scope,
-        "applies_to_cwd": block.applies_to_cwd,
-        "reuse_rule": block.reuse_rule,
-        "tasks": [
-            {
-                "task_id": task.task_id,
-                "title": task.title,
-                "thread_ids": list(task.thread_ids),
-                "keywords": list(task.keywords),
-            }
-            for task in block.tasks
-        ],
-        "preferences": [_bullet_payload(b) for b in block.preferences],
-        "knowledge": [_bullet_payload(b) for b in block.knowledge],
-        "failures": [_bullet_payload(b) for b in block.failures],
-    }
-
-
-def _bullet_payload(bullet: Bullet) -> dict[str, Any]:
-    return {"text": bullet.text, "task_ids": list(bullet.task_ids)}
+    payload = block_to_dict(block)
+    payload["tasks"] = [
+        {
+            "task_id": task.task_id,
+            "title": task.title,
+            "thread_ids": list(task.thread_ids),
+            "keywords": list(task.keywords),
+        }
+        for task in block.tasks
+    ]
+    return payload
 
 
 def blocks_from_model_output(
-    payload: object,
+    answer: Mapping[str, Any],
     citation_lookup: Callable[[str], ThreadCitation | None],
     *,
     reserved_ids: Collection[str] = (),
@@ -110,12 +92,9 @@ def blocks_from_model_output(
     index: upserting one would overwrite content it never saw, and deleting one would drop it
     unread, so either is refused.
     """
-    top = _object(payload, TOP_KEYS, "answer")
-    upserts = _list(top["upserts"], "upserts")
-    drafts = [_block(value, f"upserts[{i}]") for i, value in enumerate(upserts)]
+    drafts = [_block(value, f"upserts[{i}]") for i, value in enumerate(answer["upserts"])]
     deletions = [
-        _identifier(value, f"deletions[{i}]")
-        for i, value in enumerate(_list(top["deletions"], "deletions"))
+        _identifier(value, f"deletions[{i}]") for i, value in enumerate(answer["deletions"])
     ]
     reserved = reserved_ids if isinstance(reserved_ids, (set, frozenset)) else set(reserved_ids)
     seen: set[str] = set()
@@ -164,34 +143,18 @@ def blocks_from_model_output(
             )
             for task in tasks
         )
-        blocks.append(
-            Block(
-                block_id=block.block_id,
-                title=block.title,
-                scope=block.scope,
-                applies_to_cwd=block.applies_to_cwd,
-                reuse_rule=block.reuse_rule,
-                tasks=resolved,
-                preferences=block.preferences,
-                knowledge=block.knowledge,
-                failures=block.failures,
-            )
-        )
+        blocks.append(replace(block, tasks=resolved))
     return blocks, list(dict.fromkeys(deletions))
 
 
-def _block(value: object, path: str) -> tuple[Block, list[_DraftTask]]:
+def _block(fields: Mapping[str, Any], path: str) -> tuple[Block, list[_DraftTask]]:
     """The block without its tasks (added once citations resolve) and its draft tasks."""
-    fields = _object(value, BLOCK_KEYS, path)
     block_id = _identifier(fields["block_id"], f"{path}.block_id")
     title = _text(fields["title"], f"{path}.title")
     scope = _text(fields["scope"], f"{path}.scope", allow_empty=True)
-    cwd = fields["applies_to_cwd"]
-    if cwd is not None and not isinstance(cwd, str):
-        raise ValueError(f"{path}.applies_to_cwd: expected a string or null, got {_kind(cwd)}")
-    cwd = one_line(cwd) if cwd is not None else ""
+    cwd = one_line(fields["applies_to_cwd"] or "")
     reuse_rule = _text(fields["reuse_rule"], f"{path}.reuse_rule", allow_empty=True)
-    task_values = _list(fields["tasks"], f"{path}.tasks")
+    task_values = fields["tasks"]
     if not task_values:
         raise ValueError(f"{path}.tasks: a block needs at least one task; delete it instead")
     tasks: list[_DraftTask] = []
@@ -216,9 +179,8 @@ def _block(value: object, path: str) -> tuple[Block, list[_DraftTask]]:
     return block, tasks
 
 
-def _task(value: object, path: str) -> _DraftTask:
-    fields = _object(value, TASK_KEYS, path)
-    thread_values = _list(fields["thread_ids"], f"{path}.thread_ids")
+def _task(fields: Mapping[str, Any], path: str) -> _DraftTask:
+    thread_values = fields["thread_ids"]
     if not thread_values:
         raise ValueError(f"{path}.thread_ids: a task must cite at least one thread")
     thread_ids = [
@@ -226,7 +188,7 @@ def _task(value: object, path: str) -> _DraftTask:
     ]
     keywords = [
         _text(v, f"{path}.keywords[{i}]", allow_empty=True)
-        for i, v in enumerate(_list(fields["keywords"], f"{path}.keywords"))
+        for i, v in enumerate(fields["keywords"])
     ]
     return _DraftTask(
         task_id=_identifier(fields["task_id"], f"{path}.task_id"),
@@ -237,12 +199,11 @@ def _task(value: object, path: str) -> _DraftTask:
     )
 
 
-def _bullets(value: object, task_ids: set[str], path: str) -> tuple[Bullet, ...]:
+def _bullets(items: list[Any], task_ids: set[str], path: str) -> tuple[Bullet, ...]:
     bullets = []
-    for index, item in enumerate(_list(value, path)):
+    for index, fields in enumerate(items):
         where = f"{path}[{index}]"
-        fields = _object(item, BULLET_KEYS, where)
-        refs = _list(fields["task_ids"], f"{where}.task_ids")
+        refs = fields["task_ids"]
         if not refs:
             raise ValueError(f"{where}.task_ids: a bullet must cite at least one task")
         cited = [_identifier(r, f"{where}.task_ids[{i}]") for i, r in enumerate(refs)]
@@ -258,34 +219,14 @@ def _bullets(value: object, task_ids: set[str], path: str) -> tuple[Bullet, ...]
     return tuple(bullets)
 
 
-def _object(value: object, keys: tuple[str, ...], path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected an object, got {_kind(value)}")
-    unknown = [k for k in value if k not in keys]
-    if unknown:
-        raise ValueError(f"{path}: unknown key {_show(str(unknown[0]))}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ValueError(f"{path}: missing key {missing[0]!r}")
-    return value
-
-
-def _list(value: object, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValueError(f"{path}: expected a list, got {_kind(value)}")
-    return value
-
-
-def _text(value: object, path: str, *, allow_empty: bool = False, normalise: bool = True) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{path}: expected a string, got {_kind(value)}")
+def _text(value: str, path: str, *, allow_empty: bool = False, normalise: bool = True) -> str:
     text = one_line(value) if normalise else value.strip()
     if not text and not allow_empty:
         raise ValueError(f"{path}: must not be empty")
     return text
 
 
-def _identifier(value: object, path: str) -> str:
+def _identifier(value: str, path: str) -> str:
     text = _text(value, path, normalise=False)
     if not is_valid_id(text):
         raise ValueError(
@@ -293,10 +234,6 @@ def _identifier(value: object, path: str) -> str:
             " '.', '_', ':' or '-'; at most 128 characters)"
         )
     return text
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 def _show(text: str, limit: int = 60) -> str:

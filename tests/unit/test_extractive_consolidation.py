@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from consolidator.backends.answers import check_answer
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest
 from consolidator.backends.extractive.consolidation import (
     block_id_for,
     consolidate_extractively,
     task_id_for,
 )
+from consolidator.core.resources import load_schema
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory, ThreadCitation, invariant_violations
 from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.schema import block_to_payload, blocks_from_model_output
 
 
 def notes(
@@ -96,6 +99,21 @@ def test_inputs_become_cited_tasks_grouped_by_cwd() -> None:
     )
     # Activity counts and file lists are not knowledge.
     assert app.knowledge == ()
+
+
+def test_the_offline_result_passes_the_checks_a_model_answer_must_pass() -> None:
+    first = item("a", notes("Fix the invoice", ("use pnpm",), instructions=("always use pnpm",)))
+    other = item("bb", notes("Add a chart", ("no red",), "/src/web", facts=("port is 8080",)))
+    sent = request(Memory(), first, other)
+    result = consolidate_extractively(sent)
+    answer = {
+        "upserts": [block_to_payload(block) for block in result.upserts],
+        "deletions": list(result.deletions),
+        "edits": [],
+    }
+
+    assert check_answer(answer, load_schema("consolidation")) == answer
+    assert blocks_from_model_output(answer, sent.citations.get) == (list(result.upserts), [])
 
 
 def test_same_advice_from_two_sessions_has_two_witnesses_and_is_deterministic() -> None:
