@@ -268,6 +268,7 @@ class OpenAIBackend:
         self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: Attempts
     ) -> tuple[str, bool]:
         """One HTTP request; returns the answer text and whether it was cut off."""
+        sent = wire_schema(schema)
         if self.config.api == "responses":
             response = self._client.responses.create(
                 model=self.model,
@@ -278,16 +279,12 @@ class OpenAIBackend:
                     "format": {
                         "type": "json_schema",
                         "name": schema_name,
-                        "schema": wire_schema(schema),
+                        "schema": sent,
                         "strict": True,
                     }
                 },
             )
-            attempts.answered += 1
-            require_api_object(response)
-            usage = getattr(response, "usage", None)
-            attempts.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
-            attempts.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
+            _count_answer(attempts, response, "input_tokens", "output_tokens")
             text = getattr(response, "output_text", None)
             if not isinstance(text, str) or not text:
                 raise InvalidModelOutput("the answer has no text output")
@@ -299,18 +296,10 @@ class OpenAIBackend:
             max_completion_tokens=self.config.max_output_tokens,
             response_format={
                 "type": "json_schema",
-                "json_schema": {
-                    "name": schema_name,
-                    "schema": wire_schema(schema),
-                    "strict": True,
-                },
+                "json_schema": {"name": schema_name, "schema": sent, "strict": True},
             },
         )
-        attempts.answered += 1
-        require_api_object(completion)
-        usage = getattr(completion, "usage", None)
-        attempts.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        attempts.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        _count_answer(attempts, completion, "prompt_tokens", "completion_tokens")
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise InvalidModelOutput("the answer has no choices")
@@ -352,3 +341,12 @@ class OpenAIBackend:
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self.config.api_key)
+
+
+def _count_answer(attempts: Attempts, reply: object, input_key: str, output_key: str) -> None:
+    """Count an attempt the endpoint answered and its tokens; the two APIs name them apart."""
+    attempts.answered += 1
+    require_api_object(reply)
+    usage = getattr(reply, "usage", None)
+    attempts.input_tokens += int(getattr(usage, input_key, 0) or 0)
+    attempts.output_tokens += int(getattr(usage, output_key, 0) or 0)
