@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from consolidator.backends.base import (
@@ -79,21 +79,30 @@ def _without_task(block: Block, task_id: str) -> Block:
 
 
 def _add_bullets(
-    existing: tuple[Bullet, ...], texts: Iterable[str], task_id: str
+    existing: tuple[Bullet, ...],
+    texts: Iterable[str],
+    task_id: str,
+    same: Callable[[str, str], bool] = facts.same_fact,
 ) -> tuple[Bullet, ...]:
     """Append bullets; one saying the same thing gains the task as another witness instead."""
     bullets = list(existing)
-    for raw in texts:
-        text = one_line(raw)
-        if not text:
-            continue
-        match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
+    for text in texts:
+        match = next((i for i, b in enumerate(bullets) if same(b.text, text)), None)
         if match is None:
             bullets.append(Bullet(text, (task_id,)))
-        elif task_id not in bullets[match].task_ids:
-            bullet = bullets[match]
-            bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
+        else:
+            bullets[match] = _witnessed(bullets[match], task_id)
     return tuple(bullets)
+
+
+def _witnessed(bullet: Bullet, task_id: str) -> Bullet:
+    if task_id in bullet.task_ids:
+        return bullet
+    return replace(bullet, task_ids=(*bullet.task_ids, task_id))
+
+
+def _lines(texts: Iterable[str]) -> list[str]:
+    return [line for line in map(one_line, texts) if line]
 
 
 def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tuple[Bullet, ...]:
@@ -106,15 +115,10 @@ def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tu
     days = _task_days(block)
     days[task_id] = day
     bullets = list(block.knowledge)
-    for raw in texts:
-        text = one_line(raw)
-        if not text:
-            continue
+    for text in _lines(texts):
         match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
         if match is not None:
-            bullet = bullets[match]
-            if task_id not in bullet.task_ids:
-                bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
+            bullets[match] = _witnessed(bullets[match], task_id)
             continue
         kept: list[Bullet] = []
         new_text = text
@@ -176,20 +180,9 @@ def _failures(notes: ExtractiveNotes) -> list[str]:
     return bullets
 
 
-def _add_failures(
-    existing: tuple[Bullet, ...], texts: Iterable[str], task_id: str
-) -> tuple[Bullet, ...]:
+def _same_failure(old: str, new: str) -> bool:
     """One bullet per command and fix; the error line may differ between sessions."""
-    bullets = list(existing)
-    for text in texts:
-        key = _failure_key(text)
-        match = next((i for i, b in enumerate(bullets) if _failure_key(b.text) == key), None)
-        if match is None:
-            bullets.append(Bullet(text, (task_id,)))
-        elif task_id not in bullets[match].task_ids:
-            bullet = bullets[match]
-            bullets[match] = replace(bullet, task_ids=(*bullet.task_ids, task_id))
-    return tuple(bullets)
+    return _failure_key(old) == _failure_key(new)
 
 
 def _failure_key(text: str) -> str:
@@ -229,12 +222,14 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         block = replace(
             block,
             tasks=(*block.tasks, task),
-            preferences=_add_bullets(block.preferences, _preferences(notes, project), task_id),
+            preferences=_add_bullets(
+                block.preferences, _lines(_preferences(notes, project)), task_id
+            ),
         )
         block = replace(
             block,
             knowledge=_add_facts(block, _knowledge(notes), task_id, citation.updated_at[:10]),
-            failures=_add_failures(block.failures, _failures(notes), task_id),
+            failures=_add_bullets(block.failures, _failures(notes), task_id, _same_failure),
         )
         blocks[block_id] = block
         if block_id not in changed:
