@@ -36,6 +36,18 @@ def clip(text: str, limit: int) -> str:
     return text[:cut].rstrip() + "..."
 
 
+def hyphenated(words: Iterable[str], limit: int) -> str:
+    """The leading words joined by `-`, as many as fit in `limit` characters: a name made of
+    whole words, never one cut in the middle."""
+    name = ""
+    for word in words:
+        candidate = f"{name}-{word}" if name else word
+        if len(candidate) > limit:
+            break
+        name = candidate
+    return name
+
+
 def dedupe(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(value for value in values if value))
 

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.notes import parse_raw_memory
+from consolidator.memory.text import hyphenated
 from consolidator.skills.model import Skill, Witness, meets_threshold
 from consolidator.skills.names import RESERVED_WORDS
 from consolidator.skills.render import code_span
@@ -183,10 +184,4 @@ def _plain(text: str) -> str:
 
 def _name(text: str) -> str:
     words = [w for w in _WORD.findall(text.lower()) if w not in RESERVED_WORDS]
-    name = ""
-    for word in words:
-        candidate = f"{name}-{word}" if name else word
-        if len(candidate) > _NAME_CHARS:
-            break
-        name = candidate
-    return name or "procedure"
+    return hyphenated(words, _NAME_CHARS) or "procedure"

@@ -13,7 +13,7 @@ from consolidator.memory.notes import (
     OUTCOME_UNKNOWN,
     ExtractiveNotes,
 )
-from consolidator.memory.text import clip, code_span, dedupe, one_line, words
+from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line, words
 from consolidator.security.redaction import redact
 
 MAX_KEYWORDS = 5
@@ -207,12 +207,7 @@ def slug_for(task: str, keywords: Iterable[str]) -> str | None:
     words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in _SLUG_STOPWORDS]
     if not words:
         words = [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
-    slug = ""
-    for word in words:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > MAX_SLUG_CHARS:
-            break
-        slug = candidate
+    slug = hyphenated(words, MAX_SLUG_CHARS)
     if not slug and words:
         slug = words[0][:MAX_SLUG_CHARS]
     return slug or None
