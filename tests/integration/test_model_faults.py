@@ -1079,7 +1079,7 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
     fake_openai: FakeOpenAI,
     make_backend: MakeBackend,
 ) -> None:
-    threads, latency, concurrency = 16, 0.4, 8
+    threads, latency, concurrency = 16, 1.0, 8
     for index in range(threads):
         write_rollout(
             tmp_path / "sessions",

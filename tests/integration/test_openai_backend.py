@@ -377,7 +377,7 @@ def test_concurrent_extracts_overlap(
     fake_openai: FakeOpenAI, make_backend: MakeBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="consolidator")
-    fake_openai.set_default(Fault.LATENCY, delay=0.4)
+    fake_openai.set_default(Fault.LATENCY, delay=1.0)
     backend = make_backend()
     start = threading.Barrier(8)
 
