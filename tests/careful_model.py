@@ -198,7 +198,7 @@ class CarefulModel:
     def revise_summary(self, prompt: str) -> str:
         """A revision: the rendering's lines for the change, with the careful profile line
         (its own when shown, else a new one; the scripted refusals are added the same way)."""
-        text = revision_draft(prompt)
+        text = summary_draft(prompt)
         cited = re.search(r"\[task [^\]]+\]", text)
         own = [line for line in prompt.splitlines() if line.startswith(CAREFUL_PROFILE)]
         if not own and cited:
@@ -215,14 +215,11 @@ class CarefulModel:
         return text
 
 
-def revision_draft(prompt: str) -> str:
-    """The rendering's lines for the change that a revision request ends with."""
-    return prompt[prompt.rindex(REVISION_MARKER) + len(REVISION_MARKER) :].strip("\n") + "\n"
-
-
 def summary_draft(prompt: str) -> str:
-    """The rendered summary a memory_summary.md request ends with."""
-    return prompt[prompt.rindex(DRAFT_MARKER) + len(DRAFT_MARKER) :].strip("\n") + "\n"
+    """The worker's rendering a memory_summary.md request ends with: the whole draft, or for a
+    revision the rendering's lines for what changed."""
+    marker = REVISION_MARKER if REVISION_MARKER in prompt else DRAFT_MARKER
+    return prompt[prompt.rindex(marker) + len(marker) :].strip("\n") + "\n"
 
 
 def _amplify(answer: dict[str, Any], times: int) -> None:
