@@ -1,4 +1,4 @@
-"""Benchmarks of the worker against the targets in the README's "Performance".
+"""Benchmarks of the worker against the targets in docs/performance.md.
 
 Run them with `bench/run.py`.
 """

@@ -4,7 +4,8 @@ Every setting is declared once, as a field of `Settings` built by `setting()`: i
 its config-file key, its flag (`--lease-seconds`) and, upper-cased, its environment variable
 (`CONSOLIDATOR_LEASE_SECONDS`); the declaration also carries its default, its help and the range
 it must fall in. The CLI builds its options from `SETTINGS`, `build_settings` validates with it,
-and the README's configuration table is generated from it (a test keeps them equal).
+and the configuration table in docs/configuration.md is generated from it (a test keeps them
+equal).
 """
 
 from __future__ import annotations
@@ -359,7 +360,8 @@ def check_environment(env: Mapping[str, str]) -> None:
 
 
 def settings_table_markdown() -> str:
-    """The README's configuration table, generated from `SETTINGS` (a test keeps them equal)."""
+    """The configuration table of docs/configuration.md, generated from `SETTINGS` (a test
+    keeps them equal)."""
     lines = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
     for spec in SETTINGS:
         lines.append(f"| `{spec.option}` | `{spec.env}` | `{spec.default}` | {spec.help} |")

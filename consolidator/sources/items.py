@@ -57,7 +57,7 @@ class RolloutHeader:
     size: int
     mtime_ns: int
     problem: str | None = None
-    # Which variant of the agent's format the file is in (see README, "Session formats").
+    # Which variant of the agent's format the file is in (see docs/session-formats.md).
     format_version: str | None = None
     # A sub-agent transcript is its own thread; this names the session that spawned it.
     parent_thread_id: str | None = None

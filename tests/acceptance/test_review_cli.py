@@ -1,4 +1,5 @@
-"""The README's Review commands, run as written against three runs with review on."""
+"""The Review commands of docs/review-and-skills.md, run as written against three runs with
+review on."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def write_session(sessions: Path, number: int, cwd: str, started: datetime) -> s
 
 
 def readme_review_commands() -> list[list[str]]:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "review-and-skills.md").read_text()
     section = readme.split("\n## Review\n", 1)[1].split("\n## ", 1)[0]
     return [shlex.split(line[2:]) for line in re.findall(r"^\$ consolidator .+$", section, re.M)]
 

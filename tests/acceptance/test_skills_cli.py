@@ -1,4 +1,5 @@
-"""The README's Skills commands, run as written against sessions that repeat a procedure."""
+"""The Skills commands of docs/review-and-skills.md, run as written against sessions that
+repeat a procedure."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def write_session(sessions: Path, number: int, started: datetime) -> str:
 
 
 def readme_skills_commands() -> list[list[str]]:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "review-and-skills.md").read_text()
     section = readme.split("\n## Skills\n", 1)[1].split("\n## ", 1)[0]
     return [shlex.split(line[2:]) for line in re.findall(r"^\$ consolidator .+$", section, re.M)]
 

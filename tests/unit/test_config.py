@@ -11,7 +11,7 @@ import pytest
 from consolidator.core.config import SETTINGS, SettingSpec, build_settings, settings_table_markdown
 from consolidator.core.errors import ConfigError
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def test_precedence_flag_over_env_over_file_over_default(tmp_path: Path) -> None:
@@ -74,8 +74,8 @@ def test_password_is_hidden_in_display_and_repr(tmp_path: Path) -> None:
     assert "hunter2" not in repr(settings)
 
 
-def test_readme_configuration_table_matches_the_settings() -> None:
-    text = README.read_text()
+def test_documented_configuration_table_matches_the_settings() -> None:
+    text = CONFIGURATION_DOC.read_text()
     match = re.search(
         r"<!-- settings-table:start -->\n(.*)\n<!-- settings-table:end -->", text, re.S
     )

@@ -55,8 +55,8 @@ def test_exit_codes_are_attached_to_the_classes() -> None:
     assert WorkFailed.exit_code == EXIT_FAILED and WorkFailed.reported
 
 
-def test_the_readme_exit_code_table_lists_every_exit_code() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_documented_exit_code_table_lists_every_exit_code() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
     section = readme.split("\n### Exit codes\n", 1)[1].split("\n#", 1)[0]
     listed = [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)]
     defined = sorted(value for name, value in vars(errors).items() if name.startswith("EXIT_"))
