@@ -1,0 +1,42 @@
+"""One verdict per memory entry, from every rule that applies to what it names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from consolidator.security.invisible import strip_invisible
+from consolidator.verify.commands import check_command, named_commands
+from consolidator.verify.folder import FolderView, Limits
+from consolidator.verify.outcome import UNCHECKED, Finding, Verdict, verdict_of
+from consolidator.verify.paths import check_path, named_paths
+from consolidator.verify.runtimes import check_version, stated_versions
+
+
+def verify_text(view: FolderView, text: str) -> Verdict:
+    """How the folder answers what `text` names; invisible characters never hide a name."""
+    if not view.exists:
+        return UNCHECKED
+    return verdict_of(_findings(view, strip_invisible(text)))
+
+
+def _findings(view: FolderView, text: str) -> Iterator[Finding]:
+    for command in named_commands(text):
+        yield check_command(view, command)
+    for stated in stated_versions(text):
+        yield check_version(view, stated)
+    for relative in named_paths(text, str(view.root)):
+        yield check_path(view, relative)
+
+
+class FolderViews:
+    """One view per folder for one reading of the memory, so each file is read once."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self._limits = limits or Limits()
+        self._views: dict[str, FolderView] = {}
+
+    def for_folder(self, folder: str) -> FolderView:
+        if folder not in self._views:
+            self._views[folder] = FolderView(Path(folder), self._limits)
+        return self._views[folder]

@@ -1,0 +1,205 @@
+"""Rule: a runtime version an entry states agrees with what the repository pins or requires.
+
+Where the repository says it: Python in `.python-version`, `.tool-versions`, pyproject's
+`requires-python` and a Dockerfile `FROM python:`; Node in `.nvmrc`, `.node-version`,
+`.tool-versions`, package.json `engines.node` and `FROM node:`; Go in go.mod (`go`,
+`toolchain`), `.tool-versions` and `FROM golang:`; Rust in `rust-toolchain(.toml)` and
+`.tool-versions`. The repository's value wins: the reason quotes it ("repo says >=3.12").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from consolidator.verify.folder import FolderView
+from consolidator.verify.outcome import Finding
+
+Runtime = Literal["python", "node", "go", "rust"]
+
+_STATED: Final = re.compile(
+    r"\b(python|node(?:\.?js)?|go(?:lang)?|rust)\s?(?:version\s+)?v?(\d+(?:\.\d+){0,2})\b",
+    re.IGNORECASE,
+)
+_VERSION: Final = re.compile(r"\d+(?:\.\d+){0,2}")
+
+
+@dataclass(frozen=True)
+class StatedVersion:
+    runtime: Runtime
+    version: str
+
+    @property
+    def claim(self) -> str:
+        return f"{self.runtime} {self.version}"
+
+
+@dataclass(frozen=True)
+class RepoValue:
+    """What one file says: an exact pin (`18`, `3.12.1`) or a range (`>=3.12`)."""
+
+    value: str
+    is_range: bool
+
+
+def stated_versions(text: str) -> Iterator[StatedVersion]:
+    seen: set[StatedVersion] = set()
+    for match in _STATED.finditer(text):
+        word, version = match.group(1).lower(), match.group(2)
+        runtime: Runtime = (
+            "node" if word.startswith("node") else "go" if word.startswith("go") else word  # type: ignore[assignment]
+        )
+        if runtime == "go" and "." not in version:
+            continue
+        stated = StatedVersion(runtime, version)
+        if stated not in seen:
+            seen.add(stated)
+            yield stated
+
+
+def check_version(view: FolderView, stated: StatedVersion) -> Finding:
+    if not view.exists or view.out_of_time():
+        return Finding("version", stated.claim, "unchecked")
+    values = list(_REPO_VALUES[stated.runtime](view))
+    if not values:
+        return Finding("version", stated.claim, "unchecked")
+    for value in values:
+        if not _agrees(stated, value):
+            return Finding("version", stated.claim, "fails", f"repo says {value.value}")
+    return Finding("version", stated.claim, "holds")
+
+
+def _agrees(stated: StatedVersion, repo: RepoValue) -> bool:
+    if not repo.is_range:
+        mine, theirs = stated.version.split("."), repo.value.split(".")
+        shared = min(len(mine), len(theirs))
+        return mine[:shared] == theirs[:shared]
+    if stated.runtime == "node":
+        return _in_npm_range(stated.version, repo.value)
+    try:
+        return SpecifierSet(repo.value).contains(stated.version, prereleases=True)
+    except InvalidSpecifier:
+        return True
+
+
+def _in_npm_range(version: str, npm_range: str) -> bool:
+    """A version against an npm semver range (`>=18`, `^20`, `18 || 20`, `20.x`), by parts."""
+    wanted = _parts(version)
+    for alternative in npm_range.split("||"):
+        tokens = alternative.split()
+        if tokens and all(_npm_token_allows(wanted, token) for token in tokens):
+            return True
+    return False
+
+
+def _npm_token_allows(wanted: tuple[int, ...], token: str) -> bool:
+    match = re.fullmatch(r"(\^|~|>=|<=|>|<|=)?v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?", token)
+    if match is None:
+        return True
+    op = match.group(1) or ""
+    bound = tuple(int(p) for p in match.groups()[1:] if p and p.isdigit())
+    size = len(bound)
+    head = wanted[:size] + (0,) * (size - len(wanted[:size]))
+    if op in ("", "=", "^") or (op == "~" and size == 1):
+        same = head[:1] == bound[:1] if op == "^" else head == bound
+        return same and (op != "^" or head >= bound)
+    if op == "~":
+        return head[:2] == bound[:2] and head >= bound
+    return {">=": head >= bound, "<=": head <= bound, ">": head > bound, "<": head < bound}[op]
+
+
+def _parts(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def _first_line_version(view: FolderView, name: str) -> Iterator[RepoValue]:
+    text = view.read(name).text
+    if text is not None:
+        match = _VERSION.search(text.strip().split("\n", 1)[0])
+        if match:
+            yield RepoValue(match.group(0), False)
+
+
+def _tool_versions(view: FolderView, names: tuple[str, ...]) -> Iterator[RepoValue]:
+    text = view.read(".tool-versions").text or ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in names and _VERSION.match(parts[1]):
+            yield RepoValue(_VERSION.match(parts[1]).group(0), False)  # type: ignore[union-attr]
+
+
+def _docker_from(view: FolderView, images: tuple[str, ...]) -> Iterator[RepoValue]:
+    text = view.read("Dockerfile").text or ""
+    pattern = re.compile(
+        rf"^FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:{'|'.join(images)}):v?(\d+(?:\.\d+){{0,2}})",
+        re.IGNORECASE | re.MULTILINE,
+    )
+    pins = pattern.findall(text)
+    if pins:
+        yield RepoValue(pins[-1], False)
+
+
+def _python(view: FolderView) -> Iterator[RepoValue]:
+    yield from _first_line_version(view, ".python-version")
+    yield from _tool_versions(view, ("python",))
+    text = view.read("pyproject.toml").text
+    if text is not None:
+        try:
+            required = tomllib.loads(text).get("project", {}).get("requires-python")
+        except tomllib.TOMLDecodeError:
+            required = None
+        if isinstance(required, str) and required.strip():
+            yield RepoValue(required.strip(), True)
+    yield from _docker_from(view, ("python",))
+
+
+def _node(view: FolderView) -> Iterator[RepoValue]:
+    yield from _first_line_version(view, ".nvmrc")
+    yield from _first_line_version(view, ".node-version")
+    yield from _tool_versions(view, ("nodejs", "node"))
+    text = view.read("package.json").text
+    if text is not None:
+        try:
+            engine = (json.loads(text).get("engines") or {}).get("node")
+        except (ValueError, AttributeError):
+            engine = None
+        if isinstance(engine, str) and engine.strip():
+            yield RepoValue(engine.strip(), True)
+    yield from _docker_from(view, ("node",))
+
+
+def _go(view: FolderView) -> Iterator[RepoValue]:
+    text = view.read("go.mod").text or ""
+    for pattern in (r"^go\s+(\d+\.\d+(?:\.\d+)?)", r"^toolchain\s+go(\d+\.\d+(?:\.\d+)?)"):
+        match = re.search(pattern, text, re.MULTILINE)
+        if match:
+            yield RepoValue(match.group(1), False)
+    yield from _tool_versions(view, ("golang", "go"))
+    yield from _docker_from(view, ("golang",))
+
+
+def _rust(view: FolderView) -> Iterator[RepoValue]:
+    yield from _first_line_version(view, "rust-toolchain")
+    text = view.read("rust-toolchain.toml").text
+    if text is not None:
+        try:
+            channel = tomllib.loads(text).get("toolchain", {}).get("channel")
+        except tomllib.TOMLDecodeError:
+            channel = None
+        if isinstance(channel, str) and _VERSION.fullmatch(channel):
+            yield RepoValue(channel, False)
+    yield from _tool_versions(view, ("rust",))
+
+
+_REPO_VALUES: Final[dict[Runtime, Callable[[FolderView], Iterator[RepoValue]]]] = {
+    "python": _python,
+    "node": _node,
+    "go": _go,
+    "rust": _rust,
+}
