@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory.model import Block, Memory, Section
+from consolidator.memory.model import Block, Bullet, Memory, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
+from consolidator.verify.entry import EntryChecker
 
 ContextFormat = Literal["markdown", "json", "claude-hook", "codex-hook"]
 CONTEXT_FORMATS: Final[tuple[ContextFormat, ...]] = (
@@ -40,6 +41,8 @@ _SECTION_TITLES: Final[dict[Section, str]] = {
     "knowledge": "Reusable knowledge",
 }
 _PROJECT_ORDER: Final[tuple[Section, ...]] = ("preferences", "failures", "knowledge")
+# Entries the repository contradicts are shown marked up to this many; the rest are left out.
+MAX_FAILING_SHOWN: Final = 3
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class AgentContext:
     block_ids: tuple[str, ...]
     summaries: tuple[SummaryPointer, ...]
     omitted: int
+    failed_checks: tuple[FailedCheck, ...] = ()
+    left_out_failing: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +74,8 @@ class AgentContext:
             "source": self.source,
             "bytes": len(self.markdown.encode("utf-8")),
             "omitted": self.omitted,
+            "failed_checks": [check.__dict__ for check in self.failed_checks],
+            "left_out_failing": self.left_out_failing,
             "blocks": list(self.block_ids),
             "rollout_summaries": [pointer.__dict__ for pointer in self.summaries],
             "markdown": self.markdown,
@@ -79,6 +86,40 @@ def scoped_blocks(memory: Memory, cwd: str) -> tuple[tuple[Block, ...], tuple[Bl
     """The user-wide blocks and the nearest project's blocks for `cwd`, in memory order."""
     user_wide = tuple(b for b in blocks_for_cwd(memory, cwd).blocks if is_user_wide(b))
     return user_wide, applicable_blocks(memory, cwd)
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    block_id: str
+    text: str
+    reason: str
+
+
+@dataclass
+class _Checks:
+    """Each project entry as the agent should read it: unmarked when the folder does not
+    contradict it, marked with the reason when it does, and left out (counted) once
+    `MAX_FAILING_SHOWN` contradicted entries are already shown."""
+
+    checker: EntryChecker | None
+    failed: list[FailedCheck] = field(default_factory=list)
+    left_out: int = 0
+
+    def entries(self, block: Block, bullets: Iterable[Bullet]) -> Iterator[str]:
+        folder = None if is_user_wide(block) else block.applies_to_cwd
+        for bullet in bullets:
+            text = one_line(bullet.text)
+            if self.checker is None or folder is None:
+                yield text
+                continue
+            verdict = self.checker.verdict(folder, bullet.text)
+            if verdict.status != "fails":
+                yield text
+            elif len(self.failed) >= MAX_FAILING_SHOWN:
+                self.left_out += 1
+            else:
+                self.failed.append(FailedCheck(block.block_id, text, verdict.reason))
+                yield f"{text} [repository check: {verdict.reason}]"
 
 
 @dataclass
@@ -122,13 +163,18 @@ def build_context(
     max_bytes: int,
     version: int | None,
     source: Literal["database", "file", "none"],
+    checker: EntryChecker | None = None,
 ) -> AgentContext:
-    """The digest of `memory` for an agent in `cwd` (absolute), at most `max_bytes` long."""
+    """The digest of `memory` for an agent in `cwd` (absolute), at most `max_bytes` long.
+
+    With a `checker`, each project entry is checked against its block's folder first.
+    """
     user_wide, projects = scoped_blocks(memory, cwd)
     if not any(_has_entries(block) for block in (*user_wide, *projects)):
         return AgentContext(cwd, version, source, "", (), (), 0)
     footer = f"(more in `consolidator show --cwd {cwd}`)"
-    budget = _Budget(limit=max(max_bytes - len(footer.encode("utf-8")) - 32, 0))
+    budget = _Budget(limit=max(max_bytes - len(footer.encode("utf-8")) - 96, 0))
+    checks = _Checks(checker)
     budget.add(f"# Memory for {cwd}", "From past sessions; check facts against the repository.")
     budget.add_group(
         "## User-wide preferences",
@@ -139,7 +185,7 @@ def build_context(
         for section in _PROJECT_ORDER:
             budget.add_group(
                 f"### {_SECTION_TITLES[section]}",
-                (one_line(b.text) for b in block.section(section)),
+                checks.entries(block, block.section(section)),
             )
     budget.pending = []
     pointers = tuple(_summary_pointers(projects or user_wide, memory_dir))
@@ -153,6 +199,12 @@ def build_context(
             (one_line(b.text) for block in user_wide for b in block.section(section)),
         )
     lines = budget.lines
+    if checks.left_out:
+        lines = [
+            *lines,
+            "",
+            f"{checks.left_out} more entries left out: the repository no longer matches them",
+        ]
     if budget.omitted:
         lines = [*lines, "", f"{budget.omitted} more entries did not fit {footer}"]
     markdown = "\n".join(lines) + "\n"
@@ -166,6 +218,8 @@ def build_context(
         block_ids=tuple(block.block_id for block in (*user_wide, *projects)),
         summaries=pointers,
         omitted=budget.omitted,
+        failed_checks=tuple(checks.failed),
+        left_out_failing=checks.left_out,
     )
 
 

@@ -19,8 +19,10 @@ from consolidator.core.config import Settings
 from consolidator.face.context import read_memory
 from consolidator.memory.model import Block, Memory
 from consolidator.memory.render import one_line, render_block
+from consolidator.memory.scope import is_user_wide
 from consolidator.memory.search import blocks_in_scope, search
 from consolidator.phases.notes import add_note
+from consolidator.verify.entry import EntryChecker
 
 INSTRUCTIONS = (
     "Long-term memory of past coding sessions, cited. Search it before repeating work "
@@ -67,14 +69,19 @@ class MemoryTools:
             memory_dir=self.settings.memory_dir,
             limit=max(1, min(limit, 50)),
         )
-        return {"cwd": folder, "hits": [hit.as_json() for hit in hits]}
+        return {"cwd": folder, "hits": checked_hits(blocks, [hit.as_json() for hit in hits])}
 
     def read_block(self, block_id: str, cwd: str | None) -> dict[str, Any]:
         folder, blocks = self._scope(cwd)
         block = next((b for b in blocks if b.block_id == block_id), None)
         if block is None:
             raise ToolError(f"no block {block_id!r} applies to {folder}; see search_memory")
-        return {"cwd": folder, "block_id": block_id, "markdown": render_block(block)}
+        return {
+            "cwd": folder,
+            "block_id": block_id,
+            "markdown": render_block(block),
+            "failed_checks": failed_checks(block, EntryChecker()),
+        }
 
     def read_rollout_summary(self, thread_id: str, cwd: str | None) -> dict[str, Any]:
         folder, blocks = self._scope(cwd)
@@ -111,6 +118,30 @@ class MemoryTools:
         if outcome.status == "accepted":
             answer["next"] = "consolidated into MEMORY.md by the next phase-two pass"
         return answer
+
+
+def checked_hits(blocks: tuple[Block, ...], hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each bullet hit the project's folder contradicts gets `check` with the reason."""
+    checker = EntryChecker()
+    folders = {b.block_id: b.applies_to_cwd for b in blocks if not is_user_wide(b)}
+    for hit in hits:
+        if hit["kind"] != "bullet":
+            continue
+        verdict = checker.verdict(folders.get(hit["block_id"]), hit["text"])
+        if verdict.status == "fails":
+            hit["check"] = verdict.as_json()
+    return hits
+
+
+def failed_checks(block: Block, checker: EntryChecker) -> list[dict[str, str]]:
+    """The block's entries its folder contradicts now, each with the reason."""
+    folder = None if is_user_wide(block) else block.applies_to_cwd
+    found = []
+    for section, bullet in block.bullets():
+        verdict = checker.verdict(folder, bullet.text)
+        if verdict.status == "fails":
+            found.append({"section": section, "text": bullet.text, "reason": verdict.reason})
+    return found
 
 
 def build_server(settings: Settings) -> MCPServer:

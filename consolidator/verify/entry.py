@@ -40,3 +40,23 @@ class FolderViews:
         if folder not in self._views:
             self._views[folder] = FolderView(Path(folder), self._limits)
         return self._views[folder]
+
+
+class EntryChecker:
+    """Verdicts for the entries of one reading of the memory, each entry checked once.
+
+    `folder` is the block's folder; an entry with none (a user-wide one) names nothing a
+    folder could answer, so it is unchecked.
+    """
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self._views = FolderViews(limits)
+        self._verdicts: dict[tuple[str, str], Verdict] = {}
+
+    def verdict(self, folder: str | None, text: str) -> Verdict:
+        if not folder:
+            return UNCHECKED
+        key = (folder, text)
+        if key not in self._verdicts:
+            self._verdicts[key] = verify_text(self._views.for_folder(folder), text)
+        return self._verdicts[key]

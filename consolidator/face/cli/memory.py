@@ -138,6 +138,8 @@ def context_command(
         click.echo(f"consolidator context: {exc}; no memory was given to the agent", err=True)
         click.echo(render_for(unavailable_context(target), output_format), nl=False)
         return
+    from consolidator.verify.entry import EntryChecker
+
     loaded = read_memory(settings.db_url, settings.memory_dir, wait_seconds=wait_seconds)
     if loaded.problem:
         click.echo(f"consolidator context: {loaded.problem}", err=True)
@@ -148,6 +150,7 @@ def context_command(
         max_bytes=max_bytes,
         version=loaded.version,
         source=loaded.source,
+        checker=EntryChecker(),
     )
     click.echo(render_for(context, output_format), nl=False)
 
