@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
+from consolidator.db.search import SEARCH_OBJECTS
 
 config = context.config
 target_metadata = Base.metadata
@@ -26,6 +27,14 @@ def _engine() -> Engine:
     return create_db_engine(url)
 
 
+def _modelled(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """The full-text objects are made by migrations alone (see consolidator.db.search), so
+    the models' diff leaves them, and FTS5's shadow tables, out."""
+    return not (reflected and name is not None and name.startswith(SEARCH_OBJECTS))
+
+
 def run_migrations_online() -> None:
     engine = _engine()
     with engine.connect() as connection:
@@ -34,6 +43,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             compare_type=True,
+            include_object=_modelled,
         )
         with context.begin_transaction():
             context.run_migrations()

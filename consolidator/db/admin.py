@@ -42,6 +42,7 @@ from consolidator.db.schema import (
     Stage1Output,
     Thread,
 )
+from consolidator.db.search import scrub_deleted_terms
 from consolidator.db.threads import remove_inputs, tombstone_legacy
 from consolidator.db.versions import PURGE_OWED, owe_purge
 
@@ -113,8 +114,9 @@ class AdminMixin(StoreBase):
         return bool(owed)
 
     def purge_free_space(self, *, wait_seconds: float | None = None) -> bool:
-        """After a forget or clear on SQLite: fold the WAL into the database and truncate it,
-        so deleted content survives in neither the WAL nor free pages (secure_delete).
+        """After a forget or clear on SQLite: merge the search index's segments (deleted rows'
+        terms leave it), then fold the WAL into the database and truncate it, so deleted
+        content survives in neither the WAL nor free pages (secure_delete).
 
         A reader in the middle of a transaction holds the checkpoint back; it is retried until
         `wait_seconds` have passed. False when the WAL could not be truncated in that time:
@@ -122,6 +124,8 @@ class AdminMixin(StoreBase):
         """
         if not self._sqlite:
             return True
+        with self._write() as connection:
+            scrub_deleted_terms(connection)
         if not self._checkpoint(PURGE_WAIT_SECONDS if wait_seconds is None else wait_seconds):
             self._remember_purge_owed()
             return False

@@ -14,6 +14,7 @@ guarantee and which statement's row count decides:
 - `admin.py`: forget, clear, the WAL purge, and `status` counts.
 - `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
 - `usage.py`: which later session used which remembered one (the usage signal).
+- `search.py`: full-text recall over every live session's stage-one output.
 - `blocks.py`: block rows shared by memory versions and pending versions.
 - `pending.py`, `review.py`: pending versions (review mode) and the decisions on them.
 """
@@ -59,6 +60,7 @@ from consolidator.db.records import (
     tombstone_id,
 )
 from consolidator.db.review import Decision, PendingContent, PendingRecord, ReviewMixin
+from consolidator.db.search import SearchMixin
 from consolidator.db.skills import SkillsMixin
 from consolidator.db.threads import ThreadsMixin
 from consolidator.db.usage import UsageMixin
@@ -74,6 +76,7 @@ class Store(
     SkillsMixin,
     ReviewMixin,
     UsageMixin,
+    SearchMixin,
     StoreBase,
 ):
     """Every database verb of the worker (see the modules of its parts).

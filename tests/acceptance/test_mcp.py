@@ -61,6 +61,7 @@ def call(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool
                 "read_rollout_summary",
                 "list_recent_tasks",
                 "add_note",
+                "search_sessions",
             }
             for name, arguments in calls:
                 result = await client.call_tool(name, arguments)
@@ -104,6 +105,24 @@ def test_read_tools_answer_for_one_project_only(home: Path) -> None:
     assert not e2 and "invoice" in summary["summary"].lower()
     assert e3 and "applies to" in refused
     assert e4 and "no summary" in refused_summary
+
+
+def test_search_sessions_finds_past_sessions_of_one_project_only(home: Path) -> None:
+    (err, found), (err_other, other), (err_bad, bad) = call(
+        home,
+        [
+            ("search_sessions", {"query": "pytest invoice", "cwd": f"{PROJECT}/src"}),
+            ("search_sessions", {"query": "pytest invoice", "cwd": OTHER_PROJECT}),
+            ("search_sessions", {"query": '"" *** ((', "cwd": PROJECT}),
+        ],
+    )
+
+    assert not err and not err_other
+    assert found["hits"] and {hit["cwd"] for hit in found["hits"]} == {PROJECT}
+    assert "[invoice]" in found["hits"][0]["snippet"]
+    assert Path(found["hits"][0]["rollout_summary"]).is_file()
+    assert all(hit["cwd"] != PROJECT for hit in other["hits"])
+    assert err_bad and "no word to search for" in bad
 
 
 def test_a_note_becomes_a_cited_redacted_forgettable_input(home: Path) -> None:

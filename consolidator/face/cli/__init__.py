@@ -25,7 +25,7 @@ from consolidator.core.errors import (
     EXIT_USAGE,
     ConsolidatorError,
 )
-from consolidator.face.cli import memory, review, status, work
+from consolidator.face.cli import memory, review, search, status, work
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,13 @@ def cli() -> None:
     """
 
 
-for _command in (*work.COMMANDS, *memory.COMMANDS, *review.COMMANDS, status.status_command):
+for _command in (
+    *work.COMMANDS,
+    *memory.COMMANDS,
+    search.search_command,
+    *review.COMMANDS,
+    status.status_command,
+):
     cli.add_command(_command)
 
 

@@ -81,6 +81,21 @@ def db_upgrade(**params: Any) -> None:
     )
 
 
+@db.command("reindex")
+@common_options
+def db_reindex(**params: Any) -> None:
+    """Rebuild the session search index from the stored stage-one outputs.
+
+    The index follows the outputs by itself; this repairs it after a restore of the outputs
+    alone, or a table rebuilt by hand.
+    """
+    inv = invocation(params)
+    with open_store(inv.settings) as store:
+        indexed = store.reindex_sessions()
+        store.purge_free_space()
+    inv.emit({"indexed": indexed}, lambda: inv.console.print(f"{indexed} sessions indexed"))
+
+
 def _checked(func: Callable[[], Any], settings: Settings) -> Any:
     from sqlalchemy.exc import OperationalError
 

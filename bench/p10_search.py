@@ -1,0 +1,237 @@
+"""P10: full-text recall over 100,000 indexed sessions.
+
+- `P10 query <db>`: p50 and p99 of `Store.search_sessions` (10 hits, two or three words from
+  the sessions' own text, one project's scope; the sessions are passages of the real
+  published sessions in `tests/fixtures/real`) in a database of 100,000 stored outputs,
+  against the floor of any answer: one stage-one output read by its key in the same database.
+  Goal: p99 at most 20x the floor and under 50 ms.
+- `P10 build <db>`: what keeping the index costs each stored session: the time to store
+  outputs with the index less the time without it (the same rows in a copy without the
+  index), against stage one's own work on one session besides the model call (read, reduce,
+  redact a 64 KB rollout). Goal: at most 5%.
+
+The databases are seeded with rows directly, so their size does not depend on stage one.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, insert, text
+
+from bench.common import (
+    Config,
+    Result,
+    median_time,
+    migrated_store,
+    ms,
+    percentile,
+    postgres_problem,
+    postgres_schema,
+    sqlite_url,
+)
+from bench.data import write_rollout
+from consolidator.db.schema import Stage1Output, Thread
+from consolidator.db.search import QueryTerms, SearchScope
+from consolidator.db.store import ThreadRecord, ThreadState
+from consolidator.phases.stage_one import build_input, transcript_budget_chars
+from tests.real_text import real_passages
+
+PROJECTS = 50
+BATCH = 5_000
+
+
+def _thread_id(number: int) -> str:
+    return f"0199{number:08d}-srch-7000-8000-{number:012d}"
+
+
+def _rows(
+    numbers: range, passages: tuple[str, ...], rng: random.Random, now: datetime
+) -> Iterator[tuple[dict[str, object], dict[str, object]]]:
+    for number in numbers:
+        updated = now - timedelta(days=rng.uniform(0, 365))
+        thread_id = _thread_id(number)
+        cwd = f"/work/project-{number % PROJECTS}"
+        thread = {
+            "thread_id": thread_id,
+            "source": "codex",
+            "rollout_path": f"/sessions/rollout-{number}.jsonl",
+            "source_id": None,
+            "ingested": False,
+            "cwd": cwd,
+            "git_branch": "main",
+            "started_at": updated,
+            "source_updated_at": updated,
+            "file_size": 1200,
+            "file_mtime_ns": int(updated.timestamp() * 1e9),
+            "state": ThreadState.ACTIVE.value,
+            "problem": None,
+            "first_seen_at": now,
+            "updated_at": now,
+        }
+        output = {
+            "thread_id": thread_id,
+            "raw_memory": "\n".join(f"- {s}" for s in rng.sample(passages, 6)),
+            "rollout_summary": rng.choice(passages),
+            "rollout_slug": "session",
+            "rollout_path": thread["rollout_path"],
+            "cwd": cwd,
+            "git_branch": "main",
+            "source_updated_at": updated,
+            "generated_at": now,
+            "backend": "extractive",
+            "model": "extractive-v1",
+            "input_tokens": 0,
+            "output_tokens": 0,
+        }
+        yield thread, output
+
+
+def _seed(engine: Engine, first: int, count: int, seed: int) -> float:
+    """Store `count` sessions from number `first`; the seconds spent storing the outputs."""
+    rng = random.Random(seed)
+    passages = real_passages()
+    now = datetime.now(UTC)
+    spent = 0.0
+    for start in range(first, first + count, BATCH):
+        numbers = range(start, min(first + count, start + BATCH))
+        pairs = list(_rows(numbers, passages, rng, now))
+        with engine.begin() as connection:
+            connection.execute(insert(Thread), [thread for thread, _ in pairs])
+        started = time.perf_counter()
+        with engine.begin() as connection:
+            connection.execute(insert(Stage1Output), [output for _, output in pairs])
+        spent += time.perf_counter() - started
+    return spent
+
+
+def _drop_index(engine: Engine) -> None:
+    with engine.begin() as connection:
+        if engine.dialect.name == "sqlite":
+            for trigger in ("insert", "delete", "update"):
+                connection.execute(text(f"DROP TRIGGER session_search_{trigger}"))
+        else:
+            connection.execute(text("DROP INDEX ix_stage1_outputs_search"))
+            connection.execute(text("ALTER TABLE stage1_outputs DROP COLUMN search_document"))
+
+
+def _queries(count: int, seed: int) -> list[QueryTerms]:
+    """Two or three words of the sessions' own text, as a person would type them."""
+    words = [w for p in real_passages() for w in p.split() if w.isalpha() and len(w) > 3]
+    rng = random.Random(seed)
+    return [QueryTerms.parse(" ".join(rng.sample(words, rng.choice((2, 3))))) for _ in range(count)]
+
+
+def _latencies(call: Callable[[], object], rounds: int) -> list[float]:
+    call()
+    values = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        values.append(time.perf_counter() - started)
+    return values
+
+
+def _stage_one_seconds(config: Config) -> float:
+    rollout = write_rollout(config.workdir, 64 * 1024, seed=67)
+    thread = ThreadRecord(
+        thread_id=rollout.session_id,
+        source="codex",
+        rollout_path=str(rollout.path),
+        cwd=rollout.cwd,
+        git_branch="main",
+        source_updated_at=datetime.now(UTC),
+        state=ThreadState.ACTIVE,
+        problem=None,
+    )
+    budget = transcript_budget_chars(128_000)
+    return median_time(lambda: build_input(thread, budget), config.pick(21, 7))
+
+
+def _results(name: str, url: str, bare_url: str, config: Config, stage_one: float) -> list[Result]:
+    sessions = config.pick(100_000, 3_000)
+    measured = config.pick(5_000, 1_000)
+    rounds = config.pick(200, 40)
+    store = migrated_store(url)
+    _seed(store.engine, 0, sessions - measured, seed=10)
+    with_index = _seed(store.engine, sessions - measured, measured, seed=11)
+    bare = migrated_store(bare_url)
+    _drop_index(bare.engine)
+    without_index = _seed(bare.engine, 0, measured, seed=11)
+    bare.engine.dispose()
+
+    queries = iter(_queries(rounds + 1, seed=12))
+    scope = SearchScope("/work/project-7")
+    searches = _latencies(lambda: store.search_sessions(next(queries), scope, limit=10), rounds)
+    keys = iter(random.Random(13).sample(range(sessions), rounds + 1))
+
+    def by_key() -> object:
+        with store.engine.connect() as connection:
+            return connection.execute(
+                text("SELECT raw_memory FROM stage1_outputs WHERE thread_id = :id"),
+                {"id": _thread_id(next(keys))},
+            ).scalar_one()
+
+    floor = statistics.median(_latencies(by_key, rounds))
+    store.engine.dispose()
+    p50, p99 = percentile(searches, 0.5), percentile(searches, 0.99)
+    overhead = max(0.0, (with_index - without_index) / measured)
+    return [
+        Result(
+            id=f"P10 query {name}",
+            title=f"session search p99 at {sessions:,} sessions vs a read by key ({name})",
+            figure=p99 / floor,
+            comparison="<=",
+            target=20.0,
+            unit="x",
+            detail=f"p50 {ms(p50)}, p99 {ms(p99)} vs {ms(floor)} by key ({rounds} queries)",
+            data={"sessions": sessions, "p50": round(p50, 6), "p99": round(p99, 6)},
+            violation=None if p99 < 0.050 else f"p99 {ms(p99)} over 50 ms",
+        ),
+        Result(
+            id=f"P10 build {name}",
+            title=f"index upkeep per stored session vs stage one's own work ({name})",
+            figure=overhead / stage_one,
+            comparison="<=",
+            target=0.05,
+            unit="x",
+            detail=f"{ms(overhead)} per session ({ms(with_index / measured)} with the index,"
+            f" {ms(without_index / measured)} without) vs stage one {ms(stage_one)}",
+            data={"overhead_seconds": round(overhead, 7), "stage_one_seconds": stage_one},
+        ),
+    ]
+
+
+def run(config: Config) -> list[Result]:
+    stage_one = _stage_one_seconds(config)
+    results = _results(
+        "sqlite",
+        sqlite_url(config.workdir, "search.db"),
+        sqlite_url(config.workdir, "bare.db"),
+        config,
+        stage_one,
+    )
+    problem = postgres_problem()
+    if problem is not None:
+        results.append(
+            Result(
+                id="P10 query postgresql",
+                title="session search (postgresql)",
+                figure=None,
+                comparison="<=",
+                target=20.0,
+                unit="x",
+                detail="",
+                skipped=problem,
+            )
+        )
+        return results
+    with ExitStack() as stack:
+        url, bare_url = (stack.enter_context(postgres_schema()) for _ in range(2))
+        results.extend(_results("postgresql", url, bare_url, config, stage_one))
+    return results

@@ -1,0 +1,338 @@
+"""Full-text recall over every live session's stage-one output.
+
+The index follows `stage1_outputs` row for row, so whatever removes an output (a forget, a
+vanished rollout, "nothing to remember", `clear-all`) removes its index entry in the same
+transaction, with no code of its own:
+
+- SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
+  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. FTS5 keeps
+  a deleted row's terms in its index segments until they are merged, so the purge that follows
+  every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges
+  them into one segment first: no term of a forgotten session stays in the file.
+- PostgreSQL: a stored, generated `tsvector` column of the same text (English stemming) with
+  a GIN index. `ts_rank_cd` knows nothing of how rare a word is, so sessions are ranked by
+  how many of the query's terms they contain, then by `ts_rank_cd`. A deleted row is gone
+  from the index as from the table (its old tuple waits for VACUUM like every deleted row).
+
+A query is data, never SQL or FTS syntax: it is cut into words and "quoted phrases", each
+matched as a literal. Sessions holding all of them are looked for first (an intersection of
+the index's lists, cheap however common the words); when they are fewer than the hits asked
+for, any of them may match, and relevance decides the order. The index never
+sees another folder's rows: the scope is a folder and the folders below it that are not a
+nested project's, applied in SQL.
+
+The index objects are created by migrations, not by the models (neither database's
+full-text objects have a SQLAlchemy type); `SEARCH_OBJECTS` names them for `alembic check`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, text
+
+from consolidator.core.errors import ConfigError
+from consolidator.db.base import StoreBase, contention_retry
+
+SQLITE_TABLE: Final = "session_search"
+PG_COLUMN: Final = "search_document"
+PG_INDEX: Final = "ix_stage1_outputs_search"
+# FTS5 shadow tables start with the table's name; triggers are not reflected.
+SEARCH_OBJECTS: Final = (SQLITE_TABLE, PG_COLUMN, PG_INDEX)
+
+
+# Recent sessions rank higher: today's by a fifth of its relevance, one from
+# `RECENCY_HALF_LIFE_DAYS` ago by a tenth, older ones by less and less.
+RECENCY_WEIGHT: Final = 0.2
+RECENCY_HALF_LIFE_DAYS: Final = 30.0
+# Relevance picks this many candidates per hit asked before the recency boost reorders them.
+CANDIDATES_PER_HIT: Final = 5
+MAX_QUERY_TERMS: Final = 32
+MAX_QUERY_CHARS: Final = 1000
+
+_TERM = re.compile(r'"([^"]*)"|(\w+)', re.UNICODE)
+
+
+class SearchQueryError(ConfigError):
+    """A query with nothing to search for; the message says what a query is."""
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Which sessions a query may see: those whose cwd is `folder` or below it, but not at or
+    below one of `excluded` (nested projects with memory of their own). `folder` None is
+    every session (an admin's search)."""
+
+    folder: str | None
+    excluded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    thread_id: str
+    cwd: str | None
+    git_branch: str | None
+    updated_at: datetime
+    slug: str | None
+    snippet: str
+    relevance: float
+    score: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "cwd": self.cwd,
+            "git_branch": self.git_branch,
+            "updated_at": self.updated_at.isoformat(),
+            "slug": self.slug,
+            "snippet": self.snippet,
+            "score": round(self.score, 6),
+        }
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A user's query as literal words and phrases (lower case, at most `MAX_QUERY_TERMS`)."""
+
+    terms: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, query: str) -> QueryTerms:
+        if len(query) > MAX_QUERY_CHARS:
+            raise SearchQueryError(
+                f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}"
+            )
+        terms: list[str] = []
+        for phrase, word in _TERM.findall(query):
+            words = re.findall(r"\w+", phrase or word, re.UNICODE)
+            joined = " ".join(w.lower() for w in words)
+            if joined and joined not in terms:
+                terms.append(joined)
+        if not terms:
+            raise SearchQueryError(
+                "the query has no word to search for: give words, or a phrase in double quotes"
+            )
+        return cls(tuple(terms[:MAX_QUERY_TERMS]))
+
+    def fts5(self, *, every: bool) -> str:
+        """FTS5 MATCH text: every term a quoted string (no operator can appear), all of them
+        required (`every`) or any."""
+        return (" AND " if every else " OR ").join(f'"{term}"' for term in self.terms)
+
+    def websearch(self, *, every: bool) -> str:
+        """`websearch_to_tsquery` text: phrases quoted, terms joined by spaces (all required)
+        or `or`; only word characters reach it, so it has no operator but those."""
+        words = [f'"{term}"' if " " in term else term for term in self.terms]
+        return (" " if every else " or ").join(words)
+
+
+def recency_boost(relevance: float, updated_at: datetime, now: datetime) -> float:
+    """The score a hit is ordered by: its text relevance, raised for recent sessions."""
+    age_days = max(0.0, (now - updated_at).total_seconds() / 86400)
+    return relevance * (
+        1 + RECENCY_WEIGHT * math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
+    )
+
+
+def _like_prefix(folder: str) -> str:
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.rstrip("/") + "/%"
+
+
+def _scope_sql(scope: SearchScope, params: dict[str, Any], column: str) -> str:
+    clauses: list[str] = []
+    if scope.folder is not None:
+        params["scope_folder"] = scope.folder
+        params["scope_below"] = _like_prefix(scope.folder)
+        clauses.append(f"({column} = :scope_folder OR {column} LIKE :scope_below ESCAPE '\\')")
+    for index, nested in enumerate(scope.excluded):
+        params[f"nested_{index}"] = nested
+        params[f"nested_below_{index}"] = _like_prefix(nested)
+        clauses.append(
+            f"NOT ({column} = :nested_{index} OR {column} LIKE :nested_below_{index} ESCAPE '\\')"
+        )
+    return " AND ".join(clauses) if clauses else "1 = 1"
+
+
+def _since_sql(since: datetime | None, params: dict[str, Any], column: str) -> str:
+    if since is None:
+        return "1 = 1"
+    params["since"] = since
+    return f"{column} >= :since"
+
+
+# Candidates by relevance; snippets are made afterwards for the hits kept alone.
+_SQLITE_RANKED = """
+SELECT o.rowid AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
+       o.rollout_slug, -bm25({table}) AS relevance
+FROM {table}
+JOIN stage1_outputs AS o ON o.rowid = {table}.rowid
+WHERE {table} MATCH :match AND {scope} AND {since}
+ORDER BY bm25({table})
+LIMIT :candidates
+"""
+
+_SQLITE_SNIPPETS = """
+SELECT rowid AS hit_key, snippet({table}, -1, '[', ']', '...', 16) AS snippet
+FROM {table}
+WHERE {table} MATCH :match AND rowid IN ({keys})
+"""
+
+_PG_RANKED = """
+WITH q AS (SELECT websearch_to_tsquery('english', :match) AS query)
+SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
+       o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
+FROM stage1_outputs AS o, q
+WHERE o.search_document @@ q.query AND {scope} AND {since}
+ORDER BY relevance DESC
+LIMIT :candidates
+"""
+
+_PG_SNIPPETS = """
+SELECT o.thread_id AS hit_key,
+       ts_headline('english', o.rollout_summary || ' ' || o.raw_memory,
+                   websearch_to_tsquery('english', :match),
+                   'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1')
+           AS snippet
+FROM stage1_outputs AS o
+WHERE o.thread_id IN ({keys})
+"""
+
+
+def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> str:
+    """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
+    orders rows that hold as many)."""
+    parts = []
+    for index, term in enumerate(query.terms):
+        params[f"term_{index}"] = f'"{term}"' if " " in term else term
+        parts.append(f"(o.search_document @@ websearch_to_tsquery('english', :term_{index}))::int")
+    return "(" + " + ".join(parts) + ")"
+
+
+def search_sessions(
+    connection: Connection,
+    query: QueryTerms,
+    scope: SearchScope,
+    *,
+    since: datetime | None,
+    limit: int,
+    now: datetime,
+) -> list[SessionHit]:
+    """The best `limit` live sessions for `query` within `scope`, by relevance with the
+    recency boost; read-only."""
+    sqlite = connection.dialect.name == "sqlite"
+    wanted = max(1, limit)
+    for every in (True, False) if len(query.terms) > 1 else (False,):
+        params: dict[str, Any] = {
+            "candidates": wanted * CANDIDATES_PER_HIT,
+            "match": query.fts5(every=every) if sqlite else query.websearch(every=every),
+        }
+        parts = {
+            "table": SQLITE_TABLE,
+            "scope": _scope_sql(scope, params, "o.cwd"),
+            "since": _since_sql(since, params, "o.source_updated_at"),
+        }
+        if not sqlite:
+            parts["matched"] = _pg_matched_terms(query, params)
+        ranked = connection.execute(
+            text((_SQLITE_RANKED if sqlite else _PG_RANKED).format(**parts)), params
+        ).all()
+        if len(ranked) >= wanted:
+            break
+    scored = sorted(
+        ranked,
+        key=lambda row: recency_boost(
+            float(row.relevance or 0.0), _aware(row.source_updated_at), now
+        ),
+        reverse=True,
+    )[:wanted]
+    if not scored:
+        return []
+    keys = {f"key_{index}": row.hit_key for index, row in enumerate(scored)}
+    snippets: dict[Any, str] = {
+        row.hit_key: row.snippet
+        for row in connection.execute(
+            text(
+                (_SQLITE_SNIPPETS if sqlite else _PG_SNIPPETS).format(
+                    table=SQLITE_TABLE, keys=", ".join(f":{name}" for name in keys)
+                )
+            ),
+            {"match": params["match"], **keys},
+        )
+    }
+    hits = []
+    for row in scored:
+        updated_at = _aware(row.source_updated_at)
+        relevance = float(row.relevance or 0.0)
+        hits.append(
+            SessionHit(
+                thread_id=row.thread_id,
+                cwd=row.cwd,
+                git_branch=row.git_branch,
+                updated_at=updated_at,
+                slug=row.rollout_slug,
+                snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
+                relevance=relevance,
+                score=recency_boost(relevance, updated_at, now),
+            )
+        )
+    return hits
+
+
+def _aware(moment: datetime | str) -> datetime:
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def rebuild_index(connection: Connection) -> int:
+    """Build the index afresh from every stored output (after a restore, or to repair it);
+    the number of sessions indexed."""
+    if connection.dialect.name == "sqlite":
+        connection.execute(text(f"DELETE FROM {SQLITE_TABLE}"))
+        connection.execute(text(SQLITE_FILL))
+        scrub_deleted_terms(connection)
+    else:
+        connection.execute(text(f"REINDEX INDEX {PG_INDEX}"))
+    count = connection.execute(text("SELECT count(*) FROM stage1_outputs")).scalar_one()
+    return int(count)
+
+
+def scrub_deleted_terms(connection: Connection) -> None:
+    """Merge FTS5's segments so deleted rows' terms leave the index (SQLite); the freed pages
+    are zeroed by `secure_delete`. PostgreSQL has nothing to merge."""
+    if connection.dialect.name == "sqlite":
+        connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('optimize')"))
+
+
+SQLITE_FILL: Final = f"""
+INSERT INTO {SQLITE_TABLE}(rowid, rollout_slug, rollout_summary, raw_memory)
+SELECT rowid, coalesce(rollout_slug, ''), rollout_summary, raw_memory FROM stage1_outputs
+"""
+
+
+class SearchMixin(StoreBase):
+    """Search verbs over the index; the index itself is kept by the database (see above)."""
+
+    def search_sessions(
+        self,
+        query: QueryTerms,
+        scope: SearchScope,
+        *,
+        since: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SessionHit]:
+        with self._read() as connection:
+            return search_sessions(
+                connection, query, scope, since=since, limit=limit, now=self._now(connection)
+            )
+
+    @contention_retry
+    def reindex_sessions(self) -> int:
+        """Rebuild the index from the stored outputs in one transaction; sessions indexed."""
+        with self._write() as connection:
+            return rebuild_index(connection)

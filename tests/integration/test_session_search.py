@@ -1,0 +1,248 @@
+"""Full-text recall over every session, on SQLite's FTS5 and PostgreSQL's text search.
+
+The filler sessions are built from the text of the real published sessions in
+`tests/fixtures/real` (tool output, user requests, agent answers), so the index is ranked
+against language nobody wrote for it.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.migrate import upgrade
+from consolidator.db.search import QueryTerms, SearchQueryError, SearchScope
+from consolidator.db.store import Stage1Payload, Store
+from tests.factories import LEASE, T0, header
+from tests.real_text import real_passages
+
+BILLING = "/home/dev/billing-api"
+FRONTEND = "/home/dev/web-frontend"
+
+
+def store_output(
+    store: Store,
+    thread_id: str,
+    summary: str,
+    raw_memory: str,
+    *,
+    cwd: str = BILLING,
+    days_ago: float = 1.0,
+) -> None:
+    moment = T0 - timedelta(days=days_ago)
+    store.register_thread(header(thread_id, moment, cwd=cwd), ingested=False, retry_budget=3)
+    claim = store.try_claim_stage1(thread_id, lease_seconds=LEASE)
+    assert claim.claimed, claim
+    payload = Stage1Payload(
+        raw_memory=raw_memory,
+        rollout_summary=summary,
+        rollout_slug="session",
+        backend="extractive",
+        model="extractive-v1",
+    )
+    assert store.complete_stage1(claim, payload)
+
+
+def filler(store: Store, count: int, *, cwd: str = BILLING, seed: int = 7) -> list[str]:
+    chooser = random.Random(seed)
+    passages = real_passages()
+    thread_ids = []
+    for index in range(count):
+        thread_id = f"filler-{seed}-{index:04d}"
+        chosen = chooser.sample(passages, 4)
+        store_output(
+            store,
+            thread_id,
+            chosen[0],
+            "\n".join(f"- {p}" for p in chosen[1:]),
+            cwd=cwd,
+            days_ago=chooser.uniform(0, 90),
+        )
+        thread_ids.append(thread_id)
+    return thread_ids
+
+
+def found(store: Store, query: str, scope: SearchScope | None = None, limit: int = 10) -> list[str]:
+    hits = store.search_sessions(QueryTerms.parse(query), scope or SearchScope(None), limit=limit)
+    return [hit.thread_id for hit in hits]
+
+
+DETAIL_SUMMARY = "Tracked down why the nightly CSV export produced empty files."
+DETAIL_NOTES = (
+    "- the regression came from the change to reports/formatters.py that switched dates to"
+    " ISO week numbers; exporting with the old locale fixed it\n"
+    "- Marta owns the export job; ask her before touching its cron entry"
+)
+
+
+@pytest.mark.slow
+def test_the_session_stating_the_detail_ranks_first_among_a_thousand(store: Store) -> None:
+    filler(store, 999)
+    store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES, days_ago=60)
+
+    assert found(store, "which change broke the CSV exports?")[0] == "the-detail"
+    assert found(store, '"nightly CSV export"') == ["the-detail"]
+    assert found(store, "who owns the export cron")[0] == "the-detail"
+
+
+def test_a_hit_carries_its_session_date_snippet_and_place(store: Store) -> None:
+    store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES, days_ago=3)
+
+    (hit,) = store.search_sessions(QueryTerms.parse("empty csv files"), SearchScope(None))
+
+    assert hit.thread_id == "the-detail"
+    assert hit.cwd == BILLING
+    assert hit.git_branch == "main"
+    assert hit.updated_at == T0 - timedelta(days=3)
+    assert "[CSV]" in hit.snippet and "[empty]" in hit.snippet
+
+
+def test_recent_sessions_rank_above_equally_relevant_old_ones(store: Store) -> None:
+    note = "- the staging deploy needs the VPN; the bastion is jump-2"
+    store_output(store, "old", "Deployed staging.", note, days_ago=200)
+    store_output(store, "recent", "Deployed staging.", note, days_ago=2)
+
+    assert found(store, "staging bastion") == ["recent", "old"]
+
+
+def test_a_sibling_or_nested_project_is_never_returned(store: Store) -> None:
+    store_output(store, "billing", "Fixed the invoice rounding.", "- rounding uses banker's")
+    store_output(
+        store,
+        "billing-sub",
+        "Invoice rounding in the worker.",
+        "- rounding again",
+        cwd=f"{BILLING}/worker",
+    )
+    store_output(
+        store, "frontend", "Invoice rounding shown in the UI.", "- rounding display", cwd=FRONTEND
+    )
+    store_output(
+        store,
+        "nested",
+        "Invoice rounding in the vendored SDK.",
+        "- rounding sdk",
+        cwd=f"{BILLING}/vendor/sdk",
+    )
+    lookalike = f"{BILLING}-old"
+    store_output(store, "lookalike", "Invoice rounding, old copy.", "- rounding", cwd=lookalike)
+
+    scope = SearchScope(BILLING, (f"{BILLING}/vendor/sdk",))
+    assert sorted(found(store, "invoice rounding", scope)) == ["billing", "billing-sub"]
+    assert found(store, "invoice rounding", SearchScope(FRONTEND)) == ["frontend"]
+    # LIKE's own wildcards in a folder name match only themselves.
+    store_output(store, "percent", "Invoice rounding.", "- rounding", cwd="/home/dev/a%b")
+    assert found(store, "invoice rounding", SearchScope("/home/dev/a_b")) == []
+
+
+def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str) -> None:
+    filler(store, 30)
+    secret_word = "quokkaplatypus"
+    store_output(store, "doomed", f"Met the {secret_word} vendor.", f"- {secret_word} owns it")
+    store_output(store, "kept", "Met the other vendor.", "- the other vendor owns billing")
+    assert found(store, secret_word) == ["doomed"]
+
+    assert store.forget_thread("doomed")
+    assert store.purge_free_space()
+
+    assert found(store, secret_word) == []
+    assert found(store, "other vendor")[0] == "kept"
+    if db_url.startswith("sqlite"):
+        database = Path(db_url.removeprefix("sqlite:///"))
+        for path in database.parent.glob(database.name + "*"):
+            assert secret_word.encode() not in path.read_bytes(), path
+
+
+def test_nothing_to_remember_and_clear_all_empty_the_index(store: Store) -> None:
+    store_output(store, "first", "Chased the flaky websocket test.", "- websocket flakes")
+    store_output(store, "second", "Websocket reconnects.", "- websocket reconnect backoff")
+    store.register_thread(
+        header("first", T0 + timedelta(hours=1), size=200), ingested=False, retry_budget=3
+    )
+    claim = store.try_claim_stage1("first", lease_seconds=LEASE)
+    assert claim.claimed
+    assert store.complete_stage1(claim, None)
+    assert found(store, "websocket") == ["second"]
+
+    store.clear_all()
+    assert found(store, "websocket") == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "NEAR(csv export",
+        '"nightly csv export',
+        "csv* -export",
+        "export AND OR NOT",
+        "csv'; DROP TABLE stage1_outputs; --",
+        "^csv + export : {raw_memory}",
+        "csv\x00export\x1b[31m",
+        "exporté — “csv” 🙂",
+    ],
+)
+def test_hostile_queries_are_words_not_syntax(store: Store, query: str) -> None:
+    store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+
+    assert found(store, query) == ["the-detail"]
+    assert found(store, "nightly") == ["the-detail"]
+
+
+@pytest.mark.parametrize("query", ["", "   ", '""', "*** --- !!!"])
+def test_a_query_without_words_is_refused_with_a_reason(query: str) -> None:
+    with pytest.raises(SearchQueryError, match="no word to search for"):
+        QueryTerms.parse(query)
+
+
+def test_an_oversized_query_is_refused_with_a_reason() -> None:
+    with pytest.raises(SearchQueryError, match="at most 1000"):
+        QueryTerms.parse("csv " * 400)
+
+
+def test_reindex_rebuilds_an_index_restored_without_it(store: Store, db_url: str) -> None:
+    store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+    if db_url.startswith("sqlite"):
+        with store.engine.begin() as connection:
+            connection.execute(text("DELETE FROM session_search"))
+        assert found(store, "nightly") == []
+
+    assert store.reindex_sessions() == 1
+    assert found(store, "nightly") == ["the-detail"]
+
+
+def test_the_migration_indexes_sessions_stored_before_it(db_url: str) -> None:
+    engine = create_db_engine(db_url)
+    try:
+        upgrade(engine, "0013")
+        store = Store(engine)
+        store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+        upgrade(engine)
+        assert found(store, "ISO week numbers") == ["the-detail"]
+    finally:
+        engine.dispose()
+
+
+def test_the_index_is_kept_by_the_database_at_head(engine: Engine) -> None:
+    """A later migration that rebuilds `stage1_outputs` would drop SQLite's triggers with
+    it; this names what must exist at head for the index to follow the outputs."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            triggers = set(
+                connection.execute(
+                    text("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+                ).scalars()
+            )
+            assert {"session_search_insert", "session_search_delete"} <= triggers
+            assert {"session_search_update"} <= triggers
+        else:
+            indexes = set(
+                connection.execute(
+                    text("SELECT indexname FROM pg_indexes WHERE tablename = 'stage1_outputs'")
+                ).scalars()
+            )
+            assert "ix_stage1_outputs_search" in indexes
