@@ -272,6 +272,11 @@ SETTINGS: tuple[SettingSpec, ...] = tuple(
 _BY_KEY = {spec.key: spec for spec in SETTINGS}
 
 
+def setting_default(key: str) -> Any:
+    """The declared default of the setting `key`, for code that needs it without settings."""
+    return _BY_KEY[key].default
+
+
 def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
     """Read `config.toml`: keys are setting names (`lease_seconds = 300`). A missing file is
     no settings, unless it was named explicitly (`required`)."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import time
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, func, or_, select
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
-from consolidator.db.claimable import STAGE1_RULE, refusal
+from consolidator.db.claimable import DEADLINES, STAGE1_RULE, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from consolidator.db.records import (
     STAGE1,
@@ -201,9 +201,10 @@ class AdminMixin(StoreBase):
                 ).where(Job.kind == STAGE1)
             ).all()
             # Counted by the claim's own rule: what it would refuse, and why.
+            moment = self._moment(now)
             pending = running = failed = exhausted = 0
             for job in jobs:
-                refused = refusal(STAGE1_RULE, job, now)
+                refused = refusal(STAGE1_RULE, job, moment)
                 if refused is ClaimOutcome.SKIPPED_RUNNING:
                     running += 1
                 elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
@@ -229,6 +230,11 @@ class AdminMixin(StoreBase):
                 .group_by(Thread.source, Thread.format_version)
                 .order_by(func.count().desc(), Thread.source, Thread.format_version)
             ).all()
+            ahead = connection.execute(
+                select(Job.kind, Job.job_key, *(getattr(Job, d.name) for d in DEADLINES))
+                .where(or_(*(getattr(Job, d.name) > d.horizon(moment) for d in DEADLINES)))
+                .order_by(Job.kind, Job.job_key)
+            ).all()
             errors = connection.execute(
                 select(Job.job_key, Job.last_error)
                 .where(Job.last_error.is_not(None))
@@ -249,6 +255,11 @@ class AdminMixin(StoreBase):
             errors=tuple((row[0], row[1] or "") for row in errors),
             held_deletions=int(held),
             formats=tuple((row[0], row[1] or "unknown", int(row[2])) for row in formats),
+            clock_excursions=tuple(
+                (row.kind, row.job_key, name)
+                for row in ahead
+                for name in beyond_horizon(row, moment)
+            ),
         )
 
 

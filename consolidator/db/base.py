@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from sqlalchemy import Connection, CursorResult, Engine, func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from consolidator.db.claimable import DeadlineLengths, Moment, beyond_horizon
 from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
 from consolidator.db.records import default_worker_id
 from consolidator.db.statements import (
@@ -29,6 +31,8 @@ from consolidator.db.statements import (
     NEXT_INPUT_SEQ,
     insert_ignore_statement,
 )
+
+log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,7 +94,8 @@ class StoreBase:
 
     `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used
     on PostgreSQL, so hosts with skewed clocks agree on lease expiry, and the local clock on
-    SQLite, which only ever serves one host.
+    SQLite, which only ever serves one host. `deadlines` are the configured lengths of leases
+    and cooldowns: a stored deadline further ahead than now plus its length counts as passed.
     """
 
     def __init__(
@@ -99,11 +104,34 @@ class StoreBase:
         *,
         clock: Callable[[], datetime] | None = None,
         worker_id: str | None = None,
+        deadlines: DeadlineLengths | None = None,
     ) -> None:
         self.engine = engine
         self._clock = clock
         self.worker_id = worker_id or default_worker_id()
         self._sqlite = is_sqlite(engine)
+        self.deadlines = deadlines or DeadlineLengths()
+        self._excursions_logged: set[tuple[str, str, str, datetime]] = set()
+
+    def _moment(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
+        return self.deadlines.at(now, lease_seconds=lease_seconds)
+
+    def _note_excursions(self, job: Any, moment: Moment) -> list[str]:
+        """The deadlines of `job` beyond their horizon, each logged once by this store."""
+        names = beyond_horizon(job, moment)
+        for name in names:
+            key = (str(job.kind), str(job.job_key), name, getattr(job, name))
+            if key not in self._excursions_logged:
+                self._excursions_logged.add(key)
+                log.warning(
+                    "%s job %s: %s %s lies beyond now plus its length (the clock ran ahead "
+                    "when it was set); treated as passed",
+                    job.kind,
+                    job.job_key,
+                    name,
+                    getattr(job, name).isoformat(),
+                )
+        return names
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:

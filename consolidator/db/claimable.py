@@ -5,17 +5,23 @@ claims, and for the queries that select candidates) and, beside it, in Python ov
 (for saying why a claim was refused, and for `status` counts). The first term a job fails
 names the refusal, so the claim, the refusal and the counts cannot disagree.
 
-`now` is a value or a bind parameter on the SQL side, a datetime on the Python side.
+A rule is checked at a `Moment`: the time now and, for each kind of deadline, its horizon (now
+plus the longest that deadline may honestly be set for). A stored deadline beyond its horizon was
+written under a clock that ran ahead (an NTP step, a resumed VM, a wrong host clock) and counts
+as passed, so no clock excursion wedges a job for a year. Its fields are values or bind
+parameters on the SQL side, datetimes on the Python side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select
 
+from consolidator.core.config import Settings, setting_default
 from consolidator.db.records import ClaimOutcome, JobStatus
 from consolidator.db.schema import (
     STAGE1_BEHIND,
@@ -23,65 +29,149 @@ from consolidator.db.schema import (
     STAGE1_KIND,
     Counter,
     Job,
+    UTCDateTime,
 )
 
 # The phase-two watermark target: the change log's sequence counter, read in the same statement.
 INPUT_SEQ = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
 
 
+# The longest wait between two tries while the model endpoint is down.
+TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
+# A thread whose retry budget is spent is still tried again after this long.
+EXHAUSTED_RETRY_SECONDS = 24 * 3600
+# No backoff is ever set for longer than this.
+LONGEST_RETRY_SECONDS = max(TRANSIENT_RETRY_CAP_SECONDS, EXHAUSTED_RETRY_SECONDS)
+
+
+class Moment(NamedTuple):
+    """When a rule is checked, and the furthest each kind of deadline may lie from then."""
+
+    now: Any
+    lease_horizon: Any
+    retry_horizon: Any
+    cooldown_horizon: Any
+
+
+# The bind parameters of a `Moment` in compiled statements; `Moment.parameters` fills them.
+MOMENT_PARAMETERS = Moment(
+    *(
+        bindparam(name, type_=UTCDateTime())
+        for name in (
+            "claim_now",
+            "claim_lease_horizon",
+            "claim_retry_horizon",
+            "claim_cooldown_horizon",
+        )
+    )
+)
+
+
+def moment_parameters(moment: Moment) -> dict[str, datetime]:
+    """The values of `MOMENT_PARAMETERS` for `moment`."""
+    return {param.key: value for param, value in zip(MOMENT_PARAMETERS, moment, strict=True)}
+
+
+@dataclass(frozen=True)
+class DeadlineLengths:
+    """How long each stored deadline is set for, as configured (`lease_seconds`,
+    `phase2_cooldown_seconds`); a backoff never exceeds `LONGEST_RETRY_SECONDS`."""
+
+    lease_seconds: int = setting_default("lease_seconds")
+    cooldown_seconds: int = setting_default("phase2_cooldown_seconds")
+
+    @classmethod
+    def of(cls, settings: Settings) -> DeadlineLengths:
+        return cls(settings.lease_seconds, settings.phase2_cooldown_seconds)
+
+    def at(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
+        """The moment `now`; `lease_seconds` is a claimer's own lease length, when longer."""
+        return Moment(
+            now,
+            now + timedelta(seconds=max(self.lease_seconds, lease_seconds)),
+            now + timedelta(seconds=LONGEST_RETRY_SECONDS),
+            now + timedelta(seconds=self.cooldown_seconds),
+        )
+
+
 class Term(NamedTuple):
     """One condition of a claim, and the refusal a job that fails it gets."""
 
     refusal: ClaimOutcome
-    sql: Callable[[Any], ColumnElement[bool]]
-    holds: Callable[[Any, datetime], bool]
+    sql: Callable[[Moment], ColumnElement[bool]]
+    holds: Callable[[Any, Moment], bool]
 
 
-def lease_free(now: Any) -> ColumnElement[bool]:
+class Deadline(NamedTuple):
+    """A stored deadline column, and which horizon of a `Moment` bounds it."""
+
+    name: str
+    horizon: Callable[[Moment], Any]
+
+
+LEASE = Deadline("lease_until", lambda moment: moment.lease_horizon)
+RETRY = Deadline("retry_at", lambda moment: moment.retry_horizon)
+COOLDOWN = Deadline("cooldown_until", lambda moment: moment.cooldown_horizon)
+DEADLINES = (LEASE, RETRY, COOLDOWN)
+
+
+def passed(deadline: Deadline, moment: Moment) -> ColumnElement[bool]:
+    """SQL: `deadline` is unset, past, or beyond its horizon (set under a clock running ahead)."""
+    column = getattr(Job, deadline.name)
+    return or_(column.is_(None), column <= moment.now, column > deadline.horizon(moment))
+
+
+def has_passed(job: Any, deadline: Deadline, moment: Moment) -> bool:
+    """`passed`, over a job row."""
+    value = getattr(job, deadline.name)
+    return value is None or bool(value <= moment.now) or bool(value > deadline.horizon(moment))
+
+
+def beyond_horizon(job: Any, moment: Moment) -> list[str]:
+    """The deadlines of `job` set further ahead than their length allows (a clock excursion)."""
+    return [
+        deadline.name
+        for deadline in DEADLINES
+        if getattr(job, deadline.name, None) is not None
+        and getattr(job, deadline.name) > deadline.horizon(moment)
+    ]
+
+
+def lease_free(moment: Moment) -> ColumnElement[bool]:
     """Not held under a live lease: not running, or its lease ran out."""
-    return or_(Job.status != JobStatus.RUNNING.value, Job.lease_until <= now)
+    return or_(Job.status != JobStatus.RUNNING.value, passed(LEASE, moment))
 
 
-def _lease_free(job: Any, now: datetime) -> bool:
-    return not (
-        job.status == JobStatus.RUNNING.value
-        and job.lease_until is not None
-        and job.lease_until > now
+def _lease_free(job: Any, moment: Moment) -> bool:
+    return job.status != JobStatus.RUNNING.value or has_passed(job, LEASE, moment)
+
+
+def _deadline_term(refused: ClaimOutcome, deadline: Deadline) -> Term:
+    return Term(
+        refused,
+        lambda moment: passed(deadline, moment),
+        lambda job, moment: has_passed(job, deadline, moment),
     )
 
 
-def _not_before(column: Any) -> Callable[[Any], ColumnElement[bool]]:
-    return lambda now: or_(column.is_(None), column <= now)
-
-
-def _past(name: str) -> Callable[[Any, datetime], bool]:
-    def holds(job: Any, now: datetime) -> bool:
-        moment = getattr(job, name)
-        return moment is None or bool(moment <= now)
-
-    return holds
-
-
 _LIVE_LEASE = Term(ClaimOutcome.SKIPPED_RUNNING, lease_free, _lease_free)
-_BACKOFF_OVER = Term(
-    ClaimOutcome.SKIPPED_RETRY_BACKOFF, _not_before(Job.retry_at), _past("retry_at")
-)
+_BACKOFF_OVER = _deadline_term(ClaimOutcome.SKIPPED_RETRY_BACKOFF, RETRY)
 
 # Stage one: new input not extracted yet, no live lease, tries left, backoff over. The budget
 # and input terms are the partial index's own (`STAGE1_NEEDS_WORK`), so claims can use it.
 STAGE1_RULE: tuple[Term, ...] = (
     Term(
         ClaimOutcome.SKIPPED_UP_TO_DATE,
-        lambda now: STAGE1_BEHIND,
-        lambda job, now: (
+        lambda moment: STAGE1_BEHIND,
+        lambda job, moment: (
             job.last_success_watermark is None or job.last_success_watermark < job.input_watermark
         ),
     ),
     _LIVE_LEASE,
     Term(
         ClaimOutcome.SKIPPED_RETRY_EXHAUSTED,
-        lambda now: STAGE1_HAS_BUDGET,
-        lambda job, now: bool(job.retry_remaining > 0),
+        lambda moment: STAGE1_HAS_BUDGET,
+        lambda job, moment: bool(job.retry_remaining > 0),
     ),
     _BACKOFF_OVER,
 )
@@ -92,31 +182,31 @@ PHASE2_RULE: tuple[Term, ...] = (
     _LIVE_LEASE,
     Term(
         ClaimOutcome.SKIPPED_UP_TO_DATE,
-        lambda now: func.coalesce(Job.last_success_watermark, 0) < INPUT_SEQ,
-        lambda job, now: (job.last_success_watermark or 0) < job.input_seq,
+        lambda moment: func.coalesce(Job.last_success_watermark, 0) < INPUT_SEQ,
+        lambda job, moment: (job.last_success_watermark or 0) < job.input_seq,
     ),
     _BACKOFF_OVER,
-    Term(ClaimOutcome.SKIPPED_COOLDOWN, _not_before(Job.cooldown_until), _past("cooldown_until")),
+    _deadline_term(ClaimOutcome.SKIPPED_COOLDOWN, COOLDOWN),
 )
 
 # A rebuild the user asked for: only a live lease stops it.
 PHASE2_FORCED_RULE: tuple[Term, ...] = (_LIVE_LEASE,)
 
 
-def claimable(rule: Sequence[Term], now: Any) -> ColumnElement[bool]:
+def claimable(rule: Sequence[Term], moment: Moment) -> ColumnElement[bool]:
     """The SQL guard of a claim under `rule`."""
-    return and_(*(term.sql(now) for term in rule))
+    return and_(*(term.sql(moment) for term in rule))
 
 
-def stage1_claimable(now: Any) -> ColumnElement[bool]:
-    """A stage-one job that may be claimed at `now` (its thread is checked apart)."""
-    return and_(STAGE1_KIND, claimable(STAGE1_RULE, now))
+def stage1_claimable(moment: Moment) -> ColumnElement[bool]:
+    """A stage-one job that may be claimed at `moment` (its thread is checked apart)."""
+    return and_(STAGE1_KIND, claimable(STAGE1_RULE, moment))
 
 
-def refusal(rule: Sequence[Term], job: Any, now: datetime) -> ClaimOutcome | None:
-    """Why `job` (a row with the rule's columns) cannot be claimed at `now`, by precedence;
+def refusal(rule: Sequence[Term], job: Any, moment: Moment) -> ClaimOutcome | None:
+    """Why `job` (a row with the rule's columns) cannot be claimed at `moment`, by precedence;
     None when it can."""
     for term in rule:
-        if not term.holds(job, now):
+        if not term.holds(job, moment):
             return term.refusal
     return None

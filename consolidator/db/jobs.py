@@ -25,10 +25,15 @@ from sqlalchemy import Connection, Row, and_, or_, select, update
 
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
 from consolidator.db.claimable import (
+    EXHAUSTED_RETRY_SECONDS,
     PHASE2_FORCED_RULE,
     PHASE2_RULE,
+    RETRY,
     STAGE1_RULE,
+    TRANSIENT_RETRY_CAP_SECONDS,
     lease_free,
+    moment_parameters,
+    passed,
     refusal,
     stage1_claimable,
 )
@@ -78,10 +83,6 @@ PHASE2_RETRY_BUDGET = 1_000_000_000
 # The `version` of entries withheld from a stage-one output: before any memory version (set-aside
 # phase-two inputs use none).
 STAGE1_QUARANTINE_VERSION = 0
-# The longest wait between two tries while the model endpoint is down.
-TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
-# A thread whose retry budget is spent is still tried again after this long.
-EXHAUSTED_RETRY_SECONDS = 24 * 3600
 # How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
 CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 
@@ -130,11 +131,14 @@ class JobsMixin(StoreBase):
             ).first()
             if job is None:
                 raise KeyError(f"no stage-one job for thread {thread_id}")
+            moment = self._moment(now, lease_seconds=lease_seconds)
+            self._note_excursions(job, moment)
             taken = self._take(
                 connection,
                 job.id,
                 and_(
-                    stage1_claimable(now), thread_exists(Thread.state == ThreadState.ACTIVE.value)
+                    stage1_claimable(moment),
+                    thread_exists(Thread.state == ThreadState.ACTIVE.value),
                 ),
                 now,
                 lease_seconds,
@@ -144,7 +148,7 @@ class JobsMixin(StoreBase):
                 return Claim(ClaimOutcome.CLAIMED, STAGE1, thread_id, token, epoch, watermark)
             current = connection.execute(select(JOBS).where(Job.id == job.id)).one()
             # Every term holds yet the take failed: the thread is no longer active.
-            outcome = refusal(STAGE1_RULE, current, now) or ClaimOutcome.SKIPPED_UP_TO_DATE
+            outcome = refusal(STAGE1_RULE, current, moment) or ClaimOutcome.SKIPPED_UP_TO_DATE
             return Claim(outcome, STAGE1, thread_id)
 
     @contention_retry
@@ -157,7 +161,9 @@ class JobsMixin(StoreBase):
         with self._read() as connection:
             now = self._now(connection)
             return int(
-                connection.execute(query, eligibility_parameters(now, eligibility)).scalar_one()
+                connection.execute(
+                    query, eligibility_parameters(self._moment(now), eligibility)
+                ).scalar_one()
             )
 
     def claim_stage1_batch(
@@ -175,7 +181,9 @@ class JobsMixin(StoreBase):
         )
         with self._write() as connection:
             now = self._now(connection)
-            parameters = eligibility_parameters(now, eligibility)
+            parameters = eligibility_parameters(
+                self._moment(now, lease_seconds=lease_seconds), eligibility
+            )
             candidates = connection.execute(
                 candidates_query, {**parameters, "claim_limit": limit}
             ).all()
@@ -339,7 +347,8 @@ class JobsMixin(StoreBase):
                 .where(
                     Job.kind == STAGE1,
                     Job.status == JobStatus.FAILED.value,
-                    Job.retry_at <= now,
+                    Job.retry_at.is_not(None),
+                    passed(RETRY, self._moment(now)),
                     Job.retry_remaining <= 0,
                 )
                 .values(retry_remaining=1)
@@ -358,7 +367,7 @@ class JobsMixin(StoreBase):
             now = self._now(connection)
             waiting = and_(
                 Job.kind == STAGE1,
-                lease_free(now),
+                lease_free(self._moment(now)),
                 STAGE1_BEHIND,
                 or_(Job.status == JobStatus.FAILED.value, Job.retry_remaining <= 0),
             )
@@ -431,8 +440,10 @@ class JobsMixin(StoreBase):
                     state = self._phase2_state(connection)
             assert state is not None
             job, now = state
+            moment = self._moment(now, lease_seconds=lease_seconds)
+            self._note_excursions(job, moment)
             rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
-            refused = refusal(rule, job, now)
+            refused = refusal(rule, job, moment)
             if refused is not None:
                 return Claim(refused, PHASE2, PHASE2_KEY)
             token = uuid.uuid4().hex
@@ -444,7 +455,7 @@ class JobsMixin(StoreBase):
                 row = connection.execute(
                     PHASE2_FORCED_CLAIM if force else PHASE2_CLAIM,
                     {
-                        "claim_now": now,
+                        **moment_parameters(moment),
                         "claim_token": token,
                         "claim_lease_until": now + timedelta(seconds=lease_seconds),
                         "claim_worker": self.worker_id,
@@ -457,7 +468,7 @@ class JobsMixin(StoreBase):
                 state = self._phase2_state(connection)
             assert state is not None
             # None: lost to a claimer whose run ended before this read (READ COMMITTED).
-            outcome = refusal(rule, state[0], now)
+            outcome = refusal(rule, state[0], moment)
             return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
 
     @contextmanager

@@ -182,6 +182,9 @@ class StatusCounts:
     held_deletions: int = 0
     # Live threads per (source, format version), most common first.
     formats: tuple[tuple[str, str, int], ...] = ()
+    # (kind, job key, column) of each stored deadline beyond now plus its length: set while the
+    # clock ran ahead, and treated as passed.
+    clock_excursions: tuple[tuple[str, str, str], ...] = ()
 
 
 # What a memory version and a pending version record alike about the run that wrote them.

@@ -12,7 +12,7 @@ and the write counts, zero means the lease was lost and nothing may be written.
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -34,10 +34,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from consolidator.db.claimable import (
     INPUT_SEQ,
+    MOMENT_PARAMETERS,
     PHASE2_FORCED_RULE,
     PHASE2_RULE,
+    Moment,
     Term,
     claimable,
+    moment_parameters,
     stage1_claimable,
 )
 from consolidator.db.records import (
@@ -113,15 +116,14 @@ PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq")).where(
 )
 # The same, with PostgreSQL's clock, so hosts with skewed clocks agree on lease expiry.
 PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
-_CLAIM_NOW = bindparam("claim_now", type_=UTCDateTime())
 
 
 def _phase2_claim(rule: tuple[Term, ...]) -> Any:
     return (
         update(Job)
-        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, _CLAIM_NOW))
+        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, MOMENT_PARAMETERS))
         .values(
-            **_claim_lease_values(_CLAIM_NOW),
+            **_claim_lease_values(MOMENT_PARAMETERS.now),
             input_watermark=INPUT_SEQ,
             claimed_watermark=INPUT_SEQ,
         )
@@ -141,8 +143,8 @@ FENCE_PHASE2 = (
 
 def stage1_batch_guard(by_source: bool, by_age: bool) -> Any:
     """Which stage-one job a batch claim may take: the claim rule and the thread's eligibility
-    (bind parameters `claim_now`, `claim_idle_before`, `claim_source`, `claim_age_after`)."""
-    now = bindparam("claim_now", type_=UTCDateTime())
+    (bind parameters: the `MOMENT_PARAMETERS`, `claim_idle_before`, `claim_source`,
+    `claim_age_after`)."""
     eligible = [
         Thread.state == ThreadState.ACTIVE.value,
         Thread.source_updated_at <= bindparam("claim_idle_before", type_=UTCDateTime()),
@@ -154,7 +156,7 @@ def stage1_batch_guard(by_source: bool, by_age: bool) -> Any:
         eligible.append(
             Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
         )
-    return and_(stage1_claimable(now), thread_exists(*eligible))
+    return and_(stage1_claimable(MOMENT_PARAMETERS), thread_exists(*eligible))
 
 
 @functools.cache
@@ -164,7 +166,6 @@ def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
     The candidates are locked FOR UPDATE SKIP LOCKED (nothing on SQLite, where BEGIN IMMEDIATE
     serialises claimers); the take re-checks the whole guard, so its row count decides.
     """
-    now = bindparam("claim_now", type_=UTCDateTime())
     guard = stage1_batch_guard(by_source, by_age)
     candidates = (
         select(Job.id, Job.job_key)
@@ -177,7 +178,7 @@ def stage1_batch_statements(by_source: bool, by_age: bool) -> tuple[Any, Any]:
         update(Job)
         .where(Job.id == bindparam("claim_job_id", type_=Integer()), guard)
         .values(
-            **_claim_lease_values(now),
+            **_claim_lease_values(MOMENT_PARAMETERS.now),
             retry_remaining=Job.retry_remaining - 1,
             claimed_watermark=Job.input_watermark,
         )
@@ -192,10 +193,11 @@ def stage1_claimable_count(by_source: bool, by_age: bool) -> Any:
     return select(func.count()).select_from(Job).where(stage1_batch_guard(by_source, by_age))
 
 
-def eligibility_parameters(now: datetime, eligibility: Eligibility) -> dict[str, Any]:
-    """The bind parameters of `stage1_batch_guard` for `eligibility` at `now`."""
+def eligibility_parameters(moment: Moment, eligibility: Eligibility) -> dict[str, Any]:
+    """The bind parameters of `stage1_batch_guard` for `eligibility` at `moment`."""
+    now = moment.now
     return {
-        "claim_now": now,
+        **moment_parameters(moment),
         "claim_idle_before": now - timedelta(seconds=eligibility.min_idle_seconds),
         "claim_age_after": now - timedelta(days=eligibility.max_age_days),
         "claim_source": eligibility.source_id,

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from consolidator.db.admin import PURGE_WAIT_SECONDS, AdminMixin
 from consolidator.db.base import StoreBase
+from consolidator.db.claimable import (
+    EXHAUSTED_RETRY_SECONDS,
+    TRANSIENT_RETRY_CAP_SECONDS,
+    DeadlineLengths,
+)
 from consolidator.db.consolidation import ConsolidationMixin
 from consolidator.db.jobs import (
-    EXHAUSTED_RETRY_SECONDS,
     PHASE2_RETRY_BUDGET,
     STAGE1_QUARANTINE_VERSION,
-    TRANSIENT_RETRY_CAP_SECONDS,
     JobsMixin,
 )
 from consolidator.db.records import (
@@ -99,6 +102,7 @@ __all__ = [
     "Claim",
     "ClaimOutcome",
     "ClearReport",
+    "DeadlineLengths",
     "Decision",
     "Eligibility",
     "JobRecord",

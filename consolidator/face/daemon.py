@@ -45,7 +45,7 @@ from consolidator.core.config import Settings
 from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
 from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
-from consolidator.db.store import PHASE2, Claim, Store
+from consolidator.db.store import PHASE2, Claim, DeadlineLengths, Store
 from consolidator.face.metrics import Metrics, MetricsServer, scrub, short_error
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.phase_two import Phase2Report
@@ -451,7 +451,7 @@ def run_daemon(
     try:
         daemon = Daemon(
             settings,
-            Store(engine),
+            Store(engine, deadlines=DeadlineLengths.of(settings)),
             make_backend(settings),
             metrics_address=None if metrics_port is None else (metrics_host, metrics_port),
             clock=clock,

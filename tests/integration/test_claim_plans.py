@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert
 
+from consolidator.db.claimable import DeadlineLengths, moment_parameters
 from consolidator.db.schema import Job, Thread
 from consolidator.db.statements import stage1_batch_statements
 from consolidator.db.store import STAGE1, JobStatus, Store, ThreadState
@@ -72,7 +73,7 @@ def _seed(store: Store) -> None:
 def _parameters(compiled: Any) -> dict[str, Any]:
     now = datetime.now(UTC)
     values: dict[str, Any] = {
-        "claim_now": now,
+        **moment_parameters(DeadlineLengths().at(now)),
         "claim_idle_before": now - timedelta(hours=1),
         "claim_age_after": now - timedelta(days=30),
         "claim_source": "host",

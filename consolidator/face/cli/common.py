@@ -159,7 +159,7 @@ def invocation(params: dict[str, Any]) -> Invocation:
 def open_store(settings: Settings) -> Iterator[Store]:
     from consolidator.core.private_files import prepare_state_dir
     from consolidator.db import open_engine
-    from consolidator.db.store import Store
+    from consolidator.db.store import DeadlineLengths, Store
 
     prepare_state_dir(settings.home)
     engine = open_engine(
@@ -168,7 +168,7 @@ def open_store(settings: Settings) -> Iterator[Store]:
         statement_timeout_seconds=settings.db_statement_timeout_seconds,
     )
     try:
-        yield Store(engine)
+        yield Store(engine, deadlines=DeadlineLengths.of(settings))
     finally:
         engine.dispose()
 

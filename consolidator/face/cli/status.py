@@ -111,6 +111,10 @@ def status_command(**params: Any) -> None:
             {"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]
         ],
         "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
+        "clock_excursions": [
+            {"kind": kind, "job_key": key, "deadline": deadline}
+            for kind, key, deadline in counts.clock_excursions
+        ],
     }
 
     def human() -> None:
@@ -204,6 +208,12 @@ def status_command(**params: Any) -> None:
             inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
         for thread_id, error in counts.errors:
             inv.console.print(f"error: {one_line(thread_id)}: {one_line(error)}", markup=False)
+        for kind, key, deadline in counts.clock_excursions:
+            inv.console.print(
+                f"clock: {kind} job {key}: {deadline} lies beyond now plus its length (set while"
+                " the clock ran ahead); treated as passed",
+                markup=False,
+            )
 
     inv.emit(payload, human)
 
