@@ -56,6 +56,7 @@ from consolidator.phases.slices import (
     SliceBudget,
     blocks_to_show,
     fitting_prefix,
+    showable,
     too_large_alone,
 )
 from consolidator.phases.written_summary import write_summary
@@ -308,6 +309,7 @@ def consolidate(
             watch.lost.set()
             raise LeaseLost("the lease was lost during consolidation")
         asked = True
+        memory = showable(memory, budget)
         if queue:
             piece = queue.pop(0)
         else:

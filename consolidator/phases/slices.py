@@ -11,13 +11,13 @@ two then asks for half as much instead of repeating the request.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
 from consolidator.db.store import Stage1Record
 from consolidator.memory.edits import block_for_prompt
-from consolidator.memory.model import Block, Memory
+from consolidator.memory.model import Block, Bullet, Memory, Task
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 
 # What a request costs besides its inputs and blocks: the prompt's rules and the JSON around
@@ -132,3 +132,105 @@ def fitting_prefix(memory: Memory, records: Sequence[Stage1Record], budget: Slic
         if count > 1 and (request > budget.request_chars or answer > budget.answer_tokens):
             return count - 1
     return len(records)
+
+
+def showable(memory: Memory, budget: SliceBudget) -> Memory:
+    """`memory` with every block too big to show in a request split, so each one can be.
+
+    A request shows a block whole or only by its index line, and an answer may change only the
+    blocks it was shown whole: an input whose block is too big to show could never be
+    consolidated. Such a block keeps its id and its newest tasks, to at most half the room, and
+    its older tasks move, oldest first, into sibling blocks of the same scope of about that
+    size each (`<id>.older-<n>`). Every task, citation and bullet is kept: a bullet goes with
+    its newest witness, citing the tasks it had there.
+    """
+    limit = int(budget.request_chars * BLOCKS_SHARE)
+    if all(block_chars(block) <= limit for block in memory.blocks):
+        return memory
+    taken = {block.block_id for block in memory.blocks}
+    blocks: list[Block] = []
+    for block in memory.blocks:
+        if block_chars(block) <= limit:
+            blocks.append(block)
+            continue
+        pieces = _split(block, limit // 2, taken)
+        taken.update(piece.block_id for piece in pieces)
+        blocks.extend(pieces)
+    return Memory(tuple(blocks))
+
+
+def _split(block: Block, target: int, taken: set[str]) -> list[Block]:
+    """`block` as its newest tasks (under its id) followed by older siblings of `target` size."""
+    rank = {task.task_id: (not task.folded, _newest(task)) for task in block.tasks}
+    order = sorted(block.tasks, key=lambda task: rank[task.task_id])
+    keep = _first(len(order) - 1, lambda k: block_chars(_part(block, order[k:], rank)) <= target)
+    kept_ids = {task.task_id for task in order[keep:]}
+    pieces = [_part(block, [task for task in block.tasks if task.task_id in kept_ids], rank)]
+    start, number = 0, 0
+    while start < keep:
+        number += 1
+        while f"{block.block_id}.older-{number}" in taken:
+            number += 1
+        sibling = replace(
+            block,
+            block_id=f"{block.block_id}.older-{number}",
+            title=f"{block.title}: older sessions ({number})",
+        )
+        end = _last_fitting(sibling, order, start, keep, rank, target)
+        pieces.append(_part(sibling, order[start:end], rank))
+        start = end
+    return pieces
+
+
+def _last_fitting(
+    sibling: Block,
+    order: Sequence[Task],
+    start: int,
+    stop: int,
+    rank: dict[str, tuple[bool, str]],
+    target: int,
+) -> int:
+    """The end of the longest run of `order` from `start` (at least one task) that fits."""
+    shortened = _first(
+        stop - start - 1,
+        lambda k: block_chars(_part(sibling, order[start : stop - k], rank)) <= target,
+    )
+    return stop - shortened
+
+
+def _first(most: int, fits: Callable[[int], bool]) -> int:
+    """The smallest `k` in 0..`most` with `fits(k)` (which holds for every larger `k` too);
+    `most` when none does."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _part(shell: Block, tasks: Sequence[Task], rank: dict[str, tuple[bool, str]]) -> Block:
+    """`shell` with `tasks` and the bullets whose newest witness is among them, citing those."""
+    ids = {task.task_id for task in tasks}
+
+    def own(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+        kept = []
+        for bullet in bullets:
+            known = [t for t in bullet.task_ids if t in rank]
+            if known and max(known, key=rank.__getitem__) in ids:
+                kept.append(replace(bullet, task_ids=tuple(t for t in known if t in ids)))
+        return tuple(kept)
+
+    return replace(
+        shell,
+        tasks=tuple(tasks),
+        preferences=own(shell.preferences),
+        knowledge=own(shell.knowledge),
+        failures=own(shell.failures),
+    )
+
+
+def _newest(task: Task) -> str:
+    return max((citation.updated_at for citation in task.citations), default="")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from consolidator.backends.answers import check_answer
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest
 from consolidator.backends.extractive.consolidation import (
@@ -11,7 +13,7 @@ from consolidator.backends.extractive.consolidation import (
 )
 from consolidator.core.resources import load_schema
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Memory, ThreadCitation, invariant_violations
+from consolidator.memory.model import Memory, ThreadCitation, invariant_violations, is_valid_id
 from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.memory.schema import block_to_payload, blocks_from_model_output
 
@@ -138,6 +140,37 @@ def test_a_re_extracted_thread_replaces_its_own_task() -> None:
     block = memory.blocks[0]
     assert [t.title for t in block.tasks] == ["New task (success)"]
     assert all("old wish" not in b.text for b in block.preferences)
+    assert invariant_violations(memory) == []
+
+
+def test_task_ids_are_unique_for_sub_agents_and_segments_and_end_in_a_letter_or_digit() -> None:
+    session = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+    threads = [
+        session,
+        f"{session}.agent-a7be2f0",
+        f"{session}.agent-a7be2f1",
+        "01a23167-3a4d-71b0-8ec2-3e7428bad6a3.segment-01a23167-3b36-7463-8531-3c8ad77a12d9",
+        "01a23167-3a4d-71b0-8ec2-3e7428bad6a3",
+        "x" * 200 + "-",
+        "x" * 200,
+        "rollout 2026/11",
+    ]
+    ids = [task_id_for(thread) for thread in threads]
+    assert len(set(ids)) == len(ids)
+    assert all(is_valid_id(task_id) and task_id[-1].isalnum() for task_id in ids)
+    assert task_id_for(session) == f"t-{session}"
+
+
+def test_a_thread_stored_under_an_older_task_id_is_replaced_not_doubled() -> None:
+    thread = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+    first = consolidate_extractively(request(Memory(), item(thread, notes("Old task", ()))))
+    memory = apply_changes(Memory(), first.upserts, ())
+    (block,) = memory.blocks
+    legacy = replace(block.tasks[0], task_id="t-" + thread[:24])
+    memory = Memory((replace(block, tasks=(legacy,)),))
+    again = consolidate_extractively(request(memory, item(thread, notes("New task", ()))))
+    memory = apply_changes(memory, again.upserts, again.deletions)
+    assert [t.title for t in memory.blocks[0].tasks] == ["New task (success)"]
     assert invariant_violations(memory) == []
 
 

@@ -12,6 +12,7 @@ from consolidator.phases.slices import (
     block_chars,
     blocks_to_show,
     fitting_prefix,
+    showable,
     too_large_alone,
 )
 
@@ -98,3 +99,36 @@ def test_a_cut_off_answer_halves_the_plan_but_not_the_limit() -> None:
     halved = budget.halved_answer()
     assert halved.answer_tokens == budget.answer_tokens // 2
     assert (halved.output_limit, halved.request_chars) == (16_000, budget.request_chars)
+
+
+def test_a_block_too_big_to_show_is_split_keeping_every_task_and_bullet() -> None:
+    cwd = "/p"
+    tasks = tuple(
+        Task(
+            f"t{n}",
+            f"task {n}, done " + "z" * 100,
+            (ThreadCitation(f"r{n}", f"rollout_summaries/r{n}.md", cwd, "/r", f"2026-11-{n:04d}"),),
+        )
+        for n in range(300)
+    )
+    bullets = tuple(Bullet(f"fact {n}", (f"t{n}", f"t{(n * 7) % 300}")) for n in range(0, 300, 3))
+    big = Block("p-1", "p", "s", cwd, "r", tasks, knowledge=bullets)
+    other = block("q-2", "/q", "q1")
+    budget = SliceBudget(request_chars=40_000, answer_tokens=10_000, output_limit=12_000)
+    limit = budget.request_chars // 2
+    assert block_chars(big) > limit
+
+    split = showable(Memory((big, other)), budget)
+
+    assert split.blocks[0].block_id == "p-1" and split.blocks[-1] == other
+    assert all(block_chars(b) <= limit for b in split.blocks)
+    assert len({b.block_id for b in split.blocks}) == len(split.blocks) > 3
+    kept = [task for b in split.blocks[:-1] for task in b.tasks]
+    assert sorted(t.task_id for t in kept) == sorted(t.task_id for t in tasks)
+    assert "t299" in {t.task_id for t in split.blocks[0].tasks}, "the newest stay under the id"
+    texts = [bullet.text for b in split.blocks[:-1] for bullet in b.knowledge]
+    assert sorted(texts) == sorted(b.text for b in bullets)
+    for part in split.blocks:
+        own = {task.task_id for task in part.tasks}
+        assert all(set(bullet.task_ids) <= own and bullet.task_ids for bullet in part.knowledge)
+    assert showable(split, budget) == split

@@ -28,6 +28,8 @@ from consolidator.memory.render import one_line
 
 MAX_QUOTE_CHARS = 240
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Room for "t-" in front and a digest behind within an id's 128 characters.
+TASK_ID_CHARS = 100
 
 
 def block_id_for(cwd: str | None) -> str:
@@ -39,7 +41,15 @@ def block_id_for(cwd: str | None) -> str:
 
 
 def task_id_for(thread_id: str) -> str:
-    return "t-" + (_ID_UNSAFE.sub("", thread_id)[:24] or "thread")
+    """The task id of a thread: its whole id, as sub-agents (`<session>.agent-<id>`) and
+    segments (`<thread>.segment-<rollout>`) share their first characters with their parent.
+    An id that is long, has characters an id may not hold or ends in punctuation keeps its
+    start and gains a digest of the whole, so it stays unique and well formed."""
+    plain = _ID_UNSAFE.sub("", thread_id)
+    if plain == thread_id and len(plain) <= TASK_ID_CHARS and plain[-1:].isalnum():
+        return "t-" + plain
+    head = plain[:TASK_ID_CHARS].rstrip("-._") or "thread"
+    return f"t-{head}-{hashlib.sha256(thread_id.encode('utf-8')).hexdigest()[:10]}"
 
 
 def _project_name(cwd: str | None) -> str:
@@ -58,20 +68,28 @@ def _new_block(item: ConsolidationInput) -> Block:
     )
 
 
-def _without_task(block: Block, task_id: str) -> Block:
-    """Drop a task and its references, so a re-extracted thread replaces its old entry."""
+def _without_thread(block: Block, thread_id: str) -> Block:
+    """Drop the thread's task and its citations elsewhere, so a re-extracted thread replaces
+    its old entry (also one stored under an older form of its task id)."""
+    task_id = task_id_for(thread_id)
+    tasks = []
+    for task in block.tasks:
+        citations = tuple(c for c in task.citations if c.thread_id != thread_id)
+        if task.task_id != task_id and citations:
+            tasks.append(replace(task, citations=citations))
+    dropped = {task.task_id for task in block.tasks} - {task.task_id for task in tasks}
 
     def prune(bullets: Iterable[Bullet]) -> tuple[Bullet, ...]:
         kept = []
         for bullet in bullets:
-            remaining = tuple(t for t in bullet.task_ids if t != task_id)
+            remaining = tuple(t for t in bullet.task_ids if t not in dropped)
             if remaining:
                 kept.append(replace(bullet, task_ids=remaining))
         return tuple(kept)
 
     return replace(
         block,
-        tasks=tuple(t for t in block.tasks if t.task_id != task_id),
+        tasks=tuple(tasks),
         preferences=prune(block.preferences),
         knowledge=prune(block.knowledge),
         failures=prune(block.failures),
@@ -202,7 +220,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         block_id = block_id_for(item.cwd)
         block = blocks.get(block_id) or _new_block(item)
         task_id = task_id_for(item.thread_id)
-        block = _without_task(block, task_id)
+        block = _without_thread(block, item.thread_id)
         notes = _notes_for(item)
         statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
         if not statements and not notes.files and not notes.user_quotes:
