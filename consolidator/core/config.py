@@ -35,8 +35,15 @@ ADOPT_MEMORY_FILES_ENV = "CONSOLIDATOR_ADOPT_MEMORY_FILES"
 # CONSOLIDATOR_* variables that are not settings: that switch, and the test suite's and
 # benchmarks' databases.
 OTHER_ENVIRONMENT = frozenset(
-    {ADOPT_MEMORY_FILES_ENV, "CONSOLIDATOR_TEST_PG_URL", "CONSOLIDATOR_BENCH_PG_URL"}
+    {
+        ADOPT_MEMORY_FILES_ENV,
+        "CONSOLIDATOR_TEST_PG_URL",
+        "CONSOLIDATOR_BENCH_PG_URL",
+        "CONSOLIDATOR_SESSIONS_DIR",
+    }
 )
+# The one-folder variable that `CONSOLIDATOR_SESSIONS_DIRS` replaced, still read when that is unset.
+SINGLE_SESSIONS_DIR_ENV = "CONSOLIDATOR_SESSIONS_DIR"
 # Written in a default (or any value) to stand for the state directory and this host's name.
 _HOME_PLACEHOLDER = "$CONSOLIDATOR_HOME"
 _HOST_PLACEHOLDER = "$HOSTNAME"
@@ -79,13 +86,20 @@ class SettingSpec:
 
     @property
     def flag_type(self) -> type:
-        """What the CLI parses the flag as: paths and switches arrive as text."""
-        return str if self.kind in (Path, bool) else self.kind
+        """What the CLI parses the flag as: paths, lists of paths and switches arrive as text."""
+        return str if self.kind in (Path, bool, tuple) else self.kind
+
+    @property
+    def repeatable(self) -> bool:
+        """A list of paths: its flag may be given several times."""
+        return self.kind is tuple
 
     def parse(self, raw: Any, home: Path) -> Any:
         """`raw` (from a flag, the environment, the config file or the default) as this
         setting's value, or `ConfigError`."""
         label = f"{self.option} ({self.env})"
+        if self.kind is tuple:
+            return self._parse_paths(raw, home, label)
         if self.kind is bool:
             value: Any = _SWITCH_VALUES.get(str(raw).strip().lower())
             if value is None:
@@ -94,7 +108,9 @@ class SettingSpec:
         try:
             value = (str if self.kind is Path else self.kind)(raw)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{label} must be a {self.kind.__name__}, not {raw!r}") from exc
+            kind = self.kind.__name__
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ConfigError(f"{label} must be {article} {kind}, not {raw!r}") from exc
         if self.choices and value not in self.choices:
             raise ConfigError(f"{label} must be one of {', '.join(self.choices)}, not {value!r}")
         if self.positive and not (value > 0 and math.isfinite(value)):
@@ -110,6 +126,26 @@ class SettingSpec:
             value = value.replace(_HOME_PLACEHOLDER, str(home))
             value = value.replace(_HOST_PLACEHOLDER, socket.gethostname())
         return Path(value).expanduser() if self.kind is Path else value
+
+    def _parse_paths(self, raw: Any, home: Path, label: str) -> tuple[Path, ...]:
+        """A list (TOML, repeated flags) or text of paths joined by `os.pathsep` (environment)."""
+        parts = raw.split(os.pathsep) if isinstance(raw, str) else raw
+        if not isinstance(parts, list | tuple) or not all(isinstance(p, str) for p in parts):
+            raise ConfigError(f"{label} must be a folder or a list of folders, not {raw!r}")
+        one_path = replace(self, kind=Path)
+        paths = tuple(dict.fromkeys(one_path.parse(p, home) for p in parts if p.strip()))
+        if not paths:
+            raise ConfigError(f"{label} names no folder")
+        return paths
+
+
+def agent_session_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Where the supported agents keep their sessions, as they themselves resolve it: Codex
+    under `$CODEX_HOME` (default `~/.codex`), Claude Code under `$CLAUDE_CONFIG_DIR` (default
+    `~/.claude`), OpenClaw under `~/.openclaw`. Folders that do not exist are scanned as empty."""
+    codex = Path(env.get("CODEX_HOME") or "~/.codex").expanduser()
+    claude = Path(env.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()
+    return (codex / "sessions", claude / "projects", Path("~/.openclaw/agents").expanduser())
 
 
 def setting(default: Any, help: str, **checks: Any) -> Any:
@@ -151,10 +187,13 @@ class Settings:
         "Where MEMORY.md and its companions are written.",
         kind=Path,
     )
-    sessions_dir: Path = setting(
-        "~/.codex/sessions",
-        "Folder of agent rollouts (Codex layout; Claude Code transcripts are sniffed too).",
-        kind=Path,
+    sessions_dirs: tuple[Path, ...] = setting(
+        "$CODEX_HOME/sessions:$CLAUDE_CONFIG_DIR/projects:~/.openclaw/agents",
+        "Folders of agent sessions, all scanned (repeat the flag; a list in config.toml; joined "
+        "by `:` in the variable, or one folder in CONSOLIDATOR_SESSIONS_DIR). Default: Codex's, "
+        "Claude Code's (CODEX_HOME and CLAUDE_CONFIG_DIR as the agents read them, else "
+        "`~/.codex`, `~/.claude`) and OpenClaw's; each file's format is read from its content.",
+        kind=tuple,
         key="sessions",
     )
     source_id: str = setting(
@@ -313,10 +352,12 @@ def build_settings(
     check_environment(env)
     raw: dict[str, Any] = {}
     for spec in SETTINGS:
-        if explicit.get(spec.key) is not None:
+        if explicit.get(spec.key) not in (None, ()):
             raw[spec.key] = explicit[spec.key]
         elif env.get(spec.env):
             raw[spec.key] = env[spec.env]
+    if "sessions" not in raw and env.get(SINGLE_SESSIONS_DIR_ENV):
+        raw["sessions"] = [env[SINGLE_SESSIONS_DIR_ENV]]
     home_spec = _BY_KEY["home"]
     home = home_spec.parse(raw.get("home", home_spec.default), Path.home())
     file_values = load_config_file(
@@ -324,6 +365,7 @@ def build_settings(
     )
     for key, value in file_values.items():
         raw.setdefault(key, value)
+    raw.setdefault("sessions", [str(root) for root in agent_session_roots(env)])
     home = home_spec.parse(raw.get("home", home_spec.default), Path.home())
     values = {
         spec.attribute: spec.parse(raw.get(spec.key, spec.default), home) for spec in SETTINGS

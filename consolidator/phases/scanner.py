@@ -10,6 +10,7 @@ as it was until the files come back or `scan --confirm-deletions` applies them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,18 @@ VANISH_ALWAYS_ALLOWED = 10
 REGISTER_BATCH = 200
 
 
+@dataclass(frozen=True)
+class RootScan:
+    """What one sessions root gave a scan: whether it exists, and how many rollouts it held."""
+
+    path: str
+    present: bool
+    files: int
+
+    def as_json(self) -> dict[str, str | bool | int]:
+        return {"path": self.path, "present": self.present, "files": self.files}
+
+
 @dataclass
 class ScanReport:
     new: int = 0
@@ -47,8 +60,9 @@ class ScanReport:
     held: int = 0
     held_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    roots: list[RootScan] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, int | list[str] | str | None]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "new": self.new,
             "changed": self.changed,
@@ -59,6 +73,7 @@ class ScanReport:
             "held_deletions": self.held,
             "held_reason": self.held_reason,
             "warnings": self.warnings,
+            "roots": [found.as_json() for found in self.roots],
         }
 
     @property
@@ -145,34 +160,99 @@ def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
 
 def scan(
     store: Store,
-    sessions_dir: Path,
+    sessions: Path | Sequence[Path],
     *,
     retry_budget: int,
     source_id: str | None = None,
     max_vanish_fraction: float = 0.5,
     confirm_deletions: bool = False,
 ) -> ScanReport:
-    """Register new and changed rollouts; mark vanished ones deleted, or hold them.
+    """Register new and changed rollouts under every root in `sessions`; mark vanished ones
+    deleted, or hold them.
 
     Only threads registered under `source_id` are compared with the disk, so a worker never
-    deletes sessions that another host registered from its own folder. `confirm_deletions`
-    applies deletions that the mass-vanish guard would hold.
+    deletes sessions that another host registered from its own folder. The mass-vanish guard
+    judges each root on its own: one lost folder holds its deletions while the others' apply.
+    `confirm_deletions` applies deletions that the guard would hold.
     """
     report = ScanReport()
     # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
     # file found takes its row out, so what is left at the end is what the walk did not see.
     unseen = store.scan_index(source_id)
-    live = sum(1 for row in unseen.values() if row[3] != _DELETED and row[3] != _FORGOTTEN)
-    root = sessions_dir.expanduser().resolve()
-    root_present = root.is_dir()
-    if not root_present:
-        report.warnings.append(f"sessions folder {root} does not exist; nothing was scanned")
+    roots = _distinct_roots(sessions)
+    live_by_root: dict[Path | None, int] = {root: _live_under(unseen, root) for root in roots}
+    live_by_root[None] = sum(1 for row in unseen.values() if row[5] and _is_live(row))
     problems: list[DiscoveryProblem] = []
-    batches = discover_rollout_batches(root, problems=problems) if root_present else ()
-    take = unseen.pop
-    unchanged = 0
-    files_seen = 0
     replaced: list[str] = []
+    for root in roots:
+        present = root.is_dir()
+        files = _scan_root(store, root, unseen, report, problems, replaced, retry_budget, source_id)
+        report.roots.append(RootScan(str(root), present, files))
+    if not any(found.present for found in report.roots):
+        named = ", ".join(map(str, roots))
+        folders = "sessions folder" if len(roots) == 1 else "none of the sessions folders"
+        report.warnings.append(f"{folders} {named} does not exist; nothing was scanned")
+    if replaced:
+        report.deleted += store.mark_deleted(replaced)
+    for problem in problems:
+        report.warnings.append(str(problem))
+    vanished, held = _vanished(
+        store,
+        unseen,
+        roots,
+        live_by_root,
+        problems,
+        report,
+        max_vanish_fraction=max_vanish_fraction,
+        confirm_deletions=confirm_deletions,
+    )
+    if held:
+        report.held = store.hold_deletions(held, source_id)
+    if vanished:
+        report.deleted += store.mark_deleted(vanished)
+        log.info(
+            "%d rollouts vanished; their stage-one outputs were purged",
+            len(vanished),
+            extra={"action": "inputs_deleted"},
+        )
+    if not held and store.held_deletions(source_id):
+        store.hold_deletions((), source_id)
+        log.info(
+            "held deletions cleared (the files are back or the deletions were applied)",
+            extra={"action": "deletions_hold_cleared"},
+        )
+    return report
+
+
+def _distinct_roots(sessions: Path | Sequence[Path]) -> list[Path]:
+    """The roots as absolute paths, each once, in the order given."""
+    given = [sessions] if isinstance(sessions, Path) else list(sessions)
+    return list(dict.fromkeys(root.expanduser().resolve() for root in given))
+
+
+def _is_live(row: tuple[Any, ...]) -> bool:
+    return bool(row[3] != _DELETED and row[3] != _FORGOTTEN)
+
+
+def _live_under(unseen: dict[str, tuple[Any, ...]], root: Path) -> int:
+    prefix = str(root) + "/"
+    return sum(1 for path, row in unseen.items() if path.startswith(prefix) and _is_live(row))
+
+
+def _scan_root(
+    store: Store,
+    root: Path,
+    unseen: dict[str, tuple[Any, ...]],
+    report: ScanReport,
+    problems: list[DiscoveryProblem],
+    replaced: list[str],
+    retry_budget: int,
+    source_id: str | None,
+) -> int:
+    """Walk one root, register what is new or changed; returns the number of files seen."""
+    batches = discover_rollout_batches(root, problems=problems) if root.is_dir() else ()
+    take = unseen.pop
+    files_seen = 0
     for batch in batches:
         files_seen += len(batch)
         # Headers read in this batch, registered together: (header, the row the path had,
@@ -189,7 +269,7 @@ def scan(
                 if state == _FORGOTTEN or (
                     previous[1] == size and previous[2] == mtime_ns and state != _DELETED
                 ):
-                    unchanged += 1
+                    report.unchanged += 1
                     continue
             try:
                 header = _file_header(path, None if previous is None else previous[4])
@@ -204,45 +284,75 @@ def scan(
                 continue
             reads.append((header, previous, False))
         for first in range(0, len(reads), REGISTER_BATCH):
-            chunk = reads[first : first + REGISTER_BATCH]
-            changes = store.register_threads(
-                [header for header, _previous, _unreadable in chunk],
-                ingested=False,
-                retry_budget=retry_budget,
-                source_id=source_id,
+            _register_chunk(
+                store,
+                reads[first : first + REGISTER_BATCH],
+                report,
+                replaced,
+                retry_budget,
+                source_id,
             )
-            for (header, previous, cannot_open), change in zip(chunk, changes, strict=True):
-                if cannot_open:
-                    report.bad += 1
-                    continue
-                _log_bad(header, change)
-                thread_id = header.thread_id
-                if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
-                    # The file now holds another session: the one it held is gone.
-                    replaced.append(previous[4])
-                if change is ThreadChange.BAD:
-                    report.bad += 1
-                elif change is ThreadChange.BAD_FORGOTTEN:
-                    report.bad += 1
-                    report.bad_forgotten += 1
-                elif change is ThreadChange.NEW:
-                    report.new += 1
-                elif change is ThreadChange.UNCHANGED:
-                    # A forgotten session still on disk: it keeps no path to be matched by.
-                    unchanged += 1
-                else:
-                    report.changed += 1
-    report.unchanged = unchanged
-    if replaced:
-        report.deleted += store.mark_deleted(replaced)
+    return files_seen
 
-    for problem in problems:
-        report.warnings.append(str(problem))
+
+def _register_chunk(
+    store: Store,
+    chunk: list[tuple[RolloutHeader, tuple[Any, ...] | None, bool]],
+    report: ScanReport,
+    replaced: list[str],
+    retry_budget: int,
+    source_id: str | None,
+) -> None:
+    changes = store.register_threads(
+        [header for header, _previous, _unreadable in chunk],
+        ingested=False,
+        retry_budget=retry_budget,
+        source_id=source_id,
+    )
+    for (header, previous, cannot_open), change in zip(chunk, changes, strict=True):
+        if cannot_open:
+            report.bad += 1
+            continue
+        _log_bad(header, change)
+        thread_id = header.thread_id
+        if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
+            # The file now holds another session: the one it held is gone.
+            replaced.append(previous[4])
+        if change is ThreadChange.BAD:
+            report.bad += 1
+        elif change is ThreadChange.BAD_FORGOTTEN:
+            report.bad += 1
+            report.bad_forgotten += 1
+        elif change is ThreadChange.NEW:
+            report.new += 1
+        elif change is ThreadChange.UNCHANGED:
+            # A forgotten session still on disk: it keeps no path to be matched by.
+            report.unchanged += 1
+        else:
+            report.changed += 1
+
+
+def _vanished(
+    store: Store,
+    unseen: dict[str, tuple[Any, ...]],
+    roots: list[Path],
+    live_by_root: dict[Path | None, int],
+    problems: list[DiscoveryProblem],
+    report: ScanReport,
+    *,
+    max_vanish_fraction: float,
+    confirm_deletions: bool,
+) -> tuple[list[str], list[str]]:
+    """The threads whose files are gone: (to delete now, to hold), the guard judging each
+    root on its own, and the ingested files as one more group. An ingested file is gone when
+    `stat` no longer finds it; a scanned one when its root's walk did not see it (unless under
+    a folder that could not be listed)."""
     # Files under a folder that could not be listed are not known to be gone.
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
-    vanished: list[str] = []
-    vanished_in_folder = 0
-    root_prefix = str(root) + "/"
+    files_by_root: dict[Path | None, int] = {Path(r.path): r.files for r in report.roots}
+    by_root: dict[Path | None, list[str]] = {root: [] for root in [*roots, None]}
+    prefixes = [(str(root) + "/", root) for root in roots]
+    gone: list[str] = []
     for path in sorted(unseen):
         _path, _size, _mtime_ns, state, thread_id, ingested = unseen[path]
         if state in (_DELETED, _FORGOTTEN):
@@ -254,42 +364,32 @@ def scan(
                 report.warnings.append(f"{path}: cannot check ({exc.strerror or exc})")
                 continue
             if not still_there:
-                vanished.append(thread_id)
-        elif path.startswith(root_prefix) and not any(
-            path == p.rstrip("/") or path.startswith(p) for p in unlisted
-        ):
-            vanished.append(thread_id)
-            vanished_in_folder += 1
-    reason = vanish_hold_reason(
-        vanished=len(vanished),
-        live=live,
-        folder_lost=vanished_in_folder > 0 and files_seen == 0,
-        max_vanish_fraction=max_vanish_fraction,
-    )
-    if reason is not None and not confirm_deletions:
-        report.held = store.hold_deletions(vanished, source_id)
+                by_root[None].append(thread_id)
+            continue
+        if any(path == p.rstrip("/") or path.startswith(p) for p in unlisted):
+            continue
+        root = next((root for prefix, root in prefixes if path.startswith(prefix)), None)
+        if root is not None:
+            by_root[root].append(thread_id)
+    held: list[str] = []
+    for root, vanished in by_root.items():
+        reason = vanish_hold_reason(
+            vanished=len(vanished),
+            live=live_by_root[root],
+            folder_lost=root is not None and bool(vanished) and files_by_root[root] == 0,
+            max_vanish_fraction=max_vanish_fraction,
+        )
+        if reason is None or confirm_deletions:
+            gone.extend(vanished)
+            continue
+        held.extend(vanished)
         report.held_reason = reason
         log.warning(
             "%s: %d deletions held because %s; memory is unchanged. If these sessions were "
             "deleted on purpose, run `consolidator scan --confirm-deletions`",
-            root,
-            report.held,
+            root or "ingested files",
+            len(vanished),
             reason,
-            extra={"action": "deletions_held", "folder": str(root), "held": report.held},
+            extra={"action": "deletions_held", "folder": str(root or ""), "held": len(vanished)},
         )
-        return report
-    if vanished:
-        report.deleted += store.mark_deleted(vanished)
-        log.info(
-            "%d rollouts vanished; their stage-one outputs were purged",
-            report.deleted,
-            extra={"action": "inputs_deleted"},
-        )
-    if store.held_deletions(source_id):
-        store.hold_deletions((), source_id)
-        log.info(
-            "%s: held deletions cleared (the files are back or the deletions were applied)",
-            root,
-            extra={"action": "deletions_hold_cleared", "folder": str(root)},
-        )
-    return report
+    return gone, held

@@ -103,7 +103,7 @@ def scan_sessions(
     """Scan, log what could not be read, and scrub the space of inputs that vanished."""
     report = scan(
         store,
-        settings.sessions_dir,
+        settings.sessions_dirs,
         retry_budget=settings.stage1_retry_budget,
         source_id=settings.source_id,
         max_vanish_fraction=settings.max_vanish_fraction,

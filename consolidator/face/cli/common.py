@@ -80,6 +80,7 @@ def common_options(func: F) -> F:
             spec.name,
             default=None,
             type=spec.flag_type,
+            multiple=spec.repeatable,
             help=_help_for(spec.name),
             show_default=False,
         )(decorated)

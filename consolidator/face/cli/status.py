@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,8 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
-    from consolidator.db.store import ThreadUsage
+    from consolidator.core.config import Settings
+    from consolidator.db.store import Store, ThreadUsage
 
 
 @click.command("status")
@@ -37,6 +39,7 @@ def status_command(**params: Any) -> None:
         most_used, least_used = store.usage_ranking(USAGE_SHOWN)
         pending = store.list_pending()
         newest = store.pending_content(pending[-1].id) if pending else None
+        roots = session_roots(store, inv.settings)
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
     # Live sessions neither the current version nor the newest pending one cites (after a
@@ -44,7 +47,7 @@ def status_command(**params: Any) -> None:
     waiting = cited_thread_ids(decode(newest.memory_json)) if newest else frozenset()
     unrepresented = len(live - cited_thread_ids(current) - waiting)
     held_problem: list[tuple[str, str]] = (
-        [(str(inv.settings.sessions_dir), _held_reason(counts.held_deletions))]
+        [(", ".join(r.path for r in roots), _held_reason(counts.held_deletions))]
         if counts.held_deletions
         else []
     )
@@ -103,6 +106,7 @@ def status_command(**params: Any) -> None:
         },
         "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
+        "sessions_roots": [r.as_json() for r in roots],
         "formats": [
             {"source": source, "format_version": version, "threads": n}
             for source, version, n in counts.formats
@@ -127,6 +131,8 @@ def status_command(**params: Any) -> None:
             f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
             f"{counts.threads_bad} with bad input",
         )
+        for root in roots:
+            table.add_row("sessions folder", Text(root.describe()))
         if counts.formats:
             table.add_row(
                 "formats",
@@ -216,6 +222,45 @@ def status_command(**params: Any) -> None:
             )
 
     inv.emit(payload, human)
+
+
+@dataclass(frozen=True)
+class RootCounts:
+    """One sessions root as `status` shows it: whether it exists, and its threads."""
+
+    path: str
+    present: bool
+    live: int
+    deleted: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "present": self.present,
+            "live": self.live,
+            "deleted": self.deleted,
+        }
+
+    def describe(self) -> str:
+        if not self.present and not (self.live or self.deleted):
+            return f"{self.path}: does not exist"
+        missing = "" if self.present else " (the folder is missing)"
+        return f"{self.path}: {self.live} sessions, {self.deleted} deleted{missing}"
+
+
+def session_roots(store: Store, settings: Settings) -> list[RootCounts]:
+    """Each configured sessions root with the threads this worker registered from it."""
+    from consolidator.db.store import ThreadState
+
+    index = store.scan_index(settings.source_id)
+    found: list[RootCounts] = []
+    for root in dict.fromkeys(p.expanduser().resolve() for p in settings.sessions_dirs):
+        prefix = str(root) + "/"
+        states = [row[3] for path, row in index.items() if path.startswith(prefix)]
+        deleted = sum(1 for state in states if state == ThreadState.DELETED.value)
+        gone = deleted + states.count(ThreadState.FORGOTTEN.value)
+        found.append(RootCounts(str(root), root.is_dir(), len(states) - gone, deleted))
+    return found
 
 
 # How many threads `status` lists as the most and the least used.
