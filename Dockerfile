@@ -19,7 +19,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/consolidator/bin:$PATH \
     CONSOLIDATOR_HOME=/var/lib/consolidator \
-    CONSOLIDATOR_SESSIONS_DIR=/sessions
+    CONSOLIDATOR_SESSIONS_DIRS=/sessions
 
 # A fixed non-root uid, so that volume ownership is predictable. The memory folder exists in
 # the image with the right owner and mode: a named volume mounted there starts with both.

@@ -316,6 +316,11 @@ def setting_default(key: str) -> Any:
     return _BY_KEY[key].default
 
 
+def setting_spec(key: str) -> SettingSpec:
+    """The declaration of the setting whose config-file key is `key`."""
+    return _BY_KEY[key]
+
+
 def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
     """Read `config.toml`: keys are setting names (`lease_seconds = 300`). A missing file is
     no settings, unless it was named explicitly (`required`)."""

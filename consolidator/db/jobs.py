@@ -53,6 +53,7 @@ from consolidator.db.records import (
     JobRecord,
     JobStatus,
     Stage1Payload,
+    Stage1Waiting,
     ThreadState,
     job_record,
     retry_delay,
@@ -74,6 +75,7 @@ from consolidator.db.statements import (
     lease_values,
     stage1_batch_statements,
     stage1_claimable_count,
+    stage1_waiting_count,
     thread_exists,
 )
 from consolidator.db.versions import forget_in_memory, insert_quarantined
@@ -165,6 +167,27 @@ class JobsMixin(StoreBase):
                     query, eligibility_parameters(self._moment(now), eligibility)
                 ).scalar_one()
             )
+
+    @contention_retry
+    def count_waiting_stage1(self, eligibility: Eligibility) -> Stage1Waiting:
+        """The stage-one jobs that only the thread's age or idleness keeps from being claimed,
+        so that a run can name the setting that would admit them."""
+        by_source = eligibility.source_id is not None
+        with self._read() as connection:
+            now = self._now(connection)
+            parameters = eligibility_parameters(self._moment(now), eligibility)
+            if eligibility.max_age_days <= 0:
+                # No age limit: an age after the epoch's start holds for every thread.
+                parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
+            too_old = 0
+            if eligibility.max_age_days > 0:
+                too_old = connection.execute(
+                    stage1_waiting_count(by_source, True), parameters
+                ).scalar_one()
+            not_idle = connection.execute(
+                stage1_waiting_count(by_source, False), parameters
+            ).scalar_one()
+        return Stage1Waiting(too_old=int(too_old), not_idle=int(not_idle))
 
     def claim_stage1_batch(
         self, *, limit: int, lease_seconds: int, eligibility: Eligibility

@@ -309,6 +309,17 @@ class Eligibility:
     source_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Stage1Waiting:
+    """Threads stage one leaves for later because of their eligibility, not their job."""
+
+    too_old: int = 0
+    not_idle: int = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"too_old": self.too_old, "not_idle": self.not_idle}
+
+
 def tombstone_id(thread_id: str) -> str:
     """The key a forgotten thread is kept under: it recognises the session, never names it."""
     digest = hashlib.sha256(f"consolidator-forgotten\0{thread_id}".encode()).hexdigest()

@@ -193,6 +193,29 @@ def stage1_claimable_count(by_source: bool, by_age: bool) -> Any:
     return select(func.count()).select_from(Job).where(stage1_batch_guard(by_source, by_age))
 
 
+@functools.cache
+def stage1_waiting_count(by_source: bool, too_old: bool) -> Any:
+    """How many stage-one jobs the claim rule lets through but the thread's eligibility holds
+    back: `too_old` counts those past the age limit, else those not idle long enough (and not
+    too old). Bind parameters as `stage1_batch_guard`'s."""
+    updated = Thread.source_updated_at
+    age_after = bindparam("claim_age_after", type_=UTCDateTime())
+    waiting = [Thread.state == ThreadState.ACTIVE.value]
+    if by_source:
+        source = bindparam("claim_source", type_=String())
+        waiting.append(or_(Thread.source_id.is_(None), Thread.source_id == source))
+    if too_old:
+        waiting.append(updated < age_after)
+    else:
+        waiting.append(updated > bindparam("claim_idle_before", type_=UTCDateTime()))
+        waiting.append(updated >= age_after)
+    return (
+        select(func.count())
+        .select_from(Job)
+        .where(stage1_claimable(MOMENT_PARAMETERS), thread_exists(*waiting))
+    )
+
+
 def eligibility_parameters(moment: Moment, eligibility: Eligibility) -> dict[str, Any]:
     """The bind parameters of `stage1_batch_guard` for `eligibility` at `moment`."""
     now = moment.now

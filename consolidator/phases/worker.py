@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
 from consolidator.core.config import Settings
-from consolidator.db.store import Eligibility, Store
+from consolidator.db.store import Eligibility, Stage1Waiting, Store
 from consolidator.phases.leases import Heartbeat
 from consolidator.phases.materialize import ProjectionReport
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
@@ -32,13 +32,15 @@ from consolidator.phases.stage_one import (
 log = logging.getLogger(__name__)
 
 
+def stage1_eligibility(settings: Settings) -> Eligibility:
+    return Eligibility(settings.min_idle_seconds, settings.max_age_days, settings.source_id)
+
+
 def stage1_options(settings: Settings) -> Stage1Options:
     return Stage1Options(
         concurrency=settings.stage1_concurrency,
         lease_seconds=settings.lease_seconds,
-        eligibility=Eligibility(
-            settings.min_idle_seconds, settings.max_age_days, settings.source_id
-        ),
+        eligibility=stage1_eligibility(settings),
         transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
     )
 
@@ -64,6 +66,8 @@ class PassReport:
     projection: ProjectionReport | None
     # Sessions forgotten because no later session used them (CONSOLIDATOR_PRUNE_UNUSED_DAYS).
     pruned: int = 0
+    # Sessions stage one left for later because of their age or idleness.
+    waiting: Stage1Waiting = field(default_factory=Stage1Waiting)
 
     @property
     def failed(self) -> str | None:
@@ -94,6 +98,7 @@ class PassReport:
             "pruned": self.pruned,
             "stage1": self.stage1.as_json(),
             "phase2": self.phase2.as_json() if self.phase2 else None,
+            "waiting": self.waiting.as_json(),
         }
 
 
@@ -196,7 +201,8 @@ def run_pass(
     projection = publish_current(store, settings)
     # A forget or clear whose WAL purge a reader held back is completed here.
     store.complete_owed_purge()
-    return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned))
+    waiting = store.count_waiting_stage1(stage1_eligibility(settings))
+    return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned), waiting)
 
 
 __all__ = ["PassReport", "ThreadResult", "phase2_options", "run_pass", "stage1_options"]

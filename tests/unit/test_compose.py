@@ -153,7 +153,7 @@ def test_sessions_are_mounted_read_only_and_memory_writable(
 ) -> None:
     env = environment(daemon)
     by_target = {target: (source, mode) for source, target, mode in mounts(daemon)}
-    sessions = env.get("CONSOLIDATOR_SESSIONS_DIR")
+    sessions = env.get("CONSOLIDATOR_SESSIONS_DIRS")
     assert sessions == "/sessions"
     assert by_target[sessions] == ("./sessions", "ro")
     memory_dir = env.get("CONSOLIDATOR_MEMORY_DIR") or f"{DEFAULT_HOME}/memories"

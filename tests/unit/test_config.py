@@ -150,3 +150,48 @@ def test_every_setting_is_a_flag_of_every_command_with_its_variable_in_the_help(
     help_text = CliRunner().invoke(cli, ["status", "--help"], terminal_width=10_000).output
     for spec in SETTINGS:
         assert spec.option in help_text and spec.env in help_text, spec.key
+
+
+def test_sessions_default_to_every_agents_folder_as_the_agents_resolve_them(
+    tmp_path: Path,
+) -> None:
+    base = {"CONSOLIDATOR_HOME": str(tmp_path)}
+    home = Path.home()
+    assert build_settings({}, environ=base).sessions_dirs == (
+        home / ".codex" / "sessions",
+        home / ".claude" / "projects",
+        home / ".openclaw" / "agents",
+    )
+    moved = {**base, "CODEX_HOME": "/opt/codex", "CLAUDE_CONFIG_DIR": "/opt/claude"}
+    assert build_settings({}, environ=moved).sessions_dirs[:2] == (
+        Path("/opt/codex/sessions"),
+        Path("/opt/claude/projects"),
+    )
+
+
+def test_sessions_come_as_repeated_flags_a_joined_variable_a_list_or_the_old_variable(
+    tmp_path: Path,
+) -> None:
+    base = {"CONSOLIDATOR_HOME": str(tmp_path)}
+    flags = build_settings({"sessions": ("/a", "/b", "/a")}, environ=base)
+    assert flags.sessions_dirs == (Path("/a"), Path("/b"))
+    joined = build_settings({}, environ={**base, "CONSOLIDATOR_SESSIONS_DIRS": "/c:/d"})
+    assert joined.sessions_dirs == (Path("/c"), Path("/d"))
+    old = build_settings({}, environ={**base, "CONSOLIDATOR_SESSIONS_DIR": "/e"})
+    assert old.sessions_dirs == (Path("/e"),)
+    both = {**base, "CONSOLIDATOR_SESSIONS_DIR": "/e", "CONSOLIDATOR_SESSIONS_DIRS": "/f"}
+    assert build_settings({}, environ=both).sessions_dirs == (Path("/f"),)
+    (tmp_path / "config.toml").write_text('sessions = ["~/one", "$CONSOLIDATOR_HOME/two"]\n')
+    listed = build_settings({}, environ=base)
+    assert listed.sessions_dirs == (Path.home() / "one", tmp_path / "two")
+    (tmp_path / "config.toml").write_text('sessions = "/only"\n')
+    assert build_settings({}, environ=base).sessions_dirs == (Path("/only"),)
+    (tmp_path / "config.toml").write_text("sessions = 3\n")
+    with pytest.raises(ConfigError, match=r"--sessions .* must be a folder or a list"):
+        build_settings({}, environ=base)
+
+
+def test_a_number_setting_names_its_kind_with_the_right_article(tmp_path: Path) -> None:
+    env = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_LEASE_SECONDS": "soon"}
+    with pytest.raises(ConfigError, match="must be an int, not 'soon'"):
+        build_settings({}, environ=env)

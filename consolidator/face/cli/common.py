@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from consolidator.core.config import ADOPT_MEMORY_FILES_ENV, SETTINGS, Settings, build_settings
+from consolidator.core.config import (
+    ADOPT_MEMORY_FILES_ENV,
+    SETTINGS,
+    Settings,
+    build_settings,
+    setting_spec,
+)
 from consolidator.core.errors import ConfigError, WorkFailed
 from consolidator.face.logs import configure_logging
 
@@ -67,7 +73,7 @@ class Invocation:
 
 
 def _help_for(spec_name: str) -> str:
-    spec = next(s for s in SETTINGS if s.name == spec_name)
+    spec = setting_spec(spec_name)
     return f"{spec.help} [env: {spec.env}; default: {spec.default}]"
 
 

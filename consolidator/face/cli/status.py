@@ -24,9 +24,11 @@ def status_command(**params: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from consolidator.face.cli.waiting import waiting_lines
     from consolidator.memory.codec import decode
     from consolidator.memory.merge import folded_task_count
     from consolidator.memory.model import Memory, cited_thread_ids
+    from consolidator.phases.worker import stage1_eligibility
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
@@ -40,6 +42,7 @@ def status_command(**params: Any) -> None:
         pending = store.list_pending()
         newest = store.pending_content(pending[-1].id) if pending else None
         roots = session_roots(store, inv.settings)
+        held_back = store.count_waiting_stage1(stage1_eligibility(inv.settings))
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
     # Live sessions neither the current version nor the newest pending one cites (after a
@@ -106,6 +109,7 @@ def status_command(**params: Any) -> None:
         },
         "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
         "held_deletions": counts.held_deletions,
+        "waiting": held_back.as_json(),
         "sessions_roots": [r.as_json() for r in roots],
         "formats": [
             {"source": source, "format_version": version, "threads": n}
@@ -200,6 +204,8 @@ def status_command(**params: Any) -> None:
         if phase2["last_error"]:
             table.add_row("last phase-two error", str(phase2["last_error"]))
         inv.console.print(table)
+        for line in waiting_lines(held_back, inv.settings):
+            inv.console.print(line, markup=False)
         for path, reason in held_problem:
             inv.console.print(f"held: {path}: {reason}", markup=False)
         if counts.problems or counts.errors or set_aside:

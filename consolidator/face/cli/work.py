@@ -250,6 +250,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
 
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
     """
+    from consolidator.face.cli.waiting import first_run_hint, waiting_lines
     from consolidator.phases.worker import run_pass
 
     inv = invocation(params)
@@ -264,12 +265,17 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                 on_thread_done=hooks.advance if hooks else None,
                 on_stage1_start=hooks.start if hooks else None,
             )
+        has_memory = store.current_version() is not None
+    scanned = report.scan
+    hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 
     def human() -> None:
         _print_scan(inv, report.scan)
         _print_stage1(inv, report.stage1)
         if report.phase2 is not None:
             _print_phase2(inv, report.phase2)
+        for line in [*waiting_lines(report.waiting, inv.settings), *([hint] if hint else [])]:
+            inv.console.print(line, markup=False)
 
     inv.emit(report.as_json(), human)
     if report.failed:
