@@ -216,7 +216,8 @@ class Settings:
     phase2_cooldown_seconds: int = count(
         21600,
         "Minimum time between two phase-two runs that changed memory (300 with the offline "
-        "extractive backend unless set).",
+        "extractive backend unless set); a note (`consolidator note`, the MCP add_note "
+        "tool) does not wait.",
     )
     lease_seconds: int = positive(
         600, "Lease length for claimed jobs; a heartbeat renews it while work runs."

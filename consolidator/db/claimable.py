@@ -189,6 +189,9 @@ PHASE2_RULE: tuple[Term, ...] = (
     _deadline_term(ClaimOutcome.SKIPPED_COOLDOWN, COOLDOWN),
 )
 
+# Phase two for a note the user handed over: the cooldown limits session churn, not notes.
+PHASE2_NOTE_RULE: tuple[Term, ...] = PHASE2_RULE[:-1]
+
 # A rebuild the user asked for: only a live lease stops it.
 PHASE2_FORCED_RULE: tuple[Term, ...] = (_LIVE_LEASE,)
 

@@ -27,6 +27,7 @@ from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log
 from consolidator.db.claimable import (
     EXHAUSTED_RETRY_SECONDS,
     PHASE2_FORCED_RULE,
+    PHASE2_NOTE_RULE,
     PHASE2_RULE,
     RETRY,
     STAGE1_RULE,
@@ -63,9 +64,11 @@ from consolidator.db.statements import (
     DELETE_OUTPUT,
     INSERT_OUTPUT,
     JOBS,
+    NOTE_WAITING,
     OWNED_BY_CLAIM,
     PHASE2_CLAIM,
     PHASE2_FORCED_CLAIM,
+    PHASE2_NOTE_CLAIM,
     PHASE2_STATE,
     PHASE2_STATE_AND_CLOCK,
     SUCCEED_JOB,
@@ -96,6 +99,14 @@ def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
         fence_parameters(claim),
     )
     return rowcount(result) == 1
+
+
+# The guarded UPDATE of each phase-two rule.
+_PHASE2_CLAIMS = {
+    PHASE2_RULE: PHASE2_CLAIM,
+    PHASE2_NOTE_RULE: PHASE2_NOTE_CLAIM,
+    PHASE2_FORCED_RULE: PHASE2_FORCED_CLAIM,
+}
 
 
 class JobsMixin(StoreBase):
@@ -467,6 +478,9 @@ class JobsMixin(StoreBase):
             self._note_excursions(job, moment)
             rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
             refused = refusal(rule, job, moment)
+            if refused is ClaimOutcome.SKIPPED_COOLDOWN and self._note_waiting(connection, job):
+                rule = PHASE2_NOTE_RULE
+                refused = refusal(rule, job, moment)
             if refused is not None:
                 return Claim(refused, PHASE2, PHASE2_KEY)
             token = uuid.uuid4().hex
@@ -476,7 +490,7 @@ class JobsMixin(StoreBase):
                 )
             with self._statement(connection, write=True):
                 row = connection.execute(
-                    PHASE2_FORCED_CLAIM if force else PHASE2_CLAIM,
+                    _PHASE2_CLAIMS[rule],
                     {
                         **moment_parameters(moment),
                         "claim_token": token,
@@ -516,6 +530,12 @@ class JobsMixin(StoreBase):
         connection.execution_options(**{READ_ONLY_OPTION: not write})
         with connection.begin():
             yield
+
+    def _note_waiting(self, connection: Connection, job: Row[Any]) -> bool:
+        """Whether a note changed after the last success: it does not wait for the cooldown."""
+        with self._statement(connection, write=False):
+            after = job.last_success_watermark or 0
+            return bool(connection.execute(NOTE_WAITING, {"after_seq": after}).scalar_one())
 
     def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
         """The phase-two job row with the input sequence (`input_seq`), and the time now."""

@@ -22,6 +22,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     func,
     insert,
     literal,
@@ -36,6 +37,7 @@ from consolidator.db.claimable import (
     INPUT_SEQ,
     MOMENT_PARAMETERS,
     PHASE2_FORCED_RULE,
+    PHASE2_NOTE_RULE,
     PHASE2_RULE,
     Moment,
     Term,
@@ -60,6 +62,7 @@ from consolidator.db.schema import (
     Thread,
     UTCDateTime,
 )
+from consolidator.sources.items import SourceFormat
 
 THREADS = Thread.__table__
 JOBS = Job.__table__
@@ -133,6 +136,15 @@ def _phase2_claim(rule: tuple[Term, ...]) -> Any:
 
 PHASE2_CLAIM = _phase2_claim(PHASE2_RULE)
 PHASE2_FORCED_CLAIM = _phase2_claim(PHASE2_FORCED_RULE)
+PHASE2_NOTE_CLAIM = _phase2_claim(PHASE2_NOTE_RULE)
+# Whether a note changed after the last success: such a change is consolidated at once.
+NOTE_WAITING = select(
+    exists().where(
+        InputChange.seq > bindparam("after_seq", type_=BigInteger()),
+        InputChange.thread_id == Thread.thread_id,
+        Thread.source == SourceFormat.NOTE.value,
+    )
+)
 # Rollback fences off an in-flight phase-two run: its token goes, so its commit writes nothing.
 FENCE_PHASE2 = (
     update(Job)

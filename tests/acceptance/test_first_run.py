@@ -62,3 +62,31 @@ def test_a_first_run_with_no_flags_finds_both_agents_and_explains_what_waits(
     admitted = run_command([*CLI, "run", "--max-age-days", "0", "--json"], env, timeout=240)
     assert json.loads(admitted.stdout)["waiting"] == {"too_old": 0, "not_idle": 0}
     assert json.loads(admitted.stdout)["stage1"]["claimed"] == too_old
+
+
+def test_a_note_does_not_wait_for_the_cooldown_and_an_unusable_file_fails_ingest(
+    tmp_path: Path,
+) -> None:
+    user, _sessions = agent_home(tmp_path)
+    env = first_run_env(user)
+    env.update(CONSOLIDATOR_MAX_AGE_DAYS="0", CONSOLIDATOR_MIN_IDLE_SECONDS="0")
+    first = json.loads(run_command([*CLI, "run", "--json"], env, timeout=240).stdout)
+    assert first["phase2"]["status"] == "succeeded", first
+
+    noted = run_command(
+        [*CLI, "note", "Deploys go out from the release branch only, never from main.", "--json"],
+        env,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    note_id = json.loads(noted.stdout)["thread_id"]
+    again = json.loads(run_command([*CLI, "run", "--json"], env, timeout=240).stdout)
+    assert again["phase2"]["status"] == "succeeded", again["phase2"]
+    memory = (user / ".consolidator" / "memories" / "MEMORY.md").read_text()
+    assert "release branch" in memory and note_id in memory
+
+    # A file that holds no session at all: nothing to read, and ingest says so.
+    export = tmp_path / "chat.jsonl"
+    export.write_text("not a session\n")
+    failed = run_command([*CLI, "ingest", str(export)], env, timeout=120, expect=1)
+    assert "cannot be used" in failed.stderr

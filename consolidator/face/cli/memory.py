@@ -388,10 +388,41 @@ def ingest_command(file: Path, **params: Any) -> None:
     )
     if result is ThreadResult.FAILED:
         raise WorkFailed(f"stage one failed for {thread_id}; see `consolidator status`")
+    if change in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
+        raise WorkFailed(f"{file} cannot be used: {thread.problem if thread else 'bad input'}")
+
+
+@click.command("note")
+@click.argument("text")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The project the note is about. [default: the current folder]",
+)
+@common_options
+def note_command(text: str, cwd: Path | None, **params: Any) -> None:
+    """Hand over a fact to remember; the next `run` consolidates it, whatever the cooldown."""
+    from consolidator.phases.notes import add_note
+
+    inv = invocation(params)
+    folder = str((cwd or Path.cwd()).expanduser().absolute())
+    outcome = add_note(inv.settings, text, cwd=folder, origin="cli")
+    inv.emit(
+        outcome.as_json(),
+        lambda: inv.console.print(
+            f"{outcome.note_id}: {outcome.status}"
+            + (f" ({outcome.reason})" if outcome.reason else ""),
+            markup=False,
+        ),
+    )
+    if outcome.status != "accepted":
+        raise WorkFailed(outcome.reason or f"note {outcome.status}")
 
 
 COMMANDS = (
     show_command,
+    note_command,
     context_command,
     mcp_command,
     history_command,
