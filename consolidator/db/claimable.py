@@ -6,10 +6,12 @@ claims, and for the queries that select candidates) and, beside it, in Python ov
 names the refusal, so the claim, the refusal and the counts cannot disagree.
 
 A rule is checked at a `Moment`: the time now and, for each kind of deadline, its horizon (now
-plus the longest that deadline may honestly be set for). A stored deadline beyond its horizon was
-written under a clock that ran ahead (an NTP step, a resumed VM, a wrong host clock) and counts
-as passed, so no clock excursion wedges a job for a year. Its fields are values or bind
-parameters on the SQL side, datetimes on the Python side.
+plus the longest that deadline may honestly be set for, doubled and never under a day: claimers
+read the time a moment apart, hosts' clocks differ a little, and another worker may be
+configured with a longer lease). A stored deadline beyond its horizon was written under a clock
+that ran ahead (an NTP step, a resumed VM, a wrong host clock) and counts as passed, so no clock
+excursion wedges a job for a year. Its fields are values or bind parameters on the SQL side,
+datetimes on the Python side.
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ TRANSIENT_RETRY_CAP_SECONDS = 6 * 3600
 EXHAUSTED_RETRY_SECONDS = 24 * 3600
 # No backoff is ever set for longer than this.
 LONGEST_RETRY_SECONDS = max(TRANSIENT_RETRY_CAP_SECONDS, EXHAUSTED_RETRY_SECONDS)
+# The least a horizon lies ahead of now, whatever the configured length.
+HORIZON_FLOOR_SECONDS = 24 * 3600
+
+
+def _horizon(now: datetime, length_seconds: int) -> datetime:
+    return now + timedelta(seconds=2 * max(length_seconds, HORIZON_FLOOR_SECONDS))
 
 
 class Moment(NamedTuple):
@@ -88,9 +96,9 @@ class DeadlineLengths:
         """The moment `now`; `lease_seconds` is a claimer's own lease length, when longer."""
         return Moment(
             now,
-            now + timedelta(seconds=max(self.lease_seconds, lease_seconds)),
-            now + timedelta(seconds=LONGEST_RETRY_SECONDS),
-            now + timedelta(seconds=self.cooldown_seconds),
+            _horizon(now, max(self.lease_seconds, lease_seconds)),
+            _horizon(now, LONGEST_RETRY_SECONDS),
+            _horizon(now, self.cooldown_seconds),
         )
 
 
