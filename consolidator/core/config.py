@@ -10,6 +10,7 @@ equal).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import socket
@@ -405,11 +406,16 @@ def check_environment(env: Mapping[str, str]) -> None:
     """A CONSOLIDATOR_* variable that names no setting is a typo; ignoring it would hide it."""
     known = {spec.env for spec in SETTINGS} | OTHER_ENVIRONMENT
     unknown = sorted(name for name in env if name.startswith("CONSOLIDATOR_") and name not in known)
-    if unknown:
-        raise ConfigError(
-            f"unknown environment variable {', '.join(unknown)}; the settings are "
-            f"{', '.join(spec.env for spec in SETTINGS)}"
-        )
+    if not unknown:
+        return
+    near = {name: difflib.get_close_matches(name, sorted(known), n=1) for name in unknown}
+    if any(near.values()):
+        named = [name + (f" (did you mean {m[0]}?)" if m else "") for name, m in near.items()]
+        raise ConfigError(f"unknown environment variable {', '.join(named)}")
+    raise ConfigError(
+        f"unknown environment variable {', '.join(unknown)}; the settings are "
+        f"{', '.join(spec.env for spec in SETTINGS)}"
+    )
 
 
 def settings_table_markdown() -> str:

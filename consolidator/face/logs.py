@@ -64,5 +64,22 @@ def configure_logging(*, level: int, fmt: LogFormat) -> None:
     root.setLevel(level)
     # A library's warning goes through the same handler, so under JSON logs it is JSON too.
     logging.captureWarnings(True)
-    for noisy in ("httpx", "httpx2", "httpcore", "openai", "alembic", "apscheduler"):
+    # Other libraries log their own workings (a file lock's every acquire, each HTTP
+    # request): `--verbose` is about our progress, so theirs shows from warnings up.
+    for noisy in THIRD_PARTY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+THIRD_PARTY_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "openai",
+    "alembic",
+    "apscheduler",
+    "filelock",
+    "sqlalchemy",
+    "mcp",
+    "asyncio",
+    "urllib3",
+)

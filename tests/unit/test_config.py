@@ -195,3 +195,16 @@ def test_a_number_setting_names_its_kind_with_the_right_article(tmp_path: Path) 
     env = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_LEASE_SECONDS": "soon"}
     with pytest.raises(ConfigError, match="must be an int, not 'soon'"):
         build_settings({}, environ=env)
+
+
+def test_an_unknown_variable_near_a_setting_is_named_with_the_setting(tmp_path: Path) -> None:
+    env = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_MAX_AGE_DAY": "3"}
+    with pytest.raises(ConfigError) as raised:
+        build_settings({}, environ=env)
+    assert str(raised.value) == (
+        "unknown environment variable CONSOLIDATOR_MAX_AGE_DAY "
+        "(did you mean CONSOLIDATOR_MAX_AGE_DAYS?)"
+    )
+    far = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_ZZZZZZZZZZZZZZ": "1"}
+    with pytest.raises(ConfigError, match="the settings are CONSOLIDATOR_HOME"):
+        build_settings({}, environ=far)

@@ -63,3 +63,18 @@ def test_a_library_warning_is_a_json_line_under_json_logs(
     assert len(lines) == 1, lines
     record = json.loads(lines[0])
     assert record["level"] == "warning" and "a library is unhappy" in record["message"]
+
+
+def test_verbose_logging_keeps_other_libraries_at_warnings() -> None:
+    import logging
+
+    from consolidator.face.logs import configure_logging
+
+    configure_logging(level=logging.DEBUG, fmt="human")
+    try:
+        assert logging.getLogger("consolidator").isEnabledFor(logging.DEBUG)
+        for library in ("filelock", "sqlalchemy.engine", "httpx"):
+            assert not logging.getLogger(library).isEnabledFor(logging.INFO), library
+            assert logging.getLogger(library).isEnabledFor(logging.WARNING), library
+    finally:
+        configure_logging(level=logging.WARNING, fmt="human")
