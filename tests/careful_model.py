@@ -19,7 +19,9 @@ profile line when the summary lacks one.
 
 Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
 the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
-block that was never shown), to check that one bad input cannot block the others.
+block that was never shown) or the request refused (`flagged`: the provider's 400
+`invalid_prompt`; `server_error`: a 500 every time), to check that one bad input cannot block
+the others.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tests.fake_openai import STAGE_ONE_ANSWER
+from tests.fake_openai import FLAGGED_PROMPT, STAGE_ONE_ANSWER, ErrorAnswer
 
-PoisonKind = Literal["cut_off", "invalid"]
+PoisonKind = Literal["cut_off", "invalid", "flagged", "server_error"]
 SummaryKind = Literal["careful", "oversized", "uncited"]
 SUMMARY_SCHEMA = "memory_summary"
 DRAFT_MARKER = "## The draft to improve"
@@ -148,6 +150,10 @@ class CarefulModel:
         kinds = {
             self.poison[i["thread_id"]] for i in request.inputs if i["thread_id"] in self.poison
         }
+        if "flagged" in kinds:
+            raise FLAGGED_PROMPT
+        if "server_error" in kinds:
+            raise ErrorAnswer(500, "The server had an error while processing your request.")
         answer = self.answer(request)
         if self.verbosity > 1:
             _amplify(answer, self.verbosity)

@@ -62,6 +62,26 @@ class Fault(StrEnum):
     NOT_JSON = "not_json"
 
 
+class ErrorAnswer(Exception):
+    """Raised by a responder to answer its request with an HTTP error instead, as a provider
+    does for one request (a flagged prompt, a request that crashes the server)."""
+
+    def __init__(
+        self, status: int, message: str, *, code: str | None = None, kind: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+        self.kind = kind or ("server_error" if status >= 500 else "invalid_request_error")
+
+
+FLAGGED_PROMPT = ErrorAnswer(
+    400,
+    "Invalid prompt: your prompt was flagged as potentially violating our usage policy. "
+    "Please try again with a different prompt.",
+    code="invalid_prompt",
+)
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """How to answer one request.
@@ -335,7 +355,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
             return
 
-        content, truncated = _content(behaviour, body)
+        try:
+            content, truncated = _content(behaviour, body)
+        except ErrorAnswer as refusal:
+            self._send_error(refusal.status, refusal.kind, refusal.code, refusal.message)
+            return
         limit = body.get("max_completion_tokens") or body.get("max_output_tokens")
         if behaviour.output_limit and isinstance(limit, int) and len(content) > limit * 4:
             content, truncated = content[: limit * 4], True

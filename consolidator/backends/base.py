@@ -31,9 +31,29 @@ class ModelUnavailable(BackendError):
         super().__init__(message, retryable=True)
 
 
-class ModelAccessDenied(BackendError, ConfigError):
-    """The endpoint refused the credentials (401/403): no thread can succeed until an operator
-    fixes them, so the pass stops before claiming more work (exit code 2)."""
+class ServerErrorRepeated(ModelUnavailable):
+    """Every attempt of one request met a server error (5xx). Either the endpoint is down or
+    this request breaks it: phase two tells them apart by whether other requests succeed."""
+
+
+class ModelMisconfigured(BackendError, ConfigError):
+    """The endpoint refused how it is asked (unknown model, unsupported parameter, bad
+    credentials): no input can succeed until an operator changes a setting, so the pass
+    stops at once (exit code 2) and spends nothing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+
+class ModelAccessDenied(ModelMisconfigured):
+    """The endpoint refused the credentials (401/403)."""
+
+
+class InputRefused(BackendError):
+    """The endpoint refused this request for what it carries (a flagged prompt, a context
+    overflow, any other 4xx that is not about the settings): the same request would be
+    refused again, so it is never re-sent, and the input behind it is narrowed down and set
+    aside with the provider's reason."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, retryable=False)

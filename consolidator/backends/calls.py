@@ -23,10 +23,14 @@ log = logging.getLogger("consolidator.backends.openai_backend")
 class TransientFailure(ConsolidatorError):
     """An attempt failed in a way a later attempt may not: 429, 5xx, timeout, no connection."""
 
-    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, *, retry_after: float | None = None, server_error: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        # The server answered with a 5xx (not a rate limit, a timeout or no connection).
+        self.server_error = server_error
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """How an OpenAI-compatible endpoint is named and how its HTTP answers are read.
 
-Status codes sort into a fault a later attempt may not meet (429, 408, 5xx), refused
-credentials (401, 403) and a request that is wrong as sent (anything else). Text that came from
+Status codes sort into a fault a later attempt may not meet (429, 408, 5xx), a refusal of
+how the endpoint is asked (401, 403, an unknown model, an unsupported parameter: a setting to
+change) and a refusal of what one request carries (any other 4xx: a flagged prompt, a context
+overflow), which only that request's inputs can cause. Text that came from
 the endpoint may echo the key, so it is scrubbed before it reaches a log or an error.
 """
 
@@ -18,6 +20,18 @@ from consolidator.backends.base import InvalidModelOutput
 
 RETRYABLE_STATUS = frozenset({408, 429})
 ACCESS_DENIED_STATUS = frozenset({401, 403})
+# Error codes by which OpenAI-compatible servers refuse the settings rather than the content.
+_SETTING_CODES = frozenset(
+    {
+        "model_not_found",
+        "unsupported_parameter",
+        "unsupported_value",
+        "unknown_parameter",
+        "invalid_api_key",
+        "unsupported_model",
+    }
+)
+_NOT_FOUND = 404
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}|\bBearer\s+\S+")
 _MIN_KEY_CHARS_TO_SCRUB = 8
 
@@ -25,6 +39,12 @@ _MIN_KEY_CHARS_TO_SCRUB = 8
 def is_transient(status: int) -> bool:
     """A status a later attempt may not meet: rate limits, request timeouts, server errors."""
     return status in RETRYABLE_STATUS or status >= 500
+
+
+def refuses_settings(status: int, code: str | None) -> bool:
+    """Whether a refusal is about the settings (model, parameters, URL) and so would meet
+    every input alike: a 404 (no such model or route) or one of the settings' error codes."""
+    return status == _NOT_FOUND or (code or "") in _SETTING_CODES
 
 
 def scrub(text: str, api_key: str | None) -> str:

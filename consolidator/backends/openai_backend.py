@@ -21,9 +21,12 @@ from consolidator.backends.base import (
     BackendError,
     ConsolidationRequest,
     ConsolidationResult,
+    InputRefused,
     InvalidModelOutput,
     ModelAccessDenied,
+    ModelMisconfigured,
     ModelUnavailable,
+    ServerErrorRepeated,
     Stage1Input,
     Stage1Result,
     SummaryRequest,
@@ -36,6 +39,7 @@ from consolidator.backends.endpoint import (
     describe_status,
     endpoint_for_display,
     is_transient,
+    refuses_settings,
     require_api_object,
     retry_after_seconds,
     scrub,
@@ -193,10 +197,12 @@ class OpenAIBackend:
         With `retry_answers=False` only transport faults are retried: an answer that breaks
         the schema or is cut off is raised at once, for a caller that changes the request.
 
-        Raises `BackendError(retryable=False)` at once when the request itself is refused
-        (400, 401, 403, 404, ...), `InvalidModelOutput` when every attempt answered with
-        something the schema does not allow, and `BackendError(retryable=True)` when the
-        attempts ran out on rate limits, server errors, timeouts or connection failures.
+        Raises at once, never re-sending: `ModelMisconfigured` when the endpoint refuses how
+        it is asked (401, 403, unknown model, unsupported parameter) and `InputRefused` when
+        it refuses what this request carries (any other 4xx). Raises `InvalidModelOutput`
+        when every attempt answered with something the schema does not allow,
+        `ServerErrorRepeated` when the attempts ran out on server errors and `ModelUnavailable`
+        when they ran out on rate limits, timeouts or connection failures.
         """
         attempts = Attempts()
         started = time.monotonic()
@@ -214,7 +220,8 @@ class OpenAIBackend:
             answer = policy(self._attempt, system_or_prompt, schema_name, schema, attempts)
             answered = True
         except TransientFailure as exc:
-            error = ModelUnavailable(self._gave_up(attempts, exc.reason))
+            unavailable = ServerErrorRepeated if exc.server_error else ModelUnavailable
+            error = unavailable(self._gave_up(attempts, exc.reason))
         except AnswerCutOff as exc:
             error = AnswerCutOff(self._gave_up(attempts, str(exc)))
         except InvalidModelOutput as exc:
@@ -313,6 +320,8 @@ class OpenAIBackend:
         return content, getattr(choices[0], "finish_reason", None) == "length"
 
     def _raise_for_status(self, exc: openai.APIStatusError) -> NoReturn:
+        """Sort a refused attempt into the one failure class each status and code belongs to
+        (transient, the settings, or this request's inputs)."""
         status = exc.status_code
         detail = describe_status(status)
         code = exc.code or exc.type
@@ -320,7 +329,9 @@ class OpenAIBackend:
             detail += f" ({self._scrub(str(code))})"
         if is_transient(status):
             retry_after = retry_after_seconds(exc.response.headers)
-            raise TransientFailure(f"HTTP {status} {detail}", retry_after=retry_after) from None
+            raise TransientFailure(
+                f"HTTP {status} {detail}", retry_after=retry_after, server_error=status >= 500
+            ) from None
         if status in ACCESS_DENIED_STATUS:
             raise ModelAccessDenied(self._denied_message(status)) from None
         body = exc.body
@@ -328,10 +339,20 @@ class OpenAIBackend:
         if not isinstance(server_message, str):
             server_message = exc.message
         message = " ".join(self._scrub(server_message).split())[:_MAX_REASON_CHARS]
-        raise BackendError(
+        if refuses_settings(status, exc.code):
+            param = body.get("param") if isinstance(body, dict) else None
+            setting = (
+                f"the request parameter {self._scrub(str(param))!r}"
+                if param
+                else "CONSOLIDATOR_MODEL and OPENAI_BASE_URL"
+            )
+            raise ModelMisconfigured(
+                f"model {self.model} at {self.endpoint} refused the settings "
+                f"(HTTP {status} {detail}): {message}; check {setting}"
+            ) from None
+        raise InputRefused(
             f"{self.model} at {self.endpoint}: request refused, not retried: "
-            f"HTTP {status} {detail}: {message}",
-            retryable=False,
+            f"HTTP {status} {detail}: {message}"
         ) from None
 
     def _gave_up(self, attempts: Attempts, reason: str) -> str:

@@ -39,7 +39,7 @@ from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.blocking import BlockingScheduler
 from sqlalchemy.engine import make_url
 
-from consolidator.backends.base import Backend, ModelAccessDenied
+from consolidator.backends.base import Backend, ModelMisconfigured
 from consolidator.backends.factory import make_backend
 from consolidator.core.config import Settings
 from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
@@ -157,7 +157,7 @@ class Daemon:
         self.heartbeat = TrackingHeartbeat(store, lease_seconds=settings.lease_seconds)
         self.stop = threading.Event()
         self._signal: int | None = None
-        self._refused: ModelAccessDenied | None = None
+        self._refused: ModelMisconfigured | None = None
         self._pass_done = threading.Condition()
         self._pass_running = False
         self.server: MetricsServer | None = None
@@ -239,7 +239,7 @@ class Daemon:
                 on_thread_done=self.metrics.thread_done,
                 heartbeat=self.heartbeat,
             )
-        except ModelAccessDenied as exc:
+        except ModelMisconfigured as exc:
             error = scrub(str(exc), self._secrets)
             self._refused = exc
             self.stop.set()

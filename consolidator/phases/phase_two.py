@@ -24,7 +24,10 @@ from consolidator.backends.base import (
     BackendError,
     ConsolidationInput,
     ConsolidationRequest,
+    InputRefused,
     InvalidModelOutput,
+    ModelMisconfigured,
+    ServerErrorRepeated,
     Usage,
 )
 from consolidator.core.errors import ConsolidatorError
@@ -174,12 +177,29 @@ class _Piece:
     refusal: str | None = None
 
 
-class _SliceRefused(ConsolidatorError):
-    """The answer for one slice cannot be used; smaller or explained requests may succeed."""
+RefusalKind = Literal["answer", "cut_off", "request", "server_error"]
 
-    def __init__(self, reason: str, *, cut_off: bool) -> None:
+
+class _SliceRefused(ConsolidatorError):
+    """One slice cannot be used, for a reason its inputs may cause; smaller or explained
+    requests may succeed. `kind`: the model's answer was refused (`answer`) or cut off, the
+    endpoint refused the request for its content (`request`), or the request met a server
+    error on every attempt (`server_error`)."""
+
+    def __init__(self, reason: str, *, kind: RefusalKind) -> None:
         super().__init__(reason)
-        self.cut_off = cut_off
+        self.kind = kind
+
+    @property
+    def answered(self) -> bool:
+        """Whether the endpoint answered this request: proof that it is up."""
+        return self.kind != "server_error"
+
+    @property
+    def worth_explaining(self) -> bool:
+        """Whether asking again with the reason may help: only a model's refused answer;
+        the endpoint would refuse the same content again."""
+        return self.kind == "answer"
 
 
 def _request(
@@ -215,17 +235,23 @@ def _consolidate_piece(
     budget: SliceBudget,
     report: Phase2Report,
 ) -> GateOutcome:
-    """One model call for one slice, applied and gated; `_SliceRefused` when its answer
-    cannot be used. Transport failures and policy refusals (shrink) end the run."""
+    """One model call for one slice, applied and gated; `_SliceRefused` when its inputs may
+    be the cause. Outages, settings and policy refusals (shrink) end the run."""
     request = _request(memory, piece, options, budget)
     try:
         result = backend.consolidate(request)
     except AnswerCutOff as exc:
         report.model_calls += 1
-        raise _SliceRefused(str(exc), cut_off=True) from exc
+        raise _SliceRefused(str(exc), kind="cut_off") from exc
     except InvalidModelOutput as exc:
         report.model_calls += 1
-        raise _SliceRefused(str(exc), cut_off=False) from exc
+        raise _SliceRefused(str(exc), kind="answer") from exc
+    except InputRefused as exc:
+        report.model_calls += 1
+        raise _SliceRefused(str(exc), kind="request") from exc
+    except ServerErrorRepeated as exc:
+        report.model_calls += 1
+        raise _SliceRefused(str(exc), kind="server_error") from exc
     report.model_calls += 1
     report.usage = report.usage + result.usage
     try:
@@ -241,7 +267,7 @@ def _consolidate_piece(
     except ShrinkRefused:
         raise
     except GateRefused as exc:
-        raise _SliceRefused(str(exc), cut_off=False) from exc
+        raise _SliceRefused(str(exc), kind="answer") from exc
 
 
 def _policy(options: Phase2Options, store: Store | None = None) -> GatePolicy:
@@ -263,6 +289,51 @@ def _set_aside_item(record: Stage1Record, reason: str) -> QuarantineItem:
     )
 
 
+@dataclass
+class _Narrowing:
+    """How one run narrows a refusal down to the inputs behind it: the pieces still to ask
+    before the rest, the slice budget (planned smaller once when a model writes more than
+    estimated), whether the endpoint answered any request yet, and the inputs whose request
+    met only server errors before it had (held back: the endpoint may be down)."""
+
+    queue: list[_Piece]
+    budget: SliceBudget
+    planned_smaller: bool = False
+    answered: bool = False
+    doubted: list[QuarantineItem] = field(default_factory=list)
+
+    def refused(
+        self, piece: _Piece, exc: _SliceRefused, *, more_work: bool, report: Phase2Report
+    ) -> QuarantineItem | None:
+        """What follows a refused piece: asked again once with the reason (only a refused
+        answer; a cut-off one only for a single input), else split in half, else its one
+        input set aside (returned). A server error for one input before the endpoint answered
+        anything is held back while other work may show the endpoint up; a second one, or
+        none left to try, is an outage that ends the run (`ServerErrorRepeated`)."""
+        self.answered = self.answered or exc.answered
+        reason, single = str(exc), len(piece.records) == 1
+        explain = exc.worth_explaining or (exc.kind == "cut_off" and single)
+        if piece.refusal is None and explain:
+            self.queue.insert(0, _Piece(piece.records, refusal=reason))
+            return None
+        if not single:
+            half = len(piece.records) // 2
+            self.queue[0:0] = [_Piece(piece.records[:half]), _Piece(piece.records[half:])]
+            report.splits += 1
+            if exc.kind == "cut_off" and not self.planned_smaller:
+                # The estimate was too generous for this model: plan the rest smaller (once:
+                # a single poisonous input is cut off all the way down).
+                self.budget, self.planned_smaller = self.budget.halved_answer(), True
+            return None
+        item = _set_aside_item(piece.records[0], reason)
+        if exc.kind == "server_error" and not self.answered:
+            if self.doubted or not more_work:
+                raise ServerErrorRepeated(reason)
+            self.doubted.append(item)
+            return None
+        return item
+
+
 def consolidate(
     store: Store,
     backend: Backend,
@@ -278,10 +349,10 @@ def consolidate(
 
     A slice whose answer is refused is asked again once with the reason (a different
     request), then split in half; an input refused alone is set aside with its reason and
-    the watermark moves past it, so one bad input cannot block the others. A cut-off answer
-    is never re-sent: a slice of several inputs is split at once, a single input is asked
-    once more with the reason. Returns False when the lease was lost at a commit (nothing of
-    that slice was written).
+    the watermark moves past it, so one bad input cannot block the others. A cut-off answer,
+    a request the endpoint refuses for its content and one that meets a server error on
+    every attempt are never re-sent: split at once (`_Narrowing`). Returns False when the
+    lease was lost at a commit (nothing of that slice was written).
 
     A `rebuild` starts from an empty memory (INIT) and commits once, at the end, so a partly
     rebuilt memory never becomes current; that commit may not shrink the current memory by
@@ -293,9 +364,8 @@ def consolidate(
     held_aside: list[QuarantineItem] = []
     held_quarantine: list[QuarantineItem] = []
     held_settled: list[str] = []
-    budget = options.slice_budget
-    planned_smaller = False
-    queue: list[_Piece] = []
+    narrowing = _Narrowing(queue=[], budget=options.slice_budget)
+    queue = narrowing.queue
     rest = list(inputs.changed)
     changed_earlier = False
     asked = False
@@ -309,15 +379,16 @@ def consolidate(
             watch.lost.set()
             raise LeaseLost("the lease was lost during consolidation")
         asked = True
-        memory = showable(memory, budget)
+        memory = showable(memory, narrowing.budget)
         if queue:
             piece = queue.pop(0)
         else:
-            taken = fitting_prefix(memory, rest, budget)
+            taken = fitting_prefix(memory, rest, narrowing.budget)
             piece, rest = _Piece(rest[:taken]), rest[taken:]
         set_aside: list[QuarantineItem] = []
         outcome: GateOutcome | None = None
         spent_before = report.usage
+        budget = narrowing.budget
         alone = too_large_alone(piece.records[0], budget) if len(piece.records) == 1 else None
         if alone is not None:
             set_aside.append(_set_aside_item(piece.records[0], alone))
@@ -325,26 +396,21 @@ def consolidate(
             try:
                 outcome = _consolidate_piece(store, backend, memory, piece, options, budget, report)
             except _SliceRefused as exc:
-                reason = str(exc)
                 log.warning(
                     "phase two: a slice of %d input(s) was refused: %s",
                     len(piece.records),
-                    reason,
+                    exc,
                     extra={"action": "phase2_slice_refused", "inputs": len(piece.records)},
                 )
-                if piece.refusal is None and (not exc.cut_off or len(piece.records) == 1):
-                    queue.insert(0, _Piece(piece.records, refusal=reason))
+                item = narrowing.refused(piece, exc, more_work=bool(queue or rest), report=report)
+                if item is None:
                     continue
-                if len(piece.records) > 1:
-                    half = len(piece.records) // 2
-                    queue[0:0] = [_Piece(piece.records[:half]), _Piece(piece.records[half:])]
-                    report.splits += 1
-                    if exc.cut_off and not planned_smaller:
-                        # The estimate was too generous for this model: plan the rest smaller
-                        # (once: a single poisonous input is cut off all the way down).
-                        budget, planned_smaller = budget.halved_answer(), True
-                    continue
-                set_aside.append(_set_aside_item(piece.records[0], reason))
+                set_aside.append(item)
+            else:
+                narrowing.answered = True
+        # Inputs held back on a server error are set aside before the watermark passes them.
+        set_aside += narrowing.doubted
+        narrowing.doubted = []
         final = not queue and not rest
         gated = outcome.memory if outcome is not None else memory
         quarantined = [
@@ -489,6 +555,11 @@ def run_phase_two(
                 commit = store.commit_phase2(claim, None, cooldown_seconds=options.cooldown_seconds)
                 committed = commit.committed
                 report.forgotten_threads += commit.forgotten
+        except ModelMisconfigured as exc:
+            # No input can succeed until a setting changes: the claim is released with the
+            # reason for `status`, and the command stops (exit 2).
+            _failed(store, claim, report, str(exc))
+            raise
         except (BackendError, GateRefused) as exc:
             return _failed(store, claim, report, str(exc))
         except LeaseLost as exc:

@@ -21,7 +21,7 @@ from enum import StrEnum
 from consolidator.backends.base import (
     Backend,
     BackendError,
-    ModelAccessDenied,
+    ModelMisconfigured,
     ModelUnavailable,
     Stage1Input,
     Stage1Result,
@@ -289,7 +289,7 @@ def process_claim(
             return ThreadResult.LOST, usage
         result = backend.extract(rollout)
         usage = result.usage
-    except ModelAccessDenied:
+    except ModelMisconfigured:
         store.release_job(claim)
         raise
     except BackendError as exc:
@@ -397,7 +397,7 @@ def run_stage_one(
     halt = threading.Event()
     report = Stage1Report()
     lock = threading.Lock()
-    denied: list[ModelAccessDenied] = []
+    denied: list[ModelMisconfigured] = []
 
     def worker(heartbeat: Heartbeat) -> None:
         while not (stop.is_set() or halt.is_set()):
@@ -417,7 +417,7 @@ def run_stage_one(
                 result, usage = ThreadResult.FAILED, Usage()
                 with lock:
                     report.unavailable = report.unavailable or str(exc)
-            except ModelAccessDenied as exc:
+            except ModelMisconfigured as exc:
                 halt.set()
                 with lock:
                     denied.append(exc)

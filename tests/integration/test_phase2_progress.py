@@ -12,17 +12,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, update
 
 from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
 from consolidator.backends.openai_backend import OpenAIBackend
-from consolidator.db.store import ClaimOutcome, Store
+from consolidator.db.schema import Job
+from consolidator.db.store import PHASE2, ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.slices import CHARS_PER_TOKEN
 from tests.careful_model import CarefulModel
-from tests.fake_openai import FakeOpenAI
-from tests.scripted_model import cli_env, run_cli
+from tests.cli_process import run_command
+from tests.fake_openai import Behaviour, FakeOpenAI, Fault
+from tests.scripted_model import CLI, cli_env, run_cli
 
 # The output limit that used to stop phase two for good at 1,000 sessions (then fixed).
 SMALL_OUTPUT_LIMIT = 4000
@@ -172,3 +175,108 @@ def test_a_model_more_verbose_than_planned_is_cut_off_then_asked_for_less(
     current = store.current_version()
     assert current is not None
     assert {t.thread_id for t in threads} == cited_thread_ids(decode(current.memory_json))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["flagged", "server_error"])
+def test_a_request_refused_for_one_input_among_200_sets_only_that_input_aside(
+    store: Store,
+    migrated_url: str,
+    tmp_path: Path,
+    careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend],
+    kind: str,
+) -> None:
+    server, model, backend = careful
+    threads = seed(store, 200)
+    poisonous = threads[117].thread_id
+    model.poison = {poisonous: kind}  # type: ignore[dict-item]
+
+    first = run_phase_two(store, backend, OPTIONS)
+
+    assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 200)
+    reason = {"flagged": "invalid_prompt", "server_error": "HTTP 500"}[kind]
+    assert reason in first.set_aside_reasons[0], first.set_aside_reasons
+    assert [t for t, _ in store.set_aside_inputs()] == [poisonous]
+    current = store.current_version()
+    assert current is not None
+    cited = cited_thread_ids(decode(current.memory_json))
+    assert {t.thread_id for t in threads} - {poisonous} <= cited and poisonous not in cited
+    # A request refused for its content is never sent again; one meeting a server error only
+    # as the client's own attempts of that one call.
+    sent = [request.raw for request in server.log]
+    repeated = {raw: sent.count(raw) for raw in sent if sent.count(raw) > 1}
+    if kind == "flagged":
+        assert repeated == {}
+    else:
+        assert set(repeated.values()) == {backend.config.max_attempts}
+        assert all(poisonous.encode() in raw for raw in repeated)
+    env = cli_env(migrated_url, tmp_path / "home", server)
+    [shown] = run_cli(env, "status")["set_aside"]
+    assert shown["thread_id"] == poisonous and reason in shown["reason"]
+    entries = run_cli(env, "quarantine")["entries"]
+    assert any(poisonous in e["text"] and reason in e["reason"] for e in entries), entries
+    assert run_phase_two(store, backend, OPTIONS).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+
+    model.poison = {}
+    assert run_cli(env, "retry", poisonous)["set_aside_requeued"] == 1
+    again = run_phase_two(store, backend, OPTIONS)
+    assert (again.status, again.set_aside, again.inputs) == ("succeeded", 0, 1)
+    current = store.current_version()
+    assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", [Fault.SERVER_ERROR, Fault.RATE_LIMIT])
+def test_an_outage_in_phase_two_sets_nothing_aside_and_the_next_run_commits_all(
+    store: Store,
+    engine: Engine,
+    careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend],
+    fault: Fault,
+) -> None:
+    server, model, backend = careful
+    threads = seed(store, 40)
+    server.set_default(fault)
+
+    down = run_phase_two(store, backend, OPTIONS)
+
+    assert (down.status, down.set_aside, down.version) == ("failed", 0, None)
+    assert store.set_aside_inputs() == [] and store.current_version() is None
+    job = store.phase2_job()
+    assert job is not None and not job.last_success_watermark
+    server.set_default(Behaviour(responder=model, output_limit=True))
+    with engine.begin() as connection:
+        connection.execute(update(Job).where(Job.kind == PHASE2).values(retry_at=None))
+
+    up = run_phase_two(store, backend, OPTIONS)
+
+    assert (up.status, up.set_aside, up.inputs) == ("succeeded", 0, 40)
+    current = store.current_version()
+    assert current is not None
+    assert {t.thread_id for t in threads} <= cited_thread_ids(decode(current.memory_json))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("status", "setting"), [(401, "OPENAI_API_KEY"), (404, "CONSOLIDATOR_MODEL")]
+)
+def test_a_refused_setting_stops_phase_two_at_once_with_exit_2(
+    store: Store,
+    migrated_url: str,
+    tmp_path: Path,
+    careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend],
+    status: int,
+    setting: str,
+) -> None:
+    server, _model, _backend = careful
+    seed(store, 40)
+    # The model list answers (the access check passes); every consolidation is refused.
+    server.set_default(Fault.HTTP_ERROR, status=status)
+    env = cli_env(migrated_url, tmp_path / "home", server)
+
+    result = run_command([*CLI, "phase2"], env, timeout=120, expect=2)
+
+    assert server.calls("/v1/chat/completions") == 1
+    assert server.base_url in result.stderr and setting in result.stderr
+    assert store.set_aside_inputs() == [] and store.current_version() is None
+    shown = run_cli(env, "status")["phase2"]
+    assert shown["status"] == "failed" and f"HTTP {status}" in shown["last_error"]
