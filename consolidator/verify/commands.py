@@ -79,6 +79,10 @@ def _iter_commands(pattern: re.Pattern[str], span: str) -> Iterator[re.Match[str
 
 
 def check_command(view: FolderView, command: NamedCommand) -> Finding:
+    return view.answer(("command", command.claim), lambda: _check_command(view, command))
+
+
+def _check_command(view: FolderView, command: NamedCommand) -> Finding:
     if not view.exists or view.out_of_time():
         return Finding("command", command.claim, "unchecked")
     checker = {

@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
+
+Answer = TypeVar("Answer")
 
 PathState = Literal["present", "missing", "outside", "unchecked"]
 
@@ -48,6 +50,7 @@ class FolderView:
     _real_root: str = ""
     _deadline: float = 0.0
     _reads: dict[str, ReadResult] = field(default_factory=dict)
+    _answers: dict[tuple[str, str], object] = field(default_factory=dict)
     _names: dict[str, list[str]] | None = None
     _walk_complete: bool = False
 
@@ -58,6 +61,12 @@ class FolderView:
     @property
     def exists(self) -> bool:
         return self.root.is_dir()
+
+    def answer(self, key: tuple[str, str], compute: Callable[[], Answer]) -> Answer:
+        """`compute()` once per key: many entries name the same file or command."""
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]  # type: ignore[return-value]
 
     def out_of_time(self) -> bool:
         return self.clock() > self._deadline

@@ -65,6 +65,10 @@ def _relative(token: str, folder: str, in_code: bool) -> str | None:
 
 
 def check_path(view: FolderView, relative: str) -> Finding:
+    return view.answer(("path", relative), lambda: _check_path(view, relative))
+
+
+def _check_path(view: FolderView, relative: str) -> Finding:
     state = view.state(relative)
     if state == "present":
         return Finding("path", relative, "holds")

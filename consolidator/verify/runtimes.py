@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from consolidator.verify.folder import FolderView
 from consolidator.verify.outcome import Finding
 
@@ -82,6 +80,9 @@ def _agrees(stated: StatedVersion, repo: RepoValue) -> bool:
         return mine[:shared] == theirs[:shared]
     if stated.runtime == "node":
         return _in_npm_range(stated.version, repo.value)
+    # Imported here: only a range needs it, and the session-start hook pays every import.
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         return SpecifierSet(repo.value).contains(stated.version, prereleases=True)
     except InvalidSpecifier:
