@@ -117,6 +117,10 @@ class Stage1Output(Base):
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
 
+    # Which folders hold outputs, for the session search's scope (a prefix match on
+    # PostgreSQL whatever the database's collation).
+    __table_args__ = (Index(None, "cwd", postgresql_ops={"cwd": "text_pattern_ops"}),)
+
 
 class Job(Base):
     """A leased unit of work: one per thread for stage one, one global row for phase two.

@@ -5,7 +5,9 @@ vanished rollout, "nothing to remember", `clear-all`) removes its index entry in
 transaction, with no code of its own:
 
 - SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
-  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. FTS5 keeps
+  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. Each
+  row also holds its folder as one token (`scope_key`), so a scope's folders are part of the
+  full-text query and only the scope's sessions are ranked. FTS5 keeps
   a deleted row's terms in its index segments until they are merged, so the purge that follows
   every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges
   them into one segment first: no term of a forgotten session stays in the file.
@@ -138,6 +140,36 @@ def recency_boost(relevance: float, updated_at: datetime, now: datetime) -> floa
     )
 
 
+def scope_key(folder: str) -> str:
+    """A folder as one FTS5 token, as the index's triggers write it (`'k' || hex(cwd)`)."""
+    return "k" + folder.encode("utf-8").hex()
+
+
+def _scope_match(connection: Connection, scope: SearchScope) -> str | None:
+    """The FTS5 filter on the folders of `scope` that hold sessions, `""` for no filter,
+    None when no session lies in the scope."""
+    if scope.folder is None:
+        return ""
+    below = scope.folder.rstrip("/") + "/"
+    folders = [
+        folder
+        for folder in connection.execute(
+            text(_SQLITE_FOLDERS),
+            {"folder": scope.folder, "below_from": below, "below_to": below[:-1] + "0"},
+        ).scalars()
+        if not any(
+            folder == nested or folder.startswith(nested.rstrip("/") + "/")
+            for nested in scope.excluded
+        )
+    ]
+    if not folders:
+        return None
+    if len(folders) > MAX_SCOPE_KEYS:
+        return ""
+    keys = " OR ".join(f'"{scope_key(folder)}"' for folder in sorted(folders))
+    return f"scope_key : ({keys}) AND "
+
+
 def _like_prefix(folder: str) -> str:
     escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped.rstrip("/") + "/%"
@@ -166,15 +198,23 @@ def _since_sql(since: datetime | None, params: dict[str, Any], column: str) -> s
 
 
 # Candidates by relevance; snippets are made afterwards for the hits kept alone.
+# The scope key column only selects rows: it weighs nothing in the rank.
 _SQLITE_RANKED = """
 SELECT o.rowid AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
-       o.rollout_slug, -bm25({table}) AS relevance
+       o.rollout_slug, -bm25({table}, 0.0, 1.0, 1.0, 1.0) AS relevance
 FROM {table}
 JOIN stage1_outputs AS o ON o.rowid = {table}.rowid
 WHERE {table} MATCH :match AND {scope} AND {since}
-ORDER BY bm25({table})
+ORDER BY bm25({table}, 0.0, 1.0, 1.0, 1.0)
 LIMIT :candidates
 """
+
+_SQLITE_FOLDERS = """
+SELECT DISTINCT cwd FROM stage1_outputs
+WHERE cwd = :folder OR (cwd >= :below_from AND cwd < :below_to)
+"""
+# A scope of more folders than this is filtered after the text match instead of within it.
+MAX_SCOPE_KEYS: Final = 200
 
 _SQLITE_SNIPPETS = """
 SELECT rowid AS hit_key, snippet({table}, -1, '[', ']', '...', 16) AS snippet
@@ -183,7 +223,7 @@ WHERE {table} MATCH :match AND rowid IN ({keys})
 """
 
 _PG_RANKED = """
-WITH q AS (SELECT websearch_to_tsquery('english', :match) AS query)
+WITH q AS (SELECT websearch_to_tsquery('english', :match) AS query{term_queries})
 SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
        o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
 FROM stage1_outputs AS o, q
@@ -203,14 +243,15 @@ WHERE o.thread_id IN ({keys})
 """
 
 
-def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> str:
+def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]:
     """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
-    orders rows that hold as many)."""
-    parts = []
+    orders rows that hold as many): each term's tsquery, made once, and their sum."""
+    made, held = [], []
     for index, term in enumerate(query.terms):
         params[f"term_{index}"] = f'"{term}"' if " " in term else term
-        parts.append(f"(o.search_document @@ websearch_to_tsquery('english', :term_{index}))::int")
-    return "(" + " + ".join(parts) + ")"
+        made.append(f", websearch_to_tsquery('english', :term_{index}) AS term_{index}")
+        held.append(f"(o.search_document @@ q.term_{index})::int")
+    return "".join(made), "(" + " + ".join(held) + ")"
 
 
 def search_sessions(
@@ -226,10 +267,14 @@ def search_sessions(
     recency boost; read-only."""
     sqlite = connection.dialect.name == "sqlite"
     wanted = max(1, limit)
+    in_scope = _scope_match(connection, scope) if sqlite else ""
+    if in_scope is None:
+        return []
     for every in (True, False) if len(query.terms) > 1 else (False,):
+        terms = query.fts5(every=every) if sqlite else query.websearch(every=every)
         params: dict[str, Any] = {
             "candidates": wanted * CANDIDATES_PER_HIT,
-            "match": query.fts5(every=every) if sqlite else query.websearch(every=every),
+            "match": f"{in_scope}({terms})" if sqlite else terms,
         }
         parts = {
             "table": SQLITE_TABLE,
@@ -237,7 +282,7 @@ def search_sessions(
             "since": _since_sql(since, params, "o.source_updated_at"),
         }
         if not sqlite:
-            parts["matched"] = _pg_matched_terms(query, params)
+            parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
         ranked = connection.execute(
             text((_SQLITE_RANKED if sqlite else _PG_RANKED).format(**parts)), params
         ).all()
@@ -261,7 +306,7 @@ def search_sessions(
                     table=SQLITE_TABLE, keys=", ".join(f":{name}" for name in keys)
                 )
             ),
-            {"match": params["match"], **keys},
+            {"match": terms, **keys},
         )
     }
     hits = []
@@ -310,8 +355,10 @@ def scrub_deleted_terms(connection: Connection) -> None:
 
 
 SQLITE_FILL: Final = f"""
-INSERT INTO {SQLITE_TABLE}(rowid, rollout_slug, rollout_summary, raw_memory)
-SELECT rowid, coalesce(rollout_slug, ''), rollout_summary, raw_memory FROM stage1_outputs
+INSERT INTO {SQLITE_TABLE}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)
+SELECT rowid, 'k' || lower(hex(coalesce(cwd, ''))), coalesce(rollout_slug, ''),
+       rollout_summary, raw_memory
+FROM stage1_outputs
 """
 
 
