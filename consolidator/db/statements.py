@@ -153,6 +153,12 @@ FENCE_PHASE2 = (
 )
 
 
+# A thread of the claimer's source (`claim_source`), or one registered without a source.
+FROM_CLAIM_SOURCE = or_(
+    Thread.source_id.is_(None), Thread.source_id == bindparam("claim_source", type_=String())
+)
+
+
 def stage1_batch_guard(by_source: bool, by_age: bool) -> Any:
     """Which stage-one job a batch claim may take: the claim rule and the thread's eligibility
     (bind parameters: the `MOMENT_PARAMETERS`, `claim_idle_before`, `claim_source`,
@@ -162,8 +168,7 @@ def stage1_batch_guard(by_source: bool, by_age: bool) -> Any:
         Thread.source_updated_at <= bindparam("claim_idle_before", type_=UTCDateTime()),
     ]
     if by_source:
-        source = bindparam("claim_source", type_=String())
-        eligible.append(or_(Thread.source_id.is_(None), Thread.source_id == source))
+        eligible.append(FROM_CLAIM_SOURCE)
     if by_age:
         eligible.append(
             Thread.source_updated_at >= bindparam("claim_age_after", type_=UTCDateTime())
@@ -214,8 +219,7 @@ def stage1_waiting_count(by_source: bool, too_old: bool) -> Any:
     age_after = bindparam("claim_age_after", type_=UTCDateTime())
     waiting = [Thread.state == ThreadState.ACTIVE.value]
     if by_source:
-        source = bindparam("claim_source", type_=String())
-        waiting.append(or_(Thread.source_id.is_(None), Thread.source_id == source))
+        waiting.append(FROM_CLAIM_SOURCE)
     if too_old:
         waiting.append(updated < age_after)
     else:
