@@ -22,10 +22,12 @@ _HEADING_COMMANDS = "### Commands run"
 _HEADING_INSTRUCTIONS = "### Standing instructions"
 _HEADING_FACTS = "### Facts stated"
 _HEADING_CONCLUSIONS = "### Agent concluded"
+_HEADING_REVOKED = "### User took back"
 _STATEMENT_SECTIONS = {
     _HEADING_INSTRUCTIONS.lower(): "instructions",
     _HEADING_FACTS.lower(): "facts",
     _HEADING_CONCLUSIONS.lower(): "conclusions",
+    _HEADING_REVOKED.lower(): "revoked",
 }
 _FIX_SEPARATOR = " -> fixed by "
 _NOT_FIXED = " -> not fixed"
@@ -57,6 +59,15 @@ class ExtractiveNotes:
     instructions: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
     conclusions: tuple[str, ...] = ()
+    # What the user said is wrong, dropped or to be forgotten: the topic, not the old value.
+    revoked: tuple[str, ...] = ()
+
+    @property
+    def states_something(self) -> bool:
+        """Something said or learned beyond activity: what makes a session worth a task."""
+        return bool(
+            self.instructions or self.facts or self.conclusions or self.failures or self.revoked
+        )
 
 
 def render_raw_memory(notes: ExtractiveNotes) -> str:
@@ -78,6 +89,7 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
         (_HEADING_INSTRUCTIONS, notes.instructions),
         (_HEADING_FACTS, notes.facts),
         (_HEADING_CONCLUSIONS, notes.conclusions),
+        (_HEADING_REVOKED, notes.revoked),
     ):
         if statements:
             lines.append(heading)
@@ -164,6 +176,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         instructions=tuple(statements["instructions"]),
         facts=tuple(statements["facts"]),
         conclusions=tuple(statements["conclusions"]),
+        revoked=tuple(statements["revoked"]),
     )
 
 

@@ -15,9 +15,11 @@ from dataclasses import replace
 from bench.data import SeededThread, TextSource, citation, seed_thread, stage_one_output
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.consolidation import block_id_for, task_id_for
+from consolidator.backends.extractive.prose import user_statements
 from consolidator.db.store import Store
 from consolidator.memory.codec import decode
 from consolidator.memory.model import Block, Bullet, Memory, Task, cited_thread_ids
+from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from consolidator.phases.slices import BLOCKS_SHARE, block_chars
 from tests.factories import result_of
@@ -100,3 +102,54 @@ def test_sub_agents_and_segments_keep_tasks_apart_from_their_parents(store: Stor
     assert sorted(task.thread_ids for task in block.tasks) == sorted((t,) for t in LINKED)
     assert len({task.task_id for task in block.tasks}) == len(LINKED)
     assert not [task.task_id for task in block.tasks if not task.task_id[-1].isalnum()]
+
+
+def _said(rng: random.Random, source: TextSource, day: int, *messages: str) -> SeededThread:
+    """A session in project 2 whose notes are what the offline reader takes from `messages`."""
+    spoken = user_statements(messages)
+    raw = render_raw_memory(
+        ExtractiveNotes(
+            task=messages[0],
+            task_outcome="success",
+            instructions=tuple(spoken.instructions),
+            facts=tuple(spoken.facts),
+            revoked=tuple(spoken.revoked),
+        )
+    )
+    thread = stage_one_output(rng, source, project=2)
+    return replace(thread, raw_memory=raw, updated_at=thread.updated_at.replace(day=day))
+
+
+def test_a_correction_in_a_later_session_takes_the_old_value_out_of_memory(store: Store) -> None:
+    rng, source = random.Random(3), TextSource(random.Random(4))
+    backend = ExtractiveBackend()
+    seed_thread(
+        store,
+        _said(
+            rng,
+            source,
+            2,
+            "Set up the nightly export.",
+            "The cache host is cache-a.internal for the export jobs.",
+        ),
+    )
+    assert run_phase_two(store, backend, OPTIONS).status == "succeeded"
+    seed_thread(
+        store,
+        _said(
+            rng,
+            source,
+            9,
+            "Retry the export.",
+            "hmm that's wrong, the cache host is cache-b.internal now, forget cache-a",
+        ),
+    )
+
+    report = run_phase_two(store, backend, OPTIONS)
+
+    assert (report.status, report.set_aside) == ("succeeded", 0)
+    current = store.current_version()
+    assert current is not None
+    assert "cache-b.internal" in current.content_md
+    assert "cache-a.internal" not in current.content_md
+    assert any("cache-a.internal" in version.content_md for version in store.list_versions())

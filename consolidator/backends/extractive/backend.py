@@ -49,7 +49,7 @@ class ExtractiveBackend:
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         session = analyse(rollout.items, rollout.cwd)
         notes = _notes(session, rollout)
-        statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
+        statements = notes.states_something
         if not statements and not any(call.ok and not call.read_only for call in session.calls):
             # Nothing reusable (a greeting, a question, only reading): no task at all.
             return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
@@ -75,7 +75,8 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     files = dedupe([*edited, *mentioned])[:MAX_FILES]
     keywords = top_keywords(session)
     said = [text for text in session.spoken if text not in session.notes]
-    instructions, facts = user_statements(said)
+    spoken = user_statements(said)
+    instructions, facts = spoken.instructions, spoken.facts
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
     facts = dedupe([*noted, *facts])
     conclusions: list[str] = []
@@ -99,6 +100,7 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         instructions=tuple(instructions[:MAX_STATEMENTS]),
         facts=tuple(facts[:MAX_STATEMENTS]),
         conclusions=tuple(conclusions[:MAX_STATEMENTS]),
+        revoked=tuple(spoken.revoked[:MAX_STATEMENTS]),
     )
 
 

@@ -30,6 +30,7 @@ MAX_QUOTE_CHARS = 240
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
 TASK_ID_CHARS = 100
+_TOPIC_FILLER = frozenset(("the", "a", "an", "of", "for", "to", "in", "on", "and", "or", "about"))
 
 
 def block_id_for(cwd: str | None) -> str:
@@ -111,6 +112,34 @@ def _add_bullets(
         else:
             bullets[match] = _witnessed(bullets[match], task_id)
     return tuple(bullets)
+
+
+def _revoked(block: Block, topics: Iterable[str]) -> Block:
+    """`block` without the bullets a correction takes back: each naming every word of one
+    revoked topic ("the build script", "cache-a"). Older versions keep them."""
+    taken_back = [words for words in map(_topic_words, topics) if words]
+    if not taken_back:
+        return block
+
+    def kept(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+        return tuple(
+            b for b in bullets if not any(words <= _topic_words(b.text) for words in taken_back)
+        )
+
+    return replace(
+        block,
+        preferences=kept(block.preferences),
+        knowledge=kept(block.knowledge),
+        failures=kept(block.failures),
+    )
+
+
+def _topic_words(text: str) -> frozenset[str]:
+    return frozenset(
+        word[:-1] if len(word) > 3 and word.endswith("s") else word
+        for word in re.findall(r"[a-z0-9]+", text.lower())
+        if word not in _TOPIC_FILLER
+    )
 
 
 def _witnessed(bullet: Bullet, task_id: str) -> Bullet:
@@ -222,7 +251,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         task_id = task_id_for(item.thread_id)
         block = _without_thread(block, item.thread_id)
         notes = _notes_for(item)
-        statements = notes.instructions or notes.facts or notes.conclusions or notes.failures
+        statements = notes.states_something
         if not statements and not notes.files and not notes.user_quotes:
             if block_id in blocks:  # a re-extracted thread with nothing left: drop its task
                 blocks[block_id] = block
@@ -237,6 +266,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             keywords=tuple(notes.keywords),
         )
         project = _project_name(item.cwd)
+        block = _revoked(block, notes.revoked)
         block = replace(
             block,
             tasks=(*block.tasks, task),

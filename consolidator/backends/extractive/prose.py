@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pysbd
 
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, user_text
 from consolidator.memory.notes import (
@@ -48,9 +52,7 @@ _SLUG_STOPWORDS = words(
 
 
 MAX_STATEMENTS = 8
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])\s+|\n+|\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)"
-)
+_CUE_BREAK = re.compile(r"\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)")
 # A default the user sets for future work, wherever it is said (the opening message too).
 _INSTRUCTION = re.compile(
     r"\b(?:always|never|from now on|by default|going forward|every time|in future|"
@@ -82,8 +84,61 @@ _NOT_VALUE = re.compile(
 )
 
 
+# A paragraph longer than this is pasted output, not something the user said in sentences.
+_MAX_PARAGRAPH_CHARS = 4000
+# A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
+_MAX_STATEMENT_CHARS = 400
+# Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
+_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
+# The user takes something back: it was wrong, or is to be forgotten, or was dropped.
+_RETRACTION = re.compile(
+    r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
+    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b",
+    re.IGNORECASE,
+)
+_FORGET = re.compile(
+    r"\b(?:forget|ignore|disregard|scratch)\b(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+"
+    r"(?:said|told you|wrote|mentioned))?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
+    re.IGNORECASE,
+)
+_DROPPED = re.compile(
+    r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
+    r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
+    r"|^(?P<gone>.+?)\s+(?:is|was|has been)\s+(?:gone|dropped|removed|retired|no longer used)\b",
+    re.IGNORECASE,
+)
+# A sentence about something (a determiner, a pronoun or a name first), not an order.
+_DECLARATIVE_START = re.compile(
+    r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
+    re.IGNORECASE,
+)
+_ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
+# A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
+_PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
+# A slash command typed to the client (`/init`, `/review src`), not a statement.
+_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s|$)")
+_FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
+
+
+@lru_cache(maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False)
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """The sentences of `text`: per line (a list item is a sentence of its own), then by the
+    segmenter, which knows "e.g.", "v1.2", "src/app.py" and "port 6510." from a full stop."""
+    sentences: list[str] = []
+    for paragraph in text.splitlines():
+        if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
+            continue
+        for segment in _segmenter().segment(paragraph):
+            sentences.extend(s.strip() for s in _CUE_BREAK.split(segment) if s and s.strip())
+    return sentences
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip(" )\"'").endswith("?")
 
 
 def _strip_lead_in(sentence: str) -> str:
@@ -95,26 +150,86 @@ def _strip_lead_in(sentence: str) -> str:
 
 
 def _statement(text: str) -> str:
+    """The statement as kept: the old value of a correction cut, secrets redacted; "" when
+    nothing but a redaction would be left."""
     text = _NOT_VALUE.sub("", text).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
+    if _ONLY_REDACTED.fullmatch(text):
+        return ""
     return text[:1].upper() + text[1:] if text else ""
 
 
-def user_statements(spoken: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Standing instructions and stated facts, sentence by sentence, from the user's words."""
+@dataclass(frozen=True)
+class UserStatements:
+    """What the user's words leave: defaults, statements about the project, and what they
+    took back (the topic of a correction)."""
+
+    instructions: list[str]
+    facts: list[str]
+    revoked: list[str]
+
+
+def user_statements(spoken: Iterable[str]) -> UserStatements:
+    """Sentence by sentence: a question or an acknowledgement leaves nothing; a correction
+    revokes its topic and states its new value; a default is an instruction; a sentence
+    about the project with a value in it (a path, command, host, port, version, person or
+    ticket) is a fact, whether or not it opens with a cue."""
     instructions: list[str] = []
     facts: list[str] = []
+    revoked: list[str] = []
     for message in spoken:
         for sentence in _sentences(message):
             bare = _strip_lead_in(sentence)
-            if user_text(bare) == "":
+            if (
+                user_text(bare) == ""
+                or _is_question(bare)
+                or len(bare) > _MAX_STATEMENT_CHARS
+                or _SLASH_COMMAND.match(bare)
+            ):
+                continue
+            if _correction(bare, facts, revoked):
                 continue
             cue = _FACT_CUE.match(bare)
+            said = bare[cue.end() :] if cue else bare
             if _INSTRUCTION.search(bare):
-                instructions.append(_statement(bare[cue.end() :] if cue else bare))
-            elif cue and _VALUE.search(bare[cue.end() :]):
-                facts.append(_statement(bare[cue.end() :]))
-    return dedupe(instructions), dedupe(facts)
+                instructions.append(_statement(said))
+            elif (_VALUE.search(said) or _PERSON.search(said)) and (cue or _is_statement(said)):
+                facts.append(_statement(said))
+    return UserStatements(_kept(instructions), _kept(facts), _kept(revoked))
+
+
+def _kept(statements: list[str]) -> list[str]:
+    return dedupe(statement for statement in statements if statement)
+
+
+def _is_statement(sentence: str) -> bool:
+    return bool(_DECLARATIVE_START.search(sentence) or _PERSON.search(sentence))
+
+
+def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
+    """Read `sentence` as a correction, clause by clause: the topics it takes back go to
+    `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
+    clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
+    topics = [_topic(clause) for clause in clauses]
+    if not any(topics) and not _RETRACTION.search(sentence):
+        return False
+    for clause, topic in zip(clauses, topics, strict=True):
+        if topic is not None:
+            if topic:
+                revoked.append(topic)
+        elif not _RETRACTION.search(clause) and _VALUE.search(clause):
+            facts.append(_statement(clause))
+    return True
+
+
+def _topic(clause: str) -> str | None:
+    """What a clause takes back ("" for a pronoun), or None when it takes nothing back."""
+    match = _FORGET.search(clause) or _DROPPED.search(clause)
+    if match is None:
+        return None
+    topic = (match.groupdict().get("topic") or match.groupdict().get("gone") or "").strip(" .!")
+    topic = re.sub(r"^(?:the|my|our|that|this)\s+", "", topic, flags=re.IGNORECASE)
+    return "" if topic.lower() in {"it", "that", "this", "them", "those", "everything"} else topic
 
 
 def agent_statements(message: str) -> tuple[list[str], list[str]]:
@@ -123,11 +238,15 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
     conclusions: list[str] = []
     for sentence in _sentences(message):
         bare = _strip_lead_in(sentence)
+        if _is_question(bare):
+            continue
         if match := _CONCLUSION_CUE.match(bare):
             conclusions.append(_statement(bare[match.end() :]))
+        elif _FILE_LINE.search(bare):
+            conclusions.append(_statement(bare))
         elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
             facts.append(_statement(bare[cue.end() :]))
-    return dedupe(facts), dedupe(conclusions)
+    return _kept(facts), _kept(conclusions)
 
 
 def judge_outcome(session: Session) -> str:

@@ -1,0 +1,130 @@
+"""The offline notes read sentences: questions and thanks leave nothing, plain statements
+about the project are facts, and corrections take back what they name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.backends.extractive.prose import agent_statements, user_statements
+from consolidator.memory.merge import apply_changes
+from consolidator.memory.model import Memory, invariant_violations
+from tests.unit.test_extractive_consolidation import item, notes, request
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why does //svc/api rebuild every time?",
+        "Could you always run the linter on src/ before committing?",
+        "is the staging box still on port 8443?",
+    ],
+)
+def test_a_question_is_never_a_fact_or_a_default(question: str) -> None:
+    spoken = user_statements([question])
+    assert (spoken.instructions, spoken.facts, spoken.revoked) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    "thanks",
+    [
+        "ok thanks!",
+        "Great, that works.",
+        "perfect 👍",
+        # Typed to the client in real sessions (tests/fixtures/real): commands, not statements.
+        "/init",
+        "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください",
+    ],
+)
+def test_an_acknowledgement_or_a_client_command_leaves_nothing(thanks: str) -> None:
+    spoken = user_statements([thanks])
+    assert (spoken.instructions, spoken.facts, spoken.revoked) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "Looks good. The reporting database listens on port 5544 in staging.",
+            "The reporting database listens on port 5544 in staging.",
+        ),
+        (
+            "check with @devon before touching the billing cron",
+            "Check with @devon before touching the billing cron",
+        ),
+        (
+            "Thanks! Our deploy script lives in tools/deploy.sh, e.g. for the canary too.",
+            "Our deploy script lives in tools/deploy.sh, e.g. for the canary too.",
+        ),
+    ],
+)
+def test_a_plain_statement_about_the_project_is_a_fact_without_a_cue(
+    message: str, fact: str
+) -> None:
+    assert user_statements([message]).facts == [fact]
+
+
+def test_a_request_is_not_a_fact() -> None:
+    assert user_statements(["Fix the failing test in tests/test_api.py please."]).facts == []
+
+
+@pytest.mark.parametrize(
+    ("correction", "topic", "new_fact"),
+    [
+        (
+            "forget what I said about the build script, that's wrong: use tools/build.sh instead",
+            "build script",
+            "Use tools/build.sh instead",
+        ),
+        (
+            "that's wrong, the cache host is cache-b.internal now, forget cache-a",
+            "cache-a",
+            "The cache host is cache-b.internal now",
+        ),
+        ("Forget what I said about black, we dropped it", "black", None),
+        ("Ignore my earlier note on the legacy worker - we got rid of celery.", "celery", None),
+    ],
+)
+def test_a_correction_names_what_it_takes_back_and_states_the_new_value(
+    correction: str, topic: str, new_fact: str | None
+) -> None:
+    spoken = user_statements([correction])
+    assert topic in spoken.revoked
+    assert spoken.facts == ([new_fact] if new_fact else [])
+
+
+def test_an_agent_explanation_with_a_file_and_line_is_knowledge() -> None:
+    _facts, conclusions = agent_statements(
+        "The retry loop lives in src/queue/worker.py:118 and backs off exponentially. "
+        "Want me to add a test?"
+    )
+    assert conclusions == [
+        "The retry loop lives in src/queue/worker.py:118 and backs off exponentially."
+    ]
+
+
+def test_a_correction_in_a_later_session_removes_the_bullets_it_names() -> None:
+    first = notes(
+        "Set up the build",
+        (),
+        instructions=("always format with black before committing",),
+        facts=("The build script is scripts/build_all.sh",),
+    )
+    later = user_statements(
+        [
+            "Forget what I said about the build script, that's wrong: use tools/build.sh instead. "
+            "Forget what I said about black, we dropped it."
+        ]
+    )
+    second = replace(notes("Tidy", (), facts=tuple(later.facts)), revoked=tuple(later.revoked))
+    memory = Memory()
+    for one in (item("a", first, day="2026-11-01"), item("b", second, day="2026-11-03")):
+        result = consolidate_extractively(request(memory, one))
+        memory = apply_changes(memory, result.upserts, result.deletions)
+    (block,) = memory.blocks
+    texts = [b.text for b in (*block.preferences, *block.knowledge)]
+    assert not [t for t in texts if "black" in t or "build_all" in t], texts
+    assert "Use tools/build.sh instead." in texts
+    assert len(block.tasks) == 2 and invariant_violations(memory) == []
