@@ -244,6 +244,16 @@ class Settings:
         "Refuse a phase-two result that removes more than this share of the memory "
         "(unless --allow-shrink).",
     )
+    max_bullets_per_input: int = positive(
+        60,
+        "Refuse a phase-two answer that adds more than this many bullets per session it "
+        "consolidates (the input is set aside with the reason).",
+    )
+    max_bytes_per_input: int = positive(
+        16384,
+        "Refuse a phase-two answer that grows MEMORY.md by more than this many bytes per "
+        "session it consolidates (the input is set aside with the reason).",
+    )
     max_vanish_fraction: float = fraction(
         0.5,
         "Hold deletions when one scan finds more than this share (and more than 10) of the "

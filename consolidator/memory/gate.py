@@ -18,6 +18,12 @@ from datetime import datetime
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory import facts
+from consolidator.memory.bounds import (
+    GrowthLimits,
+    evicted_share,
+    excess_growth,
+    misfiled_session,
+)
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
 from consolidator.memory.model import (
@@ -56,6 +62,8 @@ class GatePolicy:
     allow_shrink: bool = False
     # When later sessions last used each thread: unused, stale entries go first to fit.
     last_used: Mapping[str, datetime] = field(default_factory=dict)
+    # None: growth is not bounded (a caller that knows nothing of the inputs).
+    growth: GrowthLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,8 @@ def judge(
     except ValueError as exc:
         raise GateRefused(f"the result cannot be applied: {exc}") from exc
     proposed, base = _without_vanished(proposed, memory, inputs, live_thread_ids)
+    if beyond := _beyond_inputs(proposed, base, len(inputs), policy):
+        raise GateRefused(beyond)
     outcome = check(proposed, base, live_thread_ids=live_thread_ids, policy=policy)
     problems = summary_problems(
         render_memory_summary(outcome.memory), outcome.memory, live_thread_ids
@@ -197,6 +207,30 @@ def judge(
     if problems:
         raise GateRefused(f"memory_summary.md would be refused: {problems[0]}")
     return outcome
+
+
+def _beyond_inputs(proposed: Memory, base: Memory, inputs: int, policy: GatePolicy) -> str | None:
+    """What the answer claims beyond its inputs: a session filed under another project, or
+    growth out of proportion to the number of inputs."""
+    if misfiled := misfiled_session(proposed, base):
+        return misfiled
+    if policy.growth is None:
+        return None
+    return excess_growth(
+        proposed, base, inputs=inputs, limits=policy.growth, render=render_memory_md
+    )
+
+
+def _eviction_loss(
+    base: Memory, unfitted: Memory, fitted: Memory, policy: GatePolicy
+) -> float | None:
+    """The share of `base`'s bullets that fitting the answer to the budget evicts beyond what
+    fitting `base` alone would, when that is more than the policy lets a result remove."""
+    if policy.allow_shrink:
+        return None
+    alone, _ = enforce_budget(base, policy.budget_bytes, render_memory_md, policy.last_used)
+    lost = evicted_share(base, unfitted, fitted) - evicted_share(base, base, alone)
+    return lost if lost > policy.max_shrink_fraction else None
 
 
 def _without_vanished(
@@ -242,10 +276,16 @@ def check(
             f"the result would remove {lost:.0%} of the memory (limit "
             f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
         )
-    memory, quarantined = quarantine_unsafe(proposed)
+    unfitted, quarantined = quarantine_unsafe(proposed)
     memory, evicted = enforce_budget(
-        memory, policy.budget_bytes, render_memory_md, policy.last_used
+        unfitted, policy.budget_bytes, render_memory_md, policy.last_used
     )
+    if evicted and (lost := _eviction_loss(base, unfitted, memory, policy)):
+        raise GateRefused(
+            f"fitting the result into the budget would evict {lost:.0%} of the memory's "
+            f"bullets (limit "
+            f"{policy.max_shrink_fraction:.0%})"
+        )
     size = len(render_memory_md(memory).encode("utf-8"))
     if size > policy.budget_bytes:
         raise GateRefused(

@@ -30,6 +30,7 @@ from consolidator.backends.base import (
     ServerErrorRepeated,
     Usage,
 )
+from consolidator.core.config import setting_default
 from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
     Claim,
@@ -40,6 +41,7 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
+from consolidator.memory.bounds import GrowthLimits
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.gate import (
     GateOutcome,
@@ -80,6 +82,11 @@ class Phase2Options:
     context_window_tokens: int = 128_000
     max_output_tokens: int = 16_000
     max_shrink_fraction: float = 0.5
+    growth: GrowthLimits = field(
+        default_factory=lambda: GrowthLimits(
+            setting_default("max_bullets_per_input"), setting_default("max_bytes_per_input")
+        )
+    )
     allow_shrink: bool = False
     heartbeat_seconds: float | None = None
     # Results wait as pending versions for `approve` instead of becoming current.
@@ -276,6 +283,7 @@ def _policy(options: Phase2Options, store: Store | None = None) -> GatePolicy:
         budget_bytes=options.memory_budget_bytes,
         max_shrink_fraction=options.max_shrink_fraction,
         allow_shrink=options.allow_shrink,
+        growth=options.growth,
         last_used=store.last_used() if store is not None else {},
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
 from consolidator.core.config import Settings
 from consolidator.db.store import Eligibility, Stage1Waiting, Store
+from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.leases import Heartbeat
 from consolidator.phases.materialize import ProjectionReport
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
@@ -53,6 +54,7 @@ def phase2_options(settings: Settings, *, allow_shrink: bool = False) -> Phase2O
         context_window_tokens=settings.context_window_tokens,
         max_output_tokens=settings.max_output_tokens,
         max_shrink_fraction=settings.max_shrink_fraction,
+        growth=GrowthLimits(settings.max_bullets_per_input, settings.max_bytes_per_input),
         allow_shrink=allow_shrink,
         review=settings.review,
     )
