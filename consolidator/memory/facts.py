@@ -4,9 +4,10 @@ A bullet is read as a subject (its content words) and values (the tokens that ca
 a path, a dotted or snake_case name: ports, versions, files, settings). Two bullets with the
 same values and mostly the same subject say the same thing in different words and merge into
 one bullet citing both witnesses. Two bullets with mostly the same subject and different
-values disagree: the newer one supersedes the older, and two from the same day are kept both,
-marked conflicting. The offline consolidation applies these rules while it builds the memory;
-the commit gate uses them to refuse a model's result that keeps both values unmarked.
+values may disagree: a guess from word overlap, so it only ever marks, never refuses. The
+offline consolidation applies these rules while it builds the memory; the commit gate notes a
+possible conflict on a model's bullet (`conflict_note`) with the other value and both dates,
+so the reader sees both instead of one vanishing.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from typing import Final
 
 SUPERSEDED: Final = "superseded"
 CONFLICTING: Final = "conflicting"
-_MARKER = re.compile(r"^\s*\[(?:superseded|conflicting)[^\]]*\]\s*", re.IGNORECASE)
-_MARKED = re.compile(r"\b(?:superseded|conflicting|outdated|no longer)\b", re.IGNORECASE)
+POSSIBLE_CONFLICT: Final = "possible conflict"
+_MARKER = re.compile(
+    r"^\s*\[(?:superseded|conflicting|possible conflict)[^\]]*\]\s*", re.IGNORECASE
+)
+_MARKED = re.compile(
+    r"\b(?:superseded|conflicting|possible conflict|outdated|no longer)\b", re.IGNORECASE
+)
+_QUOTED_CHARS: Final = 80
 _TOKEN = re.compile(r"[a-z0-9_~][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
 _SAME_SUBJECT: Final = 0.6
 
@@ -49,6 +56,15 @@ class Reading:
 def marker(kind: str, day: str) -> str:
     """The prefix a kept-but-stale or disputed bullet carries, e.g. `[superseded 2026-11-05] `."""
     return f"[{kind} {day}] "
+
+
+def conflict_note(day: str, other: str, other_day: str) -> str:
+    """The prefix of a bullet that may disagree with `other`: both values and their dates,
+    e.g. `[possible conflict 2026-12-01 with "The DB listens on 5432" of 2026-11-20] `."""
+    quoted = unmarked(other).replace("]", ")").replace('"', "'")
+    if len(quoted) > _QUOTED_CHARS:
+        quoted = quoted[: _QUOTED_CHARS - 3] + "..."
+    return f'[{POSSIBLE_CONFLICT} {day or "undated"} with "{quoted}" of {other_day or "undated"}] '
 
 
 def is_marked(text: str) -> bool:

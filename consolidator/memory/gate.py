@@ -2,9 +2,10 @@
 
 Every rule is here, and `judge` applies them all in one order. The model's result is
 untrusted: an answer that changes a block it was only shown in part, cannot be applied, breaks
-structure, keeps two unmarked values of one fact, cites threads that are not live, deletes too
-much of the memory, overflows the budget or would make `memory_summary.md` fail its check is
-refused whole. Entries carrying a secret, an injection or exfiltration pattern, or
+structure, cites threads that are not live, deletes too much of the memory, overflows the
+budget or would make `memory_summary.md` fail its check is refused whole. What the gate can
+only guess (two values of one fact) never refuses: the bullet is marked with both values and
+their dates. Entries carrying a secret, an injection or exfiltration pattern, or
 invisible/bidi Unicode are quarantined (kept out, but counted and kept for an admin), and the
 rest goes on. Threads that stopped being live while the run was under way are forgotten (the
 rule of `forget`), here and again by the store's commit under its lock.
@@ -71,6 +72,8 @@ class GateOutcome:
     memory: Memory
     quarantined: tuple[Quarantined, ...]
     evicted: int
+    # Bullets marked as a possible conflict with another value of their subject.
+    possible_conflicts: int = 0
 
 
 def _threat_reason(text: str) -> str | None:
@@ -147,22 +150,43 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
     return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
 
 
-def _unmarked_stale_value(proposed: Memory, base: Memory) -> str | None:
-    """A changed block's knowledge keeping two values of one fact with neither marked as
-    superseded or conflicting: the reader could not tell which one holds."""
+def _stated_day(block: Block, bullet: Bullet) -> str:
+    """The day a bullet was last stated: the newest session its tasks cite."""
+    days = [
+        citation.updated_at[:10]
+        for task in block.tasks
+        if task.task_id in bullet.task_ids
+        for citation in task.citations
+    ]
+    return max(days, default="")
+
+
+def note_possible_conflicts(proposed: Memory, base: Memory) -> tuple[Memory, int]:
+    """Mark, in each changed block, a new knowledge bullet that may give another value of an
+    unmarked bullet's subject: it keeps both, with the other value and both dates in front
+    (`facts.conflict_note`), so the reader sees the disagreement. A guess from word overlap,
+    so it never refuses. Returns the memory and how many bullets were marked."""
+    marked = 0
+    blocks: list[Block] = []
     for block in proposed.blocks:
         before = base.block(block.block_id)
-        if before == block:
-            continue
         known = frozenset(b.text for b in before.knowledge) if before else frozenset()
-        pair = facts.unmarked_disagreement([b.text for b in block.knowledge], known)
-        if pair is not None:
-            first, second = (text if len(text) <= 80 else text[:77] + "..." for text in pair)
-            return (
-                f"block {block.block_id} keeps two values of one fact and marks neither "
-                f"superseded: {first!r} / {second!r}"
+        knowledge = list(block.knowledge)
+        while before != block and (
+            pair := facts.unmarked_disagreement([b.text for b in knowledge], known)
+        ):
+            first, second = pair
+            newer, older = (second, first) if second not in known else (first, second)
+            at = next(i for i, b in enumerate(knowledge) if b.text == newer)
+            other = next(b for b in knowledge if b.text == older)
+            note = facts.conflict_note(
+                _stated_day(block, knowledge[at]), older, _stated_day(block, other)
             )
-    return None
+            knowledge[at] = replace(knowledge[at], text=note + newer)
+            marked += 1
+        changed = tuple(knowledge) != block.knowledge
+        blocks.append(replace(block, knowledge=tuple(knowledge)) if changed else block)
+    return (replace(proposed, blocks=tuple(blocks)), marked) if marked else (proposed, 0)
 
 
 def shrinks_too_much(base: Memory, proposed: Memory, policy: GatePolicy) -> float | None:
@@ -263,8 +287,7 @@ def check(
     problems = invariant_violations(proposed)
     if problems:
         raise GateRefused(f"the result breaks the memory structure: {problems[0]}")
-    if stale := _unmarked_stale_value(proposed, base):
-        raise GateRefused(stale)
+    proposed, conflicts = note_possible_conflicts(proposed, base)
     cited = cited_thread_ids(proposed)
     unknown = sorted(cited - set(live_thread_ids(cited)))
     if unknown:
@@ -291,4 +314,4 @@ def check(
         raise GateRefused(
             f"MEMORY.md would be {size} bytes, over the budget of {policy.budget_bytes}"
         )
-    return GateOutcome(memory, tuple(quarantined), evicted)
+    return GateOutcome(memory, tuple(quarantined), evicted, conflicts)

@@ -109,6 +109,8 @@ class Phase2Report:
     mode: str | None = None
     inputs: int = 0
     quarantined: int = 0
+    # Bullets the gate marked as a possible conflict with another value of their subject.
+    possible_conflicts: int = 0
     evicted: int = 0
     folded: int = 0
     model_calls: int = 0
@@ -137,6 +139,7 @@ class Phase2Report:
             "mode": self.mode,
             "inputs": self.inputs,
             "quarantined": self.quarantined,
+            "possible_conflicts": self.possible_conflicts,
             "evicted": self.evicted,
             "folded_tasks": self.folded,
             "model_calls": self.model_calls,
@@ -428,6 +431,7 @@ def consolidate(
         settled = [r.thread_id for r in piece.records] if outcome is not None else []
         if outcome is not None:
             report.quarantined += len(outcome.quarantined)
+            report.possible_conflicts += outcome.possible_conflicts
             report.evicted += outcome.evicted
         if rebuild:
             held_aside += set_aside

@@ -682,11 +682,6 @@ REFUSED_ANSWERS: dict[str, tuple[Fault, Consolidator, str]] = {
         resend_a_shown_block_whole,
         "already exists; change it with edits",
     ),
-    "two_values_of_one_fact_unmarked": (
-        Fault.OK,
-        keep_both_values_unmarked,
-        "keeps two values of one fact and marks neither superseded",
-    ),
     "schema_breaking_every_time": (
         Fault.SCHEMA_BREAKING,
         add_block_for_new_inputs,
@@ -1094,6 +1089,39 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
     assert (report.claimed, report.succeeded, report.failed) == (threads, threads, 0)
     assert fake_openai.call_count == threads
     assert fake_openai.max_concurrency == concurrency
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "noted"),
+    [
+        (
+            "The worker listens on port 9000 in dev.",
+            "The worker listens on port 9443 in prod.",
+            None,
+        ),
+        ("Node 20 is required.", "Node 20 is required, so no Node 22-only APIs.", None),
+        ("The API server runs on port 6510", "The API server now runs on port 6511", True),
+    ],
+)
+def test_two_values_of_one_subject_are_committed_and_a_possible_conflict_is_shown(
+    world: World, older: str, newer: str, noted: bool | None
+) -> None:
+    def both(prompt: Prompt) -> dict[str, Any]:
+        thread = prompt.input_ids[0]
+        knowledge = (older, newer)
+        return upserting(block_payload(block_id_for(thread), [thread], knowledge=knowledge))
+
+    world.model.consolidate = both
+
+    report = world.phase_two()
+
+    assert (report.status, report.set_aside, report.version) == ("succeeded", 0, 2), report.error
+    publish(world.store, world.memory_dir)
+    text = world.memory_file().decode()
+    assert older in text and newer in text
+    if noted:
+        assert report.possible_conflicts == 1
+        assert "[possible conflict" in text and f'with "{older}" of' in text
 
 
 def test_a_stale_value_kept_marked_superseded_is_committed(world: World) -> None:

@@ -1,5 +1,5 @@
-"""The commit gate's deterministic fact rule: a result may keep two values of one fact only
-if it marks one superseded (or both conflicting)."""
+"""The commit gate's fact rule is a guess, so it marks and never refuses: two unmarked values
+of one subject are both kept, the newer marked with the other value and both dates."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Collection
 
 import pytest
 
-from consolidator.memory.gate import GatePolicy, GateRefused, check
+from consolidator.memory.gate import GatePolicy, check
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 POLICY = GatePolicy(budget_bytes=1 << 20)
@@ -36,10 +36,16 @@ def _memory(*knowledge: str) -> Memory:
     return Memory((Block("w", "w", "", "/w", "", tasks, knowledge=bullets),))
 
 
-def test_both_values_unmarked_are_refused() -> None:
+def test_both_values_unmarked_are_kept_and_the_newer_marked_with_both_dates() -> None:
     proposed = _memory("The API server runs on port 6510", "The API server now runs on port 6511")
-    with pytest.raises(GateRefused, match="two values of one fact"):
-        check(proposed, Memory(), live_thread_ids=_live, policy=POLICY)
+    outcome = check(proposed, Memory(), live_thread_ids=_live, policy=POLICY)
+    [block] = outcome.memory.blocks
+    assert outcome.possible_conflicts == 1
+    assert [b.text for b in block.knowledge] == [
+        "The API server runs on port 6510",
+        '[possible conflict 2026-11-05 with "The API server runs on port 6510" of 2026-11-01] '
+        "The API server now runs on port 6511",
+    ]
 
 
 @pytest.mark.parametrize(
