@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.backends.base import Stage1Input
+from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
@@ -351,3 +351,64 @@ def unwritable(folder: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run([chattr, "-i", str(folder)], check=True)
+
+
+# Offline consolidation inputs: a session's notes, the input they make, a request of inputs.
+
+
+def notes(
+    task: str,
+    quotes: tuple[str, ...],
+    cwd: str = "/src/app",
+    *,
+    instructions: tuple[str, ...] = (),
+    facts: tuple[str, ...] = (),
+    conclusions: tuple[str, ...] = (),
+) -> ExtractiveNotes:
+    return ExtractiveNotes(
+        description=f"{task} (success): 3 tool calls",
+        task=task,
+        task_outcome="success",
+        cwd=cwd,
+        git_branch="main",
+        keywords=("pytest", "invoice"),
+        user_quotes=quotes,
+        failures=(FailureNote("npm test", "command not found: npm", "pnpm test"),),
+        files=("src/a.py",),
+        instructions=instructions,
+        facts=facts,
+        conclusions=conclusions,
+    )
+
+
+def item(
+    thread_id: str, raw: ExtractiveNotes, cwd: str = "/src/app", day: str | None = None
+) -> ConsolidationInput:
+    return ConsolidationInput(
+        thread_id=thread_id,
+        cwd=cwd,
+        git_branch="main",
+        rollout_path=f"/s/{thread_id}.jsonl",
+        updated_at=f"{day or f'2026-11-0{len(thread_id)}'}T00:00:00Z",
+        rollout_slug=None,
+        rollout_summary="summary",
+        raw_memory=render_raw_memory(raw),
+    )
+
+
+def _input_citation(
+    thread_id: str, cwd: str = "/src/app", updated_at: str = "2026"
+) -> ThreadCitation:
+    return ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", cwd, "/s", updated_at)
+
+
+def request(memory: Memory, *items: ConsolidationInput) -> ConsolidationRequest:
+    return ConsolidationRequest(
+        mode="INCREMENTAL" if memory.blocks else "INIT",
+        inputs=items,
+        touched_blocks=list(memory.blocks),
+        other_blocks=[],
+        citations={
+            i.thread_id: _input_citation(i.thread_id, i.cwd or "", i.updated_at) for i in items
+        },
+    )

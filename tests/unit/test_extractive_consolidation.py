@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from consolidator.backends.answers import check_answer
-from consolidator.backends.base import ConsolidationInput, ConsolidationRequest
+from consolidator.backends.base import ConsolidationInput
 from consolidator.backends.extractive.consolidation import (
     block_id_for,
     consolidate_extractively,
@@ -13,63 +13,10 @@ from consolidator.backends.extractive.consolidation import (
 )
 from consolidator.core.resources import load_schema
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Memory, ThreadCitation, invariant_violations, is_valid_id
-from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.model import Memory, invariant_violations, is_valid_id
+from consolidator.memory.notes import ExtractiveNotes
 from consolidator.memory.schema import block_to_payload, blocks_from_model_output
-
-
-def notes(
-    task: str,
-    quotes: tuple[str, ...],
-    cwd: str = "/src/app",
-    *,
-    instructions: tuple[str, ...] = (),
-    facts: tuple[str, ...] = (),
-    conclusions: tuple[str, ...] = (),
-) -> ExtractiveNotes:
-    return ExtractiveNotes(
-        description=f"{task} (success): 3 tool calls",
-        task=task,
-        task_outcome="success",
-        cwd=cwd,
-        git_branch="main",
-        keywords=("pytest", "invoice"),
-        user_quotes=quotes,
-        failures=(FailureNote("npm test", "command not found: npm", "pnpm test"),),
-        files=("src/a.py",),
-        instructions=instructions,
-        facts=facts,
-        conclusions=conclusions,
-    )
-
-
-def item(
-    thread_id: str, raw: ExtractiveNotes, cwd: str = "/src/app", day: str | None = None
-) -> ConsolidationInput:
-    return ConsolidationInput(
-        thread_id=thread_id,
-        cwd=cwd,
-        git_branch="main",
-        rollout_path=f"/s/{thread_id}.jsonl",
-        updated_at=f"{day or f'2026-11-0{len(thread_id)}'}T00:00:00Z",
-        rollout_slug=None,
-        rollout_summary="summary",
-        raw_memory=render_raw_memory(raw),
-    )
-
-
-def citation(thread_id: str, cwd: str = "/src/app", updated_at: str = "2026") -> ThreadCitation:
-    return ThreadCitation(thread_id, f"rollout_summaries/{thread_id}.md", cwd, "/s", updated_at)
-
-
-def request(memory: Memory, *items: ConsolidationInput) -> ConsolidationRequest:
-    return ConsolidationRequest(
-        mode="INCREMENTAL" if memory.blocks else "INIT",
-        inputs=items,
-        touched_blocks=list(memory.blocks),
-        other_blocks=[],
-        citations={i.thread_id: citation(i.thread_id, i.cwd or "", i.updated_at) for i in items},
-    )
+from tests.factories import item, notes, request
 
 
 def test_inputs_become_cited_tasks_grouped_by_cwd() -> None:

@@ -11,7 +11,7 @@ from consolidator.backends.extractive.consolidation import consolidate_extractiv
 from consolidator.backends.extractive.prose import agent_statements, user_statements
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory, invariant_violations
-from tests.unit.test_extractive_consolidation import item, notes, request
+from tests.factories import item, notes, request
 
 
 @pytest.mark.parametrize(
