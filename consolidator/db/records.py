@@ -16,11 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from sqlalchemy import Row
 
 from consolidator.memory.codec import StoredMemory
+
+if TYPE_CHECKING:
+    from consolidator.core.config import Settings
 
 STAGE1 = "stage1"
 PHASE2 = "phase2"
@@ -307,6 +310,11 @@ class Eligibility:
     min_idle_seconds: int
     max_age_days: int
     source_id: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Eligibility:
+        """What the settings admit: idle time, age limit and this worker's source."""
+        return cls(settings.min_idle_seconds, settings.max_age_days, settings.source_id)
 
 
 @dataclass(frozen=True)

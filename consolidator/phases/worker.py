@@ -33,15 +33,11 @@ from consolidator.phases.stage_one import (
 log = logging.getLogger(__name__)
 
 
-def stage1_eligibility(settings: Settings) -> Eligibility:
-    return Eligibility(settings.min_idle_seconds, settings.max_age_days, settings.source_id)
-
-
 def stage1_options(settings: Settings) -> Stage1Options:
     return Stage1Options(
         concurrency=settings.stage1_concurrency,
         lease_seconds=settings.lease_seconds,
-        eligibility=stage1_eligibility(settings),
+        eligibility=Eligibility.of(settings),
         transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
     )
 
@@ -203,7 +199,7 @@ def run_pass(
     projection = publish_current(store, settings)
     # A forget or clear whose WAL purge a reader held back is completed here.
     store.complete_owed_purge()
-    waiting = store.count_waiting_stage1(stage1_eligibility(settings))
+    waiting = store.count_waiting_stage1(Eligibility.of(settings))
     return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned), waiting)
 
 

@@ -24,11 +24,11 @@ def status_command(**params: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from consolidator.db.records import Eligibility
     from consolidator.face.cli.waiting import waiting_lines
     from consolidator.memory.codec import decode
     from consolidator.memory.merge import folded_task_count
     from consolidator.memory.model import Memory, cited_thread_ids
-    from consolidator.phases.worker import stage1_eligibility
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
@@ -42,7 +42,7 @@ def status_command(**params: Any) -> None:
         pending = store.list_pending()
         newest = store.pending_content(pending[-1].id) if pending else None
         roots = session_roots(store, inv.settings)
-        held_back = store.count_waiting_stage1(stage1_eligibility(inv.settings))
+        held_back = store.count_waiting_stage1(Eligibility.of(inv.settings))
     current = decode(version.memory_json) if version else Memory()
     blocks = len(current.blocks)
     # Live sessions neither the current version nor the newest pending one cites (after a
