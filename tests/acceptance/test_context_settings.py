@@ -23,11 +23,6 @@ PROJECT_QUOTE = "never use the system python here"
         ({"CONSOLIDATOR_LEASE_SECONDS": "0"}, "LEASE_SECONDS"),
     ],
 )
-@pytest.mark.xfail(
-    reason="known flaky on main: the example session's standing instruction is sometimes"
-    " missing from context (offline sentence reading or the repository checks); to be found",
-    strict=False,
-)
 def test_a_configuration_error_gives_no_memory_one_line_and_exit_0(
     home_with_memory: Path, setting: dict[str, str], naming: str
 ) -> None:

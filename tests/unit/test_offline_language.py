@@ -128,3 +128,31 @@ def test_a_correction_in_a_later_session_removes_the_bullets_it_names() -> None:
     assert not [t for t in texts if "black" in t or "build_all" in t], texts
     assert "Use tools/build.sh instead." in texts
     assert len(block.tasks) == 2 and invariant_violations(memory) == []
+
+
+def test_stage_one_threads_reading_at_once_each_get_their_own_sentences() -> None:
+    """Stage one reads several sessions at once on threads; each must read its own text."""
+    import threading
+
+    said = [
+        [
+            f"no, never use the system python in project {n}, always go through `uv run`.",
+            f"The staging host for project {n} is stage-{n}.internal, port 84{n:02d}.",
+        ]
+        for n in range(12)
+    ]
+    alone = [user_statements(messages) for messages in said]
+    together: list[object] = [None] * len(said)
+    start = threading.Barrier(len(said))
+
+    def read(index: int) -> None:
+        start.wait()
+        results = [user_statements(said[index]) for _ in range(40)]
+        together[index] = results[0] if all(r == results[0] for r in results) else results
+
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(len(said))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert together == alone
