@@ -8,8 +8,8 @@ from the model) and how many inputs a request carried, so it can refuse, whateve
   agents in another project (user-wide blocks follow their own rule, not checked here);
 - growth out of proportion to the change: each input may add at most so many bullets and
   bytes, so one runaway answer cannot push real memory out through eviction;
-- eviction that removes more of the memory than the shrink policy allows, beyond what fitting
-  the old memory alone would have removed.
+- an answer so large that fitting it to the budget would push out more of the old memory
+  than the shrink policy allows, beyond what fitting the old memory alone would have removed.
 
 Each is a refusal of one slice's answer, which phase two narrows to the input that caused it.
 """
@@ -66,21 +66,18 @@ def misfiled_session(proposed: Memory, base: Memory) -> str | None:
     return None
 
 
-def _bullet_keys(memory: Memory) -> set[tuple[str, str, str]]:
-    return {
-        (block.block_id, section, bullet.text)
-        for block in memory.blocks
-        for section, bullet in block.bullets()
-    }
+def overflow_share(base_bytes: int, answer_bytes: int, budget_bytes: int) -> float:
+    """The share of the old memory (`base_bytes` rendered) that the answer's overflow of the
+    budget pushes out, beyond what the old memory's own overflow would.
 
-
-def evicted_share(base: Memory, unfitted: Memory, fitted: Memory) -> float:
-    """The share of `base`'s bullets that fitting `unfitted` to the budget (into `fitted`)
-    evicted: bullets of the old memory the answer kept, gone only to make room."""
-    old = _bullet_keys(base)
-    if not old:
+    Counted in bytes the answer brings in, not in bullets the eviction order happens to
+    pick: at the budget, an ordinary answer pushes out about as much as it adds, however
+    few bullets the old memory holds, while a runaway one pushes out most of it.
+    """
+    if base_bytes <= 0:
         return 0.0
-    return len((_bullet_keys(unfitted) & old) - _bullet_keys(fitted)) / len(old)
+    pushed = max(0, answer_bytes - budget_bytes) - max(0, base_bytes - budget_bytes)
+    return max(0, pushed) / base_bytes
 
 
 def excess_growth(

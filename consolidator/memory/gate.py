@@ -21,9 +21,9 @@ from consolidator.core.errors import ConsolidatorError
 from consolidator.memory import facts
 from consolidator.memory.bounds import (
     GrowthLimits,
-    evicted_share,
     excess_growth,
     misfiled_session,
+    overflow_share,
 )
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
@@ -245,15 +245,16 @@ def _beyond_inputs(proposed: Memory, base: Memory, inputs: int, policy: GatePoli
     )
 
 
-def _eviction_loss(
-    base: Memory, unfitted: Memory, fitted: Memory, policy: GatePolicy
-) -> float | None:
-    """The share of `base`'s bullets that fitting the answer to the budget evicts beyond what
+def _eviction_loss(base: Memory, unfitted: Memory, policy: GatePolicy) -> float | None:
+    """The share of `base` that fitting the answer to the budget pushes out beyond what
     fitting `base` alone would, when that is more than the policy lets a result remove."""
     if policy.allow_shrink:
         return None
-    alone, _ = enforce_budget(base, policy.budget_bytes, render_memory_md, policy.last_used)
-    lost = evicted_share(base, unfitted, fitted) - evicted_share(base, base, alone)
+    lost = overflow_share(
+        len(render_memory_md(base).encode("utf-8")),
+        len(render_memory_md(unfitted).encode("utf-8")),
+        policy.budget_bytes,
+    )
     return lost if lost > policy.max_shrink_fraction else None
 
 
@@ -303,11 +304,10 @@ def check(
     memory, evicted = enforce_budget(
         unfitted, policy.budget_bytes, render_memory_md, policy.last_used
     )
-    if evicted and (lost := _eviction_loss(base, unfitted, memory, policy)):
+    if evicted and (lost := _eviction_loss(base, unfitted, policy)):
         raise GateRefused(
-            f"fitting the result into the budget would evict {lost:.0%} of the memory's "
-            f"bullets (limit "
-            f"{policy.max_shrink_fraction:.0%})"
+            f"fitting the result into the budget would evict {lost:.0%} of the memory"
+            f" (limit {policy.max_shrink_fraction:.0%})"
         )
     size = len(render_memory_md(memory).encode("utf-8"))
     if size > policy.budget_bytes:
