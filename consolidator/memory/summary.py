@@ -49,6 +49,7 @@ MAX_LINE_CHARS: Final = 300
 
 _TASK_CITATION = re.compile(r"\[task (?P<block>[^\s/\]]+)/(?P<task>[^\s\]]+)\]")
 _THREAD_CITATION = re.compile(r"thread_id=(?P<thread>[A-Za-z0-9._:-]+)")
+DAY_HEADING = re.compile(r"#### \d{4}-\d{2}-\d{2}$")
 _SUMMARY_FILE = re.compile(r"rollout_summaries/[^\s,()\]]+\.md")
 
 
@@ -288,10 +289,11 @@ def summary_problems(
             for citation in task.citations:
                 files.setdefault(citation.thread_id, set()).add(citation.rollout_summary_file)
     threads: set[str] = set()
+    names = _heading_names(memory)
     section = None
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
-        level = _heading_level(stripped)
+        level = heading_level(stripped)
         if level:
             if level <= 2 and stripped not in HEADINGS:
                 problems.append(f"line {number} is a section the layout does not have")
@@ -299,6 +301,11 @@ def summary_problems(
                 section = stripped
             elif section != HEADINGS[3]:
                 problems.append(f"line {number} is a heading outside {HEADINGS[3]}")
+            elif not _known_heading(stripped, names):
+                problems.append(
+                    f"line {number} is a heading that names neither a day nor a project"
+                    " of the sessions the memory cites"
+                )
             continue
         if not stripped or (number == 1 and stripped == "v1"):
             continue
@@ -348,12 +355,21 @@ def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) ->
     ]
     tasks = {(block.block_id, task.task_id) for block in memory.blocks for task in block.tasks}
     cited = {c.thread_id for block in memory.blocks for task in block.tasks for c in task.citations}
+    names = _heading_names(memory)
     kept: list[str] = []
     section = None
+    dropped_level = 0
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if _heading_level(stripped):
+        level = heading_level(stripped)
+        if dropped_level and (not level or level > dropped_level):
+            continue
+        dropped_level = 0
+        if level:
             section = stripped if stripped in HEADINGS else section
+            if level > 2 and not _known_heading(stripped, names):
+                dropped_level = level
+                continue
             kept.append(line)
             continue
         if not stripped or (number == 1 and stripped == "v1"):
@@ -374,18 +390,38 @@ def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) ->
         for match in reversed(dead):
             line = (line[: match.start()].rstrip() + " " + line[match.end() :].lstrip()).rstrip()
         kept.append(line)
-    return _tidy(kept)
+    return tidy_summary(kept)
 
 
-def _heading_level(line: str) -> int:
+def _heading_names(memory: Memory) -> set[str]:
+    """What a heading under `## What's in Memory` may name: the scope of a block, or the
+    folder of a session the memory cites."""
+    names = {_scope(block) for block in memory.blocks}
+    for block in memory.blocks:
+        for task in block.tasks:
+            names.update(shown_text(c.cwd) for c in task.citations if c.cwd)
+    return names
+
+
+def _known_heading(heading: str, names: Collection[str]) -> bool:
+    """A heading states nothing a citation could answer for, so it may only name a day, a
+    project from `names`, or the older topics."""
+    level = heading_level(heading)
+    title = heading[level + 1 :]
+    if level == 3:
+        return heading == OLDER_HEADING or title in names
+    return level == 4 and (bool(DAY_HEADING.match(heading)) or title in names)
+
+
+def heading_level(line: str) -> int:
     marks = len(line) - len(line.lstrip("#"))
     return marks if marks and line[marks : marks + 1] == " " else 0
 
 
-def _tidy(lines: list[str]) -> str:
+def tidy_summary(lines: list[str]) -> str:
     """Drop headings below the sections that head nothing, give an empty section its
     placeholder, and leave one blank line where several met."""
-    levels = [_heading_level(line.strip()) for line in lines]
+    levels = [heading_level(line.strip()) for line in lines]
 
     def heads_something(index: int) -> bool:
         for following in range(index + 1, len(lines)):
@@ -419,166 +455,3 @@ def summary_citations(line: str) -> tuple[list[tuple[str, str]], list[str]]:
     """The tasks (`(block_id, task_id)`) and the threads a summary line cites."""
     tasks = [(m["block"], m["task"]) for m in _TASK_CITATION.finditer(line)]
     return tasks, [m["thread"] for m in _THREAD_CITATION.finditer(line)]
-
-
-@dataclass
-class _Node:
-    """A heading of the summary (the root is the whole file) with its lines and subheadings."""
-
-    heading: str
-    lines: list[str]
-    children: list[_Node]
-
-    @property
-    def level(self) -> int:
-        return _heading_level(self.heading) or 1
-
-    def child(self, heading: str) -> _Node:
-        """The subheading `heading`, added where the layout orders it when it is missing:
-        a day among days newest first, a project before the older topics (recent work
-        first), anything else last."""
-        for node in self.children:
-            if node.heading == heading:
-                return node
-        new = _Node(heading, [], [])
-        siblings = [node.heading for node in self.children]
-        at = len(siblings)
-        if _DAY_HEADING.match(heading) and all(map(_DAY_HEADING.match, siblings)):
-            at = next((i for i, h in enumerate(siblings) if h < heading), at)
-        elif self.heading == HEADINGS[3] and heading != OLDER_HEADING:
-            at = 0
-        elif OLDER_HEADING in siblings:
-            at = siblings.index(OLDER_HEADING)
-        self.children.insert(at, new)
-        return new
-
-    def walk(self) -> Iterator[tuple[tuple[_Node, ...], _Node]]:
-        yield (), self
-        for child in self.children:
-            for path, node in child.walk():
-                yield (self, *path), node
-
-
-_DAY_HEADING = re.compile(r"#### \d{4}-\d{2}-\d{2}$")
-
-
-def _tree(text: str) -> _Node:
-    """`text` as headings and lines; a stating line outside every section is a ValueError."""
-    root = _Node("", [], [])
-    stack = [root]
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        level = _heading_level(stripped)
-        if level:
-            node = _Node(stripped, [], [])
-            while len(stack) > 1 and stack[-1].level >= max(level, 2):
-                stack.pop()
-            parent = stack[-1]
-            existing = next((n for n in parent.children if n.heading == stripped), None)
-            if existing is None:
-                parent.children.append(node)
-            stack.append(existing or node)
-        elif stripped and not (stripped == "v1" and len(stack) == 1):
-            if len(stack) == 1:
-                raise ValueError(f"line {number} is under no section")
-            stack[-1].lines.append(line.rstrip())
-    return root
-
-
-def _text(root: _Node) -> str:
-    lines = ["v1"]
-
-    def add(node: _Node) -> None:
-        placeholder = PLACEHOLDERS.get(node.heading)
-        stating = [line for line in node.lines if line.strip() != placeholder]
-        lines.extend(stating)
-        for child in node.children:
-            lines.extend(["", child.heading, ""])
-            add(child)
-
-    add(root)
-    return _tidy(lines)
-
-
-def split_summary(text: str, revisable: Callable[[str], bool]) -> tuple[str, str]:
-    """`text` as the lines to keep as they are and the `revisable` ones, each under its
-    headings: what a revision request shows read-only, and what it asks to be rewritten."""
-    kept, revised = _tree(text), _Node("", [], [])
-    for path, node in list(kept.walk()):
-        if not node.heading:
-            continue
-        moved = [line for line in node.lines if revisable(line)]
-        if not moved:
-            continue
-        node.lines = [line for line in node.lines if line not in moved]
-        target = revised
-        for heading in [*(p.heading for p in path if p.heading), node.heading]:
-            target = target.child(heading)
-        target.lines.extend(moved)
-    return _text(kept), _fragment(revised)
-
-
-def _fragment(root: _Node) -> str:
-    """Only the headings that hold a line, with their lines: no placeholders, no `v1`."""
-
-    def add(node: _Node, out: list[str]) -> bool:
-        out.extend(node.lines)
-        found = bool(node.lines)
-        for child in node.children:
-            mark = len(out)
-            out.extend(["", child.heading, ""])
-            if add(child, out):
-                found = True
-            else:
-                del out[mark:]
-        return found
-
-    lines: list[str] = []
-    add(root, lines)
-    return _tidy(lines) if lines else ""
-
-
-def splice_summary(kept: str, answer: str, budget_bytes: int = SUMMARY_BUDGET_BYTES) -> str:
-    """The kept lines with the model's revised lines put under their headings.
-
-    Every kept line stays, whatever the answer holds: an answer line equal to a kept one is
-    not added twice, and nothing the model was not asked to revise can go missing. When the
-    result is over `budget_bytes`, kept dated lines of recent work make room, oldest day
-    first (as the rendering moves them to the older topics); the model's own lines stay, so a
-    too-long answer is still refused by the check. An answer line under no section is a
-    ValueError.
-    """
-    root, answer_tree = _tree(kept), _tree(answer)
-    present = {line.strip() for _, node in root.walk() for line in node.lines}
-    added: set[str] = set()
-    for path, node in answer_tree.walk():
-        fresh = [
-            line
-            for line in node.lines
-            if line.strip() not in present and line.strip() != PLACEHOLDERS.get(node.heading)
-        ]
-        if not fresh:
-            continue
-        target = root
-        for heading in [*(p.heading for p in path if p.heading), node.heading]:
-            target = target.child(heading)
-        target.lines.extend(fresh)
-        present.update(line.strip() for line in fresh)
-        added.update(line.strip() for line in fresh)
-    text = _text(root)
-    while len(text.encode("utf-8")) > budget_bytes:
-        days = [
-            node
-            for path, node in root.walk()
-            if _DAY_HEADING.match(node.heading)
-            and len(path) >= 2
-            and path[1].heading == HEADINGS[3]
-            and any(line.strip() not in added for line in node.lines)
-        ]
-        if not days:
-            break
-        oldest = min(days, key=lambda node: node.heading)
-        drop = next(line for line in reversed(oldest.lines) if line.strip() not in added)
-        oldest.lines.remove(drop)
-        text = _text(root)
-    return text

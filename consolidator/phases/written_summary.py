@@ -32,11 +32,10 @@ from consolidator.memory.model import Block, Memory
 from consolidator.memory.summary import (
     SUMMARY_BUDGET_BYTES,
     render_memory_summary,
-    splice_summary,
-    split_summary,
     summary_citations,
     summary_problems,
 )
+from consolidator.memory.summary_splice import splice_summary, split_summary
 from consolidator.security.redaction import redact
 
 log = logging.getLogger(__name__)

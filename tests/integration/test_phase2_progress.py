@@ -69,11 +69,6 @@ def assert_no_request_repeated(server: FakeOpenAI) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.xfail(
-    reason="known broken on main since the failure classification and block splitting landed"
-    " together: the last pass leaves inputs behind; to be bisected",
-    strict=False,
-)
 def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_pass(
     store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend]
 ) -> None:

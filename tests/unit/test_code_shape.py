@@ -24,7 +24,6 @@ KNOWN: dict[str, int] = {
     "consolidator/face/cli/status.py:status_command": 209,
     "consolidator/face/metrics.py": 525,
     "consolidator/face/metrics.py:_read": 122,
-    "consolidator/memory/summary.py": 584,
     "consolidator/phases/materialize.py": 566,
     "consolidator/phases/materialize.py:_apply": 86,
     "consolidator/phases/phase_two.py": 618,

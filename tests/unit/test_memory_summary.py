@@ -214,3 +214,37 @@ def test_forgetting_one_thread_keeps_lines_of_a_thread_whose_id_extends_it() -> 
         )
     )
     assert forget_in_summary(text, memory, ["th1"]).count("thread_id=") == 1
+
+
+def test_a_heading_may_name_only_a_day_or_a_project_of_the_cited_sessions() -> None:
+    assert summary_problems(WRITTEN, MEMORY, everything_live) == []
+    for heading in (
+        "### Acme Corp billing migration, for the client Northwind",
+        "#### the host db-7.acme.internal",
+        "##### 2026-11-20",
+    ):
+        told = WRITTEN.replace("#### 2026-11-20", heading)
+        assert any(
+            "heading that names neither" in p
+            for p in summary_problems(told, MEMORY, everything_live)
+        ), heading
+    elsewhere = WRITTEN.replace("### /src/other", "### /src/secret-client")
+    assert any(
+        "heading that names neither" in p
+        for p in summary_problems(elsewhere, MEMORY, everything_live)
+    )
+
+
+def test_forgetting_removes_a_project_heading_and_what_sits_under_it() -> None:
+    under_other = WRITTEN.replace(
+        "- git set up (rollout_summaries/2026-11-19-fix-th3.md, thread_id=th3)",
+        "- git set up (rollout_summaries/2026-11-19-fix-th3.md, thread_id=th3)\n"
+        "- CI speed-up again (rollout_summaries/2026-11-20-fix-th2.md, thread_id=th2)",
+    )
+    assert summary_problems(under_other, MEMORY, everything_live) == []
+    forgotten = forget_threads(MEMORY, ["th3"]).memory
+    text = forget_in_summary(under_other, forgotten, ["th3"])
+    assert "/src/other" not in text
+    assert "CI speed-up again" not in text
+    assert "- CI speed-up, partial (rollout_summaries/2026-11-20-fix-th2.md, thread_id=th2)" in text
+    assert summary_problems(text, forgotten, everything_live) == []

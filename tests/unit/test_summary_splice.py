@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from consolidator.memory.summary import splice_summary, split_summary
+from consolidator.memory.summary_splice import splice_summary, split_summary
 
 CURRENT = """v1
 
