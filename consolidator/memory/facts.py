@@ -26,6 +26,7 @@ _MARKER = re.compile(
 _MARKED = re.compile(
     r"\b(?:superseded|conflicting|possible conflict|outdated|no longer)\b", re.IGNORECASE
 )
+_CONFLICT_QUOTE = re.compile(r'^\s*\[possible conflict [^\]"]* with "(?P<quote>[^"]*)" of [^\]]*\]')
 _QUOTED_CHARS: Final = 80
 _TOKEN = re.compile(r"[a-z0-9_~][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
 _SAME_SUBJECT: Final = 0.6
@@ -61,10 +62,20 @@ def marker(kind: str, day: str) -> str:
 def conflict_note(day: str, other: str, other_day: str) -> str:
     """The prefix of a bullet that may disagree with `other`: both values and their dates,
     e.g. `[possible conflict 2026-12-01 with "The DB listens on 5432" of 2026-11-20] `."""
-    quoted = unmarked(other).replace("]", ")").replace('"', "'")
-    if len(quoted) > _QUOTED_CHARS:
-        quoted = quoted[: _QUOTED_CHARS - 3] + "..."
-    return f'[{POSSIBLE_CONFLICT} {day or "undated"} with "{quoted}" of {other_day or "undated"}] '
+    quote = quoted(other)
+    return f'[{POSSIBLE_CONFLICT} {day or "undated"} with "{quote}" of {other_day or "undated"}] '
+
+
+def quoted(text: str) -> str:
+    """`text` as a possible-conflict mark quotes it."""
+    quote = unmarked(text).replace("]", ")").replace('"', "'")
+    return quote[: _QUOTED_CHARS - 3] + "..." if len(quote) > _QUOTED_CHARS else quote
+
+
+def conflict_quote(text: str) -> str | None:
+    """The other bullet's words a possible-conflict mark on `text` quotes, if it has one."""
+    match = _CONFLICT_QUOTE.match(text)
+    return match["quote"] if match else None
 
 
 def is_marked(text: str) -> bool:

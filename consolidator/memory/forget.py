@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from consolidator.memory import facts
 from consolidator.memory.model import Block, Bullet, Memory, Task
 
 
@@ -59,9 +60,9 @@ def forget_threads(memory: Memory, thread_ids: Collection[str]) -> ForgetResult:
             memory_changed = True
             continue
         live = {task.task_id for task in kept_tasks}
-        preferences = _prune_bullets(block.preferences, live)
-        knowledge = _prune_bullets(block.knowledge, live)
-        failures = _prune_bullets(block.failures, live)
+        preferences = prune_bullets(block.preferences, live, forgotten)
+        knowledge = prune_bullets(block.knowledge, live, forgotten)
+        failures = prune_bullets(block.failures, live, forgotten)
         bullets += _bullet_total(block) - len(preferences) - len(knowledge) - len(failures)
         if (
             tasks_changed
@@ -88,19 +89,50 @@ def forget_threads(memory: Memory, thread_ids: Collection[str]) -> ForgetResult:
     )
 
 
-def _prune_bullets(bullets: tuple[Bullet, ...], live: set[str]) -> tuple[Bullet, ...]:
-    """The bullets that still cite a live task; the same tuple object when nothing changed."""
+def prune_bullets(
+    bullets: tuple[Bullet, ...], live: set[str], forgotten: Collection[str]
+) -> tuple[Bullet, ...]:
+    """The bullets that still cite a live task, each in the words of a session that is not
+    forgotten; the same tuple object when nothing changed."""
     kept: list[Bullet] = []
     changed = False
     for bullet in bullets:
         refs = tuple(task_id for task_id in bullet.task_ids if task_id in live)
-        if refs and len(refs) == len(bullet.task_ids):
+        sources = tuple(source for source in bullet.sources if source[0] not in forgotten)
+        if refs and len(refs) == len(bullet.task_ids) and len(sources) == len(bullet.sources):
             kept.append(bullet)
             continue
         changed = True
-        if refs:
-            kept.append(replace(bullet, task_ids=refs))
-    return tuple(kept) if changed else bullets
+        reworded = _in_remaining_words(bullet, sources) if refs else None
+        if reworded is not None:
+            kept.append(replace(reworded, task_ids=refs))
+    return _without_lost_conflicts(tuple(kept)) if changed else bullets
+
+
+def _in_remaining_words(bullet: Bullet, sources: tuple[tuple[str, str], ...]) -> Bullet | None:
+    """`bullet` keeping only `sources`, in the words of the first of them when its own words
+    came from a forgotten session; None when every session whose words are known is gone."""
+    if not bullet.sources:
+        return bullet
+    if not sources:
+        return None
+    shown = facts.unmarked(bullet.text)
+    if any(facts.unmarked(text) == shown for _, text in sources):
+        return replace(bullet, sources=sources)
+    prefix = bullet.text[: len(bullet.text) - len(shown)]
+    return replace(bullet, text=prefix + facts.unmarked(sources[0][1]), sources=sources)
+
+
+def _without_lost_conflicts(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+    """A possible-conflict mark quotes the other bullet's words; once that bullet is gone the
+    quote would outlive it, so the mark goes too."""
+    present = {facts.quoted(bullet.text) for bullet in bullets}
+    return tuple(
+        replace(bullet, text=facts.unmarked(bullet.text))
+        if (quote := facts.conflict_quote(bullet.text)) is not None and quote not in present
+        else bullet
+        for bullet in bullets
+    )
 
 
 def _bullet_total(block: Block) -> int:

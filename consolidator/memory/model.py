@@ -68,8 +68,17 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Bullet:
+    """One line of a block's preferences, knowledge or failures, citing the tasks behind it.
+
+    `sources` holds, when known, each session that stated the bullet with its own wording
+    (`(thread_id, text)`): a bullet merged from several sessions is shown in one session's
+    words, and forgetting that session must leave the words of a remaining one, not its own.
+    Empty when the wording is not traceable to one session (a model wrote it).
+    """
+
     text: str
     task_ids: tuple[str, ...]
+    sources: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +259,11 @@ def block_to_dict(block: Block) -> dict[str, Any]:
     }
     for name in SECTIONS:
         result[name] = [
-            {"text": bullet.text, "task_ids": list(bullet.task_ids)}
+            {
+                "text": bullet.text,
+                "task_ids": list(bullet.task_ids),
+                **({"sources": [list(s) for s in bullet.sources]} if bullet.sources else {}),
+            }
             for bullet in block.section(name)
         ]
     return result
@@ -294,7 +307,10 @@ def _block_from_dict(reader: _Reader) -> Block:
 
 
 def _bullets_from(reader: _Reader, key: Section) -> tuple[Bullet, ...]:
-    return tuple(Bullet(b.string("text"), b.strings("task_ids")) for b in reader.objects(key))
+    return tuple(
+        Bullet(b.string("text"), b.strings("task_ids"), b.pairs("sources"))
+        for b in reader.objects(key)
+    )
 
 
 class _Reader:
@@ -340,6 +356,16 @@ class _Reader:
         if not all(isinstance(v, str) for v in values):
             raise ValueError(f"{self._path}.{key}: expected a list of strings")
         return tuple(values)
+
+    def pairs(self, key: str) -> tuple[tuple[str, str], ...]:
+        """An optional list of two-string lists; absent reads as empty."""
+        values = self._data.get(key, [])
+        if not isinstance(values, list) or not all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+            for v in values
+        ):
+            raise ValueError(f"{self._path}.{key}: expected a list of [string, string]")
+        return tuple((v[0], v[1]) for v in values)
 
     def objects(self, key: str) -> Iterator[_Reader]:
         for index, value in enumerate(self._list(key)):

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory.model import (
+    SECTIONS,
     Block,
     Bullet,
     Task,
@@ -77,6 +78,11 @@ def block_to_payload(block: Block) -> dict[str, Any]:
         }
         for task in block.tasks
     ]
+    for name in SECTIONS:
+        payload[name] = [
+            {"text": bullet.text, "task_ids": list(bullet.task_ids)}
+            for bullet in block.section(name)
+        ]
     return payload
 
 

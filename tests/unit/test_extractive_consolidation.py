@@ -12,8 +12,18 @@ from consolidator.backends.extractive.consolidation import (
     task_id_for,
 )
 from consolidator.core.resources import load_schema
+from consolidator.memory import facts
+from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Memory, invariant_violations, is_valid_id
+from consolidator.memory.model import (
+    Block,
+    Bullet,
+    Memory,
+    Task,
+    ThreadCitation,
+    invariant_violations,
+    is_valid_id,
+)
 from consolidator.memory.notes import ExtractiveNotes
 from consolidator.memory.schema import block_to_payload, blocks_from_model_output
 from tests.factories import item, notes, request
@@ -62,7 +72,18 @@ def test_the_offline_result_passes_the_checks_a_model_answer_must_pass() -> None
     }
 
     assert check_answer(answer, load_schema("consolidation")) == answer
-    assert blocks_from_model_output(answer, sent.citations.get) == (list(result.upserts), [])
+    # The answer's shape carries no per-session wording: that stays with the offline blocks.
+    untraced = [
+        replace(
+            block,
+            preferences=tuple(replace(b, sources=()) for b in block.preferences),
+            knowledge=tuple(replace(b, sources=()) for b in block.knowledge),
+            failures=tuple(replace(b, sources=()) for b in block.failures),
+        )
+        for block in result.upserts
+    ]
+    assert blocks_from_model_output(answer, sent.citations.get) == (untraced, [])
+    assert all(b.sources for block in result.upserts for _, b in block.bullets())
 
 
 def test_same_advice_from_two_sessions_has_two_witnesses_and_is_deterministic() -> None:
@@ -210,3 +231,62 @@ def test_a_corpus_with_no_facts_gives_tasks_and_no_bullets() -> None:
 def test_an_input_with_nothing_reusable_adds_no_task() -> None:
     result = consolidate_extractively(request(Memory(), item("a", ExtractiveNotes())))
     assert result.upserts == () and result.deletions == ()
+
+
+def _merged_then_forget(first_words: str, second_words: str) -> tuple[str, str]:
+    """The shown wording of one fact two sessions stated, before and after the first session
+    is forgotten."""
+    first = item("a", notes("Set up staging", (), facts=(first_words,)), day="2026-11-01")
+    second = item("bb", notes("Deploy", (), facts=(second_words,)), day="2026-11-02")
+    result = consolidate_extractively(request(Memory(), first, second))
+    memory = apply_changes(Memory(), result.upserts, result.deletions)
+    (merged,) = memory.blocks[0].knowledge
+    assert merged.task_ids == (task_id_for("a"), task_id_for("bb"))
+    (left,) = forget_threads(memory, ["a"]).memory.blocks[0].knowledge
+    assert left.task_ids == (task_id_for("bb"),)
+    assert left.sources == (("bb", second_words),)
+    return merged.text, left.text
+
+
+def test_forgetting_the_session_whose_words_a_merged_fact_shows_leaves_the_others_words() -> None:
+    before, after = _merged_then_forget(
+        "The Northwind staging API is served from api-stg.internal on port 8443.",
+        "The staging API is served from api-stg.internal on port 8443.",
+    )
+    assert "Northwind" in before
+    assert after == "The staging API is served from api-stg.internal on port 8443."
+
+
+def test_a_merged_fact_the_remaining_session_said_alike_is_reworded_only_to_its_own_words() -> None:
+    same = "Staging deploys go through deploy/stage.sh now."
+    assert _merged_then_forget(same, same) == (same, same)
+    before, after = _merged_then_forget(same, "staging deploys go through deploy/stage.sh now")
+    assert (before, after) == (same, "staging deploys go through deploy/stage.sh now")
+
+
+def cite(thread_id: str) -> ThreadCitation:
+    return ThreadCitation(
+        thread_id, f"rollout_summaries/{thread_id}.md", "/src/app", "/r", "2026-11-01"
+    )
+
+
+def test_a_forgotten_sessions_words_quoted_by_a_conflict_mark_go_with_it() -> None:
+    note = facts.conflict_note("2026-11-02", "Reports DB for Northwind on port 5544", "2026-11-01")
+    block = Block(
+        "b",
+        "b",
+        "s",
+        "/src/app",
+        "r",
+        (
+            Task("t1", "one", (cite("a"),)),
+            Task("t2", "two", (cite("bb"),)),
+        ),
+        knowledge=(
+            Bullet("Reports DB for Northwind on port 5544", ("t1",), (("a", "x"),)),
+            Bullet(note + "Reports DB on port 5545", ("t2",)),
+        ),
+    )
+    (left,) = forget_threads(Memory((block,)), ["a"]).memory.blocks[0].knowledge
+    assert left.text == "Reports DB on port 5545"
+    assert "Northwind" not in left.text

@@ -14,7 +14,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from consolidator.backends.base import (
     ConsolidationInput,
@@ -22,6 +22,7 @@ from consolidator.backends.base import (
     ConsolidationResult,
 )
 from consolidator.memory import facts
+from consolidator.memory.forget import prune_bullets
 from consolidator.memory.model import Block, Bullet, Task
 from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
@@ -78,29 +79,20 @@ def _without_thread(block: Block, thread_id: str) -> Block:
         citations = tuple(c for c in task.citations if c.thread_id != thread_id)
         if task.task_id != task_id and citations:
             tasks.append(replace(task, citations=citations))
-    dropped = {task.task_id for task in block.tasks} - {task.task_id for task in tasks}
-
-    def prune(bullets: Iterable[Bullet]) -> tuple[Bullet, ...]:
-        kept = []
-        for bullet in bullets:
-            remaining = tuple(t for t in bullet.task_ids if t not in dropped)
-            if remaining:
-                kept.append(replace(bullet, task_ids=remaining))
-        return tuple(kept)
-
+    live = {task.task_id for task in tasks}
     return replace(
         block,
         tasks=tuple(tasks),
-        preferences=prune(block.preferences),
-        knowledge=prune(block.knowledge),
-        failures=prune(block.failures),
+        preferences=prune_bullets(block.preferences, live, {thread_id}),
+        knowledge=prune_bullets(block.knowledge, live, {thread_id}),
+        failures=prune_bullets(block.failures, live, {thread_id}),
     )
 
 
 def _add_bullets(
     existing: tuple[Bullet, ...],
     texts: Iterable[str],
-    task_id: str,
+    witness: _Witness,
     same: Callable[[str, str], bool] = facts.same_fact,
 ) -> tuple[Bullet, ...]:
     """Append bullets; one saying the same thing gains the task as another witness instead."""
@@ -108,9 +100,9 @@ def _add_bullets(
     for text in texts:
         match = next((i for i, b in enumerate(bullets) if same(b.text, text)), None)
         if match is None:
-            bullets.append(Bullet(text, (task_id,)))
+            bullets.append(witness.new_bullet(text))
         else:
-            bullets[match] = _witnessed(bullets[match], task_id)
+            bullets[match] = witness.of(bullets[match], text)
     return tuple(bullets)
 
 
@@ -142,17 +134,35 @@ def _topic_words(text: str) -> frozenset[str]:
     )
 
 
-def _witnessed(bullet: Bullet, task_id: str) -> Bullet:
-    if task_id in bullet.task_ids:
-        return bullet
-    return replace(bullet, task_ids=(*bullet.task_ids, task_id))
+@dataclass(frozen=True)
+class _Witness:
+    """The session a bullet is being added for: its task, and its thread for the wording."""
+
+    task_id: str
+    thread_id: str
+
+    def new_bullet(self, text: str) -> Bullet:
+        return Bullet(text, (self.task_id,), ((self.thread_id, text),))
+
+    def of(self, bullet: Bullet, text: str) -> Bullet:
+        """`bullet`, said again in `text`: the task joins its witnesses, and the wording joins
+        its sources when the bullet's wording is traced (an untraced one stays untraced)."""
+        task_ids = bullet.task_ids
+        if self.task_id not in task_ids:
+            task_ids = (*task_ids, self.task_id)
+        sources = bullet.sources
+        if sources and all(thread_id != self.thread_id for thread_id, _ in sources):
+            sources = (*sources, (self.thread_id, text))
+        return replace(bullet, task_ids=task_ids, sources=sources)
 
 
 def _lines(texts: Iterable[str]) -> list[str]:
     return [line for line in map(one_line, texts) if line]
 
 
-def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tuple[Bullet, ...]:
+def _add_facts(
+    block: Block, texts: Iterable[str], witness: _Witness, day: str
+) -> tuple[Bullet, ...]:
     """Knowledge bullets with the newer value of a subject superseding the older one.
 
     A fact stated again joins its bullet as a witness. A fact giving a new value for a known
@@ -160,12 +170,12 @@ def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tu
     older one; two values stated on the same day are both kept, marked conflicting.
     """
     days = _task_days(block)
-    days[task_id] = day
+    days[witness.task_id] = day
     bullets = list(block.knowledge)
     for text in _lines(texts):
         match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
         if match is not None:
-            bullets[match] = _witnessed(bullets[match], task_id)
+            bullets[match] = witness.of(bullets[match], text)
             continue
         kept: list[Bullet] = []
         new_text = text
@@ -183,7 +193,7 @@ def _add_facts(block: Block, texts: Iterable[str], task_id: str, day: str) -> tu
             else:
                 new_text = facts.marker(facts.SUPERSEDED, stated) + text
                 kept.append(bullet)
-        kept.append(Bullet(new_text, (task_id,)))
+        kept.append(replace(witness.new_bullet(text), text=new_text))
         bullets = kept
     return tuple(bullets)
 
@@ -249,6 +259,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         block_id = block_id_for(item.cwd)
         block = blocks.get(block_id) or _new_block(item)
         task_id = task_id_for(item.thread_id)
+        witness = _Witness(task_id, item.thread_id)
         block = _without_thread(block, item.thread_id)
         notes = _notes_for(item)
         statements = notes.states_something
@@ -271,13 +282,13 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             block,
             tasks=(*block.tasks, task),
             preferences=_add_bullets(
-                block.preferences, _lines(_preferences(notes, project)), task_id
+                block.preferences, _lines(_preferences(notes, project)), witness
             ),
         )
         block = replace(
             block,
-            knowledge=_add_facts(block, _knowledge(notes), task_id, citation.updated_at[:10]),
-            failures=_add_bullets(block.failures, _failures(notes), task_id, _same_failure),
+            knowledge=_add_facts(block, _knowledge(notes), witness, citation.updated_at[:10]),
+            failures=_add_bullets(block.failures, _failures(notes), witness, _same_failure),
         )
         blocks[block_id] = block
         if block_id not in changed:
