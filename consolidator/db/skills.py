@@ -25,8 +25,8 @@ from consolidator.skills.model import (
     decode_skill,
     encode_skill,
     evidence_meets_threshold,
-    without_threads,
 )
+from consolidator.skills.wording import without_threads
 
 log = logging.getLogger(__name__)
 

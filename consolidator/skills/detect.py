@@ -20,7 +20,7 @@ from consolidator.memory.notes import parse_raw_memory
 from consolidator.memory.text import hyphenated
 from consolidator.skills.model import Skill, Witness, meets_threshold
 from consolidator.skills.names import RESERVED_WORDS
-from consolidator.skills.render import code_span
+from consolidator.skills.wording import head, worded
 
 MIN_STEPS = 2
 MAX_STEPS = 8
@@ -104,82 +104,47 @@ def _inside(run: tuple[str, ...], longer: tuple[str, ...]) -> bool:
 
 
 def _sequence_skill(cwd: str, run: tuple[str, ...], seen: dict[str, Witness]) -> Skill:
-    witnesses = _ordered(seen)
-    outline = ", then ".join(_head(step) for step in run)
-    return Skill(
-        name=_name(" ".join(_head(step) for step in run)),
-        kind="sequence",
-        cwd=cwd,
-        description=_plain(
-            f"The {len(run)}-step routine this project runs ({outline}), seen in"
-            f" {len(witnesses)} sessions on {_days(witnesses)} days. Use it in {cwd} when the"
-            " task needs that routine again."
-        ),
-        steps=run,
-        success=(
-            "Every step exits with status 0, in the order given.",
-            f"The last step, {code_span(run[-1])}, completes without an error, as it did in"
-            " each session cited below.",
-        ),
-        witnesses=witnesses,
+    return worded(
+        Skill(
+            name=_name(" ".join(head(step) for step in run)),
+            kind="sequence",
+            cwd=cwd,
+            description="",
+            steps=run,
+            success=(),
+            witnesses=_ordered(seen),
+        )
     )
 
 
 def _fixes(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
     pairs: dict[tuple[str, str], dict[str, Witness]] = {}
-    symptoms: dict[tuple[str, str], str] = {}
     for session in sessions:
         for failure in parse_raw_memory(session.raw_memory).failures:
             if not failure.fix or failure.fix == failure.command:
                 continue
-            key = (failure.command, failure.fix)
-            pairs.setdefault(key, {})[session.thread_id] = session.witness
-            symptoms.setdefault(key, failure.error)
-    skills: list[Skill] = []
-    for (command, fix), seen in sorted(pairs.items()):
-        if not meets_threshold(seen.values()):
-            continue
-        witnesses = _ordered(seen)
-        symptom = symptoms[(command, fix)]
-        success = [f"{code_span(command)} runs again and exits with status 0."]
-        if symptom:
-            success.append(f"The error no longer appears: {symptom}")
-        skills.append(
+            witness = replace(session.witness, symptom=failure.error)
+            pairs.setdefault((failure.command, failure.fix), {})[session.thread_id] = witness
+    return [
+        worded(
             Skill(
-                name=_name(f"fix {_head(command)}"),
+                name=_name(f"fix {head(command)}"),
                 kind="fix",
                 cwd=cwd,
-                description=_plain(
-                    f"When {_head(command)} fails in {cwd}, the fix this project used in"
-                    f" {len(witnesses)} sessions on {_days(witnesses)} days: {_head(fix)}, then"
-                    " run it again."
-                ),
+                description="",
                 steps=(fix, command),
-                success=tuple(success),
-                witnesses=witnesses,
+                success=(),
+                witnesses=_ordered(seen),
                 trigger=command,
-                symptom=symptom,
             )
         )
-    return skills
+        for (command, fix), seen in sorted(pairs.items())
+        if meets_threshold(seen.values())
+    ]
 
 
 def _ordered(seen: dict[str, Witness]) -> tuple[Witness, ...]:
     return tuple(sorted(seen.values(), key=lambda w: (w.updated_at, w.thread_id)))
-
-
-def _days(witnesses: Sequence[Witness]) -> int:
-    return len({w.day for w in witnesses})
-
-
-def _head(command: str, words: int = 3) -> str:
-    """The first words of a command, enough to recognise it in a name or a description."""
-    return " ".join(command.split()[:words])
-
-
-def _plain(text: str) -> str:
-    """Description text: one line, no angle brackets (Claude Code refuses XML-like tags)."""
-    return " ".join(text.replace("<", " ").replace(">", " ").split())
 
 
 def _name(text: str) -> str:

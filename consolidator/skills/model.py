@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 MIN_SESSIONS: Final = 3
@@ -27,6 +27,8 @@ class Witness:
     thread_id: str
     updated_at: str  # ISO 8601 UTC, e.g. 2026-11-02T09:00:00Z
     rollout_summary_file: str
+    # For a fix: the error this session's failed command printed, in its own words.
+    symptom: str = ""
 
     @property
     def day(self) -> str:
@@ -86,16 +88,6 @@ def evidence_meets_threshold(evidence: Iterable[str]) -> bool:
     return meets_threshold(witnesses)
 
 
-def without_threads(skill: Skill, thread_ids: Iterable[str]) -> Skill | None:
-    """The skill with those sessions removed from its witnesses, or None when what is left no
-    longer meets the evidence rule (the skill is withdrawn)."""
-    gone = frozenset(thread_ids)
-    kept = tuple(w for w in skill.witnesses if w.thread_id not in gone)
-    if not meets_threshold(kept):
-        return None
-    return replace(skill, witnesses=kept)
-
-
 def encode_skill(skill: Skill) -> str:
     document: dict[str, Any] = {
         "name": skill.name,
@@ -111,6 +103,7 @@ def encode_skill(skill: Skill) -> str:
                 "thread_id": w.thread_id,
                 "updated_at": w.updated_at,
                 "rollout_summary_file": w.rollout_summary_file,
+                **({"symptom": w.symptom} if w.symptom else {}),
             }
             for w in skill.witnesses
         ],
@@ -129,7 +122,12 @@ def decode_skill(text: str) -> Skill:
         steps=tuple(str(step) for step in document["steps"]),
         success=tuple(str(item) for item in document["success"]),
         witnesses=tuple(
-            Witness(str(w["thread_id"]), str(w["updated_at"]), str(w["rollout_summary_file"]))
+            Witness(
+                str(w["thread_id"]),
+                str(w["updated_at"]),
+                str(w["rollout_summary_file"]),
+                str(w.get("symptom", "")),
+            )
             for w in document["witnesses"]
         ),
         trigger=str(document.get("trigger", "")),
