@@ -156,3 +156,31 @@ def test_stage_one_threads_reading_at_once_each_get_their_own_sentences() -> Non
     for thread in threads:
         thread.join()
     assert together == alone
+
+
+@pytest.mark.parametrize(
+    "default",
+    [
+        "In all my repos, format with ruff format, not black.",
+        "Across our projects we sign commits with the ssh key.",
+        "Whenever you touch the API, update docs/api.md as well.",
+        "I prefer small commits with a one-line subject.",
+        "Use uv for every project, regardless of the repo.",
+        "Answer in English everywhere, even when I write in German.",
+    ],
+)
+def test_a_default_is_an_instruction_without_the_usual_words(default: str) -> None:
+    assert user_statements([default]).instructions != []
+
+
+@pytest.mark.parametrize(
+    "request_once",
+    [
+        "Rename the helper in src/api.py to parse_rows.",
+        "Add a test for the empty CSV case.",
+        "Use a dict here, the list lookups are slow.",
+        "Deploy this branch to staging.",
+    ],
+)
+def test_a_one_off_request_is_not_an_instruction(request_once: str) -> None:
+    assert user_statements([request_once]).instructions == []

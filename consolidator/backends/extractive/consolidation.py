@@ -21,13 +21,17 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
+from consolidator.backends.extractive.defaults import (
+    USER_DEFAULTS_BLOCK_ID,
+    preference_text,
+    user_defaults,
+)
 from consolidator.memory import facts
 from consolidator.memory.forget import prune_bullets
 from consolidator.memory.model import Block, Bullet, Task
 from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
-MAX_QUOTE_CHARS = 240
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
 TASK_ID_CHARS = 100
@@ -221,11 +225,7 @@ def _short_title(task: str, limit: int = 100) -> str:
 
 def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
     """The user's standing instructions, verbatim: not requests, not acknowledgements."""
-    bullets = []
-    for quote in notes.instructions:
-        clipped = quote if len(quote) <= MAX_QUOTE_CHARS else quote[: MAX_QUOTE_CHARS - 3] + "..."
-        bullets.append(f'when working in {project}, the user asked: "{clipped}"')
-    return bullets
+    return [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
 
 
 def _failures(notes: ExtractiveNotes) -> list[str]:
@@ -293,7 +293,27 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         blocks[block_id] = block
         if block_id not in changed:
             changed.append(block_id)
+    if _with_user_defaults(request, blocks):
+        changed.append(USER_DEFAULTS_BLOCK_ID)
     changed = list(dict.fromkeys(changed))
     upserts = tuple(blocks[block_id] for block_id in changed if blocks[block_id].tasks)
     deletions = tuple(block_id for block_id in changed if not blocks[block_id].tasks)
     return ConsolidationResult(upserts=upserts, deletions=deletions)
+
+
+def _with_user_defaults(request: ConsolidationRequest, blocks: dict[str, Block]) -> bool:
+    """Derive the user-wide defaults block again into `blocks`; whether it changed. Left
+    alone when the request shows it only by its index line."""
+    if any(block.block_id == USER_DEFAULTS_BLOCK_ID for block in request.other_blocks):
+        return False
+    every = {block.block_id: block for block in request.other_blocks} | blocks
+    current = blocks.get(USER_DEFAULTS_BLOCK_ID)
+    derived = user_defaults([every[key] for key in sorted(every)], task_id_for)
+    if derived == current:
+        return False
+    if derived is None:
+        if current is None:
+            return False
+        derived = replace(current, tasks=())
+    blocks[USER_DEFAULTS_BLOCK_ID] = derived
+    return True

@@ -54,8 +54,18 @@ MAX_STATEMENTS = 8
 _CUE_BREAK = re.compile(r"\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)")
 # A default the user sets for future work, wherever it is said (the opening message too).
 _INSTRUCTION = re.compile(
-    r"\b(?:always|never|from now on|by default|going forward|every time|in future|"
-    r"do not ever|don't ever)\b",
+    r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
+    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to))\b",
+    re.IGNORECASE,
+)
+_PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
+_OWNER = r"(?:(?:my|our|the|of|your)\s+)*"
+# Words that give an instruction every project as its scope: such a sentence is a default.
+EVERY_PROJECT_SCOPE = re.compile(
+    rf"\b(?:all|every|each|any)\s+(?:single\s+)?{_OWNER}{_PLACES}\b"
+    rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
+    rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
+    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b",
     re.IGNORECASE,
 )
 # Words that introduce a fact the user wants known, not a request.
@@ -191,7 +201,7 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
                 continue
             cue = _FACT_CUE.match(bare)
             said = bare[cue.end() :] if cue else bare
-            if _INSTRUCTION.search(bare):
+            if _INSTRUCTION.search(bare) or EVERY_PROJECT_SCOPE.search(bare):
                 instructions.append(_statement(said))
             elif (_VALUE.search(said) or _PERSON.search(said)) and (cue or _is_statement(said)):
                 facts.append(_statement(said))

@@ -1,0 +1,121 @@
+"""Defaults for every project, read off the projects' own preferences (no model).
+
+A standing instruction belongs to the project it was given in: a rule learned in one
+project's broken environment must not follow the user elsewhere. It becomes user-wide when
+the user said so ("in all my repos", "everywhere") or gave the same instruction in two or more
+projects. The user-wide block is derived from the project blocks every time, never edited in
+place, so a re-extracted or forgotten session leaves it on the next run like any other entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from consolidator.backends.extractive.prose import EVERY_PROJECT_SCOPE
+from consolidator.memory import facts
+from consolidator.memory.model import Block, Bullet, Task, ThreadCitation
+from consolidator.memory.scope import is_user_wide
+from consolidator.memory.text import clip
+
+USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
+MAX_QUOTE_CHARS: Final = 240
+EVERY_PROJECT: Final = "in every project"
+
+_ASKED = re.compile(r'the user asked: "(?P<quote>.*)"$')
+
+
+def preference_text(where: str, quote: str) -> str:
+    """How a standing instruction reads in a block: where it holds, then the user's words."""
+    return f'{where}, the user asked: "{clip(quote, MAX_QUOTE_CHARS)}"'
+
+
+@dataclass(frozen=True)
+class _Stated:
+    quote: str
+    cwd: str
+    citations: tuple[ThreadCitation, ...]
+
+
+def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
+    """The user-wide block of the defaults the project blocks among `blocks` support, each
+    citing every session that gave it; None when there is none."""
+    groups: list[list[_Stated]] = []
+    for stated in _instructions(blocks):
+        group = next((g for g in groups if _same_instruction(g[0].quote, stated.quote)), None)
+        if group is None:
+            groups.append([stated])
+        else:
+            group.append(stated)
+    promoted = [
+        group
+        for group in groups
+        if len({s.cwd for s in group}) >= 2
+        or any(EVERY_PROJECT_SCOPE.search(s.quote) for s in group)
+    ]
+    if not promoted:
+        return None
+    tasks: dict[str, Task] = {}
+    bullets: list[Bullet] = []
+    for group in promoted:
+        cited = sorted(
+            {c.thread_id: (c, s.cwd) for s in group for c in s.citations}.values(),
+            key=lambda pair: (pair[0].updated_at, pair[0].thread_id),
+        )
+        for citation, cwd in cited:
+            tasks.setdefault(
+                citation.thread_id,
+                Task(task_id_for(citation.thread_id), f"gave a default in {cwd}", (citation,)),
+            )
+        sources = tuple(
+            (c.thread_id, preference_text(EVERY_PROJECT, s.quote))
+            for s in group
+            for c in s.citations
+        )
+        bullets.append(
+            Bullet(
+                preference_text(EVERY_PROJECT, group[0].quote),
+                tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
+                tuple(dict.fromkeys(sources)),
+            )
+        )
+    return Block(
+        block_id=USER_DEFAULTS_BLOCK_ID,
+        title="Defaults in every project",
+        scope="Standing instructions the user gave for every project, or in two or more.",
+        applies_to_cwd=None,
+        reuse_rule="apply in every project unless its own memory says otherwise",
+        tasks=tuple(sorted(tasks.values(), key=lambda t: (t.citations[0].updated_at, t.task_id))),
+        preferences=tuple(bullets),
+    )
+
+
+def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
+    stated: list[_Stated] = []
+    for block in blocks:
+        if is_user_wide(block) or not block.applies_to_cwd:
+            continue
+        tasks = {task.task_id: task for task in block.tasks}
+        for bullet in block.preferences:
+            match = _ASKED.search(facts.unmarked(bullet.text))
+            if match is None:
+                continue
+            citations = tuple(
+                citation
+                for task_id in bullet.task_ids
+                if task_id in tasks
+                for citation in tasks[task_id].citations
+            )
+            if citations:
+                stated.append(_Stated(match["quote"], block.applies_to_cwd, citations))
+    return stated
+
+
+def _same_instruction(first: str, second: str) -> bool:
+    return _plain(first) == _plain(second) or facts.same_fact(first, second)
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
