@@ -184,3 +184,21 @@ def test_a_default_is_an_instruction_without_the_usual_words(default: str) -> No
 )
 def test_a_one_off_request_is_not_an_instruction(request_once: str) -> None:
     assert user_statements([request_once]).instructions == []
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        (
+            "For next time: the root cause was a stale lockfile in web/pnpm-lock.yaml.",
+            "A stale lockfile in web/pnpm-lock.yaml.",
+        ),
+        (
+            "TL;DR - verified that src/cache.py:88 drops the key on every retry..",
+            "Src/cache.py:88 drops the key on every retry.",
+        ),
+    ],
+)
+def test_an_agent_conclusion_keeps_no_label_or_doubled_mark(message: str, kept: str) -> None:
+    _, conclusions = agent_statements(message)
+    assert conclusions == [kept]

@@ -76,11 +76,13 @@ _FACT_CUE = re.compile(
 )
 _LEAD_IN = re.compile(
     r"^(?:also|and|ok|okay|oh|wait|actually|so|hey)\b[\s,:;.!-]*"
-    r"|^(?:one|a) correction\b[\s,:;.!-]*",
+    r"|^(?:one|a) correction\b[\s,:;.!-]*"
+    r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"
+    r"(?: learned)?)\s*[:\u2014-]\s*",
     re.IGNORECASE,
 )
 _CONCLUSION_CUE = re.compile(
-    r"^(?:root cause|verified|confirmed|it turns out|turns out|the (?:issue|problem|bug|cause) "
+    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|the (?:issue|problem|bug|cause) "
     r"(?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
     re.IGNORECASE,
 )
@@ -98,6 +100,8 @@ _MAX_PARAGRAPH_CHARS = 4000
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
 # Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
+# Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
+_DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
 _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
 # The user takes something back: it was wrong, or is to be forgotten, or was dropped.
 _RETRACTION = re.compile(
@@ -162,7 +166,7 @@ def _strip_lead_in(sentence: str) -> str:
 def _statement(text: str) -> str:
     """The statement as kept: the old value of a correction cut, secrets redacted; "" when
     nothing but a redaction would be left."""
-    text = _NOT_VALUE.sub("", text).strip(" ,;:-")
+    text = _DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
         return ""

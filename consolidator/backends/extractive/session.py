@@ -160,7 +160,8 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
     the failed command exactly, what changed in between is the fix, so the last change made
     between the two (an edit, an install) is reported instead. With no similar success, the
     very next non-reading call of the same tool counts if it succeeded (the user often names
-    the right command).
+    the right command). A failure that passed once the code was edited is the ordinary loop of
+    changing code and running it again, not a lesson: it is neither a failure nor unfixed.
     """
     failures: list[FailureNote] = []
     unfixed = 0
@@ -170,6 +171,8 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
             continue
         seen.add(call.command)
         fix = _fix_for(calls, index)
+        if fix is None:
+            continue
         if not fix:
             unfixed += 1
         if len(failures) < MAX_FAILURES:
@@ -177,21 +180,27 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
     return failures, unfixed
 
 
-def _fix_for(calls: list[Call], index: int) -> str:
+def _fix_for(calls: list[Call], index: int) -> str | None:
+    """The command that fixed `calls[index]`, "" when nothing did, None when an edit of the
+    code did."""
     failed = calls[index]
     later = calls[index + 1 :]
     for offset, call in enumerate(later):
         if call.ok and not call.read_only and call.tool == failed.tool and _similar(failed, call):
             if call.command != failed.command:
-                return call.command
+                return _unless_edit(call)
             between = later[:offset]
             # An install or an edit made in between is what changed.
             changes = [c for c in between if c.ok and not c.read_only]
-            return changes[-1].command if changes else call.command
+            return _unless_edit(changes[-1]) if changes else call.command
     following = next((c for c in later if c.tool == failed.tool and not c.read_only), None)
     if following is not None and following.ok:
-        return following.command
+        return _unless_edit(following)
     return ""
+
+
+def _unless_edit(call: Call) -> str | None:
+    return None if call.edited else call.command
 
 
 def _similar(failed: Call, other: Call) -> bool:
