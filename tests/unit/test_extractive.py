@@ -543,3 +543,24 @@ def test_a_note_handed_over_is_kept_whole_as_a_fact() -> None:
     notes = notes_of(RolloutItem(ItemKind.USER, note, name=NOTE_ITEM))
 
     assert notes.facts == (note,)
+
+
+def test_a_question_about_the_code_answered_by_the_agent_is_remembered() -> None:
+    # The exchange of a real Codex 0.171 session (tests/fixtures/real/codex/sessions/2026/12/01).
+    result = ExtractiveBackend().extract(
+        rollout(
+            user("Invoice totals are off by a cent; how should rounding be done here?"),
+            agent("Round each line with Decimal and ROUND_HALF_UP, then sum the rounded lines."),
+        )
+    )
+
+    assert not result.is_empty
+    assert parse_raw_memory(result.raw_memory).task.startswith("Invoice totals are off")
+    assert "ROUND_HALF_UP" in result.rollout_summary
+    assert (
+        ExtractiveBackend()
+        .extract(
+            rollout(user("what's the session id?"), agent("I'll publish the current session."))
+        )
+        .is_empty
+    )

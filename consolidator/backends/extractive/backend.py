@@ -38,6 +38,8 @@ from consolidator.security.redaction import redact
 
 MAX_FILES = 20
 MAX_COMMANDS = 15
+# An answer shorter than this is an acknowledgement or a promise ("I'll publish it."), not one.
+MIN_ANSWER_WORDS = 8
 
 
 class ExtractiveBackend:
@@ -50,8 +52,9 @@ class ExtractiveBackend:
         session = analyse(rollout.items, rollout.cwd)
         notes = _notes(session, rollout)
         statements = notes.states_something
-        if not statements and not any(call.ok and not call.read_only for call in session.calls):
-            # Nothing reusable (a greeting, a question, only reading): no task at all.
+        did_work = any(call.ok and not call.read_only for call in session.calls)
+        if not statements and not did_work and not _answered(session, notes):
+            # Nothing reusable (a greeting, an aborted start, only reading): no task at all.
             return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         return Stage1Result(
             rollout_summary=summarise(session, notes),
@@ -62,6 +65,13 @@ class ExtractiveBackend:
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
         """Phase two offline: `consolidation` groups these notes by cwd."""
         return consolidate_extractively(request)
+
+
+def _answered(session: Session, notes: ExtractiveNotes) -> bool:
+    """The user asked something and the agent answered it in a sentence or more: a question
+    about the code is work worth a task even when nothing was run or changed."""
+    answer = session.last_agent_message.split()
+    return bool(notes.user_quotes) and len(answer) >= MIN_ANSWER_WORDS
 
 
 def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:

@@ -82,8 +82,8 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 _CONCLUSION_CUE = re.compile(
-    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|the (?:issue|problem|bug|cause) "
-    r"(?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
+    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
+    r"the (?:issue|problem|bug|cause) (?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
     re.IGNORECASE,
 )
 # A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
