@@ -30,6 +30,32 @@ _CONFLICT_QUOTE = re.compile(r'^\s*\[possible conflict [^\]"]* with "(?P<quote>[
 _QUOTED_CHARS: Final = 80
 _TOKEN = re.compile(r"[a-z0-9_~][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
 _SAME_SUBJECT: Final = 0.6
+# Two values of one subject need more of the words shared than one fact in two wordings,
+# unless one of the statements says the value changed.
+_OTHER_VALUE: Final = 0.7
+_CHANGED_VALUE: Final = 0.5
+_CHANGE = re.compile(
+    r"\b(?:now|any ?more|no longer|moved|switched|changed|migrated|upgraded|downgraded|bumped|"
+    r"renamed|replaced|instead|new)\b",
+    re.IGNORECASE,
+)
+# Short forms people write for the same subject word.
+_SHORT_FORMS: Final = {
+    "db": "database",
+    "repo": "repository",
+    "env": "environment",
+    "config": "configuration",
+    "cfg": "configuration",
+    "conf": "configuration",
+    "dir": "directory",
+    "deps": "dependency",
+    "dep": "dependency",
+    "pkg": "package",
+    "auth": "authentication",
+    "dev": "development",
+    "prod": "production",
+    "creds": "credential",
+}
 
 _STOPWORDS: Final = frozenset(
     re.findall(
@@ -101,7 +127,7 @@ def read(text: str) -> Reading:
         if any(c.isdigit() for c in token) or any(c in token for c in "/._~"):
             values.add(token)
         else:
-            subject.add(_stem(token))
+            subject.add(_stem(_SHORT_FORMS.get(token, token)))
     return Reading(frozenset(subject), frozenset(values))
 
 
@@ -129,13 +155,23 @@ def same_fact(a: str, b: str) -> bool:
 
 
 def disagree(a: str, b: str) -> bool:
-    """The two texts give different values for mostly the same subject."""
+    """The two texts give different values for mostly the same subject.
+
+    Not when one's values include the other's (a restatement with a detail added: "Node 20
+    is required, so no Node 22-only APIs"), and not when each names a word of its own at
+    the usual overlap ("port 9000 in dev" and "port 9443 in prod" are two facts); a
+    statement that says the value changed ("is now", "moved to") needs less overlap.
+    """
     first, second = read(a), read(b)
-    if not first.values or not second.values or first.values == second.values:
+    if not first.values or not second.values:
+        return False
+    if first.values <= second.values or second.values <= first.values:
         return False
     if len(first.subject & second.subject) < 2:
         return False
-    return _jaccard(first.subject, second.subject) >= _SAME_SUBJECT
+    changed = _CHANGE.search(unmarked(a)) or _CHANGE.search(unmarked(b))
+    needed = _CHANGED_VALUE if changed else _OTHER_VALUE
+    return _jaccard(first.subject, second.subject) >= needed
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:

@@ -290,3 +290,28 @@ def test_a_forgotten_sessions_words_quoted_by_a_conflict_mark_go_with_it() -> No
     (left,) = forget_threads(Memory((block,)), ["a"]).memory.blocks[0].knowledge
     assert left.text == "Reports DB on port 5545"
     assert "Northwind" not in left.text
+
+
+def _knowledge_after(*said: tuple[str, str]) -> list[str]:
+    """The knowledge of the block the sessions (thread id, one fact each, a day apart) leave."""
+    memory = Memory()
+    for day, (thread_id, fact) in enumerate(said, start=2):
+        one = item(thread_id, notes("Work", (), facts=(fact,)), day=f"2026-11-{day:02d}")
+        result = consolidate_extractively(request(memory, one))
+        memory = apply_changes(memory, result.upserts, result.deletions)
+    return [bullet.text for bullet in memory.blocks[0].knowledge]
+
+
+def test_a_later_session_saying_the_value_moved_in_other_words_replaces_it() -> None:
+    assert _knowledge_after(
+        ("a", "Connect to the reporting database on port 5544."),
+        ("bb", "The reporting DB is now on port 5545."),
+    ) == ["The reporting DB is now on port 5545."]
+
+
+def test_two_environments_values_are_both_kept() -> None:
+    dev, prod = (
+        "The worker listens on port 9000 in dev.",
+        "The worker listens on port 9443 in prod.",
+    )
+    assert _knowledge_after(("a", dev), ("bb", prod)) == [dev, prod]

@@ -73,3 +73,37 @@ def test_a_pair_the_memory_already_held_does_not_block_other_changes() -> None:
         "The cache lives in /var/cache/app",
     )
     assert check(proposed, base, live_thread_ids=_live, policy=POLICY).memory == proposed
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        (
+            "Connect to the reporting database on port 5544.",
+            "The reporting DB is now on port 5545.",
+        ),
+        ("Staging deploys use deploy/old.sh", "staging deploys switched to deploy/stage.sh"),
+        ("The cache host is cache-a.internal", "The cache host is cache-b.internal"),
+    ],
+)
+def test_a_new_value_of_one_subject_in_other_words_is_a_possible_conflict(
+    older: str, newer: str
+) -> None:
+    outcome = check(_memory(older, newer), Memory(), live_thread_ids=_live, policy=POLICY)
+    assert outcome.possible_conflicts == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("The worker listens on port 9000 in dev.", "The worker listens on port 9443 in prod."),
+        ("Node 20 is required.", "Node 20 is required, so no Node 22-only APIs."),
+        ("Node 20 is required.", "Node 22 is required in CI."),
+        ("Run migrations with tools/migrate.sh", "Seed the fixtures with tools/seed.sh"),
+    ],
+)
+def test_look_alike_facts_are_two_facts_unmarked(first: str, second: str) -> None:
+    outcome = check(_memory(first, second), Memory(), live_thread_ids=_live, policy=POLICY)
+    [block] = outcome.memory.blocks
+    assert outcome.possible_conflicts == 0
+    assert [b.text for b in block.knowledge] == [first, second]
