@@ -108,7 +108,8 @@ class _Checks:
     def entries(self, block: Block, bullets: Iterable[Bullet]) -> Iterator[str]:
         folder = None if is_user_wide(block) else block.applies_to_cwd
         for bullet in bullets:
-            text = one_line(bullet.text)
+            plain = one_line(bullet.text)
+            text = " ".join(filter(None, (plain, witnessed(block, bullet))))
             if self.checker is None or folder is None:
                 yield text
                 continue
@@ -118,8 +119,29 @@ class _Checks:
             elif len(self.failed) >= MAX_FAILING_SHOWN:
                 self.left_out += 1
             else:
-                self.failed.append(FailedCheck(block.block_id, text, verdict.reason))
+                self.failed.append(FailedCheck(block.block_id, plain, verdict.reason))
                 yield f"{text} [repository check: {verdict.reason}]"
+
+    def entries_of(self, blocks: Iterable[Block], section: Section) -> Iterator[str]:
+        for block in blocks:
+            yield from self.entries(block, block.section(section))
+
+
+def witnessed(block: Block, bullet: Bullet) -> str:
+    """When the entry was last seen true and in how many sessions, so an agent can weigh an
+    old single sighting against a fact many recent sessions repeated."""
+    cited = {task.task_id: task for task in block.tasks}
+    sightings = {
+        citation.thread_id: citation.updated_at[:10]
+        for task_id in bullet.task_ids
+        if task_id in cited
+        for citation in cited[task_id].citations
+    }
+    if not sightings:
+        return ""
+    last = max(sightings.values())
+    many = f", {len(sightings)} sessions" if len(sightings) > 1 else ""
+    return f"[seen {last}{many}]"
 
 
 @dataclass
@@ -178,7 +200,7 @@ def build_context(
     budget.add(f"# Memory for {cwd}", "From past sessions; check facts against the repository.")
     budget.add_group(
         "## User-wide preferences",
-        (one_line(b.text) for block in user_wide for b in block.preferences),
+        checks.entries_of(user_wide, "preferences"),
     )
     for block in projects:
         budget.heading(f"## {one_line(block.title)}")
@@ -196,7 +218,7 @@ def build_context(
     for section in ("failures", "knowledge"):
         budget.add_group(
             f"## User-wide: {_SECTION_TITLES[section].lower()}",
-            (one_line(b.text) for block in user_wide for b in block.section(section)),
+            checks.entries_of(user_wide, section),
         )
     lines = budget.lines
     if checks.left_out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from consolidator.face.context import AgentContext, build_context, render_for
@@ -118,7 +119,7 @@ def test_the_budget_keeps_whole_entries_in_priority_order_and_says_what_was_left
             ),
         )
     )
-    for limit in (300, 1000, 4000):
+    for limit in (340, 1000, 4000):
         context = _context(memory, "/work/alpha", max_bytes=limit)
         size = len(context.markdown.encode("utf-8"))
         assert 0 < size <= limit
@@ -127,7 +128,7 @@ def test_the_budget_keeps_whole_entries_in_priority_order_and_says_what_was_left
         assert f"{context.omitted} more entries did not fit" in context.markdown
         assert "consolidator show --cwd /work/alpha" in context.markdown
         for line in context.markdown.splitlines():
-            assert not line.startswith("- knowledge") or line.endswith("x" * 60)
+            assert not line.startswith("- knowledge") or "x" * 60 + " [seen " in line
 
 
 def test_the_digest_is_deterministic_and_newest_summaries_come_first() -> None:
@@ -155,3 +156,16 @@ def test_hook_formats_are_session_start_json_with_the_digest_as_additional_conte
     as_json = json.loads(render_for(context, "json"))
     assert as_json["blocks"] == ["user", "alpha"]
     assert as_json["version"] == 3 and as_json["bytes"] == len(context.markdown.encode())
+
+
+def test_each_entry_says_when_it_was_last_seen_and_in_how_many_sessions() -> None:
+    older = _block("old", "/work/alpha", knowledge=("a",), updated_at="2026-01-01T00:00:00Z")
+    newer = _block("new", "/work/alpha", knowledge=("b",), updated_at="2026-06-01T00:00:00Z")
+    both = replace(
+        older,
+        tasks=(*older.tasks, *newer.tasks),
+        knowledge=(Bullet("a", tuple(t.task_id for t in (*older.tasks, *newer.tasks))),),
+    )
+    markdown = _context(Memory((both,)), "/work/alpha").markdown
+    assert "- a [seen 2026-06-01, 2 sessions]\n" in markdown
+    assert "- a [seen 2026-01-01]" in _context(Memory((older,)), "/work/alpha").markdown

@@ -80,12 +80,14 @@ def test_contradicted_entries_carry_the_reason_and_holding_ones_are_unmarked(
     )
     markdown = _context(memory, root).markdown
     assert (
-        "- Run migrations with tools/run_migrations.sh [repository check: "
+        "- Run migrations with tools/run_migrations.sh [seen 2026-11-01] [repository check: "
         "tools/run_migrations.sh not found now (moved or renamed? tools/migrate.sh)]"
     ) in markdown
-    assert "- This project uses Node 18 [repository check: repo says 22]" in markdown
-    assert "- `make check` runs the whole suite\n" in markdown
-    assert "keep answers short; tools/none.sh is a joke\n" in markdown
+    assert (
+        "- This project uses Node 18 [seen 2026-11-01] [repository check: repo says 22]" in markdown
+    )
+    assert "- `make check` runs the whole suite [seen 2026-11-01]\n" in markdown
+    assert "keep answers short; tools/none.sh is a joke [seen 2026-11-01]\n" in markdown
     unchecked = _context(memory, root, checked=False).markdown
     assert "repository check" not in unchecked
 
@@ -100,7 +102,7 @@ def test_past_the_threshold_contradicted_entries_are_left_out_and_counted(
     assert context.markdown.count("[repository check:") == MAX_FAILING_SHOWN
     assert context.left_out_failing == 5 - MAX_FAILING_SHOWN
     assert "2 more entries left out: the repository no longer matches them" in context.markdown
-    assert "- migrations: tools/migrate.sh\n" in context.markdown
+    assert "- migrations: tools/migrate.sh [seen 2026-11-01]\n" in context.markdown
     document = json.loads(json.dumps(context.as_json()))
     assert document["left_out_failing"] == 2
     assert document["failed_checks"][0] == {
@@ -114,7 +116,7 @@ def test_a_project_folder_that_no_longer_exists_marks_nothing(tmp_path: Path) ->
     gone = tmp_path / "deleted"
     memory = _memory(gone, knowledge=("Run migrations with tools/run_migrations.sh",))
     context = _context(memory, gone)
-    assert "- Run migrations with tools/run_migrations.sh\n" in context.markdown
+    assert "- Run migrations with tools/run_migrations.sh [seen 2026-11-01]\n" in context.markdown
     assert context.failed_checks == ()
 
 
