@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from consolidator.security.credentials import credential_spans
+from consolidator.security.hidden import (
+    encoded_spans,
+    has_invisible,
+    prose_spans,
+    without_invisible,
+)
 from consolidator.security.pem import pem_spans
 from consolidator.security.spans import PLACEHOLDER, Scan, Span, surrounding_lines
 from consolidator.security.tokens import detect_secrets_spans, header_spans, token_spans
@@ -110,6 +116,14 @@ def redact_once(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
 
 
 def _find_spans(text: str) -> list[Span]:
+    spans = _written_spans(text)
+    spans.extend(encoded_spans(text, _written_spans))
+    if has_invisible(text):
+        spans.extend(without_invisible(text, _written_spans))
+    return spans
+
+
+def _written_spans(text: str) -> list[Span]:
     scan = Scan(text)
     spans: list[Span] = []
     spans.extend(pem_spans(text))
@@ -117,4 +131,5 @@ def _find_spans(text: str) -> list[Span]:
     spans.extend(token_spans(scan))
     spans.extend(header_spans(scan))
     spans.extend(credential_spans(scan))
+    spans.extend(prose_spans(scan))
     return spans

@@ -9,6 +9,7 @@ is driven (`DrivenClock`) or rows are aged: nothing sleeps through a backoff.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import socket
@@ -360,6 +361,18 @@ ROLLOUT_SECRETS: dict[str, str] = {
     "url_password": "Pg-Passw0rd-Qx81zz",
     "env_token": "tok_9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c",
 }
+# Written so that no shape detector sees them: each value must be absent wherever it goes.
+HIDDEN_CREDENTIALS = base64.b64encode(
+    b"[default]\naws_access_key_id = AKIAW7Q2ZK4RXM3TPB6N\n"
+    b"aws_secret_access_key = 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\n"
+).decode()
+HIDDEN_SECRETS: dict[str, str] = {
+    "prose_password": "hunter2hunter2",
+    "split_key_tail": "Hd5Jf0GpaB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0u",
+    "base64_file": HIDDEN_CREDENTIALS[:48],
+    "decoded_secret": "9kXr2Lm7Vb4Nt1Yw6Hs3Jd8Fg5Cp0RaTeUiOyQzZ",
+    "signed_url": "4b1f9e2d7c3a8b5e6f0d1c2b3a4f5e6d7c8b9a0f1e2d3c4b5a6f7e8d9c0b1a2f",
+}
 CONTEXT_MARKER = "marker-7f3a-context-kept"
 
 
@@ -403,6 +416,11 @@ def test_secrets_reach_neither_the_model_nor_the_database_nor_the_memory_directo
             f"id {s['aws_key_id']}; aws_secret_access_key = {s['aws_secret']}",
             f"the CI token is {s['github_token']}, and the database is "
             f"postgresql://admin:{s['url_password']}@db.internal:5432/prod",
+            f"the staging DB password is {HIDDEN_SECRETS['prose_password']}; my key "
+            f"sk-proj-Q7xk2Lm9Vb4Tn8Rw1Ys6Zc3\u00ad{HIDDEN_SECRETS['split_key_tail']} came "
+            f"from chat; creds as base64: {HIDDEN_CREDENTIALS} and the upload URL "
+            "https://b.s3.amazonaws.com/a.zip?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+            f"&X-Amz-Signature={HIDDEN_SECRETS['signed_url']}",
         ),
         tool_output=f"API_TOKEN={s['env_token']}\nDEBUG=1\n{private_key}\n1 passed in 0.12s",
     )
@@ -441,7 +459,7 @@ def test_secrets_reach_neither_the_model_nor_the_database_nor_the_memory_directo
     assert CONTEXT_MARKER.encode() in published
     if migrated_url.startswith("sqlite"):
         assert CONTEXT_MARKER.encode() in on_disk
-    for name, secret in {**s, "model_planted": FAKE_SECRET}.items():
+    for name, secret in {**s, **HIDDEN_SECRETS, "model_planted": FAKE_SECRET}.items():
         assert secret.encode() not in sent, f"{name} was sent to the model"
         assert secret not in stored, f"{name} is stored in the database"
         assert secret.encode() not in on_disk, f"{name} is in the SQLite file"
