@@ -167,7 +167,7 @@ class AdminMixin(StoreBase):
                 if wait_seconds:
                     log.warning(
                         "a reader held the database's write-ahead log for %.0fs: deleted text"
-                        " may remain in it until the purge is completed",
+                        " may remain in the database file until the purge is completed",
                         wait_seconds,
                         extra={"action": "purge_incomplete"},
                     )

@@ -251,6 +251,9 @@ def test_forget_held_back_by_a_reader_says_so_and_a_later_pass_completes_it(
         held = cli("forget", BILLING_ID, "--json", expect=1)
 
         assert "not yet complete" in held.err
+        # The message names the file that still holds the text: the database file itself.
+        assert "(state.db)" in " ".join(held.err.split())
+        assert BILLING_QUOTE.encode() in database.read_bytes()
         assert held.json() == {**held.json(), "forgotten": True, "complete": False}  # type: ignore[dict-item]
         reader.execute("COMMIT")
     finally:

@@ -337,8 +337,8 @@ def clear_all_command(yes: bool, **params: Any) -> None:
 
 _PURGE_INCOMPLETE = (
     "not yet complete: another process is reading the database, so the deleted text may"
-    " remain in its write-ahead log (state.db-wal); the next run or the daemon completes the"
-    " purge, or run the command again"
+    " remain in the database file itself (state.db) until its write-ahead log is folded into"
+    " it; the next run or the daemon completes the purge, or run the command again"
 )
 
 
