@@ -16,7 +16,8 @@ import unicodedata
 from typing import Final
 
 from consolidator.security.invisible import is_invisible
-from consolidator.security.threats import ThreatKind, scan_threats
+from consolidator.security.patterns import ThreatKind
+from consolidator.security.threats import scan_threats
 
 THREAD_ID_MAX_CHARS: Final = 200
 _THREAD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")

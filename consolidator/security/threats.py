@@ -10,14 +10,13 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Literal, get_args
 
+from consolidator.security.fold import folded
+from consolidator.security.instructions import INSTRUCTION_PATTERNS
 from consolidator.security.invisible import INVISIBLE, strip_invisible
+from consolidator.security.patterns import THREAT_KINDS, ThreatKind, ThreatPattern, threat_pattern
 from consolidator.security.redaction import redact, redact_once
 from consolidator.security.spans import lower, surrounding_lines
-
-ThreatKind = Literal["injection", "exfiltration", "invisible_unicode", "secret"]
-THREAT_KINDS: frozenset[ThreatKind] = frozenset(get_args(ThreatKind))
 
 # Beyond this many needle hits a pattern is run over the whole text instead of line windows.
 _MAX_WINDOWS = 2000
@@ -36,23 +35,32 @@ def scan_threats(text: str, kinds: Collection[ThreatKind] = THREAT_KINDS) -> lis
     secret. Patterns are deliberately specific (a verb aimed at instructions, a credential file
     being read, a secret variable sent as data) so that ordinary engineering text stays clean:
     regexes catch known phrasings only and are one control among several, not a guarantee.
+    Injection and exfiltration patterns read the text folded (`fold.folded`: no invisible
+    characters, NFKC, look-alike letters made Latin), so a homoglyph or a zero-width split does
+    not hide a phrase, and words two families both match are reported once.
     Only threats of `kinds` are looked for: a caller that needs fewer (a check of every name
     a scan reads) skips the secret search, which costs the most.
     """
-    lowered = lower(text)
+    scanned = folded(text)
+    lowered = lower(scanned)
     hits: dict[str, list[re.Match[str]]] = {}
     labels_kinds: dict[str, ThreatKind] = {}
-    for pattern in _PATTERNS:
+    for pattern in (*_PATTERNS, *INSTRUCTION_PATTERNS):
         if pattern.kind not in kinds:
             continue
-        for start, end in _windows(text, lowered, pattern.needles):
-            for match in pattern.regex.finditer(text, start, end):
+        for start, end in _windows(scanned, lowered, pattern.needles):
+            for match in pattern.regex.finditer(scanned, start, end):
                 if pattern.accept(match):
                     hits.setdefault(pattern.label, []).append(match)
                     labels_kinds[pattern.label] = pattern.kind
     found: list[tuple[int, int, Threat]] = []
+    reported: list[tuple[ThreatKind, re.Match[str]]] = []
     for label, matches in hits.items():
         first = min(matches, key=lambda m: m.start())
+        kind = labels_kinds[label]
+        if any(kind == seen_kind and _same_words(first, seen) for seen_kind, seen in reported):
+            continue
+        reported.append((kind, first))
         suffix = f" ({len(matches)} matches)" if len(matches) > 1 else ""
         threat = Threat(labels_kinds[label], f'{label}: "{_snippet(first.group(0))}"{suffix}')
         found.append((_KIND_ORDER[threat.kind], first.start(), threat))
@@ -68,6 +76,11 @@ def scan_threats(text: str, kinds: Collection[ThreatKind] = THREAT_KINDS) -> lis
         found.append((_KIND_ORDER["secret"], placed[0][0], Threat("secret", detail)))
     found.sort(key=lambda entry: (entry[0], entry[1]))
     return [threat for _, _, threat in found]
+
+
+def _same_words(match: re.Match[str], other: re.Match[str]) -> bool:
+    """Whether two matches share words: one kind's family reports them once, the first."""
+    return match.start() < other.end() and other.start() < match.end()
 
 
 def _windows(text: str, lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -117,33 +130,15 @@ _NETWORK_TOOL = r"(?:curl|wget|nc|ncat|netcat|socat|Invoke-WebRequest|iwr)"
 _NETWORK_NEEDLES = ("curl", "wget", "nc ", "ncat", "netcat", "socat", "iwr", "invoke-webrequest")
 
 
-@dataclass(frozen=True)
-class _Pattern:
-    kind: ThreatKind
-    label: str
-    regex: re.Pattern[str]
-    needles: tuple[str, ...] = ()
-    outside_headers: bool = False
-
-    def accept(self, match: re.Match[str]) -> bool:
-        if not self.outside_headers:
-            return True
-        # A token in an auth header is how an API is used; sent as data it is being taken out.
-        return _SECRET_VAR_RE.search(_HEADER_ARGUMENT.sub("", match.group(0))) is not None
+def _outside_headers(match: re.Match[str]) -> bool:
+    """A token in an auth header is how an API is used; sent as data it is being taken out."""
+    return _SECRET_VAR_RE.search(_HEADER_ARGUMENT.sub("", match.group(0))) is not None
 
 
-def _p(
-    kind: ThreatKind,
-    label: str,
-    pattern: str,
-    *needles: str,
-    flags: int = re.IGNORECASE,
-    outside_headers: bool = False,
-) -> _Pattern:
-    return _Pattern(kind, label, re.compile(pattern, flags), needles, outside_headers)
+_p = threat_pattern
 
 
-_PATTERNS: tuple[_Pattern, ...] = (
+_PATTERNS: tuple[ThreatPattern, ...] = (
     _p(
         "injection",
         "instruction override",
@@ -231,7 +226,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         rf"\b{_NETWORK_TOOL}\b[^\n]{{0,300}}{_SECRET_VAR}[^\n]{{0,300}}",
         *_NETWORK_NEEDLES,
         flags=0,
-        outside_headers=True,
+        test=_outside_headers,
     ),
     _p(
         "exfiltration",
