@@ -212,7 +212,8 @@ INSTRUCTION_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
         "injection",
         "role marker",
         r"^[ \t>*#-]*(?:system|assistant|developer)\s*(?:message|prompt)?\s*:"
-        r"|\[\s*/?\s*(?:system|developer|inst|sys)\s*\]",
+        r"|\[\s*/?\s*(?:system|developer|inst|sys)\s*\]"
+        r"|\b(?:human|user)\s*:[^\n]{1,300}?\bassistant\s*:",
         *("system", "assistant", "developer", "[inst", "[sys", "[/inst", "[/sys"),
         flags=re.IGNORECASE | re.MULTILINE,
     ),
