@@ -44,7 +44,7 @@ from consolidator.db.schema import (
 )
 from consolidator.db.search import scrub_deleted_terms
 from consolidator.db.threads import remove_inputs, tombstone_legacy
-from consolidator.db.versions import PURGE_OWED, owe_purge
+from consolidator.db.versions import PURGE_OWED, forget_in_quarantine, in_quarantine, owe_purge
 
 log = logging.getLogger("consolidator.db.store")
 # How long a forget waits for readers to let go of the WAL before saying it is not complete.
@@ -67,13 +67,21 @@ class AdminMixin(StoreBase):
         The threads linked to it go with it, since they are part of the session: its
         sub-agents (work it delegated), its Codex forks (built on its history) and a Codex
         thread's later segments (the turns after a revert); so do those a later scan meets.
-        False when neither the thread nor a thread linked to it was left to forget.
+        A note refused before it became an input lives only in the quarantine; its entries go.
+        False when neither the thread, a thread linked to it, nor an entry was left to forget.
         """
         with self._write() as connection:
             now = self._now(connection)
             doomed = [thread_id, *_sub_agents(connection, thread_id)]
             removed = remove_inputs(connection, doomed, ThreadState.FORGOTTEN, now)
+            if not removed and forget_in_quarantine(connection, doomed):
+                owe_purge(connection)
+                return True
         return bool(removed)
+
+    def in_quarantine(self, thread_id: str) -> bool:
+        with self._read() as connection:
+            return in_quarantine(connection, thread_id)
 
     @contention_retry
     def clear_all(self) -> ClearReport:

@@ -20,12 +20,29 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Row,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
-from consolidator.db.base import StoreBase, contention_retry, insert_ignore, lock_memory_writes
+from consolidator.db.base import (
+    StoreBase,
+    contention_retry,
+    insert_ignore,
+    lock_memory_writes,
+    rowcount,
+)
 from consolidator.db.blocks import block_values, write_block_list
 from consolidator.db.records import QuarantineItem, VersionRecord
 from consolidator.db.schema import (
@@ -197,11 +214,27 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
     pending_statements.forget_in_summaries(connection, thread_ids)
     # Skills cite sessions too: the same forget withdraws those left with too few.
     skill_statements.forget(connection, thread_ids, now)
-    for thread_id in thread_ids:
-        connection.execute(
-            delete(QuarantinedEntry).where(QuarantinedEntry.thread_ids.contains(f" {thread_id} "))
-        )
+    forget_in_quarantine(connection, thread_ids)
     return len(affected)
+
+
+def _naming(thread_id: str) -> ColumnElement[bool]:
+    return QuarantinedEntry.thread_ids.contains(f" {thread_id} ")
+
+
+def forget_in_quarantine(connection: Connection, thread_ids: Sequence[str]) -> int:
+    """Delete every quarantined entry behind any of the threads; how many went."""
+    return sum(
+        rowcount(connection.execute(delete(QuarantinedEntry).where(_naming(thread_id))))
+        for thread_id in thread_ids
+    )
+
+
+def in_quarantine(connection: Connection, thread_id: str) -> bool:
+    """Whether a quarantined entry names the thread: a note refused before it became an input
+    exists nowhere else."""
+    found = connection.execute(select(QuarantinedEntry.id).where(_naming(thread_id)).limit(1))
+    return found.first() is not None
 
 
 def forget_in_summaries(

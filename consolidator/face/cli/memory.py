@@ -269,8 +269,15 @@ def forget_command(thread_id: str, **params: Any) -> None:
     with changing_memory(inv) as store:
         thread = store.get_thread(thread_id)
         linked = store.linked_thread_ids(thread_id)
-        if thread is None and not linked and not store.is_forgotten(thread_id):
-            raise click.UsageError(f"unknown thread {thread_id}; see `consolidator status`")
+        if (
+            thread is None
+            and not linked
+            and not store.is_forgotten(thread_id)
+            and not store.in_quarantine(thread_id)
+        ):
+            raise click.UsageError(
+                f"unknown thread {thread_id}; see `consolidator status` or `quarantine`"
+            )
         forgotten = store.forget_thread(thread_id)
         if thread is not None and thread.source == "note":
             drop_note(inv.settings, thread.rollout_path)
