@@ -24,7 +24,8 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_
 
 from consolidator.db.claimable import DeadlineLengths, Moment, beyond_horizon
 from consolidator.db.engine import READ_ONLY_OPTION, is_sqlite
-from consolidator.db.records import default_worker_id
+from consolidator.db.records import PHASE2, PHASE2_KEY, JobStatus, default_worker_id
+from consolidator.db.schema import Job
 from consolidator.db.statements import (
     INSERT_CHANGE,
     LOCK_MEMORY_WRITES,
@@ -157,3 +158,25 @@ class StoreBase:
     def now(self) -> datetime:
         with self._read() as connection:
             return self._now(connection)
+
+
+# Phase two never runs out of retries; it backs off instead.
+PHASE2_RETRY_BUDGET = 1_000_000_000
+
+
+def create_phase2_job(connection: Connection) -> None:
+    """The one global phase-two job row, if it is not there yet."""
+    insert_ignore(
+        connection,
+        Job,
+        {
+            "kind": PHASE2,
+            "job_key": PHASE2_KEY,
+            "status": JobStatus.PENDING.value,
+            "lease_epoch": 0,
+            "retry_remaining": PHASE2_RETRY_BUDGET,
+            "attempts": 0,
+            "input_watermark": 0,
+            "last_success_watermark": 0,
+        },
+    )

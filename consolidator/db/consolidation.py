@@ -7,13 +7,14 @@
   written). Threads the result cites that stopped being live are forgotten here, so a
   concurrent deletion always wins; a result equal to the current memory adds no version.
 - Set-aside inputs (what the model could not consolidate even alone) are quarantine entries
-  of no version, one per thread, until they change or `retry` queues them again.
+  of no version, one per thread (`db/outcomes.py`), until they change, their retry time comes
+  or `retry` queues them again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
@@ -28,6 +29,7 @@ from consolidator.db.base import (
 )
 from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
+from consolidator.db.outcomes import record_set_aside
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -299,7 +301,7 @@ class ConsolidationMixin(StoreBase):
                     .values(summary_md=summary_md)
                 )
             if result is not None:
-                _record_set_aside(connection, result, now)
+                record_set_aside(connection, result.set_aside, result.settled, now)
             connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))
             return Phase2Commit(
                 committed=True, version=version, forgotten=forgotten, pending=pending
@@ -322,16 +324,6 @@ class ConsolidationMixin(StoreBase):
             for thread_id in queued:
                 log_change(connection, thread_id, "upsert", now)
             return len(queued)
-
-    def set_aside_inputs(self) -> list[tuple[str, str]]:
-        """(thread id, reason) of every input phase two set aside."""
-        with self._read() as connection:
-            rows = connection.execute(
-                select(QuarantinedEntry.thread_ids, QuarantinedEntry.reason)
-                .where(QuarantinedEntry.version.is_(None))
-                .order_by(QuarantinedEntry.id)
-            ).all()
-        return [(str(row[0]).strip(), str(row[1])) for row in rows]
 
     def quarantined_count(self) -> int:
         with self._read() as connection:
@@ -378,17 +370,3 @@ class ConsolidationMixin(StoreBase):
 def _pending_base(connection: Connection) -> str | None:
     rows = pending_statements.live_rows(connection)
     return pending_memory(connection, rows[-1].id).memory_json if rows else None
-
-
-def _record_set_aside(connection: Connection, result: Phase2Result, now: datetime) -> None:
-    """Set-aside inputs are quarantine entries of no version, one per thread: a thread
-    set aside again replaces its entry, and one consolidated at last loses it."""
-    done = [*result.settled, *(t for entry in result.set_aside for t in entry.thread_ids)]
-    for thread_id in done:
-        connection.execute(
-            delete(QuarantinedEntry).where(
-                QuarantinedEntry.version.is_(None),
-                QuarantinedEntry.thread_ids == f" {thread_id} ",
-            )
-        )
-    insert_quarantined(connection, result.set_aside, version=None, now=now)

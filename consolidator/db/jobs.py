@@ -23,7 +23,16 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, or_, select, update
 
-from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
+from consolidator.db.base import (
+    PHASE2_RETRY_BUDGET as PHASE2_RETRY_BUDGET,
+)
+from consolidator.db.base import (
+    StoreBase,
+    contention_retry,
+    create_phase2_job,
+    log_change,
+    rowcount,
+)
 from consolidator.db.claimable import (
     EXHAUSTED_RETRY_SECONDS,
     PHASE2_FORCED_RULE,
@@ -83,8 +92,6 @@ from consolidator.db.statements import (
 )
 from consolidator.db.versions import forget_in_memory, insert_quarantined
 
-# Phase two never runs out of retries; it backs off instead.
-PHASE2_RETRY_BUDGET = 1_000_000_000
 # The `version` of entries withheld from a stage-one output: before any memory version (set-aside
 # phase-two inputs use none).
 STAGE1_QUARANTINE_VERSION = 0
@@ -470,7 +477,7 @@ class JobsMixin(StoreBase):
                 state = self._phase2_state(connection)
             if state is None:
                 with self._statement(connection, write=True):
-                    self._create_phase2_job(connection)
+                    create_phase2_job(connection)
                     state = self._phase2_state(connection)
             assert state is not None
             job, now = state
@@ -546,22 +553,6 @@ class JobsMixin(StoreBase):
         if database_clock:
             return row, row.database_now.astimezone(UTC)
         return row, self._now(connection)
-
-    def _create_phase2_job(self, connection: Connection) -> None:
-        insert_ignore(
-            connection,
-            Job,
-            {
-                "kind": PHASE2,
-                "job_key": PHASE2_KEY,
-                "status": JobStatus.PENDING.value,
-                "lease_epoch": 0,
-                "retry_remaining": PHASE2_RETRY_BUDGET,
-                "attempts": 0,
-                "input_watermark": 0,
-                "last_success_watermark": 0,
-            },
-        )
 
     def phase2_job(self) -> JobRecord | None:
         return self.get_job(PHASE2, PHASE2_KEY)

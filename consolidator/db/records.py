@@ -167,6 +167,9 @@ class JobRecord:
     last_success_watermark: int | None
     last_success_at: datetime | None
     cooldown_until: datetime | None = None
+    last_outcome: str | None = None
+    endpoint_error: str | None = None
+    endpoint_error_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,10 @@ class Job(Base):
     last_success_watermark: Mapped[int | None] = mapped_column(BigInteger)
     last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     cooldown_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Phase two only: what its last run did, and the model endpoint's last error (for status).
+    last_outcome: Mapped[str | None] = mapped_column(Text)
+    endpoint_error: Mapped[str | None] = mapped_column(Text)
+    endpoint_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
         UniqueConstraint("kind", "job_key"),
@@ -289,6 +293,11 @@ class QuarantinedEntry(Base):
     reason: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
     thread_ids: Mapped[str] = mapped_column(Text)
+    # A set-aside input (no version): when phase two tries it again by itself, and how often
+    # it was set aside. None for an entry that is never retried (a refused note, a quarantined
+    # bullet).
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Skill(Base):

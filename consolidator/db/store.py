@@ -34,6 +34,7 @@ from consolidator.db.jobs import (
     STAGE1_QUARANTINE_VERSION,
     JobsMixin,
 )
+from consolidator.db.outcomes import OutcomesMixin, RunState, SetAsideInput
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -75,6 +76,7 @@ class Store(
     ThreadsMixin,
     JobsMixin,
     ConsolidationMixin,
+    OutcomesMixin,
     VersionsMixin,
     AdminMixin,
     SkillsMixin,
@@ -115,6 +117,8 @@ __all__ = [
     "Phase2Inputs",
     "Phase2Result",
     "QuarantineItem",
+    "RunState",
+    "SetAsideInput",
     "Stage1Payload",
     "Stage1Record",
     "Stage1Waiting",

@@ -24,15 +24,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers import SchedulerNotRunningError
@@ -45,9 +43,10 @@ from consolidator.core.config import Settings
 from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
 from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
-from consolidator.db.store import PHASE2, Claim, DeadlineLengths, Store
+from consolidator.db.store import Claim, DeadlineLengths, Store
 from consolidator.face.metrics import Metrics, MetricsServer, scrub, short_error
-from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.face.signals import exit_at_once, shutdown_signals
+from consolidator.phases.leases import TrackingHeartbeat, give_back
 from consolidator.phases.phase_two import Phase2Report
 from consolidator.phases.worker import PassReport, run_pass
 
@@ -57,67 +56,6 @@ PASS_JOB_ID = "pass"
 # How often the main thread looks at signals and side tasks.
 POLL_SECONDS = 0.1
 SHUTDOWN_ERROR = "shutdown: the daemon stopped before this run finished"
-
-
-class TrackingHeartbeat(Heartbeat):
-    """The daemon's one heartbeat for its whole life, which also remembers what it renews.
-
-    Passes share it (rather than each starting their own) so that, when the grace period
-    ends, the daemon knows exactly which claims are still its own to give back, and so that
-    its death is visible to the daemon as a dead side task.
-    """
-
-    def __init__(self, store: Store, *, lease_seconds: int) -> None:
-        super().__init__(store, lease_seconds=lease_seconds)
-        self._held: dict[tuple[str, str], Claim] = {}
-        self._held_lock = threading.Lock()
-
-    def watch(self, claim: Claim) -> LeaseWatch:
-        watch = super().watch(claim)
-        with self._held_lock:
-            self._held[(claim.kind, claim.job_key)] = claim
-        return watch
-
-    def unwatch(self, claim: Claim) -> None:
-        super().unwatch(claim)
-        with self._held_lock:
-            self._held.pop((claim.kind, claim.job_key), None)
-
-    def held(self) -> list[Claim]:
-        with self._held_lock:
-            return list(self._held.values())
-
-
-@contextmanager
-def shutdown_signals(on_first: Callable[[int], None]) -> Iterator[None]:
-    """SIGTERM/SIGINT: the first calls `on_first`, a second one kills the process at once.
-
-    `on_first` runs inside the signal handler, so it must only record the request; touching
-    a lock the interrupted main thread may hold would deadlock. The previous handlers are
-    restored on exit.
-    """
-    received: list[int] = []
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        if received:
-            log.warning(
-                "second signal (%s): exiting at once, in-flight leases will expire",
-                signal.Signals(signum).name,
-                extra={"action": "shutdown_forced", "signal": signal.Signals(signum).name},
-            )
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            os._exit(128 + signum)
-        received.append(signum)
-        on_first(signum)
-
-    watched = (signal.SIGTERM, signal.SIGINT)
-    previous = {signum: signal.signal(signum, handle) for signum in watched}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 @dataclass(frozen=True)
@@ -367,26 +305,19 @@ class Daemon:
         return False
 
     def _give_back_claims(self) -> None:
-        held = self.heartbeat.held()
-        released = failed = lost = 0
-        for claim in held:
-            try:
-                if claim.kind == PHASE2:
-                    given_back = self.store.fail_phase2(claim, SHUTDOWN_ERROR)
-                    failed += 1 if given_back else 0
-                else:
-                    given_back = self.store.release_job(claim)
-                    released += 1 if given_back else 0
-                lost += 0 if given_back else 1
-            except Exception as exc:
-                lost += 1
-                log.error(
-                    "could not give back %s %s: %s (its lease will expire)",
-                    claim.kind,
-                    claim.job_key,
-                    scrub(short_error(exc), self._secrets),
-                    extra={"action": "shutdown_release_failed", "job_key": claim.job_key},
-                )
+        def unable(claim: Claim, exc: Exception) -> None:
+            log.error(
+                "could not give back %s %s: %s (its lease will expire)",
+                claim.kind,
+                claim.job_key,
+                scrub(short_error(exc), self._secrets),
+                extra={"action": "shutdown_release_failed", "job_key": claim.job_key},
+            )
+
+        given = give_back(
+            self.store, self.heartbeat.held(), phase2_error=SHUTDOWN_ERROR, on_error=unable
+        )
+        released, failed, lost = given.stage1, given.phase2, given.lost
         log.warning(
             "shutdown grace period (%ds) ran out: %d stage-one claims released, %d phase-two "
             "claims failed with a retry time, %d already finished or lost",
@@ -419,22 +350,13 @@ def _db_password(url: str) -> str | None:
         return None
 
 
-def _exit_now(code: int) -> NoReturn:
-    """End the process without joining worker threads still blocked in a model call."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
-
-
 def run_daemon(
     settings: Settings,
     *,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
     clock: Callable[[], float] = time.monotonic,
-    exit_now: Callable[[int], Any] = _exit_now,
+    exit_now: Callable[[int], Any] = exit_at_once,
 ) -> DaemonExit:
     """Run until stopped; returns the exit code and why (see the module docstring).
 

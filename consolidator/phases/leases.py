@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from consolidator.db.store import Claim, Store
+from consolidator.db.store import PHASE2, Claim, Store
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +100,72 @@ class Heartbeat:
             with self._lock:
                 for watch in self._watches.values():
                     watch.lost.set()
+
+
+class TrackingHeartbeat(Heartbeat):
+    """One heartbeat for a whole process's work, which also remembers what it renews.
+
+    Passes share it (rather than each starting their own) so that, when a shutdown cannot
+    wait for them, the process knows exactly which claims are still its own to give back
+    (`give_back`), and so that its death is visible to the daemon as a dead side task.
+    """
+
+    def __init__(self, store: Store, *, lease_seconds: int) -> None:
+        super().__init__(store, lease_seconds=lease_seconds)
+        self._held: dict[tuple[str, str], Claim] = {}
+        self._held_lock = threading.Lock()
+
+    def watch(self, claim: Claim) -> LeaseWatch:
+        watch = super().watch(claim)
+        with self._held_lock:
+            self._held[(claim.kind, claim.job_key)] = claim
+        return watch
+
+    def unwatch(self, claim: Claim) -> None:
+        super().unwatch(claim)
+        with self._held_lock:
+            self._held.pop((claim.kind, claim.job_key), None)
+
+    def held(self) -> list[Claim]:
+        with self._held_lock:
+            return list(self._held.values())
+
+
+@dataclass(frozen=True)
+class GivenBack:
+    """What a shutdown gave back: stage-one claims released (pending again, the attempt
+    refunded), phase-two claims given back, and claims already finished or lost."""
+
+    stage1: int = 0
+    phase2: int = 0
+    lost: int = 0
+
+
+def give_back(
+    store: Store,
+    claims: list[Claim],
+    *,
+    phase2_error: str | None,
+    on_error: Callable[[Claim, Exception], None],
+) -> GivenBack:
+    """Give back every claim of a process that stops before its work ends. A stage-one claim
+    is released; the phase-two claim is released too, or failed with a retry time when
+    `phase2_error` names why (the daemon's grace period ran out). A claim that cannot be
+    given back is left to expire with its lease (`on_error` hears why)."""
+    stage1 = phase2 = lost = 0
+    for claim in claims:
+        try:
+            if claim.kind == PHASE2 and phase2_error is not None:
+                given = store.fail_phase2(claim, phase2_error)
+            else:
+                given = store.release_job(claim)
+        except Exception as exc:
+            on_error(claim, exc)
+            given = False
+        if not given:
+            lost += 1
+        elif claim.kind == PHASE2:
+            phase2 += 1
+        else:
+            stage1 += 1
+    return GivenBack(stage1, phase2, lost)

@@ -1,8 +1,9 @@
 """Adding a note: a fact handed over directly becomes an input like any session.
 
-The text is redacted first, so no secret is ever written to disk. A note that carries an
-injection or exfiltration attempt (or hidden Unicode) does not become an input at all: it is
-kept in the quarantine, where `consolidator quarantine` shows it, and the caller is told why.
+The text loses its `<private>` spans and is redacted first, so neither is ever written to
+disk. A note that carries an injection or exfiltration attempt (or hidden Unicode) does not
+become an input at all: it is kept in the quarantine, where `consolidator quarantine` shows
+it, and the caller is told why.
 Any other note is written to `$CONSOLIDATOR_HOME/notes/<id>.jsonl` (0600, atomically),
 registered as a thread of source `note` and extracted at once; the next phase-two pass
 consolidates it, cited, and `consolidator forget <id>` removes it like a session.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from consolidator.core.config import Settings
+from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.note import note_record
@@ -56,6 +58,7 @@ def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> 
     from consolidator.phases.worker import stage1_options
 
     note_id = f"note-{uuid.uuid4()}"
+    text = drop_private_spans(text)
     if not text.strip():
         return NoteOutcome("rejected", note_id, 0, "the note is empty")
     if len(text) > MAX_NOTE_CHARS:

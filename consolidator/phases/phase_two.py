@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from consolidator.backends.base import (
     AnswerCutOff,
@@ -28,9 +27,7 @@ from consolidator.backends.base import (
     InvalidModelOutput,
     ModelMisconfigured,
     ServerErrorRepeated,
-    Usage,
 )
-from consolidator.core.config import setting_default
 from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
     Claim,
@@ -41,7 +38,6 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
-from consolidator.memory.bounds import GrowthLimits
 from consolidator.memory.codec import decode, encode, summary_stem
 from consolidator.memory.gate import (
     GateOutcome,
@@ -55,7 +51,9 @@ from consolidator.memory.merge import folded_task_count
 from consolidator.memory.model import Memory, ThreadCitation
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.leases import Heartbeat, LeaseWatch
-from consolidator.phases.skill_proposals import SkillsReport, propose_skills
+from consolidator.phases.phase_two_report import Phase2Options as Phase2Options
+from consolidator.phases.phase_two_report import Phase2Report as Phase2Report
+from consolidator.phases.skill_proposals import propose_skills
 from consolidator.phases.slices import (
     BLOCKS_SHARE,
     SliceBudget,
@@ -72,87 +70,6 @@ log = logging.getLogger(__name__)
 
 class LeaseLost(ConsolidatorError):
     pass
-
-
-@dataclass(frozen=True)
-class Phase2Options:
-    lease_seconds: int
-    cooldown_seconds: int
-    memory_budget_bytes: int
-    context_window_tokens: int = 128_000
-    max_output_tokens: int = 16_000
-    max_shrink_fraction: float = 0.5
-    growth: GrowthLimits = field(
-        default_factory=lambda: GrowthLimits(
-            setting_default("max_bullets_per_input"), setting_default("max_bytes_per_input")
-        )
-    )
-    allow_shrink: bool = False
-    heartbeat_seconds: float | None = None
-    # Results wait as pending versions for `approve` instead of becoming current.
-    review: bool = False
-
-    @property
-    def slice_budget(self) -> SliceBudget:
-        return SliceBudget.for_model(self.context_window_tokens, self.max_output_tokens)
-
-
-@dataclass
-class Phase2Report:
-    outcome: ClaimOutcome
-    status: Literal["succeeded", "failed", "skipped"]
-    version: int | None = None
-    forgotten_threads: int = 0
-    error: str | None = None
-    # With review on: the newest pending version this run stored (`version` stays None).
-    pending_version: int | None = None
-    mode: str | None = None
-    inputs: int = 0
-    quarantined: int = 0
-    # Bullets the gate marked as a possible conflict with another value of their subject.
-    possible_conflicts: int = 0
-    evicted: int = 0
-    folded: int = 0
-    model_calls: int = 0
-    usage: Usage = field(default_factory=Usage)
-    slices: int = 0
-    splits: int = 0
-    set_aside: int = 0
-    set_aside_reasons: list[str] = field(default_factory=list)
-    # When a cooldown skip ends: the next time phase two may run.
-    next_allowed_at: datetime | None = None
-    skills: SkillsReport = field(default_factory=SkillsReport)
-    # Who wrote memory_summary.md for the new version ("model" or "rendered"), and why the
-    # model's summary was not kept when it was refused.
-    summary: str | None = None
-    summary_refusal: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "next_allowed_at": self.next_allowed_at.isoformat() if self.next_allowed_at else None,
-            "status": self.status,
-            "version": self.version,
-            "pending_version": self.pending_version,
-            "forgotten_threads": self.forgotten_threads,
-            "error": self.error,
-            "mode": self.mode,
-            "inputs": self.inputs,
-            "quarantined": self.quarantined,
-            "possible_conflicts": self.possible_conflicts,
-            "evicted": self.evicted,
-            "folded_tasks": self.folded,
-            "model_calls": self.model_calls,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "slices": self.slices,
-            "splits": self.splits,
-            "set_aside": self.set_aside,
-            "set_aside_reasons": list(self.set_aside_reasons),
-            "skills": self.skills.as_json(),
-            "summary": self.summary,
-            "summary_refusal": self.summary_refusal,
-        }
 
 
 def citation_for(record: Stage1Record) -> ThreadCitation:
@@ -522,23 +439,10 @@ def run_phase_two(
     re-consolidates every live stage-one output from an empty memory (INIT), under the same
     lease, gate and fenced commit; only a live lease refuses it.
     """
+    _requeue_due_set_aside(store)
     claim = store.try_claim_phase2(lease_seconds=options.lease_seconds, force=rebuild)
     if not claim.claimed:
-        report = Phase2Report(outcome=claim.outcome, status="skipped")
-        if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
-            job = store.phase2_job()
-            report.next_allowed_at = job.cooldown_until if job else None
-        # A skip changes nothing, so it says nothing at INFO (the pass's own line, and `run`'s
-        # report, carry the outcome and the end of a cooldown).
-        log.debug(
-            "phase two: %s%s",
-            claim.outcome.value,
-            f", next allowed at {report.next_allowed_at.isoformat()}"
-            if report.next_allowed_at
-            else "",
-            extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
-        )
-        return report
+        return _skipped(store, claim)
     report = Phase2Report(outcome=claim.outcome, status="succeeded")
     lease_keeper: AbstractContextManager[Heartbeat] = (
         nullcontext(heartbeat)
@@ -589,6 +493,7 @@ def run_phase_two(
         report.error = "the lease was lost before the commit; nothing more was written"
         log.warning(report.error, extra={"action": "phase2_lease_lost"})
         return report
+    store.record_phase2_outcome(report.outcome_line())
     if report.inputs:
         # Skills wait for a person whatever the review setting, so proposing one needs no lease.
         report.skills = propose_skills(store)
@@ -608,11 +513,39 @@ def run_phase_two(
     return report
 
 
+def _requeue_due_set_aside(store: Store) -> None:
+    requeued = store.requeue_due_set_aside()
+    if requeued:
+        log.info(
+            "phase two: %d set-aside input(s) are due to be tried again",
+            requeued,
+            extra={"action": "set_aside_requeued", "inputs": requeued},
+        )
+
+
+def _skipped(store: Store, claim: Claim) -> Phase2Report:
+    report = Phase2Report(outcome=claim.outcome, status="skipped")
+    if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
+        job = store.phase2_job()
+        report.next_allowed_at = job.cooldown_until if job else None
+    # A skip changes nothing, so it says nothing at INFO (the pass's own line, and `run`'s
+    # report, carry the outcome and the end of a cooldown).
+    log.debug(
+        "phase two: %s%s",
+        claim.outcome.value,
+        f", next allowed at {report.next_allowed_at.isoformat()}" if report.next_allowed_at else "",
+        extra={"action": "phase2_skipped", "outcome": claim.outcome.value},
+    )
+    return report
+
+
 def _failed(store: Store, claim: Claim, report: Phase2Report, reason: str) -> Phase2Report:
     # A reason may quote the model's answer (an invented thread id, say): never a secret in it.
     reason = redact(reason).text
     report.status, report.error = "failed", reason
-    if not store.fail_phase2(claim, reason):
+    if store.fail_phase2(claim, reason):
+        store.record_phase2_outcome(report.outcome_line())
+    else:
         report.error = f"{reason} (and the lease was already lost)"
     log.warning("phase two failed: %s", reason, extra={"action": "phase2_failed"})
     return report

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -40,9 +40,10 @@ from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.reduction import DROPPED_KINDS, reduce_items, render_item
 from consolidator.phases.usage import record_usage
 from consolidator.security.invisible import strip_invisible
+from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
-from consolidator.sources.items import ReadReport, RolloutItem
+from consolidator.sources.items import ItemKind, ReadReport, RolloutItem
 from consolidator.sources.reader import iter_items
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,8 @@ def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, R
     """
     report = ReadReport()
     reduced = reduce_items(
-        iter_items(thread.rollout_path, report, skip=DROPPED_KINDS), budget_chars
+        without_private_spans(iter_items(thread.rollout_path, report, skip=DROPPED_KINDS)),
+        budget_chars,
     )
     items = redact_items(reduced.items)
     # The items rendered one per line, re-rendering only those that redaction changed.
@@ -183,6 +185,17 @@ def read_within(
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+def without_private_spans(items: Iterable[RolloutItem]) -> Iterator[RolloutItem]:
+    """The user's messages without what they marked `<private>`, before anything else reads
+    them (reduction, redaction, the model)."""
+    for item in items:
+        if item.kind is ItemKind.USER:
+            text = drop_private_spans(item.text)
+            if text != item.text:
+                item = replace(item, text=text)
+        yield item
 
 
 def redact_items(items: Sequence[RolloutItem]) -> tuple[RolloutItem, ...]:

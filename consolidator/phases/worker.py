@@ -69,13 +69,14 @@ class PassReport:
 
     @property
     def failed(self) -> str | None:
-        """Why the pass failed, or None. A skip is not a failure."""
+        """Why the pass failed, or None. A skip is not a failure; a phase two that set inputs
+        aside and committed nothing is."""
         stage1_failure = self.stage1.failure()
         if stage1_failure:
             return stage1_failure
         if self.phase2 is not None and self.phase2.status == "failed":
             return f"phase two failed: {self.phase2.error}"
-        return None
+        return self.phase2.committed_nothing() if self.phase2 is not None else None
 
     @property
     def changed_anything(self) -> bool:
@@ -151,6 +152,17 @@ def publish_current(store: Store, settings: Settings) -> ProjectionReport:
     return report
 
 
+def checked_model_access(store: Store, backend: Backend) -> None:
+    """`check_model_access`, remembering the endpoint's error (or that it answered again) for
+    `status`."""
+    try:
+        check_model_access(backend)
+    except ModelUnavailable as exc:
+        store.note_endpoint(str(exc))
+        raise
+    store.note_endpoint(None)
+
+
 def run_pass(
     store: Store,
     backend: Backend,
@@ -168,7 +180,7 @@ def run_pass(
     scan_report = scan_sessions(store, settings)
     pruned = prune_unused(store, settings)
     try:
-        check_model_access(backend)
+        checked_model_access(store, backend)
     except ModelUnavailable as exc:
         log.warning(
             "%s; nothing was claimed, the next pass tries again",
@@ -203,4 +215,11 @@ def run_pass(
     return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned), waiting)
 
 
-__all__ = ["PassReport", "ThreadResult", "phase2_options", "run_pass", "stage1_options"]
+__all__ = [
+    "PassReport",
+    "ThreadResult",
+    "checked_model_access",
+    "phase2_options",
+    "run_pass",
+    "stage1_options",
+]

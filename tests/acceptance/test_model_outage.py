@@ -74,6 +74,11 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
         state = status(env)
         assert state["stage1"]["exhausted"] == 0
         assert state["stage1"]["pending"] == total
+        # `status` says the endpoint was down on the last run, and since when.
+        assert f"127.0.0.1:{port}" in state["phase2"]["endpoint_error"]
+        assert state["phase2"]["endpoint_error_at"] is not None
+        human = run_command([*PYTHON_CLI, "status"], env, timeout=60).stdout
+        assert "model endpoint" in human and f"127.0.0.1:{port}" in human
 
     with FakeOpenAI(port=port) as fake:
         fake.set_default(Fault.OK, responder=model_responder)
@@ -98,6 +103,9 @@ def test_endpoint_down_then_up_across_cron_runs(tmp_path: Path, db_url: str) -> 
         assert state["stage1"]["failed"] == 0
         assert state["stage1"]["pending"] == 0
         assert state["phase2"]["status"] == "succeeded"
+        # The endpoint answered: its error is gone, and the last run is named.
+        assert state["phase2"]["endpoint_error"] is None
+        assert state["phase2"]["last_outcome"].startswith("committed version"), state
 
 
 @pytest.mark.timeout(600)

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, update
 
 from consolidator.backends.base import ModelAccessDenied
 from consolidator.backends.openai_backend import OpenAIBackend
-from consolidator.db.schema import Base, Job
+from consolidator.db.schema import Job
 from consolidator.db.store import (
     PHASE2,
     STAGE1,
@@ -72,6 +72,7 @@ from tests.scripted_model import (
     stage1_options,
     upserting,
 )
+from tests.stored_text import database_text, directory_bytes, sqlite_file_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 UNKNOWN_THREAD = "0199dead-beef-7000-8000-00000000beef"
@@ -87,29 +88,6 @@ LEAKED_KEY_ID = "AKIA" + "Z7QW3ER5TY8UI2OP"
 
 
 # --- databases, files and the CLI -----------------------------------------------------------
-
-
-def database_text(engine: Engine) -> str:
-    """Every value of every row of every table, as text: what the database holds."""
-    parts: list[str] = []
-    with engine.connect() as connection:
-        for table in Base.metadata.sorted_tables:
-            for row in connection.execute(select(table)):
-                parts.extend(str(value) for value in row)
-    return "\n".join(parts)
-
-
-def sqlite_file_bytes(db_url: str) -> bytes:
-    """The database file and its WAL, byte for byte (empty for PostgreSQL)."""
-    if not db_url.startswith("sqlite"):
-        return b""
-    path = Path(db_url.split("///", 1)[1])
-    files = [path, path.with_name(path.name + "-wal")]
-    return b"\n".join(f.read_bytes() for f in files if f.exists())
-
-
-def directory_bytes(root: Path) -> bytes:
-    return b"\n".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
 def moment_of(value: Any) -> datetime:
@@ -725,7 +703,7 @@ def assert_set_aside(world: World, report: Phase2Report, reason: str) -> dict[st
     job = world.store.phase2_job()
     assert job is not None and job.status is JobStatus.SUCCEEDED
     assert job.last_success_watermark is not None and job.last_success_watermark > world.watermark
-    assert [(t, r.split(": ", 1)[0]) for t, r in world.store.set_aside_inputs()] == [
+    assert [(e.thread_id, e.reason.split(": ", 1)[0]) for e in world.store.set_aside_inputs()] == [
         (world.ids["d"], "input set aside")
     ]
     entries = run_cli(world.env, "quarantine")["entries"]

@@ -127,7 +127,7 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 40)
     reason = {"cut_off": "cut off at the output limit", "invalid": "never-shown-block"}[kind]
     assert reason in first.set_aside_reasons[0]
-    assert [t for t, _ in store.set_aside_inputs()] == [poisonous]
+    assert [e.thread_id for e in store.set_aside_inputs()] == [poisonous]
     current = store.current_version()
     assert current is not None
     cited = cited_thread_ids(decode(current.memory_json))
@@ -196,7 +196,7 @@ def test_a_request_refused_for_one_input_among_200_sets_only_that_input_aside(
     assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 200)
     reason = {"flagged": "invalid_prompt", "server_error": "HTTP 500"}[kind]
     assert reason in first.set_aside_reasons[0], first.set_aside_reasons
-    assert [t for t, _ in store.set_aside_inputs()] == [poisonous]
+    assert [e.thread_id for e in store.set_aside_inputs()] == [poisonous]
     current = store.current_version()
     assert current is not None
     cited = cited_thread_ids(decode(current.memory_json))

@@ -12,10 +12,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, inspect, text
 
 from consolidator.db.engine import create_db_engine
-from consolidator.db.migrate import upgrade
+from consolidator.db.migrate import downgrade, upgrade
 from consolidator.db.search import QueryTerms, SearchQueryError, SearchScope
 from consolidator.db.store import Stage1Payload, Store
 from tests.factories import LEASE, T0, header
@@ -218,9 +218,14 @@ def test_reindex_rebuilds_an_index_restored_without_it(store: Store, db_url: str
 def test_the_migration_indexes_sessions_stored_before_it(db_url: str) -> None:
     engine = create_db_engine(db_url)
     try:
-        upgrade(engine, "0013")
+        # Stored by the current store, then the schema taken back to before the index.
+        upgrade(engine)
         store = Store(engine)
         store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+        downgrade(engine, "0013")
+        inspector = inspect(engine)
+        assert "session_search" not in inspector.get_table_names()
+        assert "search_document" not in {c["name"] for c in inspector.get_columns("stage1_outputs")}
         upgrade(engine)
         assert found(store, "ISO week numbers") == ["the-detail"]
     finally:

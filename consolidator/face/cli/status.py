@@ -14,7 +14,7 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.store import Store, ThreadUsage
+    from consolidator.db.store import RunState, SetAsideInput, Store, ThreadUsage
 
 
 @click.command("status")
@@ -37,6 +37,7 @@ def status_command(**params: Any) -> None:
         version = store.current_version()
         quarantined = store.quarantined_count()
         set_aside = store.set_aside_inputs()
+        run_state = store.run_state()
         live = store.live_output_thread_ids()
         most_used, least_used = store.usage_ranking(USAGE_SHOWN)
         pending = store.list_pending()
@@ -78,6 +79,7 @@ def status_command(**params: Any) -> None:
             "cooldown_until": iso(job.cooldown_until) if job else None,
             "retry_at": iso(job.retry_at) if job else None,
             "last_error": job.last_error if job else None,
+            **run_state.as_json(),
             "worker_id": job.worker_id if job else None,
             "input_watermark": counts.input_watermark,
             "last_success_watermark": (job.last_success_watermark or 0) if job else 0,
@@ -107,7 +109,7 @@ def status_command(**params: Any) -> None:
                 for p in pending
             ],
         },
-        "set_aside": [{"thread_id": t, "reason": r} for t, r in set_aside],
+        "set_aside": [_set_aside_json(entry) for entry in set_aside],
         "held_deletions": counts.held_deletions,
         "waiting": held_back.as_json(),
         "sessions_roots": [r.as_json() for r in roots],
@@ -162,6 +164,8 @@ def status_command(**params: Any) -> None:
                 else ""
             ),
         )
+        for what, value in _run_state_rows(run_state):
+            table.add_row(what, Text(value))
         table.add_row(
             "watermark",
             f"{counts.input_watermark} input changes, consolidated up to "
@@ -193,10 +197,7 @@ def status_command(**params: Any) -> None:
                 f"{version.evicted} entries evicted by this version",
             )
         if unrepresented:
-            table.add_row(
-                "not in memory",
-                f"{unrepresented} live sessions are not in this version; run `rebuild`",
-            )
+            table.add_row("not in memory", _not_in_memory(unrepresented, version, set_aside))
         if most_used:
             table.add_row("most used", Text("; ".join(_usage_text(u) for u in most_used)))
         if least_used:
@@ -212,10 +213,8 @@ def status_command(**params: Any) -> None:
             from consolidator.security.names import (
                 one_line,  # loads the secret scanner: only when needed
             )
-        for thread_id, reason in set_aside:
-            inv.console.print(
-                f"set aside by phase two: {one_line(thread_id)}: {one_line(reason)}", markup=False
-            )
+        for entry in set_aside:
+            inv.console.print(_set_aside_line(entry), markup=False)
         for path, reason in counts.problems:
             inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
         for thread_id, error in counts.errors:
@@ -299,3 +298,43 @@ def _held_reason(count: int) -> str:
 def _summary_author(summary_md: str | None) -> str:
     """Who wrote a version's memory_summary.md: the model, or the worker's rendering."""
     return "model" if summary_md else "rendered"
+
+
+def _set_aside_json(entry: SetAsideInput) -> dict[str, Any]:
+    return {
+        "thread_id": entry.thread_id,
+        "reason": entry.reason,
+        "attempts": entry.attempts,
+        "retry_at": entry.retry_at.isoformat() if entry.retry_at else None,
+    }
+
+
+def _set_aside_line(entry: SetAsideInput) -> str:
+    from consolidator.security.names import one_line  # loads the secret scanner: only here
+
+    thread_id = one_line(entry.thread_id)
+    again = (
+        ""
+        if not entry.attempts
+        else f" (tried again after {entry.retry_at.isoformat()}, or now with "
+        f"`consolidator retry {thread_id}`)"
+        if entry.retry_at
+        else " (queued for the next phase two)"
+    )
+    return f"set aside by phase two: {thread_id}: {one_line(entry.reason)}{again}"
+
+
+def _run_state_rows(state: RunState) -> list[tuple[str, str]]:
+    """The last phase-two run, and the model endpoint while its last check failed."""
+    rows = [("last phase-two run", state.last_outcome)] if state.last_outcome else []
+    if state.endpoint_error:
+        at = state.endpoint_error_at.isoformat() if state.endpoint_error_at else "unknown"
+        rows.append(("model endpoint", f"{state.endpoint_error} (at {at})"))
+    return rows
+
+
+def _not_in_memory(count: int, version: object, set_aside: list[SetAsideInput]) -> str:
+    if version is not None:
+        return f"{count} live sessions are not in this version; run `rebuild`"
+    aside = f" ({len(set_aside)} set aside, below)" if set_aside else ""
+    return f"{count} live sessions; no version was committed yet{aside}"

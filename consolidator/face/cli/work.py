@@ -30,6 +30,7 @@ from consolidator.face.cli.common import (
     open_store,
     publish_memory,
 )
+from consolidator.face.cli.interrupt import interruptible
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
@@ -201,22 +202,27 @@ def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
 
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
-    from consolidator.backends.base import ModelUnavailable, check_model_access
+    from consolidator.backends.base import ModelUnavailable
     from consolidator.phases.stage_one import Stage1Report, run_stage_one
-    from consolidator.phases.worker import stage1_options
+    from consolidator.phases.worker import checked_model_access, stage1_options
 
     backend = backend_for(inv)
     try:
-        check_model_access(backend)
+        checked_model_access(store, backend)
     except ModelUnavailable as exc:
         return Stage1Report(unavailable=str(exc))
     with _progress(inv) as hooks:
-        return run_stage_one(
+        return interruptible(
+            inv,
             store,
-            backend,
-            stage1_options(inv.settings),
-            on_thread_done=hooks.advance if hooks else None,
-            on_start=hooks.start if hooks else None,
+            lambda heartbeat: run_stage_one(
+                store,
+                backend,
+                stage1_options(inv.settings),
+                on_thread_done=hooks.advance if hooks else None,
+                on_start=hooks.start if hooks else None,
+                heartbeat=heartbeat,
+            ),
         )
 
 
@@ -257,13 +263,18 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     with open_store(inv.settings) as store:
         backend = backend_for(inv)
         with _progress(inv) as hooks:
-            report = run_pass(
+            report = interruptible(
+                inv,
                 store,
-                backend,
-                inv.settings,
-                allow_shrink=allow_shrink,
-                on_thread_done=hooks.advance if hooks else None,
-                on_stage1_start=hooks.start if hooks else None,
+                lambda heartbeat: run_pass(
+                    store,
+                    backend,
+                    inv.settings,
+                    allow_shrink=allow_shrink,
+                    on_thread_done=hooks.advance if hooks else None,
+                    on_stage1_start=hooks.start if hooks else None,
+                    heartbeat=heartbeat,
+                ),
             )
         has_memory = store.current_version() is not None
     scanned = report.scan
@@ -317,7 +328,9 @@ def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
                 f"memory_summary.md: rendered, the model's was not used: {report.summary_refusal}",
                 markup=False,
             )
-        inv.console.print(f"memory: {inv.settings.memory_dir / 'MEMORY.md'}", markup=False)
+        memory_md = inv.settings.memory_dir / "MEMORY.md"
+        if memory_md.is_file():
+            inv.console.print(f"memory: {memory_md}", markup=False)
 
 
 @click.command("phase2")
@@ -349,16 +362,25 @@ def _phase_two_command(params: dict[str, Any], *, allow_shrink: bool, rebuild: b
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        report = run_phase_two(
+        backend = checked_backend_for(inv)
+        report = interruptible(
+            inv,
             store,
-            checked_backend_for(inv),
-            phase2_options(inv.settings, allow_shrink=allow_shrink),
-            rebuild=rebuild,
+            lambda heartbeat: run_phase_two(
+                store,
+                backend,
+                phase2_options(inv.settings, allow_shrink=allow_shrink),
+                rebuild=rebuild,
+                heartbeat=heartbeat,
+            ),
         )
         publish_memory(inv, store)
     inv.emit(report.as_json(), lambda: _print_phase2(inv, report))
     if report.status == "failed":
         raise WorkFailed(f"{'rebuild' if rebuild else 'phase two'} failed: {report.error}")
+    nothing = report.committed_nothing()
+    if nothing:
+        raise WorkFailed(nothing)
 
 
 @click.command("daemon")
