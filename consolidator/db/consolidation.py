@@ -29,7 +29,7 @@ from consolidator.db.base import (
 )
 from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
-from consolidator.db.outcomes import record_set_aside
+from consolidator.db.outcomes import only_live, record_set_aside
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -191,7 +191,8 @@ class ConsolidationMixin(StoreBase):
         - Fencing: the job must still be `running` under this claim's token, else nothing
           is written and `committed` is False (lost lease, clear-all, rollback).
         - Threads the result cites that stopped being live since the run started are
-          forgotten here, deterministically, so a concurrent deletion always wins.
+          forgotten here, deterministically, so a concurrent deletion always wins; nothing
+          is kept in the quarantine or set aside for them either.
         - A result equal to the current memory adds no version and starts no cooldown; a
           summary written for it is stored on the current version.
         - The watermark advances to the claimed one; consumed change-log rows are pruned.
@@ -274,7 +275,7 @@ class ConsolidationMixin(StoreBase):
                 )
                 insert_quarantined(
                     connection,
-                    result.quarantined,
+                    only_live(connection, result.quarantined),
                     version=pending_statements.current_number(connection) or 0,
                     now=now,
                 )
@@ -291,7 +292,9 @@ class ConsolidationMixin(StoreBase):
                     evicted=result.evicted,
                     **_version_details(result, watermark, summary_md),
                 )
-                insert_quarantined(connection, result.quarantined, version=version, now=now)
+                insert_quarantined(
+                    connection, only_live(connection, result.quarantined), version=version, now=now
+                )
                 pending_statements.rebase_all(connection, now)
             elif unchanged and summary_md is not None:
                 # Written for a memory equal to the current one (an earlier slice committed it).

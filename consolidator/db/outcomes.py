@@ -64,6 +64,14 @@ def set_aside_retry_at(now: datetime, attempts: int) -> datetime:
     return now + timedelta(seconds=delay)
 
 
+def only_live(connection: Connection, items: Sequence[QuarantineItem]) -> list[QuarantineItem]:
+    """The entries whose threads are all still live: a thread forgotten while phase two ran
+    leaves nothing behind, in the quarantine or set aside."""
+    ids = sorted({t for item in items for t in item.thread_ids})
+    alive = live(connection, ids) if ids else frozenset()
+    return [item for item in items if item.thread_ids <= alive]
+
+
 def record_set_aside(
     connection: Connection,
     set_aside: Sequence[QuarantineItem],
@@ -74,7 +82,7 @@ def record_set_aside(
     and one consolidated at last loses it."""
     for thread_id in settled:
         connection.execute(delete(QuarantinedEntry).where(SET_ASIDE, _of_thread(thread_id)))
-    for item in set_aside:
+    for item in only_live(connection, set_aside):
         earlier = 0
         for thread_id in item.thread_ids:
             before = connection.execute(
