@@ -171,3 +171,81 @@ def test_empty_and_oversized_notes_are_refused(home: Path) -> None:
     )
     assert empty["status"] == "rejected" and huge["status"] == "rejected"
     assert "4000" in huge["reason"]
+
+
+BAD_CWDS = {
+    "relative": "projects/billing-api",
+    "home-relative": "~/projects/billing-api",
+    "walks up": f"{PROJECT}/../web-dashboard",
+    "dot segment": f"{PROJECT}/./src",
+    "glob": "/home/dev/projects/*",
+    "line break": f"{PROJECT}\n/etc",
+    "invisible": f"{PROJECT}\u200b",
+}
+
+
+def test_a_cwd_that_is_not_one_absolute_folder_is_refused(home: Path) -> None:
+    tools = ("search_memory", "search_sessions", "list_recent_tasks", "add_note")
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for index, cwd in enumerate(BAD_CWDS.values()):
+        name = tools[index % len(tools)]
+        arguments: dict[str, Any] = {"cwd": cwd}
+        if name in ("search_memory", "search_sessions"):
+            arguments["query"] = "uv run pytest"
+        if name == "add_note":
+            arguments["text"] = NOTE
+        calls.append((name, arguments))
+
+    answers = call(home, calls)
+
+    for (name, arguments), (error, message) in zip(calls, answers, strict=True):
+        assert error, (name, arguments, message)
+        assert "cwd" in message, message
+    assert not (home / "notes").exists() or not list((home / "notes").glob("*.jsonl"))
+    # A trailing slash is still one folder.
+    [(error, found)] = call(home, [("list_recent_tasks", {"cwd": f"{PROJECT}/"})])
+    assert not error and found["cwd"] == PROJECT and found["tasks"]
+
+
+def test_an_error_quotes_at_most_200_characters_of_an_argument(home: Path) -> None:
+    long_id = "b" * 5000
+    [(e1, block), (e2, summary), (e3, since)] = call(
+        home,
+        [
+            ("read_block", {"block_id": long_id, "cwd": PROJECT}),
+            ("read_rollout_summary", {"thread_id": long_id, "cwd": PROJECT}),
+            ("search_sessions", {"query": "pytest", "cwd": PROJECT, "since": long_id}),
+        ],
+    )
+    for error, message in ((e1, block), (e2, summary), (e3, since)):
+        assert error and "b" * 200 in message and "b" * 201 not in message, message[:300]
+
+
+def test_a_note_from_a_subfolder_joins_the_project_above_it(home: Path) -> None:
+    deep = f"{PROJECT}/src/billing/invoices"
+    [(error, answer)] = call(home, [("add_note", {"text": NOTE, "cwd": deep})])
+    assert not error and answer["status"] == "accepted", answer
+    [note_file] = (home / "notes").glob("*.jsonl")
+    assert f'"{PROJECT}"' in note_file.read_text() and deep not in note_file.read_text()
+
+    consolidator("phase2", "--quiet", home=home)
+
+    memory = (home / "memories" / "MEMORY.md").read_text()
+    assert "staging database is reset every night" in memory
+    assert f"cwd={deep}" not in memory
+    [(_, tasks)] = call(home, [("list_recent_tasks", {"cwd": deep, "limit": 100})])
+    assert any(answer["thread_id"] in task["thread_ids"] for task in tasks["tasks"])
+
+
+def test_the_session_start_hook_in_a_deleted_folder_gives_no_memory_and_exits_0(
+    home: Path, tmp_path: Path
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m consolidator context '
+        "--format claude-hook < /dev/null"
+    )
+    result = run_command(["bash", "-c", script], settings_env(home), timeout=60)
+    assert result.returncode == 0 and result.stdout == ""
+    assert "no longer exists" in result.stderr

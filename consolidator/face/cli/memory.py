@@ -129,8 +129,13 @@ def context_command(
     """
     if params.pop("json_output", False):
         output_format = "json"
-    folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
-    target = str(folder.expanduser().absolute())
+    try:
+        folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
+        target = str(folder.expanduser().absolute())
+    except FileNotFoundError:
+        # Started in a folder deleted since: there is no project to give memory for.
+        click.echo("consolidator context: the working folder no longer exists; no memory", err=True)
+        return
     try:
         settings = invocation(params).settings
     except ConfigError as exc:
