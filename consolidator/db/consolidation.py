@@ -29,7 +29,7 @@ from consolidator.db.base import (
 )
 from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
-from consolidator.db.outcomes import only_live, record_set_aside
+from consolidator.db.outcomes import keep_quarantined, record_set_aside
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -273,12 +273,8 @@ class ConsolidationMixin(StoreBase):
                     kind=result.kind,
                     **_version_details(result, watermark, summary_md),
                 )
-                insert_quarantined(
-                    connection,
-                    only_live(connection, result.quarantined),
-                    version=pending_statements.current_number(connection) or 0,
-                    now=now,
-                )
+                pending_number = pending_statements.current_number(connection) or 0
+                keep_quarantined(connection, result.quarantined, pending_number, now)
             elif memory is not None and result is not None:
                 previous = latest_version(connection)
                 old = decode(previous.memory_json) if previous else Memory()
@@ -292,9 +288,7 @@ class ConsolidationMixin(StoreBase):
                     evicted=result.evicted,
                     **_version_details(result, watermark, summary_md),
                 )
-                insert_quarantined(
-                    connection, only_live(connection, result.quarantined), version=version, now=now
-                )
+                keep_quarantined(connection, result.quarantined, version, now)
                 pending_statements.rebase_all(connection, now)
             elif unchanged and summary_md is not None:
                 # Written for a memory equal to the current one (an earlier slice committed it).

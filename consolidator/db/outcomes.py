@@ -20,7 +20,7 @@ from consolidator.db.base import StoreBase, contention_retry, create_phase2_job,
 from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS
 from consolidator.db.records import PHASE2, PHASE2_KEY, QuarantineItem, retry_delay
 from consolidator.db.schema import Job, QuarantinedEntry
-from consolidator.db.versions import live
+from consolidator.db.versions import insert_quarantined, live
 
 # The first wait before a set-aside input is tried again; it doubles each time, up to a day.
 SET_ASIDE_FIRST_RETRY_SECONDS = 3600.0
@@ -70,6 +70,13 @@ def only_live(connection: Connection, items: Sequence[QuarantineItem]) -> list[Q
     ids = sorted({t for item in items for t in item.thread_ids})
     alive = live(connection, ids) if ids else frozenset()
     return [item for item in items if item.thread_ids <= alive]
+
+
+def keep_quarantined(
+    connection: Connection, items: Sequence[QuarantineItem], version: int, now: datetime
+) -> None:
+    """Keep the entries the gate withheld from `version`, but none of a forgotten thread."""
+    insert_quarantined(connection, only_live(connection, items), version=version, now=now)
 
 
 def record_set_aside(

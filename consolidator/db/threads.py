@@ -278,6 +278,40 @@ class ThreadsMixin(StoreBase):
                 .values(problem=problem)
             )
 
+    @contention_retry
+    def forget_unseen(self, thread_id: str) -> bool:
+        """Forget a session no scan has registered yet: only its tombstone is recorded, so a
+        later scan never extracts it (nor its sub-agents). False when it was forgotten already."""
+        with self._write() as connection:
+            now = self._now(connection)
+            return insert_ignore(
+                connection,
+                Thread,
+                {
+                    "thread_id": tombstone_id(thread_id),
+                    "source": "forgotten",
+                    "rollout_path": "",
+                    "ingested": False,
+                    "source_updated_at": now,
+                    "file_size": 0,
+                    "file_mtime_ns": 0,
+                    "state": ThreadState.FORGOTTEN.value,
+                    "first_seen_at": now,
+                    "updated_at": now,
+                },
+            )
+
+    def thread_at_path(self, rollout_path: str) -> str | None:
+        """The live thread registered for a rollout file, if any."""
+        with self._read() as connection:
+            found = connection.execute(
+                select(Thread.thread_id).where(
+                    Thread.rollout_path == rollout_path,
+                    Thread.state != ThreadState.FORGOTTEN.value,
+                )
+            ).first()
+        return None if found is None else str(found[0])
+
     def is_forgotten(self, thread_id: str) -> bool:
         with self._read() as connection:
             return tombstoned(connection, thread_id)

@@ -15,7 +15,7 @@ MAX_PARAMETERS = 8
 # Over the limits when they were set; each may shrink, none may grow.
 KNOWN: dict[str, int] = {
     "consolidator/db/admin.py:status_counts": 86,
-    "consolidator/db/consolidation.py:commit_phase2": 129,
+    "consolidator/db/consolidation.py:commit_phase2": 126,
     "consolidator/db/jobs.py": 570,
     "consolidator/db/threads.py:_register": 84,
     "consolidator/db/versions.py:forget_in_memory": 84,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from consolidator.face.context import (
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
+    from consolidator.db.store import Store
     from consolidator.phases.stage_one import ThreadResult
 
 
@@ -259,30 +261,35 @@ def rollback_command(version: int, **params: Any) -> None:
 
 @click.command("forget")
 @adopt_option
-@click.argument("thread_id")
+@click.argument("thread_id", metavar="THREAD_ID|ROLLOUT_PATH")
 @common_options
 def forget_command(thread_id: str, **params: Any) -> None:
     """Forget one thread now: its stage-one output, what only it supported in every memory
     version, and its files. No model call; it stays forgotten on later scans. Threads linked to
     it go with it: its sub-agents' (Claude Code `subagents/agent-*.jsonl`, Codex sub-agent
     rollouts), its Codex forks (`codex exec fork`) and a Codex thread's later segments (the
-    turns after a revert)."""
+    turns after a revert).
+
+    The session may be named by its rollout file too. One no scan has registered yet (a
+    session id, or a file not read so far) is recorded as forgotten, so it is never extracted.
+    """
     from consolidator.phases.notes import drop_note
     from consolidator.phases.publish import drop_backups
 
     inv = invocation(params)
     with changing_memory(inv) as store:
+        thread_id, unseen = _session_named(store, thread_id)
+        if unseen:
+            recorded = store.forget_unseen(thread_id)
+            inv.emit(
+                {"thread_id": thread_id, "forgotten": recorded, "never_scanned": True},
+                lambda: inv.console.print(
+                    f"{thread_id}: not scanned yet; recorded as forgotten, it will never be read"
+                ),
+            )
+            return
         thread = store.get_thread(thread_id)
         linked = store.linked_thread_ids(thread_id)
-        if (
-            thread is None
-            and not linked
-            and not store.is_forgotten(thread_id)
-            and not store.in_quarantine(thread_id)
-        ):
-            raise click.UsageError(
-                f"unknown thread {thread_id}; see `consolidator status` or `quarantine`"
-            )
         forgotten = store.forget_thread(thread_id)
         if thread is not None and thread.source == "note":
             drop_note(inv.settings, thread.rollout_path)
@@ -299,6 +306,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
         {
             "thread_id": thread_id,
             "forgotten": forgotten,
+            "never_scanned": False,
             "linked_forgotten": linked,
             "complete": complete,
             "published": problem is None,
@@ -312,6 +320,50 @@ def forget_command(thread_id: str, **params: Any) -> None:
     fail_unpublished(inv, f"{thread_id} is forgotten", problem)
     if not complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
+
+
+# A session id as the agents write them (a UUID): an unknown one may name a session not
+# scanned yet, where any other unknown name is a mistake.
+_SESSION_ID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def _session_named(store: Store, name: str) -> tuple[str, bool]:
+    """The thread `forget` was given (an id, or the path of its rollout file), and whether no
+    scan has registered it yet."""
+    from consolidator.sources.reader import read_header
+
+    if "/" in name or name.endswith(".jsonl"):
+        path = Path(name).expanduser().absolute()
+        for candidate in dict.fromkeys([str(path), str(path.resolve())]):
+            registered = store.thread_at_path(candidate)
+            if registered is not None:
+                return registered, False
+        if not path.is_file():
+            raise click.UsageError(f"no session file at {path}, and no thread registered for it")
+        header = read_header(path)
+        if header.problem or header.format is None:
+            raise click.UsageError(
+                f"{path} is not a session consolidator reads: {header.problem or 'unknown format'}"
+            )
+        name = header.thread_id
+    elif not _SESSION_ID.fullmatch(name):
+        if _known(store, name):
+            return name, False
+        raise click.UsageError(f"unknown thread {name}; see `consolidator status` or `quarantine`")
+    return name, not _known(store, name)
+
+
+def _known(store: Store, thread_id: str) -> bool:
+    """Whether `forget` has anything under this id: a thread, a linked one, its tombstone, or
+    a quarantine entry."""
+    return (
+        store.get_thread(thread_id) is not None
+        or bool(store.linked_thread_ids(thread_id))
+        or store.is_forgotten(thread_id)
+        or store.in_quarantine(thread_id)
+    )
 
 
 @click.command("clear-all")
