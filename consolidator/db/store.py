@@ -66,6 +66,7 @@ from consolidator.db.records import (
 )
 from consolidator.db.review import Decision, PendingContent, PendingRecord, ReviewMixin
 from consolidator.db.search import SearchMixin
+from consolidator.db.sessions import SessionRow, SessionsMixin
 from consolidator.db.skills import SkillsMixin
 from consolidator.db.threads import ThreadsMixin
 from consolidator.db.usage import UsageMixin
@@ -83,6 +84,7 @@ class Store(
     ReviewMixin,
     UsageMixin,
     SearchMixin,
+    SessionsMixin,
     StoreBase,
 ):
     """Every database verb of the worker (see the modules of its parts).
@@ -118,6 +120,7 @@ __all__ = [
     "Phase2Result",
     "QuarantineItem",
     "RunState",
+    "SessionRow",
     "SetAsideInput",
     "Stage1Payload",
     "Stage1Record",

@@ -25,7 +25,7 @@ from consolidator.core.errors import (
     EXIT_USAGE,
     ConsolidatorError,
 )
-from consolidator.face.cli import memory, review, search, status, work
+from consolidator.face.cli import memory, review, search, sessions, status, work
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ for _command in (
     *work.COMMANDS,
     *memory.COMMANDS,
     search.search_command,
+    *sessions.COMMANDS,
     *review.COMMANDS,
     status.status_command,
 ):
