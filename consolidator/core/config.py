@@ -267,6 +267,14 @@ class Settings:
         kind=bool,
         choices=("off", "on"),
     )
+    trust_agent_notes: bool = setting(
+        "off",
+        "off: a note an agent adds through MCP waits until a person approves it (`review` "
+        "lists it, `approve NOTE_ID` adds it); on: it becomes an input at once, as a user's "
+        "`consolidator note` does.",
+        kind=bool,
+        choices=("off", "on"),
+    )
     prune_unused_days: int = count(
         0,
         "Forget sessions that no later session used (and that were not active) for this many "

@@ -23,6 +23,7 @@ from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
 from consolidator.db.claimable import DEADLINES, STAGE1_RULE, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
+from consolidator.db.held_notes import drop_held_note
 from consolidator.db.records import (
     STAGE1,
     ClaimOutcome,
@@ -33,6 +34,7 @@ from consolidator.db.records import (
 )
 from consolidator.db.schema import (
     Counter,
+    HeldNote,
     InputChange,
     Job,
     MemoryBlock,
@@ -67,14 +69,17 @@ class AdminMixin(StoreBase):
         The threads linked to it go with it, since they are part of the session: its
         sub-agents (work it delegated), its Codex forks (built on its history) and a Codex
         thread's later segments (the turns after a revert); so do those a later scan meets.
-        A note refused before it became an input lives only in the quarantine; its entries go.
+        A note refused before it became an input lives only in the quarantine, and one held for
+        approval only in the held notes; either goes.
         False when neither the thread, a thread linked to it, nor an entry was left to forget.
         """
         with self._write() as connection:
             now = self._now(connection)
             doomed = [thread_id, *_sub_agents(connection, thread_id)]
             removed = remove_inputs(connection, doomed, ThreadState.FORGOTTEN, now)
-            if not removed and forget_in_quarantine(connection, doomed):
+            if not removed and (
+                forget_in_quarantine(connection, doomed) | drop_held_note(connection, thread_id)
+            ):
                 owe_purge(connection)
                 return True
         return bool(removed)
@@ -96,7 +101,8 @@ class AdminMixin(StoreBase):
                 versions=rowcount(connection.execute(delete(MemoryVersion))),
                 jobs=rowcount(connection.execute(delete(Job))),
                 changes=rowcount(connection.execute(delete(InputChange))),
-                quarantined=rowcount(connection.execute(delete(QuarantinedEntry))),
+                quarantined=rowcount(connection.execute(delete(QuarantinedEntry)))
+                + rowcount(connection.execute(delete(HeldNote))),
                 threads=rowcount(
                     connection.execute(
                         delete(Thread).where(Thread.state != ThreadState.FORGOTTEN.value)

@@ -374,3 +374,16 @@ class PendingVersionBlock(BlockList, Base):
     pending_id: Mapped[int] = mapped_column(
         Integer, ForeignKey("pending_versions.id", ondelete="CASCADE"), primary_key=True
     )
+
+
+class HeldNote(Base):
+    """A note an agent wrote (through MCP), waiting for a person to approve it before it
+    becomes an input; redacted and scanned already. `forget` and `clear-all` remove it."""
+
+    __tablename__ = "held_notes"
+
+    note_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    text: Mapped[str] = mapped_column(Text)
+    cwd: Mapped[str | None] = mapped_column(Text)
+    origin: Mapped[str] = mapped_column(String(20))

@@ -29,6 +29,7 @@ from consolidator.db.claimable import (
     DeadlineLengths,
 )
 from consolidator.db.consolidation import ConsolidationMixin
+from consolidator.db.held_notes import HeldNoteRecord, HeldNotesMixin
 from consolidator.db.jobs import (
     PHASE2_RETRY_BUDGET,
     STAGE1_QUARANTINE_VERSION,
@@ -85,6 +86,7 @@ class Store(
     UsageMixin,
     SearchMixin,
     SessionsMixin,
+    HeldNotesMixin,
     StoreBase,
 ):
     """Every database verb of the worker (see the modules of its parts).
@@ -110,6 +112,7 @@ __all__ = [
     "DeadlineLengths",
     "Decision",
     "Eligibility",
+    "HeldNoteRecord",
     "JobRecord",
     "JobStatus",
     "KnownFile",

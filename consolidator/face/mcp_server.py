@@ -206,10 +206,16 @@ class MemoryTools:
         # than opening a nested block that would hide that project's entries below it.
         project = applicable_blocks(self._memory(), folder)
         scope = project[0].applies_to_cwd if project and project[0].applies_to_cwd else folder
-        outcome = add_note(self.settings, text, cwd=scope, origin="mcp")
+        hold = not self.settings.trust_agent_notes
+        outcome = add_note(self.settings, text, cwd=scope, origin="mcp", hold=hold)
         answer = outcome.as_json()
         if outcome.status == "accepted":
             answer["next"] = "consolidated into MEMORY.md by the next phase-two pass"
+        elif outcome.status == "pending":
+            answer["next"] = (
+                "held until the user approves it: `consolidator review` lists it, "
+                f"`consolidator approve {outcome.note_id}` adds it to memory"
+            )
         return answer
 
 
@@ -277,9 +283,11 @@ def build_server(settings: Settings) -> MCPServer:
 
     @server.tool()
     def add_note(text: str, cwd: str | None = None) -> dict[str, Any]:
-        """Keep a durable fact (a preference, a procedure, a pitfall) for future sessions in
-        `cwd`. Secrets are redacted; a note that tries to instruct future agents is refused
-        and quarantined. It becomes a cited input that `consolidator forget` can remove."""
+        """Propose a durable fact (a preference, a procedure, a pitfall) for future sessions
+        in `cwd`. Secrets are redacted; a note that tries to instruct future agents is refused
+        and quarantined. Unless the user trusts agents' notes, it waits for the user's
+        approval (`status: pending`) before it becomes a cited input; `consolidator forget`
+        removes it either way."""
         return tools.add_note(text, cwd)
 
     return server

@@ -4,6 +4,8 @@ The text loses its `<private>` spans and is redacted first, so neither is ever w
 disk. A note that carries an injection or exfiltration attempt (or hidden Unicode) does not
 become an input at all: it is kept in the quarantine, where `consolidator quarantine` shows
 it, and the caller is told why.
+A note an agent wrote is held for a person's approval first (`hold`; see
+`approve_note`), unless the user trusts agents' notes.
 Any other note is written to `$CONSOLIDATOR_HOME/notes/<id>.jsonl` (0600, atomically),
 registered as a thread of source `note` and extracted at once; the next phase-two pass
 consolidates it, cited, and `consolidator forget <id>` removes it like a session.
@@ -18,13 +20,16 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from consolidator.core.config import Settings
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.note import note_record
+
+if TYPE_CHECKING:
+    from consolidator.db.store import Store
 
 NOTES_DIR: Final = "notes"
 MAX_NOTE_CHARS: Final = 4000
@@ -33,7 +38,7 @@ _REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
 
 @dataclass(frozen=True)
 class NoteOutcome:
-    status: Literal["accepted", "quarantined", "rejected"]
+    status: Literal["accepted", "pending", "quarantined", "rejected"]
     note_id: str
     redacted: int
     reason: str | None = None
@@ -49,13 +54,13 @@ class NoteOutcome:
         }
 
 
-def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> NoteOutcome:
-    from consolidator.backends.factory import make_backend
+def add_note(
+    settings: Settings, text: str, *, cwd: str | None, origin: str, hold: bool = False
+) -> NoteOutcome:
+    """Take a note: refused when empty or too long, quarantined when it carries an order to
+    the agent, else an input at once, or with `hold` kept until a person approves it."""
     from consolidator.db import open_engine
     from consolidator.db.store import Store
-    from consolidator.phases.scanner import register_file
-    from consolidator.phases.stage_one import process_one
-    from consolidator.phases.worker import stage1_options
 
     note_id = f"note-{uuid.uuid4()}"
     text = drop_private_spans(text)
@@ -78,24 +83,66 @@ def add_note(settings: Settings, text: str, *, cwd: str | None, origin: str) -> 
             reason = f"note refused: {refused[0].kind} ({refused[0].detail})"
             store.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
             return NoteOutcome("quarantined", note_id, redaction.count, reason)
-        path = _write_note(settings.home / NOTES_DIR, note_id, redaction.text, cwd, origin)
-        _change, thread_id = register_file(
-            store,
-            str(path),
-            ingested=True,
-            retry_budget=settings.stage1_retry_budget,
-            source_id=settings.source_id,
-        )
-        claim, result = process_one(
-            store, make_backend(settings), thread_id, stage1_options(settings)
-        )
-        thread = store.get_thread(thread_id)
-        if thread is not None and thread.problem:
-            return NoteOutcome("rejected", thread_id, redaction.count, thread.problem)
-        stage1 = result.value if result is not None else claim.outcome.value
-        return NoteOutcome("accepted", thread_id, redaction.count, None, stage1)
+        if hold:
+            store.hold_note(note_id, redaction.text, cwd, origin)
+            return NoteOutcome("pending", note_id, redaction.count)
+        return _accept(store, settings, note_id, redaction.text, cwd, origin, redaction.count)
     finally:
         engine.dispose()
+
+
+def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
+    """Make a held note an input (None when no note of that id is held). It is registered
+    and extracted first and dropped from the held notes after, so a crash between the two
+    leaves it held, and approving it again finishes the job."""
+    from consolidator.db import open_engine
+    from consolidator.db.store import Store
+
+    engine = open_engine(
+        settings.db_url,
+        connect_timeout_seconds=settings.db_connect_timeout_seconds,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
+    )
+    try:
+        store = Store(engine)
+        held = store.held_note(note_id)
+        if held is None:
+            return None
+        outcome = _accept(store, settings, note_id, held.text, held.cwd, held.origin, 0)
+        store.drop_held_note(note_id)
+        return outcome
+    finally:
+        engine.dispose()
+
+
+def _accept(
+    store: Store,
+    settings: Settings,
+    note_id: str,
+    text: str,
+    cwd: str | None,
+    origin: str,
+    redacted: int,
+) -> NoteOutcome:
+    from consolidator.backends.factory import make_backend
+    from consolidator.phases.scanner import register_file
+    from consolidator.phases.stage_one import process_one
+    from consolidator.phases.worker import stage1_options
+
+    path = _write_note(settings.home / NOTES_DIR, note_id, text, cwd, origin)
+    _change, thread_id = register_file(
+        store,
+        str(path),
+        ingested=True,
+        retry_budget=settings.stage1_retry_budget,
+        source_id=settings.source_id,
+    )
+    claim, result = process_one(store, make_backend(settings), thread_id, stage1_options(settings))
+    thread = store.get_thread(thread_id)
+    if thread is not None and thread.problem:
+        return NoteOutcome("rejected", thread_id, redacted, thread.problem)
+    stage1 = result.value if result is not None else claim.outcome.value
+    return NoteOutcome("accepted", thread_id, redacted, None, stage1)
 
 
 def drop_note(settings: Settings, path: str) -> None:

@@ -41,12 +41,14 @@ def consolidator(*args: str, home: Path) -> str:
     return run_command(command, settings_env(home), timeout=240).stdout
 
 
-def call(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, Any]]:
+def call(
+    home: Path, calls: list[tuple[str, dict[str, Any]]], **settings: str
+) -> list[tuple[bool, Any]]:
     """Run the tool calls in one server session; each answer as (is_error, payload)."""
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "consolidator", "mcp"],
-        env=settings_env(home),
+        env={**settings_env(home), **settings},
         cwd=str(REPO),
     )
 
@@ -125,16 +127,29 @@ def test_search_sessions_finds_past_sessions_of_one_project_only(home: Path) -> 
     assert err_bad and "no word to search for" in bad
 
 
-def test_a_note_becomes_a_cited_redacted_forgettable_input(home: Path) -> None:
+def test_an_agent_note_waits_for_approval_then_becomes_a_cited_forgettable_input(
+    home: Path,
+) -> None:
     note = f"{NOTE}; the deploy token is {FAKE_SECRET}"
     [(error, answer)] = call(home, [("add_note", {"text": note, "cwd": PROJECT})])
-    assert not error and answer["status"] == "accepted", answer
-    assert answer["secrets_redacted"] >= 1
+    assert not error and answer["status"] == "pending", answer
     thread_id = answer["thread_id"]
+    assert f"consolidator approve {thread_id}" in answer["next"]
+    assert answer["secrets_redacted"] >= 1
+    assert not (home / "notes").exists() or not list((home / "notes").glob("*.jsonl"))
+    [held] = json.loads(consolidator("review", "--json", home=home))["notes"]
+    assert held["note_id"] == thread_id and held["origin"] == "mcp"
+    assert "staging database" in held["text"] and FAKE_SECRET not in held["text"]
+    consolidator("phase2", "--quiet", home=home)
+    assert "staging database" not in (home / "memories" / "MEMORY.md").read_text()
+
+    approved = json.loads(consolidator("approve", thread_id, "--json", home=home))
+    assert approved["status"] == "accepted", approved
     note_files = list((home / "notes").glob("*.jsonl"))
     assert [path.stem for path in note_files] == [thread_id]
     assert FAKE_SECRET not in note_files[0].read_text()
     assert oct(note_files[0].stat().st_mode & 0o777) == "0o600"
+    assert json.loads(consolidator("review", "--json", home=home))["notes"] == []
 
     consolidator("phase2", "--quiet", home=home)
     memory = (home / "memories" / "MEMORY.md").read_text()
@@ -148,6 +163,30 @@ def test_a_note_becomes_a_cited_redacted_forgettable_input(home: Path) -> None:
     memory = (home / "memories" / "MEMORY.md").read_text()
     assert "staging database" not in memory and thread_id not in memory
     assert not list((home / "notes").glob("*.jsonl"))
+
+
+def test_a_rejected_agent_note_leaves_nothing(home: Path) -> None:
+    note = "In billing-api the invoice PDFs are rendered by the weasyprint sidecar"
+    [(_, answer)] = call(home, [("add_note", {"text": note, "cwd": PROJECT})])
+    assert answer["status"] == "pending"
+
+    rejected = json.loads(consolidator("reject", answer["thread_id"], "--json", home=home))
+
+    assert rejected["rejected"] is True and rejected["complete"] is True
+    assert json.loads(consolidator("review", "--json", home=home))["notes"] == []
+    under_home = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"weasyprint sidecar" not in under_home
+
+
+def test_a_user_who_trusts_agent_notes_gets_them_at_once(home: Path) -> None:
+    [(error, answer)] = call(
+        home,
+        [("add_note", {"text": NOTE, "cwd": PROJECT})],
+        CONSOLIDATOR_TRUST_AGENT_NOTES="on",
+    )
+    assert not error and answer["status"] == "accepted", answer
+    consolidator("phase2", "--quiet", home=home)
+    assert "staging database is reset every night" in (home / "memories" / "MEMORY.md").read_text()
 
 
 def test_a_note_carrying_an_injection_is_quarantined_and_the_caller_told(home: Path) -> None:
@@ -224,7 +263,8 @@ def test_an_error_quotes_at_most_200_characters_of_an_argument(home: Path) -> No
 def test_a_note_from_a_subfolder_joins_the_project_above_it(home: Path) -> None:
     deep = f"{PROJECT}/src/billing/invoices"
     [(error, answer)] = call(home, [("add_note", {"text": NOTE, "cwd": deep})])
-    assert not error and answer["status"] == "accepted", answer
+    assert not error and answer["status"] == "pending", answer
+    consolidator("approve", answer["thread_id"], home=home)
     [note_file] = (home / "notes").glob("*.jsonl")
     assert f'"{PROJECT}"' in note_file.read_text() and deep not in note_file.read_text()
 

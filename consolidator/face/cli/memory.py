@@ -356,13 +356,14 @@ def _session_named(store: Store, name: str) -> tuple[str, bool]:
 
 
 def _known(store: Store, thread_id: str) -> bool:
-    """Whether `forget` has anything under this id: a thread, a linked one, its tombstone, or
-    a quarantine entry."""
+    """Whether `forget` has anything under this id: a thread, a linked one, its tombstone, a
+    quarantine entry or a note held for approval."""
     return (
         store.get_thread(thread_id) is not None
         or bool(store.linked_thread_ids(thread_id))
         or store.is_forgotten(thread_id)
         or store.in_quarantine(thread_id)
+        or store.held_note(thread_id) is not None
     )
 
 

@@ -25,7 +25,7 @@ from consolidator.face.cli.common import (
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
     from consolidator.db.skills import SkillRecord
-    from consolidator.db.store import PendingContent, PendingRecord
+    from consolidator.db.store import HeldNoteRecord, PendingContent, PendingRecord
     from consolidator.memory.delta import Change
 
 
@@ -268,16 +268,32 @@ def review_command(action: str | None, version: int | None, **params: Any) -> No
         if action is None:
             records = store.list_pending()
             current = store.current_version()
+            notes = store.held_notes()
         else:
             assert version is not None
             content, found = decide.diff(store, version)
     if action is None:
-        _print_pending(inv, records, current.version if current else None)
+        _print_pending(inv, records, current.version if current else None, notes)
     else:
         _print_pending_diff(inv, content, found)
 
 
-def _print_pending(inv: Invocation, records: Sequence[PendingRecord], current: int | None) -> None:
+def _print_pending(
+    inv: Invocation,
+    records: Sequence[PendingRecord],
+    current: int | None,
+    notes: Sequence[HeldNoteRecord],
+) -> None:
+    held = [
+        {
+            "note_id": note.note_id,
+            "created_at": note.created_at.isoformat(),
+            "origin": note.origin,
+            "cwd": note.cwd,
+            "text": note.text,
+        }
+        for note in notes
+    ]
     rows = [
         {
             "version": record.id,
@@ -293,6 +309,13 @@ def _print_pending(inv: Invocation, records: Sequence[PendingRecord], current: i
     ]
 
     def human() -> None:
+        from consolidator.security.names import one_line
+
+        for note in notes:
+            click.echo(
+                f"note {note.note_id} from {note.origin} for {note.cwd or 'no folder'}, "
+                f"waiting for approval: {one_line(note.text)}"
+            )
         if not rows:
             click.echo(
                 "no pending versions"
@@ -313,6 +336,7 @@ def _print_pending(inv: Invocation, records: Sequence[PendingRecord], current: i
             "review": "on" if inv.settings.review else "off",
             "current_version": current,
             "pending": rows,
+            "notes": held,
         },
         human,
     )
@@ -365,10 +389,11 @@ def _print_pending_diff(inv: Invocation, content: PendingContent, found: Sequenc
 
 @click.command("approve")
 @adopt_option
-@click.argument("version", type=int)
+@click.argument("version", metavar="VERSION|NOTE_ID")
 @common_options
-def approve_command(version: int, **params: Any) -> None:
-    """Publish a pending version (see `review`) as a new current memory version.
+def approve_command(version: str, **params: Any) -> None:
+    """Publish a pending version (see `review`) as a new current memory version, or make a
+    note an agent wrote (`note-...`) an input of the next phase two.
 
     The older pending versions are part of it and are superseded; approving one of them later
     is refused (exit 1). A phase-two run in flight is fenced off and runs again on the result.
@@ -376,36 +401,85 @@ def approve_command(version: int, **params: Any) -> None:
     from consolidator.phases import review_decisions as decide
 
     inv = invocation(params)
+    if version.startswith("note-"):
+        _approve_note(inv, version)
+        return
+    number = _version_number(version)
     with changing_memory(inv) as store:
-        decision = decide.approve(store, version)
+        decision = decide.approve(store, number)
         problem = publish_committed(lambda: publish_memory(inv, store))
     inv.emit(
-        {"pending_version": version, "version": decision.version, "published": problem is None},
+        {"pending_version": number, "version": decision.version, "published": problem is None},
         lambda: inv.console.print(
-            f"pending version {version} approved and published as memory version {decision.version}"
+            f"pending version {number} approved and published as memory version {decision.version}"
         ),
     )
     fail_unpublished(
-        inv, f"pending version {version} is approved as version {decision.version}", problem
+        inv, f"pending version {number} is approved as version {decision.version}", problem
     )
 
 
 @click.command("reject")
 @adopt_option
-@click.argument("version", type=int)
+@click.argument("version", metavar="VERSION|NOTE_ID")
 @click.option("--reason", default=None, help="Why it is rejected (kept with the rejection).")
 @common_options
-def reject_command(version: int, reason: str | None, **params: Any) -> None:
+def reject_command(version: str, reason: str | None, **params: Any) -> None:
     """Drop a pending version (see `review`). What it brought is not proposed again unless a
-    new or changed session supports it; the later pending versions lose it too."""
+    new or changed session supports it; the later pending versions lose it too. A held note
+    (`note-...`) is deleted, leaving nothing of it."""
     from consolidator.phases import review_decisions as decide
 
     inv = invocation(params)
+    if version.startswith("note-"):
+        _reject_note(inv, version)
+        return
+    number = _version_number(version)
     with open_store(inv.settings) as store:
-        decide.reject(store, version, reason)
+        decide.reject(store, number, reason)
     inv.emit(
-        {"pending_version": version, "rejected": True, "reason": reason},
+        {"pending_version": number, "rejected": True, "reason": reason},
         lambda: inv.console.print(f"pending version {version} rejected"),
+    )
+
+
+def _version_number(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise click.UsageError(
+            f"{value[:200]!r} is neither a pending version number nor a note id (note-...)"
+        ) from None
+
+
+def _approve_note(inv: Invocation, note_id: str) -> None:
+    from consolidator.phases.notes import approve_note
+
+    outcome = approve_note(inv.settings, note_id)
+    if outcome is None:
+        raise click.UsageError(f"no note {note_id[:200]} waits for approval; see `review`")
+    inv.emit(
+        outcome.as_json(),
+        lambda: inv.console.print(
+            f"note {note_id} approved: the next phase two adds it to memory"
+            if outcome.status == "accepted"
+            else f"note {note_id}: {outcome.status}: {outcome.reason}",
+            markup=False,
+        ),
+    )
+    if outcome.status != "accepted":
+        raise WorkFailed(f"note {note_id} could not become an input: {outcome.reason}")
+
+
+def _reject_note(inv: Invocation, note_id: str) -> None:
+    with open_store(inv.settings) as store:
+        dropped = store.drop_held_note(note_id)
+        complete = store.purge_free_space() if dropped else True
+    if not dropped:
+        raise click.UsageError(f"no note {note_id[:200]} waits for approval; see `review`")
+    inv.emit(
+        {"note_id": note_id, "rejected": True, "complete": complete},
+        lambda: inv.console.print(f"note {note_id} rejected and deleted"),
     )
 
 

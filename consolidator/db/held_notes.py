@@ -1,0 +1,64 @@
+"""Notes an agent wrote, held for a person's approval before they become inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, delete, insert, select
+
+from consolidator.db.base import StoreBase, contention_retry, rowcount
+from consolidator.db.schema import HeldNote
+
+
+@dataclass(frozen=True)
+class HeldNoteRecord:
+    note_id: str
+    created_at: datetime
+    text: str
+    cwd: str | None
+    origin: str
+
+
+def drop_held_note(connection: Connection, note_id: str) -> bool:
+    """Delete a held note (a rejection, an approval done, a forget); True when there was one."""
+    return rowcount(connection.execute(delete(HeldNote).where(HeldNote.note_id == note_id))) > 0
+
+
+class HeldNotesMixin(StoreBase):
+    """Hold, list, read and drop notes waiting for approval."""
+
+    @contention_retry
+    def hold_note(self, note_id: str, text: str, cwd: str | None, origin: str) -> None:
+        with self._write() as connection:
+            connection.execute(
+                insert(HeldNote).values(
+                    note_id=note_id,
+                    created_at=self._now(connection),
+                    text=text,
+                    cwd=cwd,
+                    origin=origin,
+                )
+            )
+
+    def held_notes(self) -> list[HeldNoteRecord]:
+        """Every note waiting for approval, oldest first."""
+        with self._read() as connection:
+            rows = connection.execute(
+                select(
+                    HeldNote.note_id,
+                    HeldNote.created_at,
+                    HeldNote.text,
+                    HeldNote.cwd,
+                    HeldNote.origin,
+                ).order_by(HeldNote.created_at)
+            ).all()
+            return [HeldNoteRecord(*row) for row in rows]
+
+    def held_note(self, note_id: str) -> HeldNoteRecord | None:
+        return next((note for note in self.held_notes() if note.note_id == note_id), None)
+
+    @contention_retry
+    def drop_held_note(self, note_id: str) -> bool:
+        with self._write() as connection:
+            return drop_held_note(connection, note_id)
