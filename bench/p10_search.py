@@ -149,7 +149,7 @@ def _stage_one_seconds(config: Config) -> float:
         state=ThreadState.ACTIVE,
         problem=None,
     )
-    budget = transcript_budget_chars(128_000)
+    budget = transcript_budget_chars(128_000, 16_000)
     return median_time(lambda: build_input(thread, budget), config.pick(21, 7))
 
 

@@ -35,7 +35,7 @@ def run(config: Config) -> list[Result]:
         state=ThreadState.ACTIVE,
         problem=None,
     )
-    budget = transcript_budget_chars(128_000)
+    budget = transcript_budget_chars(128_000, 16_000)
     repeats = config.pick(21, 7)
     baseline = median_time(lambda: _json_lines(rollout.path), repeats)
     work = median_time(lambda: build_input(thread, budget), repeats)

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
             problem=None,
         )
         started = time.perf_counter()
-        rollout, read = build_input(thread, transcript_budget_chars(128_000))
+        rollout, read = build_input(thread, transcript_budget_chars(128_000, 16_000))
         report |= {
             "seconds": round(time.perf_counter() - started, 3),
             "lines": read.lines_read,

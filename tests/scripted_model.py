@@ -123,7 +123,7 @@ def stage1_options(concurrency: int = 4) -> Stage1Options:
         concurrency=concurrency,
         lease_seconds=LEASE,
         eligibility=Eligibility(min_idle_seconds=0, max_age_days=0),
-        transcript_budget_chars=transcript_budget_chars(128_000),
+        transcript_budget_chars=transcript_budget_chars(128_000, 16_000),
     )
 
 

@@ -285,7 +285,9 @@ class Settings:
         "The model's context window; rollouts are cut and phase-two requests sliced to fit it.",
     )
     max_output_tokens: int = positive(
-        16000, "Most tokens one model answer may use; phase two sizes its slices so answers fit it."
+        16000,
+        "Most tokens one model answer may use; every request leaves this much of the window "
+        "for the answer (a stage-one transcript is cut shorter, phase-two slices are sized).",
     )
     model_timeout_seconds: float = positive(120.0, "Timeout of one model request.")
     db_connect_timeout_seconds: float = positive(

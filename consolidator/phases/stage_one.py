@@ -48,8 +48,9 @@ from consolidator.sources.reader import iter_items
 
 log = logging.getLogger(__name__)
 
-# Room left in the context window for the prompt's instructions and the model's answer.
-PROMPT_RESERVE_TOKENS = 8000
+# Room left in the context window for the prompt's instructions and schema (the answer's own
+# room is the output limit the request asks for).
+PROMPT_TOKENS = 4000
 # A conservative characters-per-token ratio for code-heavy transcripts.
 CHARS_PER_TOKEN = 3
 
@@ -115,9 +116,12 @@ class Stage1Report:
         }
 
 
-def transcript_budget_chars(context_window_tokens: int) -> int:
-    """How much reduced transcript fits in one request with room for prompt and answer."""
-    usable = max(2000, context_window_tokens - PROMPT_RESERVE_TOKENS)
+def transcript_budget_chars(context_window_tokens: int, max_output_tokens: int) -> int:
+    """How much reduced transcript fits in one request beside the prompt and the output
+    limit the request asks for: a server refuses a request whose prompt and `max_tokens`
+    together exceed its window, so a small local window with a large output limit must get a
+    shorter transcript."""
+    usable = max(2000, context_window_tokens - max_output_tokens - PROMPT_TOKENS)
     return usable * CHARS_PER_TOKEN
 
 

@@ -38,7 +38,9 @@ def stage1_options(settings: Settings) -> Stage1Options:
         concurrency=settings.stage1_concurrency,
         lease_seconds=settings.lease_seconds,
         eligibility=Eligibility.of(settings),
-        transcript_budget_chars=transcript_budget_chars(settings.context_window_tokens),
+        transcript_budget_chars=transcript_budget_chars(
+            settings.context_window_tokens, settings.max_output_tokens
+        ),
     )
 
 

@@ -127,3 +127,26 @@ def test_build_input_matches_the_plain_pipeline_on_the_examples(path: Path) -> N
 
     assert built.transcript == transcript
     assert built.items == items
+
+
+@pytest.mark.parametrize(
+    ("window", "output_limit"), [(16_384, 8_192), (32_768, 4_096), (128_000, 16_000)]
+)
+def test_the_transcript_leaves_room_for_the_output_limit_the_request_asks_for(
+    window: int, output_limit: int
+) -> None:
+    from consolidator.core.config import build_settings
+    from consolidator.phases.stage_one import CHARS_PER_TOKEN, PROMPT_TOKENS
+    from consolidator.phases.worker import stage1_options
+
+    settings = build_settings(
+        {"context_window_tokens": window, "max_output_tokens": output_limit}, environ={}
+    )
+    budget = stage1_options(settings).transcript_budget_chars
+
+    assert budget // CHARS_PER_TOKEN + PROMPT_TOKENS + output_limit <= window
+    # A larger output limit leaves a shorter transcript in the same window.
+    smaller = build_settings(
+        {"context_window_tokens": window, "max_output_tokens": output_limit // 2}, environ={}
+    )
+    assert stage1_options(smaller).transcript_budget_chars > budget
