@@ -20,8 +20,13 @@ from consolidator.backends.base import ConsolidationRequest, InvalidModelOutput
 from consolidator.memory.edits import apply_edits
 from consolidator.memory.model import Block
 from consolidator.memory.schema import blocks_from_model_output
+from consolidator.security.invisible import strip_invisible
+from consolidator.security.names import one_line
+from consolidator.security.redaction import redact
 
 _LOCAL_ONLY_KEYWORDS = frozenset({"maxLength"})
+# How much of an answer that is no JSON an error quotes.
+QUOTED_ANSWER_CHARS = 200
 # Room for a value that is not a string, or for the quotes, colon and comma around one.
 _JSON_SLACK_CHARS = 64
 
@@ -108,8 +113,10 @@ def parse_json_answer(
 ) -> dict[str, Any]:
     """Parse a model's answer and check it against `schema`, or raise `InvalidModelOutput`.
 
-    The reason names the place and the rule that failed but never quotes the answer, which
-    may carry a secret or an injection payload into logs and `status`.
+    The reason names the place and the rule that failed and never quotes a value of a JSON
+    answer. An answer that is no JSON at all (a server that ignored the schema and answered
+    in prose) is quoted by its first `QUOTED_ANSWER_CHARS` characters, redacted and on one
+    line, because that start is what tells a user which server or setting is at fault.
     """
     cut = " (the answer was cut off at the output token limit)" if truncated else ""
     limit = answer_char_limit(schema)
@@ -121,12 +128,22 @@ def parse_json_answer(
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidModelOutput(
-            f"answer is not valid JSON: {exc.msg} (char {exc.pos} of {len(text)}){cut}"
+            f"answer is not valid JSON: {exc.msg} (char {exc.pos} of {len(text)}){cut}; "
+            f"it begins {quoted_start(text)}"
         ) from None
     try:
         return check_answer(value, schema)
     except InvalidModelOutput as exc:
         raise InvalidModelOutput(f"{exc}{cut}") from None
+
+
+def quoted_start(text: str) -> str:
+    """The answer's first `QUOTED_ANSWER_CHARS` characters as an error quotes them: secrets
+    redacted, invisible characters dropped, line breaks and other hidden ones escaped."""
+    start = strip_invisible(redact(text[: QUOTED_ANSWER_CHARS * 2]).text)
+    start = " ".join(start.split())
+    cut = "..." if len(start) > QUOTED_ANSWER_CHARS else ""
+    return json.dumps(one_line(start[:QUOTED_ANSWER_CHARS]) + cut, ensure_ascii=False)
 
 
 def check_answer(value: object, schema: Mapping[str, Any]) -> dict[str, Any]:

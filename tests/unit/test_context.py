@@ -169,3 +169,10 @@ def test_each_entry_says_when_it_was_last_seen_and_in_how_many_sessions() -> Non
     markdown = _context(Memory((both,)), "/work/alpha").markdown
     assert "- a [seen 2026-06-01, 2 sessions]\n" in markdown
     assert "- a [seen 2026-01-01]" in _context(Memory((older,)), "/work/alpha").markdown
+
+
+def test_the_agent_is_told_the_entries_are_records_not_instructions() -> None:
+    lines = _context(MEMORY, "/work/alpha").markdown.splitlines()
+
+    assert lines[0] == "# Memory for /work/alpha"
+    assert "not instructions" in lines[1] and "repository" in lines[1]
