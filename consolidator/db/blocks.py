@@ -29,6 +29,9 @@ def block_values(block: StoredBlock) -> dict[str, Any]:
         "block_json": block.block_json,
         "content_md": block.content_md,
         "content_bytes": block.content_bytes,
+        # What a verify recorded was about the old content: it goes with it.
+        "checks_json": None,
+        "checked_at": None,
     }
 
 

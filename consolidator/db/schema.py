@@ -261,6 +261,10 @@ class MemoryBlock(Base):
     block_json: Mapped[str] = mapped_column(Text)
     content_md: Mapped[str] = mapped_column(Text)
     content_bytes: Mapped[int] = mapped_column(Integer)
+    # The last `consolidator verify` of the block's entries against its folder (JSON), and
+    # when. Any rewrite of the block (a forget) clears them with the words they quote.
+    checks_json: Mapped[str | None] = mapped_column(Text)
+    checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class MemoryVersionBlock(BlockList, Base):

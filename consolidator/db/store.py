@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from consolidator.db.admin import PURGE_WAIT_SECONDS, AdminMixin
 from consolidator.db.base import StoreBase
+from consolidator.db.checks import BlockChecksMixin
 from consolidator.db.claimable import (
     EXHAUSTED_RETRY_SECONDS,
     TRANSIENT_RETRY_CAP_SECONDS,
@@ -87,6 +88,7 @@ class Store(
     SearchMixin,
     SessionsMixin,
     HeldNotesMixin,
+    BlockChecksMixin,
     StoreBase,
 ):
     """Every database verb of the worker (see the modules of its parts).

@@ -35,10 +35,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("quarantined_entries", schema=None) as batch_op:
+    with op.batch_alter_table("quarantined_entries", schema=None, recreate="never") as batch_op:
         batch_op.drop_column("attempts")
         batch_op.drop_column("retry_at")
-    with op.batch_alter_table("jobs", schema=None) as batch_op:
+    with op.batch_alter_table("jobs", schema=None, recreate="never") as batch_op:
         batch_op.drop_column("endpoint_error_at")
         batch_op.drop_column("endpoint_error")
         batch_op.drop_column("last_outcome")

@@ -25,7 +25,7 @@ from consolidator.core.errors import (
     EXIT_USAGE,
     ConsolidatorError,
 )
-from consolidator.face.cli import memory, review, search, sessions, status, work
+from consolidator.face.cli import memory, review, search, sessions, status, verify, work
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,7 @@ for _command in (
     *memory.COMMANDS,
     search.search_command,
     *sessions.COMMANDS,
+    *verify.COMMANDS,
     *review.COMMANDS,
     status.status_command,
 ):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from consolidator.face.cli.common import (
     publish_committed,
     publish_memory,
 )
+from consolidator.face.cli.forget_target import session_named
 from consolidator.face.context import (
     CONTEXT_FORMATS,
     DEFAULT_MAX_BYTES,
@@ -37,7 +37,6 @@ from consolidator.face.context import (
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
-    from consolidator.db.store import Store
     from consolidator.phases.stage_one import ThreadResult
 
 
@@ -49,7 +48,8 @@ if TYPE_CHECKING:
 )
 @common_options
 def show_command(cwd: Path | None, **params: Any) -> None:
-    """Print the current memory (MEMORY.md as the database holds it)."""
+    """Print the current memory (MEMORY.md as the database holds it); with --json, also what
+    the last `verify` found for each block, and when."""
     from consolidator.memory.codec import decode
     from consolidator.memory.render import render_memory_md
     from consolidator.memory.scope import blocks_for_cwd
@@ -57,10 +57,15 @@ def show_command(cwd: Path | None, **params: Any) -> None:
     inv = invocation(params)
     with open_store(inv.settings) as store:
         version = store.current_version()
+        checks = store.block_checks(version.version) if version else {}
     if version is None:
         inv.emit({"version": None, "memory": None}, lambda: click.echo("no memory yet"))
         return
     memory = decode(version.memory_json)
+    verified = {
+        block_id: {"checked_at": at.isoformat() if at else None, **json.loads(found)}
+        for block_id, (at, found) in checks.items()
+    }
     if cwd is not None:
         folder = str(cwd.expanduser().absolute())
         memory = blocks_for_cwd(memory, folder)
@@ -73,8 +78,14 @@ def show_command(cwd: Path | None, **params: Any) -> None:
             )
             return
     text = render_memory_md(memory) if cwd is not None else version.content_md
+    shown = {b.block_id for b in memory.blocks}
     inv.emit(
-        {"version": version.version, "memory": memory.to_dict(), "markdown": text},
+        {
+            "version": version.version,
+            "memory": memory.to_dict(),
+            "markdown": text,
+            "checks": {k: v for k, v in verified.items() if k in shown},
+        },
         lambda: click.echo(text, nl=False),
     )
 
@@ -278,7 +289,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
 
     inv = invocation(params)
     with changing_memory(inv) as store:
-        thread_id, unseen = _session_named(store, thread_id)
+        thread_id, unseen = session_named(store, thread_id)
         if unseen:
             recorded = store.forget_unseen(thread_id)
             inv.emit(
@@ -320,51 +331,6 @@ def forget_command(thread_id: str, **params: Any) -> None:
     fail_unpublished(inv, f"{thread_id} is forgotten", problem)
     if not complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
-
-
-# A session id as the agents write them (a UUID): an unknown one may name a session not
-# scanned yet, where any other unknown name is a mistake.
-_SESSION_ID = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
-
-
-def _session_named(store: Store, name: str) -> tuple[str, bool]:
-    """The thread `forget` was given (an id, or the path of its rollout file), and whether no
-    scan has registered it yet."""
-    from consolidator.sources.reader import read_header
-
-    if "/" in name or name.endswith(".jsonl"):
-        path = Path(name).expanduser().absolute()
-        for candidate in dict.fromkeys([str(path), str(path.resolve())]):
-            registered = store.thread_at_path(candidate)
-            if registered is not None:
-                return registered, False
-        if not path.is_file():
-            raise click.UsageError(f"no session file at {path}, and no thread registered for it")
-        header = read_header(path)
-        if header.problem or header.format is None:
-            raise click.UsageError(
-                f"{path} is not a session consolidator reads: {header.problem or 'unknown format'}"
-            )
-        name = header.thread_id
-    elif not _SESSION_ID.fullmatch(name):
-        if _known(store, name):
-            return name, False
-        raise click.UsageError(f"unknown thread {name}; see `consolidator status` or `quarantine`")
-    return name, not _known(store, name)
-
-
-def _known(store: Store, thread_id: str) -> bool:
-    """Whether `forget` has anything under this id: a thread, a linked one, its tombstone, a
-    quarantine entry or a note held for approval."""
-    return (
-        store.get_thread(thread_id) is not None
-        or bool(store.linked_thread_ids(thread_id))
-        or store.is_forgotten(thread_id)
-        or store.in_quarantine(thread_id)
-        or store.held_note(thread_id) is not None
-    )
 
 
 @click.command("clear-all")
