@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, select, update
 
 from consolidator.db.base import StoreBase, contention_retry, create_phase2_job, log_change
 from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS
@@ -98,16 +98,13 @@ def record_set_aside(
             earlier = max([earlier, *before])
             connection.execute(delete(QuarantinedEntry).where(SET_ASIDE, _of_thread(thread_id)))
         attempts = earlier + 1
-        connection.execute(
-            insert(QuarantinedEntry).values(
-                created_at=now,
-                version=None,
-                reason=item.reason,
-                text=item.text,
-                thread_ids=" " + " ".join(sorted(item.thread_ids)) + " ",
-                attempts=attempts,
-                retry_at=set_aside_retry_at(now, attempts),
-            )
+        insert_quarantined(
+            connection,
+            [item],
+            version=None,
+            now=now,
+            attempts=attempts,
+            retry_at=set_aside_retry_at(now, attempts),
         )
 
 

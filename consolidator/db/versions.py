@@ -100,11 +100,18 @@ def latest_version(connection: Connection) -> VersionRecord | None:
 
 
 def insert_quarantined(
-    connection: Connection, entries: Iterable[QuarantineItem], *, version: int | None, now: datetime
+    connection: Connection,
+    entries: Iterable[QuarantineItem],
+    *,
+    version: int | None,
+    now: datetime,
+    attempts: int = 0,
+    retry_at: datetime | None = None,
 ) -> None:
     """Keep entries out of every published file, with the threads behind them. `version` is
     the memory version they were withheld from: `STAGE1_QUARANTINE_VERSION` for a stage-one
-    output, None for an input phase two set aside or refused."""
+    output, None for an input phase two set aside (with its `attempts` and `retry_at`) or
+    refused."""
     for entry in entries:
         connection.execute(
             insert(QuarantinedEntry).values(
@@ -113,6 +120,8 @@ def insert_quarantined(
                 reason=entry.reason,
                 text=entry.text,
                 thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
+                attempts=attempts,
+                retry_at=retry_at,
             )
         )
 

@@ -17,6 +17,8 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,9 +61,6 @@ def add_note(
 ) -> NoteOutcome:
     """Take a note: refused when empty or too long, quarantined when it carries an order to
     the agent, else an input at once, or with `hold` kept until a person approves it."""
-    from consolidator.db import open_engine
-    from consolidator.db.store import Store
-
     note_id = f"note-{uuid.uuid4()}"
     text = drop_private_spans(text)
     if not text.strip():
@@ -72,13 +71,7 @@ def add_note(
         )
     redaction = redact(text)
     refused = [t for t in scan_threats(redaction.text) if t.kind in _REFUSED]
-    engine = open_engine(
-        settings.db_url,
-        connect_timeout_seconds=settings.db_connect_timeout_seconds,
-        statement_timeout_seconds=settings.db_statement_timeout_seconds,
-    )
-    try:
-        store = Store(engine)
+    with _opened_store(settings) as store:
         if refused:
             reason = f"note refused: {refused[0].kind} ({refused[0].detail})"
             store.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
@@ -87,14 +80,23 @@ def add_note(
             store.hold_note(note_id, redaction.text, cwd, origin)
             return NoteOutcome("pending", note_id, redaction.count)
         return _accept(store, settings, note_id, redaction.text, cwd, origin, redaction.count)
-    finally:
-        engine.dispose()
 
 
 def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
     """Make a held note an input (None when no note of that id is held). It is registered
     and extracted first and dropped from the held notes after, so a crash between the two
     leaves it held, and approving it again finishes the job."""
+    with _opened_store(settings) as store:
+        held = store.held_note(note_id)
+        if held is None:
+            return None
+        outcome = _accept(store, settings, note_id, held.text, held.cwd, held.origin, 0)
+        store.drop_held_note(note_id)
+        return outcome
+
+
+@contextmanager
+def _opened_store(settings: Settings) -> Iterator[Store]:
     from consolidator.db import open_engine
     from consolidator.db.store import Store
 
@@ -104,13 +106,7 @@ def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
         statement_timeout_seconds=settings.db_statement_timeout_seconds,
     )
     try:
-        store = Store(engine)
-        held = store.held_note(note_id)
-        if held is None:
-            return None
-        outcome = _accept(store, settings, note_id, held.text, held.cwd, held.origin, 0)
-        store.drop_held_note(note_id)
-        return outcome
+        yield Store(engine)
     finally:
         engine.dispose()
 

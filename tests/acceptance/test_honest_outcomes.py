@@ -163,8 +163,28 @@ def test_an_input_set_aside_again_waits_longer(tmp_path: Path, db_url: str) -> N
             assert now + timedelta(minutes=50) < retry_at <= now + timedelta(hours=2, minutes=1)
 
 
-def wait_for_exit(process: subprocess.Popen[str], seconds: float) -> tuple[int, str, str]:
-    stdout, stderr = process.communicate(timeout=seconds)
+def interrupted_in_a_model_call(
+    fake: FakeOpenAI,
+    env: dict[str, str],
+    db_url: str,
+    args: list[str],
+    signum: signal.Signals,
+    *,
+    held: str,
+) -> tuple[int, str, str]:
+    """Start `consolidator ARGS`, wait until its model call hangs with a `held` claim, send
+    `signum`, and return (exit code, stdout, stderr) of a process that must end within 15 s."""
+    calls = fake.call_count
+    process = subprocess.Popen(
+        [*PYTHON_CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: fake.call_count > calls, timeout=120, what="a model call")
+        assert [kind for kind, _, _ in held_jobs(db_url)] == [held]
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=15)
+    finally:
+        process.kill()
     return process.returncode, stdout, stderr
 
 
@@ -194,16 +214,9 @@ def test_ctrl_c_during_a_stage_one_call_gives_the_session_back(tmp_path: Path, d
             CONSOLIDATOR_MODEL_TIMEOUT_SECONDS="300",
         )
         run_cli(env, "db", "upgrade")
-        process = subprocess.Popen(
-            [*PYTHON_CLI, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        code, _stdout, stderr = interrupted_in_a_model_call(
+            fake, env, db_url, ["run"], signal.SIGINT, held="stage1"
         )
-        try:
-            wait_until(lambda: fake.call_count >= 1, timeout=120, what="a model call")
-            assert [kind for kind, _, _ in held_jobs(db_url)] == ["stage1"]
-            process.send_signal(signal.SIGINT)
-            code, _stdout, stderr = wait_for_exit(process, 15)
-        finally:
-            process.kill()
     assert code == 128 + signal.SIGINT, stderr
     assert "stopped by SIGINT: 1 session(s) back to pending for stage one" in stderr, stderr
     assert "next `consolidator run`" in stderr
@@ -231,21 +244,9 @@ def test_sigterm_during_a_phase_two_call_releases_the_lease_without_backoff(
         run_cli(env, "scan")
         run_cli(env, "stage1")
         fake.set_default(Fault.TIMEOUT, delay=120)
-        calls = fake.call_count
-        process = subprocess.Popen(
-            [*PYTHON_CLI, "phase2", "--json"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        code, stdout, stderr = interrupted_in_a_model_call(
+            fake, env, db_url, ["phase2", "--json"], signal.SIGTERM, held="phase2"
         )
-        try:
-            wait_until(lambda: fake.call_count > calls, timeout=120, what="a model call")
-            assert [kind for kind, _, _ in held_jobs(db_url)] == ["phase2"]
-            process.send_signal(signal.SIGTERM)
-            code, stdout, stderr = wait_for_exit(process, 15)
-        finally:
-            process.kill()
         assert code == 128 + signal.SIGTERM, stderr
         assert "stopped by SIGTERM: phase two released" in stderr, stderr
         report = json.loads(stdout)
