@@ -208,3 +208,21 @@ def test_an_unknown_variable_near_a_setting_is_named_with_the_setting(tmp_path: 
     far = {"CONSOLIDATOR_HOME": str(tmp_path), "CONSOLIDATOR_ZZZZZZZZZZZZZZ": "1"}
     with pytest.raises(ConfigError, match="the settings are CONSOLIDATOR_HOME"):
         build_settings({}, environ=far)
+
+
+def test_a_command_help_shows_its_own_options_first_and_the_settings_in_one_short_group() -> None:
+    from click.testing import CliRunner
+
+    from consolidator.face.cli import cli
+
+    text = CliRunner().invoke(cli, ["forget", "--help"], terminal_width=80).output
+    lines = text.splitlines()
+
+    assert len(lines) < 70, len(lines)
+    own = text.index("--adopt-memory-files")
+    group = text.index("Settings (every command takes them")
+    assert own < group
+    for spec in SETTINGS:
+        assert any(f"{spec.option} ({spec.env})" in line for line in lines), spec.key
+    # The shared settings are not repeated as paragraphs of their own.
+    assert text.count("CONSOLIDATOR_DB_URL") == 1

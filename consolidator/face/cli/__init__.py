@@ -26,6 +26,7 @@ from consolidator.core.errors import (
     ConsolidatorError,
 )
 from consolidator.face.cli import memory, review, search, sessions, status, verify, work
+from consolidator.face.cli.common import settings_help
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +37,29 @@ def cli() -> None:
     """Turn finished coding-agent sessions into a long-term, cited MEMORY.md.
 
     Stage one distils each finished session (rollout) into a stored, redacted summary; phase
-    two consolidates them under a database lease. Every command shares the options below
-    (flags win over CONSOLIDATOR_* variables, which win over config.toml and defaults).
+    two consolidates them under a database lease. Every command takes the same settings, listed
+    at the end of its `--help` (flags win over CONSOLIDATOR_* variables, which win over
+    config.toml and defaults).
 
     \b
     Quick start (offline, no API key):
       consolidator run --sessions examples/sessions --home ./state --min-idle-seconds 0 \\
           --max-age-days 0
     """
+
+
+def _with_settings_group(command: click.Command) -> None:
+    """After the command's own options, its `--help` names the shared settings in one short
+    group instead of a paragraph each."""
+    listed = settings_help(command.params)
+    if listed:
+        command.epilog = (
+            "Settings (every command takes them; a flag wins over its CONSOLIDATOR_* "
+            "variable, which wins over config.toml; docs/configuration.md explains each):\n\n"
+            + listed
+        )
+    for sub in getattr(command, "commands", {}).values():
+        _with_settings_group(sub)
 
 
 for _command in (
@@ -55,6 +71,7 @@ for _command in (
     *review.COMMANDS,
     status.status_command,
 ):
+    _with_settings_group(_command)
     cli.add_command(_command)
 
 

@@ -77,6 +77,31 @@ def _help_for(spec_name: str) -> str:
     return f"{spec.help} [env: {spec.env}; default: {spec.default}]"
 
 
+class SettingOption(click.Option):
+    """A setting every command takes. A command's `--help` lists these in one short group
+    after its own options (`SettingsHelpCommand`); docs/configuration.md explains each."""
+
+    def __init__(self, *args: Any, env: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.env = env
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        return None
+
+
+def settings_help(params: list[click.Parameter], width: int = 90) -> str:
+    """The settings a command takes, each flag with its variable, packed into lines that
+    never break inside a flag (a paragraph click prints as it is)."""
+    pairs = [f"{p.opts[0]} ({p.env})" for p in params if isinstance(p, SettingOption)]
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and len(lines[-1]) + len(pair) + 2 <= width:
+            lines[-1] += f", {pair}"
+        else:
+            lines.append(pair)
+    return "\b\n" + "\n".join(lines) if lines else ""
+
+
 def common_options(func: F) -> F:
     """Every command takes the settings, `--json`, `--quiet` and the logging options."""
     decorated: Any = func
@@ -84,6 +109,8 @@ def common_options(func: F) -> F:
         decorated = click.option(
             spec.option,
             spec.name,
+            cls=SettingOption,
+            env=spec.env,
             default=None,
             type=spec.flag_type,
             multiple=spec.repeatable,
