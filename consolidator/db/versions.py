@@ -108,10 +108,9 @@ def insert_quarantined(
     attempts: int = 0,
     retry_at: datetime | None = None,
 ) -> None:
-    """Keep entries out of every published file, with the threads behind them. `version` is
-    the memory version they were withheld from: `STAGE1_QUARANTINE_VERSION` for a stage-one
-    output, None for an input phase two set aside (with its `attempts` and `retry_at`) or
-    refused."""
+    """Keep entries out of every published file, with the threads behind them. `version`:
+    the memory version they were withheld from, `STAGE1_QUARANTINE_VERSION` for a stage-one
+    output, None for an input set aside by phase two (`attempts`, `retry_at`) or refused."""
     for entry in entries:
         connection.execute(
             insert(QuarantinedEntry).values(
