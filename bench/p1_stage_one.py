@@ -38,7 +38,7 @@ def run(config: Config) -> list[Result]:
         concurrency=CONCURRENCY,
         lease_seconds=600,
         eligibility=Eligibility(min_idle_seconds=0, max_age_days=0),
-        transcript_budget_chars=transcript_budget_chars(128_000),
+        transcript_budget_chars=transcript_budget_chars(128_000, 16_000),
     )
     with model_server(LATENCY_SECONDS) as server:
         backend = OpenAIBackend(
