@@ -29,7 +29,7 @@ from consolidator.db.base import (
 )
 from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
-from consolidator.db.outcomes import keep_quarantined, record_set_aside
+from consolidator.db.outcomes import SET_ASIDE, keep_quarantined, record_set_aside
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -313,7 +313,7 @@ class ConsolidationMixin(StoreBase):
         with self._write() as connection:
             now = self._now(connection)
             rows = connection.execute(
-                select(QuarantinedEntry.thread_ids).where(QuarantinedEntry.version.is_(None))
+                select(QuarantinedEntry.thread_ids).where(SET_ASIDE)
             ).scalars()
             found = {t for value in rows for t in value.split()}
             thread_ids = sorted(found if wanted is None else found & wanted)

@@ -41,22 +41,19 @@ class HeldNotesMixin(StoreBase):
                 )
             )
 
-    def held_notes(self) -> list[HeldNoteRecord]:
-        """Every note waiting for approval, oldest first."""
+    def held_notes(self, note_id: str | None = None) -> list[HeldNoteRecord]:
+        """Every note waiting for approval (or the one `note_id`), oldest first."""
+        query = select(
+            HeldNote.note_id, HeldNote.created_at, HeldNote.text, HeldNote.cwd, HeldNote.origin
+        ).order_by(HeldNote.created_at)
+        if note_id is not None:
+            query = query.where(HeldNote.note_id == note_id)
         with self._read() as connection:
-            rows = connection.execute(
-                select(
-                    HeldNote.note_id,
-                    HeldNote.created_at,
-                    HeldNote.text,
-                    HeldNote.cwd,
-                    HeldNote.origin,
-                ).order_by(HeldNote.created_at)
-            ).all()
-            return [HeldNoteRecord(*row) for row in rows]
+            return [HeldNoteRecord(*row) for row in connection.execute(query).all()]
 
     def held_note(self, note_id: str) -> HeldNoteRecord | None:
-        return next((note for note in self.held_notes() if note.note_id == note_id), None)
+        found = self.held_notes(note_id)
+        return found[0] if found else None
 
     @contention_retry
     def drop_held_note(self, note_id: str) -> bool:

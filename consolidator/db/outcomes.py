@@ -5,7 +5,8 @@ last error, and set-aside inputs with the time phase two tries them again by its
   `record_set_aside`). Each time it is set aside again its wait doubles (an hour first, a day at
   most, with jitter), because a later model, a changed prompt or a passing cause may let it
   through; `requeue_due_set_aside` queues those whose time came, once each.
-- Entries that are never retried (a refused note) carry no retry time.
+- A note refused before it became an input is an entry of no version too, but was never set
+  aside: it has no attempt, and nothing here counts or retries it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from consolidator.db.versions import insert_quarantined, live
 SET_ASIDE_FIRST_RETRY_SECONDS = 3600.0
 
 PHASE2_JOB = and_(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
-SET_ASIDE = QuarantinedEntry.version.is_(None)
+# A set-aside input: an entry of no version that phase two wrote, so it counts its attempts.
+# A note refused before it became an input has no version either, and no attempt.
+SET_ASIDE = and_(QuarantinedEntry.version.is_(None), QuarantinedEntry.attempts > 0)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,11 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("attempts", sa.Integer(), nullable=False, server_default=sa.text("0"))
         )
+    # Inputs set aside before attempts were counted: once each. A refused note stays at 0.
+    op.execute(
+        "UPDATE quarantined_entries SET attempts = 1"
+        " WHERE version IS NULL AND reason LIKE 'input set aside:%'"
+    )
 
 
 def downgrade() -> None:

@@ -190,3 +190,14 @@ def test_every_state_is_documented_in_the_command_help(cli: Cli) -> None:
     text = cli("sessions", "--help").out
     for state in STATES:
         assert state in text, state
+
+
+def test_a_refused_note_is_quarantined_not_set_aside(cli: Cli) -> None:
+    refused = cli("note", HOSTILE[0], "--json", expect=1).json()
+    assert isinstance(refused, dict) and refused["status"] == "quarantined"
+
+    state = cli("status", "--json").json()
+
+    assert isinstance(state, dict)
+    assert state["set_aside"] == [] and state["memory"]["quarantined"] == 1
+    assert "set aside by phase two" not in cli("status").out

@@ -314,9 +314,7 @@ def _set_aside_line(entry: SetAsideInput) -> str:
 
     thread_id = one_line(entry.thread_id)
     again = (
-        ""
-        if not entry.attempts
-        else f" (tried again after {entry.retry_at.isoformat()}, or now with "
+        f" (tried again after {entry.retry_at.isoformat()}, or now with "
         f"`consolidator retry {thread_id}`)"
         if entry.retry_at
         else " (queued for the next phase two)"
