@@ -297,6 +297,10 @@ class ConsolidationMixin(StoreBase):
                     .where(MemoryVersion.version == latest_version_number(connection))
                     .values(summary_md=summary_md)
                 )
+            if result is not None and memory is None and pending is None:
+                # Withheld whole: no version is written; the entries belong to the current one.
+                current = latest_version_number(connection) or 0
+                keep_quarantined(connection, result.quarantined, current, now)
             if result is not None:
                 record_set_aside(connection, result.set_aside, result.settled, now)
             connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))

@@ -1163,3 +1163,25 @@ def test_a_thread_forgotten_while_phase_two_runs_leaves_no_set_aside_or_quaranti
     assert world.store.quarantined_entries() == []
     stored = database_text(world.engine)
     assert forgotten not in stored and "quarantine-marker-9" not in stored
+
+
+def test_an_answer_quarantined_whole_is_kept_in_the_quarantine(
+    world: World, migrated_url: str
+) -> None:
+    """Nothing of the answer reaches memory, so no version is written; the entries withheld
+    must still be listed for an admin, or the run's "quarantined" count names nothing."""
+
+    def answer(prompt: Prompt) -> dict[str, Any]:
+        thread = prompt.input_ids[0]
+        return upserting(block_payload(LEAKED_TOKEN, [thread]))
+
+    world.model.consolidate = answer
+
+    report = world.phase_two()
+
+    assert report.status == "succeeded" and report.quarantined == 1
+    entries = world.store.quarantined_entries()
+    assert len(entries) == 1 and entries[0].reason.startswith("secret:")
+    assert world.ids["d"] in entries[0].thread_ids
+    assert world.store.quarantined_count() == 1
+    assert LEAKED_TOKEN not in database_text(world.engine)
