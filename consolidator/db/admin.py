@@ -24,6 +24,7 @@ from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes
 from consolidator.db.claimable import DEADLINES, STAGE1_RULE, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from consolidator.db.held_notes import drop_held_note
+from consolidator.db.quarantine import forget_in_quarantine, in_quarantine
 from consolidator.db.records import (
     STAGE1,
     ClaimOutcome,
@@ -46,7 +47,7 @@ from consolidator.db.schema import (
 )
 from consolidator.db.search import scrub_deleted_terms
 from consolidator.db.threads import remove_inputs, tombstone_legacy
-from consolidator.db.versions import PURGE_OWED, forget_in_quarantine, in_quarantine, owe_purge
+from consolidator.db.versions import PURGE_OWED, owe_purge
 
 log = logging.getLogger("consolidator.db.store")
 # How long a forget waits for readers to let go of the WAL before saying it is not complete.

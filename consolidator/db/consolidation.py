@@ -30,6 +30,7 @@ from consolidator.db.base import (
 from consolidator.db.blocks import pending_memory
 from consolidator.db.jobs import fenced_finish
 from consolidator.db.outcomes import SET_ASIDE, keep_quarantined, record_set_aside
+from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -54,16 +55,14 @@ from consolidator.db.schema import (
 from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters
 from consolidator.db.versions import (
     current_digests,
-    insert_quarantined,
     insert_version,
     latest_version,
     latest_version_number,
     live,
 )
-from consolidator.memory.codec import StoredMemory, decode, forget_in
+from consolidator.memory.codec import StoredMemory, decode, forget_with_summary
 from consolidator.memory.delta import without_rejected
 from consolidator.memory.model import Memory, diff_summary
-from consolidator.memory.summary import forget_in_summary
 
 
 def _version_details(
@@ -215,12 +214,8 @@ class ConsolidationMixin(StoreBase):
                 memory = result.memory
                 dead = memory.thread_ids - live(connection, sorted(memory.thread_ids))
                 if dead:
-                    rewritten = forget_in(memory.memory_json, dead)
-                    if rewritten is not None:
-                        memory = rewritten
+                    memory, summary_md = forget_with_summary(memory, summary_md, dead)
                     forgotten = len(dead)
-                    if summary_md is not None:
-                        summary_md = forget_in_summary(summary_md, memory.memory, sorted(dead))
                 if review:
                     base = pending_statements.chain_base(connection)
                     kept = without_rejected(
@@ -299,7 +294,7 @@ class ConsolidationMixin(StoreBase):
                 )
             if result is not None and memory is None and pending is None:
                 # Withheld whole: no version is written; the entries belong to the current one.
-                current = latest_version_number(connection) or 0
+                current = latest_version_number(connection) or STAGE1_QUARANTINE_VERSION
                 keep_quarantined(connection, result.quarantined, current, now)
             if result is not None:
                 record_set_aside(connection, result.set_aside, result.settled, now)

@@ -53,6 +53,7 @@ from consolidator.db.engine import (
     WRITE_LOCK_PATIENCE_OPTION,
     WriteLockBusy,
 )
+from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -90,11 +91,8 @@ from consolidator.db.statements import (
     stage1_waiting_count,
     thread_exists,
 )
-from consolidator.db.versions import forget_in_memory, insert_quarantined
+from consolidator.db.versions import forget_in_memory
 
-# The `version` of entries withheld from a stage-one output: before any memory version (set-aside
-# phase-two inputs use none).
-STAGE1_QUARANTINE_VERSION = 0
 # How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
 CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 

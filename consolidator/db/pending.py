@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -175,14 +175,19 @@ def settle_after_forget(connection: Connection, now: datetime) -> list[int]:
     return dropped
 
 
-def forget_in_summaries(connection: Connection, thread_ids: Sequence[str]) -> None:
+def forget_in_summaries(
+    connection: Connection,
+    thread_ids: Sequence[str],
+    touched_tasks: Collection[tuple[str, str]],
+) -> None:
     """Filter the written summaries of the live pending versions against their content as
-    it now stands (its blocks already rewritten by the forget)."""
+    it now stands (its blocks already rewritten by the forget); `touched_tasks` cited the
+    threads before."""
     for row in live_rows(connection):
         if row.summary_md is None:
             continue
         memory = pending_memory(connection, row.id).memory
-        kept = forget_in_summary(row.summary_md, memory, thread_ids)
+        kept = forget_in_summary(row.summary_md, memory, thread_ids, touched_tasks)
         if kept != row.summary_md:
             connection.execute(
                 update(PendingVersion).where(PendingVersion.id == row.id).values(summary_md=kept)

@@ -29,10 +29,9 @@ from consolidator.db.records import RUN_DETAILS, VersionFields
 from consolidator.db.schema import PendingVersion
 from consolidator.db.statements import FENCE_PHASE2
 from consolidator.db.versions import insert_version, live
-from consolidator.memory.codec import StoredMemory, forget_in
+from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import signed_digests, without_rejected
 from consolidator.memory.model import diff_summary
-from consolidator.memory.summary import forget_in_summary
 
 
 @dataclass(frozen=True)
@@ -149,9 +148,7 @@ def _approve(connection: Connection, now: datetime, row: Row[Any]) -> Decision:
     summary_md = row.summary_md
     dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
     if dead:
-        stored = forget_in(stored.memory_json, dead) or stored
-        if summary_md is not None:
-            summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
+        stored, summary_md = forget_with_summary(stored, summary_md, dead)
     current = version_memory(connection, statements.current_number(connection))
     connection.execute(FENCE_PHASE2)
     version = insert_version(

@@ -31,12 +31,9 @@ from consolidator.db.claimable import (
 )
 from consolidator.db.consolidation import ConsolidationMixin
 from consolidator.db.held_notes import HeldNoteRecord, HeldNotesMixin
-from consolidator.db.jobs import (
-    PHASE2_RETRY_BUDGET,
-    STAGE1_QUARANTINE_VERSION,
-    JobsMixin,
-)
+from consolidator.db.jobs import PHASE2_RETRY_BUDGET, JobsMixin
 from consolidator.db.outcomes import OutcomesMixin, RunState, SetAsideInput
+from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,

@@ -15,13 +15,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Row,
     delete,
@@ -41,17 +40,16 @@ from consolidator.db.base import (
     contention_retry,
     insert_ignore,
     lock_memory_writes,
-    rowcount,
 )
 from consolidator.db.blocks import block_values, write_block_list
-from consolidator.db.records import QuarantineItem, VersionRecord
+from consolidator.db.quarantine import forget_in_quarantine
+from consolidator.db.records import VersionRecord
 from consolidator.db.schema import (
     Counter,
     MemoryBlock,
     MemoryBlockThread,
     MemoryVersion,
     MemoryVersionBlock,
-    QuarantinedEntry,
 )
 from consolidator.db.statements import FENCE_PHASE2, LIVE_OUTPUTS, VERSIONS
 from consolidator.memory.codec import (
@@ -60,12 +58,12 @@ from consolidator.memory.codec import (
     decode_block,
     encode,
     encode_block,
-    forget_in,
+    forget_with_summary,
     join_json,
     join_md,
     joined_bytes,
 )
-from consolidator.memory.forget import forget_threads
+from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.model import Block, Memory, diff_summary
 from consolidator.memory.summary import forget_in_summary
 
@@ -99,32 +97,6 @@ def latest_version(connection: Connection) -> VersionRecord | None:
     return version_of(connection, row)
 
 
-def insert_quarantined(
-    connection: Connection,
-    entries: Iterable[QuarantineItem],
-    *,
-    version: int | None,
-    now: datetime,
-    attempts: int = 0,
-    retry_at: datetime | None = None,
-) -> None:
-    """Keep entries out of every published file, with the threads behind them. `version`:
-    the memory version they were withheld from, `STAGE1_QUARANTINE_VERSION` for a stage-one
-    output, None for an input set aside by phase two (`attempts`, `retry_at`) or refused."""
-    for entry in entries:
-        connection.execute(
-            insert(QuarantinedEntry).values(
-                created_at=now,
-                version=version,
-                reason=entry.reason,
-                text=entry.text,
-                thread_ids=" " + " ".join(sorted(entry.thread_ids)) + " ",
-                attempts=attempts,
-                retry_at=retry_at,
-            )
-        )
-
-
 def numbered_version(connection: Connection, version: int) -> VersionRecord | None:
     row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).first()
     return version_of(connection, row)
@@ -140,6 +112,37 @@ def _linked(
     return sorted(connection.execute(select(wanted).where(key.in_(values)).distinct()).scalars())
 
 
+def _prune_blocks(
+    connection: Connection, refs: Sequence[int], thread_ids: Sequence[str]
+) -> tuple[list[Block], list[Block], list[int]]:
+    """Rewrite the block rows `refs` without the threads, in place; return the blocks as they
+    were, as they are now, and the rows left empty (not rewritten: their caller deletes them)."""
+    before: list[Block] = []
+    after: list[Block] = []
+    emptied: list[int] = []
+    for ref, block_json in connection.execute(
+        select(MemoryBlock.id, MemoryBlock.block_json).where(MemoryBlock.id.in_(refs))
+    ).all():
+        old = decode_block(block_json)
+        pruned = forget_threads(Memory((old,)), thread_ids)
+        before.append(old)
+        if not pruned.memory.blocks:
+            emptied.append(ref)
+            continue
+        block = encode_block(pruned.memory.blocks[0])
+        after.append(pruned.memory.blocks[0])
+        connection.execute(
+            update(MemoryBlock).where(MemoryBlock.id == ref).values(**block_values(block))
+        )
+        connection.execute(
+            delete(MemoryBlockThread).where(
+                MemoryBlockThread.block_ref == ref,
+                MemoryBlockThread.thread_id.not_in(sorted(block.thread_ids)),
+            )
+        )
+    return before, after, emptied
+
+
 def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetime) -> int:
     """Purge the threads from every stored memory version and the quarantine.
 
@@ -153,34 +156,14 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
     refs = _linked(connection, MemoryBlockThread.block_ref, MemoryBlockThread.thread_id, thread_ids)
     affected: list[int] = []
     current_new: int | None = None
+    touched_tasks: Collection[tuple[str, str]] = ()
     if refs:
         affected = _linked(
             connection, MemoryVersionBlock.version, MemoryVersionBlock.block_ref, refs
         )
         current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
-        before: list[Block] = []
-        after: list[Block] = []
-        emptied: list[int] = []
-        for ref, block_json in connection.execute(
-            select(MemoryBlock.id, MemoryBlock.block_json).where(MemoryBlock.id.in_(refs))
-        ).all():
-            old = decode_block(block_json)
-            pruned = forget_threads(Memory((old,)), thread_ids)
-            before.append(old)
-            if not pruned.memory.blocks:
-                emptied.append(ref)
-                continue
-            block = encode_block(pruned.memory.blocks[0])
-            after.append(pruned.memory.blocks[0])
-            connection.execute(
-                update(MemoryBlock).where(MemoryBlock.id == ref).values(**block_values(block))
-            )
-            connection.execute(
-                delete(MemoryBlockThread).where(
-                    MemoryBlockThread.block_ref == ref,
-                    MemoryBlockThread.thread_id.not_in(sorted(block.thread_ids)),
-                )
-            )
+        before, after, emptied = _prune_blocks(connection, refs, thread_ids)
+        touched_tasks = tasks_citing(before, thread_ids)
         touched = list(affected)
         if current in affected:
             version = insert_version_row(
@@ -217,39 +200,27 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
         update_diff_summaries(connection, [v for v in touched if v != current_new])
         pending_statements.settle_after_forget(connection, now)
     forget_in_summaries(
-        connection, thread_ids, [*affected, *([current_new] if current_new is not None else [])]
+        connection,
+        thread_ids,
+        [*affected, *([current_new] if current_new is not None else [])],
+        touched_tasks,
     )
-    pending_statements.forget_in_summaries(connection, thread_ids)
+    pending_statements.forget_in_summaries(connection, thread_ids, touched_tasks)
     # Skills cite sessions too: the same forget withdraws those left with too few.
     skill_statements.forget(connection, thread_ids, now)
     forget_in_quarantine(connection, thread_ids)
     return len(affected)
 
 
-def _naming(thread_id: str) -> ColumnElement[bool]:
-    return QuarantinedEntry.thread_ids.contains(f" {thread_id} ")
-
-
-def forget_in_quarantine(connection: Connection, thread_ids: Sequence[str]) -> int:
-    """Delete every quarantined entry behind any of the threads; how many went."""
-    return sum(
-        rowcount(connection.execute(delete(QuarantinedEntry).where(_naming(thread_id))))
-        for thread_id in thread_ids
-    )
-
-
-def in_quarantine(connection: Connection, thread_id: str) -> bool:
-    """Whether a quarantined entry names the thread: a note refused before it became an input
-    exists nowhere else."""
-    found = connection.execute(select(QuarantinedEntry.id).where(_naming(thread_id)).limit(1))
-    return found.first() is not None
-
-
 def forget_in_summaries(
-    connection: Connection, thread_ids: Sequence[str], versions: Sequence[int]
+    connection: Connection,
+    thread_ids: Sequence[str],
+    versions: Sequence[int],
+    touched_tasks: Collection[tuple[str, str]],
 ) -> None:
     """Filter the written summaries of `versions`, and of any version whose summary names a
-    thread, against each version's memory as it now stands (its blocks already rewritten)."""
+    thread, against each version's memory as it now stands (its blocks already rewritten);
+    `touched_tasks` cited the threads before."""
     wanted = set(versions)
     for start in range(0, len(thread_ids), _NAMED_PER_QUERY):
         chunk = thread_ids[start : start + _NAMED_PER_QUERY]
@@ -270,7 +241,8 @@ def forget_in_summaries(
     ).all()
     for record in versions_of(connection, rows):
         assert record.summary_md is not None
-        kept = forget_in_summary(record.summary_md, decode(record.memory_json), thread_ids)
+        memory = decode(record.memory_json)
+        kept = forget_in_summary(record.summary_md, memory, thread_ids, touched_tasks)
         if kept != record.summary_md:
             connection.execute(
                 update(MemoryVersion)
@@ -483,9 +455,7 @@ class VersionsMixin(StoreBase):
             dead = stored.thread_ids - live(connection, sorted(stored.thread_ids))
             summary_md = row.summary_md
             if dead:
-                stored = forget_in(stored.memory_json, dead) or stored
-                if summary_md is not None:
-                    summary_md = forget_in_summary(summary_md, stored.memory, sorted(dead))
+                stored, summary_md = forget_with_summary(stored, summary_md, dead)
             connection.execute(FENCE_PHASE2)
             new_version = insert_version(
                 connection,

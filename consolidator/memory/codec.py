@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Final
 
-from consolidator.memory.forget import forget_threads
+from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.model import (
     FORMAT_VERSION,
     Block,
@@ -20,6 +20,7 @@ from consolidator.memory.model import (
     block_to_dict,
 )
 from consolidator.memory.render import render_block
+from consolidator.memory.summary import forget_in_summary
 
 _JSON_HEAD: Final = f'{{"format":{FORMAT_VERSION},"blocks":['
 _JSON_TAIL: Final = "]}"
@@ -110,6 +111,18 @@ def forget_in(memory_json: str, thread_ids: Collection[str]) -> StoredMemory | N
     """The stored memory without the threads, or None when it cites none of them."""
     result = forget_threads(decode(memory_json), thread_ids)
     return encode(result.memory) if result.changed else None
+
+
+def forget_with_summary(
+    stored: StoredMemory, summary_md: str | None, thread_ids: Collection[str]
+) -> tuple[StoredMemory, str | None]:
+    """The stored memory and the summary written for it, both without the threads."""
+    result = forget_threads(stored.memory, thread_ids)
+    kept = encode(result.memory) if result.changed else stored
+    if summary_md is not None:
+        touched = tasks_citing(stored.memory.blocks, thread_ids)
+        summary_md = forget_in_summary(summary_md, kept.memory, sorted(thread_ids), touched)
+    return kept, summary_md
 
 
 _UNSAFE_STEM = re.compile(r"[^A-Za-z0-9._-]+")

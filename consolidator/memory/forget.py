@@ -11,7 +11,7 @@ otherwise damaged memory back into one that keeps the citation invariants.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from consolidator.memory import facts
@@ -87,6 +87,18 @@ def forget_threads(memory: Memory, thread_ids: Collection[str]) -> ForgetResult:
         blocks_removed=blocks,
         changed=memory_changed,
     )
+
+
+def tasks_citing(blocks: Iterable[Block], thread_ids: Collection[str]) -> set[tuple[str, str]]:
+    """The `(block_id, task_id)` of every task citing one of the threads: what a model wrote
+    about such a task may be in their words."""
+    forgotten = set(thread_ids)
+    return {
+        (block.block_id, task.task_id)
+        for block in blocks
+        for task in block.tasks
+        if any(citation.thread_id in forgotten for citation in task.citations)
+    }
 
 
 def prune_bullets(

@@ -339,14 +339,21 @@ def summary_problems(
     return problems
 
 
-def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) -> str:
+def forget_in_summary(
+    text: str,
+    memory: Memory,
+    thread_ids: Collection[str],
+    touched_tasks: Collection[tuple[str, str]],
+) -> str:
     """A stored summary without what the forgotten threads supported, with no model call.
 
-    `memory` is the memory once the threads are forgotten. As in `MEMORY.md`, a line goes when
-    it names a forgotten thread (its `thread_id=` or its id anywhere in the text) or a thread
-    the memory no longer cites; a task citation the memory no longer has is dropped from its
-    line, and a line left citing nothing goes. Headings left with nothing under them go, and
-    an emptied section says so with its placeholder.
+    `memory` is the memory once the threads are forgotten; `touched_tasks` are the
+    `(block_id, task_id)` of the tasks that cited one of them before. A model wrote these lines,
+    so nothing tells whose words a line about a touched task is in: such a line goes whole,
+    even when its task survives on other sessions (the next phase two writes it again from
+    them). A line also goes when it names a forgotten thread (its `thread_id=` or its id
+    anywhere in the text) or a thread the memory no longer cites. Headings left with nothing
+    under them go, and an emptied section says so with its placeholder.
     """
     gone = [
         re.compile(rf"(?<![A-Za-z0-9_]){re.escape(thread_id)}(?![A-Za-z0-9_])")
@@ -354,6 +361,7 @@ def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) ->
         if thread_id
     ]
     tasks = {(block.block_id, task.task_id) for block in memory.blocks for task in block.tasks}
+    touched = set(touched_tasks)
     cited = {c.thread_id for block in memory.blocks for task in block.tasks for c in task.citations}
     names = _heading_names(memory)
     kept: list[str] = []
@@ -383,12 +391,9 @@ def forget_in_summary(text: str, memory: Memory, thread_ids: Collection[str]) ->
         thread_refs = [m["thread"] for m in _THREAD_CITATION.finditer(line)]
         if any(thread_id not in cited for thread_id in thread_refs):
             continue
-        task_refs = list(_TASK_CITATION.finditer(line))
-        dead = [m for m in task_refs if (m["block"], m["task"]) not in tasks]
-        if dead and len(dead) == len(task_refs) and not thread_refs:
+        task_refs = {(m["block"], m["task"]) for m in _TASK_CITATION.finditer(line)}
+        if task_refs & touched or not task_refs <= tasks:
             continue
-        for match in reversed(dead):
-            line = (line[: match.start()].rstrip() + " " + line[match.end() :].lstrip()).rstrip()
         kept.append(line)
     return tidy_summary(kept)
 

@@ -16,9 +16,8 @@ MAX_PARAMETERS = 8
 KNOWN: dict[str, int] = {
     "consolidator/db/admin.py:status_counts": 86,
     "consolidator/db/consolidation.py:commit_phase2": 126,
-    "consolidator/db/jobs.py": 570,
+    "consolidator/db/jobs.py": 568,
     "consolidator/db/threads.py:_register": 84,
-    "consolidator/db/versions.py:forget_in_memory": 84,
     "consolidator/db/versions.py:insert_version_row()": 14,
     "consolidator/face/cli/status.py:human": 98,
     "consolidator/face/cli/status.py:status_command": 208,

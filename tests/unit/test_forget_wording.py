@@ -1,5 +1,6 @@
-"""Forgetting leaves no word that only forgotten sessions said, in merged offline bullets and
-in the summary rendered from them, after any order of sessions and forgets."""
+"""Forgetting leaves no word that only forgotten sessions said, in merged offline bullets, in
+the summary rendered from them and in one a model wrote, after any order of sessions and
+forgets."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.memory.forget import forget_threads
+from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.model import Memory
 from consolidator.memory.render import render_memory_md
-from consolidator.memory.summary import render_memory_summary
+from consolidator.memory.summary import forget_in_summary, render_memory_summary
 from tests.factories import item, notes, request
 
 # Plain statements of a few facts; a session adds its own aside (a word only it says), so the
@@ -53,11 +54,14 @@ def test_no_word_only_a_forgotten_session_said_remains(
     from tests.factories import request
 
     memory = Memory()
+    written = render_memory_summary(memory)
     forgotten: set[str] = set()
     day = 1
     for verb, thread_id, texts in steps:
         if verb == "forget":
+            touched = tasks_citing(memory.blocks, [thread_id])
             memory = forget_threads(memory, [thread_id]).memory
+            written = forget_in_summary(written, memory, [thread_id], touched)
             forgotten.add(thread_id)
             continue
         forgotten.discard(thread_id)
@@ -65,9 +69,26 @@ def test_no_word_only_a_forgotten_session_said_remains(
         said = item(thread_id, notes("Work", (), facts=tuple(texts)), day=f"2026-11-{day:02d}")
         result = consolidate_extractively(request(memory, said))
         memory = apply_changes(memory, result.upserts, result.deletions)
-    shown = render_memory_md(memory) + render_memory_summary(memory)
+        written = _as_a_model_writes_it(memory)
+    shown = render_memory_md(memory) + render_memory_summary(memory) + written
     for thread_id in forgotten:
         assert not re.search(_own_word(thread_id), shown), thread_id
+
+
+def _as_a_model_writes_it(memory: Memory) -> str:
+    """The rendered summary with a profile line per block that mixes the words of every
+    session its tasks cite and cites them all, as a model's summary may."""
+    lines = [
+        " ".join(
+            ["-"]
+            + [_own_word(c.thread_id) for task in block.tasks for c in task.citations]
+            + [f"[task {block.block_id}/{task.task_id}]" for task in block.tasks]
+        )
+        for block in memory.blocks
+    ]
+    profile = "## User Profile\n\n"
+    rendered = render_memory_summary(memory)
+    return rendered.replace(profile, profile + "".join(f"{line}\n" for line in lines), 1)
 
 
 def test_the_sessions_asides_do_not_keep_one_fact_from_merging() -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from bench.data import TextSource, big_memory, stage_one_output
-from consolidator.memory.forget import forget_threads
+from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.summary import (
     HEADINGS,
@@ -173,21 +174,22 @@ WRITTEN = """v1
 def test_forgetting_filters_a_written_summary_by_citation() -> None:
     assert summary_problems(WRITTEN, MEMORY, everything_live) == []
     forgotten = forget_threads(MEMORY, ["th3"]).memory
-    text = forget_in_summary(WRITTEN, forgotten, ["th3"])
+    text = forget_in_summary(WRITTEN, forgotten, ["th3"], tasks_citing(MEMORY.blocks, ["th3"]))
     assert "th3" not in text and "English" not in text and "/src/other" not in text
     assert "## General Tips\n\n- None recorded yet.\n" in text
     assert "- Works mostly in /src/app on tests and CI [task app/t1] [task app/t2]" in text
     assert summary_problems(text, forgotten, everything_live) == []
 
     only_app_t2 = forget_threads(forgotten, ["th1"]).memory
-    text = forget_in_summary(text, only_app_t2, ["th1"])
-    assert "- Works mostly in /src/app on tests and CI [task app/t2]" in text
+    text = forget_in_summary(text, only_app_t2, ["th1"], {("app", "t1")})
+    # The line cited th1's task too: its words may be th1's, so it goes whole.
+    assert "Works mostly" not in text
     assert "pass -x" not in text and "flaky test" not in text
     assert "### Older Memory Topics" not in text and "#### 2026-11-20" in text
     assert summary_problems(text, only_app_t2, everything_live) == []
 
     nothing = forget_threads(only_app_t2, ["th2"]).memory
-    text = forget_in_summary(text, nothing, ["th2"])
+    text = forget_in_summary(text, nothing, ["th2"], {("app", "t2")})
     assert (
         text
         == "\n".join(
@@ -213,7 +215,7 @@ def test_forgetting_one_thread_keeps_lines_of_a_thread_whose_id_extends_it() -> 
             ),
         )
     )
-    assert forget_in_summary(text, memory, ["th1"]).count("thread_id=") == 1
+    assert forget_in_summary(text, memory, ["th1"], set()).count("thread_id=") == 1
 
 
 def test_a_heading_may_name_only_a_day_or_a_project_of_the_cited_sessions() -> None:
@@ -243,8 +245,31 @@ def test_forgetting_removes_a_project_heading_and_what_sits_under_it() -> None:
     )
     assert summary_problems(under_other, MEMORY, everything_live) == []
     forgotten = forget_threads(MEMORY, ["th3"]).memory
-    text = forget_in_summary(under_other, forgotten, ["th3"])
+    text = forget_in_summary(under_other, forgotten, ["th3"], {("user-wide", "t1")})
     assert "/src/other" not in text
     assert "CI speed-up again" not in text
     assert "- CI speed-up, partial (rollout_summaries/2026-11-20-fix-th2.md, thread_id=th2)" in text
     assert summary_problems(text, forgotten, everything_live) == []
+
+
+def test_a_written_line_about_a_task_that_loses_a_session_goes_whole() -> None:
+    """A model wrote the line from every session of the task; which words were whose is not
+    known, so a line about a task one of whose sessions is forgotten cannot stay."""
+    merged = Task(
+        "t3",
+        "move the nightly job",
+        (cite("th4", "/src/app", "2026-11-21"), cite("th5", "/src/app", "2026-11-22")),
+    )
+    memory = Memory((replace(APP, tasks=(*APP.tasks, merged)), EVERYWHERE))
+    written = WRITTEN.replace(
+        "- Answer in English everywhere [task user-wide/t1]",
+        "- Answer in English everywhere [task user-wide/t1]\n"
+        "- Nightly job moved off the Northwind host [task app/t3]",
+    )
+    assert summary_problems(written, memory, everything_live) == []
+    after = forget_threads(memory, ["th4"]).memory
+    assert any(task.task_id == "t3" for task in after.blocks[0].tasks)
+    text = forget_in_summary(written, after, ["th4"], tasks_citing(memory.blocks, ["th4"]))
+    assert "Northwind" not in text
+    assert "- Answer in English everywhere [task user-wide/t1]" in text
+    assert summary_problems(text, after, everything_live) == []
