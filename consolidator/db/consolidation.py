@@ -52,13 +52,12 @@ from consolidator.db.schema import (
     Stage1Output,
     Thread,
 )
-from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters
+from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters, live
 from consolidator.db.versions import (
     current_digests,
     insert_version,
     latest_version,
     latest_version_number,
-    live,
 )
 from consolidator.memory.codec import StoredMemory, decode, forget_with_summary
 from consolidator.memory.delta import without_rejected

@@ -22,7 +22,7 @@ from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS
 from consolidator.db.quarantine import insert_quarantined
 from consolidator.db.records import PHASE2, PHASE2_KEY, QuarantineItem, retry_delay
 from consolidator.db.schema import Job, QuarantinedEntry
-from consolidator.db.versions import live
+from consolidator.db.statements import live
 
 # The first wait before a set-aside input is tried again; it doubles each time, up to a day.
 SET_ASIDE_FIRST_RETRY_SECONDS = 3600.0

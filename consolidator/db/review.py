@@ -27,8 +27,8 @@ from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes
 from consolidator.db.blocks import pending_memory, version_memory
 from consolidator.db.records import RUN_DETAILS, VersionFields
 from consolidator.db.schema import PendingVersion
-from consolidator.db.statements import FENCE_PHASE2
-from consolidator.db.versions import insert_version, live
+from consolidator.db.statements import FENCE_PHASE2, live
+from consolidator.db.versions import insert_version
 from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import signed_digests, without_rejected
 from consolidator.memory.model import diff_summary

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from consolidator.db.base import StoreBase, contention_retry
 from consolidator.db.schema import Skill as SkillRow
 from consolidator.db.schema import SkillThread
+from consolidator.db.statements import live
 from consolidator.skills.model import (
     Skill,
     decode_skill,
@@ -30,7 +31,7 @@ from consolidator.skills.wording import without_threads
 
 log = logging.getLogger(__name__)
 
-ProposeOutcome = Literal["proposed", "unchanged", "rejected_before", "conflict"]
+ProposeOutcome = Literal["proposed", "unchanged", "rejected_before", "conflict", "witness_gone"]
 SkillState = Literal["pending", "pending update", "approved", "rejected"]
 
 
@@ -103,7 +104,11 @@ def propose(connection: Connection, skill: Skill, now: datetime) -> ProposeOutco
       `rejected_before`, nothing written; a new or changed session proposes it again.
     - A name or fingerprint taken by a concurrent proposal: `conflict`, nothing written (the
       next run sees that row).
+    - A session of its evidence forgotten or gone since it was detected: `witness_gone`,
+      nothing written (its words may be in the skill; the next run detects it again).
     """
+    if not skill.thread_ids <= live(connection, sorted(skill.thread_ids)):
+        return "witness_gone"
     encoded = encode_skill(skill)
     row = connection.execute(_ROWS.where(SkillRow.fingerprint == skill.fingerprint)).first()
     if row is None:

@@ -12,11 +12,13 @@ and the write counts, zero means the lease was lost and nothing may be written.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Connection,
     Integer,
     String,
     and_,
@@ -310,3 +312,8 @@ def insert_ignore_statement(table: Any, on_sqlite: bool) -> Any:
     dialect_insert = sqlite.insert if on_sqlite else postgresql.insert
     primary_key = next(iter(table.__table__.primary_key.columns))
     return dialect_insert(table).on_conflict_do_nothing().returning(primary_key)
+
+
+def live(connection: Connection, thread_ids: Sequence[str]) -> frozenset[str]:
+    """Threads that may be cited: active, with a stored stage-one output."""
+    return frozenset(connection.execute(LIVE_OUTPUTS, {"live_ids": list(thread_ids)}).scalars())

@@ -51,7 +51,7 @@ from consolidator.db.schema import (
     MemoryVersion,
     MemoryVersionBlock,
 )
-from consolidator.db.statements import FENCE_PHASE2, LIVE_OUTPUTS, VERSIONS
+from consolidator.db.statements import FENCE_PHASE2, VERSIONS, live
 from consolidator.memory.codec import (
     StoredMemory,
     decode,
@@ -82,11 +82,6 @@ def owe_purge(connection: Connection) -> None:
         return
     if not insert_ignore(connection, Counter, {"name": PURGE_OWED, "value": 1}):
         connection.execute(update(Counter).where(Counter.name == PURGE_OWED).values(value=1))
-
-
-def live(connection: Connection, thread_ids: Sequence[str]) -> frozenset[str]:
-    """Threads that may be cited: active, with a stored stage-one output."""
-    return frozenset(connection.execute(LIVE_OUTPUTS, {"live_ids": list(thread_ids)}).scalars())
 
 
 def latest_version(connection: Connection) -> VersionRecord | None:

@@ -207,6 +207,22 @@ def test_a_skill_carrying_an_injection_or_a_dead_citation_is_refused(store: Stor
     assert [r.name for r in store.list_skills()] == [NAME]
 
 
+def test_a_skill_detected_before_a_forget_is_not_stored_after_it(store: Store) -> None:
+    """Proposing reads the outputs first and writes later; a forget in between wins, so no
+    skill row may cite the forgotten session or carry its words."""
+    threads = three_sessions(store)
+    consolidate(store)
+    record = store.get_skill(NAME)
+    assert record is not None and record.proposed is not None
+    read_before = {output.thread_id: output.cwd for output in store.list_stage1_outputs(threads)}
+    store.forget_thread(threads[0])
+    assert store.list_skills() == []
+
+    report = propose_candidates(store, [record.proposed], read_before)
+
+    assert report.proposed == [] and store.list_skills() == []
+
+
 def test_a_rejected_skill_is_not_proposed_again_without_new_evidence(store: Store) -> None:
     three_sessions(store)
     consolidate(store)
