@@ -101,6 +101,8 @@ class Behaviour:
       reported as cut off (`finish_reason: length`, `status: incomplete`).
     - `tool_call`: (name, JSON arguments): answer a Responses request with that function call
       instead of a message, as a model asking an agent to run a tool does.
+    - `ignores_format`: a Responses request's `text.format` is not echoed back, as a server that
+      drops it does (llama.cpp); otherwise it is, as the OpenAI API does.
     """
 
     fault: Fault = Fault.OK
@@ -116,6 +118,7 @@ class Behaviour:
     usage: tuple[int, int] | None = None
     output_limit: bool = False
     tool_call: tuple[str, str] | None = None
+    ignores_format: bool = False
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ErrorAnswer as refusal:
             self._send_error(refusal.status, refusal.kind, refusal.code, refusal.message)
             return
-        limit = body.get("max_completion_tokens") or body.get("max_output_tokens")
+        limit = (
+            body.get("max_completion_tokens")
+            or body.get("max_output_tokens")
+            or body.get("max_tokens")
+        )
         if behaviour.output_limit and isinstance(limit, int) and len(content) > limit * 4:
             content, truncated = content[: limit * 4], True
         prompt_tokens, completion_tokens = behaviour.usage or (
@@ -372,6 +379,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer = _chat_body(model, content, truncated, prompt_tokens, completion_tokens)
         else:
             answer = _responses_body(model, content, truncated, prompt_tokens, completion_tokens)
+            if not behaviour.ignores_format and isinstance(body.get("text"), dict):
+                answer["text"] = body["text"]
             if behaviour.tool_call is not None:
                 name, arguments = behaviour.tool_call
                 answer["output"] = [

@@ -30,5 +30,7 @@ def make_backend(settings: Settings) -> Backend:
             timeout_seconds=settings.model_timeout_seconds,
             api=settings.openai_api,
             max_output_tokens=settings.max_output_tokens,
+            structured_output=settings.structured_output,
+            output_limit_parameter=settings.output_limit_parameter,
         )
     )

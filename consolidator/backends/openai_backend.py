@@ -9,11 +9,15 @@ a transient fault, because sampling again usually fixes it.
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 import openai
+from openai.types.responses import ResponseFormatTextConfigParam
+from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from consolidator.backends.answers import answer_to_changes, parse_json_answer, wire_schema
 from consolidator.backends.base import (
@@ -51,12 +55,16 @@ from consolidator.backends.prompts import (
     render_consolidation_prompt,
     render_stage_one_prompt,
     render_summary_prompt,
+    with_schema_in_prompt,
 )
+from consolidator.core.config import OutputLimitParameter, StructuredOutput
 from consolidator.core.resources import load_schema
 
 # The access check before a pass: short, so a dead endpoint does not hold the pass up.
 _ACCESS_CHECK_TIMEOUT_SECONDS = 10.0
 _MAX_REASON_CHARS = 200
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,8 @@ class OpenAIConfig:
     max_attempts: int = 4
     api: Literal["chat", "responses"] = "chat"
     max_output_tokens: int = 16000
+    structured_output: StructuredOutput = "json_schema"
+    output_limit_parameter: OutputLimitParameter = "max_completion_tokens"
     max_retry_wait_seconds: float = 60
     initial_retry_wait_seconds: float = 1.0
 
@@ -100,6 +110,8 @@ class OpenAIBackend:
             timeout=config.timeout_seconds,
         )
         self.endpoint = endpoint_for_display(config.base_url)
+        # Set once: a Responses server found ignoring the answer format is asked over chat.
+        self._api = config.api
 
     def close(self) -> None:
         self._client.close()
@@ -274,37 +286,72 @@ class OpenAIBackend:
     def _send(
         self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: Attempts
     ) -> tuple[str, bool]:
-        """One HTTP request; returns the answer text and whether it was cut off."""
-        sent = wire_schema(schema)
-        if self.config.api == "responses":
-            response = self._client.responses.create(
-                model=self.model,
-                input=prompt,
-                max_output_tokens=self.config.max_output_tokens,
-                store=False,
-                text={
-                    "format": {
-                        "type": "json_schema",
-                        "name": schema_name,
-                        "schema": sent,
-                        "strict": True,
-                    }
-                },
-            )
-            _count_answer(attempts, response, "input_tokens", "output_tokens")
-            text = getattr(response, "output_text", None)
-            if not isinstance(text, str) or not text:
-                raise InvalidModelOutput("the answer has no text output")
-            return text, getattr(response, "status", None) == "incomplete"
+        """One HTTP request (two when a Responses server turns out to ignore the schema);
+        returns the answer text and whether it was cut off."""
+        style = self.config.structured_output
+        sent = dict(schema) if style == "json_schema_with_limits" else wire_schema(schema)
+        if style == "json_object":
+            prompt = with_schema_in_prompt(prompt, schema)
+        if self._api == "responses":
+            answer = self._send_responses(prompt, schema_name, sent, attempts)
+            if answer is not None:
+                return answer
+        return self._send_chat(prompt, schema_name, sent, attempts)
 
+    def _send_responses(
+        self, prompt: str, schema_name: str, sent: dict[str, Any], attempts: Attempts
+    ) -> tuple[str, bool] | None:
+        """A Responses request; None when the server ignored the answer format (its answer is
+        prose and it does not echo the format), after which this backend uses chat."""
+        wanted: ResponseFormatTextConfigParam = (
+            {"type": "json_object"}
+            if self.config.structured_output == "json_object"
+            else {"type": "json_schema", "name": schema_name, "schema": sent, "strict": True}
+        )
+        response = self._client.responses.create(
+            model=self.model,
+            input=prompt,
+            max_output_tokens=self.config.max_output_tokens,
+            store=False,
+            text={"format": wanted},
+        )
+        _count_answer(attempts, response, "input_tokens", "output_tokens")
+        text = getattr(response, "output_text", None)
+        echoed = getattr(getattr(getattr(response, "text", None), "format", None), "type", None)
+        if echoed != wanted["type"] and not _is_json_object(text):
+            log.warning(
+                "model endpoint %s ignored the answer format of the Responses API; using the "
+                "chat API from now on (set CONSOLIDATOR_OPENAI_API=chat to skip this request)",
+                self.endpoint,
+                extra={"action": "responses_format_ignored"},
+            )
+            self._api = "chat"
+            return None
+        if not isinstance(text, str) or not text:
+            raise InvalidModelOutput("the answer has no text output")
+        used = getattr(getattr(response, "usage", None), "output_tokens", 0) or 0
+        cut = getattr(response, "status", None) == "incomplete"
+        return text, cut or used >= self.config.max_output_tokens
+
+    def _send_chat(
+        self, prompt: str, schema_name: str, sent: dict[str, Any], attempts: Attempts
+    ) -> tuple[str, bool]:
+        response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema = (
+            {"type": "json_object"}
+            if self.config.structured_output == "json_object"
+            else {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": sent, "strict": True},
+            }
+        )
+        tokens = self.config.max_output_tokens
+        by_old_name = self.config.output_limit_parameter == "max_tokens"
         completion = self._client.chat.completions.create(
             model=self.model,
             messages=[{"role": "user", "content": prompt}],
-            max_completion_tokens=self.config.max_output_tokens,
-            response_format={
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": sent, "strict": True},
-            },
+            response_format=response_format,
+            max_completion_tokens=openai.omit if by_old_name else tokens,
+            max_tokens=tokens if by_old_name else openai.omit,
         )
         _count_answer(attempts, completion, "prompt_tokens", "completion_tokens")
         choices = getattr(completion, "choices", None) or []
@@ -317,7 +364,9 @@ class OpenAIBackend:
         content = getattr(message, "content", None)
         if not isinstance(content, str):
             raise InvalidModelOutput("the answer has no text content")
-        return content, getattr(choices[0], "finish_reason", None) == "length"
+        used = getattr(getattr(completion, "usage", None), "completion_tokens", 0) or 0
+        cut = getattr(choices[0], "finish_reason", None) == "length"
+        return content, cut or used >= self.config.max_output_tokens
 
     def _raise_for_status(self, exc: openai.APIStatusError) -> NoReturn:
         """Sort a refused attempt into the one failure class each status and code belongs to
@@ -362,6 +411,13 @@ class OpenAIBackend:
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self.config.api_key)
+
+
+def _is_json_object(text: object) -> bool:
+    try:
+        return isinstance(text, str) and isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def _count_answer(attempts: Attempts, reply: object, input_key: str, output_key: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from consolidator.backends.base import ConsolidationRequest, Stage1Input, SummaryRequest
 from consolidator.core.resources import load_prompt
@@ -15,6 +16,7 @@ STAGE_ONE = "stage_one"
 CONSOLIDATION = "consolidation"
 CONSOLIDATION_RETRY = "consolidation_retry"
 MEMORY_SUMMARY = "memory_summary"
+JSON_OBJECT = "json_object"
 
 _PLACEHOLDER = re.compile(r"\{(thread_id|cwd|git_branch|rollout_path|transcript)\}")
 _CONSOLIDATION_PLACEHOLDER = re.compile(
@@ -112,3 +114,10 @@ def _refusal_section(reason: str | None) -> str:
     if not reason:
         return ""
     return load_prompt(CONSOLIDATION_RETRY).replace("{reason}", " ".join(reason.split()))
+
+
+def with_schema_in_prompt(prompt: str, schema: dict[str, Any]) -> str:
+    """`prompt` followed by the schema its answer must match, for a server that can only be
+    asked for "a JSON object"."""
+    text = json.dumps(schema, ensure_ascii=False, indent=1)
+    return prompt.rstrip("\n") + "\n" + load_prompt(JSON_OBJECT).replace("{schema}", text)

@@ -11,6 +11,7 @@ equal).
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import math
 import os
 import socket
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from consolidator.core.database_url import BadDatabaseURL, normalize_url, redact_url
 from consolidator.core.errors import ConfigError
@@ -28,6 +30,16 @@ BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")
 DEFAULT_MODEL = "gpt-5-mini"
 # The extractive backend's phase-two cooldown unless one is set: its runs cost nothing.
 OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
+# A model server on this machine (loopback) often runs on a CPU: minutes per answer.
+LOCAL_MODEL_TIMEOUT_SECONDS = 600.0
+StructuredOutput = Literal["json_schema", "json_schema_with_limits", "json_object"]
+STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = (
+    "json_schema",
+    "json_schema_with_limits",
+    "json_object",
+)
+OutputLimitParameter = Literal["max_completion_tokens", "max_tokens"]
+OUTPUT_LIMIT_PARAMETERS: tuple[OutputLimitParameter, ...] = ("max_completion_tokens", "max_tokens")
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
 # The switch of the commands that write the memory folder (`--adopt-memory-files`): not a
@@ -289,7 +301,11 @@ class Settings:
         "Most tokens one model answer may use; every request leaves this much of the window "
         "for the answer (a stage-one transcript is cut shorter, phase-two slices are sized).",
     )
-    model_timeout_seconds: float = positive(120.0, "Timeout of one model request.")
+    model_timeout_seconds: float = positive(
+        120.0,
+        "Timeout of one model request (600 when OPENAI_BASE_URL is on this machine, unless "
+        "set: a local CPU server takes minutes per answer).",
+    )
     db_connect_timeout_seconds: float = positive(
         10.0, "Give up connecting to the database after this long (exit code 3)."
     )
@@ -301,6 +317,21 @@ class Settings:
         "chat",
         "Which OpenAI endpoint to call: chat (chat completions) or responses.",
         choices=("chat", "responses"),
+    )
+    structured_output: StructuredOutput = setting(
+        "json_schema",
+        "How an answer is held to its JSON schema: json_schema (strict, as the OpenAI API takes "
+        "it; length limits only stated in the field descriptions), json_schema_with_limits "
+        "(the schema with its maxLength limits, for servers that compile it to a grammar: "
+        "llama.cpp, vLLM), json_object (any JSON object, the schema in the prompt, for servers "
+        "without json_schema).",
+        choices=STRUCTURED_OUTPUTS,
+    )
+    output_limit_parameter: OutputLimitParameter = setting(
+        "max_completion_tokens",
+        "The chat request's name for the output limit: max_completion_tokens (the OpenAI API) "
+        "or max_tokens (older compatible servers).",
+        choices=OUTPUT_LIMIT_PARAMETERS,
     )
     # Not settings of ours: the SDK's own variables, read as they are.
     openai_api_key: str | None = None
@@ -406,7 +437,22 @@ def build_settings(
     if "phase2_cooldown_seconds" not in raw and settings.resolved_backend() == "extractive":
         # The offline backend costs nothing to run: a cooldown of hours only delays memory.
         settings = replace(settings, phase2_cooldown_seconds=OFFLINE_PHASE2_COOLDOWN_SECONDS)
+    if "model_timeout_seconds" not in raw and is_loopback_url(settings.openai_base_url):
+        settings = replace(settings, model_timeout_seconds=LOCAL_MODEL_TIMEOUT_SECONDS)
     return settings
+
+
+def is_loopback_url(url: str | None) -> bool:
+    """Whether `url` names a server on this machine."""
+    if not url:
+        return False
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _check_together(values: Mapping[str, Any]) -> None:
