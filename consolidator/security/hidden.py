@@ -2,8 +2,9 @@
 
 - In prose: "the DB password is hunter2hunter2" names the secret in words, with no `=`.
 - In a signed URL: `X-Amz-Signature=...` and its credential and session token.
-- Encoded: a base64 blob whose decoded text holds a secret (a credentials file piped through
-  `base64`), and a private key's body pasted without its BEGIN and END lines.
+- Encoded: a base64 or hex blob whose decoded text holds a secret (a credentials file piped
+  through `base64` or `xxd -p`), and a private key's body pasted without its BEGIN and END
+  lines.
 - Split by invisible characters: a soft hyphen or a zero-width space that chat tools insert
   breaks every token pattern, so the detectors also read the text without them
   (`without_invisible`) and the spans found there are mapped back.
@@ -52,6 +53,7 @@ _SIGNED_URL = re.compile(
 )
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,}={0,2})*")
 _MIN_RUN = 40
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 # Every base64 character as `a`, everything else as a space: a regex that starts with a
 # character class is tried at every letter of a text, a literal run of `a` is found at once.
 _BASE64_MARKS = bytes(
@@ -84,8 +86,8 @@ def prose_spans(scan: Scan) -> Iterator[Span]:
 
 
 def encoded_spans(text: str, detect: Detector) -> Iterator[Span]:
-    """A base64 blob that decodes to text holding a secret (found by `detect`), and lines of
-    a private key's body with no BEGIN or END line around them."""
+    """A base64 or hex blob that decodes to text holding a secret (found by `detect`), and
+    lines of a private key's body with no BEGIN or END line around them."""
     for start, end in _base64_runs(text):
         if end - start > _MAX_ENCODED_CHARS:
             continue  # an image or an archive, not a credentials file
@@ -95,7 +97,9 @@ def encoded_spans(text: str, detect: Detector) -> Iterator[Span]:
         ):
             yield start, end, "key material"
             continue
-        decoded = _decoded("".join(lines))
+        blob = "".join(lines)
+        decoded = _decoded_hex(blob) if _HEX.fullmatch(blob) else None
+        decoded = decoded if decoded is not None else _decoded(blob)
         if decoded is not None and detect(decoded):
             yield start, end, "encoded secret"
 
@@ -144,11 +148,26 @@ def has_invisible(text: str) -> bool:
     return not text.isascii() and INVISIBLE.search(text) is not None
 
 
+def _decoded_hex(blob: str) -> str | None:
+    """A hex dump of text (`xxd -p`, `hexdump`): a digest or an id decodes to bytes that are
+    not text, so it is not read."""
+    try:
+        return _text(bytes.fromhex(blob))
+    except ValueError:
+        return None
+
+
 def _decoded(blob: str) -> str | None:
     try:
-        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
-        decoded = raw.decode("utf-8")
+        return _text(base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True))
     except (binascii.Error, ValueError):
+        return None
+
+
+def _text(raw: bytes) -> str | None:
+    try:
+        decoded = raw.decode("utf-8")
+    except ValueError:
         return None
     printable = sum(char.isprintable() or char in "\n\r\t" for char in decoded)
     return decoded if decoded and printable == len(decoded) else None

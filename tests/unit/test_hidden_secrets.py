@@ -1,5 +1,5 @@
 """Secrets written so that no shape detector sees them: named in a sentence, carried by a signed
-URL, encoded in base64, split by an invisible character, or a key's body without its frame.
+URL, encoded in base64 or hex, split by an invisible character, or a key's body without its frame.
 Each must be gone from the redacted text; text that only talks about secrets must stay."""
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ KEY_BODY = "\n".join(
     base64.b64encode(bytes((line * 48 + i) % 256 for i in range(48))).decode() for line in range(5)
 )
 
+_CREDENTIALS_HEX = CREDENTIALS_FILE.encode().hex()
+CREDENTIALS_HEX_LINES = [_CREDENTIALS_HEX[i : i + 60] for i in range(0, len(_CREDENTIALS_HEX), 60)]
+
 HIDDEN = {
     "password said in prose": ("the DB password is hunter2hunter2, keep it", "hunter2hunter2"),
     "token after a colon": ("staging token: Zx81kq0PLmv7Q", "Zx81kq0PLmv7Q"),
@@ -38,6 +41,14 @@ HIDDEN = {
         "cat ~/.aws/credentials | base64\n"
         + base64.encodebytes(CREDENTIALS_FILE.encode()).decode(),
         base64.b64encode(CREDENTIALS_FILE.encode()).decode()[:40],
+    ),
+    "hex dump of a credentials file": (
+        "xxd -p ~/.aws/credentials\n" + "\n".join(CREDENTIALS_HEX_LINES),
+        CREDENTIALS_HEX_LINES[1],
+    ),
+    "hex of a token on one line": (
+        f"echo {GITHUB_TOKEN.encode().hex()} | xxd -r -p",
+        GITHUB_TOKEN.encode().hex(),
     ),
     "key body without its frame": (f"here is the key:\n{KEY_BODY}\n", KEY_BODY.split()[2]),
     "soft hyphen inside a key": (
@@ -69,6 +80,8 @@ BENIGN = [
     "the access key is rotated monthly",
     "git log --format=%H | head -n 40 > /home/dev/projects/app/src/lambda/schema/commits.txt",
     "sha256 9f2c4e1a7b3d5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8 is the digest",
+    "git checkout 3f1d2c9a8b7e6f5a4d3c2b1a0f9e8d7c6b5a4f3e",
+    f"the commit message in hex: {b'Fix the flaky export test in the nightly job'.hex()}",
     "pw reset needs the user's email",
     "Notes for the reviewer: naïve café résumé, nothing hidden here.",
 ]
