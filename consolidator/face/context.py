@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory.model import Block, Bullet, Memory, Section
+from consolidator.memory.model import Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 from consolidator.verify.entry import EntryChecker
@@ -41,6 +41,14 @@ _SECTION_TITLES: Final[dict[Section, str]] = {
     "knowledge": "Reusable knowledge",
 }
 _PROJECT_ORDER: Final[tuple[Section, ...]] = ("preferences", "failures", "knowledge")
+# How an entry's origin reads beside it.
+ORIGIN_LABELS: Final[dict[Origin, str]] = {
+    "user": "the user said",
+    "note": "the user's note",
+    "tool": "a tool showed",
+    "agent": "the agent concluded",
+    "agent_note": "an agent's note",
+}
 # Entries the repository contradicts are shown marked up to this many; the rest are left out.
 MAX_FAILING_SHOWN: Final = 3
 
@@ -132,8 +140,9 @@ class _Checks:
 
 
 def witnessed(block: Block, bullet: Bullet) -> str:
-    """When the entry was last seen true and in how many sessions, so an agent can weigh an
-    old single sighting against a fact many recent sessions repeated."""
+    """Where the entry came from (when known), when it was last seen true and in how many
+    sessions, so an agent can weigh an agent's guess against the user's word, and an old
+    single sighting against a fact many recent sessions repeated."""
     cited = {task.task_id: task for task in block.tasks}
     sightings = {
         citation.thread_id: citation.updated_at[:10]
@@ -145,7 +154,9 @@ def witnessed(block: Block, bullet: Bullet) -> str:
         return ""
     last = max(sightings.values())
     many = f", {len(sightings)} sessions" if len(sightings) > 1 else ""
-    return f"[seen {last}{many}]"
+    origin = bullet.origin
+    said = f"{ORIGIN_LABELS[origin]}, " if origin is not None else ""
+    return f"[{said}seen {last}{many}]"
 
 
 @dataclass

@@ -29,6 +29,10 @@ ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 Section = Literal["preferences", "knowledge", "failures"]
 SECTIONS: Final[tuple[Section, ...]] = ("preferences", "knowledge", "failures")
+# Where a session had an entry from, most direct first: the user said it, a note the user
+# wrote, a tool's output showed it, the agent concluded it, a note an agent wrote.
+Origin = Literal["user", "note", "tool", "agent", "agent_note"]
+ORIGINS: Final[tuple[Origin, ...]] = ("user", "note", "tool", "agent", "agent_note")
 
 
 def is_valid_id(value: str) -> bool:
@@ -74,11 +78,22 @@ class Bullet:
     (`(thread_id, text)`): a bullet merged from several sessions is shown in one session's
     words, and forgetting that session must leave the words of a remaining one, not its own.
     Empty when the wording is not traceable to one session (a model wrote it).
+
+    `origins` holds, when known, where each witnessing session had the bullet from (the user
+    said it, a tool showed it, the agent concluded it, a note); forgetting a session drops its
+    origin with its wording.
     """
 
     text: str
     task_ids: tuple[str, ...]
     sources: tuple[tuple[str, str], ...] = ()
+    origins: tuple[tuple[str, Origin], ...] = ()
+
+    @property
+    def origin(self) -> Origin | None:
+        """Where the most direct of its known witnesses had it from; None when unknown."""
+        known = {origin for _, origin in self.origins}
+        return next((origin for origin in ORIGINS if origin in known), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +278,7 @@ def block_to_dict(block: Block) -> dict[str, Any]:
                 "text": bullet.text,
                 "task_ids": list(bullet.task_ids),
                 **({"sources": [list(s) for s in bullet.sources]} if bullet.sources else {}),
+                **({"origins": [list(o) for o in bullet.origins]} if bullet.origins else {}),
             }
             for bullet in block.section(name)
         ]
@@ -308,7 +324,7 @@ def _block_from_dict(reader: _Reader) -> Block:
 
 def _bullets_from(reader: _Reader, key: Section) -> tuple[Bullet, ...]:
     return tuple(
-        Bullet(b.string("text"), b.strings("task_ids"), b.pairs("sources"))
+        Bullet(b.string("text"), b.strings("task_ids"), b.pairs("sources"), b.origins("origins"))
         for b in reader.objects(key)
     )
 
@@ -366,6 +382,11 @@ class _Reader:
         ):
             raise ValueError(f"{self._path}.{key}: expected a list of [string, string]")
         return tuple((v[0], v[1]) for v in values)
+
+    def origins(self, key: str) -> tuple[tuple[str, Origin], ...]:
+        """An optional list of [thread id, origin]; an origin this version does not know is
+        left out (unknown), not an error."""
+        return tuple((t, o) for t, o in self.pairs(key) if o in ORIGINS)
 
     def objects(self, key: str) -> Iterator[_Reader]:
         for index, value in enumerate(self._list(key)):

@@ -61,6 +61,8 @@ class ExtractiveNotes:
     conclusions: tuple[str, ...] = ()
     # What the user said is wrong, dropped or to be forgotten: the topic, not the old value.
     revoked: tuple[str, ...] = ()
+    # A note's writer ("note": the user, "agent_note": an agent); "" for a session.
+    noted_by: str = ""
 
     @property
     def states_something(self) -> bool:
@@ -80,6 +82,7 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
         _field("cwd", notes.cwd),
         _field("git_branch", notes.git_branch),
         _field("keywords", ", ".join(one_line(k) for k in notes.keywords)),
+        *([_field("noted_by", notes.noted_by)] if notes.noted_by else []),
         "---",
     ]
     if notes.user_quotes:
@@ -177,6 +180,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         facts=tuple(statements["facts"]),
         conclusions=tuple(statements["conclusions"]),
         revoked=tuple(statements["revoked"]),
+        noted_by=fields.get("noted_by", ""),
     )
 
 

@@ -35,6 +35,7 @@ class SearchHit:
     thread_ids: tuple[str, ...] = ()
     path: str | None = None
     score: float = 0.0
+    origin: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value not in (None, ())}
@@ -104,7 +105,13 @@ def _candidates(
                 for thread in task.thread_ids
             )
             yield SearchHit(
-                "bullet", one_line(bullet.text), block.block_id, block.title, section, threads
+                "bullet",
+                one_line(bullet.text),
+                block.block_id,
+                block.title,
+                section,
+                threads,
+                origin=bullet.origin,
             )
     for block in blocks:
         for task in block.tasks:

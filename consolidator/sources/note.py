@@ -25,6 +25,8 @@ NOTE_TYPE: Final = "consolidator_note"
 NOTE_VERSION: Final = 1
 # The name a note's text carries as an item: stage one keeps it whole, as something to remember.
 NOTE_ITEM: Final = "note"
+# The same for a note an agent wrote (through MCP), so what is made of it says who wrote it.
+AGENT_NOTE_ITEM: Final = "agent_note"
 
 
 def is_note_record(record: Record) -> bool:
@@ -42,8 +44,9 @@ def cwd_named_by(record: Record) -> str | None:
 def items_from_record(record: Record) -> Iterator[RolloutItem]:
     text = non_empty(get_str(record, "text"))
     if is_note_record(record) and text is not None:
+        name = AGENT_NOTE_ITEM if record.get("origin") == "mcp" else NOTE_ITEM
         yield RolloutItem(
-            ItemKind.USER, text, name=NOTE_ITEM, timestamp=parse_timestamp(record.get("timestamp"))
+            ItemKind.USER, text, name=name, timestamp=parse_timestamp(record.get("timestamp"))
         )
 
 

@@ -501,11 +501,14 @@ def test_the_agents_final_conclusion_is_kept_unless_a_failure_was_left_unfixed()
         final,
     )
 
+    # A fact the agent pointed out is its own word too, kept even when the work failed; a
+    # conclusion the session's commands contradicted is not.
     assert fixed.conclusions == (
         "The client reads its timeout from SHOP_HTTP_TIMEOUT, not the env.",
+        "The fixtures live in tests/fixtures/cases/.",
     )
-    assert fixed.facts == ("The fixtures live in tests/fixtures/cases/.",)
-    assert broken.conclusions == ()
+    assert fixed.facts == ()
+    assert broken.conclusions == ("The fixtures live in tests/fixtures/cases/.",)
 
 
 def test_a_session_with_nothing_reusable_is_an_empty_result() -> None:

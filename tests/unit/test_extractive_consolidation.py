@@ -72,18 +72,19 @@ def test_the_offline_result_passes_the_checks_a_model_answer_must_pass() -> None
     }
 
     assert check_answer(answer, load_schema("consolidation")) == answer
-    # The answer's shape carries no per-session wording: that stays with the offline blocks.
+    # The answer's shape carries no per-session wording or origin: those stay with the offline
+    # blocks.
     untraced = [
         replace(
             block,
-            preferences=tuple(replace(b, sources=()) for b in block.preferences),
-            knowledge=tuple(replace(b, sources=()) for b in block.knowledge),
-            failures=tuple(replace(b, sources=()) for b in block.failures),
+            preferences=tuple(replace(b, sources=(), origins=()) for b in block.preferences),
+            knowledge=tuple(replace(b, sources=(), origins=()) for b in block.knowledge),
+            failures=tuple(replace(b, sources=(), origins=()) for b in block.failures),
         )
         for block in result.upserts
     ]
     assert blocks_from_model_output(answer, sent.citations.get) == (untraced, [])
-    assert all(b.sources for block in result.upserts for _, b in block.bullets())
+    assert all(b.sources and b.origins for block in result.upserts for _, b in block.bullets())
 
 
 def test_same_advice_from_two_sessions_has_two_witnesses_and_is_deterministic() -> None:

@@ -92,10 +92,12 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     conclusions: list[str] = []
     if session.last_agent_message:
         agent_facts, conclusions = agent_statements(session.last_agent_message)
-        facts = dedupe([*facts, *agent_facts])
         if outcome == OUTCOME_PARTIAL:
             # A conclusion the session's own commands contradicted is not verified.
             conclusions = []
+        # What the agent said is its own, whoever stated it first: not a fact the user gave.
+        conclusions = dedupe([*conclusions, *agent_facts])
+        conclusions = [c for c in conclusions if c not in facts]
     return ExtractiveNotes(
         description=describe(session, outcome, edited, rollout.cwd),
         task=session.task,
@@ -111,6 +113,7 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         facts=tuple(facts[:MAX_STATEMENTS]),
         conclusions=tuple(conclusions[:MAX_STATEMENTS]),
         revoked=tuple(spoken.revoked[:MAX_STATEMENTS]),
+        noted_by=session.noted_by,
     )
 
 

@@ -28,7 +28,7 @@ from consolidator.backends.extractive.defaults import (
 )
 from consolidator.memory import facts
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.model import Block, Bullet, Task
+from consolidator.memory.model import Block, Bullet, Origin, Task
 from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
@@ -140,24 +140,35 @@ def _topic_words(text: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class _Witness:
-    """The session a bullet is being added for: its task, and its thread for the wording."""
+    """The session a bullet is being added for: its task, its thread for the wording, and
+    where the session had the bullet from."""
 
     task_id: str
     thread_id: str
+    origin: Origin = "user"
+
+    def said(self, origin: Origin) -> _Witness:
+        return replace(self, origin=origin)
 
     def new_bullet(self, text: str) -> Bullet:
-        return Bullet(text, (self.task_id,), ((self.thread_id, text),))
+        return Bullet(
+            text, (self.task_id,), ((self.thread_id, text),), ((self.thread_id, self.origin),)
+        )
 
     def of(self, bullet: Bullet, text: str) -> Bullet:
-        """`bullet`, said again in `text`: the task joins its witnesses, and the wording joins
-        its sources when the bullet's wording is traced (an untraced one stays untraced)."""
+        """`bullet`, said again in `text`: the task joins its witnesses, the wording joins its
+        sources when the bullet's wording is traced (an untraced one stays untraced), and the
+        session's origin joins its origins."""
         task_ids = bullet.task_ids
         if self.task_id not in task_ids:
             task_ids = (*task_ids, self.task_id)
         sources = bullet.sources
         if sources and all(thread_id != self.thread_id for thread_id, _ in sources):
             sources = (*sources, (self.thread_id, text))
-        return replace(bullet, task_ids=task_ids, sources=sources)
+        origins = bullet.origins
+        if (self.thread_id, self.origin) not in origins:
+            origins = (*origins, (self.thread_id, self.origin))
+        return replace(bullet, task_ids=task_ids, sources=sources, origins=origins)
 
 
 def _lines(texts: Iterable[str]) -> list[str]:
@@ -165,7 +176,7 @@ def _lines(texts: Iterable[str]) -> list[str]:
 
 
 def _add_facts(
-    block: Block, texts: Iterable[str], witness: _Witness, day: str
+    block: Block, statements: Iterable[tuple[str, Origin]], witness: _Witness, day: str
 ) -> tuple[Bullet, ...]:
     """Knowledge bullets with the newer value of a subject superseding the older one.
 
@@ -176,7 +187,11 @@ def _add_facts(
     days = _task_days(block)
     days[witness.task_id] = day
     bullets = list(block.knowledge)
-    for text in _lines(texts):
+    for said, origin in statements:
+        text = one_line(said)
+        if not text:
+            continue
+        witness = witness.said(origin)
         match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
         if match is not None:
             bullets[match] = witness.of(bullets[match], text)
@@ -247,9 +262,21 @@ def _failure_key(text: str) -> str:
     return f"{command} -> {rest.rpartition(') -> ')[2]}" if rest else text
 
 
-def _knowledge(notes: ExtractiveNotes) -> list[str]:
-    """What was stated or concluded; activity counts and file lists are not knowledge."""
-    return [*notes.facts, *notes.conclusions]
+def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
+    """What was stated (by the user, or the note's writer) or concluded (by the agent), each
+    with who it came from; activity counts and file lists are not knowledge."""
+    stated_by = _author(notes)
+    return [
+        *((fact, stated_by) for fact in notes.facts),
+        *((conclusion, "agent") for conclusion in notes.conclusions),
+    ]
+
+
+def _author(notes: ExtractiveNotes) -> Origin:
+    """Who wrote what a session's user turns say: the user, or a note's writer."""
+    if notes.noted_by == "agent_note":
+        return "agent_note"
+    return "note" if notes.noted_by == "note" else "user"
 
 
 def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResult:
@@ -282,13 +309,17 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             block,
             tasks=(*block.tasks, task),
             preferences=_add_bullets(
-                block.preferences, _lines(_preferences(notes, project)), witness
+                block.preferences,
+                _lines(_preferences(notes, project)),
+                witness.said(_author(notes)),
             ),
         )
         block = replace(
             block,
             knowledge=_add_facts(block, _knowledge(notes), witness, citation.updated_at[:10]),
-            failures=_add_bullets(block.failures, _failures(notes), witness, _same_failure),
+            failures=_add_bullets(
+                block.failures, _failures(notes), witness.said("tool"), _same_failure
+            ),
         )
         blocks[block_id] = block
         if block_id not in changed:

@@ -16,7 +16,7 @@ from typing import Final
 
 from consolidator.backends.extractive.prose import EVERY_PROJECT_SCOPE
 from consolidator.memory import facts
-from consolidator.memory.model import Block, Bullet, Task, ThreadCitation
+from consolidator.memory.model import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.text import clip
 
@@ -37,6 +37,7 @@ class _Stated:
     quote: str
     cwd: str
     citations: tuple[ThreadCitation, ...]
+    origins: tuple[tuple[str, Origin], ...]
 
 
 def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
@@ -79,6 +80,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
                 preference_text(EVERY_PROJECT, group[0].quote),
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
                 tuple(dict.fromkeys(sources)),
+                tuple(dict.fromkeys(origin for s in group for origin in s.origins)),
             )
         )
     return Block(
@@ -109,7 +111,9 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                 for citation in tasks[task_id].citations
             )
             if citations:
-                stated.append(_Stated(match["quote"], block.applies_to_cwd, citations))
+                stated.append(
+                    _Stated(match["quote"], block.applies_to_cwd, citations, bullet.origins)
+                )
     return stated
 
 

@@ -11,7 +11,7 @@ from consolidator.memory.notes import FailureNote
 from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
-from consolidator.sources.note import NOTE_ITEM
+from consolidator.sources.note import AGENT_NOTE_ITEM, NOTE_ITEM
 
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
@@ -30,6 +30,8 @@ class Session:
     last_agent_message: str = ""
     spoken: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Who wrote the notes: "note" (the user) or "agent_note"; "" for a session.
+    noted_by: str = ""
 
 
 # Text a harness puts in the user's turn, not typed by the user. Readers already classify
@@ -57,8 +59,9 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     for item in items:
         if item.kind is ItemKind.USER:
             text = user_text(item.text)
-            if text and item.name == NOTE_ITEM:
+            if text and item.name in (NOTE_ITEM, AGENT_NOTE_ITEM):
                 session.notes.append(text)  # handed over to be remembered, as it is
+                session.noted_by = item.name
             if text:
                 spoken.append(text)
         elif item.kind is ItemKind.ASSISTANT and item.text.strip():
