@@ -7,6 +7,7 @@ with megabytes, as a hostile or broken model would.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,27 @@ def test_the_caps_are_stated_to_the_model_but_not_sent_as_keywords() -> None:
     assert "24000 characters" in schema["properties"]["raw_memory"]["description"]
     limit = answer_char_limit(schema)
     assert limit is not None and limit < 250_000
+
+
+def _capped_fields(node: object) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        own = [node] if "maxLength" in node else []
+        return own + [f for value in node.values() for f in _capped_fields(value)]
+    if isinstance(node, list):
+        return [f for value in node for f in _capped_fields(value)]
+    return []
+
+
+@pytest.mark.parametrize("name", ["stage_one", "consolidation", "memory_summary"])
+def test_every_string_an_answer_holds_is_capped_and_the_cap_is_told(name: str) -> None:
+    """A weak model on a grammar server keeps writing inside one string until the output
+    limit unless the schema caps it; a model told no cap cannot keep one it never saw."""
+    schema = load_schema(name)
+    capped = _capped_fields(schema)
+    assert capped
+    for field in capped:
+        told = [int(n) for n in re.findall(r"(\d+) characters", field.get("description", ""))]
+        assert told and min(told) <= field["maxLength"], field
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -84,7 +84,7 @@ def test_the_model_s_summary_is_stored_and_published(
 
 @pytest.mark.parametrize(
     ("kind", "reason"),
-    [("oversized", "over the limit of 10000"), ("uncited", "without citing a task or thread")],
+    [("oversized", "over its maxLength of 10000"), ("uncited", "without citing a task or thread")],
 )
 def test_a_summary_the_gate_refuses_is_reported_and_the_rendering_published(
     store: Store,
