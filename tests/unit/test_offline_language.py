@@ -202,3 +202,30 @@ def test_a_one_off_request_is_not_an_instruction(request_once: str) -> None:
 def test_an_agent_conclusion_keeps_no_label_or_doubled_mark(message: str, kept: str) -> None:
     _, conclusions = agent_statements(message)
     assert conclusions == [kept]
+
+
+@pytest.mark.parametrize(
+    ("said", "whole"),
+    [
+        (
+            "Don't cat .env files, they hold real credentials. If you need to know whether a "
+            "variable is set, use `grep -c '^AWS_' .env` or similar, never print the values.",
+            "use `grep -c '^AWS_' .env` or similar, never print the values",
+        ),
+        (
+            "From now on keep the node version in .nvmrc only. Bump it with `echo 22 > .nvmrc`.",
+            "keep the node version in .nvmrc only",
+        ),
+        (
+            "Always run `make check. lint` before you push, it catches the import order.",
+            "`make check. lint` before you push",
+        ),
+    ],
+)
+def test_a_sentence_is_never_cut_inside_a_code_span_or_before_a_dotfile(
+    said: str, whole: str
+) -> None:
+    spoken = user_statements([said])
+    kept = [*spoken.instructions, *spoken.facts]
+    assert any(whole in statement for statement in kept), kept
+    assert not any(statement.startswith(("env", "nvmrc", "lint")) for statement in kept), kept

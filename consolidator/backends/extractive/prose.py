@@ -136,7 +136,19 @@ _FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
 def _segmenter() -> pysbd.Segmenter:
     """A segmenter for one text: it keeps the text it works on in itself, so one shared by
     the stage-one threads mixes their sentences up. Making one costs under a microsecond."""
-    return pysbd.Segmenter(language="en", clean=False)
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+# What no sentence ends inside: a code span, and a dotfile's name (".env", ".nvmrc").
+_NO_BREAK = re.compile(r"`[^`\n]*`|(?<![\w.])\.(?=[A-Za-z])")
+_STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
+
+
+def _segments(paragraph: str) -> list[str]:
+    """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
+    the segmenter reads a copy where those full stops are masked."""
+    masked = _NO_BREAK.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
+    return [paragraph[span.start : span.end] for span in _segmenter().segment(masked)]
 
 
 def _sentences(text: str) -> list[str]:
@@ -146,7 +158,7 @@ def _sentences(text: str) -> list[str]:
     for paragraph in text.splitlines():
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
-        for segment in _segmenter().segment(paragraph):
+        for segment in _segments(paragraph):
             sentences.extend(s.strip() for s in _CUE_BREAK.split(segment) if s and s.strip())
     return sentences
 
