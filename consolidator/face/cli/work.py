@@ -168,6 +168,7 @@ def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.table import Column
     from rich.text import Text
 
     class RateColumn(ProgressColumn):
@@ -180,15 +181,19 @@ def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
     with Progress(
         SpinnerColumn(),
         TextColumn("stage one"),
-        BarColumn(),
+        BarColumn(bar_width=20),
         MofNCompleteColumn(),
         RateColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.description}"),
+        # The last thread's line is cut to the terminal's width, never wrapped onto a second.
+        TextColumn(
+            "{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)
+        ),
         console=Console(stderr=True),
         transient=True,
+        expand=True,
     ) as progress:
         task = progress.add_task("", total=None, visible=False)
 
