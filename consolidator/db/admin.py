@@ -257,8 +257,13 @@ class AdminMixin(StoreBase):
                 .limit(10)
             ).all()
         return StatusCounts(
-            threads_total=sum(thread_states.values()),
+            threads_total=sum(
+                count
+                for state, count in thread_states.items()
+                if state != ThreadState.FORGOTTEN.value
+            ),
             threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
+            threads_forgotten=thread_states.get(ThreadState.FORGOTTEN.value, 0),
             threads_bad=int(problem_count),
             outputs=int(outputs),
             pending=pending,

@@ -174,8 +174,10 @@ class JobRecord:
 
 @dataclass(frozen=True)
 class StatusCounts:
+    # Threads known, forgotten ones apart: a tombstone is no session of the folder any more.
     threads_total: int
     threads_deleted: int
+    threads_forgotten: int
     threads_bad: int
     outputs: int
     pending: int

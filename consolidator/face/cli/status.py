@@ -63,6 +63,7 @@ def status_command(**params: Any) -> None:
         "threads": {
             "total": counts.threads_total,
             "deleted": counts.threads_deleted,
+            "forgotten": counts.threads_forgotten,
             "bad": counts.threads_bad,
         },
         "stage1": {
@@ -135,7 +136,8 @@ def status_command(**params: Any) -> None:
         table.add_row(
             "threads",
             f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
-            f"{counts.threads_bad} with bad input",
+            f"{counts.threads_bad} with bad input"
+            + (f"; {counts.threads_forgotten} forgotten" if counts.threads_forgotten else ""),
         )
         for root in roots:
             table.add_row("sessions folder", Text(root.describe()))
