@@ -229,12 +229,20 @@ def summary_draft(prompt: str) -> str:
 
 
 def _amplify(answer: dict[str, Any], times: int) -> None:
+    """Each lesson written `times` over, as variants of itself: an answer far longer than
+    planned, every string within its cap."""
+
+    def variants(bullet: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{**bullet, "text": f"{bullet['text']} (variant {i})"} for i in range(times)]
+
     for block in answer["upserts"]:
-        for bullet in (*block["knowledge"], *block["failures"]):
-            bullet["text"] = " ".join([bullet["text"]] * times)
-    for edit in answer["edits"]:
-        if edit["op"] == "add_bullet":
-            edit["text"] = " ".join([edit["text"]] * times)
+        for section in ("knowledge", "failures"):
+            block[section] = [v for bullet in block[section] for v in variants(bullet)]
+    answer["edits"] = [
+        variant
+        for edit in answer["edits"]
+        for variant in (variants(edit) if edit["op"] == "add_bullet" else [edit])
+    ]
 
 
 def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -251,7 +259,7 @@ def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> d
             }
         )
         for section, text in lessons(item["raw_memory"]):
-            sections[section].append({"text": text, "task_ids": [task_id]})
+            sections[section].append({"text": text, "task_ids": [task_id], "origin": None})
     return {
         "block_id": block_id,
         "title": f"work in {cwd or 'any directory'}",
@@ -309,6 +317,7 @@ def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[di
                 "section": section,
                 "text": text,
                 "task_ids": [task_id],
+                "origin": None,
             }
             for section, text in lessons(item["raw_memory"])
         ]

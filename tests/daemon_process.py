@@ -193,7 +193,11 @@ def model_responder(body: dict[str, Any]) -> dict[str, Any]:
                 ],
                 "preferences": [],
                 "knowledge": [
-                    {"text": f"pin the SQLite journal mode ({block_id})", "task_ids": ["t1"]}
+                    {
+                        "text": f"pin the SQLite journal mode ({block_id})",
+                        "task_ids": ["t1"],
+                        "origin": None,
+                    }
                 ],
                 "failures": [],
             }

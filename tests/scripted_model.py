@@ -79,7 +79,7 @@ def block_payload(
             }
         ],
         "preferences": [],
-        "knowledge": [{"text": text, "task_ids": ["t1"]} for text in knowledge],
+        "knowledge": [{"text": text, "task_ids": ["t1"], "origin": "user"} for text in knowledge],
         "failures": [],
     }
 

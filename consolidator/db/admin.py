@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, delete, func, or_, select
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
-from consolidator.db.claimable import DEADLINES, STAGE1_RULE, beyond_horizon, refusal
+from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from consolidator.db.held_notes import drop_held_note
 from consolidator.db.quarantine import forget_in_quarantine, in_quarantine
@@ -215,21 +217,8 @@ class AdminMixin(StoreBase):
                     Job.input_watermark,
                 ).where(Job.kind == STAGE1)
             ).all()
-            # Counted by the claim's own rule: what it would refuse, and why.
             moment = self._moment(now)
-            pending = running = failed = exhausted = 0
-            for job in jobs:
-                refused = refusal(STAGE1_RULE, job, moment)
-                if refused is ClaimOutcome.SKIPPED_RUNNING:
-                    running += 1
-                elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
-                    continue
-                elif refused is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED:
-                    exhausted += 1
-                elif job.status == JobStatus.FAILED.value:
-                    failed += 1
-                else:
-                    pending += 1
+            pending, running, failed, exhausted = _stage1_tally(jobs, moment)
             watermark = connection.execute(
                 select(Counter.value).where(Counter.name == "input_seq")
             ).scalar_one()
@@ -257,13 +246,9 @@ class AdminMixin(StoreBase):
                 .limit(10)
             ).all()
         return StatusCounts(
-            threads_total=sum(
-                count
-                for state, count in thread_states.items()
-                if state != ThreadState.FORGOTTEN.value
-            ),
+            threads_forgotten=thread_states.pop(ThreadState.FORGOTTEN.value, 0),
+            threads_total=sum(thread_states.values()),
             threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
-            threads_forgotten=thread_states.get(ThreadState.FORGOTTEN.value, 0),
             threads_bad=int(problem_count),
             outputs=int(outputs),
             pending=pending,
@@ -281,6 +266,25 @@ class AdminMixin(StoreBase):
                 for name in beyond_horizon(row, moment)
             ),
         )
+
+
+def _stage1_tally(jobs: Sequence[Any], moment: Moment) -> tuple[int, int, int, int]:
+    """Stage-one jobs pending, running, failed and exhausted, counted by the claim's own rule:
+    what it would refuse, and why."""
+    pending = running = failed = exhausted = 0
+    for job in jobs:
+        refused = refusal(STAGE1_RULE, job, moment)
+        if refused is ClaimOutcome.SKIPPED_RUNNING:
+            running += 1
+        elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
+            continue
+        elif refused is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED:
+            exhausted += 1
+        elif job.status == JobStatus.FAILED.value:
+            failed += 1
+        else:
+            pending += 1
+    return pending, running, failed, exhausted
 
 
 def _sub_agents(connection: Connection, thread_id: str) -> list[str]:

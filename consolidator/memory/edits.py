@@ -30,6 +30,8 @@ from consolidator.memory.model import (
     Task,
     ThreadCitation,
     is_valid_id,
+    spread_origins,
+    stated_origin,
 )
 from consolidator.memory.render import ANY_CWD, one_line, split_keywords
 from consolidator.memory.schema import UnknownCitation, block_to_payload
@@ -113,16 +115,22 @@ class _Draft:
                 raise ValueError(
                     f"{edit.where}.task_ids[{i}]: {_show(task_id)} is not a task of this block"
                 )
-        return Bullet(edit.text("text"), tuple(dict.fromkeys(refs)))
+        return Bullet(
+            edit.text("text"),
+            tuple(dict.fromkeys(refs)),
+            origins=stated_origin(edit.fields.get("origin")),
+        )
 
     def finish(self) -> Block:
         kept = {name: tuple(b for _, b in self.bullets[name] if b is not None) for name in SECTIONS}
-        return replace(
-            self.block,
-            tasks=tuple(self.tasks),
-            preferences=kept["preferences"],
-            knowledge=kept["knowledge"],
-            failures=kept["failures"],
+        return spread_origins(
+            replace(
+                self.block,
+                tasks=tuple(self.tasks),
+                preferences=kept["preferences"],
+                knowledge=kept["knowledge"],
+                failures=kept["failures"],
+            )
         )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 FORMAT_VERSION: Final = 1
@@ -33,6 +33,9 @@ SECTIONS: Final[tuple[Section, ...]] = ("preferences", "knowledge", "failures")
 # wrote, a tool's output showed it, the agent concluded it, a note an agent wrote.
 Origin = Literal["user", "note", "tool", "agent", "agent_note"]
 ORIGINS: Final[tuple[Origin, ...]] = ("user", "note", "tool", "agent", "agent_note")
+# The session of an origin stated for a whole bullet (a model's answer), until `spread_origins`
+# gives it to each session the bullet's tasks cite.
+EVERY_SESSION: Final = "*"
 
 
 def is_valid_id(value: str) -> bool:
@@ -283,6 +286,34 @@ def block_to_dict(block: Block) -> dict[str, Any]:
             for bullet in block.section(name)
         ]
     return result
+
+
+def stated_origin(value: object) -> tuple[tuple[str, Origin], ...]:
+    """The origin a model stated for a whole bullet, held until `spread_origins`; none when it
+    stated none, or one this version does not know."""
+    origin = next((known for known in ORIGINS if known == value), None)
+    return ((EVERY_SESSION, origin),) if origin is not None else ()
+
+
+def spread_origins(block: Block) -> Block:
+    """`block` with an origin stated for a whole bullet given to every session its tasks cite:
+    forgetting one of them then drops only that session's."""
+    threads = {task.task_id: task.thread_ids for task in block.tasks}
+
+    def spread(bullet: Bullet) -> Bullet:
+        stated = [origin for thread, origin in bullet.origins if thread == EVERY_SESSION]
+        if not stated:
+            return bullet
+        kept = tuple(pair for pair in bullet.origins if pair[0] != EVERY_SESSION)
+        cited = dict.fromkeys(t for task_id in bullet.task_ids for t in threads.get(task_id, ()))
+        return replace(bullet, origins=(*kept, *((t, stated[0]) for t in cited)))
+
+    return replace(
+        block,
+        preferences=tuple(map(spread, block.preferences)),
+        knowledge=tuple(map(spread, block.knowledge)),
+        failures=tuple(map(spread, block.failures)),
+    )
 
 
 def block_from_dict(data: Mapping[str, Any]) -> Block:

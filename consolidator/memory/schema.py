@@ -35,6 +35,8 @@ from consolidator.memory.model import (
     ThreadCitation,
     block_to_dict,
     is_valid_id,
+    spread_origins,
+    stated_origin,
 )
 from consolidator.memory.render import ANY_CWD, one_line, split_keywords
 
@@ -80,7 +82,7 @@ def block_to_payload(block: Block) -> dict[str, Any]:
     ]
     for name in SECTIONS:
         payload[name] = [
-            {"text": bullet.text, "task_ids": list(bullet.task_ids)}
+            {"text": bullet.text, "task_ids": list(bullet.task_ids), "origin": bullet.origin}
             for bullet in block.section(name)
         ]
     return payload
@@ -149,7 +151,7 @@ def blocks_from_model_output(
             )
             for task in tasks
         )
-        blocks.append(replace(block, tasks=resolved))
+        blocks.append(spread_origins(replace(block, tasks=resolved)))
     return blocks, list(dict.fromkeys(deletions))
 
 
@@ -221,7 +223,9 @@ def _bullets(items: list[Any], task_ids: set[str], path: str) -> tuple[Bullet, .
         text = _TRAILING_MARKERS.sub("", _text(fields["text"], f"{where}.text"))
         if not text:
             raise ValueError(f"{where}.text: must not be empty")
-        bullets.append(Bullet(text, tuple(dict.fromkeys(cited))))
+        bullets.append(
+            Bullet(text, tuple(dict.fromkeys(cited)), origins=stated_origin(fields.get("origin")))
+        )
     return tuple(bullets)
 
 

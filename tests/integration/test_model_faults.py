@@ -602,7 +602,8 @@ def resend_a_shown_block_whole(prompt: Prompt) -> dict[str, Any]:
         for task in shown["tasks"]
     ]
     for name in ("preferences", "knowledge", "failures"):
-        shown[name] = [{"text": b["text"], "task_ids": b["task_ids"]} for b in shown[name]]
+        keys = ("text", "task_ids", "origin")
+        shown[name] = [{key: b[key] for key in keys} for b in shown[name]]
     return upserting(shown)
 
 

@@ -163,7 +163,7 @@ def test_a_model_more_verbose_than_planned_is_cut_off_then_asked_for_less(
     store: Store, careful: tuple[FakeOpenAI, CarefulModel, OpenAIBackend]
 ) -> None:
     server, model, backend = careful
-    model.verbosity = 12
+    model.verbosity = 8
     threads = seed(store, 30)
 
     reports = until_up_to_date(store, backend, limit=3)

@@ -322,7 +322,7 @@ def consolidation_responder(tag: str) -> Callable[[dict[str, Any]], dict[str, An
                     ],
                     "preferences": [],
                     "knowledge": [
-                        {"text": f"fact {word} {tag}", "task_ids": [f"t{i}"]}
+                        {"text": f"fact {word} {tag}", "task_ids": [f"t{i}"], "origin": None}
                         for i, word in enumerate(words)
                     ],
                     "failures": [],

@@ -14,13 +14,12 @@ MAX_PARAMETERS = 8
 
 # Over the limits when they were set; each may shrink, none may grow.
 KNOWN: dict[str, int] = {
-    "consolidator/db/admin.py:status_counts": 86,
     "consolidator/db/consolidation.py:commit_phase2": 126,
     "consolidator/db/jobs.py": 568,
     "consolidator/db/threads.py:_register": 84,
     "consolidator/db/versions.py:insert_version_row()": 14,
-    "consolidator/face/cli/status.py:human": 98,
-    "consolidator/face/cli/status.py:status_command": 208,
+    "consolidator/face/cli/status.py:human": 96,
+    "consolidator/face/cli/status.py:status_command": 203,
     "consolidator/face/metrics.py": 525,
     "consolidator/face/metrics.py:_read": 122,
     "consolidator/phases/materialize.py": 566,

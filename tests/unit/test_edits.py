@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from consolidator.memory.edits import apply_edits, block_for_prompt
-from consolidator.memory.model import Block, Bullet, Task, ThreadCitation
+from consolidator.memory.forget import forget_threads
+from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 
 def cite(thread_id: str) -> ThreadCitation:
@@ -38,7 +39,12 @@ def apply(*edits: dict[str, Any]) -> Block:
 def test_the_prompt_shows_an_id_on_every_bullet() -> None:
     shown = block_for_prompt(SHOWN)
     assert [b["bullet_id"] for b in shown["knowledge"]] == ["k1", "k2"]
-    assert shown["preferences"][0] == {"bullet_id": "p1", "text": "use -x", "task_ids": ["t1"]}
+    assert shown["preferences"][0] == {
+        "bullet_id": "p1",
+        "text": "use -x",
+        "task_ids": ["t1"],
+        "origin": None,
+    }
 
 
 def test_add_task_and_bullet_change_only_what_they_name() -> None:
@@ -77,6 +83,26 @@ def test_replace_and_delete_address_bullets_by_their_shown_ids() -> None:
         },
     )
     assert block.knowledge == (Bullet("fact two, corrected", ("t2",)),)
+
+
+def test_the_origin_a_model_states_for_a_bullet_is_each_cited_session_s() -> None:
+    """Stated once for the bullet, kept per session, so a forget drops only its own."""
+    block = apply(
+        {"op": "cite_task", "block_id": "app", "task_id": "t1", "thread_ids": ["new1"]},
+        {
+            "op": "add_bullet",
+            "block_id": "app",
+            "section": "knowledge",
+            "text": "the suite needs the fixtures server",
+            "task_ids": ["t1"],
+            "origin": "tool",
+        },
+    )
+    added = block.knowledge[-1]
+    assert added.origins == (("old1", "tool"), ("new1", "tool")) and added.origin == "tool"
+    assert forget_threads(Memory((block,)), ["old1"]).memory.blocks[0].knowledge[-1].origins == (
+        ("new1", "tool"),
+    )
 
 
 def test_merge_and_cite_fold_repeated_sessions_into_one_task() -> None:

@@ -200,7 +200,11 @@ def valid_payload() -> dict[str, Any]:
                     }
                 ],
                 "preferences": [
-                    {"text": 'the user said: "use make"\n-> use make [Task 1]', "task_ids": ["t1"]}
+                    {
+                        "text": 'the user said: "use make"\n-> use make [Task 1]',
+                        "task_ids": ["t1"],
+                        "origin": "user",
+                    }
                 ],
                 "knowledge": [],
                 "failures": [],
@@ -221,7 +225,13 @@ def test_a_valid_answer_becomes_blocks_with_full_citations() -> None:
     assert deletions == ["old-block"]
     assert app.tasks[0].citations == (cite("th-1"), cite("th-2"))
     assert app.tasks[0].keywords == ("make", "ci", "lint")
-    assert app.preferences == (Bullet('the user said: "use make" -> use make', ("t1",)),)
+    assert app.preferences == (
+        Bullet(
+            'the user said: "use make" -> use make',
+            ("t1",),
+            origins=(("th-1", "user"), ("th-2", "user")),
+        ),
+    )
     again = {"upserts": [block_to_payload(app)], "deletions": [], "edits": []}
     assert check_answer(again, load_schema("consolidation")) == again
     assert blocks_from_model_output(again, lookup)[0] == [app]
@@ -253,7 +263,7 @@ def _set(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
         ),
         (_set(("upserts", 0, "knowledge"), None), "$.upserts[0].knowledge must be array, not null"),
         (
-            _set(("upserts", 0, "failures"), [{"text": "x"}]),
+            _set(("upserts", 0, "failures"), [{"text": "x", "origin": None}]),
             "$.upserts[0].failures[0] is missing key 'task_ids'",
         ),
         (_set(("deletions",), [7]), "$.deletions[0] must be string, not integer"),

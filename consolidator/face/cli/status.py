@@ -102,11 +102,7 @@ def status_command(**params: Any) -> None:
         "review": {
             "mode": "on" if inv.settings.review else "off",
             "pending": [
-                {
-                    "version": p.id,
-                    "created_at": p.created_at.isoformat(),
-                    "diff": p.diff_summary,
-                }
+                {"version": p.id, "created_at": p.created_at.isoformat(), "diff": p.diff_summary}
                 for p in pending
             ],
         },
@@ -133,12 +129,9 @@ def status_command(**params: Any) -> None:
         table.add_column("what")
         table.add_column("value")
         table.add_row("database", inv.settings.db_url_for_display)
-        table.add_row(
-            "threads",
-            f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
-            f"{counts.threads_bad} with bad input"
-            + (f"; {counts.threads_forgotten} forgotten" if counts.threads_forgotten else ""),
-        )
+        forgotten = f"; {counts.threads_forgotten} forgotten" if counts.threads_forgotten else ""
+        threads = f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
+        table.add_row("threads", f"{threads}{counts.threads_bad} with bad input{forgotten}")
         for root in roots:
             table.add_row("sessions folder", Text(root.describe()))
         if counts.formats:
