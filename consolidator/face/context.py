@@ -139,10 +139,25 @@ class _Checks:
             yield from self.entries(block, block.section(section))
 
 
-def witnessed(block: Block, bullet: Bullet) -> str:
-    """Where the entry came from (when known), when it was last seen true and in how many
-    sessions, so an agent can weigh an agent's guess against the user's word, and an old
-    single sighting against a fact many recent sessions repeated."""
+@dataclass(frozen=True)
+class Provenance:
+    """Where an entry came from (when known), the day a session last showed it and how many
+    sessions did: what lets an agent weigh an agent's guess against the user's word, and an
+    old single sighting against a fact many recent sessions repeated."""
+
+    origin: Origin | None
+    last_seen: str | None
+    sessions: int
+
+    def label(self) -> str:
+        if self.last_seen is None:
+            return ""
+        said = f"{ORIGIN_LABELS[self.origin]}, " if self.origin is not None else ""
+        many = f", {self.sessions} sessions" if self.sessions > 1 else ""
+        return f"[{said}seen {self.last_seen}{many}]"
+
+
+def provenance(block: Block, bullet: Bullet) -> Provenance:
     cited = {task.task_id: task for task in block.tasks}
     sightings = {
         citation.thread_id: citation.updated_at[:10]
@@ -150,13 +165,12 @@ def witnessed(block: Block, bullet: Bullet) -> str:
         if task_id in cited
         for citation in cited[task_id].citations
     }
-    if not sightings:
-        return ""
-    last = max(sightings.values())
-    many = f", {len(sightings)} sessions" if len(sightings) > 1 else ""
-    origin = bullet.origin
-    said = f"{ORIGIN_LABELS[origin]}, " if origin is not None else ""
-    return f"[{said}seen {last}{many}]"
+    last = max(sightings.values()) if sightings else None
+    return Provenance(bullet.origin, last, len(sightings))
+
+
+def witnessed(block: Block, bullet: Bullet) -> str:
+    return provenance(block, bullet).label()
 
 
 @dataclass

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from consolidator.core.config import Settings
-from consolidator.face.context import read_memory
+from consolidator.face.context import provenance, read_memory
 from consolidator.memory.model import Block, Memory
 from consolidator.memory.render import one_line, render_block
 from consolidator.memory.scope import applicable_blocks, is_user_wide
@@ -167,6 +167,10 @@ class MemoryTools:
             "cwd": folder,
             "block_id": block_id,
             "markdown": render_block(block),
+            "entries": [
+                {"section": section, "text": bullet.text, **provenance(block, bullet).__dict__}
+                for section, bullet in block.bullets()
+            ],
             "failed_checks": failed_checks(block, EntryChecker()),
         }
 

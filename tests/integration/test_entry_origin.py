@@ -1,6 +1,6 @@
 """Every entry an agent reads says where it came from: the user said it, a tool's output showed
 it, the agent concluded it, the user's note or an agent's note. On both databases, through the
-whole offline pipeline (scan, stage one, phase two) and the context digest, the MCP search tool
+whole offline pipeline (scan, stage one, phase two) and the context digest, the MCP read tools
 and `show --json`; forgetting the session behind an origin takes the origin with it."""
 
 from __future__ import annotations
@@ -93,9 +93,14 @@ def test_a_note_says_whose_note_it_is(settings: Settings, store: Store) -> None:
 
     assert "[the user's note, seen " in _line_with(lines, "acme-staging-assets")
     assert "[an agent's note, seen " in _line_with(lines, "reads AWS_PROFILE first")
-    hits = MemoryTools(settings).search_memory("AWS_PROFILE first", DEPLOY, 5)["hits"]
+    tools = MemoryTools(settings)
+    hits = tools.search_memory("AWS_PROFILE first", DEPLOY, 5)["hits"]
     (hit,) = [h for h in hits if h["kind"] == "bullet" and "AWS_PROFILE first" in h["text"]]
     assert hit["origin"] == "agent_note"
+    entries = tools.read_block(hit["block_id"], DEPLOY)["entries"]
+    (mine_entry,) = [e for e in entries if "acme-staging-assets" in e["text"]]
+    assert (mine_entry["origin"], mine_entry["sessions"]) == ("note", 1)
+    assert mine_entry["last_seen"] is not None
     shown = [
         bullet
         for block in memory.to_dict()["blocks"]
