@@ -50,7 +50,7 @@ def test_run_on_the_examples_writes_a_cited_memory(sessions: Path, home: Path) -
         assert secret.encode() not in everything
 
     status = as_json(run_cli("status", "--json", home=home))
-    assert status["threads"] == {"total": 5, "deleted": 0, "bad": 0}
+    assert status["threads"] == {"total": 5, "deleted": 0, "forgotten": 0, "bad": 0}
     assert status["stage1"]["outputs"] == 5 and status["stage1"]["pending"] == 0
     assert status["memory"]["version"] == 1 and status["memory"]["blocks"] == 5
     assert status["phase2"]["status"] == "succeeded"
@@ -262,7 +262,7 @@ def test_two_hosts_sharing_a_database_never_forget_each_others_sessions(
     assert first["stage1"]["claimed"] == 4 and second["stage1"]["claimed"] == 1
     assert again["scan"]["deleted"] == 0
     status = as_json(run_cli("status", "--db", db, "--json", home=tmp_path / "a"))
-    assert status["threads"] == {"total": 5, "deleted": 0, "bad": 0}
+    assert status["threads"] == {"total": 5, "deleted": 0, "forgotten": 0, "bad": 0}
     assert status["stage1"]["outputs"] == 5
 
 
