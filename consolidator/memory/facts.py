@@ -112,15 +112,22 @@ def is_superseded(text: str) -> bool:
     return text.lstrip().lower().startswith(f"[{SUPERSEDED}")
 
 
+_CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
+
+
 def unmarked(text: str) -> str:
     return _MARKER.sub("", text)
 
 
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
+    """The subject words and the values of `text`: a token with a digit, a path or a dotted
+    name is a value, and so is a code span whole (`make lint` and `tox -e lint` are two
+    commands, not mostly the same words)."""
+    plain = unmarked(text).lower()
+    values: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(plain)}
     subject: set[str] = set()
-    values: set[str] = set()
-    for raw in _TOKEN.findall(unmarked(text).lower().replace("`", " ")):
+    for raw in _TOKEN.findall(_CODE_SPAN.sub(" ", plain).replace("`", " ")):
         token = raw.rstrip(".:/-")
         if not token or token in _STOPWORDS:
             continue

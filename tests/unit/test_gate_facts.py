@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 import pytest
 
+from consolidator.memory import facts
 from consolidator.memory.gate import GatePolicy, check
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
@@ -107,3 +108,13 @@ def test_look_alike_facts_are_two_facts_unmarked(first: str, second: str) -> Non
     [block] = outcome.memory.blocks
     assert outcome.possible_conflicts == 0
     assert [b.text for b in block.knowledge] == [first, second]
+
+
+def test_two_commands_in_one_sentence_shape_are_two_facts() -> None:
+    """A code span is a value whole: the same reminder naming another command says something
+    else, so it is neither merged with it nor made a default for every project with it."""
+    make = "Reminder: always run `make lint` before pushing, it has to pass."
+    tox = "Reminder: always run `tox -e lint` before pushing, it has to pass."
+    assert not facts.same_fact(make, tox)
+    again = "Reminder: always run `make  lint` before pushing; it has to pass."
+    assert facts.same_fact(make, again)
