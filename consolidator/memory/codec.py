@@ -107,12 +107,6 @@ def joined_bytes(block_bytes: Iterable[int]) -> int:
     return sum(sizes) + max(len(sizes) - 1, 0)
 
 
-def forget_in(memory_json: str, thread_ids: Collection[str]) -> StoredMemory | None:
-    """The stored memory without the threads, or None when it cites none of them."""
-    result = forget_threads(decode(memory_json), thread_ids)
-    return encode(result.memory) if result.changed else None
-
-
 def forget_with_summary(
     stored: StoredMemory, summary_md: str | None, thread_ids: Collection[str]
 ) -> tuple[StoredMemory, str | None]:

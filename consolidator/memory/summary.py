@@ -352,8 +352,9 @@ def forget_in_summary(
     so nothing tells whose words a line about a touched task is in: such a line goes whole,
     even when its task survives on other sessions (the next phase two writes it again from
     them). A line also goes when it names a forgotten thread (its `thread_id=` or its id
-    anywhere in the text) or a thread the memory no longer cites. Headings left with nothing
-    under them go, and an emptied section says so with its placeholder.
+    anywhere in the text), a thread the memory no longer cites or a task it no longer has.
+    Headings left with nothing under them go, and an emptied section says so with its
+    placeholder.
     """
     gone = [
         re.compile(rf"(?<![A-Za-z0-9_]){re.escape(thread_id)}(?![A-Za-z0-9_])")
