@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from consolidator.core.errors import ConfigError
@@ -89,3 +90,41 @@ def _warn_tightened(path: Path, mode: int) -> None:
         oct(mode),
         extra={"action": "private_mode_tightened", "path": str(path)},
     )
+
+
+def write_atomically(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = FILE_MODE,
+    prefix: str = ".tmp-",
+    sync_directory: bool = True,
+) -> None:
+    """Replace `path` so that readers and crashes see the old bytes or the new, never a mix:
+    a temporary file (named `prefix`...) in the same folder, synced, given `mode`, renamed.
+
+    Callers replacing many files in one folder pass `sync_directory=False` and sync it once.
+    """
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), mode)
+        temp.replace(path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    if sync_directory:
+        fsync_directory(path.parent)
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename in `path` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -30,7 +30,6 @@ import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ import filelock
 
 from consolidator.core.config import ADOPT_MEMORY_FILES_ENV
 from consolidator.core.errors import ConfigError
+from consolidator.core.private_files import fsync_directory, write_atomically
 from consolidator.skills.names import name_problem
 from consolidator.skills.render import SKILL_FILE
 
@@ -58,7 +58,6 @@ LOCK_TIMEOUT_SECONDS = 60.0
 _FILE_MODE: Final = 0o600
 _DIR_MODE: Final = 0o700
 _TEMP_PREFIX: Final = ".consolidator-tmp-"
-_TEMP_SUFFIX: Final = ".tmp"
 _STEM_MAX_LENGTH: Final = 200
 _SAFE_STEM: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 _STATE_FORMAT: Final = 1
@@ -206,13 +205,13 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
         for name in changed:
             _write_atomically(memory_dir / name, desired[name], sync_directory=False)
         if changed:
-            _fsync_directory(directory)
+            fsync_directory(directory)
         written.extend(changed)
 
     removed = _remove_stale(memory_dir, set(state) - set(desired))
     if projection.version is None:
         if _remove_quietly(memory_dir / STATE_FILE):
-            _fsync_directory(memory_dir)
+            fsync_directory(memory_dir)
     else:
         _write_state(memory_dir, projection.version, _digests(desired))
 
@@ -342,24 +341,7 @@ def _read_bytes(path: Path) -> bytes | None:
 
 
 def _write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
-    """Replace `path` so that readers and crashes see the old bytes or the new, never a mix.
-
-    Callers replacing many files in one directory pass `sync_directory=False` and sync it once.
-    """
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX)
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), _FILE_MODE)
-        temp.replace(path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    if sync_directory:
-        _fsync_directory(path.parent)
+    write_atomically(path, data, prefix=_TEMP_PREFIX, sync_directory=sync_directory)
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -373,14 +355,6 @@ def read_owned_text(path: Path) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _sweep_temp_files(*directories: Path) -> None:
     """Remove temp files left by a writer that was killed mid-write.
 
@@ -390,7 +364,7 @@ def _sweep_temp_files(*directories: Path) -> None:
     for directory in directories:
         if not directory.is_dir():
             continue
-        for leftover in directory.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
+        for leftover in directory.glob(f"{_TEMP_PREFIX}*.tmp"):
             _remove_quietly(leftover)
 
 
@@ -480,7 +454,7 @@ def _remove_stale(memory_dir: Path, stale: set[str]) -> list[str]:
                 (memory_dir / name).parent.rmdir()
     for directory in {(memory_dir / name).parent for name in removed}:
         if directory.is_dir():
-            _fsync_directory(directory)
+            fsync_directory(directory)
     return removed
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,26 +31,18 @@ def claude_binary() -> Path:
     return npm_binary("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude")
 
 
-def _settings(consolidator_home: Path) -> str:
-    """The ~/.claude/settings.json hook the README documents, with an explicit home."""
-    hook = (
-        f"{sys.executable} -m consolidator context --format claude-hook --home {consolidator_home}"
-    )
-    return json.dumps(
-        {
-            "hooks": {
-                "SessionStart": [
-                    {
-                        "matcher": "startup|resume|clear|compact",
-                        "hooks": [{"type": "command", "command": hook, "timeout": 30}],
-                    }
-                ]
-            }
-        }
-    )
+USERS_SETTINGS = b"""{
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]
+    }
+}
+"""
 
 
-def _claude(binary: Path, user_home: Path, server: FakeAnthropic, project: Path) -> bytes:
+def _claude(
+    binary: Path, user_home: Path, server: FakeAnthropic, project: Path, *options: str
+) -> bytes:
     seen = len(server.messages())
     env = {
         key: value
@@ -67,7 +58,14 @@ def _claude(binary: Path, user_home: Path, server: FakeAnthropic, project: Path)
         PYTHONPATH=str(REPO),
     )
     result = subprocess.run(
-        [str(binary), "-p", "What should I keep in mind here?", "--model", "claude-sonnet-4-5"],
+        [
+            str(binary),
+            "-p",
+            "What should I keep in mind here?",
+            "--model",
+            "claude-sonnet-4-5",
+            *options,
+        ],
         env=env,
         cwd=project,
         stdin=subprocess.DEVNULL,
@@ -89,8 +87,18 @@ def test_claude_code_sessions_start_with_the_projects_memory_until_it_is_forgott
     project, elsewhere, home = remembered.project, remembered.elsewhere, remembered.home
 
     user_home = tmp_path / "user"
-    (user_home / ".claude").mkdir(parents=True)
-    (user_home / ".claude" / "settings.json").write_text(_settings(home), encoding="utf-8")
+    settings = user_home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_bytes(USERS_SETTINGS)
+    agent_env = {"HOME": str(user_home)}
+    run_cli("install", "claude-code", "--mcp", home=home, env=agent_env)
+    installed = json.loads(settings.read_text(encoding="utf-8"))
+    assert installed["permissions"] == {"allow": ["Bash(ls:*)"]}
+    assert installed["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "true"
+    servers = json.loads((user_home / ".claude.json").read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["consolidator"]["args"][0] == "mcp"
+    doctor = run_cli("doctor", "claude-code", "--project", str(project), home=home, env=agent_env)
+    assert "bytes of memory for this folder" in doctor.stdout, doctor.stdout
 
     with FakeAnthropic() as server:
         first = _claude(claude_binary, user_home, server, project / "src")
@@ -100,3 +108,23 @@ def test_claude_code_sessions_start_with_the_projects_memory_until_it_is_forgott
         after_forget = _claude(claude_binary, user_home, server, project / "src")
     assert PROJECT_QUOTE.encode() not in after_forget
     assert THREAD_ID.encode() not in after_forget
+
+    run_cli("uninstall", "claude-code", home=home, env=agent_env)
+    assert settings.read_bytes() == USERS_SETTINGS
+    assert "consolidator" not in json.loads((user_home / ".claude.json").read_text()).get(
+        "mcpServers", {}
+    )
+
+
+def test_a_continued_claude_code_session_holds_the_memory_once(
+    tmp_path: Path, claude_binary: Path
+) -> None:
+    remembered = remembered_project(tmp_path)
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    run_cli("install", "claude-code", home=remembered.home, env={"HOME": str(user_home)})
+    folder = remembered.project / "src"
+    with FakeAnthropic() as server:
+        assert _claude(claude_binary, user_home, server, folder).count(PROJECT_QUOTE.encode()) == 1
+        resumed = _claude(claude_binary, user_home, server, folder, "--continue")
+    assert resumed.count(PROJECT_QUOTE.encode()) == 1

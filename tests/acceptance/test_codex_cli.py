@@ -10,9 +10,8 @@ CI=true, where that is a failure.
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,16 +39,15 @@ def model_server() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def _codex_config(server: FakeOpenAI, consolidator_home: Path) -> str:
-    """The config.toml the README documents, with the provider pointed at the local server."""
-    hook = (
-        f"{sys.executable} -m consolidator context --format codex-hook --home {consolidator_home}"
-    )
+def _users_config(server: FakeOpenAI) -> str:
+    """A config.toml as a user might have it before `consolidator install`: the provider
+    pointed at the local server, another MCP server and another SessionStart hook."""
     return f"""\
+# the user's own Codex settings
 model = "fake-model"
 model_provider = "local"
 approval_policy = "never"
-sandbox_mode = "read-only"
+sandbox_mode = "read-only"  # never write from a test
 
 [features]
 memories = false
@@ -60,16 +58,25 @@ base_url = "{server.base_url}"
 wire_api = "responses"
 env_key = "LOCAL_MODEL_API_KEY"
 
+[mcp_servers.docs]
+command = "docs-server"
+args = ["--stdio"]
+
 [[hooks.SessionStart]]
-matcher = "startup|resume"
+matcher = "startup"
 [[hooks.SessionStart.hooks]]
 type = "command"
-command = {json.dumps(hook)}
-timeout = 30
+command = "true"
 """
 
 
-def _codex_exec(binary: Path, codex_home: Path, project: Path) -> subprocess.CompletedProcess[str]:
+def _agent_env(codex_home: Path) -> dict[str, str]:
+    return {"CODEX_HOME": str(codex_home), "HOME": str(codex_home.parent)}
+
+
+def _codex_exec(
+    binary: Path, codex_home: Path, project: Path, *command: str
+) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
         for key, value in clean_env().items()
@@ -86,11 +93,10 @@ def _codex_exec(binary: Path, codex_home: Path, project: Path) -> subprocess.Com
             str(binary),
             "exec",
             "--skip-git-repo-check",
-            "--ephemeral",
             "--dangerously-bypass-hook-trust",
             "-C",
             str(project),
-            "What should I keep in mind here?",
+            *(command or ("--ephemeral", "What should I keep in mind here?")),
         ],
         env=env,
         cwd=project,
@@ -119,7 +125,23 @@ def test_codex_sessions_start_with_the_projects_memory_until_it_is_forgotten(
 
     codex_home = tmp_path / "codex-home" / ".codex"
     codex_home.mkdir(parents=True)
-    (codex_home / "config.toml").write_text(_codex_config(model_server, home), encoding="utf-8")
+    config = codex_home / "config.toml"
+    users_config = _users_config(model_server).encode()
+    config.write_bytes(users_config)
+    run_cli("install", "codex", "--mcp", home=home, env=_agent_env(codex_home))
+    installed = config.read_text(encoding="utf-8")
+    assert "# the user's own Codex settings" in installed
+    assert "# never write from a test" in installed
+    parsed = tomllib.loads(installed)
+    assert parsed["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--stdio"]}
+    commands = [h["command"] for g in parsed["hooks"]["SessionStart"] for h in g["hooks"]]
+    assert commands[0] == "true" and len(commands) == 2
+    run_cli("install", "codex", "--mcp", home=home, env=_agent_env(codex_home))
+    assert config.read_text(encoding="utf-8") == installed
+    doctor = run_cli(
+        "doctor", "codex", "--project", str(project), home=home, env=_agent_env(codex_home)
+    )
+    assert "bytes of memory for this folder" in doctor.stdout, doctor.stdout
 
     _codex_exec(codex_binary, codex_home, project / "src")
     first = _first_request(model_server, 0)
@@ -136,3 +158,24 @@ def test_codex_sessions_start_with_the_projects_memory_until_it_is_forgotten(
     after_forget = _first_request(model_server, seen)
     assert PROJECT_QUOTE.encode() not in after_forget
     assert THREAD_ID.encode() not in after_forget
+
+    run_cli("uninstall", "codex", home=home, env=_agent_env(codex_home))
+    assert config.read_bytes() == users_config
+    assert not (codex_home / "config.toml.consolidator-backup").exists()
+
+
+def test_a_resumed_codex_session_holds_the_memory_once(
+    tmp_path: Path, codex_binary: Path, model_server: FakeOpenAI
+) -> None:
+    remembered = remembered_project(tmp_path)
+    codex_home = tmp_path / "codex-home" / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(_users_config(model_server), encoding="utf-8")
+    run_cli("install", "codex", home=remembered.home, env=_agent_env(codex_home))
+    folder = remembered.project / "src"
+
+    _codex_exec(codex_binary, codex_home, folder, "What should I keep in mind here?")
+    assert _first_request(model_server, 0).count(PROJECT_QUOTE.encode()) == 1
+    seen = len(model_server.log)
+    _codex_exec(codex_binary, codex_home, folder, "resume", "--last", "And what next?")
+    assert _first_request(model_server, seen).count(PROJECT_QUOTE.encode()) == 1

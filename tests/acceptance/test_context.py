@@ -98,6 +98,18 @@ def test_a_hook_reads_the_cwd_from_its_stdin(home_with_memory: Path) -> None:
         assert PROJECT_QUOTE in document["hookSpecificOutput"]["additionalContext"]
 
 
+def test_a_resumed_session_is_given_nothing_it_already_holds(home_with_memory: Path) -> None:
+    for source, given in (("resume", False), ("clear", True), ("compact", True)):
+        hook_input = json.dumps(
+            {"hook_event_name": "SessionStart", "cwd": PROJECT, "source": source}
+        )
+        result = consolidator(
+            "context", "--format", "claude-hook", home=home_with_memory, stdin=hook_input
+        )
+        assert (PROJECT_QUOTE in result.stdout) is given, (source, result.stdout)
+        assert result.stderr == ""
+
+
 def test_no_memory_is_empty_output_exit_0_and_creates_nothing(tmp_path: Path) -> None:
     home = tmp_path / "never-used"
     for output in ("markdown", "claude-hook", "codex-hook"):

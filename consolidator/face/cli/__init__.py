@@ -25,7 +25,7 @@ from consolidator.core.errors import (
     EXIT_USAGE,
     ConsolidatorError,
 )
-from consolidator.face.cli import memory, review, search, sessions, status, verify, work
+from consolidator.face.cli import agents, memory, review, search, sessions, status, verify, work
 from consolidator.face.cli.common import settings_help
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ for _command in (
     *verify.COMMANDS,
     *review.COMMANDS,
     status.status_command,
+    *agents.COMMANDS,
 ):
     _with_settings_group(_command)
     cli.add_command(_command)

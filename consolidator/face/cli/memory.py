@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,12 +139,17 @@ def context_command(
     out of range, a missing --config) gives no memory, each with one line on stderr: the exit
     code stays 0 so an agent's session start never breaks. Bad options of this command are
     still exit 2. For hooks: `consolidator context --format claude-hook` (or `codex-hook`)
-    as a SessionStart command.
+    as a SessionStart command, which `consolidator install` writes; a resumed session (hook
+    input `"source": "resume"`) is given nothing, as it still holds what its start was given.
     """
     if params.pop("json_output", False):
         output_format = "json"
+    hook = _hook_input(output_format)
+    if hook.source == "resume":
+        # A resumed session still holds what its start was given: adding it again doubles it.
+        return
     try:
-        folder = cwd if cwd is not None else _hook_cwd(output_format) or Path.cwd()
+        folder = cwd if cwd is not None else hook.cwd or Path.cwd()
         target = str(folder.expanduser().absolute())
     except FileNotFoundError:
         # Started in a folder deleted since: there is no project to give memory for.
@@ -173,16 +179,29 @@ def context_command(
     click.echo(render_for(context, output_format), nl=False)
 
 
-def _hook_cwd(output_format: ContextFormat) -> Path | None:
-    """The `cwd` of the JSON a SessionStart hook receives on stdin, if there is one."""
+@dataclass(frozen=True)
+class HookInput:
+    """What a SessionStart hook receives on stdin that matters here."""
+
+    cwd: Path | None = None
+    source: str | None = None
+
+
+def _hook_input(output_format: ContextFormat) -> HookInput:
+    """The `cwd` and `source` of the JSON a SessionStart hook receives on stdin, if any."""
     if not output_format.endswith("-hook") or sys.stdin is None or sys.stdin.isatty():
-        return None
+        return HookInput()
     try:
         document = json.loads(sys.stdin.read() or "null")
     except (ValueError, OSError):
-        return None
-    value = document.get("cwd") if isinstance(document, dict) else None
-    return Path(value) if isinstance(value, str) and value.startswith("/") else None
+        return HookInput()
+    if not isinstance(document, dict):
+        return HookInput()
+    cwd, source = document.get("cwd"), document.get("source")
+    return HookInput(
+        Path(cwd) if isinstance(cwd, str) and cwd.startswith("/") else None,
+        source if isinstance(source, str) else None,
+    )
 
 
 @click.command("mcp")

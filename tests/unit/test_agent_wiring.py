@@ -1,0 +1,191 @@
+"""Install and uninstall edit an agent's config with its parser: every other entry and comment
+kept, one consolidator entry however often it runs, and the file back byte for byte after."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from consolidator.core.errors import ConfigError
+from consolidator.face.agents.documents import apply, backup_path
+from consolidator.face.agents.wiring import (
+    Agent,
+    Launcher,
+    Scope,
+    Target,
+    plan_install,
+    plan_uninstall,
+    target,
+)
+
+LAUNCHER = Launcher(("/opt/consolidator/bin/consolidator",), ("--home", "/srv/memory state"))
+
+CODEX_CONFIG = b"""# personal settings
+model = "gpt-5"  # the default model
+
+[mcp_servers.docs]
+command = "docs-server"
+
+[[hooks.SessionStart]]
+matcher = "startup"
+[[hooks.SessionStart.hooks]]
+type = "command"
+command = "echo welcome"
+"""
+
+CLAUDE_SETTINGS = b"""{
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}
+}
+"""
+
+
+def _where(tmp_path: Path, agent: Agent, scope: Scope = "user") -> Target:
+    return target(agent, scope, tmp_path / "project", {"HOME": str(tmp_path / "home")})
+
+
+def _install(where: Target, launcher: Launcher = LAUNCHER, *, with_server: bool = True) -> None:
+    for edit in plan_install(where, launcher, with_server=with_server):
+        apply(edit, back_up=True)
+
+
+def _uninstall(where: Target) -> None:
+    for edit in plan_uninstall(where):
+        apply(edit, back_up=False)
+
+
+def _commands(document: dict[str, object]) -> list[str]:
+    groups = document.get("hooks", {}).get("SessionStart", [])  # type: ignore[attr-defined]
+    return [hook["command"] for group in groups for hook in group["hooks"]]
+
+
+def test_codex_config_keeps_its_comments_and_entries_and_returns_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    where = _where(tmp_path, "codex")
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_bytes(CODEX_CONFIG)
+
+    _install(where)
+    text = where.hooks.read_text(encoding="utf-8")
+    assert "# personal settings" in text and "# the default model" in text
+    parsed = tomllib.loads(text)
+    assert parsed["mcp_servers"]["docs"] == {"command": "docs-server"}
+    assert parsed["mcp_servers"]["consolidator"] == {
+        "command": "/opt/consolidator/bin/consolidator",
+        "args": ["mcp", "--home", "/srv/memory state"],
+        "startup_timeout_sec": 30,
+    }
+    assert _commands(parsed) == [
+        "echo welcome",
+        "/opt/consolidator/bin/consolidator context --format codex-hook --home '/srv/memory state'",
+    ]
+    assert backup_path(where.hooks).read_bytes() == CODEX_CONFIG
+
+    installed = where.hooks.read_bytes()
+    assert not any(edit.changes for edit in plan_install(where, LAUNCHER, with_server=True))
+    _install(where)
+    assert where.hooks.read_bytes() == installed
+
+    _uninstall(where)
+    assert where.hooks.read_bytes() == CODEX_CONFIG
+    assert not backup_path(where.hooks).exists()
+
+
+def test_claude_code_settings_and_user_servers_return_byte_for_byte(tmp_path: Path) -> None:
+    where = _where(tmp_path, "claude-code")
+    assert where.hooks == tmp_path / "home" / ".claude" / "settings.json"
+    assert where.servers == tmp_path / "home" / ".claude.json"
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_bytes(CLAUDE_SETTINGS)
+
+    _install(where)
+    settings = json.loads(where.hooks.read_text(encoding="utf-8"))
+    assert settings["permissions"] == {"allow": ["Bash(ls:*)"]}
+    assert _commands(settings)[0] == "echo hi"
+    assert settings["hooks"]["SessionStart"][1]["matcher"] == "startup|clear|compact"
+    servers = json.loads(where.servers.read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["consolidator"]["command"] == "/opt/consolidator/bin/consolidator"
+
+    _uninstall(where)
+    assert where.hooks.read_bytes() == CLAUDE_SETTINGS
+    assert not where.servers.exists(), "a file install created and nothing else uses is removed"
+
+
+def test_an_older_consolidator_hook_is_replaced_not_doubled(tmp_path: Path) -> None:
+    where = _where(tmp_path, "codex")
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_text(
+        '[[hooks.SessionStart]]\nmatcher = "startup|resume"\n[[hooks.SessionStart.hooks]]\n'
+        'type = "command"\ncommand = "consolidator context --format codex-hook"\ntimeout = 30\n',
+        encoding="utf-8",
+    )
+    edits = plan_install(where, LAUNCHER, with_server=False)
+    assert any("replaced" in action for edit in edits for action in edit.actions)
+    _install(where, with_server=False)
+    parsed = tomllib.loads(where.hooks.read_text(encoding="utf-8"))
+    assert _commands(parsed) == [LAUNCHER.hook_command("codex")]
+    assert parsed["hooks"]["SessionStart"][0]["matcher"] == "startup"
+
+
+def test_what_the_user_added_since_install_stays_through_uninstall(tmp_path: Path) -> None:
+    where = _where(tmp_path, "codex")
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_bytes(CODEX_CONFIG)
+    _install(where)
+    with where.hooks.open("a", encoding="utf-8") as stream:
+        stream.write('\n[profiles.fast]\nmodel = "gpt-5-mini"\n')
+
+    _uninstall(where)
+    parsed = tomllib.loads(where.hooks.read_text(encoding="utf-8"))
+    assert parsed["profiles"] == {"fast": {"model": "gpt-5-mini"}}
+    assert "consolidator" not in parsed["mcp_servers"]
+    assert _commands(parsed) == ["echo welcome"]
+    assert backup_path(where.hooks).read_bytes() == CODEX_CONFIG, "the old copy is kept"
+
+
+def test_project_scope_writes_the_projects_own_files(tmp_path: Path) -> None:
+    codex = _where(tmp_path, "codex", "project")
+    assert codex.files == (tmp_path / "project" / ".codex" / "config.toml",)
+    claude = _where(tmp_path, "claude-code", "project")
+    assert claude.files == (
+        tmp_path / "project" / ".claude" / "settings.json",
+        tmp_path / "project" / ".mcp.json",
+    )
+    _install(claude)
+    servers = json.loads(claude.servers.read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["consolidator"]["type"] == "stdio"
+    _uninstall(claude)
+    assert not claude.hooks.exists() and not claude.servers.exists()
+
+
+def test_agent_homes_from_the_environment(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "CODEX_HOME": "/cfg/codex", "CLAUDE_CONFIG_DIR": "/cfg/claude"}
+    assert target("codex", "user", tmp_path, env).hooks == Path("/cfg/codex/config.toml")
+    claude = target("claude-code", "user", tmp_path, env)
+    assert claude.files == (Path("/cfg/claude/settings.json"), Path("/cfg/claude/.claude.json"))
+
+
+@pytest.mark.parametrize(
+    ("agent", "content"),
+    [
+        ("codex", b"model = \n"),
+        ("codex", b"hooks = 3\n"),
+        ("claude-code", b"{not json"),
+        ("claude-code", b"[1, 2]\n"),
+        ("claude-code", b'{"hooks": {"SessionStart": "echo"}}\n'),
+    ],
+)
+def test_a_config_it_cannot_read_is_left_untouched(
+    tmp_path: Path, agent: Agent, content: bytes
+) -> None:
+    where = _where(tmp_path, agent)
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_bytes(content)
+    with pytest.raises(ConfigError, match="nothing was changed"):
+        plan_install(where, LAUNCHER, with_server=True)
+    assert where.hooks.read_bytes() == content
+    assert not backup_path(where.hooks).exists()
