@@ -24,7 +24,6 @@ from consolidator.memory.model import Block, Memory
 from consolidator.memory.render import one_line, render_block
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 from consolidator.memory.search import blocks_in_scope, search
-from consolidator.phases.notes import add_note
 from consolidator.security.invisible import is_invisible
 from consolidator.verify.entry import EntryChecker
 
@@ -205,6 +204,8 @@ class MemoryTools:
         return {"cwd": folder, "tasks": tasks[: max(1, min(limit, 100))]}
 
     def add_note(self, text: str, cwd: str | None) -> dict[str, Any]:
+        from consolidator.phases.notes import add_note
+
         folder = confined_cwd(cwd)
         # The note joins the project the memory already has at or above the folder, rather
         # than opening a nested block that would hide that project's entries below it.

@@ -15,7 +15,15 @@ from tests.cli_process import clean_env, run_command
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("openai", "alembic", "detect_secrets", "rich", "apscheduler", "prometheus_client")
+HEAVY = (
+    "openai",
+    "alembic",
+    "detect_secrets",
+    "rich",
+    "apscheduler",
+    "prometheus_client",
+    "tomlkit",
+)
 PROBE = """
 import json, sys
 from consolidator.face.cli import main
@@ -64,3 +72,17 @@ def test_status_and_show_load_no_model_sdk_or_secret_scanner(home: Path) -> None
     for args in (["status"], ["show", "--cwd", "/home/dev/projects/billing-api"]):
         loaded = modules_after(*args, home=home)
         assert not loaded & {"openai", "detect_secrets", "apscheduler"}, args
+
+
+def test_the_mcp_server_starts_without_the_note_pipeline() -> None:
+    """An agent waits for `initialize`: what only `add_note` needs (the secret scanner, the
+    redaction, the stage-one pipeline) loads at its first call."""
+    probe = (
+        "import json, sys\n"
+        "import consolidator.face.mcp_server\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = run_command([sys.executable, "-c", probe], clean_env(), timeout=120)
+    loaded = set(json.loads(result.stdout))
+    assert "mcp" in loaded
+    assert not loaded & {*HEAVY, "consolidator.phases.notes", "consolidator.security.redaction"}

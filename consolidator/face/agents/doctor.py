@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from consolidator.core.errors import ConfigError
+from consolidator.face.agents import SCOPES, Agent
 from consolidator.face.agents.documents import parse, read_bytes
 from consolidator.face.agents.wiring import (
-    SCOPES,
-    Agent,
     HookEntry,
     our_hooks,
     our_server,

@@ -16,11 +16,12 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import tomlkit
 
 from consolidator.core.errors import ConfigError
+from consolidator.face.agents import Agent, Scope
 from consolidator.face.agents.documents import (
     Edit,
     backup_path,
@@ -32,10 +33,6 @@ from consolidator.face.agents.documents import (
     render,
 )
 
-Agent = Literal["codex", "claude-code"]
-AGENTS: tuple[Agent, ...] = ("codex", "claude-code")
-Scope = Literal["user", "project"]
-SCOPES: tuple[Scope, ...] = ("user", "project")
 SERVER_NAME = "consolidator"
 HOOK_TIMEOUT_SECONDS = 30
 MCP_STARTUP_SECONDS = 30

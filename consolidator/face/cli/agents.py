@@ -6,26 +6,20 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from consolidator.core.config import setting_default, setting_spec
 from consolidator.core.errors import WorkFailed
-from consolidator.face.agents.doctor import check_agent, check_database
-from consolidator.face.agents.documents import Edit, apply, backup_path
-from consolidator.face.agents.wiring import (
-    AGENTS,
-    SCOPES,
-    Agent,
-    Launcher,
-    Scope,
-    plan_install,
-    plan_uninstall,
-    target,
-    this_installation,
-)
+from consolidator.face.agents import AGENTS, SCOPES, Agent, Scope
 from consolidator.face.cli.common import Invocation, common_options, invocation
+
+# The editing and checking modules (tomlkit, the context reader) load when one of these
+# commands runs, so that every other command, an agent's session start above all, never pays.
+if TYPE_CHECKING:
+    from consolidator.face.agents.documents import Edit
+    from consolidator.face.agents.wiring import Launcher
 
 # Variables a hook started by the agent will not see unless the agent's own environment has
 # them; the state directory is passed on the command line instead.
@@ -49,6 +43,8 @@ _project_option = click.option(
 
 
 def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
+    from consolidator.face.agents.wiring import this_installation
+
     options: list[str] = []
     default_home = setting_spec("home").parse(setting_default("home"), Path.home())
     if inv.settings.home != default_home:
@@ -121,6 +117,9 @@ def install_command(
     Running it again changes nothing, or replaces an older consolidator entry. Codex asks to
     review a new hook once (/hooks in codex).
     """
+    from consolidator.face.agents.documents import apply
+    from consolidator.face.agents.wiring import plan_install, target
+
     config_file = params.get("config_file")
     inv = invocation(params)
     where = target(agent, scope, (project or Path.cwd()).absolute(), os.environ)
@@ -152,6 +151,9 @@ def uninstall_command(
     A file that then means what it meant before `install` gets its old bytes back from the
     copy install kept; a file install created and that holds nothing else is deleted.
     """
+    from consolidator.face.agents.documents import apply, backup_path
+    from consolidator.face.agents.wiring import plan_uninstall, target
+
     inv = invocation(params)
     where = target(agent, scope, (project or Path.cwd()).absolute(), os.environ)
     edits = plan_uninstall(where)
@@ -180,6 +182,8 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
     server's executable exists, and the database can be read. Exit 1 when a check fails; each
     failure says what to do.
     """
+    from consolidator.face.agents.doctor import check_agent, check_database
+
     inv = invocation(params)
     folder = (project or Path.cwd()).absolute()
     checks = [
