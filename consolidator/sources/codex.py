@@ -9,9 +9,12 @@ Early files carry no working directory in their metadata; the first user message
 `# Context from my IDE setup: ... ## My request for Codex: <request>`; only the request is the
 user's words, the open-tabs list before it is context.
 
-Only `response_item` lines produce items. Codex also writes each user and agent message a
-second time as an `event_msg` (for its UI), and `turn_context` / `compacted` restate what the
-response items already hold, so reading those too would double the conversation. When Codex
+Conversation items come from `response_item` lines. Codex also writes each user and agent
+message a second time as an `event_msg` (for its UI), and `turn_context` / `compacted` restate
+what the response items already hold, so reading those too would double the conversation. The
+one exception is the user's request: some versions (the desktop app around 0.128) write it
+only as an `event_msg` `user_message`, and the two copies come in either order, so both are
+read and `RequestCopies` keeps one of each pair. When Codex
 compacts the history it asks the model for a hand-off summary and records the answer as an
 assistant message marked `metadata.compaction_output`: those are not the agent's words, and the
 `compacted` line that follows holds the same summary.
@@ -62,6 +65,7 @@ RESPONSE_ITEM_TYPES = frozenset(
 )
 
 _OUTPUT_HEADER = "Output:\n"
+_IMAGE_PART = "[image]"
 _HARNESS_HEADER_MAX_CHARS = 512
 
 # User-role messages that Codex composes itself: project docs, environment, skills.
@@ -85,8 +89,9 @@ PRE_ENVELOPE_VERSION = "pre-envelope"
 # (serde puts an enum's tag first), with the `"ordinal":N` that Codex 0.146 and later put
 # after the timestamp, compact or with the spaces Python's json module puts in.
 _LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?(?:"ordinal": ?[0-9]{1,20}, ?)?"type": ?"'
-# `turn_context` lines yield no item either, but they are read for the working directories.
-_NO_ITEM_ENVELOPES = rb"event_msg"
+# `turn_context` lines yield no item either, but they are read for the working directories;
+# an `event_msg` yields an item only when it is a user's request.
+_NO_ITEM_ENVELOPES = rb'event_msg", ?"payload": ?\{ ?"type": ?"(?!user_message")[^"\\]*'
 _REASONING_ITEM = rb'response_item", ?"payload": ?\{ ?"type": ?"reasoning'
 
 
@@ -201,6 +206,8 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
         instructions = _meta_instructions(get_dict(record, "payload"))
         if instructions:
             yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+    elif record_type == "event_msg":
+        yield from _event_request(get_dict(record, "payload"), timestamp)
     elif record_type == "compacted":
         # The model's summary of the history before it, which the file still holds in full.
         summary = as_text((get_dict(record, "payload") or {}).get("message"))
@@ -212,6 +219,65 @@ def items_from_record(record: Record) -> Iterator[RolloutItem]:
         instructions = _meta_instructions(record)
         if instructions:
             yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+
+
+def _event_request(payload: Record | None, timestamp: datetime | None) -> Iterator[RolloutItem]:
+    """The user's words of an `event_msg` `user_message` (the context Codex wraps around them
+    is in the response item copy, when there is one)."""
+    if payload is None or payload.get("type") != "user_message":
+        return
+    text = as_text(payload.get("message"))
+    if not text.strip():
+        return
+    message = {"role": "user", "content": [{"type": "input_text", "text": text}]}
+    for item in _message(message, timestamp):
+        if item.kind is ItemKind.USER:
+            yield item
+
+
+class RequestCopies:
+    """Keeps one of the two copies of each user request, by where they sit rather than by their
+    words (the UI's copy can be worded differently from what the model was sent).
+
+    The copies of one request come together, before the agent answers it: an `event_msg` copy
+    that follows a response item's request with no agent or tool item between them is that
+    request's echo, and one that comes first is held until either a response item's request
+    arrives (the event copy is dropped) or the agent acts (the event copy was the only one, and
+    is given out in its place, before the agent's item).
+    """
+
+    def __init__(self) -> None:
+        self._unanswered = 0
+        self._held: list[RolloutItem] = []
+
+    def keep(self, record: Record, items: list[RolloutItem]) -> list[RolloutItem]:
+        from_event = record.get("type") == "event_msg"
+        kept: list[RolloutItem] = []
+        for item in items:
+            if item.kind is ItemKind.USER and from_event:
+                if self._unanswered:
+                    self._unanswered -= 1
+                else:
+                    self._held.append(item)
+            elif item.kind is ItemKind.USER:
+                if self._held:
+                    self._held.pop(0)
+                else:
+                    self._unanswered += 1
+                kept.append(item)
+            elif item.kind is ItemKind.INSTRUCTIONS:
+                kept.append(item)
+            else:
+                kept.extend(self.flush())
+                kept.append(item)
+        return kept
+
+    def flush(self) -> list[RolloutItem]:
+        """The held event copies that no response item repeated; the end of the file, or the
+        agent acting, means none will."""
+        held, self._held = self._held, []
+        self._unanswered = 0
+        return held
 
 
 def _is_compaction_output(record: Record) -> bool:
@@ -343,7 +409,7 @@ def _content_texts(content: object) -> list[str]:
             continue
         part_type = part.get("type")
         if part_type in ("input_image", "image"):
-            texts.append("[image]")
+            texts.append(_IMAGE_PART)
             continue
         text = get_str(part, "text")
         if text is not None and text.strip():

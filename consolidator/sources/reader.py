@@ -219,6 +219,7 @@ def iter_items(
     """
     passover = codex.skippable_lines(skip) if skip else None
     claude_items_seen: set[int] = set()
+    codex_requests = codex.RequestCopies()
     with open_rollout(path, buffering=_STREAM_BUFFER_BYTES) as stream:
         for number, line in enumerate(_raw_lines(stream), 1):
             report.lines_read += 1
@@ -254,9 +255,12 @@ def iter_items(
                 report.saw_cwd(cwd)
             if source_format is SourceFormat.CLAUDE:
                 items = [item for item in items if not claude.is_repeat(item, claude_items_seen)]
+            elif source_format is SourceFormat.CODEX:
+                items = codex_requests.keep(record, items)
             if skip:
                 items = [item for item in items if item.kind not in skip]
             yield from items
+    yield from (item for item in codex_requests.flush() if item.kind not in skip)
 
 
 def detect_format(record: Record) -> SourceFormat | None:

@@ -47,7 +47,9 @@ def read(path: Path, **options: Any) -> tuple[list[RolloutItem], ReadReport]:
 @pytest.mark.parametrize(
     ("record", "kinds"),
     [
-        (envelope("event_msg", {"type": "user_message", "message": "hi"}), set()),
+        # The UI's copy of a request: the only copy some versions write, so it is read.
+        (envelope("event_msg", {"type": "user_message", "message": "hi"}), None),
+        (envelope("event_msg", {"type": "agent_message", "message": "hi"}), set()),
         # No item, but it names the working directory: always decoded.
         (envelope("turn_context", {"cwd": "/srv"}), None),
         (
@@ -192,14 +194,14 @@ def test_skipping_reads_a_codex_rollout_like_filtering_does(tmp_path: Path, comp
 def test_a_passed_over_line_is_not_decoded_but_a_truncated_one_still_is(tmp_path: Path) -> None:
     path = _codex_rollout(tmp_path / f"rollout-{SESSION_ID}.jsonl", compact=True)
     with path.open("ab") as stream:
-        stream.write(b'{"timestamp":"t","type":"event_msg","payload":{"type": \xff broken\n')
+        stream.write(b'{"timestamp":"t","type":"event_msg","payload":{"type":"x", \xff broken\n')
         stream.write(b'{"timestamp":"t","type":"event_msg","payload":{"ty')
 
     _, plain = read(path)
     _, skipping = read(path, skip=DROPPED_KINDS)
 
     assert plain.problems == [
-        "line 12: not UTF-8 (invalid byte at offset 55); skipped",
+        "line 12: not UTF-8 (invalid byte at offset 59); skipped",
         "line 13: truncated last line (no newline, not valid JSON); skipped",
     ]
     # The broken event_msg line could only have yielded nothing: it is not even read.
