@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 from consolidator.core.errors import ConsolidatorError
 from consolidator.security.names import text_problem, thread_id_problem
 from consolidator.sources import claude, codex, note, openclaw
+from consolidator.sources.foreign import foreign_agent
 from consolidator.sources.items import (
     ItemKind,
     ReadReport,
@@ -34,12 +35,9 @@ from consolidator.sources.items import (
     SourceFormat,
 )
 from consolidator.sources.records import Record, SessionFacts, parse_timestamp
+from consolidator.sources.tail import MAX_LINE_BYTES, last_timestamp
 
-MAX_LINE_BYTES = 8 * 1024 * 1024
 HEADER_MAX_LINES = 256
-TAIL_BLOCK_BYTES = 64 * 1024
-TAIL_SCAN_LIMIT_BYTES = 2 * MAX_LINE_BYTES
-_TAIL_MAX_BLOCK_BYTES = 1024 * 1024
 _SKIP_CHUNK_BYTES = 1024 * 1024
 # The full read's buffer: with the default 8 KiB, refills and lines split across them cost
 # as much as the reading itself. `read_header` keeps the default: it wants a few lines.
@@ -92,7 +90,7 @@ def read_header(path: str | Path) -> RolloutHeader:
         sniffed = _sniff(stream)
         last_event_at = None
         if sniffed.format is not None:
-            last_event_at = _last_timestamp(stream, stat.st_size)
+            last_event_at = last_timestamp(stream, stat.st_size)
     thread_id, parent_thread_id = _identity(abs_path, sniffed)
     cwd, git_branch = sniffed.cwd, sniffed.git_branch
     problem = "empty file" if stat.st_size == 0 else sniffed.problem()
@@ -382,6 +380,7 @@ class _Sniffed:
         self.first_record_at: datetime | None = None
         self.first_problem: str | None = None
         self.saw_record = False
+        self.foreign_agent: str | None = None
         self.lines = 0
 
     def absorb(self, facts: SessionFacts) -> None:
@@ -402,6 +401,8 @@ class _Sniffed:
         return self.session_id is not None or self.format is SourceFormat.CODEX
 
     def problem(self) -> str | None:
+        if self.foreign_agent is not None:
+            return f"a {self.foreign_agent} session, which consolidator does not read"
         if self.has_metadata:
             return None
         scope = "in the first line" if self.lines == 1 else f"in the first {self.lines} lines"
@@ -429,6 +430,9 @@ def _sniff(stream: BinaryIO) -> _Sniffed:
             sniffed.saw_record = True
             if sniffed.first_record_at is None:
                 sniffed.first_record_at = parse_timestamp(record.get("timestamp"))
+            if sniffed.format is None and (agent := foreign_agent(record)):
+                sniffed.foreign_agent = agent
+                break
             if sniffed.format is None:
                 sniffed.format = detect_format(record)
             if sniffed.format is not None:
@@ -442,54 +446,3 @@ def _sniff(stream: BinaryIO) -> _Sniffed:
         if sniffed.complete or number >= HEADER_MAX_LINES or bytes_read > MAX_LINE_BYTES:
             break
     return sniffed
-
-
-def _last_timestamp(stream: BinaryIO, size: int) -> datetime | None:
-    """The timestamp of the last complete, readable record, reading backwards from the end.
-
-    Blocks grow from 64 KiB so the common case reads one block; a line over the line limit is
-    stepped over rather than accumulated, and the whole search stops after
-    `TAIL_SCAN_LIMIT_BYTES` (the caller falls back to the mtime).
-    """
-    position = size
-    pending = b""
-    skipping_long_line = False
-    block_size = TAIL_BLOCK_BYTES
-    scanned = 0
-    while position > 0 and scanned < TAIL_SCAN_LIMIT_BYTES:
-        read_size = min(block_size, position)
-        position -= read_size
-        stream.seek(position)
-        block = stream.read(read_size)
-        scanned += len(block)
-        block_size = min(block_size * 4, _TAIL_MAX_BLOCK_BYTES)
-        if skipping_long_line:
-            newline = block.rfind(b"\n")
-            if newline < 0:
-                continue
-            data = block[: newline + 1]
-            skipping_long_line = False
-        else:
-            data = block + pending
-        pieces = data.split(b"\n")
-        if position > 0:
-            pending = pieces[0]
-            pieces = pieces[1:]
-        for raw in reversed(pieces):
-            timestamp = _timestamp_of(raw)
-            if timestamp is not None:
-                return timestamp
-        if len(pending) > MAX_LINE_BYTES:
-            pending = b""
-            skipping_long_line = True
-    return None
-
-
-def _timestamp_of(raw: bytes) -> datetime | None:
-    if not raw.strip() or b"timestamp" not in raw:
-        return None
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    return parse_timestamp(value.get("timestamp")) if isinstance(value, dict) else None

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from consolidator.sources.items import ItemKind, ReadReport, RolloutItem, SourceFormat
 from consolidator.sources.reader import (
     MAX_LINE_BYTES,
-    TAIL_BLOCK_BYTES,
     iter_items,
     read_header,
     thread_id_from_path,
 )
 from consolidator.sources.records import parse_timestamp
+from consolidator.sources.tail import TAIL_BLOCK_BYTES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sessions"
 CODEX_EXAMPLES = sorted(EXAMPLES.glob("20[0-9][0-9]/*/*/rollout-*.jsonl"))
