@@ -17,11 +17,13 @@ scripts an answer the gate must refuse instead: over the byte budget, or a line 
 citation). Asked for a revision, it answers the rendering's lines for the change, with that
 profile line when the summary lacks one.
 
-Stage-one requests get `STAGE_ONE_ANSWER`. `poison` names thread ids whose presence makes
-the answer unusable (`cut_off`: an answer far over any output limit; `invalid`: an edit on a
-block that was never shown) or the request refused (`flagged`: the provider's 400
-`invalid_prompt`; `server_error`: a 500 every time), to check that one bad input cannot block
-the others.
+Stage-one requests get `STAGE_ONE_ANSWER`, except a repository check's note
+(`consolidator verify`), whose findings it keeps whole; in phase two it deletes the shown
+bullets such a check names, citing the check in a task of its own, as the prompt asks.
+`poison` names thread ids whose presence makes the answer unusable (`cut_off`: an answer far
+over any output limit; `invalid`: an edit on a block that was never shown) or the request
+refused (`flagged`: the provider's 400 `invalid_prompt`; `server_error`: a 500 every time), to
+check that one bad input cannot block the others.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ class CarefulModel:
                 return {"memory_summary": self.revise_summary(prompt)}
             return {"memory_summary": self.write_summary(summary_draft(prompt))}
         if schema_name(body) != "consolidation":
-            return dict(STAGE_ONE_ANSWER)
+            return _stage_one(prompt_text(body))
         request = parse_prompt(prompt_text(body))
         self.requests.append(request)
         kinds = {
@@ -273,6 +275,29 @@ def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> d
     }
 
 
+CHECK_HEADING = "### Repository check"
+_FINDING = re.compile(r"^\s*-\s+(.+) \[([^\]]+)\]\s*$")
+
+
+def _stage_one(prompt: str) -> dict[str, Any]:
+    if "repository check of" not in prompt.lower():
+        return dict(STAGE_ONE_ANSWER)
+    findings = [line.strip() for line in prompt.splitlines() if _FINDING.match(line)]
+    return {
+        "rollout_summary": "A repository check found remembered entries that no longer hold.",
+        "rollout_slug": "repository-check",
+        "raw_memory": "\n".join([CHECK_HEADING, *findings]),
+    }
+
+
+def _disproved(item: Mapping[str, Any]) -> set[str] | None:
+    """The entries a repository check's notes name; None for any other input."""
+    lines = str(item["raw_memory"]).splitlines()
+    if not lines or lines[0] != CHECK_HEADING:
+        return None
+    return {m.group(1) for m in map(_FINDING.match, lines[1:]) if m}
+
+
 def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     edits: list[dict[str, Any]] = []
     used = {task["task_id"] for task in block["tasks"]}
@@ -310,6 +335,15 @@ def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[di
                 "keywords": [_slug(item.get("cwd"))],
             }
         )
+        disproved = _disproved(item)
+        if disproved is not None:
+            edits += [
+                {"op": "delete_bullet", "block_id": block["block_id"], "bullet_id": b["bullet_id"]}
+                for section in ("preferences", "knowledge", "failures")
+                for b in block.get(section, [])
+                if b["text"] in disproved
+            ]
+            continue
         edits += [
             {
                 "op": "add_bullet",

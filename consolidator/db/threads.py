@@ -213,10 +213,24 @@ class ThreadsMixin(StoreBase):
         - The thread turns `deleted`; its stage-one output and job go.
         - The change log records the deletion; memory versions citing it are rewritten.
         """
+        vanished = list(thread_ids)
         with self._write() as connection:
             now = self._now(connection)
-            removed = remove_inputs(connection, list(thread_ids), ThreadState.DELETED, now)
-        return len(removed)
+            # A repository check's note quotes the session it names as parent: it goes too.
+            checks = _notes_linked_to(connection, vanished)
+            removed = remove_inputs(connection, [*vanished, *checks], ThreadState.DELETED, now)
+        return len(set(removed) - set(checks))
+
+    def inputs_gone(self, thread_ids: Iterable[str]) -> set[str]:
+        """Which of `thread_ids` were forgotten or deleted: their files may go."""
+        with self._read() as connection:
+            return {
+                thread_id
+                for thread_id in thread_ids
+                if tombstoned(connection, thread_id)
+                or connection.execute(TOMBSTONE, {"tombstone": thread_id}).scalar()
+                == ThreadState.DELETED.value
+            }
 
     @contention_retry
     def hold_deletions(self, thread_ids: Iterable[str], source_id: str | None) -> int:
@@ -409,6 +423,18 @@ def _tombstone(connection: Connection, thread_id: str, now: datetime) -> None:
             file_size=0,
             file_mtime_ns=0,
         )
+    )
+
+
+def _notes_linked_to(connection: Connection, thread_ids: Sequence[str]) -> list[str]:
+    if not thread_ids:
+        return []
+    return list(
+        connection.execute(
+            select(Thread.thread_id).where(
+                Thread.source == "note", Thread.parent_thread_id.in_(thread_ids)
+            )
+        ).scalars()
     )
 
 

@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from consolidator.core.config import Settings
+from consolidator.phases.note_files import NOTES_DIR
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
-from consolidator.sources.note import note_record
+from consolidator.sources.note import CHECK_ORIGIN, check_text, note_record
 
 if TYPE_CHECKING:
     from consolidator.db.store import Store
 
-NOTES_DIR: Final = "notes"
 MAX_NOTE_CHARS: Final = 4000
 _REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
 
@@ -56,11 +56,30 @@ class NoteOutcome:
         }
 
 
+def add_check_note(
+    settings: Settings, *, cwd: str, parent: str, findings: Sequence[tuple[str, str]], day: str
+) -> NoteOutcome:
+    """A repository check's findings as an input: the entries of `parent`'s session that the
+    folder `cwd` no longer bears out, each with what the check found there, for the next
+    phase two to take back; forgetting `parent` forgets the check."""
+    heading = f"Repository check of {cwd} on {day}: remembered entries that no longer hold"
+    return add_note(
+        settings, check_text(heading, findings), cwd=cwd, origin=CHECK_ORIGIN, parent=parent
+    )
+
+
 def add_note(
-    settings: Settings, text: str, *, cwd: str | None, origin: str, hold: bool = False
+    settings: Settings,
+    text: str,
+    *,
+    cwd: str | None,
+    origin: str,
+    hold: bool = False,
+    parent: str | None = None,
 ) -> NoteOutcome:
     """Take a note: refused when empty or too long, quarantined when it carries an order to
-    the agent, else an input at once, or with `hold` kept until a person approves it."""
+    the agent, else an input at once, or with `hold` kept until a person approves it.
+    `parent` links it to a session, so that forgetting the session forgets the note."""
     note_id = f"note-{uuid.uuid4()}"
     text = drop_private_spans(text)
     if not text.strip():
@@ -79,7 +98,8 @@ def add_note(
         if hold:
             store.hold_note(note_id, redaction.text, cwd, origin)
             return NoteOutcome("pending", note_id, redaction.count)
-        return _accept(store, settings, note_id, redaction.text, cwd, origin, redaction.count)
+        written = NoteFile(note_id, redaction.text, cwd, origin, parent)
+        return _accept(store, settings, written, redaction.count)
 
 
 def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
@@ -90,7 +110,7 @@ def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
         held = store.held_note(note_id)
         if held is None:
             return None
-        outcome = _accept(store, settings, note_id, held.text, held.cwd, held.origin, 0)
+        outcome = _accept(store, settings, NoteFile(note_id, held.text, held.cwd, held.origin), 0)
         store.drop_held_note(note_id)
         return outcome
 
@@ -111,21 +131,24 @@ def _opened_store(settings: Settings) -> Iterator[Store]:
         engine.dispose()
 
 
-def _accept(
-    store: Store,
-    settings: Settings,
-    note_id: str,
-    text: str,
-    cwd: str | None,
-    origin: str,
-    redacted: int,
-) -> NoteOutcome:
+@dataclass(frozen=True)
+class NoteFile:
+    """What a note's file holds."""
+
+    note_id: str
+    text: str
+    cwd: str | None
+    origin: str
+    parent: str | None = None
+
+
+def _accept(store: Store, settings: Settings, note: NoteFile, redacted: int) -> NoteOutcome:
     from consolidator.backends.factory import make_backend
     from consolidator.phases.scanner import register_file
     from consolidator.phases.stage_one import process_one
     from consolidator.phases.worker import stage1_options
 
-    path = _write_note(settings.home / NOTES_DIR, note_id, text, cwd, origin)
+    path = _write_note(settings.home / NOTES_DIR, note)
     _change, thread_id = register_file(
         store,
         str(path),
@@ -141,19 +164,18 @@ def _accept(
     return NoteOutcome("accepted", thread_id, redacted, None, stage1)
 
 
-def drop_note(settings: Settings, path: str) -> None:
-    """Delete a forgotten note's file: it is ours, and a forgotten note leaves no text."""
-    folder = (settings.home / NOTES_DIR).absolute()
-    note = Path(path)
-    if note.parent == folder and note.name.startswith("note-"):
-        note.unlink(missing_ok=True)
-
-
-def _write_note(folder: Path, note_id: str, text: str, cwd: str | None, origin: str) -> Path:
+def _write_note(folder: Path, note: NoteFile) -> Path:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    record = note_record(note_id, text=text, cwd=cwd, timestamp=stamp, origin=origin)
-    path = folder / f"{note_id}.jsonl"
+    record = note_record(
+        note.note_id,
+        text=note.text,
+        cwd=note.cwd,
+        timestamp=stamp,
+        origin=note.origin,
+        parent=note.parent,
+    )
+    path = folder / f"{note.note_id}.jsonl"
     fd, temp = tempfile.mkstemp(dir=folder, prefix=".note-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

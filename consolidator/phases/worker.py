@@ -19,6 +19,7 @@ from consolidator.db.store import Eligibility, Stage1Waiting, Store
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.leases import Heartbeat
 from consolidator.phases.materialize import ProjectionReport
+from consolidator.phases.note_files import drop_gone_notes
 from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish import publish
 from consolidator.phases.scanner import ScanReport, scan
@@ -118,6 +119,7 @@ def scan_sessions(
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})
     if report.forgot_any:
+        drop_gone_notes(settings, store)
         store.purge_free_space()
     return report
 

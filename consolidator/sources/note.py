@@ -4,11 +4,17 @@ A note is stored as a one-line JSONL file in the notes folder,
 `{"type": "consolidator_note", "version": 1, "id", "timestamp", "cwd", "origin", "text"}`, and
 is then read like any session: a thread of source `note` whose one user item is the text. So
 it is redacted, extracted, gated, cited and forgotten by the same code as a transcript.
+
+A repository check's note (`origin: "verify"`) lists remembered entries the project's folder
+no longer bears out, one `- <entry> [<what the check found>]` line each, and names in `parent`
+the session the entries came from: forgetting that session forgets the check with it, as the
+check quotes its words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Final
 
 from consolidator.sources.items import ItemKind, RolloutItem
@@ -19,6 +25,7 @@ from consolidator.sources.records import (
     header_facts,
     non_empty,
     parse_timestamp,
+    session_id_or_none,
 )
 
 NOTE_TYPE: Final = "consolidator_note"
@@ -27,6 +34,12 @@ NOTE_VERSION: Final = 1
 NOTE_ITEM: Final = "note"
 # The same for a note an agent wrote (through MCP), so what is made of it says who wrote it.
 AGENT_NOTE_ITEM: Final = "agent_note"
+# And for a repository check's findings.
+CHECK_ITEM: Final = "check"
+CHECK_ORIGIN: Final = "verify"
+_ITEM_FOR_ORIGIN: Final = {"mcp": AGENT_NOTE_ITEM, CHECK_ORIGIN: CHECK_ITEM}
+_CHECK_LINE_PREFIX: Final = "- "
+_CHECK_REASON_OPEN: Final = " ["
 
 
 def is_note_record(record: Record) -> bool:
@@ -34,7 +47,11 @@ def is_note_record(record: Record) -> bool:
 
 
 def session_facts(record: Record) -> SessionFacts | None:
-    return header_facts(record, "note") if is_note_record(record) else None
+    if not is_note_record(record):
+        return None
+    facts = header_facts(record, "note")
+    parent = session_id_or_none(record.get("parent"))
+    return replace(facts, parent_thread_id=parent) if parent else facts
 
 
 def cwd_named_by(record: Record) -> str | None:
@@ -44,14 +61,23 @@ def cwd_named_by(record: Record) -> str | None:
 def items_from_record(record: Record) -> Iterator[RolloutItem]:
     text = non_empty(get_str(record, "text"))
     if is_note_record(record) and text is not None:
-        name = AGENT_NOTE_ITEM if record.get("origin") == "mcp" else NOTE_ITEM
+        name = _ITEM_FOR_ORIGIN.get(str(record.get("origin")), NOTE_ITEM)
         yield RolloutItem(
             ItemKind.USER, text, name=name, timestamp=parse_timestamp(record.get("timestamp"))
         )
 
 
-def note_record(note_id: str, *, text: str, cwd: str | None, timestamp: str, origin: str) -> Record:
+def note_record(
+    note_id: str,
+    *,
+    text: str,
+    cwd: str | None,
+    timestamp: str,
+    origin: str,
+    parent: str | None = None,
+) -> Record:
     return {
+        **({"parent": parent} if parent else {}),
         "type": NOTE_TYPE,
         "version": NOTE_VERSION,
         "id": note_id,
@@ -60,3 +86,23 @@ def note_record(note_id: str, *, text: str, cwd: str | None, timestamp: str, ori
         "origin": origin,
         "text": text,
     }
+
+
+def check_text(heading: str, findings: Iterable[tuple[str, str]]) -> str:
+    """A check note's text: `heading`, then one line per (entry, what the check found)."""
+    lines = [heading]
+    lines += [
+        f"{_CHECK_LINE_PREFIX}{entry}{_CHECK_REASON_OPEN}{reason}]" for entry, reason in findings
+    ]
+    return "\n".join(lines)
+
+
+def checked_entries(text: str) -> tuple[str, ...]:
+    """The entries a check note's text lists, as `check_text` wrote them."""
+    entries = []
+    for line in text.splitlines()[1:]:
+        if line.startswith(_CHECK_LINE_PREFIX) and line.endswith("]"):
+            entry = line[len(_CHECK_LINE_PREFIX) :].rpartition(_CHECK_REASON_OPEN)[0].strip()
+            if entry:
+                entries.append(entry)
+    return tuple(entries)

@@ -19,7 +19,8 @@ from consolidator.backends.base import Backend
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import build_settings
 from consolidator.db.store import Store
-from consolidator.phases.notes import NOTES_DIR, add_note
+from consolidator.phases.note_files import NOTES_DIR
+from consolidator.phases.notes import add_note
 from consolidator.phases.phase_two import run_phase_two
 from consolidator.phases.publish import publish
 from consolidator.phases.scanner import scan

@@ -112,7 +112,7 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         instructions=tuple(instructions[:MAX_STATEMENTS]),
         facts=tuple(facts[:MAX_STATEMENTS]),
         conclusions=tuple(conclusions[:MAX_STATEMENTS]),
-        revoked=tuple(spoken.revoked[:MAX_STATEMENTS]),
+        revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:MAX_STATEMENTS]),
         noted_by=session.noted_by,
     )
 

@@ -272,11 +272,13 @@ def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
     ]
 
 
+_NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
+
+
 def _author(notes: ExtractiveNotes) -> Origin:
-    """Who wrote what a session's user turns say: the user, or a note's writer."""
-    if notes.noted_by == "agent_note":
-        return "agent_note"
-    return "note" if notes.noted_by == "note" else "user"
+    """Who wrote what a session's user turns say: the user, or a note's writer (a repository
+    check is a tool)."""
+    return _NOTE_AUTHORS.get(notes.noted_by, "user")
 
 
 def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResult:

@@ -11,7 +11,7 @@ from consolidator.memory.notes import FailureNote
 from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
-from consolidator.sources.note import AGENT_NOTE_ITEM, NOTE_ITEM
+from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, checked_entries
 
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
@@ -30,8 +30,10 @@ class Session:
     last_agent_message: str = ""
     spoken: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Who wrote the notes: "note" (the user) or "agent_note"; "" for a session.
+    # Who wrote the notes: "note" (the user), "agent_note" or "check"; "" for a session.
     noted_by: str = ""
+    # The remembered entries a repository check found no longer hold.
+    disproved: list[str] = field(default_factory=list)
 
 
 # Text a harness puts in the user's turn, not typed by the user. Readers already classify
@@ -57,7 +59,12 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     spoken: list[str] = []
     by_id: dict[str, Call] = {}
     for item in items:
-        if item.kind is ItemKind.USER:
+        if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
+            # A tool's findings, not anyone's words: its entries are taken back, nothing more.
+            session.disproved.extend(checked_entries(item.text))
+            session.noted_by = CHECK_ITEM
+            session.task = session.task or clip(one_line(item.text.splitlines()[0]), MAX_TASK_CHARS)
+        elif item.kind is ItemKind.USER:
             text = user_text(item.text)
             if text and item.name in (NOTE_ITEM, AGENT_NOTE_ITEM):
                 session.notes.append(text)  # handed over to be remembered, as it is
@@ -81,7 +88,7 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
         quotes = quotes[:head] + quotes[len(quotes) - (MAX_QUOTES - head) :]
     session.quotes = quotes
     session.spoken = spoken
-    if spoken:
+    if spoken and not session.task:
         session.task = clip(one_line(redact(spoken[0]).text), MAX_TASK_CHARS)
     session.failures, session.unfixed = _pair_failures(session.calls)
     return session

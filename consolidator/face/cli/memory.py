@@ -303,7 +303,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
     The session may be named by its rollout file too. One no scan has registered yet (a
     session id, or a file not read so far) is recorded as forgotten, so it is never extracted.
     """
-    from consolidator.phases.notes import drop_note
+    from consolidator.phases.note_files import drop_gone_notes
     from consolidator.phases.publish import drop_backups
 
     inv = invocation(params)
@@ -318,11 +318,9 @@ def forget_command(thread_id: str, **params: Any) -> None:
                 ),
             )
             return
-        thread = store.get_thread(thread_id)
         linked = store.linked_thread_ids(thread_id)
         forgotten = store.forget_thread(thread_id)
-        if thread is not None and thread.source == "note":
-            drop_note(inv.settings, thread.rollout_path)
+        drop_gone_notes(inv.settings, store)
 
         def unpublish_thread() -> None:
             publish_memory(inv, store)

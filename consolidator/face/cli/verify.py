@@ -12,6 +12,7 @@ import click
 from consolidator.face.cli.common import common_options, invocation, open_store
 
 if TYPE_CHECKING:
+    from consolidator.core.config import Settings
     from consolidator.memory.model import Block
     from consolidator.verify.entry import EntryChecker
 
@@ -22,13 +23,24 @@ if TYPE_CHECKING:
     type=click.Path(path_type=Path, file_okay=False),
     help="Only the project block that applies to DIR (default: every project block).",
 )
+@click.option(
+    "--no-feed",
+    "record_only",
+    is_flag=True,
+    help="Only record the outcome; hand no failing entry to the next phase two.",
+)
 @common_options
-def verify_command(cwd: Path | None, **params: Any) -> None:
+def verify_command(cwd: Path | None, record_only: bool, **params: Any) -> None:
     """Check what each project entry names (paths, Make/npm/just/tox targets, runtime
     versions) against the project's folder now, read-only, and record the outcome with the
-    time; `show --json` shows it per block. Entries that fail are listed with the reason, so
-    a stale line can be fixed or forgotten. User-wide entries name no folder: unchecked.
-    A failing entry is information, not an error: the exit code stays 0."""
+    time; `show --json` shows it per block. User-wide entries name no folder: unchecked.
+
+    Entries that fail are listed with the reason and handed to the next phase two as a
+    repository check (a note of origin `verify`, one per session the entries came from,
+    linked to it so forgetting the session forgets the check): the next `run` takes them out
+    of the memory, citing the check. An entry is handed over once per memory version, and
+    never from a folder that does not exist here. A failing entry is information, not an
+    error: the exit code stays 0."""
     from consolidator.memory.codec import decode
     from consolidator.memory.scope import applicable_blocks, is_user_wide
     from consolidator.verify.entry import EntryChecker
@@ -47,6 +59,9 @@ def verify_command(cwd: Path | None, **params: Any) -> None:
         )
         checker = EntryChecker()
         results = [_checked(block, checker) for block in blocks]
+        earlier = store.block_checks(version.version)
+    fed = [] if record_only else _feed(inv.settings, results, earlier)
+    with open_store(inv.settings) as store:
         store.record_block_checks(
             version.version, {r["block_id"]: json.dumps(r, sort_keys=True) for r in results}
         )
@@ -63,21 +78,71 @@ def verify_command(cwd: Path | None, **params: Any) -> None:
                     click.echo(f"  fails: {entry['text']} [{entry['reason']}]")
         if not results:
             click.echo("no project block to verify")
+        for note in fed:
+            click.echo(
+                f"handed {len(note['entries'])} failing entries to the next phase two as "
+                f"{note['thread_id']} ({note['status']})"
+            )
 
-    inv.emit({"version": version.version, "blocks": results}, human)
+    inv.emit({"version": version.version, "blocks": results, "fed": fed}, human)
+
+
+def _feed(
+    settings: Settings, results: list[dict[str, Any]], earlier: dict[str, tuple[Any, str]]
+) -> list[dict[str, Any]]:
+    """Hand each folder's failing entries, grouped by the session they came from, to the next
+    phase two; mark them `fed` in `results` so a second run on this version does not."""
+    from datetime import UTC, datetime
+
+    from consolidator.backends.extractive.prose import MAX_STATEMENTS
+    from consolidator.phases.notes import add_check_note
+
+    day = datetime.now(UTC).date().isoformat()
+    fed: list[dict[str, Any]] = []
+    for result in results:
+        before = json.loads(earlier[result["block_id"]][1]) if result["block_id"] in earlier else {}
+        already = {e["text"] for e in before.get("entries", ()) if e.get("fed")}
+        by_session: dict[str, list[dict[str, Any]]] = {}
+        for entry in result["entries"]:
+            if entry["status"] == "fails" and result["exists"] and entry["thread"]:
+                entry["fed"] = True
+                if entry["text"] not in already:
+                    by_session.setdefault(entry["thread"], []).append(entry)
+        for thread, entries in by_session.items():
+            for start in range(0, len(entries), MAX_STATEMENTS):
+                chunk = entries[start : start + MAX_STATEMENTS]
+                outcome = add_check_note(
+                    settings,
+                    cwd=result["cwd"],
+                    parent=thread,
+                    findings=[(e["text"], e["reason"]) for e in chunk],
+                    day=day,
+                )
+                fed.append(
+                    {
+                        "thread_id": outcome.note_id,
+                        "status": outcome.status,
+                        "parent": thread,
+                        "entries": [e["text"] for e in chunk],
+                    }
+                )
+    return fed
 
 
 def _checked(block: Block, checker: EntryChecker) -> dict[str, Any]:
     folder = block.applies_to_cwd or ""
     entries = []
+    threads = {task.task_id: task.thread_ids for task in block.tasks}
     for section, bullet in block.bullets():
         verdict = checker.verdict(folder, bullet.text)
+        witnesses = [t for task_id in bullet.task_ids for t in threads.get(task_id, ())]
         entries.append(
             {
                 "section": section,
                 "text": bullet.text,
                 "status": verdict.status,
                 "reason": verdict.reason,
+                "thread": witnesses[0] if witnesses else None,
             }
         )
     return {
