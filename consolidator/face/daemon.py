@@ -44,7 +44,8 @@ from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigErr
 from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
 from consolidator.db.store import Claim, DeadlineLengths, Store
-from consolidator.face.metrics import Metrics, MetricsServer, scrub, short_error
+from consolidator.face.errors_text import scrub, short_error
+from consolidator.face.metrics import Metrics, MetricsServer
 from consolidator.face.signals import exit_at_once, shutdown_signals
 from consolidator.phases.leases import TrackingHeartbeat, give_back
 from consolidator.phases.phase_two import Phase2Report

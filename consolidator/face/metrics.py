@@ -21,13 +21,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from socketserver import ThreadingMixIn
 from typing import Any, Protocol, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, make_wsgi_app
-from prometheus_client.core import GaugeMetricFamily, Metric
 
 from consolidator import __version__
 from consolidator.backends.base import (
@@ -39,197 +37,19 @@ from consolidator.backends.base import (
     Usage,
     check_model_access,
 )
-from consolidator.db.store import JobStatus, Store, ThreadState
+from consolidator.db.store import Store
+from consolidator.face.errors_text import scrub, short_error
+from consolidator.face.store_metrics import PREFIX, StoreCollector
 from consolidator.phases.stage_one import ThreadResult
 from consolidator.phases.worker import PassReport
 
 log = logging.getLogger(__name__)
 
-PREFIX = "consolidator"
 _PASS_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 _MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 SCAN_CHANGES = ("new", "changed", "deleted", "bad")
 _PHASES = ("stage1", "phase2")
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-def scrub(text: str, secrets: Sequence[str | None]) -> str:
-    """Mask known secret values (DB password, API key) in text bound for a log or a reply."""
-    for secret in secrets:
-        if secret and len(secret) >= 3:
-            text = text.replace(secret, "***")
-    return text
-
-
-def short_error(exc: BaseException) -> str:
-    """One line naming the failure; SQLAlchemy's own text carries the statement, not needed."""
-    origin = getattr(exc, "orig", None) or exc
-    first = str(origin).strip().splitlines()[0] if str(origin).strip() else ""
-    return f"{type(origin).__name__}: {first}" if first else type(origin).__name__
-
-
-class StoreCollector:
-    """Reads the shared state at scrape time; a failing read yields `database_up 0` only.
-
-    A scrape must never raise (prometheus-client would answer 500 and hide this process's
-    counters with it), so a database error becomes a gauge and a debug log line.
-    """
-
-    def __init__(
-        self,
-        store: Store,
-        *,
-        lease_seconds: int,
-        secrets: Sequence[str | None] = (),
-    ) -> None:
-        self._store = store
-        self._lease_seconds = lease_seconds
-        self._secrets = secrets
-
-    def collect(self) -> Iterable[Metric]:
-        up = GaugeMetricFamily(
-            f"{PREFIX}_database_up", "1 when this scrape could read the database, else 0."
-        )
-        try:
-            families = self._read()
-        except Exception as exc:
-            log.debug(
-                "metrics scrape could not read the database: %s",
-                scrub(short_error(exc), self._secrets),
-                extra={"action": "metrics_scrape_failed"},
-            )
-            up.add_metric([], 0)
-            return [up]
-        up.add_metric([], 1)
-        return [up, *families]
-
-    def _read(self) -> list[Metric]:
-        store = self._store
-        counts = store.status_counts()
-        known = store.known_files()
-        job = store.phase2_job()
-        version = store.current_version()
-        quarantined_count = store.quarantined_count()
-        pending_count = len(store.list_pending())
-
-        def gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
-            return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
-
-        threads = GaugeMetricFamily(
-            f"{PREFIX}_threads", "Known threads by state.", labels=["state"]
-        )
-        by_state = dict.fromkeys((state.value for state in ThreadState), 0)
-        for entry in known.values():
-            by_state[entry.state.value] += 1
-        for state, count in by_state.items():
-            threads.add_metric([state], count)
-
-        backlog = GaugeMetricFamily(
-            f"{PREFIX}_stage1_backlog",
-            "Stage-one jobs not done yet, by state (running = under a live lease).",
-            labels=["state"],
-        )
-        for state in ("pending", "running", "failed", "exhausted"):
-            backlog.add_metric([state], getattr(counts, state))
-
-        done = (job.last_success_watermark or 0) if job else 0
-        current = job.status.value if job else "never_run"
-        status = GaugeMetricFamily(
-            f"{PREFIX}_phase2_status",
-            "1 for the phase-two job's current status.",
-            labels=["status"],
-        )
-        for value in [*(s.value for s in JobStatus), "never_run"]:
-            status.add_metric([value], 1 if value == current else 0)
-
-        holder = GaugeMetricFamily(
-            f"{PREFIX}_phase2_lease_holder",
-            "1 for the worker holding a live phase-two lease (no sample when none does).",
-            labels=["worker_id"],
-        )
-        expires_in = gauge(
-            "phase2_lease_expires_in_seconds",
-            "Seconds until the phase-two lease expires (negative: expired, not yet reclaimed).",
-        )
-        lease_age = gauge(
-            "phase2_lease_age_seconds",
-            "Seconds since the phase-two lease was last renewed, assuming the holder uses this "
-            "daemon's lease length; above a third of it, the holder's heartbeat is late.",
-        )
-        if job and job.status is JobStatus.RUNNING and job.lease_until is not None:
-            remaining = (_aware(job.lease_until) - store.now()).total_seconds()
-            expires_in.add_metric([], remaining)
-            lease_age.add_metric([], max(0.0, self._lease_seconds - remaining))
-            if remaining > 0:
-                holder.add_metric([job.worker_id or "unknown"], 1)
-        last_success = gauge(
-            "phase2_last_success_timestamp_seconds",
-            "Unix time of the last successful phase-two run.",
-        )
-        if job and job.last_success_at:
-            last_success.add_metric([], _aware(job.last_success_at).timestamp())
-
-        return [
-            threads,
-            gauge(
-                "threads_with_problem",
-                "Threads whose rollout was skipped or only partly read (reasons in `status`).",
-                counts.threads_bad,
-            ),
-            gauge(
-                "held_deletions",
-                "Vanished threads whose deletion the mass-vanish guard holds "
-                "(`scan --confirm-deletions` applies them).",
-                counts.held_deletions,
-            ),
-            backlog,
-            gauge("stage1_outputs", "Stored stage-one outputs.", counts.outputs),
-            gauge(
-                "input_watermark",
-                "Sequence number of the latest input change.",
-                counts.input_watermark,
-            ),
-            gauge(
-                "consolidated_watermark",
-                "Input watermark consumed by the last successful phase-two run.",
-                done,
-            ),
-            gauge(
-                "watermark_lag",
-                "Input changes not yet consolidated (input - consolidated watermark).",
-                max(0, counts.input_watermark - done),
-            ),
-            status,
-            holder,
-            expires_in,
-            lease_age,
-            last_success,
-            gauge(
-                "quarantined_entries",
-                "Memory entries kept out of MEMORY.md by the commit gate.",
-                quarantined_count,
-            ),
-            gauge(
-                "pending_versions",
-                "Memory versions waiting for review (`consolidator review`).",
-                pending_count,
-            ),
-            gauge(
-                "memory_bytes",
-                "Size of the current MEMORY.md version in bytes.",
-                version.content_bytes if version else 0,
-            ),
-            gauge(
-                "memory_version",
-                "Number of the current memory version (0: none yet).",
-                version.version if version else 0,
-            ),
-        ]
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands back naive UTC datetimes, PostgreSQL aware ones."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
-from consolidator.face.metrics import StoreCollector
+from consolidator.face.store_metrics import StoreCollector
 from consolidator.memory.codec import decode
 from consolidator.memory.model import cited_thread_ids
 from consolidator.memory.notes import ExtractiveNotes
