@@ -18,8 +18,6 @@ KNOWN: dict[str, int] = {
     "consolidator/db/jobs.py": 568,
     "consolidator/db/threads.py:_register": 84,
     "consolidator/db/versions.py:insert_version_row()": 14,
-    "consolidator/face/cli/status.py:human": 96,
-    "consolidator/face/cli/status.py:status_command": 203,
     "consolidator/phases/materialize.py": 566,
     "consolidator/phases/materialize.py:_apply": 86,
     "consolidator/phases/phase_two.py": 551,

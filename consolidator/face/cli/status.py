@@ -13,53 +13,107 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
     from consolidator.core.config import Settings
-    from consolidator.db.store import RunState, SetAsideInput, Store, ThreadUsage
+    from consolidator.db.records import JobRecord, StatusCounts
+    from consolidator.db.store import (
+        PendingRecord,
+        RunState,
+        SetAsideInput,
+        Stage1Waiting,
+        Store,
+        ThreadUsage,
+        VersionRecord,
+    )
+    from consolidator.memory.model import Memory
 
 
 @click.command("status")
 @common_options
 def status_command(**params: Any) -> None:
     """Show threads, stage-one backlog, leases, the last run and recent problems."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from consolidator.db.records import Eligibility
-    from consolidator.face.cli.waiting import waiting_lines
-    from consolidator.memory.codec import decode
-    from consolidator.memory.merge import folded_task_count
-    from consolidator.memory.model import Memory, cited_thread_ids
-
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        counts = store.status_counts()
-        job = store.phase2_job()
-        version = store.current_version()
-        quarantined = store.quarantined_count()
-        set_aside = store.set_aside_inputs()
-        run_state = store.run_state()
-        live = store.live_output_thread_ids()
-        most_used, least_used = store.usage_ranking(USAGE_SHOWN)
-        pending = store.list_pending()
-        newest = store.pending_content(pending[-1].id) if pending else None
-        roots = session_roots(store, inv.settings)
-        held_back = store.count_waiting_stage1(Eligibility.of(inv.settings))
-    current = decode(version.memory_json) if version else Memory()
-    blocks = len(current.blocks)
+        snapshot = read_status(store, inv.settings)
+    payload = status_payload(snapshot, inv.settings)
+
+    def human() -> None:
+        inv.console.print(_status_table(snapshot, payload, inv.settings))
+        for line in _status_lines(snapshot, inv.settings):
+            inv.console.print(line, markup=False)
+
+    inv.emit(payload, human)
+
+
+@dataclass(frozen=True)
+class StatusSnapshot:
+    """Everything `status` shows, read once."""
+
+    counts: StatusCounts
+    job: JobRecord | None
+    version: VersionRecord | None
+    current: Memory
+    quarantined: int
+    set_aside: list[SetAsideInput]
+    run_state: RunState
+    most_used: list[ThreadUsage]
+    least_used: list[ThreadUsage]
+    pending: list[PendingRecord]
+    roots: list[RootCounts]
+    held_back: Stage1Waiting
     # Live sessions neither the current version nor the newest pending one cites (after a
     # rollback, say): `rebuild`.
+    unrepresented: int
+
+    @property
+    def held_problem(self) -> list[tuple[str, str]]:
+        if not self.counts.held_deletions:
+            return []
+        paths = ", ".join(r.path for r in self.roots)
+        return [(paths, _held_reason(self.counts.held_deletions))]
+
+
+def read_status(store: Store, settings: Settings) -> StatusSnapshot:
+    from consolidator.db.records import Eligibility
+    from consolidator.memory.codec import decode
+    from consolidator.memory.model import Memory, cited_thread_ids
+
+    version = store.current_version()
+    pending = store.list_pending()
+    newest = store.pending_content(pending[-1].id) if pending else None
+    most_used, least_used = store.usage_ranking(USAGE_SHOWN)
+    current = decode(version.memory_json) if version else Memory()
     waiting = cited_thread_ids(decode(newest.memory_json)) if newest else frozenset()
-    unrepresented = len(live - cited_thread_ids(current) - waiting)
-    held_problem: list[tuple[str, str]] = (
-        [(", ".join(r.path for r in roots), _held_reason(counts.held_deletions))]
-        if counts.held_deletions
-        else []
+    live = store.live_output_thread_ids()
+    return StatusSnapshot(
+        counts=store.status_counts(),
+        job=store.phase2_job(),
+        version=version,
+        current=current,
+        quarantined=store.quarantined_count(),
+        set_aside=store.set_aside_inputs(),
+        run_state=store.run_state(),
+        most_used=most_used,
+        least_used=least_used,
+        pending=pending,
+        roots=session_roots(store, settings),
+        held_back=store.count_waiting_stage1(Eligibility.of(settings)),
+        unrepresented=len(live - cited_thread_ids(current) - waiting),
     )
 
-    def iso(moment: datetime | None) -> str | None:
-        return moment.isoformat() if moment else None
 
-    payload: dict[str, Any] = {
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def status_payload(snap: StatusSnapshot, settings: Settings) -> dict[str, Any]:
+    """`status --json`, and what the table is drawn from."""
+    from consolidator.memory.merge import folded_task_count
+
+    counts, version = snap.counts, snap.version
+    return {
         "threads": {
             "total": counts.threads_total,
             "deleted": counts.threads_deleted,
@@ -73,49 +127,38 @@ def status_command(**params: Any) -> None:
             "failed": counts.failed,
             "exhausted": counts.exhausted,
         },
-        "phase2": {
-            "status": job.status.value if job else "never_run",
-            "lease_until": iso(job.lease_until) if job else None,
-            "last_success_at": iso(job.last_success_at) if job else None,
-            "cooldown_until": iso(job.cooldown_until) if job else None,
-            "retry_at": iso(job.retry_at) if job else None,
-            "last_error": job.last_error if job else None,
-            **run_state.as_json(),
-            "worker_id": job.worker_id if job else None,
-            "input_watermark": counts.input_watermark,
-            "last_success_watermark": (job.last_success_watermark or 0) if job else 0,
-        },
+        "phase2": _phase2_json(snap),
         "memory": {
             "version": version.version if version else None,
             "bytes": version.content_bytes if version else 0,
-            "blocks": blocks,
-            "quarantined": quarantined,
-            "folded_tasks": folded_task_count(current),
+            "blocks": len(snap.current.blocks),
+            "quarantined": snap.quarantined,
+            "folded_tasks": folded_task_count(snap.current),
             "evicted": version.evicted if version else 0,
-            "unrepresented_threads": unrepresented,
+            "unrepresented_threads": snap.unrepresented,
             "summary": None if version is None else _summary_author(version.summary_md),
         },
         "usage": {
-            "most_used": [_usage_json(u) for u in most_used],
-            "least_used": [_usage_json(u) for u in least_used],
+            "most_used": [_usage_json(u) for u in snap.most_used],
+            "least_used": [_usage_json(u) for u in snap.least_used],
         },
         "review": {
-            "mode": "on" if inv.settings.review else "off",
+            "mode": "on" if settings.review else "off",
             "pending": [
                 {"version": p.id, "created_at": p.created_at.isoformat(), "diff": p.diff_summary}
-                for p in pending
+                for p in snap.pending
             ],
         },
-        "set_aside": [_set_aside_json(entry) for entry in set_aside],
+        "set_aside": [_set_aside_json(entry) for entry in snap.set_aside],
         "held_deletions": counts.held_deletions,
-        "waiting": held_back.as_json(),
-        "sessions_roots": [r.as_json() for r in roots],
+        "waiting": snap.held_back.as_json(),
+        "sessions_roots": [r.as_json() for r in snap.roots],
         "formats": [
-            {"source": source, "format_version": version, "threads": n}
-            for source, version, n in counts.formats
+            {"source": source, "format_version": format_version, "threads": n}
+            for source, format_version, n in counts.formats
         ],
         "problems": [
-            {"rollout_path": p, "reason": r} for p, r in [*held_problem, *counts.problems]
+            {"rollout_path": p, "reason": r} for p, r in [*snap.held_problem, *counts.problems]
         ],
         "errors": [{"thread_id": t, "error": e} for t, e in counts.errors],
         "clock_excursions": [
@@ -124,104 +167,153 @@ def status_command(**params: Any) -> None:
         ],
     }
 
-    def human() -> None:
-        table = Table(title="consolidator status", show_header=False)
-        table.add_column("what")
-        table.add_column("value")
-        table.add_row("database", inv.settings.db_url_for_display)
-        forgotten = f"; {counts.threads_forgotten} forgotten" if counts.threads_forgotten else ""
-        threads = f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
-        table.add_row("threads", f"{threads}{counts.threads_bad} with bad input{forgotten}")
-        for root in roots:
-            table.add_row("sessions folder", Text(root.describe()))
-        if counts.formats:
-            table.add_row(
-                "formats",
-                # Read from the files: shown as plain text, never as Rich markup.
-                Text(
-                    "; ".join(f"{source} {version}: {n}" for source, version, n in counts.formats)
-                ),
-            )
-        table.add_row(
+
+def _phase2_json(snap: StatusSnapshot) -> dict[str, Any]:
+    job = snap.job
+    return {
+        "status": job.status.value if job else "never_run",
+        "lease_until": _iso(job.lease_until) if job else None,
+        "last_success_at": _iso(job.last_success_at) if job else None,
+        "cooldown_until": _iso(job.cooldown_until) if job else None,
+        "retry_at": _iso(job.retry_at) if job else None,
+        "last_error": job.last_error if job else None,
+        **snap.run_state.as_json(),
+        "worker_id": job.worker_id if job else None,
+        "input_watermark": snap.counts.input_watermark,
+        "last_success_watermark": (job.last_success_watermark or 0) if job else 0,
+    }
+
+
+def _status_table(snap: StatusSnapshot, payload: dict[str, Any], settings: Settings) -> Table:
+    from rich.table import Table
+
+    table = Table(title="consolidator status", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    for what, value in [
+        *_input_rows(snap, settings),
+        *_phase2_rows(snap, payload["phase2"]),
+        *_memory_rows(snap, settings),
+    ]:
+        table.add_row(what, value)
+    return table
+
+
+def _input_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, str | Text]]:
+    from rich.text import Text
+
+    counts = snap.counts
+    forgotten = f"; {counts.threads_forgotten} forgotten" if counts.threads_forgotten else ""
+    threads = f"{counts.threads_total} total, {counts.threads_deleted} deleted, "
+    rows: list[tuple[str, str | Text]] = [
+        ("database", settings.db_url_for_display),
+        ("threads", f"{threads}{counts.threads_bad} with bad input{forgotten}"),
+        *(("sessions folder", Text(root.describe())) for root in snap.roots),
+    ]
+    if counts.formats:
+        # Read from the files: shown as plain text, never as Rich markup.
+        shown = "; ".join(f"{source} {version}: {n}" for source, version, n in counts.formats)
+        rows.append(("formats", Text(shown)))
+    rows.append(
+        (
             "stage one",
             f"{counts.outputs} outputs, {counts.pending} pending, {counts.running} running, "
             f"{counts.failed} failed, {counts.exhausted} exhausted",
         )
-        phase2 = payload["phase2"]
-        table.add_row(
+    )
+    return rows
+
+
+def _phase2_rows(snap: StatusSnapshot, phase2: dict[str, Any]) -> list[tuple[str, str | Text]]:
+    from rich.text import Text
+
+    lease = (
+        f"; leased by {phase2['worker_id']} until {phase2['lease_until']}"
+        if phase2["status"] == "running"
+        else ""
+    )
+    retry = f"; retry at {phase2['retry_at']}" if phase2["retry_at"] else ""
+    return [
+        (
             "phase two",
             f"{phase2['status']}; last success {phase2['last_success_at'] or 'never'}; "
-            f"next allowed after {phase2['cooldown_until'] or 'now'}"
-            + (f"; retry at {phase2['retry_at']}" if phase2["retry_at"] else "")
-            + (
-                f"; leased by {phase2['worker_id']} until {phase2['lease_until']}"
-                if phase2["status"] == "running"
-                else ""
-            ),
-        )
-        for what, value in _run_state_rows(run_state):
-            table.add_row(what, Text(value))
-        table.add_row(
+            f"next allowed after {phase2['cooldown_until'] or 'now'}{retry}{lease}",
+        ),
+        *((what, Text(value)) for what, value in _run_state_rows(snap.run_state)),
+        (
             "watermark",
-            f"{counts.input_watermark} input changes, consolidated up to "
+            f"{snap.counts.input_watermark} input changes, consolidated up to "
             f"{phase2['last_success_watermark']}",
-        )
-        table.add_row(
+        ),
+    ]
+
+
+def _memory_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, str | Text]]:
+    from rich.text import Text
+
+    from consolidator.memory.merge import folded_task_count
+
+    version, pending = snap.version, snap.pending
+    rows: list[tuple[str, str | Text]] = [
+        (
             "memory",
-            f"version {version.version}, {version.content_bytes} bytes, {blocks} blocks,"
-            f" memory_summary.md: {_summary_author(version.summary_md)}"
+            f"version {version.version}, {version.content_bytes} bytes, "
+            f"{len(snap.current.blocks)} blocks, memory_summary.md: "
+            f"{_summary_author(version.summary_md)}"
             if version
             else "none yet",
-        )
-        table.add_row("quarantined", str(quarantined))
-        if pending or inv.settings.review:
-            table.add_row(
+        ),
+        ("quarantined", str(snap.quarantined)),
+    ]
+    if pending or settings.review:
+        listed = f" ({', '.join(str(p.id) for p in pending)}): `consolidator review`"
+        rows.append(
+            (
                 "review",
                 f"{len(pending)} pending version(s)"
-                + (
-                    f" ({', '.join(str(p.id) for p in pending)}): `consolidator review`"
-                    if pending
-                    else ""
-                )
-                + ("" if inv.settings.review else "; CONSOLIDATOR_REVIEW is off"),
+                + (listed if pending else "")
+                + ("" if settings.review else "; CONSOLIDATOR_REVIEW is off"),
             )
-        if version and (version.evicted or folded_task_count(current)):
-            table.add_row(
+        )
+    folded = folded_task_count(snap.current)
+    if version and (version.evicted or folded):
+        rows.append(
+            (
                 "budget",
-                f"{folded_task_count(current)} older tasks folded; "
-                f"{version.evicted} entries evicted by this version",
+                f"{folded} older tasks folded; {version.evicted} entries evicted by this version",
             )
-        if unrepresented:
-            table.add_row("not in memory", _not_in_memory(unrepresented, version, set_aside))
-        if most_used:
-            table.add_row("most used", Text("; ".join(_usage_text(u) for u in most_used)))
-        if least_used:
-            table.add_row("least used", Text("; ".join(_usage_text(u) for u in least_used)))
-        if phase2["last_error"]:
-            table.add_row("last phase-two error", str(phase2["last_error"]))
-        inv.console.print(table)
-        for line in waiting_lines(held_back, inv.settings):
-            inv.console.print(line, markup=False)
-        for path, reason in held_problem:
-            inv.console.print(f"held: {path}: {reason}", markup=False)
-        if counts.problems or counts.errors or set_aside:
-            from consolidator.security.names import (
-                one_line,  # loads the secret scanner: only when needed
-            )
-        for entry in set_aside:
-            inv.console.print(_set_aside_line(entry), markup=False)
-        for path, reason in counts.problems:
-            inv.console.print(f"bad input: {one_line(path)}: {one_line(reason)}", markup=False)
-        for thread_id, error in counts.errors:
-            inv.console.print(f"error: {one_line(thread_id)}: {one_line(error)}", markup=False)
-        for kind, key, deadline in counts.clock_excursions:
-            inv.console.print(
-                f"clock: {kind} job {key}: {deadline} lies beyond now plus its length (set while"
-                " the clock ran ahead); treated as passed",
-                markup=False,
-            )
+        )
+    if snap.unrepresented:
+        rows.append(("not in memory", _not_in_memory(snap.unrepresented, version, snap.set_aside)))
+    if snap.most_used:
+        rows.append(("most used", Text("; ".join(_usage_text(u) for u in snap.most_used))))
+    if snap.least_used:
+        rows.append(("least used", Text("; ".join(_usage_text(u) for u in snap.least_used))))
+    if snap.job and snap.job.last_error:
+        rows.append(("last phase-two error", str(snap.job.last_error)))
+    return rows
 
-    inv.emit(payload, human)
+
+def _status_lines(snap: StatusSnapshot, settings: Settings) -> list[str]:
+    """What follows the table, one line each: what waits, held deletions, set-aside inputs,
+    bad input, errors and clock excursions."""
+    from consolidator.face.cli.waiting import waiting_lines
+
+    counts = snap.counts
+    lines = [*waiting_lines(snap.held_back, settings)]
+    lines += [f"held: {path}: {reason}" for path, reason in snap.held_problem]
+    if counts.problems or counts.errors or snap.set_aside:
+        from consolidator.security.names import one_line  # loads the secret scanner
+
+        lines += [_set_aside_line(entry) for entry in snap.set_aside]
+        lines += [f"bad input: {one_line(p)}: {one_line(r)}" for p, r in counts.problems]
+        lines += [f"error: {one_line(t)}: {one_line(e)}" for t, e in counts.errors]
+    lines += [
+        f"clock: {kind} job {key}: {deadline} lies beyond now plus its length (set while"
+        " the clock ran ahead); treated as passed"
+        for kind, key, deadline in counts.clock_excursions
+    ]
+    return lines
 
 
 @dataclass(frozen=True)
