@@ -15,18 +15,12 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Literal
 
 from consolidator.backends.base import (
-    AnswerCutOff,
     Backend,
     BackendError,
-    ConsolidationInput,
-    ConsolidationRequest,
-    InputRefused,
-    InvalidModelOutput,
     ModelMisconfigured,
-    ServerErrorRepeated,
+    Usage,
 )
 from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
@@ -38,26 +32,29 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
-from consolidator.memory.codec import decode, encode, summary_stem
+from consolidator.memory.codec import decode, encode
 from consolidator.memory.gate import (
     GateOutcome,
-    GatePolicy,
     GateRefused,
     ShrinkRefused,
-    judge,
     shrinks_too_much,
 )
 from consolidator.memory.merge import folded_task_count
-from consolidator.memory.model import Memory, ThreadCitation
-from consolidator.memory.render import render_memory_md
+from consolidator.memory.model import Memory
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.phase_two_report import Phase2Options as Phase2Options
 from consolidator.phases.phase_two_report import Phase2Report as Phase2Report
+from consolidator.phases.phase_two_slice import (
+    Narrowing,
+    Piece,
+    SliceRefused,
+    consolidate_piece,
+    gate_policy,
+    set_aside_item,
+)
 from consolidator.phases.skill_proposals import propose_skills
 from consolidator.phases.slices import (
-    BLOCKS_SHARE,
     SliceBudget,
-    blocks_to_show,
     fitting_prefix,
     showable,
     too_large_alone,
@@ -72,194 +69,207 @@ class LeaseLost(ConsolidatorError):
     pass
 
 
-def citation_for(record: Stage1Record) -> ThreadCitation:
-    stem = summary_stem(record.thread_id, record.rollout_slug, record.source_updated_at)
-    return ThreadCitation(
-        thread_id=record.thread_id,
-        rollout_summary_file=f"rollout_summaries/{stem}.md",
-        cwd=record.cwd,
-        rollout_path=record.rollout_path,
-        updated_at=record.source_updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
-
-
-def consolidation_input(record: Stage1Record) -> ConsolidationInput:
-    return ConsolidationInput(
-        thread_id=record.thread_id,
-        cwd=record.cwd,
-        git_branch=record.git_branch,
-        rollout_path=record.rollout_path,
-        updated_at=record.source_updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        rollout_slug=record.rollout_slug,
-        rollout_summary=record.rollout_summary,
-        raw_memory=record.raw_memory,
-    )
-
-
 @dataclass
-class _Piece:
-    """Inputs one request carries; `refusal` says why the same inputs were refused before."""
+class _SliceLoop:
+    """One run's consolidation of its change set, slice by slice, each committed as it
+    succeeds (see `consolidate`)."""
 
-    records: list[Stage1Record]
-    refusal: str | None = None
+    store: Store
+    backend: Backend
+    claim: Claim
+    inputs: Phase2Inputs
+    options: Phase2Options
+    report: Phase2Report
+    watch: LeaseWatch | None
+    rebuild: bool
+    base: Memory
+    memory: Memory
+    narrowing: Narrowing
+    rest: list[Stage1Record]
+    committed_through: int
+    # A rebuild commits once, at the end: what its slices set aside, quarantined and settled.
+    held: _SliceOutcome = field(default_factory=lambda: _SliceOutcome(None))
+    changed_earlier: bool = False
+    asked: bool = False
 
+    def run(self) -> bool:
+        while self.narrowing.queue or self.rest:
+            self._check_lease()
+            self.asked = True
+            self.memory = showable(self.memory, self.narrowing.budget)
+            piece = self._next_piece()
+            budget = self.narrowing.budget
+            outcome = self._ask(piece, budget)
+            if outcome is None:
+                continue
+            if not self._commit(piece, outcome, budget):
+                return False
+        return True
 
-RefusalKind = Literal["answer", "cut_off", "request", "server_error"]
+    def _check_lease(self) -> None:
+        watch = self.watch
+        if watch is not None and (
+            watch.lost.is_set()
+            # A worker frozen past its lease learns of it here, before it asks the model again.
+            or (
+                self.asked
+                and not self.store.renew_lease(self.claim, lease_seconds=self.options.lease_seconds)
+            )
+        ):
+            watch.lost.set()
+            raise LeaseLost("the lease was lost during consolidation")
 
-
-class _SliceRefused(ConsolidatorError):
-    """One slice cannot be used, for a reason its inputs may cause; smaller or explained
-    requests may succeed. `kind`: the model's answer was refused (`answer`) or cut off, the
-    endpoint refused the request for its content (`request`), or the request met a server
-    error on every attempt (`server_error`)."""
-
-    def __init__(self, reason: str, *, kind: RefusalKind) -> None:
-        super().__init__(reason)
-        self.kind = kind
+    def _next_piece(self) -> Piece:
+        if self.narrowing.queue:
+            return self.narrowing.queue.pop(0)
+        taken = fitting_prefix(self.memory, self.rest, self.narrowing.budget)
+        piece, self.rest = Piece(self.rest[:taken]), self.rest[taken:]
+        return piece
 
     @property
-    def answered(self) -> bool:
-        """Whether the endpoint answered this request: proof that it is up."""
-        return self.kind != "server_error"
+    def _final(self) -> bool:
+        return not self.narrowing.queue and not self.rest
 
-    @property
-    def worth_explaining(self) -> bool:
-        """Whether asking again with the reason may help: only a model's refused answer;
-        the endpoint would refuse the same content again."""
-        return self.kind == "answer"
+    def _ask(self, piece: Piece, budget: SliceBudget) -> _SliceOutcome | None:
+        """The gated answer for `piece`, or what was set aside instead; None when the piece
+        went back to the queue (asked again with the reason, or split)."""
+        records = piece.records
+        alone = too_large_alone(records[0], budget) if len(records) == 1 else None
+        outcome = _SliceOutcome(None, spent_before=self.report.usage)
+        if alone is not None:
+            outcome.set_aside.append(set_aside_item(records[0], alone))
+        else:
+            try:
+                outcome.gated = consolidate_piece(
+                    self.store, self.backend, self.memory, piece, self.options, budget, self.report
+                )
+            except SliceRefused as exc:
+                log.warning(
+                    "phase two: a slice of %d input(s) was refused: %s",
+                    len(records),
+                    exc,
+                    extra={"action": "phase2_slice_refused", "inputs": len(records)},
+                )
+                more = bool(self.narrowing.queue or self.rest)
+                item = self.narrowing.refused(piece, exc, more_work=more, report=self.report)
+                if item is None:
+                    return None
+                outcome.set_aside.append(item)
+            else:
+                self.narrowing.answered = True
+        # Inputs held back on a server error are set aside before the watermark passes them.
+        outcome.set_aside += self.narrowing.doubted
+        self.narrowing.doubted = []
+        if outcome.gated is not None:
+            outcome.settled = [r.thread_id for r in records]
+            outcome.quarantined = [
+                QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
+                for q in outcome.gated.quarantined
+            ]
+            self.report.quarantined += len(outcome.gated.quarantined)
+            self.report.possible_conflicts += outcome.gated.possible_conflicts
+            self.report.evicted += outcome.gated.evicted
+        return outcome
 
-
-def _request(
-    memory: Memory, piece: _Piece, options: Phase2Options, budget: SliceBudget
-) -> ConsolidationRequest:
-    touched = blocks_to_show(memory, piece.records, int(budget.request_chars * BLOCKS_SHARE))
-    touched_ids = {block.block_id for block in touched}
-    citations: dict[str, ThreadCitation] = {}
-    for block in touched:
-        for task in block.tasks:
-            for citation in task.citations:
-                citations[citation.thread_id] = citation
-    for record in piece.records:
-        citations[record.thread_id] = citation_for(record)
-    return ConsolidationRequest(
-        mode="INCREMENTAL" if memory.blocks else "INIT",
-        inputs=[consolidation_input(record) for record in piece.records],
-        touched_blocks=touched,
-        other_blocks=[b for b in memory.blocks if b.block_id not in touched_ids],
-        citations=citations,
-        budget_bytes=options.memory_budget_bytes,
-        memory_bytes=len(render_memory_md(memory).encode("utf-8")),
-        previous_refusal=piece.refusal,
-    )
-
-
-def _consolidate_piece(
-    store: Store,
-    backend: Backend,
-    memory: Memory,
-    piece: _Piece,
-    options: Phase2Options,
-    budget: SliceBudget,
-    report: Phase2Report,
-) -> GateOutcome:
-    """One model call for one slice, applied and gated; `_SliceRefused` when its inputs may
-    be the cause. Outages, settings and policy refusals (shrink) end the run."""
-    request = _request(memory, piece, options, budget)
-    try:
-        result = backend.consolidate(request)
-    except AnswerCutOff as exc:
-        report.model_calls += 1
-        raise _SliceRefused(str(exc), kind="cut_off") from exc
-    except InvalidModelOutput as exc:
-        report.model_calls += 1
-        raise _SliceRefused(str(exc), kind="answer") from exc
-    except InputRefused as exc:
-        report.model_calls += 1
-        raise _SliceRefused(str(exc), kind="request") from exc
-    except ServerErrorRepeated as exc:
-        report.model_calls += 1
-        raise _SliceRefused(str(exc), kind="server_error") from exc
-    report.model_calls += 1
-    report.usage = report.usage + result.usage
-    try:
-        return judge(
-            memory,
-            result.upserts,
-            result.deletions,
-            shown_in_part=[b.block_id for b in request.other_blocks],
-            inputs=[record.thread_id for record in piece.records],
-            live_thread_ids=store.live_thread_ids,
-            policy=_policy(options, store),
+    def _commit(self, piece: Piece, outcome: _SliceOutcome, budget: SliceBudget) -> bool:
+        """Commit one slice (a rebuild: everything, after its last slice); False when the
+        lease was lost at the commit."""
+        gated = outcome.gated.memory if outcome.gated is not None else self.memory
+        if self.rebuild:
+            self.held.absorb(outcome)
+            self.memory = gated
+            if not self._final:
+                return True
+            outcome = self.held
+            if lost := shrinks_too_much(self.base, gated, gate_policy(self.options)):
+                raise ShrinkRefused(
+                    f"the rebuild would remove {lost:.0%} of the memory (limit "
+                    f"{self.options.max_shrink_fraction:.0%}); re-run `rebuild --allow-shrink`"
+                )
+        summary_md = self._summary(gated, budget) if self._final and gated != self.base else None
+        report = self.report
+        report.folded = folded_task_count(gated)
+        result = Phase2Result(
+            memory=encode(gated),
+            kind="rebuild" if self.rebuild else "consolidation",
+            watermark_from=self.committed_through,
+            backend=self.backend.name,
+            model=self.backend.model,
+            input_tokens=report.usage.input_tokens - outcome.spent_before.input_tokens,
+            output_tokens=report.usage.output_tokens - outcome.spent_before.output_tokens,
+            quarantined=tuple(outcome.quarantined),
+            set_aside=tuple(outcome.set_aside),
+            settled=tuple(outcome.settled),
+            changed_earlier=self.changed_earlier,
+            evicted=report.evicted
+            if self.rebuild
+            else (outcome.gated.evicted if outcome.gated else 0),
+            summary_md=summary_md,
         )
-    except ShrinkRefused:
-        raise
-    except GateRefused as exc:
-        raise _SliceRefused(str(exc), kind="answer") from exc
+        through = (
+            None
+            if self._final
+            else max(self.inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
+        )
+        commit = self.store.commit_phase2(
+            self.claim,
+            result,
+            cooldown_seconds=self.options.cooldown_seconds,
+            through=through,
+            review=self.options.review,
+        )
+        if not commit.committed:
+            return False
+        self.committed_through = self.inputs.watermark_to if through is None else through
+        report.slices += 1
+        report.set_aside += len(outcome.set_aside)
+        report.set_aside_reasons.extend(item.reason for item in outcome.set_aside)
+        if commit.version is not None:
+            report.version = commit.version
+            self.changed_earlier = True
+        if commit.pending is not None:
+            report.pending_version = commit.pending
+            self.changed_earlier = True
+        report.forgotten_threads += commit.forgotten
+        self.memory = gated
+        return True
 
-
-def _policy(options: Phase2Options, store: Store | None = None) -> GatePolicy:
-    """The gate's policy from the options; with `store`, what eviction needs to know of use."""
-    return GatePolicy(
-        budget_bytes=options.memory_budget_bytes,
-        max_shrink_fraction=options.max_shrink_fraction,
-        allow_shrink=options.allow_shrink,
-        growth=options.growth,
-        last_used=store.last_used() if store is not None else {},
-    )
-
-
-def _set_aside_item(record: Stage1Record, reason: str) -> QuarantineItem:
-    citation = citation_for(record)
-    return QuarantineItem(
-        reason=redact(f"input set aside: {reason}").text,
-        text=f"thread {record.thread_id} ({citation.rollout_summary_file}, cwd={record.cwd})",
-        thread_ids=frozenset({record.thread_id}),
-    )
+    def _summary(self, gated: Memory, budget: SliceBudget) -> str | None:
+        """The run's `memory_summary.md` as the model wrote it, when the gate let it through."""
+        inputs, report = self.inputs, self.report
+        summary = write_summary(
+            self.backend,
+            gated,
+            self.store.live_thread_ids,
+            request_chars=budget.request_chars,
+            base=None if self.rebuild else self.base,
+            current=inputs.base.summary_md
+            if inputs.base is not None and inputs.pending_base is None
+            else None,
+        )
+        if summary.called:
+            report.model_calls += 1
+            report.usage = report.usage + summary.usage
+        report.summary, report.summary_refusal = summary.source, summary.refusal
+        return summary.text
 
 
 @dataclass
-class _Narrowing:
-    """How one run narrows a refusal down to the inputs behind it: the pieces still to ask
-    before the rest, the slice budget (planned smaller once when a model writes more than
-    estimated), whether the endpoint answered any request yet, and the inputs whose request
-    met only server errors before it had (held back: the endpoint may be down)."""
+class _SliceOutcome:
+    """What one slice (or a whole rebuild) brings to its commit."""
 
-    queue: list[_Piece]
-    budget: SliceBudget
-    planned_smaller: bool = False
-    answered: bool = False
-    doubted: list[QuarantineItem] = field(default_factory=list)
+    gated: GateOutcome | None
+    set_aside: list[QuarantineItem] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
+    # Kept for an admin to read; redacted, because nothing stored may hold a secret.
+    quarantined: list[QuarantineItem] = field(default_factory=list)
+    # The run's usage when the slice was asked: what the commit counts is what came after.
+    spent_before: Usage = field(default_factory=Usage)
 
-    def refused(
-        self, piece: _Piece, exc: _SliceRefused, *, more_work: bool, report: Phase2Report
-    ) -> QuarantineItem | None:
-        """What follows a refused piece: asked again once with the reason (only a refused
-        answer; a cut-off one only for a single input), else split in half, else its one
-        input set aside (returned). A server error for one input before the endpoint answered
-        anything is held back while other work may show the endpoint up; a second one, or
-        none left to try, is an outage that ends the run (`ServerErrorRepeated`)."""
-        self.answered = self.answered or exc.answered
-        reason, single = str(exc), len(piece.records) == 1
-        explain = exc.worth_explaining or (exc.kind == "cut_off" and single)
-        if piece.refusal is None and explain:
-            self.queue.insert(0, _Piece(piece.records, refusal=reason))
-            return None
-        if not single:
-            half = len(piece.records) // 2
-            self.queue[0:0] = [_Piece(piece.records[:half]), _Piece(piece.records[half:])]
-            report.splits += 1
-            if exc.kind == "cut_off" and not self.planned_smaller:
-                # The estimate was too generous for this model: plan the rest smaller (once:
-                # a single poisonous input is cut off all the way down).
-                self.budget, self.planned_smaller = self.budget.halved_answer(), True
-            return None
-        item = _set_aside_item(piece.records[0], reason)
-        if exc.kind == "server_error" and not self.answered:
-            if self.doubted or not more_work:
-                raise ServerErrorRepeated(reason)
-            self.doubted.append(item)
-            return None
-        return item
+    def absorb(self, other: _SliceOutcome) -> None:
+        self.set_aside += other.set_aside
+        self.settled += other.settled
+        self.quarantined += other.quarantined
 
 
 def consolidate(
@@ -279,7 +289,7 @@ def consolidate(
     request), then split in half; an input refused alone is set aside with its reason and
     the watermark moves past it, so one bad input cannot block the others. A cut-off answer,
     a request the endpoint refuses for its content and one that meets a server error on
-    every attempt are never re-sent: split at once (`_Narrowing`). Returns False when the
+    every attempt are never re-sent: split at once (`Narrowing`). Returns False when the
     lease was lost at a commit (nothing of that slice was written).
 
     A `rebuild` starts from an empty memory (INIT) and commits once, at the end, so a partly
@@ -289,139 +299,21 @@ def consolidate(
     base = decode(inputs.base_json) if inputs.base_json is not None else Memory()
     memory = Memory() if rebuild else base
     report.mode = "INCREMENTAL" if memory.blocks else "INIT"
-    held_aside: list[QuarantineItem] = []
-    held_quarantine: list[QuarantineItem] = []
-    held_settled: list[str] = []
-    narrowing = _Narrowing(queue=[], budget=options.slice_budget)
-    queue = narrowing.queue
-    rest = list(inputs.changed)
-    changed_earlier = False
-    asked = False
-    committed_through = inputs.watermark_from
-    while queue or rest:
-        if watch is not None and (
-            watch.lost.is_set()
-            # A worker frozen past its lease learns of it here, before it asks the model again.
-            or (asked and not store.renew_lease(claim, lease_seconds=options.lease_seconds))
-        ):
-            watch.lost.set()
-            raise LeaseLost("the lease was lost during consolidation")
-        asked = True
-        memory = showable(memory, narrowing.budget)
-        if queue:
-            piece = queue.pop(0)
-        else:
-            taken = fitting_prefix(memory, rest, narrowing.budget)
-            piece, rest = _Piece(rest[:taken]), rest[taken:]
-        set_aside: list[QuarantineItem] = []
-        outcome: GateOutcome | None = None
-        spent_before = report.usage
-        budget = narrowing.budget
-        alone = too_large_alone(piece.records[0], budget) if len(piece.records) == 1 else None
-        if alone is not None:
-            set_aside.append(_set_aside_item(piece.records[0], alone))
-        else:
-            try:
-                outcome = _consolidate_piece(store, backend, memory, piece, options, budget, report)
-            except _SliceRefused as exc:
-                log.warning(
-                    "phase two: a slice of %d input(s) was refused: %s",
-                    len(piece.records),
-                    exc,
-                    extra={"action": "phase2_slice_refused", "inputs": len(piece.records)},
-                )
-                item = narrowing.refused(piece, exc, more_work=bool(queue or rest), report=report)
-                if item is None:
-                    continue
-                set_aside.append(item)
-            else:
-                narrowing.answered = True
-        # Inputs held back on a server error are set aside before the watermark passes them.
-        set_aside += narrowing.doubted
-        narrowing.doubted = []
-        final = not queue and not rest
-        gated = outcome.memory if outcome is not None else memory
-        quarantined = [
-            QuarantineItem(q.reason, redact(q.text).text, q.thread_ids)
-            for q in (outcome.quarantined if outcome is not None else ())
-        ]
-        settled = [r.thread_id for r in piece.records] if outcome is not None else []
-        if outcome is not None:
-            report.quarantined += len(outcome.quarantined)
-            report.possible_conflicts += outcome.possible_conflicts
-            report.evicted += outcome.evicted
-        if rebuild:
-            held_aside += set_aside
-            held_quarantine += quarantined
-            held_settled += settled
-            memory = gated
-            if not final:
-                continue
-            set_aside, quarantined, settled = held_aside, held_quarantine, held_settled
-            if lost := shrinks_too_much(base, gated, _policy(options)):
-                raise ShrinkRefused(
-                    f"the rebuild would remove {lost:.0%} of the memory (limit "
-                    f"{options.max_shrink_fraction:.0%}); re-run `rebuild --allow-shrink`"
-                )
-        summary_md = None
-        if final and gated != base:
-            summary = write_summary(
-                backend,
-                gated,
-                store.live_thread_ids,
-                request_chars=budget.request_chars,
-                base=None if rebuild else base,
-                current=inputs.base.summary_md
-                if inputs.base is not None and inputs.pending_base is None
-                else None,
-            )
-            if summary.called:
-                report.model_calls += 1
-                report.usage = report.usage + summary.usage
-            summary_md, report.summary = summary.text, summary.source
-            report.summary_refusal = summary.refusal
-        report.folded = folded_task_count(gated)
-        result = Phase2Result(
-            memory=encode(gated),
-            kind="rebuild" if rebuild else "consolidation",
-            watermark_from=committed_through,
-            backend=backend.name,
-            model=backend.model,
-            input_tokens=report.usage.input_tokens - spent_before.input_tokens,
-            output_tokens=report.usage.output_tokens - spent_before.output_tokens,
-            # Kept for an admin to read; redacted, because nothing stored may hold a secret.
-            quarantined=tuple(quarantined),
-            set_aside=tuple(set_aside),
-            settled=tuple(settled),
-            changed_earlier=changed_earlier,
-            evicted=report.evicted if rebuild else (outcome.evicted if outcome else 0),
-            summary_md=summary_md,
-        )
-        through = (
-            None if final else max(inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
-        )
-        commit = store.commit_phase2(
-            claim,
-            result,
-            cooldown_seconds=options.cooldown_seconds,
-            through=through,
-            review=options.review,
-        )
-        if not commit.committed:
-            return False
-        committed_through = inputs.watermark_to if through is None else through
-        report.slices += 1
-        report.set_aside += len(set_aside)
-        report.set_aside_reasons.extend(item.reason for item in set_aside)
-        if commit.version is not None:
-            report.version = commit.version
-            changed_earlier = True
-        if commit.pending is not None:
-            report.pending_version = commit.pending
-            changed_earlier = True
-        report.forgotten_threads += commit.forgotten
-        memory = gated
-    return True
+    return _SliceLoop(
+        store=store,
+        backend=backend,
+        claim=claim,
+        inputs=inputs,
+        options=options,
+        report=report,
+        watch=watch,
+        rebuild=rebuild,
+        base=base,
+        memory=memory,
+        narrowing=Narrowing(queue=[], budget=options.slice_budget),
+        rest=list(inputs.changed),
+        committed_through=inputs.watermark_from,
+    ).run()
 
 
 def run_phase_two(

@@ -53,7 +53,7 @@ from consolidator.phases.materialize import (
     SUMMARY_FILE,
     memory_dir_lock,
 )
-from consolidator.phases.phase_two import citation_for
+from consolidator.phases.phase_two_slice import citation_for
 from consolidator.phases.publish import load_projection, publish
 from consolidator.phases.scanner import scan
 from tests.careful_model import SUMMARY_SCHEMA, summary_draft
