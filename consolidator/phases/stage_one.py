@@ -7,12 +7,10 @@ with no transaction open -> validate, redact and store through a fenced finish. 
 
 from __future__ import annotations
 
-import errno
 import logging
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -27,7 +25,6 @@ from consolidator.backends.base import (
     Stage1Result,
     Usage,
 )
-from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import (
     Claim,
     Eligibility,
@@ -37,22 +34,14 @@ from consolidator.db.store import (
     ThreadRecord,
 )
 from consolidator.phases.leases import Heartbeat, LeaseWatch
-from consolidator.phases.reduction import DROPPED_KINDS, reduce_items, render_item
+from consolidator.phases.stage_one_input import read_within
 from consolidator.phases.usage import record_usage
 from consolidator.security.invisible import strip_invisible
-from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
-from consolidator.sources.items import ItemKind, ReadReport, RolloutItem
-from consolidator.sources.reader import iter_items
+from consolidator.sources.items import ReadReport, RolloutItem
 
 log = logging.getLogger(__name__)
-
-# Room left in the context window for the prompt's instructions and schema (the answer's own
-# room is the output limit the request asks for).
-PROMPT_TOKENS = 4000
-# A conservative characters-per-token ratio for code-heavy transcripts.
-CHARS_PER_TOKEN = 3
 
 
 class ThreadResult(StrEnum):
@@ -114,117 +103,6 @@ class Stage1Report:
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
         }
-
-
-def transcript_budget_chars(context_window_tokens: int, max_output_tokens: int) -> int:
-    """How much reduced transcript fits in one request beside the prompt and the output
-    limit the request asks for: a server refuses a request whose prompt and `max_tokens`
-    together exceed its window, so a small local window with a large output limit must get a
-    shorter transcript."""
-    usable = max(2000, context_window_tokens - max_output_tokens - PROMPT_TOKENS)
-    return usable * CHARS_PER_TOKEN
-
-
-def build_input(thread: ThreadRecord, budget_chars: int) -> tuple[Stage1Input, ReadReport]:
-    """Stream the rollout, reduce it to the budget, and redact every text that will leave.
-
-    The reader leaves out what reduction would drop, so those lines are not even decoded.
-    """
-    report = ReadReport()
-    reduced = reduce_items(
-        without_private_spans(iter_items(thread.rollout_path, report, skip=DROPPED_KINDS)),
-        budget_chars,
-    )
-    items = redact_items(reduced.items)
-    # The items rendered one per line, re-rendering only those that redaction changed.
-    transcript = "\n".join(
-        rendered if item is kept else render_item(item)
-        for item, kept, rendered in zip(items, reduced.items, reduced.rendered, strict=True)
-    )
-    # The first working directory is the thread's; later ones are listed, not lost.
-    other_cwds = tuple(redact(cwd).text for cwd in report.cwds if cwd != thread.cwd)
-    if other_cwds:
-        transcript = f"[context] the session also worked in: {', '.join(other_cwds)}\n{transcript}"
-    rollout = Stage1Input(
-        thread_id=thread.thread_id,
-        rollout_path=thread.rollout_path,
-        cwd=thread.cwd,
-        git_branch=thread.git_branch,
-        transcript=transcript,
-        items=items,
-        other_cwds=other_cwds,
-    )
-    return rollout, report
-
-
-class ReadStalled(ConsolidatorError, OSError):
-    """Reading a rollout took longer than allowed; the read is abandoned, not awaited."""
-
-
-def read_within(
-    thread: ThreadRecord, budget_chars: int, limit_seconds: float
-) -> tuple[Stage1Input, ReadReport]:
-    """`build_input`, given up after `limit_seconds`.
-
-    A read stuck in the kernel cannot be interrupted, and the heartbeat would renew its lease
-    for ever; so the read runs on a daemon thread and the claim fails with a reason when it
-    does not end in time. The abandoned thread ends whenever its read does.
-    """
-    outcome: list[tuple[Stage1Input, ReadReport] | BaseException] = []
-
-    def read() -> None:
-        try:
-            outcome.append(build_input(thread, budget_chars))
-        except BaseException as exc:  # handed to the waiting thread
-            outcome.append(exc)
-
-    reader = threading.Thread(target=read, name="stage1-read", daemon=True)
-    reader.start()
-    reader.join(limit_seconds)
-    if not outcome:
-        raise ReadStalled(
-            errno.ETIMEDOUT, f"reading the rollout stalled for more than {limit_seconds:g}s"
-        )
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
-
-
-def without_private_spans(items: Iterable[RolloutItem]) -> Iterator[RolloutItem]:
-    """The user's messages without what they marked `<private>`, before anything else reads
-    them (reduction, redaction, the model)."""
-    for item in items:
-        if item.kind is ItemKind.USER:
-            text = drop_private_spans(item.text)
-            if text != item.text:
-                item = replace(item, text=text)
-        yield item
-
-
-def redact_items(items: Sequence[RolloutItem]) -> tuple[RolloutItem, ...]:
-    """Every item's text redacted, in one `redact` call over all of them.
-
-    Redaction costs a fixed set of scans per call, which dominated stage one's CPU when paid
-    once per item. The texts are joined by a line holding a random nonce that no
-    pattern can match or span; a secret found in one item is then redacted in all of them,
-    which only ever redacts more. A match that swallowed a separator (a private key whose
-    BEGIN and END lines sit in different items) makes the split fail, and the items are then
-    redacted one by one.
-    """
-    separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
-    parts = redact(separator.join(item.text for item in items)).text.split(separator)
-    if len(parts) != len(items):
-        return tuple(_redact_item(item) for item in items)
-    return tuple(
-        item if text == item.text else replace(item, text=text)
-        for item, text in zip(items, parts, strict=True)
-    )
-
-
-def _redact_item(item: RolloutItem) -> RolloutItem:
-    text = redact(item.text).text
-    return item if text == item.text else replace(item, text=text)
 
 
 def sanitize_result(result: Stage1Result) -> Stage1Result:
@@ -291,6 +169,34 @@ def process_claim(
     if thread is None:
         store.fail_job(claim, "thread vanished from the database", retryable=False)
         return ThreadResult.FAILED, Usage()
+    extracted = _extract(store, backend, claim, thread, options, watch)
+    if not isinstance(extracted, _Extracted):
+        return extracted
+    if watch is not None and watch.lost.is_set():
+        return ThreadResult.LOST, extracted.usage
+    return _finish(store, backend, claim, thread, extracted), extracted.usage
+
+
+@dataclass(frozen=True)
+class _Extracted:
+    """A thread read and extracted, not stored yet."""
+
+    result: Stage1Result
+    rollout: Stage1Input
+    report: ReadReport
+    usage: Usage
+
+
+def _extract(
+    store: Store,
+    backend: Backend,
+    claim: Claim,
+    thread: ThreadRecord,
+    options: Stage1Options,
+    watch: LeaseWatch | None,
+) -> _Extracted | tuple[ThreadResult, Usage]:
+    """Read the rollout and ask the backend; a failure fails the claim with its reason (a
+    model outage or a setting that no thread can pass also stops the run)."""
     usage = Usage()
     try:
         limit = options.read_stall_seconds or float(options.lease_seconds)
@@ -312,19 +218,15 @@ def process_claim(
     except BackendError as exc:
         # The reason may quote the model's answer (an unexpected key): never a secret in it.
         message = redact(f"{type(exc).__name__}: {exc}").text
-        store.fail_job(
-            claim,
-            message,
-            retryable=exc.retryable,
-            transient=isinstance(exc, ModelUnavailable),
-        )
+        transient = isinstance(exc, ModelUnavailable)
+        store.fail_job(claim, message, retryable=exc.retryable, transient=transient)
         log.warning(
             "stage one failed for %s: %s",
             claim.job_key,
             message,
             extra={"action": "stage1_failed", "thread_id": claim.job_key},
         )
-        if isinstance(exc, ModelUnavailable):
+        if transient:
             raise
         return ThreadResult.FAILED, usage
     except OSError as exc:
@@ -333,9 +235,16 @@ def process_claim(
     except Exception as exc:
         store.fail_job(claim, f"internal error: {type(exc).__name__}: {exc}", retryable=True)
         raise
-    if watch is not None and watch.lost.is_set():
-        return ThreadResult.LOST, usage
-    result, quarantined = withhold_flagged(sanitize_result(result), claim.job_key)
+    return _Extracted(result, rollout, report, usage)
+
+
+def _finish(
+    store: Store, backend: Backend, claim: Claim, thread: ThreadRecord, extracted: _Extracted
+) -> ThreadResult:
+    """Store the result (what a scan flags withheld, the rest redacted) under the claim, then
+    the thread's use of memory and what could not be read of its rollout."""
+    usage, report = extracted.usage, extracted.report
+    result, quarantined = withhold_flagged(sanitize_result(extracted.result), claim.job_key)
     payload = None
     if not result.is_empty:
         payload = Stage1Payload(
@@ -354,15 +263,15 @@ def process_claim(
             claim.job_key,
             extra={"action": "stage1_lease_lost", "thread_id": claim.job_key},
         )
-        return ThreadResult.LOST, usage
-    _record_usage(store, thread, rollout.items)
+        return ThreadResult.LOST
+    _record_usage(store, thread, extracted.rollout.items)
     read_problem = report.summary()
     if read_problem is not None or thread.problem is not None:
         if read_problem is not None:
             skipped = report.lines_skipped
             read_problem = f"{skipped} line(s) skipped, e.g. {read_problem}" if skipped else None
         store.note_read_problem(thread.thread_id, read_problem)
-    return (ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED), usage
+    return ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED
 
 
 def _record_usage(store: Store, thread: ThreadRecord, items: Sequence[RolloutItem]) -> None:
@@ -409,45 +318,7 @@ def run_stage_one(
     store.revive_exhausted()
     if on_start is not None:
         on_start(store.count_claimable_stage1(options.eligibility))
-    stop = stop or threading.Event()
-    # Ends this run's claiming without touching the caller's `stop` (the daemon's shutdown).
-    halt = threading.Event()
-    report = Stage1Report()
-    lock = threading.Lock()
-    denied: list[ModelMisconfigured] = []
-
-    def worker(heartbeat: Heartbeat) -> None:
-        while not (stop.is_set() or halt.is_set()):
-            if not heartbeat.alive:
-                raise RuntimeError("the heartbeat thread died; stopping stage one")
-            claims = store.claim_stage1_batch(
-                limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
-            )
-            if not claims:
-                return
-            claim = claims[0]
-            watch = heartbeat.watch(claim)
-            try:
-                result, usage = process_claim(store, backend, claim, options, watch)
-            except ModelUnavailable as exc:
-                halt.set()
-                result, usage = ThreadResult.FAILED, Usage()
-                with lock:
-                    report.unavailable = report.unavailable or str(exc)
-            except ModelMisconfigured as exc:
-                halt.set()
-                with lock:
-                    denied.append(exc)
-                return
-            finally:
-                heartbeat.unwatch(claim)
-            with lock:
-                report.claimed += 1
-                report.count(result)
-                report.usage = report.usage + usage
-            if on_thread_done is not None:
-                on_thread_done(claim.job_key, result)
-
+    workers = _Stage1Workers(store, backend, options, stop or threading.Event(), on_thread_done)
     started = time.monotonic()
     lease_keeper: AbstractContextManager[Heartbeat] = (
         nullcontext(heartbeat)
@@ -456,18 +327,19 @@ def run_stage_one(
             store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
         )
     )
+    report = workers.report
     with (
         lease_keeper as keeper,
         ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
     ):
-        futures = [pool.submit(worker, keeper) for _ in range(options.concurrency)]
+        futures = [pool.submit(workers.work, keeper) for _ in range(options.concurrency)]
         for future in futures:
             error = future.exception()
             if error is not None:
-                stop.set()
+                workers.stop.set()
                 report.errors.append(f"{type(error).__name__}: {error}")
-    if denied:
-        raise denied[0]
+    if workers.denied:
+        raise workers.denied[0]
     log.log(
         # An idle pass says nothing at INFO: nothing changed.
         logging.INFO if report.claimed else logging.DEBUG,
@@ -480,6 +352,57 @@ def run_stage_one(
         extra={"action": "stage1_done"},
     )
     return report
+
+
+@dataclass
+class _Stage1Workers:
+    """What one run's workers share: the report they add to under `lock`, `halt` (ends this
+    run's claiming without touching the caller's `stop`, the daemon's shutdown) and the
+    refusal of a setting that no thread can pass."""
+
+    store: Store
+    backend: Backend
+    options: Stage1Options
+    stop: threading.Event
+    on_thread_done: Callable[[str, ThreadResult], None] | None
+    report: Stage1Report = field(default_factory=lambda: Stage1Report())
+    halt: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    denied: list[ModelMisconfigured] = field(default_factory=list)
+
+    def work(self, heartbeat: Heartbeat) -> None:
+        """One worker: claim a thread, process it, count it, until none is left."""
+        store, options = self.store, self.options
+        while not (self.stop.is_set() or self.halt.is_set()):
+            if not heartbeat.alive:
+                raise RuntimeError("the heartbeat thread died; stopping stage one")
+            claims = store.claim_stage1_batch(
+                limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
+            )
+            if not claims:
+                return
+            claim = claims[0]
+            watch = heartbeat.watch(claim)
+            try:
+                result, usage = process_claim(store, self.backend, claim, options, watch)
+            except ModelUnavailable as exc:
+                self.halt.set()
+                result, usage = ThreadResult.FAILED, Usage()
+                with self.lock:
+                    self.report.unavailable = self.report.unavailable or str(exc)
+            except ModelMisconfigured as exc:
+                self.halt.set()
+                with self.lock:
+                    self.denied.append(exc)
+                return
+            finally:
+                heartbeat.unwatch(claim)
+            with self.lock:
+                self.report.claimed += 1
+                self.report.count(result)
+                self.report.usage = self.report.usage + usage
+            if self.on_thread_done is not None:
+                self.on_thread_done(claim.job_key, result)
 
 
 def process_one(

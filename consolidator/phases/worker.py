@@ -28,8 +28,8 @@ from consolidator.phases.stage_one import (
     Stage1Report,
     ThreadResult,
     run_stage_one,
-    transcript_budget_chars,
 )
+from consolidator.phases.stage_one_input import transcript_budget_chars
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from consolidator.db import store as store_module
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
 from consolidator.memory.codec import summary_stem
-from consolidator.phases import stage_one
+from consolidator.phases import stage_one_input
 from consolidator.sources import reader
 from tests.hostile import (
     BILLING,
@@ -389,13 +389,13 @@ def test_a_read_that_stalls_fails_the_claim_with_a_reason_instead_of_holding_the
     """A regular file on a hung network mount: the read never returns (simulated here)."""
     clone_rollout(cli.sessions / "a" / BILLING.name)
     release = threading.Event()
-    real_build_input = stage_one.build_input
+    real_build_input = stage_one_input.build_input
 
     def hung(thread: Any, budget_chars: int) -> Any:
         release.wait(60)
         return real_build_input(thread, budget_chars)
 
-    monkeypatch.setattr(stage_one, "build_input", hung)
+    monkeypatch.setattr(stage_one_input, "build_input", hung)
     started = time.monotonic()
     try:
         report = cli("run", "--json", "--lease-seconds", "2", expect=1).json()

@@ -21,8 +21,6 @@ KNOWN: dict[str, int] = {
     "consolidator/phases/materialize.py": 566,
     "consolidator/phases/materialize.py:_apply": 86,
     "consolidator/phases/phase_two.py:run_phase_two": 87,
-    "consolidator/phases/stage_one.py:process_claim": 84,
-    "consolidator/phases/stage_one.py:run_stage_one": 92,
 }
 
 

@@ -21,7 +21,7 @@ from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.notes import parse_raw_memory
 from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import build_input
+from consolidator.phases.stage_one_input import build_input
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
 
