@@ -176,34 +176,7 @@ class ThreadsMixin(StoreBase):
                 delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
             )
             return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
-        watermark = to_watermark(updated_at)
-        job_created = insert_ignore(
-            connection,
-            Job,
-            {
-                "kind": STAGE1,
-                "job_key": header.thread_id,
-                "status": JobStatus.PENDING.value,
-                "lease_epoch": 0,
-                "retry_remaining": retry_budget,
-                "attempts": 0,
-                "input_watermark": watermark,
-            },
-        )
-        if not job_created:
-            connection.execute(
-                update(Job)
-                .where(
-                    Job.kind == STAGE1,
-                    Job.job_key == header.thread_id,
-                    Job.input_watermark < watermark,
-                )
-                .values(
-                    input_watermark=watermark,
-                    retry_remaining=retry_budget,
-                    retry_at=None,
-                )
-            )
+        _want_stage1(connection, header.thread_id, to_watermark(updated_at), retry_budget)
         return ThreadChange.NEW if inserted else ThreadChange.CHANGED
 
     @contention_retry
@@ -424,6 +397,30 @@ def _tombstone(connection: Connection, thread_id: str, now: datetime) -> None:
             file_mtime_ns=0,
         )
     )
+
+
+def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_budget: int) -> None:
+    """A thread's stage-one job, pending for input up to `watermark`: created, or moved on
+    with a fresh retry budget when the input grew since."""
+    job_created = insert_ignore(
+        connection,
+        Job,
+        {
+            "kind": STAGE1,
+            "job_key": thread_id,
+            "status": JobStatus.PENDING.value,
+            "lease_epoch": 0,
+            "retry_remaining": retry_budget,
+            "attempts": 0,
+            "input_watermark": watermark,
+        },
+    )
+    if not job_created:
+        connection.execute(
+            update(Job)
+            .where(Job.kind == STAGE1, Job.job_key == thread_id, Job.input_watermark < watermark)
+            .values(input_watermark=watermark, retry_remaining=retry_budget, retry_at=None)
+        )
 
 
 def _notes_linked_to(connection: Connection, thread_ids: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -161,15 +161,12 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
         touched_tasks = tasks_citing(before, thread_ids)
         touched = list(affected)
         if current in affected:
-            version = insert_version_row(
-                connection,
-                now=now,
-                kind="forget",
-                summary=_removed_summary(len(thread_ids), Memory(tuple(before)), after),
-                summary_md=connection.execute(
-                    select(MemoryVersion.summary_md).where(MemoryVersion.version == current)
-                ).scalar(),
-            )
+            summary_md = connection.execute(
+                select(MemoryVersion.summary_md).where(MemoryVersion.version == current)
+            ).scalar()
+            summary = _removed_summary(len(thread_ids), Memory(tuple(before)), after)
+            facts = VersionFacts("forget", summary, summary_md=summary_md)
+            version = insert_version_row(connection, facts, now=now)
             connection.execute(
                 insert(MemoryVersionBlock).from_select(
                     ["version", "position", "block_ref"],
@@ -301,39 +298,42 @@ def update_content_bytes(connection: Connection, versions: list[int]) -> None:
         )
 
 
-def insert_version_row(
-    connection: Connection,
-    *,
-    now: datetime,
-    kind: str,
-    summary: str,
-    content_bytes: int = 0,
-    watermark_from: int | None = None,
-    watermark_to: int | None = None,
-    backend: str | None = None,
-    model: str | None = None,
-    input_tokens: int = 0,
-    output_tokens: int = 0,
-    quarantined: int = 0,
-    evicted: int = 0,
-    summary_md: str | None = None,
-) -> int:
+@dataclass(frozen=True)
+class VersionFacts:
+    """What a version row records beside its blocks: why it exists (`kind`, the change in
+    words) and what made it (watermarks, backend, model, tokens, what the gate kept out)."""
+
+    kind: str
+    summary: str
+    content_bytes: int = 0
+    watermark_from: int | None = None
+    watermark_to: int | None = None
+    backend: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    quarantined: int = 0
+    evicted: int = 0
+    summary_md: str | None = None
+
+
+def insert_version_row(connection: Connection, facts: VersionFacts, *, now: datetime) -> int:
     version = connection.execute(
         insert(MemoryVersion)
         .values(
             created_at=now,
-            kind=kind,
-            content_bytes=content_bytes,
-            watermark_from=watermark_from,
-            watermark_to=watermark_to,
-            backend=backend,
-            model=model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            diff_summary=summary,
-            quarantined=quarantined,
-            evicted=evicted,
-            summary_md=summary_md,
+            kind=facts.kind,
+            content_bytes=facts.content_bytes,
+            watermark_from=facts.watermark_from,
+            watermark_to=facts.watermark_to,
+            backend=facts.backend,
+            model=facts.model,
+            input_tokens=facts.input_tokens,
+            output_tokens=facts.output_tokens,
+            diff_summary=facts.summary,
+            quarantined=facts.quarantined,
+            evicted=facts.evicted,
+            summary_md=facts.summary_md,
         )
         .returning(MemoryVersion.version)
     ).scalar_one()
@@ -350,15 +350,9 @@ def insert_version(
     **details: Any,
 ) -> int:
     """A new version holding `stored`; blocks already stored unchanged are shared.
-    `details` are the optional columns of `_insert_version_row`."""
-    version = insert_version_row(
-        connection,
-        now=now,
-        kind=kind,
-        summary=summary,
-        content_bytes=stored.content_bytes,
-        **details,
-    )
+    `details` are the other fields of `VersionFacts`."""
+    facts = VersionFacts(kind, summary, content_bytes=stored.content_bytes, **details)
+    version = insert_version_row(connection, facts, now=now)
     write_block_list(connection, MemoryVersionBlock.version, version, stored)
     return version
 

@@ -346,23 +346,9 @@ def run_phase_two(
     with lease_keeper as keeper:
         watch = keeper.watch(claim)
         try:
-            inputs = (
-                store.rebuild_inputs(claim, review=options.review)
-                if rebuild
-                else store.phase2_inputs(claim, review=options.review)
+            committed = _consolidate_claimed(
+                store, backend, claim, options, report, (keeper, watch), rebuild=rebuild
             )
-            report.inputs = len(inputs.changed)
-            report.forgotten_threads = len(inputs.removed)
-            if inputs.changed:
-                committed = consolidate(
-                    store, backend, claim, inputs, options, report, watch, rebuild=rebuild
-                )
-            else:
-                if watch.lost.is_set() or not keeper.alive:
-                    raise LeaseLost("the lease was lost before the commit")
-                commit = store.commit_phase2(claim, None, cooldown_seconds=options.cooldown_seconds)
-                committed = commit.committed
-                report.forgotten_threads += commit.forgotten
         except ModelMisconfigured as exc:
             # No input can succeed until a setting changes: the claim is released with the
             # reason for `status`, and the command stops (exit 2).
@@ -403,6 +389,35 @@ def run_phase_two(
         extra={"action": "phase2_succeeded", "version": report.version},
     )
     return report
+
+
+def _consolidate_claimed(
+    store: Store,
+    backend: Backend,
+    claim: Claim,
+    options: Phase2Options,
+    report: Phase2Report,
+    lease: tuple[Heartbeat, LeaseWatch],
+    *,
+    rebuild: bool,
+) -> bool:
+    """The claimed run's work: its inputs consolidated, or with none changed (only
+    deletions) the job ended by a commit with no new memory. False when the lease was lost."""
+    keeper, watch = lease
+    inputs = (
+        store.rebuild_inputs(claim, review=options.review)
+        if rebuild
+        else store.phase2_inputs(claim, review=options.review)
+    )
+    report.inputs = len(inputs.changed)
+    report.forgotten_threads = len(inputs.removed)
+    if inputs.changed:
+        return consolidate(store, backend, claim, inputs, options, report, watch, rebuild=rebuild)
+    if watch.lost.is_set() or not keeper.alive:
+        raise LeaseLost("the lease was lost before the commit")
+    commit = store.commit_phase2(claim, None, cooldown_seconds=options.cooldown_seconds)
+    report.forgotten_threads += commit.forgotten
+    return commit.committed
 
 
 def _requeue_due_set_aside(store: Store) -> None:

@@ -16,11 +16,8 @@ MAX_PARAMETERS = 8
 KNOWN: dict[str, int] = {
     "consolidator/db/consolidation.py:commit_phase2": 126,
     "consolidator/db/jobs.py": 568,
-    "consolidator/db/threads.py:_register": 84,
-    "consolidator/db/versions.py:insert_version_row()": 14,
-    "consolidator/phases/materialize.py": 566,
+    "consolidator/phases/materialize.py": 540,
     "consolidator/phases/materialize.py:_apply": 86,
-    "consolidator/phases/phase_two.py:run_phase_two": 87,
 }
 
 
