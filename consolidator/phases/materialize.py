@@ -23,13 +23,11 @@ state file costs at most one spurious backup of our own output.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import logging
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,8 +37,16 @@ from typing import Final
 import filelock
 
 from consolidator.core.config import ADOPT_MEMORY_FILES_ENV
-from consolidator.core.errors import ConfigError
-from consolidator.core.private_files import fsync_directory, write_atomically
+from consolidator.core.private_files import fsync_directory
+from consolidator.phases.memory_files import (
+    MemoryDirectoryError,
+    ensure_private_dir,
+    read_regular_bytes,
+    refuse_symlink,
+    remove_quietly,
+    sweep_temp_files,
+    write_private,
+)
 from consolidator.skills.names import name_problem
 from consolidator.skills.render import SKILL_FILE
 
@@ -56,8 +62,6 @@ STATE_FILE: Final = ".consolidator-state.json"
 LOCK_TIMEOUT_SECONDS = 60.0
 
 _FILE_MODE: Final = 0o600
-_DIR_MODE: Final = 0o700
-_TEMP_PREFIX: Final = ".consolidator-tmp-"
 _STEM_MAX_LENGTH: Final = 200
 _SAFE_STEM: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 _STATE_FORMAT: Final = 1
@@ -87,10 +91,6 @@ class ProjectionReport:
     foreign: tuple[str, ...] = ()
 
 
-class MemoryDirectoryError(ConfigError):
-    """The memory folder cannot be written safely (a symlinked part, files that are not ours)."""
-
-
 def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
     """The lock `project` takes, creating the directory (0700) so the lock file has a home.
 
@@ -99,7 +99,7 @@ def memory_dir_lock(memory_dir: Path) -> filelock.FileLock:
     or process still waits. The lock file is never deleted: waiters must lock the same inode.
     """
     ensure_usable_dir(memory_dir)
-    _refuse_symlink(memory_dir / LOCK_FILE)
+    refuse_symlink(memory_dir / LOCK_FILE)
     return filelock.FileLock(
         memory_dir / LOCK_FILE, timeout=LOCK_TIMEOUT_SECONDS, mode=_FILE_MODE, is_singleton=True
     )
@@ -157,33 +157,9 @@ def _held(lock: filelock.FileLock) -> Iterator[None]:
 def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     desired = _desired_files(projection)
     rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
-    _refuse_symlinked_parts(memory_dir)
-    skill_dirs = sorted({(memory_dir / name).parent for name in desired if _is_skill_file(name)})
-    if projection.version is not None:
-        _ensure_private_dir(rollout_dir)
-        for skill_dir in skill_dirs:
-            _refuse_symlink(skill_dir)
-            _ensure_private_dir(skill_dir)
-    _sweep_temp_files(memory_dir, rollout_dir)
-
+    _prepare_dirs(memory_dir, desired, projection.version is not None)
     state = _read_state(memory_dir)
-    foreign = sorted(
-        name
-        for name in desired
-        if name not in state
-        and os.path.lexists(memory_dir / name)
-        and _read_bytes(memory_dir / name) != desired[name]
-    )
-    for name in foreign:
-        del desired[name]
-    if foreign:
-        log.warning(
-            "left alone in %s, not written by consolidator: %s (move them away, or pass"
-            " --adopt-memory-files to take them over)",
-            memory_dir,
-            ", ".join(foreign),
-            extra={"action": "memory_foreign_files"},
-        )
+    foreign = _set_foreign_aside(memory_dir, desired, state)
     backup = None
     if MEMORY_FILE in state:
         backup = _backup_hand_edit(memory_dir, desired.get(MEMORY_FILE), state[MEMORY_FILE])
@@ -201,20 +177,19 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     groups.append((top_names, memory_dir))
     written: list[str] = []
     for names, directory in groups:
-        changed = [name for name in names if _read_bytes(memory_dir / name) != desired[name]]
+        changed = [name for name in names if read_regular_bytes(memory_dir / name) != desired[name]]
         for name in changed:
-            _write_atomically(memory_dir / name, desired[name], sync_directory=False)
+            write_private(memory_dir / name, desired[name], sync_directory=False)
         if changed:
             fsync_directory(directory)
         written.extend(changed)
 
     removed = _remove_stale(memory_dir, set(state) - set(desired))
     if projection.version is None:
-        if _remove_quietly(memory_dir / STATE_FILE):
+        if remove_quietly(memory_dir / STATE_FILE):
             fsync_directory(memory_dir)
     else:
         _write_state(memory_dir, projection.version, _digests(desired))
-
     report = ProjectionReport(
         version=projection.version,
         written=tuple(written),
@@ -223,23 +198,66 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
         unchanged=not written and not removed,
         foreign=tuple(foreign),
     )
+    _log_projection(memory_dir, report)
+    return report
+
+
+def _prepare_dirs(memory_dir: Path, desired: Mapping[str, bytes], has_version: bool) -> None:
+    """The folders to write into, private and never through a symlink; a killed writer's
+    temp files swept."""
+    rollout_dir = memory_dir / ROLLOUT_SUMMARIES_DIR
+    _refuse_symlinked_parts(memory_dir)
+    skill_dirs = sorted({(memory_dir / name).parent for name in desired if _is_skill_file(name)})
+    if has_version:
+        ensure_private_dir(rollout_dir)
+        for skill_dir in skill_dirs:
+            refuse_symlink(skill_dir)
+            ensure_private_dir(skill_dir)
+    sweep_temp_files(memory_dir, rollout_dir)
+
+
+def _set_foreign_aside(
+    memory_dir: Path, desired: dict[str, bytes], state: Mapping[str, str]
+) -> list[str]:
+    """Files in our names that we did not write and that differ: left alone (out of
+    `desired`), with a warning."""
+    foreign = sorted(
+        name
+        for name in desired
+        if name not in state
+        and os.path.lexists(memory_dir / name)
+        and read_regular_bytes(memory_dir / name) != desired[name]
+    )
+    for name in foreign:
+        del desired[name]
+    if foreign:
+        log.warning(
+            "left alone in %s, not written by consolidator: %s (move them away, or pass"
+            " --adopt-memory-files to take them over)",
+            memory_dir,
+            ", ".join(foreign),
+            extra={"action": "memory_foreign_files"},
+        )
+    return foreign
+
+
+def _log_projection(memory_dir: Path, report: ProjectionReport) -> None:
     if report.unchanged:
         log.debug(
             "memory directory %s already matches version %s",
             memory_dir,
-            projection.version,
-            extra={"action": "memory_projection_unchanged", "version": projection.version},
+            report.version,
+            extra={"action": "memory_projection_unchanged", "version": report.version},
         )
-    else:
-        log.info(
-            "memory directory %s now matches version %s (%d written, %d removed)",
-            memory_dir,
-            projection.version,
-            len(written),
-            len(removed),
-            extra={"action": "memory_projected", "version": projection.version},
-        )
-    return report
+        return
+    log.info(
+        "memory directory %s now matches version %s (%d written, %d removed)",
+        memory_dir,
+        report.version,
+        len(report.written),
+        len(report.removed),
+        extra={"action": "memory_projected", "version": report.version},
+    )
 
 
 def _desired_files(projection: Projection) -> dict[str, bytes]:
@@ -290,7 +308,7 @@ def ensure_usable_dir(memory_dir: Path) -> None:
     command that finds out only after its work would have spent that work for nothing."""
     where = f"the memory folder {memory_dir} (--memory-dir / CONSOLIDATOR_MEMORY_DIR)"
     try:
-        _ensure_private_dir(memory_dir)
+        ensure_private_dir(memory_dir)
     except OSError as exc:
         raise MemoryDirectoryError(f"cannot create {where}: {exc.strerror or exc}") from None
     if not memory_dir.is_dir():
@@ -299,78 +317,14 @@ def ensure_usable_dir(memory_dir: Path) -> None:
         raise MemoryDirectoryError(f"{where} is not writable")
 
 
-def _ensure_private_dir(path: Path) -> None:
-    """Create the missing folders of `path` private (0700); never chmod one we did not create."""
-    missing: list[Path] = []
-    candidate = path
-    while not os.path.lexists(candidate) and candidate != candidate.parent:
-        missing.append(candidate)
-        candidate = candidate.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=_DIR_MODE)
-
-
 def _refuse_symlinked_parts(memory_dir: Path) -> None:
     for part in (ROLLOUT_SUMMARIES_DIR, STATE_FILE, SKILLS_DIR):
-        _refuse_symlink(memory_dir / part)
-
-
-def _refuse_symlink(path: Path) -> None:
-    if path.is_symlink():
-        raise MemoryDirectoryError(
-            f"{path} is a symbolic link: consolidator never writes through links in the memory"
-            " folder; replace it with a real folder or file, or choose another --memory-dir"
-        )
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    """A regular file's bytes; None when it is missing, a symlink (never followed) or special."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
-            return None
-        raise
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read()
-
-
-def _write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
-    write_atomically(path, data, prefix=_TEMP_PREFIX, sync_directory=sync_directory)
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """Replace a file of the memory directory atomically (private mode), for its companions."""
-    _write_atomically(path, data)
-
-
-def read_owned_text(path: Path) -> str | None:
-    """A regular file's text, never through a symlink; None when it is not one."""
-    data = _read_bytes(path)
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _sweep_temp_files(*directories: Path) -> None:
-    """Remove temp files left by a writer that was killed mid-write.
-
-    Only a lock holder writes temp files, so any found under the lock are debris; they may hold
-    text that a later forget removed from every real file.
-    """
-    for directory in directories:
-        if not directory.is_dir():
-            continue
-        for leftover in directory.glob(f"{_TEMP_PREFIX}*.tmp"):
-            _remove_quietly(leftover)
+        refuse_symlink(memory_dir / part)
 
 
 def _read_state(memory_dir: Path) -> dict[str, str]:
     """The sha256 of each file as last written; empty when unknown, which errs towards backups."""
-    raw = _read_bytes(memory_dir / STATE_FILE)
+    raw = read_regular_bytes(memory_dir / STATE_FILE)
     if raw is None:
         return {}
     try:
@@ -404,20 +358,20 @@ def _write_state(memory_dir: Path, version: int, digests: Mapping[str, str]) -> 
     }
     data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
     path = memory_dir / STATE_FILE
-    if _read_bytes(path) != data:
-        _write_atomically(path, data)
+    if read_regular_bytes(path) != data:
+        write_private(path, data)
 
 
 def _backup_hand_edit(memory_dir: Path, desired: bytes | None, recorded: str | None) -> Path | None:
     """Copy `MEMORY.md` aside when it is about to change and its bytes are not ours."""
     path = memory_dir / MEMORY_FILE
-    current = _read_bytes(path)
+    current = read_regular_bytes(path)
     if current is None or current == desired:
         return None
     if recorded is not None and _sha256(current) == recorded:
         return None
     backup = _backup_path(memory_dir)
-    _write_atomically(backup, current)
+    write_private(backup, current)
     log.warning(
         "%s differs from what consolidator last wrote (edited by hand?); kept a copy at %s",
         path,
@@ -445,7 +399,7 @@ def _remove_stale(memory_dir: Path, stale: set[str]) -> list[str]:
         path = memory_dir / name
         if not _is_own_name(name) or not (path.is_symlink() or path.is_file()):
             continue
-        if _remove_quietly(path):
+        if remove_quietly(path):
             removed.append(name)
     for name in removed:
         if _is_skill_file(name):
@@ -520,20 +474,12 @@ def check_memory_dir(memory_dir: Path, *, adopt: bool) -> list[str]:
 
 
 def _read_state_version(memory_dir: Path) -> int:
-    raw = _read_bytes(memory_dir / STATE_FILE)
+    raw = read_regular_bytes(memory_dir / STATE_FILE)
     try:
         version = json.loads(raw)["version"] if raw else 0
     except (ValueError, KeyError, TypeError):
         return 0
     return version if isinstance(version, int) else 0
-
-
-def _remove_quietly(path: Path) -> bool:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _sha256(data: bytes) -> str:

@@ -24,9 +24,8 @@ from consolidator.phases.materialize import (
     clear_directory,
     memory_dir_lock,
     project,
-    read_owned_text,
-    replace_file,
 )
+from consolidator.phases.memory_files import read_owned_text, replace_file
 from consolidator.security.names import one_line
 from consolidator.skills.render import render_skill_md
 

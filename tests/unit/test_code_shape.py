@@ -16,8 +16,6 @@ MAX_PARAMETERS = 8
 KNOWN: dict[str, int] = {
     "consolidator/db/consolidation.py:commit_phase2": 126,
     "consolidator/db/jobs.py": 568,
-    "consolidator/phases/materialize.py": 540,
-    "consolidator/phases/materialize.py:_apply": 86,
 }
 
 
