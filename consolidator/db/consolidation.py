@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
@@ -204,102 +205,19 @@ class ConsolidationMixin(StoreBase):
         with self._write() as connection:
             lock_memory_writes(connection)
             now = self._now(connection)
-            version: int | None = None
-            forgotten = 0
-            memory: StoredMemory | None = None
-            summary_md = result.summary_md if result is not None else None
-            unchanged = False
-            if result is not None:
-                memory = result.memory
-                dead = memory.thread_ids - live(connection, sorted(memory.thread_ids))
-                if dead:
-                    memory, summary_md = forget_with_summary(memory, summary_md, dead)
-                    forgotten = len(dead)
-                if review:
-                    base = pending_statements.chain_base(connection)
-                    kept = without_rejected(
-                        base, memory, pending_statements.rejected_changes(connection)
-                    )
-                    if kept.blocks != memory.blocks:
-                        # Written for content that a rejection changed: rendered instead.
-                        summary_md = None
-                    memory = kept
-                    built_on = [b.digest for b in base.blocks]
-                else:
-                    built_on = current_digests(connection) or []
-                if built_on == [b.digest for b in memory.blocks]:
-                    memory, unchanged = None, not review
+            prepared = _prepared(connection, result, review=review)
             final = through is None or through >= (claim.watermark or 0)
             watermark = claim.watermark if final else through
-            if final:
-                values: dict[str, Any] = {
-                    "status": JobStatus.SUCCEEDED.value,
-                    "finished_at": now,
-                    "last_error": None,
-                    "retry_at": None,
-                    "attempts": 0,
-                    "last_success_watermark": watermark,
-                    "last_success_at": now,
-                }
-                if memory is not None or (result is not None and result.changed_earlier):
-                    values["cooldown_until"] = now + timedelta(seconds=cooldown_seconds)
-                fenced = fenced_finish(connection, claim, **values)
-            else:
-                fenced = (
-                    rowcount(
-                        connection.execute(
-                            update(Job)
-                            .where(OWNED_BY_CLAIM)
-                            .values(last_success_watermark=watermark, last_success_at=now),
-                            fence_parameters(claim),
-                        )
-                    )
-                    == 1
-                )
-            if not fenced:
+            changed = prepared.memory is not None or (result is not None and result.changed_earlier)
+            cooldown_until = now + timedelta(seconds=cooldown_seconds) if changed else None
+            if not _fenced_advance(connection, claim, now, watermark, final, cooldown_until):
                 return Phase2Commit(committed=False, version=None, forgotten=0)
-            pending: int | None = None
-            if memory is not None and result is not None and review:
-                pending = pending_statements.insert_pending(
-                    connection,
-                    memory,
-                    now=now,
-                    kind=result.kind,
-                    **_version_details(result, watermark, summary_md),
-                )
-                pending_number = pending_statements.current_number(connection) or 0
-                keep_quarantined(connection, result.quarantined, pending_number, now)
-            elif memory is not None and result is not None:
-                previous = latest_version(connection)
-                old = decode(previous.memory_json) if previous else Memory()
-                version = insert_version(
-                    connection,
-                    memory,
-                    now=now,
-                    kind=result.kind,
-                    summary=diff_summary(old, memory.memory),
-                    quarantined=len(result.quarantined),
-                    evicted=result.evicted,
-                    **_version_details(result, watermark, summary_md),
-                )
-                keep_quarantined(connection, result.quarantined, version, now)
-                pending_statements.rebase_all(connection, now)
-            elif unchanged and summary_md is not None:
-                # Written for a memory equal to the current one (an earlier slice committed it).
-                connection.execute(
-                    update(MemoryVersion)
-                    .where(MemoryVersion.version == latest_version_number(connection))
-                    .values(summary_md=summary_md)
-                )
-            if result is not None and memory is None and pending is None:
-                # Withheld whole: no version is written; the entries belong to the current one.
-                current = latest_version_number(connection) or STAGE1_QUARANTINE_VERSION
-                keep_quarantined(connection, result.quarantined, current, now)
-            if result is not None:
-                record_set_aside(connection, result.set_aside, result.settled, now)
+            version, pending = _store_result(
+                connection, result, prepared, watermark, now, review=review
+            )
             connection.execute(delete(InputChange).where(InputChange.seq <= (watermark or 0)))
             return Phase2Commit(
-                committed=True, version=version, forgotten=forgotten, pending=pending
+                committed=True, version=version, forgotten=prepared.forgotten, pending=pending
             )
 
     @contention_retry
@@ -365,3 +283,126 @@ class ConsolidationMixin(StoreBase):
 def _pending_base(connection: Connection) -> str | None:
     rows = pending_statements.live_rows(connection)
     return pending_memory(connection, rows[-1].id).memory_json if rows else None
+
+
+@dataclass
+class _Prepared:
+    """A result as it will be stored: cited threads that died since forgotten (with the
+    summary lines about them), a rejection's changes left out under review; `memory` None
+    when it equals what it builds on (`unchanged`: equal to the current memory)."""
+
+    memory: StoredMemory | None
+    summary_md: str | None
+    forgotten: int = 0
+    unchanged: bool = False
+
+
+def _prepared(connection: Connection, result: Phase2Result | None, *, review: bool) -> _Prepared:
+    if result is None:
+        return _Prepared(None, None)
+    memory, summary_md, forgotten = result.memory, result.summary_md, 0
+    dead = memory.thread_ids - live(connection, sorted(memory.thread_ids))
+    if dead:
+        memory, summary_md = forget_with_summary(memory, summary_md, dead)
+        forgotten = len(dead)
+    if review:
+        base = pending_statements.chain_base(connection)
+        kept = without_rejected(base, memory, pending_statements.rejected_changes(connection))
+        if kept.blocks != memory.blocks:
+            # Written for content that a rejection changed: rendered instead.
+            summary_md = None
+        memory = kept
+        built_on = [b.digest for b in base.blocks]
+    else:
+        built_on = current_digests(connection) or []
+    if built_on == [b.digest for b in memory.blocks]:
+        return _Prepared(None, summary_md, forgotten, unchanged=not review)
+    return _Prepared(memory, summary_md, forgotten)
+
+
+def _fenced_advance(
+    connection: Connection,
+    claim: Claim,
+    now: datetime,
+    watermark: int | None,
+    final: bool,
+    cooldown_until: datetime | None,
+) -> bool:
+    """Advance the job's watermark under the claim's fence; the final slice also ends the job
+    (and starts the cooldown when the memory changed). False: the claim no longer holds it."""
+    if not final:
+        advanced = connection.execute(
+            update(Job)
+            .where(OWNED_BY_CLAIM)
+            .values(last_success_watermark=watermark, last_success_at=now),
+            fence_parameters(claim),
+        )
+        return rowcount(advanced) == 1
+    values: dict[str, Any] = {
+        "status": JobStatus.SUCCEEDED.value,
+        "finished_at": now,
+        "last_error": None,
+        "retry_at": None,
+        "attempts": 0,
+        "last_success_watermark": watermark,
+        "last_success_at": now,
+    }
+    if cooldown_until is not None:
+        values["cooldown_until"] = cooldown_until
+    return fenced_finish(connection, claim, **values)
+
+
+def _store_result(
+    connection: Connection,
+    result: Phase2Result | None,
+    prepared: _Prepared,
+    watermark: int | None,
+    now: datetime,
+    *,
+    review: bool,
+) -> tuple[int | None, int | None]:
+    """The (version, pending version) a fenced commit writes, with what the gate kept out
+    and what was set aside."""
+    if result is None:
+        return None, None
+    version: int | None = None
+    pending: int | None = None
+    memory, summary_md = prepared.memory, prepared.summary_md
+    if memory is not None and review:
+        pending = pending_statements.insert_pending(
+            connection,
+            memory,
+            now=now,
+            kind=result.kind,
+            **_version_details(result, watermark, summary_md),
+        )
+        pending_number = pending_statements.current_number(connection) or 0
+        keep_quarantined(connection, result.quarantined, pending_number, now)
+    elif memory is not None:
+        previous = latest_version(connection)
+        old = decode(previous.memory_json) if previous else Memory()
+        version = insert_version(
+            connection,
+            memory,
+            now=now,
+            kind=result.kind,
+            summary=diff_summary(old, memory.memory),
+            quarantined=len(result.quarantined),
+            evicted=result.evicted,
+            **_version_details(result, watermark, summary_md),
+        )
+        keep_quarantined(connection, result.quarantined, version, now)
+        pending_statements.rebase_all(connection, now)
+    else:
+        if prepared.unchanged and summary_md is not None:
+            # Written for a memory equal to the current one (an earlier slice committed it).
+            connection.execute(
+                update(MemoryVersion)
+                .where(MemoryVersion.version == latest_version_number(connection))
+                .values(summary_md=summary_md)
+            )
+        # Withheld whole: no version is written; the entries belong to the current one.
+        current = latest_version_number(connection) or STAGE1_QUARANTINE_VERSION
+        keep_quarantined(connection, result.quarantined, current, now)
+    record_set_aside(connection, result.set_aside, result.settled, now)
+    return version, pending

@@ -14,7 +14,6 @@ MAX_PARAMETERS = 8
 
 # Over the limits when they were set; each may shrink, none may grow.
 KNOWN: dict[str, int] = {
-    "consolidator/db/consolidation.py:commit_phase2": 126,
     "consolidator/db/jobs.py": 568,
 }
 
