@@ -124,7 +124,7 @@ def _begin_immediate(connection: Any) -> None:
 
     SQLite's own busy handler sleeps longer the longer it has waited (up to 100 ms a try), so
     with many writers a connection that has waited a while keeps losing the lock to newcomers
-    and a claim can take seconds (issue 5, P7). Here every waiter retries every millisecond or
+    and a claim can take seconds (bench P7). Here every waiter retries every millisecond or
     so until the same busy timeout. The last try goes through SQLAlchemy, so a failure is
     raised as before (the store's contention retry knows it). Other statements keep the busy
     timeout (a checkpoint must still wait for readers).

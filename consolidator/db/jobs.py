@@ -1,4 +1,5 @@
-"""Jobs and leases: both phases' claims, heartbeats and fenced finishes.
+"""Jobs and leases: stage one's claims, the heartbeats and fenced finishes of both phases
+(phase two's claim is in `phase2_jobs.py`).
 
 - A claim is one guarded UPDATE whose row count decides (`claimable.py` holds the rule): it
   writes a fresh ownership token, a higher lease epoch and a lease end, and records the input
@@ -14,14 +15,12 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, or_, select, update
+from sqlalchemy import Connection, and_, or_, select, update
 
 from consolidator.db.base import (
     PHASE2_RETRY_BUDGET as PHASE2_RETRY_BUDGET,
@@ -29,29 +28,18 @@ from consolidator.db.base import (
 from consolidator.db.base import (
     StoreBase,
     contention_retry,
-    create_phase2_job,
     log_change,
     rowcount,
 )
 from consolidator.db.claimable import (
     EXHAUSTED_RETRY_SECONDS,
-    PHASE2_FORCED_RULE,
-    PHASE2_NOTE_RULE,
-    PHASE2_RULE,
     RETRY,
     STAGE1_RULE,
     TRANSIENT_RETRY_CAP_SECONDS,
     lease_free,
-    moment_parameters,
     passed,
     refusal,
     stage1_claimable,
-)
-from consolidator.db.engine import (
-    READ_ONLY_OPTION,
-    SQLITE_BUSY_TIMEOUT_MS,
-    WRITE_LOCK_PATIENCE_OPTION,
-    WriteLockBusy,
 )
 from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
@@ -74,13 +62,7 @@ from consolidator.db.statements import (
     DELETE_OUTPUT,
     INSERT_OUTPUT,
     JOBS,
-    NOTE_WAITING,
     OWNED_BY_CLAIM,
-    PHASE2_CLAIM,
-    PHASE2_FORCED_CLAIM,
-    PHASE2_NOTE_CLAIM,
-    PHASE2_STATE,
-    PHASE2_STATE_AND_CLOCK,
     SUCCEED_JOB,
     THREAD_BY_ID,
     eligibility_parameters,
@@ -93,9 +75,6 @@ from consolidator.db.statements import (
 )
 from consolidator.db.versions import forget_in_memory
 
-# How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
-CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
-
 
 def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
     """End a claim with `values`, if it still owns the job; True when it did."""
@@ -104,14 +83,6 @@ def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
         fence_parameters(claim),
     )
     return rowcount(result) == 1
-
-
-# The guarded UPDATE of each phase-two rule.
-_PHASE2_CLAIMS = {
-    PHASE2_RULE: PHASE2_CLAIM,
-    PHASE2_NOTE_RULE: PHASE2_NOTE_CLAIM,
-    PHASE2_FORCED_RULE: PHASE2_FORCED_CLAIM,
-}
 
 
 class JobsMixin(StoreBase):
@@ -434,123 +405,6 @@ class JobsMixin(StoreBase):
                 retry_remaining=Job.retry_remaining + 1,
                 attempts=Job.attempts - 1,
             )
-
-    # -- phase two --------------------------------------------------------------------------
-
-    @contention_retry
-    def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
-        """Claim the global consolidation job.
-
-        - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
-          with input changes after the last success's watermark. Its row count decides.
-        - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
-        - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
-          `skipped_up_to_date` claims nothing and leaves the cooldown alone.
-        - Many processes poll this at once, so a claim is one read and at most one write
-          statement (issue 5, P7). The read takes no write lock: when it already shows a
-          refusal, the claim returns it without queueing behind other writers. A stale read
-          can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
-        - `force` (a rebuild the user asked for) is refused only by a live lease.
-        """
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                return self._try_claim_phase2_once(
-                    lease_seconds, patient=time.monotonic() > deadline, force=force
-                )
-            except WriteLockBusy:
-                continue
-
-    def _try_claim_phase2_once(
-        self, lease_seconds: int, *, patient: bool, force: bool = False
-    ) -> Claim:
-        """One read and, if it shows no refusal, one guarded UPDATE.
-
-        On SQLite an impatient attempt waits only briefly for the write lock and raises
-        `WriteLockBusy`, so that the caller re-reads first: the claimer it queued behind has
-        usually taken the job by then, and the answer is a refusal without any more waiting.
-        """
-        with self._claim_connection() as connection:
-            with self._statement(connection, write=False):
-                state = self._phase2_state(connection)
-            if state is None:
-                with self._statement(connection, write=True):
-                    create_phase2_job(connection)
-                    state = self._phase2_state(connection)
-            assert state is not None
-            job, now = state
-            moment = self._moment(now, lease_seconds=lease_seconds)
-            self._note_excursions(job, moment)
-            rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
-            refused = refusal(rule, job, moment)
-            if refused is ClaimOutcome.SKIPPED_COOLDOWN and self._note_waiting(connection, job):
-                rule = PHASE2_NOTE_RULE
-                refused = refusal(rule, job, moment)
-            if refused is not None:
-                return Claim(refused, PHASE2, PHASE2_KEY)
-            token = uuid.uuid4().hex
-            if not patient:
-                connection.execution_options(
-                    **{WRITE_LOCK_PATIENCE_OPTION: CLAIM_WRITE_LOCK_PATIENCE_SECONDS}
-                )
-            with self._statement(connection, write=True):
-                row = connection.execute(
-                    _PHASE2_CLAIMS[rule],
-                    {
-                        **moment_parameters(moment),
-                        "claim_token": token,
-                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
-                        "claim_worker": self.worker_id,
-                    },
-                ).first()
-            if row is not None:
-                epoch, watermark = int(row[0]), int(row[1] or 0)
-                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
-            with self._statement(connection, write=False):
-                state = self._phase2_state(connection)
-            assert state is not None
-            # None: lost to a claimer whose run ended before this read (READ COMMITTED).
-            outcome = refusal(rule, state[0], moment)
-            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
-
-    @contextmanager
-    def _claim_connection(self) -> Iterator[Connection]:
-        """One connection for all of a claim's statements (one pool checkout and ping).
-
-        On PostgreSQL it is in autocommit, so each statement is one round trip instead of
-        three and no transaction stays open while a busy host schedules the process.
-        """
-        with self.engine.connect() as connection:
-            if not self._sqlite:
-                connection.execution_options(isolation_level="AUTOCOMMIT")
-            yield connection
-
-    @contextmanager
-    def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
-        """On SQLite, a read (deferred) or write (immediate) transaction around the block;
-        on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
-        if not self._sqlite:
-            yield
-            return
-        connection.execution_options(**{READ_ONLY_OPTION: not write})
-        with connection.begin():
-            yield
-
-    def _note_waiting(self, connection: Connection, job: Row[Any]) -> bool:
-        """Whether a note changed after the last success: it does not wait for the cooldown."""
-        with self._statement(connection, write=False):
-            after = job.last_success_watermark or 0
-            return bool(connection.execute(NOTE_WAITING, {"after_seq": after}).scalar_one())
-
-    def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
-        """The phase-two job row with the input sequence (`input_seq`), and the time now."""
-        database_clock = self._clock is None and not self._sqlite
-        row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
-        if row is None:
-            return None
-        if database_clock:
-            return row, row.database_now.astimezone(UTC)
-        return row, self._now(connection)
 
     def phase2_job(self) -> JobRecord | None:
         return self.get_job(PHASE2, PHASE2_KEY)

@@ -31,8 +31,9 @@ from consolidator.db.claimable import (
 )
 from consolidator.db.consolidation import ConsolidationMixin
 from consolidator.db.held_notes import HeldNoteRecord, HeldNotesMixin
-from consolidator.db.jobs import PHASE2_RETRY_BUDGET, JobsMixin
+from consolidator.db.jobs import PHASE2_RETRY_BUDGET
 from consolidator.db.outcomes import OutcomesMixin, RunState, SetAsideInput
+from consolidator.db.phase2_jobs import Phase2JobsMixin
 from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION
 from consolidator.db.records import (
     PHASE2,
@@ -74,7 +75,7 @@ from consolidator.db.versions import VersionsMixin
 
 class Store(
     ThreadsMixin,
-    JobsMixin,
+    Phase2JobsMixin,
     ConsolidationMixin,
     OutcomesMixin,
     VersionsMixin,

@@ -12,10 +12,8 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 
-# Over the limits when they were set; each may shrink, none may grow.
-KNOWN: dict[str, int] = {
-    "consolidator/db/jobs.py": 568,
-}
+# What may stay over the limits, with its size (empty: nothing is over them).
+KNOWN: dict[str, int] = {}
 
 
 def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

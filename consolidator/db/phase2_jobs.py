@@ -1,0 +1,169 @@
+"""Phase two's claim: one global job, claimed by one guarded UPDATE whose row count decides
+(`claimable.py` holds the rules: the normal one, a note's that skips the cooldown, a rebuild's
+that only a live lease refuses), after a read that answers most refusals without a write."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Row
+
+from consolidator.db.base import contention_retry, create_phase2_job
+from consolidator.db.claimable import (
+    PHASE2_FORCED_RULE,
+    PHASE2_NOTE_RULE,
+    PHASE2_RULE,
+    moment_parameters,
+    refusal,
+)
+from consolidator.db.engine import (
+    READ_ONLY_OPTION,
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE_LOCK_PATIENCE_OPTION,
+    WriteLockBusy,
+)
+from consolidator.db.jobs import JobsMixin
+from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome
+from consolidator.db.statements import (
+    NOTE_WAITING,
+    PHASE2_CLAIM,
+    PHASE2_FORCED_CLAIM,
+    PHASE2_NOTE_CLAIM,
+    PHASE2_STATE,
+    PHASE2_STATE_AND_CLOCK,
+)
+
+# How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
+CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
+
+
+# The guarded UPDATE of each phase-two rule.
+_PHASE2_CLAIMS = {
+    PHASE2_RULE: PHASE2_CLAIM,
+    PHASE2_NOTE_RULE: PHASE2_NOTE_CLAIM,
+    PHASE2_FORCED_RULE: PHASE2_FORCED_CLAIM,
+}
+
+
+class Phase2JobsMixin(JobsMixin):
+    """The phase-two job's claim on top of the jobs both phases share."""
+
+    @contention_retry
+    def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
+        """Claim the global consolidation job.
+
+        - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
+          with input changes after the last success's watermark. Its row count decides.
+        - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
+        - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
+          `skipped_up_to_date` claims nothing and leaves the cooldown alone.
+        - Many processes poll this at once, so a claim is one read and at most one write
+          statement (bench P7). The read takes no write lock: when it already shows a
+          refusal, the claim returns it without queueing behind other writers. A stale read
+          can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
+        - `force` (a rebuild the user asked for) is refused only by a live lease.
+        """
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                return self._try_claim_phase2_once(
+                    lease_seconds, patient=time.monotonic() > deadline, force=force
+                )
+            except WriteLockBusy:
+                continue
+
+    def _try_claim_phase2_once(
+        self, lease_seconds: int, *, patient: bool, force: bool = False
+    ) -> Claim:
+        """One read and, if it shows no refusal, one guarded UPDATE.
+
+        On SQLite an impatient attempt waits only briefly for the write lock and raises
+        `WriteLockBusy`, so that the caller re-reads first: the claimer it queued behind has
+        usually taken the job by then, and the answer is a refusal without any more waiting.
+        """
+        with self._claim_connection() as connection:
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            if state is None:
+                with self._statement(connection, write=True):
+                    create_phase2_job(connection)
+                    state = self._phase2_state(connection)
+            assert state is not None
+            job, now = state
+            moment = self._moment(now, lease_seconds=lease_seconds)
+            self._note_excursions(job, moment)
+            rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
+            refused = refusal(rule, job, moment)
+            if refused is ClaimOutcome.SKIPPED_COOLDOWN and self._note_waiting(connection, job):
+                rule = PHASE2_NOTE_RULE
+                refused = refusal(rule, job, moment)
+            if refused is not None:
+                return Claim(refused, PHASE2, PHASE2_KEY)
+            token = uuid.uuid4().hex
+            if not patient:
+                connection.execution_options(
+                    **{WRITE_LOCK_PATIENCE_OPTION: CLAIM_WRITE_LOCK_PATIENCE_SECONDS}
+                )
+            with self._statement(connection, write=True):
+                row = connection.execute(
+                    _PHASE2_CLAIMS[rule],
+                    {
+                        **moment_parameters(moment),
+                        "claim_token": token,
+                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                        "claim_worker": self.worker_id,
+                    },
+                ).first()
+            if row is not None:
+                epoch, watermark = int(row[0]), int(row[1] or 0)
+                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
+            with self._statement(connection, write=False):
+                state = self._phase2_state(connection)
+            assert state is not None
+            # None: lost to a claimer whose run ended before this read (READ COMMITTED).
+            outcome = refusal(rule, state[0], moment)
+            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
+
+    @contextmanager
+    def _claim_connection(self) -> Iterator[Connection]:
+        """One connection for all of a claim's statements (one pool checkout and ping).
+
+        On PostgreSQL it is in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
+        """
+        with self.engine.connect() as connection:
+            if not self._sqlite:
+                connection.execution_options(isolation_level="AUTOCOMMIT")
+            yield connection
+
+    @contextmanager
+    def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
+        """On SQLite, a read (deferred) or write (immediate) transaction around the block;
+        on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
+        if not self._sqlite:
+            yield
+            return
+        connection.execution_options(**{READ_ONLY_OPTION: not write})
+        with connection.begin():
+            yield
+
+    def _note_waiting(self, connection: Connection, job: Row[Any]) -> bool:
+        """Whether a note changed after the last success: it does not wait for the cooldown."""
+        with self._statement(connection, write=False):
+            after = job.last_success_watermark or 0
+            return bool(connection.execute(NOTE_WAITING, {"after_seq": after}).scalar_one())
+
+    def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
+        """The phase-two job row with the input sequence (`input_seq`), and the time now."""
+        database_clock = self._clock is None and not self._sqlite
+        row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
+        if row is None:
+            return None
+        if database_clock:
+            return row, row.database_now.astimezone(UTC)
+        return row, self._now(connection)
