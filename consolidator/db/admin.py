@@ -25,6 +25,7 @@ from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
 from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
+from consolidator.db.forgetting import remove_inputs, tombstone_legacy
 from consolidator.db.held_notes import drop_held_note
 from consolidator.db.quarantine import forget_in_quarantine, in_quarantine
 from consolidator.db.records import (
@@ -48,7 +49,6 @@ from consolidator.db.schema import (
     Thread,
 )
 from consolidator.db.search import scrub_deleted_terms
-from consolidator.db.threads import remove_inputs, tombstone_legacy
 from consolidator.db.versions import PURGE_OWED, owe_purge
 
 log = logging.getLogger("consolidator.db.store")

@@ -41,6 +41,7 @@ from consolidator.db.claimable import (
     refusal,
     stage1_claimable,
 )
+from consolidator.db.forgetting import forget_derived
 from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
     PHASE2,
@@ -73,7 +74,6 @@ from consolidator.db.statements import (
     stage1_waiting_count,
     thread_exists,
 )
-from consolidator.db.versions import forget_in_memory
 
 
 def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
@@ -274,7 +274,7 @@ class JobsMixin(StoreBase):
             if payload is None:
                 if rowcount(had_output):
                     log_change(connection, claim.job_key, "delete", now)
-                    forget_in_memory(connection, [claim.job_key], now)
+                    forget_derived(connection, [claim.job_key], now)
                 return True
             connection.execute(
                 INSERT_OUTPUT,

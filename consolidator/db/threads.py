@@ -16,15 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, select, update
 
 from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
+from consolidator.db.forgetting import forget_derived, remove_inputs
 from consolidator.db.records import (
     LIVE_STATES,
     STAGE1,
-    TOMBSTONE_PREFIX,
     JobStatus,
     KnownFile,
     ThreadChange,
@@ -34,9 +33,8 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
-from consolidator.db.schema import Job, MemoryBlockThread, MemoryUse, Stage1Output, Thread
+from consolidator.db.schema import Job, MemoryBlockThread, Stage1Output, Thread
 from consolidator.db.statements import THREADS, TOMBSTONE, from_source
-from consolidator.db.versions import forget_in_memory
 from consolidator.sources.items import RolloutHeader
 
 
@@ -314,91 +312,6 @@ class ThreadsMixin(StoreBase):
             return [thread_record(row) for row in rows]
 
 
-def remove_inputs(
-    connection: Connection, thread_ids: list[str], state: ThreadState, now: datetime
-) -> list[str]:
-    spared = [ThreadState.FORGOTTEN.value]
-    if state is ThreadState.DELETED:
-        spared.append(ThreadState.DELETED.value)
-    removed: list[str] = []
-    for thread_id in thread_ids:
-        # Where the session lived and what it was about go with its content: a cwd such as
-        # /home/dev/acme-merger can be the secret. A forgotten thread keeps only a
-        # tombstone that names no session, so it stays forgotten without being named.
-        values: dict[str, Any] = {
-            "state": state.value,
-            "updated_at": now,
-            "problem": None,
-            "deletion_held_since": None,
-            "rollout_path": "",
-            "cwd": None,
-            "git_branch": None,
-        }
-        changed = connection.execute(
-            update(Thread)
-            .where(Thread.thread_id == thread_id, Thread.state.not_in(spared))
-            .values(**values)
-        )
-        if not rowcount(changed):
-            continue
-        removed.append(thread_id)
-        connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
-        connection.execute(delete(Job).where(Job.kind == STAGE1, Job.job_key == thread_id))
-        if state is ThreadState.FORGOTTEN:
-            _tombstone(connection, thread_id, now)
-            # Phase two only counts the deletion; the log must not name the session either.
-            log_change(connection, tombstone_id(thread_id), "delete", now)
-        else:
-            log_change(connection, thread_id, "delete", now)
-    if removed:
-        # The usage signal names both sessions: it goes with either.
-        connection.execute(
-            delete(MemoryUse).where(
-                or_(MemoryUse.thread_id.in_(removed), MemoryUse.used_by.in_(removed))
-            )
-        )
-        forget_in_memory(connection, removed, now)
-    if state is ThreadState.FORGOTTEN:
-        tombstone_legacy(connection, now)
-    return removed
-
-
-def tombstone_legacy(connection: Connection, now: datetime) -> None:
-    """Forgotten threads recorded before tombstones existed lose their id and metadata."""
-    legacy = connection.execute(
-        select(Thread.thread_id).where(
-            Thread.state == ThreadState.FORGOTTEN.value,
-            Thread.thread_id.not_like(f"{TOMBSTONE_PREFIX}%"),
-        )
-    ).scalars()
-    for thread_id in list(legacy):
-        _tombstone(connection, thread_id, now)
-
-
-def _tombstone(connection: Connection, thread_id: str, now: datetime) -> None:
-    """The forgotten thread's row becomes a tombstone: a hashed id that names no session, and
-    nothing of where it lived or what it was."""
-    connection.execute(
-        update(Thread)
-        .where(Thread.thread_id == thread_id)
-        .values(
-            thread_id=tombstone_id(thread_id),
-            source="forgotten",
-            rollout_path="",
-            cwd=None,
-            git_branch=None,
-            parent_thread_id=None,
-            problem=None,
-            started_at=None,
-            source_updated_at=now,
-            first_seen_at=now,
-            updated_at=now,
-            file_size=0,
-            file_mtime_ns=0,
-        )
-    )
-
-
 def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_budget: int) -> None:
     """A thread's stage-one job, pending for input up to `watermark`: created, or moved on
     with a fresh retry budget when the input grew since."""
@@ -454,5 +367,5 @@ def purge_output(connection: Connection, thread_id: str, now: datetime) -> bool:
     if not had_output and cited is None:
         return False
     log_change(connection, thread_id, "delete", now)
-    forget_in_memory(connection, [thread_id], now)
+    forget_derived(connection, [thread_id], now)
     return True

@@ -3,7 +3,7 @@
 `record_uses` replaces everything one user session's rollout says it used, in one
 transaction, so a rollout read again (it grew, or stage one retried it) never counts twice;
 only threads with a live stage-one output are recorded, and never the user itself. A forget,
-a deletion or `clear_all` removes the rows on both sides (see `threads.remove_inputs`).
+a deletion or `clear_all` removes the rows on both sides (see `forgetting.remove_inputs`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 - A version is an ordered list of block rows; a block stored unchanged is shared by every
   version holding it (matched by digest), so a version costs only its new blocks.
-- `forget_in_memory` rewrites, in place, every block citing a forgotten thread, so history and
+- `forget_in_versions` rewrites, in place, every block citing a forgotten thread, so history and
   rollback cannot bring the content back; when the current version held such a block, a
   `forget` version follows it, so projections notice. A summary a model wrote for a version
   loses the forgotten threads' lines the same way, by citation. It runs in the transaction
@@ -34,7 +34,6 @@ from sqlalchemy import (
 from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
-from consolidator.db import skills as skill_statements
 from consolidator.db.base import (
     StoreBase,
     contention_retry,
@@ -42,7 +41,6 @@ from consolidator.db.base import (
     lock_memory_writes,
 )
 from consolidator.db.blocks import block_values, write_block_list
-from consolidator.db.quarantine import forget_in_quarantine
 from consolidator.db.records import VersionRecord
 from consolidator.db.schema import (
     Counter,
@@ -138,14 +136,26 @@ def _prune_blocks(
     return before, after, emptied
 
 
-def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetime) -> int:
-    """Purge the threads from every stored memory version and the quarantine.
+@dataclass(frozen=True)
+class PrunedVersions:
+    """What pruning threads out of the stored versions touched: how many versions held them,
+    the versions whose written summaries must follow, and the tasks that cited them."""
+
+    affected: int
+    rewritten: list[int]
+    touched_tasks: Collection[tuple[str, str]]
+
+
+def forget_in_versions(
+    connection: Connection, thread_ids: list[str], now: datetime
+) -> PrunedVersions:
+    """Purge the threads from every stored memory version.
 
     Only the blocks citing the threads are read, pruned and rewritten in place; since
     versions share block rows, that purges every version holding them, so neither history
     nor a rollback can bring the content back. When the current version is among them, a
     `forget` version (the same block list, less the blocks left empty) follows it, so
-    projections notice. Returns the number of versions touched.
+    projections notice.
     """
     owe_purge(connection)
     refs = _linked(connection, MemoryBlockThread.block_ref, MemoryBlockThread.thread_id, thread_ids)
@@ -191,17 +201,8 @@ def forget_in_memory(connection: Connection, thread_ids: list[str], now: datetim
         update_content_bytes(connection, touched)
         update_diff_summaries(connection, [v for v in touched if v != current_new])
         pending_statements.settle_after_forget(connection, now)
-    forget_in_summaries(
-        connection,
-        thread_ids,
-        [*affected, *([current_new] if current_new is not None else [])],
-        touched_tasks,
-    )
-    pending_statements.forget_in_summaries(connection, thread_ids, touched_tasks)
-    # Skills cite sessions too: the same forget withdraws those left with too few.
-    skill_statements.forget(connection, thread_ids, now)
-    forget_in_quarantine(connection, thread_ids)
-    return len(affected)
+    rewritten = [*affected, *([current_new] if current_new is not None else [])]
+    return PrunedVersions(len(affected), rewritten, touched_tasks)
 
 
 def forget_in_summaries(
