@@ -26,6 +26,7 @@ from consolidator.memory.model import bullet_count
 from consolidator.memory.render import render_memory_md
 from tests.cli_process import clean_env
 from tests.fake_openai import FakeOpenAI
+from tests.store_reads import get_version
 
 
 def _build(config: Config, threads: int, blocks: int) -> tuple[Path, str, str]:
@@ -71,7 +72,7 @@ def _forget_seconds(url: str, thread_id: str) -> float:
     after = store.current_version()
     if before is None or after is None or after.kind != "forget":
         raise RuntimeError("forget_thread did not add a forget version")
-    rewritten = store.get_version(before.version)
+    rewritten = get_version(store, before.version)
     store.engine.dispose()
     if rewritten is None or any(thread_id in v.memory_json for v in (after, rewritten)):
         raise RuntimeError("the forgotten thread is still in a stored version")

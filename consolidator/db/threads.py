@@ -306,11 +306,6 @@ class ThreadsMixin(StoreBase):
             row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
             return None if row is None else thread_record(row)
 
-    def list_threads(self, thread_ids: Sequence[str]) -> list[ThreadRecord]:
-        with self._read() as connection:
-            rows = connection.execute(select(THREADS).where(Thread.thread_id.in_(thread_ids)))
-            return [thread_record(row) for row in rows]
-
 
 def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_budget: int) -> None:
     """A thread's stage-one job, pending for input up to `watermark`: created, or moved on

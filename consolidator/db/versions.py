@@ -413,10 +413,6 @@ class VersionsMixin(StoreBase):
         with self._read() as connection:
             return latest_version(connection)
 
-    def get_version(self, version: int) -> VersionRecord | None:
-        with self._read() as connection:
-            return numbered_version(connection, version)
-
     def list_versions(self, *, limit: int = 50) -> list[VersionRecord]:
         with self._read() as connection:
             rows = connection.execute(

@@ -10,6 +10,7 @@ from consolidator.db.store import Store
 from consolidator.memory.codec import encode
 from consolidator.memory.model import Block, Bullet, Memory, Task
 from tests.factories import LEASE, add_output, citation, result_of
+from tests.store_reads import get_version
 
 
 def group(block_id: str, *threads: str, word: str = "fact") -> Block:
@@ -49,7 +50,7 @@ def count(store: Store, table: type[MemoryBlock] | type[MemoryBlockThread]) -> i
 
 
 def assert_stored_exactly(store: Store, version: int, memory: Memory) -> None:
-    record = store.get_version(version)
+    record = get_version(store, version)
     expected = encode(memory)
     assert record is not None
     assert record.memory_json == expected.memory_json
@@ -155,7 +156,7 @@ def test_history_columns_follow_a_forget(driven: Store) -> None:
     v1 = commit(driven, Memory((group("one", "a"),)))
     v2 = commit(driven, Memory((group("one", "a"), group("two", "b"))))
     v3 = commit(driven, Memory((group("one", "a"), group("two", "b"), group("three", "c"))))
-    assert "+1 block" in driven.get_version(v2).diff_summary  # type: ignore[union-attr]
+    assert "+1 block" in get_version(driven, v2).diff_summary  # type: ignore[union-attr]
 
     def rows() -> dict[int, tuple[int, str]]:
         return {v.version: (v.content_bytes, v.diff_summary) for v in driven.list_versions()}
@@ -163,7 +164,7 @@ def test_history_columns_follow_a_forget(driven: Store) -> None:
     assert driven.forget_thread("b")
     after_b = rows()
     for version in after_b:
-        record = driven.get_version(version)
+        record = get_version(driven, version)
         assert record is not None and record.content_bytes == len(record.content_md.encode())
     v4 = max(after_b)
     assert after_b[v2] == (after_b[v1][0], "no changes"), after_b

@@ -17,6 +17,7 @@ from consolidator.memory.notes import ExtractiveNotes
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
 from tests.factories import store_session
+from tests.store_reads import get_version
 
 CWD = "/home/dev/shop"
 NOUNS = re.findall(
@@ -61,7 +62,7 @@ def consolidate(store: Store, budget: int = 1 << 20) -> None:
 def version_bytes(store: Store) -> bytes:
     chunks = []
     for record in store.list_versions(limit=1000):
-        full = store.get_version(record.version)
+        full = get_version(store, record.version)
         assert full is not None
         chunks += [full.memory_json.encode(), full.content_md.encode()]
     return b"\n".join(chunks)

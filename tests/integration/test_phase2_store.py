@@ -27,6 +27,7 @@ from tests.factories import (
     result_of,
     written_summary,
 )
+from tests.store_reads import get_version
 
 COOLDOWN = 3600
 
@@ -127,7 +128,7 @@ def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(driven: Store) 
     assert [b.text for b in block.knowledge] == ["fact from task 1 alpha", "shared fact alpha"]
     assert block.knowledge[1].task_ids == ("t1",)
     # History was rewritten too: version 1 no longer cites "a".
-    first = driven.get_version(1)
+    first = get_version(driven, 1)
     assert first is not None and '"a"' not in first.memory_json
     # Kept as a tombstone that no longer names the session.
     assert driven.get_thread("a") is None and driven.is_forgotten("a")
@@ -175,11 +176,11 @@ def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(
     assert "## User Profile\n\n- No sessions are remembered yet." in current.summary_md
     memory_now = decode(current.memory_json)
     assert summary_problems(current.summary_md, memory_now, driven.live_thread_ids) == []
-    history = driven.get_version(1)
+    history = get_version(driven, 1)
     assert history is not None and history.summary_md == current.summary_md
 
     restored = driven.rollback(1)
-    rolled = driven.get_version(restored)
+    rolled = get_version(driven, restored)
     assert rolled is not None and rolled.summary_md == current.summary_md
 
     assert driven.forget_thread("b")

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from consolidator.db.store import Store, ThreadChange
 from tests.factories import T0, header
+from tests.store_reads import list_threads
 
 
 def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
@@ -30,7 +31,7 @@ def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
         ThreadChange.BAD,
         ThreadChange.UNCHANGED,
     ]
-    assert {t.thread_id for t in driven.list_threads(["new", "known", "bad"])} == {
+    assert {t.thread_id for t in list_threads(driven, ["new", "known", "bad"])} == {
         "new",
         "known",
         "bad",
