@@ -108,6 +108,15 @@ def _request(
     )
 
 
+# The backend's errors an input may cause, each with the kind of refusal it is.
+_REFUSAL_KINDS: dict[type[Exception], RefusalKind] = {
+    AnswerCutOff: "cut_off",
+    InvalidModelOutput: "answer",
+    InputRefused: "request",
+    ServerErrorRepeated: "server_error",
+}
+
+
 def consolidate_piece(
     store: Store,
     backend: Backend,
@@ -122,18 +131,10 @@ def consolidate_piece(
     request = _request(memory, piece, options, budget)
     try:
         result = backend.consolidate(request)
-    except AnswerCutOff as exc:
+    except tuple(_REFUSAL_KINDS) as exc:
         report.model_calls += 1
-        raise SliceRefused(str(exc), kind="cut_off") from exc
-    except InvalidModelOutput as exc:
-        report.model_calls += 1
-        raise SliceRefused(str(exc), kind="answer") from exc
-    except InputRefused as exc:
-        report.model_calls += 1
-        raise SliceRefused(str(exc), kind="request") from exc
-    except ServerErrorRepeated as exc:
-        report.model_calls += 1
-        raise SliceRefused(str(exc), kind="server_error") from exc
+        kind = next(k for error, k in _REFUSAL_KINDS.items() if isinstance(exc, error))
+        raise SliceRefused(str(exc), kind=kind) from exc
     report.model_calls += 1
     report.usage = report.usage + result.usage
     try:

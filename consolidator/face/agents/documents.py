@@ -89,6 +89,33 @@ def plain(document: Any) -> Any:
     return unwrap() if callable(unwrap) else document
 
 
+def is_toml(document: Any) -> bool:
+    return isinstance(document, tomlkit.TOMLDocument)
+
+
+def new_section(document: Any) -> Any:
+    """An empty table for other tables, in the document's kind (in TOML, one with no header
+    of its own)."""
+    return tomlkit.table(is_super_table=True) if is_toml(document) else {}
+
+
+def new_list(document: Any) -> Any:
+    """An empty list of tables, in the document's kind (in TOML, an array of tables)."""
+    return tomlkit.aot() if is_toml(document) else []
+
+
+def new_table(document: Any, values: dict[str, Any], *, spaced: bool = False) -> Any:
+    """`values` as a table of the document's kind; `spaced` leaves a blank line after it in
+    TOML."""
+    if not is_toml(document):
+        return dict(values)
+    table = tomlkit.table()
+    table.update(values)
+    if spaced:
+        table.add(tomlkit.nl())
+    return table
+
+
 def is_empty(document: Any) -> bool:
     return not plain(document)
 

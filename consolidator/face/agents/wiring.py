@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from consolidator.core.errors import ConfigError
 from consolidator.face.agents import Agent, Scope
 from consolidator.face.agents.documents import (
@@ -27,6 +25,9 @@ from consolidator.face.agents.documents import (
     backup_path,
     is_empty,
     kind_of,
+    new_list,
+    new_section,
+    new_table,
     parse,
     plain,
     read_bytes,
@@ -158,7 +159,7 @@ def _hooks_of(group: Any) -> list[Any]:
 def _session_start(document: Any, *, create: bool) -> Any:
     hooks = document.get("hooks")
     if hooks is None and create:
-        hooks = tomlkit.table(is_super_table=True) if hasattr(document, "unwrap") else {}
+        hooks = new_section(document)
         document["hooks"] = hooks
     if hooks is None:
         return None
@@ -166,7 +167,7 @@ def _session_start(document: Any, *, create: bool) -> Any:
         raise ConfigError("the config's `hooks` is not a table; nothing was changed")
     groups = hooks.get("SessionStart")
     if groups is None and create:
-        groups = tomlkit.aot() if hasattr(document, "unwrap") else []
+        groups = new_list(document)
         hooks["SessionStart"] = groups
     if groups is not None and not isinstance(groups, list):
         raise ConfigError("the config's `hooks.SessionStart` is not a list; nothing was changed")
@@ -199,13 +200,9 @@ def _remove_hooks(document: Any, agent: Agent) -> int:
 
 def _add_hook(document: Any, agent: Agent, command: str) -> None:
     hook = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
-    group: Any = {"matcher": HOOK_MATCHER[agent], "hooks": [hook]}
-    if hasattr(document, "unwrap"):
-        group = tomlkit.table()
-        group["matcher"] = HOOK_MATCHER[agent]
-        inner = tomlkit.aot()
-        inner.append(tomlkit.item(hook))
-        group["hooks"] = inner
+    hooks = new_list(document)
+    hooks.append(new_table(document, hook))
+    group = new_table(document, {"matcher": HOOK_MATCHER[agent], "hooks": hooks})
     _session_start(document, create=True).append(group)
 
 
@@ -224,17 +221,11 @@ def _set_server(document: Any, path: Path, entry: dict[str, Any]) -> None:
     key = _servers_key(path)
     servers = document.get(key)
     if servers is None:
-        servers = tomlkit.table(is_super_table=True) if hasattr(document, "unwrap") else {}
+        servers = new_section(document)
         document[key] = servers
     if not isinstance(servers, MutableMapping):
         raise ConfigError(f"the config's `{key}` is not a table; nothing was changed")
-    if hasattr(document, "unwrap"):
-        table = tomlkit.table()
-        table.update(entry)
-        table.add(tomlkit.nl())
-        servers[SERVER_NAME] = table
-    else:
-        servers[SERVER_NAME] = entry
+    servers[SERVER_NAME] = new_table(document, entry, spaced=True)
 
 
 def plan_install(where: Target, launcher: Launcher, *, with_server: bool) -> list[Edit]:
