@@ -115,6 +115,19 @@ def median_time(function: Callable[[], object], repeat: int) -> float:
     return statistics.median(timed(function) for _ in range(repeat))
 
 
+def installed_start_env(env: dict[str, str], workdir: Path) -> dict[str, str]:
+    """`env` for timing a process start as an installed copy starts: with compiled bytecode.
+
+    `pip install` compiles every module, and an editable checkout caches its bytecode at the
+    first import, unless PYTHONDONTWRITEBYTECODE is set, as it is on some CI machines; then
+    each start would compile this project's modules from source while the baseline's library
+    loads its installed bytecode. The cache goes to a prefix under `workdir` for every command
+    alike, and callers make one untimed start of each command first to fill it."""
+    started = {key: value for key, value in env.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    started["PYTHONPYCACHEPREFIX"] = str(workdir / "bytecode")
+    return started
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The nearest-rank percentile (no interpolation), e.g. `fraction=0.99` for p99."""
     ordered = sorted(values)

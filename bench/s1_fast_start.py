@@ -6,7 +6,8 @@ SQLAlchemy (`python -c "import sqlalchemy"`), measured in the same run: `context
 database through SQLAlchemy's core, so this is the floor for any database-backed answer.
 `--version` should cost no more than that floor. Runs are interleaved (baseline, version,
 context, baseline, ...) so load on a shared machine affects all three alike; each figure is
-the ratio of medians.
+the ratio of medians. Every process starts with compiled bytecode, as an installed copy does
+(`installed_start_env`).
 
 `S1-context-verified` is the same start in a real project folder whose block holds 200
 entries, each checked against the folder (paths, Make and npm commands, runtime versions)
@@ -21,7 +22,15 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import ROOT, Config, Result, migrated_store, ms, sqlite_url
+from bench.common import (
+    ROOT,
+    Config,
+    Result,
+    installed_start_env,
+    migrated_store,
+    ms,
+    sqlite_url,
+)
 from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from tests.cli_process import clean_env, run_command
 from tests.factories import LEASE, add_output, result_of
@@ -66,11 +75,16 @@ def run(config: Config) -> list[Result]:
         "context": context,
         "verified": verified,
     }
-    envs = {"verified": verified_env}
+    envs = {
+        name: installed_start_env(verified_env if name == "verified" else env, config.workdir)
+        for name in commands
+    }
+    for name, command in commands.items():
+        _wall_time(command, envs[name])
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(config.pick(15, 5)):
         for name, command in commands.items():
-            times[name].append(_wall_time(command, envs.get(name, env)))
+            times[name].append(_wall_time(command, envs[name]))
     median = {name: sorted(values)[len(values) // 2] for name, values in times.items()}
     baseline = median["baseline"]
     data = {f"{name}_seconds": round(value, 4) for name, value in median.items()}

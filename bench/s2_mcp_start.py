@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from bench.common import Config, Result, ms
+from bench.common import Config, Result, installed_start_env, ms
 from tests.cli_process import clean_env
 
 INITIALIZE = {
@@ -61,9 +61,13 @@ def _wall_time(command: list[str], env: dict[str, str]) -> float:
 
 
 def run(config: Config) -> list[Result]:
-    env = clean_env(CONSOLIDATOR_HOME=str(config.workdir / "home"))
+    env = installed_start_env(
+        clean_env(CONSOLIDATOR_HOME=str(config.workdir / "home")), config.workdir
+    )
     server = [sys.executable, "-m", "consolidator", "mcp"]
     baseline_command = [sys.executable, "-c", "import sqlalchemy"]
+    _wall_time(baseline_command, env)
+    _initialize_seconds(server, env)
     baseline: list[float] = []
     initialize: list[float] = []
     for _ in range(config.pick(15, 5)):

@@ -1,7 +1,9 @@
 """The `consolidator` command line: one group of commands per module, one error boundary here.
 
-`common` declares the options every command shares; `work`, `memory`, `review` and `status` hold
-the commands.
+`common` declares the options every command shares; `work`, `memory`, `review`, `status` and
+the others hold the commands. A command's module is imported when that command runs (or when
+`--help` lists them all): an agent's session start runs `context`, and importing every other
+command's code would add to each start.
 
 Exit codes (`errors`): 0 done (a skip is not an error), 1 the work failed, 2 bad usage or
 configuration, 3 the database is unreachable.
@@ -9,6 +11,7 @@ configuration, 3 the database is unreachable.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
@@ -25,13 +28,47 @@ from consolidator.core.errors import (
     EXIT_USAGE,
     ConsolidatorError,
 )
-from consolidator.face.cli import agents, memory, review, search, sessions, status, verify, work
 from consolidator.face.cli.common import settings_help
 
 log = logging.getLogger(__name__)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Each command's name, and the module of `consolidator.face.cli` whose COMMANDS holds it.
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(("db", "scan", "stage1", "run", "phase2", "rebuild", "daemon"), "work"),
+    **dict.fromkeys(
+        ("show", "note", "context", "mcp", "history", "rollback", "forget", "clear-all", "ingest"),
+        "memory",
+    ),
+    "search": "search",
+    **dict.fromkeys(("sessions", "explain"), "sessions"),
+    "verify": "verify",
+    **dict.fromkeys(("retry", "quarantine", "skills", "review", "approve", "reject"), "review"),
+    "status": "status",
+    **dict.fromkeys(("install", "uninstall", "doctor"), "agents"),
+}
+
+
+class _CommandsOnDemand(click.Group):
+    """A group whose commands are looked up in COMMAND_MODULES and imported at first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        command: click.Command = next(c for c in module.COMMANDS if c.name == cmd_name)
+        _with_settings_group(command)
+        return command
+
+
+@click.group(
+    cls=_CommandsOnDemand,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="consolidator")
 def cli() -> None:
     """Turn finished coding-agent sessions into a long-term, cited MEMORY.md.
@@ -60,20 +97,6 @@ def _with_settings_group(command: click.Command) -> None:
         )
     for sub in getattr(command, "commands", {}).values():
         _with_settings_group(sub)
-
-
-for _command in (
-    *work.COMMANDS,
-    *memory.COMMANDS,
-    search.search_command,
-    *sessions.COMMANDS,
-    *verify.COMMANDS,
-    *review.COMMANDS,
-    status.status_command,
-    *agents.COMMANDS,
-):
-    _with_settings_group(_command)
-    cli.add_command(_command)
 
 
 def _fail(message: str, code: int, args: Sequence[str] = (), *, reported: bool = False) -> NoReturn:

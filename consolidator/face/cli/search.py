@@ -75,3 +75,6 @@ def search_command(
             inv.console.print(f"    {hit['rollout_summary']}", markup=False)
 
     inv.emit(payload, human)
+
+
+COMMANDS = (search_command,)

@@ -423,3 +423,6 @@ def _not_in_memory(count: int, version: object, set_aside: list[SetAsideInput]) 
         return f"{count} live sessions are not in this version; run `rebuild`"
     aside = f" ({len(set_aside)} set aside, below)" if set_aside else ""
     return f"{count} live sessions; no version was committed yet{aside}"
+
+
+COMMANDS = (status_command,)
