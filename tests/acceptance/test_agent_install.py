@@ -66,3 +66,22 @@ def test_doctor_fails_with_the_fix_until_the_hook_runs(tmp_path: Path) -> None:
     broken = run_cli("doctor", "codex", "--project", str(project), home=state, env=env, check=1)
     assert "is not an executable file" in broken.stdout
     assert "fix: consolidator install codex" in broken.stdout
+
+
+def test_doctor_names_the_migration_for_a_postgresql_database_never_migrated(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A shared PostgreSQL is migrated only on request, so a hook against a new database
+    reads nothing: doctor says which command fixes that."""
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    env = {**_env(user_home), "CONSOLIDATOR_DB_URL": pg_url}
+    run_cli("install", "codex", home=state, env=env)
+
+    report = run_cli("doctor", "codex", "--project", str(project), home=state, env=env, check=1)
+
+    assert "FAIL database" in report.stdout, report.stdout
+    assert "fix: consolidator db upgrade creates the schema" in report.stdout
+
+    run_cli("db", "upgrade", home=state, env=env)
+    run_cli("doctor", "codex", "--project", str(project), home=state, env=env)

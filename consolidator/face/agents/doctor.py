@@ -137,10 +137,24 @@ def _answer(stdout: str) -> tuple[bool, str]:
     return True, f"{len(str(text).encode('utf-8'))} bytes of memory for this folder"
 
 
+def _database_fix(db_url: str) -> str:
+    """The migration when the database answers but lacks the current schema (a shared
+    PostgreSQL is migrated only on request); otherwise `status` names the cause."""
+    from consolidator.db import DatabaseNotMigrated, open_engine
+
+    try:
+        open_engine(db_url, auto_upgrade_sqlite=False, connect_timeout_seconds=2.0).dispose()
+    except DatabaseNotMigrated:
+        return "consolidator db upgrade creates the schema"
+    except Exception:
+        return "consolidator status shows the cause"
+    return "consolidator status shows the cause"
+
+
 def check_database(db_url: str, memory_dir: Path, shown_url: str) -> Check:
     loaded = read_memory(db_url, memory_dir, wait_seconds=2.0)
     if loaded.problem:
-        return Check("database", False, loaded.problem, "consolidator status shows the cause")
+        return Check("database", False, loaded.problem, _database_fix(db_url))
     if loaded.source == "none":
         return Check("database", True, f"{shown_url}: no memory yet (consolidator run writes it)")
     blocks = len(loaded.memory.blocks)
