@@ -277,12 +277,14 @@ def _new_block(block_id: str, cwd: str | None, items: list[dict[str, Any]]) -> d
 
 CHECK_HEADING = "### Repository check"
 _FINDING = re.compile(r"^\s*-\s+(.+) \[([^\]]+)\]\s*$")
+# Every line a check lists: gone (`- `), stated otherwise (`~ `), what the repository states.
+_CHECK_LINE = re.compile(r"^\s*(?:[-~] .+ \[[^\]]+\]|\+ .+)\s*$")
 
 
 def _stage_one(prompt: str) -> dict[str, Any]:
     if "repository check of" not in prompt.lower():
         return dict(STAGE_ONE_ANSWER)
-    findings = [line.strip() for line in prompt.splitlines() if _FINDING.match(line)]
+    findings = [line.strip() for line in prompt.splitlines() if _CHECK_LINE.match(line)]
     return {
         "rollout_summary": "A repository check found remembered entries that no longer hold.",
         "rollout_slug": "repository-check",

@@ -23,11 +23,13 @@ _HEADING_INSTRUCTIONS = "### Standing instructions"
 _HEADING_FACTS = "### Facts stated"
 _HEADING_CONCLUSIONS = "### Agent concluded"
 _HEADING_REVOKED = "### User took back"
+_HEADING_OUTDATED = "### Repository states otherwise"
 _STATEMENT_SECTIONS = {
     _HEADING_INSTRUCTIONS.lower(): "instructions",
     _HEADING_FACTS.lower(): "facts",
     _HEADING_CONCLUSIONS.lower(): "conclusions",
     _HEADING_REVOKED.lower(): "revoked",
+    _HEADING_OUTDATED.lower(): "outdated",
 }
 _FIX_SEPARATOR = " -> fixed by "
 _NOT_FIXED = " -> not fixed"
@@ -61,6 +63,8 @@ class ExtractiveNotes:
     conclusions: tuple[str, ...] = ()
     # What the user said is wrong, dropped or to be forgotten: the topic, not the old value.
     revoked: tuple[str, ...] = ()
+    # Remembered entries, quoted whole, that a repository check found stated otherwise there.
+    outdated: tuple[str, ...] = ()
     # A note's writer ("note": the user, "agent_note": an agent); "" for a session.
     noted_by: str = ""
 
@@ -68,7 +72,12 @@ class ExtractiveNotes:
     def states_something(self) -> bool:
         """Something said or learned beyond activity: what makes a session worth a task."""
         return bool(
-            self.instructions or self.facts or self.conclusions or self.failures or self.revoked
+            self.instructions
+            or self.facts
+            or self.conclusions
+            or self.failures
+            or self.revoked
+            or self.outdated
         )
 
 
@@ -93,6 +102,7 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
         (_HEADING_FACTS, notes.facts),
         (_HEADING_CONCLUSIONS, notes.conclusions),
         (_HEADING_REVOKED, notes.revoked),
+        (_HEADING_OUTDATED, notes.outdated),
     ):
         if statements:
             lines.append(heading)
@@ -180,6 +190,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         facts=tuple(statements["facts"]),
         conclusions=tuple(statements["conclusions"]),
         revoked=tuple(statements["revoked"]),
+        outdated=tuple(statements["outdated"]),
         noted_by=fields.get("noted_by", ""),
     )
 

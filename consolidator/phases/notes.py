@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,7 +29,7 @@ from consolidator.phases.note_files import NOTES_DIR
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
-from consolidator.sources.note import CHECK_ORIGIN, check_text, note_record
+from consolidator.sources.note import CHECK_ORIGIN, CheckFindings, check_text, note_record
 
 if TYPE_CHECKING:
     from consolidator.db.store import Store
@@ -57,11 +57,12 @@ class NoteOutcome:
 
 
 def add_check_note(
-    settings: Settings, *, cwd: str, parent: str, findings: Sequence[tuple[str, str]], day: str
+    settings: Settings, *, cwd: str, parent: str, findings: CheckFindings, day: str
 ) -> NoteOutcome:
     """A repository check's findings as an input: the entries of `parent`'s session that the
-    folder `cwd` no longer bears out, each with what the check found there, for the next
-    phase two to take back; forgetting `parent` forgets the check."""
+    folder `cwd` no longer bears out, each with what the check found there, and what the
+    repository states instead, for the next phase two; forgetting `parent` forgets the
+    check."""
     heading = f"Repository check of {cwd} on {day}: remembered entries that no longer hold"
     return add_note(
         settings, check_text(heading, findings), cwd=cwd, origin=CHECK_ORIGIN, parent=parent

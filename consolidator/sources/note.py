@@ -5,16 +5,19 @@ A note is stored as a one-line JSONL file in the notes folder,
 is then read like any session: a thread of source `note` whose one user item is the text. So
 it is redacted, extracted, gated, cited and forgotten by the same code as a transcript.
 
-A repository check's note (`origin: "verify"`) lists remembered entries the project's folder
-no longer bears out, one `- <entry> [<what the check found>]` line each, and names in `parent`
-the session the entries came from: forgetting that session forgets the check with it, as the
-check quotes its words.
+A repository check's note (`origin: "verify"`) lists what the project's folder says against
+remembered entries, and names in `parent` the session the entries came from: forgetting that
+session forgets the check with it, as the check quotes its words. Its lines:
+`- <entry> [<what the check found>]` for an entry naming a file or command target the folder
+does not have; `~ <entry> [<what the check found>]` for an entry whose value the repository
+states differently (reading a value out of words is a guess, so such an entry is marked, not
+taken out); `+ <statement>` for what the repository states instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Final
 
 from consolidator.sources.items import ItemKind, RolloutItem
@@ -38,7 +41,9 @@ AGENT_NOTE_ITEM: Final = "agent_note"
 CHECK_ITEM: Final = "check"
 CHECK_ORIGIN: Final = "verify"
 _ITEM_FOR_ORIGIN: Final = {"mcp": AGENT_NOTE_ITEM, CHECK_ORIGIN: CHECK_ITEM}
-_CHECK_LINE_PREFIX: Final = "- "
+_GONE_PREFIX: Final = "- "
+_OUTDATED_PREFIX: Final = "~ "
+_STATED_PREFIX: Final = "+ "
 _CHECK_REASON_OPEN: Final = " ["
 
 
@@ -88,21 +93,42 @@ def note_record(
     }
 
 
-def check_text(heading: str, findings: Iterable[tuple[str, str]]) -> str:
-    """A check note's text: `heading`, then one line per (entry, what the check found)."""
+@dataclass(frozen=True)
+class CheckFindings:
+    """What one repository check hands to phase two about one session's entries.
+
+    `gone`: (entry, reason) for entries naming a file or command target the folder does not
+    have; `outdated`: (entry, reason) for entries stating a value the repository states
+    differently; `stated`: what the repository states instead, as sentences."""
+
+    gone: tuple[tuple[str, str], ...] = ()
+    outdated: tuple[tuple[str, str], ...] = ()
+    stated: tuple[str, ...] = ()
+
+
+def check_text(heading: str, findings: CheckFindings) -> str:
+    """A check note's text: `heading`, then one line per finding, as `read_check` reads it."""
     lines = [heading]
+    lines += [f"{_GONE_PREFIX}{entry}{_CHECK_REASON_OPEN}{why}]" for entry, why in findings.gone]
     lines += [
-        f"{_CHECK_LINE_PREFIX}{entry}{_CHECK_REASON_OPEN}{reason}]" for entry, reason in findings
+        f"{_OUTDATED_PREFIX}{entry}{_CHECK_REASON_OPEN}{why}]" for entry, why in findings.outdated
     ]
+    lines += [f"{_STATED_PREFIX}{statement}" for statement in findings.stated]
     return "\n".join(lines)
 
 
-def checked_entries(text: str) -> tuple[str, ...]:
-    """The entries a check note's text lists, as `check_text` wrote them."""
-    entries = []
+def read_check(text: str) -> CheckFindings:
+    """The findings a check note's text lists, as `check_text` wrote them."""
+    listed: dict[str, list[tuple[str, str]]] = {_GONE_PREFIX: [], _OUTDATED_PREFIX: []}
+    stated: list[str] = []
     for line in text.splitlines()[1:]:
-        if line.startswith(_CHECK_LINE_PREFIX) and line.endswith("]"):
-            entry = line[len(_CHECK_LINE_PREFIX) :].rpartition(_CHECK_REASON_OPEN)[0].strip()
-            if entry:
-                entries.append(entry)
-    return tuple(entries)
+        prefix = line[: len(_GONE_PREFIX)]
+        if prefix in listed and line.endswith("]"):
+            entry, _, why = line[len(prefix) : -1].rpartition(_CHECK_REASON_OPEN)
+            if entry.strip():
+                listed[prefix].append((entry.strip(), why))
+        elif prefix == _STATED_PREFIX and line[len(prefix) :].strip():
+            stated.append(line[len(prefix) :].strip())
+    return CheckFindings(
+        tuple(listed[_GONE_PREFIX]), tuple(listed[_OUTDATED_PREFIX]), tuple(stated)
+    )

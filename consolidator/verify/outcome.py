@@ -18,6 +18,14 @@ class Finding:
     claim: str
     status: Status
     reason: str = ""
+    # What the repository states instead, when it states a value (a pinned version).
+    stated: str = ""
+
+    @property
+    def names_what_is_gone(self) -> bool:
+        """A failed path or command claim: the folder lacks what the entry names. Whether an
+        entry asserts a version is read out of its words, a guess; a missing name is not."""
+        return self.status == "fails" and self.kind in ("path", "command")
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,15 @@ class Verdict:
 
     def as_json(self) -> dict[str, object]:
         return {"status": self.status, "reason": self.reason}
+
+    @property
+    def names_what_is_gone(self) -> bool:
+        return any(f.names_what_is_gone for f in self.findings)
+
+    @property
+    def repository_states(self) -> tuple[str, ...]:
+        """What the repository states where the entry's values disagree with it."""
+        return tuple(f.stated for f in self.findings if f.status == "fails" and f.stated)
 
 
 UNCHECKED: Final = Verdict("unchecked", "")

@@ -69,8 +69,24 @@ def check_version(view: FolderView, stated: StatedVersion) -> Finding:
         return Finding("version", stated.claim, "unchecked")
     for value in values:
         if not _agrees(stated, value):
-            return Finding("version", stated.claim, "fails", f"repo says {value.value}")
+            return Finding(
+                "version",
+                stated.claim,
+                "fails",
+                f"repo says {value.value}",
+                stated=_as_stated(stated.runtime, value),
+            )
     return Finding("version", stated.claim, "holds")
+
+
+_NAMES: Final[dict[Runtime, str]] = {"python": "Python", "node": "Node", "go": "Go", "rust": "Rust"}
+
+
+def _as_stated(runtime: Runtime, repo: RepoValue) -> str:
+    """The repository's value as a sentence a memory entry could hold."""
+    if repo.is_range:
+        return f"This project requires {_NAMES[runtime]} {repo.value}, as the repository states."
+    return f"This project uses {_NAMES[runtime]} {repo.value}, as the repository pins it."
 
 
 def _agrees(stated: StatedVersion, repo: RepoValue) -> bool:

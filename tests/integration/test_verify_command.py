@@ -5,6 +5,7 @@ databases."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitatio
 from consolidator.phases.note_files import drop_gone_notes
 from consolidator.phases.notes import add_check_note
 from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.sources.note import CheckFindings
 from tests.careful_model import CarefulModel
 from tests.factories import LEASE, add_output, result_of
 from tests.fake_openai import FakeOpenAI
@@ -32,6 +34,7 @@ STALE = "Run migrations with tools/run_migrations.sh before the tests"
 DROPPED_TARGET = "Lint with `make lint` before pushing"
 OLD_RUNTIME = "This project uses Node 18"
 HOLDS = "The unit tests run with `make test`"
+NODE_22 = "This project uses Node 22, as the repository pins it."
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -149,9 +152,13 @@ def test_failing_entries_are_taken_out_by_the_next_run_citing_the_check(
     shown = cli("show", "--json").json()
     assert isinstance(shown, dict)
     markdown = shown["markdown"]
-    for gone in (STALE, DROPPED_TARGET, OLD_RUNTIME):
+    for gone in (STALE, DROPPED_TARGET):
         assert gone not in markdown
     assert HOLDS in markdown
+    # A version is read out of the entry's words, which may be misread: the entry stays,
+    # marked older than what the repository states, which joins it.
+    assert re.search(r"\[superseded \d{4}-\d\d-\d\d\] " + OLD_RUNTIME, markdown)
+    assert NODE_22 in markdown
     assert "repository check" in markdown.lower()
     for note in report["fed"]:
         assert note["thread_id"] in markdown, "the change cites the check"
@@ -194,7 +201,11 @@ def test_a_model_takes_a_failing_entry_out_citing_the_check(
         settings,
         cwd=str(folder),
         parent="old-session",
-        findings=[(STALE, reason)],
+        findings=CheckFindings(
+            gone=((STALE, reason),),
+            outdated=((OLD_RUNTIME, "repo says 22"),),
+            stated=(NODE_22,),
+        ),
         day="2026-12-04",
     )
     assert note.status == "accepted", note
@@ -209,6 +220,8 @@ def test_a_model_takes_a_failing_entry_out_citing_the_check(
     [request] = model.requests
     [check] = [i for i in request.inputs if i["thread_id"] == note.note_id]
     assert STALE in check["raw_memory"] and "tools/migrate.sh" in check["raw_memory"]
+    assert f"~ {OLD_RUNTIME} [repo says 22]" in check["raw_memory"]
+    assert f"+ {NODE_22}" in check["raw_memory"]
     current = store.current_version()
     assert current is not None
     memory = decode(current.memory_json)

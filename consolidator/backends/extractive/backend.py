@@ -113,6 +113,7 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         facts=tuple(facts[:MAX_STATEMENTS]),
         conclusions=tuple(conclusions[:MAX_STATEMENTS]),
         revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:MAX_STATEMENTS]),
+        outdated=tuple(dedupe(session.outdated)[:MAX_STATEMENTS]),
         noted_by=session.noted_by,
     )
 

@@ -28,7 +28,7 @@ from consolidator.backends.extractive.defaults import (
 )
 from consolidator.memory import facts
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.model import Block, Bullet, Origin, Task
+from consolidator.memory.model import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
@@ -127,6 +127,31 @@ def _revoked(block: Block, topics: Iterable[str]) -> Block:
         preferences=kept(block.preferences),
         knowledge=kept(block.knowledge),
         failures=kept(block.failures),
+    )
+
+
+def _marked_outdated(block: Block, entries: Iterable[str], citation: ThreadCitation) -> Block:
+    """`block` with each bullet a repository check quoted as stated otherwise there marked
+    superseded on the check's day: the check's reading of the entry's words may be wrong, so
+    the entry stays, visibly older than what the repository states."""
+    quoted = {facts.unmarked(entry) for entry in entries}
+    if not quoted:
+        return block
+    mark = facts.marker(facts.SUPERSEDED, citation.updated_at[:10])
+
+    def marked(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+        return tuple(
+            replace(b, text=mark + facts.unmarked(b.text))
+            if facts.unmarked(b.text) in quoted
+            else b
+            for b in bullets
+        )
+
+    return replace(
+        block,
+        preferences=marked(block.preferences),
+        knowledge=marked(block.knowledge),
+        failures=marked(block.failures),
     )
 
 
@@ -306,7 +331,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             keywords=tuple(notes.keywords),
         )
         project = _project_name(item.cwd)
-        block = _revoked(block, notes.revoked)
+        block = _marked_outdated(_revoked(block, notes.revoked), notes.outdated, citation)
         block = replace(
             block,
             tasks=(*block.tasks, task),

@@ -11,7 +11,7 @@ from consolidator.memory.notes import FailureNote
 from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
-from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, checked_entries
+from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, read_check
 
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
@@ -34,6 +34,7 @@ class Session:
     noted_by: str = ""
     # The remembered entries a repository check found no longer hold.
     disproved: list[str] = field(default_factory=list)
+    outdated: list[str] = field(default_factory=list)
 
 
 # Text a harness puts in the user's turn, not typed by the user. Readers already classify
@@ -60,8 +61,13 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     by_id: dict[str, Call] = {}
     for item in items:
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
-            # A tool's findings, not anyone's words: its entries are taken back, nothing more.
-            session.disproved.extend(checked_entries(item.text))
+            # A tool's findings, not anyone's words: entries naming what the folder lacks are
+            # taken back, entries the repository states differently are marked, and what the
+            # repository states is kept as a fact.
+            check = read_check(item.text)
+            session.disproved.extend(entry for entry, _ in check.gone)
+            session.outdated.extend(entry for entry, _ in check.outdated)
+            session.notes.extend(check.stated)
             session.noted_by = CHECK_ITEM
             session.task = session.task or clip(one_line(item.text.splitlines()[0]), MAX_TASK_CHARS)
         elif item.kind is ItemKind.USER:

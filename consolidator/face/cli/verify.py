@@ -14,6 +14,7 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
     from consolidator.memory.model import Block
+    from consolidator.sources.note import CheckFindings
     from consolidator.verify.entry import EntryChecker
 
 
@@ -37,8 +38,10 @@ def verify_command(cwd: Path | None, record_only: bool, **params: Any) -> None:
 
     Entries that fail are listed with the reason and handed to the next phase two as a
     repository check (a note of origin `verify`, one per session the entries came from,
-    linked to it so forgetting the session forgets the check): the next `run` takes them out
-    of the memory, citing the check. An entry is handed over once per memory version, and
+    linked to it so forgetting the session forgets the check). The next `run` takes out an
+    entry naming a file or command target the folder does not have, citing the check; an
+    entry stating a version the repository states otherwise is kept, marked superseded,
+    beside what the repository states. An entry is handed over once per memory version, and
     never from a folder that does not exist here. A failing entry is information, not an
     error: the exit code stays 0."""
     from consolidator.memory.codec import decode
@@ -95,6 +98,7 @@ def _feed(
     from datetime import UTC, datetime
 
     from consolidator.backends.extractive.prose import MAX_STATEMENTS
+    from consolidator.memory.facts import is_superseded
     from consolidator.phases.notes import add_check_note
 
     day = datetime.now(UTC).date().isoformat()
@@ -104,7 +108,9 @@ def _feed(
         already = {e["text"] for e in before.get("entries", ()) if e.get("fed")}
         by_session: dict[str, list[dict[str, Any]]] = {}
         for entry in result["entries"]:
-            if entry["status"] == "fails" and result["exists"] and entry["thread"]:
+            # An entry already marked superseded carries the outcome a check would bring.
+            stale = is_superseded(entry["text"])
+            if entry["status"] == "fails" and result["exists"] and entry["thread"] and not stale:
                 entry["fed"] = True
                 if entry["text"] not in already:
                     by_session.setdefault(entry["thread"], []).append(entry)
@@ -115,7 +121,7 @@ def _feed(
                     settings,
                     cwd=result["cwd"],
                     parent=thread,
-                    findings=[(e["text"], e["reason"]) for e in chunk],
+                    findings=_findings_of(chunk),
                     day=day,
                 )
                 fed.append(
@@ -127,6 +133,17 @@ def _feed(
                     }
                 )
     return fed
+
+
+def _findings_of(entries: list[dict[str, Any]]) -> CheckFindings:
+    """Entries naming what the folder lacks are handed over to be taken out; the others
+    (values the repository states differently) to be marked, with the repository's values."""
+    from consolidator.sources.note import CheckFindings
+
+    gone = tuple((e["text"], e["reason"]) for e in entries if e["gone"])
+    outdated = tuple((e["text"], e["reason"]) for e in entries if not e["gone"])
+    stated = dict.fromkeys(s for e in entries if not e["gone"] for s in e["repository"])
+    return CheckFindings(gone, outdated, tuple(stated))
 
 
 def _checked(block: Block, checker: EntryChecker) -> dict[str, Any]:
@@ -142,6 +159,8 @@ def _checked(block: Block, checker: EntryChecker) -> dict[str, Any]:
                 "text": bullet.text,
                 "status": verdict.status,
                 "reason": verdict.reason,
+                "gone": verdict.names_what_is_gone,
+                "repository": list(verdict.repository_states),
                 "thread": witnesses[0] if witnesses else None,
             }
         )
