@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from consolidator.db.store import Stage1Payload, Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import summary_stem
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 PROJECTS = (

@@ -39,7 +39,7 @@ from bench.data import write_rollout
 from consolidator.db.schema import Stage1Output, Thread
 from consolidator.db.search import QueryTerms, SearchScope
 from consolidator.db.store import ThreadRecord, ThreadState
-from consolidator.phases.stage_one_input import build_input, transcript_budget_chars
+from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 from tests.real_text import real_passages
 
 PROJECTS = 50

@@ -16,9 +16,9 @@ from bench.data import TextSource, write_rollout
 from bench.model_server import model_server
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Eligibility
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import Stage1Options, run_stage_one
-from consolidator.phases.stage_one_input import transcript_budget_chars
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.input import transcript_budget_chars
+from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 
 LATENCY_SECONDS = 0.4
 CONCURRENCY = 8

@@ -21,8 +21,8 @@ from bench.common import ROOT, Config, Result, median_time, migrated_store, ms, 
 from bench.data import TextSource, big_memory, seed_thread, stage_one_output
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Phase2Result, Store
+from consolidator.memory.blocks import bullet_count
 from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import bullet_count
 from consolidator.memory.render import render_memory_md
 from tests.cli_process import clean_env
 from tests.fake_openai import FakeOpenAI

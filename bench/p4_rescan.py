@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.common import Config, Result, median_time, migrated_store, ms, sqlite_url
 from bench.data import TextSource, write_rollout
-from consolidator.phases.scanner import scan
+from consolidator.phases.scan import scan
 
 PER_DAY = 100
 

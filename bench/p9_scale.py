@@ -39,7 +39,7 @@ from bench.common import (
 from bench.data import TextSource, write_rollout
 from consolidator.db.schema import Job, Thread
 from consolidator.db.store import STAGE1, Eligibility, JobStatus, Store, ThreadState
-from consolidator.phases.scanner import scan
+from consolidator.phases.scan import scan
 
 PER_DAY = 100
 PENDING = 100

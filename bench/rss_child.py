@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from consolidator.db.store import ThreadRecord, ThreadState
-from consolidator.phases.stage_one_input import build_input, transcript_budget_chars
+from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 
 
 def _status_kib(field: str) -> int:

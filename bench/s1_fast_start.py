@@ -31,7 +31,7 @@ from bench.common import (
     ms,
     sqlite_url,
 )
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from tests.cli_process import clean_env, run_command
 from tests.factories import LEASE, add_output, result_of
 

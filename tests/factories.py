@@ -17,10 +17,10 @@ import pytest
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, Stage1Input
 from consolidator.db.store import Phase2Result, Stage1Payload, Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
-from consolidator.phases.reduction import render_item
+from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.phases.stage_one.reduction import render_item
 from consolidator.sources.discovery import (
     DiscoveredFile,
     DiscoveryProblem,

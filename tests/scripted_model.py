@@ -19,9 +19,9 @@ import pytest
 
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Eligibility
-from consolidator.phases.phase_two import Phase2Options
-from consolidator.phases.stage_one import Stage1Options
-from consolidator.phases.stage_one_input import transcript_budget_chars
+from consolidator.phases.phase_two.run import Phase2Options
+from consolidator.phases.stage_one.input import transcript_budget_chars
+from consolidator.phases.stage_one.run import Stage1Options
 from tests.careful_model import SUMMARY_SCHEMA, Prompt, parse_prompt, summary_draft
 from tests.cli_process import clean_env, run_command
 from tests.factories import APP, LEASE

@@ -17,8 +17,8 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match
 
 from consolidator.backends.base import ConsolidationRequest, InvalidModelOutput
+from consolidator.memory.blocks import Block
 from consolidator.memory.edits import apply_edits
-from consolidator.memory.model import Block
 from consolidator.memory.schema import blocks_from_model_output
 from consolidator.security.invisible import strip_invisible
 from consolidator.security.names import one_line

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from consolidator.core.errors import ConfigError, ConsolidatorError
-from consolidator.memory.model import Block, ThreadCitation
+from consolidator.memory.blocks import Block, ThreadCitation
 from consolidator.sources.items import RolloutItem
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from consolidator.backends.base import ConsolidationRequest, Stage1Input, SummaryRequest
 from consolidator.core.resources import load_prompt
+from consolidator.memory.blocks import Block
 from consolidator.memory.edits import block_for_prompt
-from consolidator.memory.model import Block
 from consolidator.memory.render import render_block_index
 
 STAGE_ONE = "stage_one"

@@ -18,8 +18,8 @@ from consolidator.db.schema import (
     MemoryVersionBlock,
     PendingVersionBlock,
 )
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import StoredBlock, StoredMemory, decode, encode, join_json
-from consolidator.memory.model import Memory
 
 
 def block_values(block: StoredBlock) -> dict[str, Any]:

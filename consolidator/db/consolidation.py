@@ -60,9 +60,9 @@ from consolidator.db.versions import (
     latest_version,
     latest_version_number,
 )
+from consolidator.memory.blocks import Memory, diff_summary
 from consolidator.memory.codec import StoredMemory, decode, forget_with_summary
 from consolidator.memory.delta import without_rejected
-from consolidator.memory.model import Memory, diff_summary
 
 
 def _version_details(

@@ -17,7 +17,7 @@ stage one finds nothing left to remember in it). In order:
 - the quarantine (`quarantine.py`): every entry that names it.
 
 Files (a note's, the published memory folder, hand-edit backups) follow from the database:
-`consolidator.phases.note_files` and `consolidator.phases.publish`.
+`consolidator.phases.note_files` and `consolidator.phases.publish.from_store`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from consolidator.db.base import StoreBase, contention_retry
 from consolidator.db.schema import Skill as SkillRow
 from consolidator.db.schema import SkillThread
 from consolidator.db.statements import live
-from consolidator.skills.model import (
+from consolidator.skills.skill import (
     Skill,
     decode_skill,
     encode_skill,

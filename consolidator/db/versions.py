@@ -50,6 +50,7 @@ from consolidator.db.schema import (
     MemoryVersionBlock,
 )
 from consolidator.db.statements import FENCE_PHASE2, VERSIONS, live
+from consolidator.memory.blocks import Block, Memory, diff_summary
 from consolidator.memory.codec import (
     StoredMemory,
     decode,
@@ -62,7 +63,6 @@ from consolidator.memory.codec import (
     joined_bytes,
 )
 from consolidator.memory.forget import forget_threads, tasks_citing
-from consolidator.memory.model import Block, Memory, diff_summary
 from consolidator.memory.summary import forget_in_summary
 
 # A counter row saying a forget or clear still waits for its WAL checkpoint (SQLite only).

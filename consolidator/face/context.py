@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory.model import Block, Bullet, Memory, Origin, Section
+from consolidator.memory.blocks import Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 from consolidator.verify.entry import EntryChecker
@@ -361,7 +361,7 @@ def read_memory(db_url: str, memory_dir: Path, *, wait_seconds: float) -> Loaded
 
 def _read_published(memory_dir: Path, problem: str | None) -> LoadedMemory:
     from consolidator.memory.render import parse_memory_md
-    from consolidator.phases.materialize import MEMORY_FILE
+    from consolidator.phases.publish.projection import MEMORY_FILE
 
     path = memory_dir / MEMORY_FILE
     try:

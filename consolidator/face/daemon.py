@@ -48,7 +48,7 @@ from consolidator.face.errors_text import scrub, short_error
 from consolidator.face.metrics import Metrics, MetricsServer
 from consolidator.face.signals import exit_at_once, shutdown_signals
 from consolidator.phases.leases import TrackingHeartbeat, give_back
-from consolidator.phases.phase_two import Phase2Report
+from consolidator.phases.phase_two.run import Phase2Report
 from consolidator.phases.worker import PassReport, run_pass
 
 log = logging.getLogger(__name__)

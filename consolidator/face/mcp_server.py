@@ -4,7 +4,7 @@ Read tools answer for one folder (`cwd`, default the server's working directory)
 user-wide blocks and the nearest project's, never a sibling project's. Every call reads the
 database afresh and read-only, so a forget is visible at once and nothing is written by a
 read. The one write tool, `add_note`, turns a note into an input with provenance (see
-`consolidator.phases.notes`).
+`consolidator.phases.add_note`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from consolidator.core.config import Settings
 from consolidator.face.context import provenance, read_memory
-from consolidator.memory.model import Block, Memory
+from consolidator.memory.blocks import Block, Memory
 from consolidator.memory.render import one_line, render_block
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 from consolidator.memory.search import blocks_in_scope, search
@@ -204,7 +204,7 @@ class MemoryTools:
         return {"cwd": folder, "tasks": tasks[: max(1, min(limit, 100))]}
 
     def add_note(self, text: str, cwd: str | None) -> dict[str, Any]:
-        from consolidator.phases.notes import add_note
+        from consolidator.phases.add_note import add_note
 
         folder = confined_cwd(cwd)
         # The note joins the project the memory already has at or above the folder, rather

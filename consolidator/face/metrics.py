@@ -40,7 +40,7 @@ from consolidator.backends.base import (
 from consolidator.db.store import Store
 from consolidator.face.errors_text import scrub, short_error
 from consolidator.face.store_metrics import PREFIX, StoreCollector
-from consolidator.phases.stage_one import ThreadResult
+from consolidator.phases.stage_one.run import ThreadResult
 from consolidator.phases.worker import PassReport
 
 log = logging.getLogger(__name__)

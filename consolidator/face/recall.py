@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from consolidator.db.search import QueryTerms, SearchScope, SessionHit
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import summary_stem
-from consolidator.memory.model import Memory
 from consolidator.memory.scope import contains, is_user_wide, nearest_scope, normalise_cwd
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from consolidator.memory.model import Block, Memory, bullet_count
+from consolidator.memory.blocks import Block, Memory, bullet_count
 from consolidator.memory.scope import is_user_wide, nearest_scope, normalise_cwd
 
 

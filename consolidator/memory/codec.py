@@ -11,14 +11,14 @@ from datetime import datetime
 from functools import cached_property
 from typing import Final
 
-from consolidator.memory.forget import forget_threads, tasks_citing
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     FORMAT_VERSION,
     Block,
     Memory,
     block_from_dict,
     block_to_dict,
 )
+from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.render import render_block
 from consolidator.memory.summary import forget_in_summary
 

@@ -18,8 +18,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
+from consolidator.memory.blocks import Block, Bullet, Memory, Section, Task
 from consolidator.memory.codec import StoredBlock, StoredMemory, decode_block, encode
-from consolidator.memory.model import Block, Bullet, Memory, Section, Task
 
 ChangeKind = Literal["added", "changed", "removed"]
 

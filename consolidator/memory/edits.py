@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     SECTIONS,
     Block,
     Bullet,

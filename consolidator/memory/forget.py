@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from consolidator.memory import facts
-from consolidator.memory.model import Block, Bullet, Memory, Task
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 
 
 @dataclass(frozen=True, slots=True)

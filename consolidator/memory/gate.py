@@ -19,6 +19,14 @@ from datetime import datetime
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory import facts
+from consolidator.memory.blocks import (
+    Block,
+    Bullet,
+    Memory,
+    Task,
+    cited_thread_ids,
+    invariant_violations,
+)
 from consolidator.memory.bounds import (
     GrowthLimits,
     excess_growth,
@@ -27,14 +35,6 @@ from consolidator.memory.bounds import (
 )
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
-from consolidator.memory.model import (
-    Block,
-    Bullet,
-    Memory,
-    Task,
-    cited_thread_ids,
-    invariant_violations,
-)
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.security.threats import scan_threats

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     SECTIONS,
     Block,
     Bullet,

@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     SECTIONS,
     Block,
     Bullet,
@@ -37,6 +36,7 @@ from consolidator.memory.model import (
     ThreadCitation,
     is_valid_id,
 )
+from consolidator.memory.forget import forget_threads
 from consolidator.security.invisible import strip_invisible
 
 ANY_CWD: Final = "*"

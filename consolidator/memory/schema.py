@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from consolidator.core.errors import ConsolidatorError
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     SECTIONS,
     Block,
     Bullet,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from consolidator.memory.model import Block, Memory
+from consolidator.memory.blocks import Block, Memory
 
 USER_WIDE_CWDS = frozenset({"", "*"})
 

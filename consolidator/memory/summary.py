@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from consolidator.memory.model import Block, Bullet, Memory, Task
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.render import shown_text, split_keywords
 
 SUMMARY_BUDGET_BYTES: Final = 10_000

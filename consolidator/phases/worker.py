@@ -18,18 +18,18 @@ from consolidator.core.config import Settings
 from consolidator.db.store import Eligibility, Stage1Waiting, Store
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.leases import Heartbeat
-from consolidator.phases.materialize import ProjectionReport
 from consolidator.phases.note_files import drop_gone_notes
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.phases.publish import publish
-from consolidator.phases.scanner import ScanReport, scan
-from consolidator.phases.stage_one import (
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish.from_store import publish
+from consolidator.phases.publish.projection import ProjectionReport
+from consolidator.phases.scan import ScanReport, scan
+from consolidator.phases.stage_one.input import transcript_budget_chars
+from consolidator.phases.stage_one.run import (
     Stage1Options,
     Stage1Report,
     ThreadResult,
     run_stage_one,
 )
-from consolidator.phases.stage_one_input import transcript_budget_chars
 
 log = logging.getLogger(__name__)
 

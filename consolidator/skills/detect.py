@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from consolidator.memory.codec import summary_stem
-from consolidator.memory.notes import parse_raw_memory
+from consolidator.memory.offline_notes import parse_raw_memory
 from consolidator.memory.text import hyphenated
-from consolidator.skills.model import Skill, Witness, meets_threshold
 from consolidator.skills.names import RESERVED_WORDS
+from consolidator.skills.skill import Skill, Witness, meets_threshold
 from consolidator.skills.wording import head, worded
 
 MIN_STEPS = 2

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Final
 
 from consolidator.security.threats import scan_threats
-from consolidator.skills.model import MIN_DAYS, MIN_SESSIONS, Skill, meets_threshold
 from consolidator.skills.names import name_problem
 from consolidator.skills.render import render_skill_md
+from consolidator.skills.skill import MIN_DAYS, MIN_SESSIONS, Skill, meets_threshold
 
 MAX_DESCRIPTION_CHARS: Final = 1024
 MAX_SKILL_BYTES: Final = 16 * 1024

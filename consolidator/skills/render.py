@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from consolidator.memory.render import shown_text as one_line
-from consolidator.skills.model import Skill
+from consolidator.skills.skill import Skill
 
 SKILL_FILE: Final = "SKILL.md"
 _BACKTICKS = re.compile(r"`+")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from consolidator.skills.model import Skill, Witness, meets_threshold
 from consolidator.skills.render import code_span
+from consolidator.skills.skill import Skill, Witness, meets_threshold
 
 
 def worded(skill: Skill) -> Skill:

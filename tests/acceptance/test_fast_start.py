@@ -85,4 +85,4 @@ def test_the_mcp_server_starts_without_the_note_pipeline() -> None:
     result = run_command([sys.executable, "-c", probe], clean_env(), timeout=120)
     loaded = set(json.loads(result.stdout))
     assert "mcp" in loaded
-    assert not loaded & {*HEAVY, "consolidator.phases.notes", "consolidator.security.redaction"}
+    assert not loaded & {*HEAVY, "consolidator.phases.add_note", "consolidator.security.redaction"}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.phases.stage_one import WITHHELD_MARKER
+from consolidator.phases.stage_one.run import WITHHELD_MARKER
 from tests.cli_process import run_command
 from tests.daemon_process import (
     PYTHON_CLI,

@@ -19,7 +19,7 @@ import pytest
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Store
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.cli_process import as_json, run_cli
 from tests.factories import DAY_ONE, ROUTINE, add_session, unwritable
 

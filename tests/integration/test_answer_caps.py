@@ -18,9 +18,9 @@ from consolidator.backends.answers import answer_char_limit, wire_schema
 from consolidator.backends.base import InvalidModelOutput
 from consolidator.core.resources import load_schema
 from consolidator.db.store import STAGE1, JobStatus, Store
-from consolidator.phases.phase_two import run_phase_two
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import run_stage_one
+from consolidator.phases.phase_two.run import run_phase_two
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import run_stage_one
 from tests.factories import DrivenClock, new_thread_id, rollout, write_rollout
 from tests.fake_openai import STAGE_ONE_ANSWER, FakeOpenAI, Fault
 from tests.scripted_model import (

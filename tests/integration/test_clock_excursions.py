@@ -20,9 +20,9 @@ from consolidator.db.store import (
     Eligibility,
     Store,
 )
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import Stage1Options, run_stage_one
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 from tests.factories import DrivenClock, header, write_small_rollout
 
 LEASE_SECONDS = 60

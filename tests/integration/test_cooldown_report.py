@@ -6,9 +6,9 @@ from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import ClaimOutcome, Eligibility, Store
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import Stage1Options, run_stage_one
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 from tests.factories import write_small_rollout
 
 # A standing instruction, so the offline stage one has something to remember.
@@ -46,7 +46,7 @@ def test_a_note_is_consolidated_through_the_cooldown_and_sessions_still_wait(
     migrated_url: str, store: Store, tmp_path: Path
 ) -> None:
     from consolidator.core.config import build_settings
-    from consolidator.phases.notes import add_note
+    from consolidator.phases.add_note import add_note
 
     write_small_rollout(tmp_path / "s" / "a.jsonl", "thread-a", messages=2, text=STANDING)
     scan(store, tmp_path / "s", retry_budget=3)

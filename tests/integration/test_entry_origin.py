@@ -15,9 +15,9 @@ from consolidator.core.config import Settings, build_settings
 from consolidator.db.store import Store
 from consolidator.face.context import build_context
 from consolidator.face.mcp_server import MemoryTools
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Memory
-from consolidator.phases.notes import add_note, approve_note
+from consolidator.phases.add_note import add_note, approve_note
 from consolidator.phases.worker import run_pass
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "sessions"

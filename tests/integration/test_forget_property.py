@@ -19,10 +19,10 @@ from sqlalchemy import Engine
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
-from consolidator.memory.notes import ExtractiveNotes, FailureNote
-from consolidator.phases import skill_decisions as decide
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.phases.publish import publish
+from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
+from consolidator.phases.publish.from_store import publish
+from consolidator.phases.review import skills as decide
 from tests.factories import CWD, DAY_ONE, store_session
 from tests.stored_text import database_text, directory_bytes
 

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Block, Bullet, Memory, cited_thread_ids
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Block, Bullet, Memory, cited_thread_ids
-from consolidator.memory.notes import ExtractiveNotes
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.scope import blocks_for_cwd
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.factories import store_session
 
 SHOP = "/home/dev/shop"

@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import Settings, build_settings
 from consolidator.db.store import Store
-from consolidator.phases.notes import add_note, approve_note
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.add_note import add_note, approve_note
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.stored_text import database_text, sqlite_file_bytes
 
 OPTIONS = Phase2Options(

@@ -27,7 +27,7 @@ from consolidator.db import store as store_module
 from consolidator.db.engine import create_db_engine
 from consolidator.db.schema import Base
 from consolidator.memory.codec import summary_stem
-from consolidator.phases import stage_one_input
+from consolidator.phases.stage_one import input as stage_one_input
 from consolidator.sources import reader
 from tests.hostile import (
     BILLING,
@@ -63,7 +63,7 @@ def status_problems(cli: Cli) -> dict[str, str]:
     slug=st.none() | st.text(max_size=120),
 )
 def test_every_summary_stem_is_a_plain_file_name(thread_id: str, slug: str | None) -> None:
-    from consolidator.phases.materialize import is_safe_stem
+    from consolidator.phases.publish.projection import is_safe_stem
 
     stem = summary_stem(thread_id, slug, datetime(2026, 11, 16, tzinfo=UTC))
     assert is_safe_stem(stem), stem

@@ -10,10 +10,10 @@ from pathlib import Path
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import build_settings
 from consolidator.db.store import Eligibility, Store
-from consolidator.phases.notes import add_note
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import Stage1Options, run_stage_one
+from consolidator.phases.add_note import add_note
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 from tests.factories import write_small_rollout
 from tests.instruction_samples import BENIGN, HOSTILE
 

@@ -7,8 +7,8 @@ from sqlalchemy import func, select
 
 from consolidator.db.schema import MemoryBlock, MemoryBlockThread, MemoryVersionBlock
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.codec import encode
-from consolidator.memory.model import Block, Bullet, Memory, Task
 from tests.factories import LEASE, add_output, citation, result_of
 from tests.store_reads import get_version
 

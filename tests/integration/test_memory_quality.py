@@ -10,12 +10,12 @@ from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Memory, cited_thread_ids
 from consolidator.memory.codec import decode
 from consolidator.memory.merge import folded_task_count
-from consolidator.memory.model import Memory, cited_thread_ids
-from consolidator.memory.notes import ExtractiveNotes
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.render import render_memory_md
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.factories import store_session
 from tests.store_reads import get_version
 

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Memory
-from consolidator.memory.notes import ExtractiveNotes
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.scope import blocks_for_cwd
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.factories import store_session
 
 OPTIONS = Phase2Options(

@@ -31,10 +31,10 @@ from consolidator.db.store import (
     JobStatus,
     Store,
 )
-from consolidator.phases.phase_two import Phase2Report, run_phase_two
-from consolidator.phases.publish import publish
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import run_stage_one
+from consolidator.phases.phase_two.run import Phase2Report, run_phase_two
+from consolidator.phases.publish.from_store import publish
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import run_stage_one
 from consolidator.security.invisible import is_invisible
 from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.cli_process import run_command

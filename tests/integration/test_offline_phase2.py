@@ -17,11 +17,11 @@ from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.consolidation import block_id_for, task_id_for
 from consolidator.backends.extractive.prose import user_statements
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, cited_thread_ids
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Block, Bullet, Memory, Task, cited_thread_ids
-from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
-from consolidator.phases.slices import BLOCKS_SHARE, block_chars
+from consolidator.memory.offline_notes import ExtractiveNotes, render_raw_memory
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.slices import BLOCKS_SHARE, block_chars
 from tests.factories import result_of
 
 OPTIONS = Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)

@@ -18,10 +18,10 @@ from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
 from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.db.schema import Job
 from consolidator.db.store import PHASE2, ClaimOutcome, Store
+from consolidator.memory.blocks import cited_thread_ids
 from consolidator.memory.codec import decode
-from consolidator.memory.model import cited_thread_ids
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.phases.slices import CHARS_PER_TOKEN
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two.slices import CHARS_PER_TOKEN
 from tests.careful_model import CarefulModel
 from tests.cli_process import run_command
 from tests.fake_openai import Behaviour, FakeOpenAI, Fault

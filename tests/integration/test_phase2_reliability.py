@@ -44,18 +44,18 @@ from consolidator.db.store import (
     Stage1Payload,
     Store,
 )
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import Block, Bullet, Memory, Task
-from consolidator.phases.materialize import (
+from consolidator.phases.phase_two.one_slice import citation_for
+from consolidator.phases.publish.from_store import load_projection, publish
+from consolidator.phases.publish.projection import (
     MEMORY_FILE,
     RAW_MEMORIES_FILE,
     ROLLOUT_SUMMARIES_DIR,
     SUMMARY_FILE,
     memory_dir_lock,
 )
-from consolidator.phases.phase_two_slice import citation_for
-from consolidator.phases.publish import load_projection, publish
-from consolidator.phases.scanner import scan
+from consolidator.phases.scan import scan
 from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.daemon_process import (
     PYTHON_CLI,

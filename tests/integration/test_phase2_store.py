@@ -15,8 +15,8 @@ from consolidator.db.store import (
     ClaimOutcome,
     Store,
 )
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import Block, Bullet, Memory, Task
 from tests.factories import (
     LEASE,
     T0,
@@ -350,7 +350,7 @@ def test_publish_writes_the_stored_summary_and_never_a_refused_one(
     driven: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from consolidator.memory.summary import render_memory_summary
-    from consolidator.phases.publish import publish
+    from consolidator.phases.publish.from_store import publish
 
     add_output(driven, "a", "alpha")
     memory = memory_citing(("a",))

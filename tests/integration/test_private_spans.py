@@ -19,12 +19,12 @@ from consolidator.backends.base import Backend
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import build_settings
 from consolidator.db.store import Store
+from consolidator.phases.add_note import add_note
 from consolidator.phases.note_files import NOTES_DIR
-from consolidator.phases.notes import add_note
-from consolidator.phases.phase_two import run_phase_two
-from consolidator.phases.publish import publish
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one import run_stage_one
+from consolidator.phases.phase_two.run import run_phase_two
+from consolidator.phases.publish.from_store import publish
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.run import run_stage_one
 from tests.careful_model import SUMMARY_SCHEMA, summary_draft
 from tests.fake_openai import (
     FakeOpenAI,

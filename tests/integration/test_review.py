@@ -11,11 +11,11 @@ from pathlib import Path
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
 from consolidator.face.store_metrics import StoreCollector
+from consolidator.memory.blocks import cited_thread_ids
 from consolidator.memory.codec import decode
-from consolidator.memory.model import cited_thread_ids
-from consolidator.memory.notes import ExtractiveNotes
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.phases.publish import publish
+from consolidator.memory.offline_notes import ExtractiveNotes
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish.from_store import publish
 from tests.factories import (
     DAY_ONE,
     add_output,

@@ -23,7 +23,7 @@ from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.schema import Thread
 from consolidator.db.store import Store, ThreadChange, ThreadState
-from consolidator.phases.scanner import RootScan, ScanReport, register_file, scan
+from consolidator.phases.scan import RootScan, ScanReport, register_file, scan
 from consolidator.sources import discovery
 from consolidator.sources.discovery import DiscoveryProblem, stat_file
 from consolidator.sources.items import RolloutHeader, SourceFormat

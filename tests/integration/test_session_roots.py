@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from consolidator.db.store import Eligibility, Store, ThreadState
-from consolidator.phases.scanner import RootScan, scan
+from consolidator.phases.scan import RootScan, scan
 from tests.factories import DrivenClock, header, write_small_rollout
 
 

@@ -14,11 +14,11 @@ import yaml
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Store
-from consolidator.memory.notes import FailureNote
-from consolidator.phases import skill_decisions as decide
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.phases.publish import publish
-from consolidator.phases.skill_proposals import propose_candidates
+from consolidator.memory.offline_notes import FailureNote
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two.skill_proposals import propose_candidates
+from consolidator.phases.publish.from_store import publish
+from consolidator.phases.review import skills as decide
 from tests.factories import CWD, DAY_ONE, ROUTINE, add_session
 
 DAY_TWO = DAY_ONE + timedelta(days=1)

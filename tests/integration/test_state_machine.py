@@ -49,8 +49,8 @@ from consolidator.db.store import (
     Store,
     ThreadChange,
 )
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import decode, encode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from tests.factories import T0, DrivenClock, header
 
 LEASE = 60

@@ -19,7 +19,7 @@ from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.store import Store
 from consolidator.memory.codec import decode
 from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import (
     CAREFUL_PROFILE,
     REVISION_MARKER,

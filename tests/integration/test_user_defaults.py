@@ -11,11 +11,11 @@ from bench.data import SeededThread, TextSource, project_cwd, seed_thread, stage
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.prose import user_statements
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Memory
-from consolidator.memory.notes import ExtractiveNotes, render_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes, render_raw_memory
 from consolidator.memory.scope import blocks_for_cwd
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 
 OPTIONS = Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)
 

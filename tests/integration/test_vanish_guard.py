@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from consolidator.db.store import Store, ThreadState
-from consolidator.phases.scanner import scan, vanish_hold_reason
+from consolidator.phases.scan import scan, vanish_hold_reason
 from tests.factories import write_small_rollout
 
 

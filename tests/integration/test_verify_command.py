@@ -18,11 +18,11 @@ from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.core.config import build_settings
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import decode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.phases.add_note import add_check_note
 from consolidator.phases.note_files import drop_gone_notes
-from consolidator.phases.notes import add_check_note
-from consolidator.phases.phase_two import Phase2Options, run_phase_two
+from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.sources.note import CheckFindings
 from tests.careful_model import CarefulModel
 from tests.factories import LEASE, add_output, result_of

@@ -19,8 +19,8 @@ from consolidator.backends.openai_backend import OpenAIBackend
 from consolidator.db.store import ClaimOutcome, Store
 from consolidator.memory.codec import decode
 from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.phases.phase_two import Phase2Options, Phase2Report, run_phase_two
-from consolidator.phases.publish import publish
+from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
+from consolidator.phases.publish.from_store import publish
 from tests.careful_model import (
     CAREFUL_PROFILE,
     SUMMARY_SCHEMA,

@@ -10,8 +10,8 @@ from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import check, current_revision, downgrade, head_revision, upgrade
 from consolidator.db.schema import Base
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 
 def test_upgrade_head_matches_the_models(db_url: str) -> None:

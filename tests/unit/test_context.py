@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from consolidator.face.context import AgentContext, build_context, render_for
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 
 MEMORY_DIR = Path("/home/u/.consolidator/memories")
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from consolidator.face.context import MAX_FAILING_SHOWN, AgentContext, build_context
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.verify.entry import EntryChecker
 
 

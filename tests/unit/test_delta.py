@@ -3,9 +3,9 @@ taken out of later proposals, and a rebase onto a memory that moved."""
 
 from __future__ import annotations
 
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
 from consolidator.memory.delta import changes, rebase, signed_digests, without_rejected
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 
 def block(block_id: str, *threads: str, bullet: str = "use make") -> Block:

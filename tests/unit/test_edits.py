@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.edits import apply_edits, block_for_prompt
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 
 def cite(thread_id: str) -> ThreadCitation:

@@ -10,7 +10,7 @@ import pytest
 from consolidator.backends.base import Backend, Stage1Input, Usage
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, MAX_QUOTES
-from consolidator.memory.notes import (
+from consolidator.memory.offline_notes import (
     ExtractiveNotes,
     FailureNote,
     parse_raw_memory,

@@ -13,9 +13,7 @@ from consolidator.backends.extractive.consolidation import (
 )
 from consolidator.core.resources import load_schema
 from consolidator.memory import facts
-from consolidator.memory.forget import forget_threads
-from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     Block,
     Bullet,
     Memory,
@@ -24,7 +22,9 @@ from consolidator.memory.model import (
     invariant_violations,
     is_valid_id,
 )
-from consolidator.memory.notes import ExtractiveNotes
+from consolidator.memory.forget import forget_threads
+from consolidator.memory.merge import apply_changes
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.schema import block_to_payload, blocks_from_model_output
 from tests.factories import item, notes, request
 

@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     Block,
     Bullet,
     Memory,
@@ -15,6 +14,7 @@ from consolidator.memory.model import (
     cited_thread_ids,
     invariant_violations,
 )
+from consolidator.memory.forget import forget_threads
 
 
 def cite(thread_id: str) -> ThreadCitation:

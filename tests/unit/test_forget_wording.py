@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.memory.blocks import Memory
 from consolidator.memory.forget import forget_threads, tasks_citing
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Memory
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.summary import forget_in_summary, render_memory_summary
 from tests.factories import item, notes, request

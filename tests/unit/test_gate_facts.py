@@ -8,8 +8,8 @@ from collections.abc import Collection
 import pytest
 
 from consolidator.memory import facts
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.gate import GatePolicy, check
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 
 POLICY = GatePolicy(budget_bytes=1 << 20)
 

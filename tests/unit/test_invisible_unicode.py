@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.gate import quarantine_unsafe
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.render import render_block_index, render_memory_md
 from consolidator.memory.summary import render_memory_summary
 from consolidator.security.invisible import INVISIBLE_RANGES, is_invisible, strip_invisible

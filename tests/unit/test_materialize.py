@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from consolidator.phases import materialize
-from consolidator.phases.materialize import (
+from consolidator.phases.publish import projection as materialize
+from consolidator.phases.publish.projection import (
     MemoryDirectoryError,
     Projection,
     ProjectionReport,
@@ -95,7 +95,7 @@ def test_first_projection_writes_every_file_private(tmp_path: Path) -> None:
 def test_projection_is_logged_with_its_version(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="consolidator.phases.materialize"):
+    with caplog.at_level(logging.INFO, logger="consolidator.phases.publish.projection"):
         project(tmp_path, loader(make(9)))
 
     (record,) = [r for r in caplog.records if r.__dict__.get("action") == "memory_projected"]
@@ -190,7 +190,7 @@ def test_hand_edit_is_backed_up_before_overwrite(
     edited = "# Task Group: v1\n- my own note\n"
     (tmp_path / "MEMORY.md").write_text(edited)
 
-    with caplog.at_level(logging.WARNING, logger="consolidator.phases.materialize"):
+    with caplog.at_level(logging.WARNING, logger="consolidator.phases.publish.projection"):
         report = project(tmp_path, loader(make(2)))
 
     (backup,) = backups(tmp_path)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidator.memory.model import (
+from consolidator.memory.blocks import (
     Block,
     Bullet,
     Memory,

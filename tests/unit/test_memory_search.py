@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.search import SUMMARY_EXCERPT_CHARS, blocks_in_scope, search
 
 MEMORY_DIR = Path("/m")

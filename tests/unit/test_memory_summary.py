@@ -6,8 +6,8 @@ import random
 from dataclasses import replace
 
 from bench.data import TextSource, big_memory, stage_one_output
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.forget import forget_threads, tasks_citing
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.summary import (
     HEADINGS,
     OLDER_HEADING,

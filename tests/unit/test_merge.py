@@ -10,8 +10,8 @@ import pytest
 from consolidator.backends.answers import check_answer
 from consolidator.backends.base import InvalidModelOutput
 from consolidator.core.resources import load_prompt, load_schema
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation, bullet_count
 from consolidator.memory.merge import apply_changes, enforce_budget, shrink_fraction
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation, bullet_count
 from consolidator.memory.render import render_memory_md
 from consolidator.memory.schema import (
     UnknownCitation,

@@ -9,8 +9,8 @@ import pytest
 
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.prose import agent_statements, user_statements
+from consolidator.memory.blocks import Memory, invariant_violations
 from consolidator.memory.merge import apply_changes
-from consolidator.memory.model import Memory, invariant_violations
 from tests.factories import item, notes, request
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidator.phases.reduction import DROPPED_KINDS
+from consolidator.phases.stage_one.reduction import DROPPED_KINDS
 from consolidator.sources import codex
 from consolidator.sources.items import ItemKind, ReadReport, RolloutItem
 from consolidator.sources.reader import _loads, iter_items

@@ -17,11 +17,11 @@ import pytest
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.memory.notes import parse_raw_memory
-from consolidator.phases.scanner import scan
-from consolidator.phases.stage_one_input import build_input
+from consolidator.memory.offline_notes import parse_raw_memory
+from consolidator.phases.scan import scan
+from consolidator.phases.stage_one.input import build_input
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
 

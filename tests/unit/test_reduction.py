@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consolidator.phases.reduction import clip_text, reduce_items, render_item
+from consolidator.phases.stage_one.reduction import clip_text, reduce_items, render_item
 from consolidator.sources.items import ItemKind, RolloutItem
 from tests.factories import render_transcript
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consolidator.memory.model import Block, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Memory, Task, ThreadCitation
 from consolidator.memory.scope import (
     applicable_blocks,
     blocks_for_cwd,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from consolidator.memory.notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
 from consolidator.skills.detect import Observed, detect_skills
-from consolidator.skills.model import decode_skill, encode_skill
 from consolidator.skills.render import render_skill_md
+from consolidator.skills.skill import decode_skill, encode_skill
 from consolidator.skills.wording import without_threads
 
 # What each session's `pytest` run printed before `uv sync` fixed it, in its own words.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from consolidator.db.store import Stage1Record
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.phases.slices import (
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.phases.phase_two.slices import (
     SliceBudget,
     answer_tokens,
     block_chars,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from consolidator.db.store import ThreadRecord, ThreadState
-from consolidator.phases.reduction import reduce_items
-from consolidator.phases.stage_one_input import build_input, redact_items
+from consolidator.phases.stage_one.input import build_input, redact_items
+from consolidator.phases.stage_one.reduction import reduce_items
 from consolidator.security.spans import PLACEHOLDER
 from consolidator.sources.items import ReadReport
 from consolidator.sources.reader import iter_items, read_header
@@ -136,7 +136,7 @@ def test_the_transcript_leaves_room_for_the_output_limit_the_request_asks_for(
     window: int, output_limit: int
 ) -> None:
     from consolidator.core.config import build_settings
-    from consolidator.phases.stage_one_input import CHARS_PER_TOKEN, PROMPT_TOKENS
+    from consolidator.phases.stage_one.input import CHARS_PER_TOKEN, PROMPT_TOKENS
     from consolidator.phases.worker import stage1_options
 
     settings = build_settings(

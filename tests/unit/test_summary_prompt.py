@@ -9,9 +9,9 @@ from bench.data import TextSource, big_memory, stage_one_output
 from consolidator.backends.base import SummaryRequest
 from consolidator.backends.prompts import render_summary_prompt
 from consolidator.core.resources import load_schema
-from consolidator.memory.model import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.summary import HEADINGS, OLDER_HEADING, render_memory_summary
-from consolidator.phases.written_summary import _fitting_request
+from consolidator.phases.phase_two.written_summary import _fitting_request
 
 CITATION = ThreadCitation(
     "th-1", "rollout_summaries/2026-11-02-fix-th-1.md", "/src/app", "/r", "2026-11-02T10:00:00Z"

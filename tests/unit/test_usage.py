@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from consolidator.memory.model import Block, Memory, Task, ThreadCitation
-from consolidator.phases.usage import LiveSummary, find_references, resolve_uses
+from consolidator.memory.blocks import Block, Memory, Task, ThreadCitation
+from consolidator.phases.stage_one.usage import LiveSummary, find_references, resolve_uses
 from consolidator.sources.items import ItemKind, RolloutItem
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

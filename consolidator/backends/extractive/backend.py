@@ -28,7 +28,7 @@ from consolidator.backends.extractive.prose import (
     user_statements,
 )
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
-from consolidator.memory.notes import (
+from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,
     ExtractiveNotes,
     render_raw_memory,

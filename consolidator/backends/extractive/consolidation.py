@@ -27,9 +27,9 @@ from consolidator.backends.extractive.defaults import (
     user_defaults,
 )
 from consolidator.memory import facts
+from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.model import Block, Bullet, Origin, Task, ThreadCitation
-from consolidator.memory.notes import ExtractiveNotes, parse_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

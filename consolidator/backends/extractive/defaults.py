@@ -16,7 +16,7 @@ from typing import Final
 
 from consolidator.backends.extractive.prose import EVERY_PROJECT_SCOPE
 from consolidator.memory import facts
-from consolidator.memory.model import Block, Bullet, Origin, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.text import clip
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pysbd
 
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, user_text
-from consolidator.memory.notes import (
+from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,
     OUTCOME_SUCCESS,
     OUTCOME_UNKNOWN,

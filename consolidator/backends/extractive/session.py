@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.commands import Call, parse_call
-from consolidator.memory.notes import FailureNote
+from consolidator.memory.offline_notes import FailureNote
 from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem

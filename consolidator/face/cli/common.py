@@ -181,7 +181,7 @@ def invocation(params: dict[str, Any]) -> Invocation:
     settings = build_settings(explicit, config_file=config_file)
     if adopt is not None:
         from consolidator.core.private_files import prepare_state_dir
-        from consolidator.phases.materialize import check_memory_dir
+        from consolidator.phases.publish.projection import check_memory_dir
 
         # Before any work, and the state directory first: it holds the default memory folder.
         prepare_state_dir(settings.home)
@@ -223,7 +223,7 @@ def changing_memory(inv: Invocation) -> Iterator[Store]:
     refuses the change with the database untouched, and no other process publishes between
     this commit and this publish.
     """
-    from consolidator.phases.materialize import holding_memory_dir
+    from consolidator.phases.publish.projection import holding_memory_dir
 
     with open_store(inv.settings) as store, holding_memory_dir(inv.settings.memory_dir):
         yield store

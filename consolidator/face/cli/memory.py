@@ -38,7 +38,7 @@ from consolidator.face.context import (
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
-    from consolidator.phases.stage_one import ThreadResult
+    from consolidator.phases.stage_one.run import ThreadResult
 
 
 @click.command("show")
@@ -304,7 +304,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
     session id, or a file not read so far) is recorded as forgotten, so it is never extracted.
     """
     from consolidator.phases.note_files import drop_gone_notes
-    from consolidator.phases.publish import drop_backups
+    from consolidator.phases.publish.from_store import drop_backups
 
     inv = invocation(params)
     with changing_memory(inv) as store:
@@ -358,7 +358,7 @@ def clear_all_command(yes: bool, **params: Any) -> None:
     """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
     then empty the memory directory. Sessions still on disk are read again by the next run;
     forgotten ones stay forgotten."""
-    from consolidator.phases.publish import unpublish
+    from consolidator.phases.publish.from_store import unpublish
 
     inv = invocation(params)
     if not yes:
@@ -396,8 +396,8 @@ _PURGE_INCOMPLETE = (
 def ingest_command(file: Path, **params: Any) -> None:
     """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
     from consolidator.db.store import ThreadChange
-    from consolidator.phases.scanner import register_file
-    from consolidator.phases.stage_one import ThreadResult, process_one
+    from consolidator.phases.scan import register_file
+    from consolidator.phases.stage_one.run import ThreadResult, process_one
     from consolidator.phases.worker import stage1_options
 
     inv = invocation(params)
@@ -451,7 +451,7 @@ def ingest_command(file: Path, **params: Any) -> None:
 @common_options
 def note_command(text: str, cwd: Path | None, **params: Any) -> None:
     """Hand over a fact to remember; the next `run` consolidates it, whatever the cooldown."""
-    from consolidator.phases.notes import add_note
+    from consolidator.phases.add_note import add_note
 
     inv = invocation(params)
     folder = str((cwd or Path.cwd()).expanduser().absolute())

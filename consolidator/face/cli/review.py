@@ -127,7 +127,7 @@ def skills_command(action: str | None, name: str | None, reason: str | None, **p
     A skill is always pending until approved, whatever CONSOLIDATOR_REVIEW says. Forgetting
     sessions withdraws a skill left with too few of them.
     """
-    from consolidator.phases import skill_decisions as decide
+    from consolidator.phases.review import skills as decide
 
     if action is not None and not name:
         raise click.UsageError(f"`skills {action}` needs the skill's NAME")
@@ -257,7 +257,7 @@ def review_command(action: str | None, version: int | None, **params: Any) -> No
     ones too (they are superseded). Forgetting a session removes it from every pending
     version at once.
     """
-    from consolidator.phases import review_decisions as decide
+    from consolidator.phases.review import versions as decide
 
     if action is not None and version is None:
         raise click.UsageError("`review diff` needs the pending VERSION")
@@ -398,7 +398,7 @@ def approve_command(version: str, **params: Any) -> None:
     The older pending versions are part of it and are superseded; approving one of them later
     is refused (exit 1). A phase-two run in flight is fenced off and runs again on the result.
     """
-    from consolidator.phases import review_decisions as decide
+    from consolidator.phases.review import versions as decide
 
     inv = invocation(params)
     if version.startswith("note-"):
@@ -428,7 +428,7 @@ def reject_command(version: str, reason: str | None, **params: Any) -> None:
     """Drop a pending version (see `review`). What it brought is not proposed again unless a
     new or changed session supports it; the later pending versions lose it too. A held note
     (`note-...`) is deleted, leaving nothing of it."""
-    from consolidator.phases import review_decisions as decide
+    from consolidator.phases.review import versions as decide
 
     inv = invocation(params)
     if version.startswith("note-"):
@@ -453,7 +453,7 @@ def _version_number(value: str) -> int:
 
 
 def _approve_note(inv: Invocation, note_id: str) -> None:
-    from consolidator.phases.notes import approve_note
+    from consolidator.phases.add_note import approve_note
 
     outcome = approve_note(inv.settings, note_id)
     if outcome is None:

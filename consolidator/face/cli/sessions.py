@@ -14,7 +14,7 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
     from consolidator.db.store import SessionRow, Store
-    from consolidator.memory.model import Memory
+    from consolidator.memory.blocks import Memory
 
 # Every answer `sessions` gives, in the order a session meets them.
 STATES = (
@@ -48,8 +48,8 @@ class Standing:
 
     @classmethod
     def read(cls, store: Store) -> Standing:
+        from consolidator.memory.blocks import Memory
         from consolidator.memory.codec import decode
-        from consolidator.memory.model import Memory
 
         version = store.current_version()
         current = decode(version.memory_json) if version else Memory()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         ThreadUsage,
         VersionRecord,
     )
-    from consolidator.memory.model import Memory
+    from consolidator.memory.blocks import Memory
 
 
 @click.command("status")
@@ -77,8 +77,8 @@ class StatusSnapshot:
 
 def read_status(store: Store, settings: Settings) -> StatusSnapshot:
     from consolidator.db.records import Eligibility
+    from consolidator.memory.blocks import Memory, cited_thread_ids
     from consolidator.memory.codec import decode
-    from consolidator.memory.model import Memory, cited_thread_ids
 
     version = store.current_version()
     pending = store.list_pending()

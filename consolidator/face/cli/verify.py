@@ -13,7 +13,7 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.memory.model import Block
+    from consolidator.memory.blocks import Block
     from consolidator.sources.note import CheckFindings
     from consolidator.verify.entry import EntryChecker
 
@@ -99,7 +99,7 @@ def _feed(
 
     from consolidator.backends.extractive.prose import MAX_STATEMENTS
     from consolidator.memory.facts import is_superseded
-    from consolidator.phases.notes import add_check_note
+    from consolidator.phases.add_note import add_check_note
 
     day = datetime.now(UTC).date().isoformat()
     fed: list[dict[str, Any]] = []

@@ -36,9 +36,9 @@ from consolidator.face.cli.interrupt import interruptible
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
     from consolidator.db.store import Store
-    from consolidator.phases.phase_two import Phase2Report
-    from consolidator.phases.scanner import ScanReport
-    from consolidator.phases.stage_one import Stage1Report, ThreadResult
+    from consolidator.phases.phase_two.run import Phase2Report
+    from consolidator.phases.scan import ScanReport
+    from consolidator.phases.stage_one.run import Stage1Report, ThreadResult
 
 
 @click.group("db")
@@ -208,7 +208,7 @@ def _progress(inv: Invocation) -> Iterator[_ProgressHooks | None]:
 
 def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
     from consolidator.backends.base import ModelUnavailable
-    from consolidator.phases.stage_one import Stage1Report, run_stage_one
+    from consolidator.phases.stage_one.run import Stage1Report, run_stage_one
     from consolidator.phases.worker import checked_model_access, stage1_options
 
     backend = backend_for(inv)
@@ -362,7 +362,7 @@ def rebuild_command(allow_shrink: bool, **params: Any) -> None:
 
 
 def _phase_two_command(params: dict[str, Any], *, allow_shrink: bool, rebuild: bool) -> None:
-    from consolidator.phases.phase_two import run_phase_two
+    from consolidator.phases.phase_two.run import run_phase_two
     from consolidator.phases.worker import phase2_options
 
     inv = invocation(params)

@@ -28,7 +28,7 @@ from consolidator.backends.base import (
     Usage,
 )
 from consolidator.backends.prompts import block_for_summary, render_summary_prompt
-from consolidator.memory.model import Block, Memory
+from consolidator.memory.blocks import Block, Memory
 from consolidator.memory.summary import (
     SUMMARY_BUDGET_BYTES,
     render_memory_summary,

@@ -38,7 +38,7 @@ import filelock
 
 from consolidator.core.config import ADOPT_MEMORY_FILES_ENV
 from consolidator.core.private_files import fsync_directory
-from consolidator.phases.memory_files import (
+from consolidator.phases.publish.files import (
     MemoryDirectoryError,
     ensure_private_dir,
     read_regular_bytes,

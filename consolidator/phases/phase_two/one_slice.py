@@ -18,12 +18,12 @@ from consolidator.backends.base import (
 )
 from consolidator.core.errors import ConsolidatorError
 from consolidator.db.store import QuarantineItem, Stage1Record, Store
+from consolidator.memory.blocks import Memory, ThreadCitation
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, judge
-from consolidator.memory.model import Memory, ThreadCitation
 from consolidator.memory.render import render_memory_md
-from consolidator.phases.phase_two_report import Phase2Options, Phase2Report
-from consolidator.phases.slices import BLOCKS_SHARE, SliceBudget, blocks_to_show
+from consolidator.phases.phase_two.report import Phase2Options, Phase2Report
+from consolidator.phases.phase_two.slices import BLOCKS_SHARE, SliceBudget, blocks_to_show
 from consolidator.security.redaction import redact
 
 

@@ -15,7 +15,7 @@ from consolidator.db.store import Stage1Record, Store
 from consolidator.security.redaction import redact
 from consolidator.skills.detect import Observed, detect_skills, unique_names
 from consolidator.skills.gate import skill_problem
-from consolidator.skills.model import Skill
+from consolidator.skills.skill import Skill
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from consolidator.db.store import Stage1Record
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.edits import block_for_prompt
-from consolidator.memory.model import Block, Bullet, Memory, Task
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 
 # What a request costs besides its inputs and blocks: the prompt's rules and the JSON around

@@ -34,8 +34,8 @@ from consolidator.db.store import (
     ThreadRecord,
 )
 from consolidator.phases.leases import Heartbeat, LeaseWatch
-from consolidator.phases.stage_one_input import read_within
-from consolidator.phases.usage import record_usage
+from consolidator.phases.stage_one.input import read_within
+from consolidator.phases.stage_one.usage import record_usage
 from consolidator.security.invisible import strip_invisible
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats

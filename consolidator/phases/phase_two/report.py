@@ -10,8 +10,8 @@ from consolidator.backends.base import Usage
 from consolidator.core.config import setting_default
 from consolidator.db.store import ClaimOutcome
 from consolidator.memory.bounds import GrowthLimits
-from consolidator.phases.skill_proposals import SkillsReport
-from consolidator.phases.slices import SliceBudget
+from consolidator.phases.phase_two.skill_proposals import SkillsReport
+from consolidator.phases.phase_two.slices import SliceBudget
 
 
 @dataclass(frozen=True)

@@ -145,8 +145,8 @@ class NoteFile:
 
 def _accept(store: Store, settings: Settings, note: NoteFile, redacted: int) -> NoteOutcome:
     from consolidator.backends.factory import make_backend
-    from consolidator.phases.scanner import register_file
-    from consolidator.phases.stage_one import process_one
+    from consolidator.phases.scan import register_file
+    from consolidator.phases.stage_one.run import process_one
     from consolidator.phases.worker import stage1_options
 
     path = _write_note(settings.home / NOTES_DIR, note)

@@ -32,6 +32,7 @@ from consolidator.db.store import (
     Stage1Record,
     Store,
 )
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.gate import (
     GateOutcome,
@@ -40,11 +41,8 @@ from consolidator.memory.gate import (
     shrinks_too_much,
 )
 from consolidator.memory.merge import folded_task_count
-from consolidator.memory.model import Memory
 from consolidator.phases.leases import Heartbeat, LeaseWatch
-from consolidator.phases.phase_two_report import Phase2Options as Phase2Options
-from consolidator.phases.phase_two_report import Phase2Report as Phase2Report
-from consolidator.phases.phase_two_slice import (
+from consolidator.phases.phase_two.one_slice import (
     Narrowing,
     Piece,
     SliceRefused,
@@ -52,14 +50,16 @@ from consolidator.phases.phase_two_slice import (
     gate_policy,
     set_aside_item,
 )
-from consolidator.phases.skill_proposals import propose_skills
-from consolidator.phases.slices import (
+from consolidator.phases.phase_two.report import Phase2Options as Phase2Options
+from consolidator.phases.phase_two.report import Phase2Report as Phase2Report
+from consolidator.phases.phase_two.skill_proposals import propose_skills
+from consolidator.phases.phase_two.slices import (
     SliceBudget,
     fitting_prefix,
     showable,
     too_large_alone,
 )
-from consolidator.phases.written_summary import write_summary
+from consolidator.phases.phase_two.written_summary import write_summary
 from consolidator.security.redaction import redact
 
 log = logging.getLogger(__name__)

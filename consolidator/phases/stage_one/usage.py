@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from consolidator.db.store import Store, ThreadRecord
+from consolidator.memory.blocks import Memory, cited_thread_ids
 from consolidator.memory.codec import decode, summary_stem
-from consolidator.memory.model import Memory, cited_thread_ids
 from consolidator.memory.scope import blocks_for_cwd
 from consolidator.sources.items import ItemKind, RolloutItem
 

@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 
 from consolidator.db.store import Store
+from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.forget import forget_threads
-from consolidator.memory.model import Memory
 from consolidator.memory.render import parse_memory_md, render_memory_md
 from consolidator.memory.summary import render_memory_summary, summary_problems
-from consolidator.phases.materialize import (
+from consolidator.phases.publish.files import read_owned_text, replace_file
+from consolidator.phases.publish.projection import (
     MEMORY_FILE,
     Projection,
     ProjectionReport,
@@ -25,7 +26,6 @@ from consolidator.phases.materialize import (
     memory_dir_lock,
     project,
 )
-from consolidator.phases.memory_files import read_owned_text, replace_file
 from consolidator.security.names import one_line
 from consolidator.skills.render import render_skill_md
 

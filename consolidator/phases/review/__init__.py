@@ -1,0 +1,2 @@
+"""Review: an admin's decisions on pending memory versions (`versions`) and on proposed
+skills (`skills`)."""
