@@ -1,0 +1,112 @@
+"""The real published sessions of `tests/fixtures/real`, copied into the quality run.
+
+Each is listed with the thread it is (its session id, a sub-agent's `<session>.agent-<id>`, a
+Codex revert segment's `<thread>.segment-<rollout>`), its cwd as the file gives it, and whether
+it carries user text a person (or a delegating agent) wrote and anyone can read: redacted
+prompts and files hand-assembled from record shapes do not. Q11 expects every session with
+user text to be represented in memory by at least a task. Judged by hand from the files; see
+`tests/fixtures/real/SOURCES.md` for where each comes from.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
+SHOP = "/tmp/codex-capture/work/shop-api"
+FUM = "/home/USER/projects/spotter-worktrees/spotter-fum"
+FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+DEMO = "/path/to/Demo"
+SPOTTER = "/home/marco/projects/spotter"
+
+
+@dataclass(frozen=True)
+class RealSession:
+    thread_id: str
+    cwd: str | None
+    user_text: bool
+    what: str
+
+
+REAL_SESSIONS = (
+    RealSession("01a23161-44f7-7962-93cb-148d826673f1", SHOP, True, "codex exec, rounding"),
+    RealSession("01a23161-4812-7d71-995f-3012a0dd3306", SHOP, True, "codex exec fork"),
+    RealSession("01a23161-4dfc-7bb2-a3b9-a47825b3888d", SHOP, True, "codex exec resumed"),
+    RealSession("01a23161-5997-7253-b510-0a77f65e20fb", SHOP, True, "codex CLI compaction"),
+    RealSession("01a23167-3a4d-71b0-8ec2-3e7428bad6a3", SHOP, True, "codex app-server revert"),
+    RealSession(
+        "01a23167-3a4d-71b0-8ec2-3e7428bad6a3.segment-01a23167-3b36-7463-8531-3c8ad77a12d9",
+        SHOP,
+        True,
+        "the turn after the revert",
+    ),
+    RealSession("abe798b0-5650-427c-a584-0aad42833cba", SHOP, True, "codex 0.25 pre-envelope"),
+    RealSession("7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe", None, True, "codex 0.20, no cwd"),
+    RealSession(
+        "019a93b9-f380-7600-98ff-940e6b99603c",
+        "/home/user/projects/temp/chatbot-ui",
+        True,
+        "codex CLI: chatbot-ui to LM Studio",
+    ),
+    RealSession(
+        "019d9353-333c-7c41-a909-26f5c6221a5a",
+        "/Users/user/git/wakatime-cli",
+        True,
+        "codex IDE: remove horizontal scrolling",
+    ),
+    RealSession(
+        "019e9625-802f-7e91-840a-cfe88d14117a",
+        "/tmp/agent-history-real-agent/codex/workspace",
+        False,
+        "codex exec, prompt redacted",
+    ),
+    RealSession(
+        "019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "/redacted/path/59b923df4d", False, "redacted"
+    ),
+    RealSession(
+        "019c8bfe-ec25-79e0-97d7-bda6a9c575ff", "/redacted/path/ea96e59ed9", False, "redacted"
+    ),
+    RealSession("019fc8be-3658-7ca3-9e29-000000000000", "/tmp/repo", False, "hand-assembled"),
+    RealSession("ses_stage0_small", "/tmp", False, "hand-assembled"),
+    RealSession(
+        "019e963d-6bd6-7ade-8a49-256ac3391bdd",
+        "/tmp/agent-history-real-agent/pi/workspace",
+        False,
+        "pi, prompt redacted",
+    ),
+    RealSession(
+        "06090cb1-3e64-433a-bc7e-a621c0f596d2",
+        "/tmp/agent-history-real-agent/claude/workspace",
+        False,
+        "claude, prompt redacted",
+    ),
+    RealSession("fe5e1c67-53e7-4862-81ae-d0e013e3270b", DEMO, True, "/orchestrator TODO app"),
+    RealSession("5c0375b4-57a5-4f26-b12d-d022ee4e51b7", DEMO, True, "/orchestrator CLAUDE.md"),
+    RealSession("1af7fc5e-8455-4414-9ccd-011d40f70b2a", DEMO, True, "/init"),
+    RealSession("491e126e-1e71-469c-ade2-fcc8af567c74", SPOTTER, True, "create beads"),
+    RealSession("d6e0bada-1959-4eec-a9d2-0bfade768d8f", SPOTTER, True, "start phoenix"),
+    RealSession(FUM_SESSION, FUM, True, "work on bead spotter-fum"),
+    RealSession(f"{FUM_SESSION}.agent-a7be2f0", FUM, True, "sub-agent: how tmux panes work"),
+    RealSession(
+        "47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c",
+        "/Users/pete/git/moredip/session-share",
+        True,
+        "claude in VS Code: image, session id",
+    ),
+    RealSession(
+        "6c2214d7-b87e-4432-8e41-22ba294ea584.agent-afc096d",
+        "/home/USER/projects/spotter-worktrees/spotter-0rt",
+        True,
+        "sub-agent without its parent: explore the project",
+    ),
+)
+
+
+def copy_real_sessions(sessions: Path) -> Path:
+    """The real files, laid out as the agents write them, under `sessions/real`."""
+    target = sessions / "real"
+    for agent in ("codex", "claude", "pi"):
+        shutil.copytree(ROOT / agent, target / agent, dirs_exist_ok=True)
+    return target
