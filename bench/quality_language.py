@@ -65,8 +65,10 @@ def fill(frame: str, **parts: str) -> str:
 def _pool(kind: str, *texts: str | tuple[str, Voice]) -> tuple[Phrasing, ...]:
     phrasings = []
     for number, entry in enumerate(texts, 1):
-        text, voice = (entry, "user") if isinstance(entry, str) else entry
-        phrasings.append(Phrasing(f"{kind}/{number}", text, voice))
+        if isinstance(entry, str):
+            phrasings.append(Phrasing(f"{kind}/{number}", entry))
+        else:
+            phrasings.append(Phrasing(f"{kind}/{number}", *entry))
     return tuple(phrasings)
 
 

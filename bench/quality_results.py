@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import Result
-from bench.quality_corpus import DAYS, PlantedFact
+from bench.quality_corpus import DAYS, Corpus, PlantedFact
 from bench.quality_real import REAL_SESSIONS, RealSession
 from bench.quality_score import (
     bullet_bytes,
@@ -30,7 +30,7 @@ PASS_VS_READ = 40
 class Scored:
     """What the scorer read from one run."""
 
-    corpus: Any
+    corpus: Corpus
     markdown: str
     full: str
     contexts: dict[str, str]

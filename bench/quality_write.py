@@ -126,8 +126,8 @@ def _codex_step(session: Session, step: ToolStep, call_id: str) -> list[dict[str
 def _claude_use(session: Session, step: ToolStep, tool_id: str) -> dict[str, Any]:
     patch = step.patch
     if patch is not None and patch.move_to:
-        command = f"git mv {patch.path} {patch.move_to}"
-        return {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
+        moved = {"command": f"git mv {patch.path} {patch.move_to}"}
+        return {"type": "tool_use", "id": tool_id, "name": "Bash", "input": moved}
     if patch is not None:
         edit = {
             "file_path": f"{session.cwd}/{patch.path}",
