@@ -109,18 +109,18 @@ def score(
     contexts = {cwd: daily.context(cwd) for cwd in corpus.cwds()}
     shown_all = daily.cli("show")
     projects = [cwd for _, cwd in PROJECTS]
-    foreign = 0
+    foreign: list[tuple[str, str, str]] = []
     for cwd in corpus.cwds():
         text = daily.cli("show", "--cwd", cwd).get("markdown") or ""
         lines = [line for b in quality_score.parse_blocks(text) for _, line in b.bullets]
         for fact in corpus.of("recurring", "one_off", "changed", "corrected"):
             if fact.cwd != cwd and fact.kind != "default":
-                foreign += sum(
-                    1
+                foreign += [
+                    (cwd, fact.fact_id, line)
                     for line in lines
                     for keys in (fact.keys, fact.old_keys)
                     if keys and quality_score.holds(keys, [line])
-                )
+                ]
     cited = quality_score.cited_threads(shown_all)
     real_missing = [
         s

@@ -238,11 +238,9 @@ def plant_changes(planter: Planter, cwd_index: int, name: str, cwd: str) -> Plan
     edit_only = kind == "version"
     for number, session in enumerate(planter.pick(planter.rng.randrange(3, 7), after=0.5)):
         shown = patch is not None and (edit_only or number % 2 == 0)
-        pool = (
-            say.CHANGE_BY_EDIT_PHRASINGS
-            if shown and (edit_only or number % 4 == 0)
-            else say.CHANGE_PHRASINGS
-        )
+        # "we're on the new version now" only where the value is a version.
+        by_edit = say.CHANGE_BY_EDIT_PHRASINGS[0 if edit_only else 1 :]
+        pool = by_edit if shown and (edit_only or number % 4 == 0) else say.CHANGE_PHRASINGS
         phrasing = planter.phrasing(pool)
         text = phrasing.text.format(subject=subject, new=fields["new"])
         where = planter.rng.choice(("opening", "later"))

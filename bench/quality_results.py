@@ -37,7 +37,7 @@ class Scored:
     projects: list[str]
     status: dict[str, Any]
     cited: set[str]
-    foreign: int
+    foreign: list[tuple[str, str, str]]  # (shown in, fact, bullet)
     real_missing: list[RealSession]
     pass_seconds: list[float]
     baseline: float
@@ -99,11 +99,19 @@ def results(scored: Scored) -> list[Result]:
         Result(
             id="Q5",
             title="another folder's facts in show --cwd P, over every P",
-            figure=float(scored.foreign),
+            figure=float(len(scored.foreign)),
             comparison="<=",
             target=0,
             unit="",
-            detail=f"{len(corpus.cwds())} folders, 2 nested projects and the home folder",
+            detail=f"{len(corpus.cwds())} folders, 2 nested projects and the home folder"
+            + (
+                f"; facts of {', '.join(sorted({f for _, f, _ in scored.foreign}))}"
+                if scored.foreign
+                else ""
+            ),
+            data={
+                "foreign": [{"shown_in": c, "fact": f, "bullet": b} for c, f, b in scored.foreign]
+            },
         ),
         _noise(scored),
         _budget(scored),
@@ -161,7 +169,13 @@ def _noise(scored: Scored) -> Result:
         unit="",
         detail=f"{len(asked)} question bullets, {len(acked)} acknowledgements, "
         f"{empty_tasks} tasks of {len(empty)} empty sessions",
-        data={"question_bullets": asked[:20], "acknowledgement_bullets": acked[:20]},
+        data={
+            "question_bullets": asked[:20],
+            "acknowledgement_bullets": acked[:20],
+            "empty_sessions_with_tasks": [s.opening for s in empty if s.thread_id in scored.cited][
+                :20
+            ],
+        },
     )
 
 
