@@ -13,6 +13,7 @@ rule of `forget`), here and again by the store's commit under its lock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -76,7 +77,11 @@ class GateOutcome:
     possible_conflicts: int = 0
 
 
+@functools.lru_cache(maxsize=8192)
 def _threat_reason(text: str) -> str | None:
+    """Why `text` may not reach the memory, or None. Remembered by text: phase two gates every
+    slice's whole proposed memory, which repeats every entry the slice did not change, and a
+    scan's verdict depends on the text alone."""
     threats = scan_threats(text)
     if not threats:
         return None

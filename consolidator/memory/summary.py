@@ -67,9 +67,10 @@ def render_memory_summary(memory: Memory, budget_bytes: int = SUMMARY_BUDGET_BYT
     tips = _tip_lines(memory)
     pointers = _pointers(memory)
     older = _older_topics(memory)
+    profile = _profile_lines(memory)
     recent = len(pointers)
     while True:
-        text = _assemble(memory, preferences, tips, pointers[:recent], older)
+        text = _assemble(profile, preferences, tips, pointers[:recent], older)
         if len(text.encode("utf-8")) <= budget_bytes:
             return text
         if recent > 0:
@@ -83,14 +84,14 @@ def render_memory_summary(memory: Memory, budget_bytes: int = SUMMARY_BUDGET_BYT
 
 
 def _assemble(
-    memory: Memory,
+    profile: list[str],
     preferences: list[str],
     tips: list[str],
     pointers: list[_Pointer],
     older: list[tuple[str, str]],
 ) -> str:
     lines = ["v1", "", HEADINGS[0], ""]
-    lines += _profile_lines(memory) or [PLACEHOLDERS[HEADINGS[0]]]
+    lines += profile or [PLACEHOLDERS[HEADINGS[0]]]
     lines += ["", HEADINGS[1], ""]
     lines += preferences or [PLACEHOLDERS[HEADINGS[1]]]
     lines += ["", HEADINGS[2], ""]

@@ -132,3 +132,20 @@ def test_a_block_too_big_to_show_is_split_keeping_every_task_and_bullet() -> Non
         own = {task.task_id for task in part.tasks}
         assert all(set(bullet.task_ids) <= own and bullet.task_ids for bullet in part.knowledge)
     assert showable(split, budget) == split
+
+
+def test_a_slice_never_takes_an_input_whose_block_it_could_not_show() -> None:
+    """Each project's block fits the blocks' share of a request alone but not beside the
+    other's: the slice stops after the first project's input, so the answer never has to
+    change a block it was shown only by its index line."""
+    one, two = block("one", "/one", "a", bullets=30), block("two", "/two", "b", bullets=30)
+    blocks_budget = block_chars(one) + block_chars(two) // 2
+    budget = SliceBudget(request_chars=blocks_budget * 2, answer_tokens=50_000, output_limit=60_000)
+    records = [record("a2", "/one", raw_chars=100), record("b2", "/two", raw_chars=100)]
+    memory = Memory((one, two))
+
+    taken = fitting_prefix(memory, records, budget)
+
+    assert taken == 1
+    shown = {b.block_id for b in blocks_to_show(memory, records[:taken], blocks_budget)}
+    assert shown == {"one"}

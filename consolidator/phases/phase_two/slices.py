@@ -128,8 +128,9 @@ def fitting_prefix(memory: Memory, records: Sequence[Stage1Record], budget: Slic
             if block.block_id not in touched:
                 touched.add(block.block_id)
                 blocks += block_chars(block)
-        request = index_chars + min(blocks, blocks_budget) + inputs
-        if count > 1 and (request > budget.request_chars or answer > budget.answer_tokens):
+        request = index_chars + blocks + inputs
+        over = blocks > blocks_budget or request > budget.request_chars
+        if count > 1 and (over or answer > budget.answer_tokens):
             return count - 1
     return len(records)
 
