@@ -174,7 +174,8 @@ class Workspace:
         return self.seen(sorted({s.project for s in sessions}))
 
     def seen(self, projects: Sequence[str]) -> Seen:
-        memory_md = (self.home / "memories" / "MEMORY.md").read_text(encoding="utf-8")
+        written = self.home / "memories" / "MEMORY.md"
+        memory_md = written.read_text(encoding="utf-8") if written.exists() else ""
         shown = json.loads(self._invoke("show", "--json"))
         context = {
             project: self._invoke("context", "--cwd", str(self.root / project))
@@ -188,7 +189,7 @@ def _blocks_for(seen: Seen, root: Path, project: str) -> list[dict[str, Any]]:
     folder = str(root / project)
     return [
         block
-        for block in seen.shown["memory"]["blocks"]
+        for block in (seen.shown.get("memory") or {}).get("blocks", [])
         if block.get("applies_to_cwd") == folder
         or not str(block.get("applies_to_cwd") or "").startswith(str(root))
     ]
@@ -247,6 +248,7 @@ def case_misses(
     for word in quiet:
         if _has([*every, *lines], word):
             found.append(f"{word!r} kept: {[t for t in every if word.lower() in t.lower()]}")
-    if conflict and not any(all(v in text for v in conflict) for text in every):
-        found.append(f"{conflict} not marked as a conflict")
+    for value in conflict or ():
+        if not any(value in text and "conflict" in text.lower() for text in every):
+            found.append(f"{value!r} not marked as conflicting")
     return found

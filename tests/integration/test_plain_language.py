@@ -16,16 +16,22 @@ from tests.plain_battery import KINDS
 from tests.plain_sessions import Workspace, case_misses
 
 MISSES: dict[str, frozenset[str]] = {
-    "fact": frozenset({"ci", "bastion", "maria", "migrate", "release", "loki", "celery", "oncall"}),
+    "fact": frozenset(),
     "conclusion": frozenset(),
-    "default": frozenset(
-        {"gen", "ruff", "force", "small", "types", "star", "imperative", "pytest", "deps"}
-    ),
-    "correction": frozenset({"dashboard", "docs", "fabric", "worker"}),
+    # "keep PRs small, one concern each": an order with nothing that marks it as standing.
+    "default": frozenset({"small"}),
+    # "we stopped using fabric" names the tool, the old entry only `fab deploy:prod`.
+    "correction": frozenset({"fabric"}),
+    # A new value whose statement shares too few words with the old one, or is no value
+    # token at all (master, main).
     "changed": frozenset({"apiport", "python", "stghost", "branch"}),
+    # An edit in a tool call is not yet read as evidence of a new value.
     "edited": frozenset({"pyproject", "nvmrc", "pyversion", "dbport", "script"}),
-    "conflict": frozenset({"pool", "timeout", "queue"}),
-    "noise": frozenset({"migrations"}),
+    # "Jobs go to the queue at mq-1.lan" and "The job queue lives on mq-2.lan": too few
+    # shared words for one subject.
+    "conflict": frozenset({"queue"}),
+    "noise": frozenset(),
+    # A failure fixed by an edit is left out, the agent's stated cause with it.
     "failure": frozenset({"utc", "patchfix", "doubled"}),
 }
 

@@ -90,9 +90,17 @@ _CONCLUSION_CUE = re.compile(
 _VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
 # "..., not 6543": the old value a correction names; kept out so only the new value is stored.
 _NOT_VALUE = re.compile(
-    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?[\w./:~-]*(?:\d|/)[\w./:~-]*`?",
+    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?(?P<old>[\w./:~-]*(?:\d|/)[\w./:~-]*)`?",
     re.IGNORECASE,
 )
+# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back.
+_NOT_BUT = re.compile(
+    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+",
+    re.IGNORECASE,
+)
+# A value a correction takes back must be distinctive (a path, a host, a versioned name):
+# a bare number or word would take back every entry that happens to mention it.
+_DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNORECASE)
 
 
 # A paragraph longer than this is pasted output, not something the user said in sentences.
@@ -123,6 +131,44 @@ _DROPPED = re.compile(
 # A sentence about something (a determiner, a pronoun or a name first), not an order.
 _DECLARATIVE_START = re.compile(
     r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
+    re.IGNORECASE,
+)
+# A subject then a finite verb: a form of "be" or "have", a modal, or a past tense followed
+# by where the value went ("the api port changed to 8081"); or a plural noun then its verb
+# ("migrations live under db/migrate"); or a name, a verb in -s and its object ("Maria owns
+# the payments service").
+_SUBJECT_THEN_VERB = re.compile(
+    r"^(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
+    r"cannot|must|should|will|won't)\b"
+    r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
+    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
+    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b",
+)
+# Word order of a question without its mark: an auxiliary before its subject, or "whether".
+_INVERTED = re.compile(
+    r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
+    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b|^(?:[\w']+\s+){0,2}whether\b",
+    re.IGNORECASE,
+)
+# A sentence whose subject is only a pronoun says too little to keep without a value.
+_VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
+_MIN_PLAIN_WORDS = 5
+# A standing rule, told by its shape rather than its words: a prohibition, one tool chosen
+# over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
+# a rule scoped to the whole codebase.
+_PROHIBITION = re.compile(r"^(?:don't|do not|never|no)\s+\w+\s+\w+", re.IGNORECASE)
+_CHOICE = re.compile(r"\b(?:instead of|rather than|over)\s+\S|,\s*not\s+\S", re.IGNORECASE)
+_OBLIGATION = re.compile(
+    r"^(?:[\w-]+\s+){1,3}(?:should|must|need to|has to|have to)\s+(?:always\s+)?\w+",
+    re.IGNORECASE,
+)
+_HABIT = re.compile(
+    r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)",
+    re.IGNORECASE,
+)
+_CODEBASE_SCOPE = re.compile(
+    r"\b(?:in|across|for|throughout)\s+(?:this|the|our)\s+(?:codebase|code base|repo|repository|"
+    r"project)\b",
     re.IGNORECASE,
 )
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
@@ -178,6 +224,7 @@ def _strip_lead_in(sentence: str) -> str:
 def _statement(text: str) -> str:
     """The statement as kept: the old value of a correction cut, secrets redacted; "" when
     nothing but a redaction would be left."""
+    text = _NOT_BUT.sub(lambda m: m["verb"] + " ", text)
     text = _DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
@@ -203,23 +250,28 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     instructions: list[str] = []
     facts: list[str] = []
     revoked: list[str] = []
-    for message in spoken:
+    for number, message in enumerate(spoken):
         for sentence in _sentences(message):
             bare = _strip_lead_in(sentence)
             if (
                 user_text(bare) == ""
                 or _is_question(bare)
+                or _INVERTED.search(bare)
                 or len(bare) > _MAX_STATEMENT_CHARS
                 or _SLASH_COMMAND.match(bare)
             ):
                 continue
+            revoked.extend(_negated_values(bare))
             if _correction(bare, facts, revoked):
                 continue
             cue = _FACT_CUE.match(bare)
             said = bare[cue.end() :] if cue else bare
-            if _INSTRUCTION.search(bare) or EVERY_PROJECT_SCOPE.search(bare):
+            if _is_default(bare, said):
                 instructions.append(_statement(said))
-            elif (_VALUE.search(said) or _PERSON.search(said)) and (cue or _is_statement(said)):
+            elif (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said))) or (
+                _is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said))
+            ):
+                # The opening request is the task; a plain remark in it is not also a fact.
                 facts.append(_statement(said))
     return UserStatements(_kept(instructions), _kept(facts), _kept(revoked))
 
@@ -228,8 +280,44 @@ def _kept(statements: list[str]) -> list[str]:
     return dedupe(statement for statement in statements if statement)
 
 
+def _is_default(sentence: str, said: str) -> bool:
+    """A default for future work: said with the usual words, or shaped as a standing rule (a
+    prohibition, a choice of one tool over another, an obligation, a habit) when the sentence
+    is not a statement about the project; scoped to the codebase or to every project."""
+    if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
+        return True
+    if _PERSON.search(said):
+        return False  # who to ask is a fact about the project
+    if (_CODEBASE_SCOPE.search(said) and not _VALUE.search(said)) or _OBLIGATION.match(said):
+        return True
+    if _declarative(said):
+        return False
+    return bool(_PROHIBITION.match(said) or _CHOICE.search(said) or _HABIT.search(said))
+
+
+def _declarative(sentence: str) -> bool:
+    return bool(_DECLARATIVE_START.search(sentence) or _SUBJECT_THEN_VERB.search(sentence))
+
+
 def _is_statement(sentence: str) -> bool:
-    return bool(_DECLARATIVE_START.search(sentence) or _PERSON.search(sentence))
+    """A statement about the project: a subject and what it is or does. One with a value or
+    a person to ask is kept however short; one without needs a few words and a subject
+    that is more than a pronoun ("it works now" says nothing for later)."""
+    if _PERSON.search(sentence):
+        return True
+    clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
+    if not any(_declarative(clause) for clause in clauses):
+        return False
+    if _VALUE.search(sentence):
+        return True
+    return len(sentence.split()) >= _MIN_PLAIN_WORDS and not _VAGUE_SUBJECT.match(sentence)
+
+
+def _negated_values(sentence: str) -> list[str]:
+    """The distinctive values a sentence says are not (or no longer) so: taken back."""
+    found = [m["old"] for m in _NOT_BUT.finditer(sentence)]
+    found += [m["old"] for m in _NOT_VALUE.finditer(sentence)]
+    return [value.strip("`.,") for value in found if _DISTINCTIVE.match(value.strip("`.,"))]
 
 
 def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
@@ -243,7 +331,9 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
         if topic is not None:
             if topic:
                 revoked.append(topic)
-        elif not _RETRACTION.search(clause) and _VALUE.search(clause):
+        elif not _RETRACTION.search(clause) and (
+            _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
+        ):
             facts.append(_statement(clause))
     return True
 
