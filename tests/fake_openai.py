@@ -9,7 +9,9 @@ request takes the next behaviour from a FIFO queue, or the default when the queu
     fake_openai.set_default(Fault.OK, payload={...})
 
 Every request is logged (parsed body, raw bytes, headers) so a test can prove what did, and
-did not, leave the process.
+did not, leave the process. A test of concurrency holds requests at a gate until a number of
+them are in flight at once (`hold_until_in_flight`), so overlap is shown by the requests
+themselves rather than by a delay long enough for them to overlap.
 """
 
 from __future__ import annotations
@@ -133,8 +135,22 @@ class RecordedRequest:
 
 
 @dataclass
+class _Gate:
+    """Requests held until `size` of them wait together; then that group is answered and the
+    next group starts. A group that does not fill within `timeout` seconds breaks the gate:
+    everything waiting and everything after is answered at once."""
+
+    size: int
+    timeout: float
+    waiting: int = 0
+    group: int = 0
+    broken: bool = False
+
+
+@dataclass
 class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
+    gate: _Gate | None = None
     queue: deque[Behaviour] = field(default_factory=deque)
     default: Behaviour = field(default_factory=Behaviour)
     log: list[RecordedRequest] = field(default_factory=list)
@@ -142,6 +158,30 @@ class _State:
     max_in_flight: int = 0
     stopping: threading.Event = field(default_factory=threading.Event)
     required_key: str | None = None
+    gate_changed: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gate_changed = threading.Condition(self.lock)
+
+    def pass_gate(self) -> None:
+        """Wait at the gate, if one is set, until this request's group is full."""
+        with self.lock:
+            gate = self.gate
+            if gate is None or gate.broken:
+                return
+            group = gate.group
+            gate.waiting += 1
+            if gate.waiting >= gate.size:
+                gate.group, gate.waiting = group + 1, 0
+                self.gate_changed.notify_all()
+                return
+            released = self.gate_changed.wait_for(
+                lambda: gate.group != group or gate.broken or self.stopping.is_set(),
+                timeout=gate.timeout,
+            )
+            if not released:
+                gate.broken = True
+                self.gate_changed.notify_all()
 
 
 class FakeOpenAI:
@@ -173,6 +213,8 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         self._state.stopping.set()
+        with self._state.lock:
+            self._state.gate_changed.notify_all()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -196,6 +238,21 @@ class FakeOpenAI:
         scripted = _make(behaviour, options)
         with self._state.lock:
             self._state.default = scripted
+
+    def hold_until_in_flight(self, count: int, *, timeout: float = 30.0) -> None:
+        """Hold each model request until `count` of them are in flight at the same moment, then
+        answer that group together; the next `count` form the next group. A group still short
+        after `timeout` seconds (the client never had `count` requests out at once) breaks the
+        hold for good, so such a test ends on its assertion about `max_concurrency` instead of
+        hanging. Send a multiple of `count` requests."""
+        with self._state.lock:
+            self._state.gate = _Gate(size=count, timeout=timeout)
+
+    @property
+    def hold_broken(self) -> bool:
+        """Whether a group set by `hold_until_in_flight` timed out before it filled."""
+        with self._state.lock:
+            return self._state.gate is not None and self._state.gate.broken
 
     def require_api_key(self, key: str | None) -> None:
         """Answer every request (model list included) with 401 unless it carries
@@ -313,6 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
             if not self._refused_key():
+                state.pass_gate()
                 self._answer(behaviour, body or {})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True

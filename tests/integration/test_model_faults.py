@@ -1071,7 +1071,7 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
     fake_openai: FakeOpenAI,
     make_backend: MakeBackend,
 ) -> None:
-    threads, latency, concurrency = 16, 1.0, 8
+    threads, concurrency = 16, 8
     for index in range(threads):
         write_rollout(
             tmp_path / "sessions",
@@ -1079,13 +1079,14 @@ def test_stage_one_overlaps_model_calls_up_to_its_concurrency(
             clock.now - timedelta(hours=2, minutes=index),
         )
     assert scan(driven, tmp_path / "sessions", retry_budget=RETRY_BUDGET).new == threads
-    fake_openai.set_default(Fault.LATENCY, delay=latency)
+    fake_openai.hold_until_in_flight(concurrency)
 
-    report = run_stage_one(driven, make_backend(), stage1_options(concurrency))
+    report = run_stage_one(driven, make_backend(timeout_seconds=60.0), stage1_options(concurrency))
 
     assert (report.claimed, report.succeeded, report.failed) == (threads, threads, 0)
     assert fake_openai.call_count == threads
     assert fake_openai.max_concurrency == concurrency
+    assert not fake_openai.hold_broken
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -377,17 +376,17 @@ def test_concurrent_extracts_overlap(
     fake_openai: FakeOpenAI, make_backend: MakeBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="consolidator")
-    fake_openai.set_default(Fault.LATENCY, delay=1.0)
-    backend = make_backend()
-    start = threading.Barrier(8)
+    callers = 8
+    fake_openai.hold_until_in_flight(callers)
+    backend = make_backend(timeout_seconds=60.0)
 
     def run(_: int) -> bool:
-        start.wait()
         return not backend.extract(rollout()).is_empty
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(run, range(8)))
+    with ThreadPoolExecutor(max_workers=callers) as pool:
+        results = list(pool.map(run, range(callers)))
 
     assert all(results)
-    assert fake_openai.max_concurrency >= 6
-    assert len(logged_calls(caplog)) == 8
+    assert fake_openai.max_concurrency == callers
+    assert not fake_openai.hold_broken
+    assert len(logged_calls(caplog)) == callers
