@@ -49,7 +49,6 @@ class ThreadResult(StrEnum):
     EMPTY = "empty"
     FAILED = "failed"
     LOST = "lost"
-    RELEASED = "released"
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,6 @@ class Stage1Report:
     empty: int = 0
     failed: int = 0
     lost: int = 0
-    released: int = 0
     usage: Usage = field(default_factory=Usage)
     errors: list[str] = field(default_factory=list)
     # Set when the model endpoint was down: the pass stopped claiming, no budget was spent.
@@ -97,7 +95,7 @@ class Stage1Report:
             "claimed": self.claimed,
             "succeeded": self.succeeded + self.empty,
             "failed": self.failed,
-            "skipped": self.lost + self.released,
+            "skipped": self.lost,
             "empty": self.empty,
             "lost_lease": self.lost,
             "input_tokens": self.usage.input_tokens,
