@@ -1,4 +1,4 @@
-"""Administration and status: forget, clear, the WAL purge after them, and `status` counts.
+"""Administration: forget, clear, and the WAL purge after them.
 
 - `forget_thread` removes a thread's (and its linked threads') output, job and every memory
   version's mention of it in one transaction; the thread stays forgotten (a tombstone that
@@ -8,32 +8,24 @@
 - On SQLite, deleted text may survive in the write-ahead log until a TRUNCATE checkpoint; the
   deleting transaction records that a purge is owed, and `purge_free_space` (or, when a
   reader held it back, `complete_owed_purge` on every worker pass) completes it.
-- `status_counts` classifies stage-one jobs by the claim's own rule (`claimable.STAGE1_RULE`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
 
-from sqlalchemy import Connection, delete, func, or_, select
+from sqlalchemy import Connection, delete, select
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
-from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_horizon, refusal
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from consolidator.db.forgetting import remove_inputs, tombstone_legacy
 from consolidator.db.held_notes import drop_held_note
 from consolidator.db.quarantine import forget_in_quarantine, in_quarantine
 from consolidator.db.records import (
-    STAGE1,
-    ClaimOutcome,
     ClearReport,
-    JobStatus,
-    StatusCounts,
     ThreadState,
 )
 from consolidator.db.schema import (
@@ -57,7 +49,7 @@ PURGE_WAIT_SECONDS = 10.0
 
 
 class AdminMixin(StoreBase):
-    """Forgetting and clearing on request, the WAL purge, and the counts `status` shows."""
+    """Forgetting and clearing on request, and the WAL purge."""
 
     def linked_thread_ids(self, thread_id: str) -> list[str]:
         """The threads linked to this one (its sub-agents, forks, later segments) that are
@@ -191,100 +183,6 @@ class AdminMixin(StoreBase):
                 return False
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 0.5)
-
-    def status_counts(self) -> StatusCounts:
-        with self._read() as connection:
-            now = self._now(connection)
-            thread_states = dict(
-                connection.execute(select(Thread.state, func.count()).group_by(Thread.state)).all()
-            )
-            problem_count = connection.execute(
-                select(func.count()).where(Thread.problem.is_not(None))
-            ).scalar_one()
-            held = connection.execute(
-                select(func.count()).where(Thread.deletion_held_since.is_not(None))
-            ).scalar_one()
-            outputs = connection.execute(
-                select(func.count()).select_from(Stage1Output)
-            ).scalar_one()
-            jobs = connection.execute(
-                select(
-                    Job.status,
-                    Job.retry_remaining,
-                    Job.retry_at,
-                    Job.lease_until,
-                    Job.last_success_watermark,
-                    Job.input_watermark,
-                ).where(Job.kind == STAGE1)
-            ).all()
-            moment = self._moment(now)
-            pending, running, failed, exhausted = _stage1_tally(jobs, moment)
-            watermark = connection.execute(
-                select(Counter.value).where(Counter.name == "input_seq")
-            ).scalar_one()
-            problems = connection.execute(
-                select(Thread.rollout_path, Thread.problem)
-                .where(Thread.problem.is_not(None))
-                .order_by(Thread.updated_at.desc())
-                .limit(20)
-            ).all()
-            formats = connection.execute(
-                select(Thread.source, Thread.format_version, func.count())
-                .where(Thread.state == ThreadState.ACTIVE.value)
-                .group_by(Thread.source, Thread.format_version)
-                .order_by(func.count().desc(), Thread.source, Thread.format_version)
-            ).all()
-            ahead = connection.execute(
-                select(Job.kind, Job.job_key, *(getattr(Job, d.name) for d in DEADLINES))
-                .where(or_(*(getattr(Job, d.name) > d.horizon(moment) for d in DEADLINES)))
-                .order_by(Job.kind, Job.job_key)
-            ).all()
-            errors = connection.execute(
-                select(Job.job_key, Job.last_error)
-                .where(Job.last_error.is_not(None))
-                .order_by(Job.finished_at.desc())
-                .limit(10)
-            ).all()
-        return StatusCounts(
-            threads_forgotten=thread_states.pop(ThreadState.FORGOTTEN.value, 0),
-            threads_total=sum(thread_states.values()),
-            threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
-            threads_bad=int(problem_count),
-            outputs=int(outputs),
-            pending=pending,
-            running=running,
-            failed=failed,
-            exhausted=exhausted,
-            input_watermark=int(watermark),
-            problems=tuple((row[0], row[1] or "") for row in problems),
-            errors=tuple((row[0], row[1] or "") for row in errors),
-            held_deletions=int(held),
-            formats=tuple((row[0], row[1] or "unknown", int(row[2])) for row in formats),
-            clock_excursions=tuple(
-                (row.kind, row.job_key, name)
-                for row in ahead
-                for name in beyond_horizon(row, moment)
-            ),
-        )
-
-
-def _stage1_tally(jobs: Sequence[Any], moment: Moment) -> tuple[int, int, int, int]:
-    """Stage-one jobs pending, running, failed and exhausted, counted by the claim's own rule:
-    what it would refuse, and why."""
-    pending = running = failed = exhausted = 0
-    for job in jobs:
-        refused = refusal(STAGE1_RULE, job, moment)
-        if refused is ClaimOutcome.SKIPPED_RUNNING:
-            running += 1
-        elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
-            continue
-        elif refused is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED:
-            exhausted += 1
-        elif job.status == JobStatus.FAILED.value:
-            failed += 1
-        else:
-            pending += 1
-    return pending, running, failed, exhausted
 
 
 def _sub_agents(connection: Connection, thread_id: str) -> list[str]:

@@ -80,6 +80,20 @@ def _version_details(
     }
 
 
+def quarantined_count_of(connection: Connection) -> int:
+    return int(connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one())
+
+
+def live_output_ids(connection: Connection) -> frozenset[str]:
+    return frozenset(
+        connection.execute(
+            select(Stage1Output.thread_id)
+            .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+            .where(Thread.state == ThreadState.ACTIVE.value)
+        ).scalars()
+    )
+
+
 class ConsolidationMixin(StoreBase):
     """Phase two's reads and its commit; the stage-one outputs it consumes; the quarantine."""
 
@@ -159,13 +173,7 @@ class ConsolidationMixin(StoreBase):
     def live_output_thread_ids(self) -> frozenset[str]:
         """Threads with a live stage-one output: what a complete memory would cite."""
         with self._read() as connection:
-            return frozenset(
-                connection.execute(
-                    select(Stage1Output.thread_id)
-                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
-                    .where(Thread.state == ThreadState.ACTIVE.value)
-                ).scalars()
-            )
+            return live_output_ids(connection)
 
     def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]:
         """Threads that may be cited: active, with a stored stage-one output."""
@@ -240,9 +248,7 @@ class ConsolidationMixin(StoreBase):
 
     def quarantined_count(self) -> int:
         with self._read() as connection:
-            return int(
-                connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one()
-            )
+            return quarantined_count_of(connection)
 
     def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None:
         """Keep an input that was refused before it became one (a note carrying an injection)

@@ -36,6 +36,7 @@ from consolidator.db.claimable import (
     RETRY,
     STAGE1_RULE,
     TRANSIENT_RETRY_CAP_SECONDS,
+    Moment,
     lease_free,
     passed,
     refusal,
@@ -83,6 +84,26 @@ def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
         fence_parameters(claim),
     )
     return rowcount(result) == 1
+
+
+def job_of(connection: Connection, kind: str, job_key: str) -> JobRecord | None:
+    row = connection.execute(select(JOBS).where(Job.kind == kind, Job.job_key == job_key)).first()
+    return None if row is None else job_record(row)
+
+
+def waiting_stage1_of(
+    connection: Connection, moment: Moment, eligibility: Eligibility
+) -> Stage1Waiting:
+    parameters = eligibility_parameters(moment, eligibility)
+    if eligibility.max_age_days <= 0:
+        # No age limit: an age after the epoch's start holds for every thread.
+        parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
+    by_source = eligibility.source_id is not None
+    too_old = 0
+    if eligibility.max_age_days > 0:
+        too_old = connection.execute(stage1_waiting_count(by_source, True), parameters).scalar_one()
+    not_idle = connection.execute(stage1_waiting_count(by_source, False), parameters).scalar_one()
+    return Stage1Waiting(too_old=int(too_old), not_idle=int(not_idle))
 
 
 class JobsMixin(StoreBase):
@@ -159,22 +180,8 @@ class JobsMixin(StoreBase):
     def count_waiting_stage1(self, eligibility: Eligibility) -> Stage1Waiting:
         """The stage-one jobs that only the thread's age or idleness keeps from being claimed,
         so that a run can name the setting that would admit them."""
-        by_source = eligibility.source_id is not None
         with self._read() as connection:
-            now = self._now(connection)
-            parameters = eligibility_parameters(self._moment(now), eligibility)
-            if eligibility.max_age_days <= 0:
-                # No age limit: an age after the epoch's start holds for every thread.
-                parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
-            too_old = 0
-            if eligibility.max_age_days > 0:
-                too_old = connection.execute(
-                    stage1_waiting_count(by_source, True), parameters
-                ).scalar_one()
-            not_idle = connection.execute(
-                stage1_waiting_count(by_source, False), parameters
-            ).scalar_one()
-        return Stage1Waiting(too_old=int(too_old), not_idle=int(not_idle))
+            return waiting_stage1_of(connection, self._moment(self._now(connection)), eligibility)
 
     def claim_stage1_batch(
         self, *, limit: int, lease_seconds: int, eligibility: Eligibility
@@ -416,7 +423,4 @@ class JobsMixin(StoreBase):
 
     def get_job(self, kind: str, job_key: str) -> JobRecord | None:
         with self._read() as connection:
-            row = connection.execute(
-                select(JOBS).where(Job.kind == kind, Job.job_key == job_key)
-            ).first()
-            return None if row is None else job_record(row)
+            return job_of(connection, kind, job_key)

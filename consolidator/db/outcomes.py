@@ -112,6 +112,29 @@ def record_set_aside(
         )
 
 
+def set_aside_of(connection: Connection) -> list[SetAsideInput]:
+    rows = connection.execute(
+        select(
+            QuarantinedEntry.thread_ids,
+            QuarantinedEntry.reason,
+            QuarantinedEntry.attempts,
+            QuarantinedEntry.retry_at,
+        )
+        .where(SET_ASIDE)
+        .order_by(QuarantinedEntry.id)
+    ).all()
+    return [
+        SetAsideInput(str(row[0]).strip(), str(row[1]), int(row[2] or 0), row[3]) for row in rows
+    ]
+
+
+def run_state_of(connection: Connection) -> RunState:
+    row = connection.execute(
+        select(Job.last_outcome, Job.endpoint_error, Job.endpoint_error_at).where(PHASE2_JOB)
+    ).first()
+    return RunState(None, None, None) if row is None else RunState(row[0], row[1], row[2])
+
+
 def _of_thread(thread_id: str) -> ColumnElement[bool]:
     return QuarantinedEntry.thread_ids == f" {thread_id} "
 
@@ -122,20 +145,7 @@ class OutcomesMixin(StoreBase):
     def set_aside_inputs(self) -> list[SetAsideInput]:
         """Every input phase two set aside, oldest first."""
         with self._read() as connection:
-            rows = connection.execute(
-                select(
-                    QuarantinedEntry.thread_ids,
-                    QuarantinedEntry.reason,
-                    QuarantinedEntry.attempts,
-                    QuarantinedEntry.retry_at,
-                )
-                .where(SET_ASIDE)
-                .order_by(QuarantinedEntry.id)
-            ).all()
-        return [
-            SetAsideInput(str(row[0]).strip(), str(row[1]), int(row[2] or 0), row[3])
-            for row in rows
-        ]
+            return set_aside_of(connection)
 
     @contention_retry
     def requeue_due_set_aside(self) -> int:
@@ -168,12 +178,7 @@ class OutcomesMixin(StoreBase):
 
     def run_state(self) -> RunState:
         with self._read() as connection:
-            row = connection.execute(
-                select(Job.last_outcome, Job.endpoint_error, Job.endpoint_error_at).where(
-                    PHASE2_JOB
-                )
-            ).first()
-        return RunState(None, None, None) if row is None else RunState(row[0], row[1], row[2])
+            return run_state_of(connection)
 
     @contention_retry
     def record_phase2_outcome(self, outcome: str) -> None:

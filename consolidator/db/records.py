@@ -193,6 +193,8 @@ class StatusCounts:
     # (kind, job key, column) of each stored deadline beyond now plus its length: set while the
     # clock ran ahead, and treated as passed.
     clock_excursions: tuple[tuple[str, str, str], ...] = ()
+    # Every thread row per state, forgotten ones included; every state named, at 0 if none.
+    by_state: tuple[tuple[str, int], ...] = ()
 
 
 # What a memory version and a pending version record alike about the run that wrote them.

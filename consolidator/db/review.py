@@ -54,6 +54,11 @@ def _record(row: Row[Any]) -> PendingRecord:
     return PendingRecord(**{name: getattr(row, name) for name in _FIELDS})
 
 
+def live_pending(connection: Connection) -> list[PendingRecord]:
+    """The pending versions still waiting for review, oldest first."""
+    return [_record(row) for row in statements.live_rows(connection)]
+
+
 @dataclass(frozen=True)
 class PendingContent:
     """A live pending version's memory and the current memory it would replace."""
@@ -81,7 +86,7 @@ class ReviewMixin(StoreBase):
         """Pending versions waiting for review, oldest first (with the decided ones too)."""
         with self._read() as connection:
             if not include_decided:
-                return [_record(row) for row in statements.live_rows(connection)]
+                return live_pending(connection)
             rows = connection.execute(
                 select(statements.PENDING_ROWS).order_by(PendingVersion.id)
             ).all()

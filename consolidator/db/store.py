@@ -11,7 +11,8 @@ guarantee and which statement's row count decides:
 - `jobs.py`: both phases' claims, leases and fenced finishes.
 - `versions.py`: memory versions and their shared blocks; forgetting; rollback.
 - `consolidation.py`: phase two's inputs, its fenced commit, set-aside inputs, the quarantine.
-- `admin.py`: forget, clear, the WAL purge, and `status` counts.
+- `admin.py`: forget, clear, and the WAL purge.
+- `status.py`: the status snapshot `status` and `/metrics` render, read in one transaction.
 - `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
 - `usage.py`: which later session used which remembered one (the usage signal).
 - `search.py`: full-text recall over every live session's stage-one output.
@@ -68,6 +69,7 @@ from consolidator.db.review import Decision, PendingContent, PendingRecord, Revi
 from consolidator.db.search import SearchMixin
 from consolidator.db.sessions import SessionRow, SessionsMixin
 from consolidator.db.skills import SkillsMixin
+from consolidator.db.status import StatusMixin, StatusSnapshot
 from consolidator.db.threads import ThreadsMixin
 from consolidator.db.usage import UsageMixin
 from consolidator.db.versions import VersionsMixin
@@ -80,6 +82,7 @@ class Store(
     OutcomesMixin,
     VersionsMixin,
     AdminMixin,
+    StatusMixin,
     SkillsMixin,
     ReviewMixin,
     UsageMixin,
@@ -129,6 +132,7 @@ __all__ = [
     "Stage1Record",
     "Stage1Waiting",
     "StatusCounts",
+    "StatusSnapshot",
     "Store",
     "ThreadChange",
     "ThreadRecord",

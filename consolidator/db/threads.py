@@ -65,20 +65,7 @@ class ThreadsMixin(StoreBase):
         rescan of 10,000 unchanged files pays little more than the query (P4).
         """
         with self._read() as connection:
-            result = connection.execute(
-                select(
-                    Thread.rollout_path,
-                    Thread.file_size,
-                    Thread.file_mtime_ns,
-                    Thread.state,
-                    Thread.thread_id,
-                    Thread.ingested,
-                ).where(from_source(source_id))
-            )
-            # The DBAPI cursor's own rows: SQLAlchemy's result processing is skipped.
-            rows: Sequence[tuple[str, int, int, str, str, int]] = result.cursor.fetchall()
-            result.close()
-        return {row[0]: row for row in rows}
+            return scan_index_of(connection, source_id)
 
     @contention_retry
     def register_thread(
@@ -305,6 +292,26 @@ class ThreadsMixin(StoreBase):
         with self._read() as connection:
             row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
             return None if row is None else thread_record(row)
+
+
+def scan_index_of(
+    connection: Connection, source_id: str | None
+) -> dict[str, tuple[str, int, int, str, str, int]]:
+    """`ThreadsMixin.scan_index` inside a transaction the caller holds."""
+    result = connection.execute(
+        select(
+            Thread.rollout_path,
+            Thread.file_size,
+            Thread.file_mtime_ns,
+            Thread.state,
+            Thread.thread_id,
+            Thread.ingested,
+        ).where(from_source(source_id))
+    )
+    # The DBAPI cursor's own rows: SQLAlchemy's result processing is skipped.
+    rows: Sequence[tuple[str, int, int, str, str, int]] = result.cursor.fetchall()
+    result.close()
+    return {row[0]: row for row in rows}
 
 
 def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_budget: int) -> None:

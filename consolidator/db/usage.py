@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from consolidator.db.base import StoreBase, contention_retry
 from consolidator.db.records import ThreadState, ThreadUsage
@@ -85,28 +85,8 @@ class UsageMixin(StoreBase):
         """The `limit` most used live threads (most uses, then most recent first) and the
         `limit` least used (fewest uses, then stalest first: the last use, or the session
         itself when never used)."""
-        uses = func.count(MemoryUse.used_by)
-        last = func.max(MemoryUse.used_at)
-        freshness = func.coalesce(last, Stage1Output.source_updated_at)
-        base = (
-            select(Stage1Output.thread_id, uses, last, Stage1Output.source_updated_at)
-            .join(Thread, Thread.thread_id == Stage1Output.thread_id)
-            .outerjoin(MemoryUse, MemoryUse.thread_id == Stage1Output.thread_id)
-            .where(Thread.state == ThreadState.ACTIVE.value)
-            .group_by(Stage1Output.thread_id, Stage1Output.source_updated_at)
-        )
         with self._read() as connection:
-            most = connection.execute(
-                base.having(uses > 0)
-                .order_by(uses.desc(), last.desc(), Stage1Output.thread_id)
-                .limit(limit)
-            ).all()
-            least = connection.execute(
-                base.order_by(uses, freshness, Stage1Output.thread_id).limit(limit)
-            ).all()
-        return [ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in most], [
-            ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in least
-        ]
+            return usage_ranking_of(connection, limit)
 
     def unused_since(self, cutoff: datetime) -> list[str]:
         """Live threads neither used nor active since `cutoff` (what pruning forgets)."""
@@ -122,3 +102,29 @@ class UsageMixin(StoreBase):
         )
         with self._read() as connection:
             return list(connection.execute(query).scalars())
+
+
+def usage_ranking_of(
+    connection: Connection, limit: int
+) -> tuple[list[ThreadUsage], list[ThreadUsage]]:
+    uses = func.count(MemoryUse.used_by)
+    last = func.max(MemoryUse.used_at)
+    freshness = func.coalesce(last, Stage1Output.source_updated_at)
+    base = (
+        select(Stage1Output.thread_id, uses, last, Stage1Output.source_updated_at)
+        .join(Thread, Thread.thread_id == Stage1Output.thread_id)
+        .outerjoin(MemoryUse, MemoryUse.thread_id == Stage1Output.thread_id)
+        .where(Thread.state == ThreadState.ACTIVE.value)
+        .group_by(Stage1Output.thread_id, Stage1Output.source_updated_at)
+    )
+    most = connection.execute(
+        base.having(uses > 0)
+        .order_by(uses.desc(), last.desc(), Stage1Output.thread_id)
+        .limit(limit)
+    ).all()
+    least = connection.execute(
+        base.order_by(uses, freshness, Stage1Output.thread_id).limit(limit)
+    ).all()
+    return [ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in most], [
+        ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in least
+    ]

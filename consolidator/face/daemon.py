@@ -43,7 +43,7 @@ from consolidator.core.config import Settings
 from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
 from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
-from consolidator.db.store import Claim, DeadlineLengths, Store
+from consolidator.db.store import Claim, DeadlineLengths, Eligibility, Store
 from consolidator.face.errors_text import scrub, short_error
 from consolidator.face.metrics import Metrics, MetricsServer
 from consolidator.face.signals import exit_at_once, shutdown_signals
@@ -88,6 +88,7 @@ class Daemon:
             store,
             lease_seconds=settings.lease_seconds,
             stale_after_seconds=stale_after,
+            eligibility=Eligibility.of(settings),
             backend_name=backend.name,
             clock=clock,
             secrets=self._secrets,

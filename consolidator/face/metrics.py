@@ -37,9 +37,10 @@ from consolidator.backends.base import (
     Usage,
     check_model_access,
 )
+from consolidator.db.records import Eligibility
 from consolidator.db.store import Store
 from consolidator.face.errors_text import scrub, short_error
-from consolidator.face.store_metrics import PREFIX, StoreCollector
+from consolidator.face.store_metrics import ADMIT_ALL, PREFIX, StoreCollector
 from consolidator.phases.stage_one.run import ThreadResult
 from consolidator.phases.worker import PassReport
 
@@ -77,6 +78,7 @@ class Metrics:
         *,
         lease_seconds: int,
         stale_after_seconds: float,
+        eligibility: Eligibility = ADMIT_ALL,
         backend_name: str = "",
         clock: Callable[[], float] = time.monotonic,
         secrets: Sequence[str | None] = (),
@@ -111,6 +113,16 @@ class Metrics:
             "Unix time at which this process last finished a pass.",
             registry=registry,
         )
+        self._define_work_metrics()
+        registry.register(
+            StoreCollector(
+                store, lease_seconds=lease_seconds, eligibility=eligibility, secrets=secrets
+            )
+        )
+
+    def _define_work_metrics(self) -> None:
+        """The counters of what passes do (claims, threads, runs, scans, model calls), each
+        label value shown at 0 from the start."""
         self.claims = self._counter(
             "claims",
             "Claim outcomes by phase. Stage one's batch claims only report `claimed`; "
@@ -148,9 +160,8 @@ class Metrics:
             "Latency of one logical model call, retries included.",
             ["phase"],
             buckets=_MODEL_BUCKETS,
-            registry=registry,
+            registry=self.registry,
         )
-        registry.register(StoreCollector(store, lease_seconds=lease_seconds, secrets=secrets))
 
     def _counter(self, name: str, help: str, **labels: Sequence[str]) -> Counter:
         """A counter of this process by `labels`; the label values given are shown at 0 from

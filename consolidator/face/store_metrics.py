@@ -1,6 +1,9 @@
 """What the shared database holds, read at scrape time for the daemon's `/metrics`: threads
 by state, the stage-one backlog, watermarks, the phase-two lease, the quarantine, pending
-versions and the memory's size, so every replica reports the same current truth."""
+versions and the memory's size, so every replica reports the same current truth.
+
+Every figure comes from the store's status snapshot, the one `consolidator status` renders
+too, read in one transaction: a scrape and `status` of the same state agree."""
 
 from __future__ import annotations
 
@@ -10,13 +13,15 @@ from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from consolidator.db.records import JobRecord, KnownFile, StatusCounts
-from consolidator.db.store import JobStatus, Store, ThreadState
+from consolidator.db.records import Eligibility, StatusCounts
+from consolidator.db.store import JobStatus, StatusSnapshot, Store
 from consolidator.face.errors_text import scrub, short_error
 
 log = logging.getLogger(__name__)
 
 PREFIX = "consolidator"
+# No age limit and no idle time: nothing is held back.
+ADMIT_ALL = Eligibility(min_idle_seconds=0, max_age_days=0)
 
 
 class StoreCollector:
@@ -31,10 +36,14 @@ class StoreCollector:
         store: Store,
         *,
         lease_seconds: int,
+        eligibility: Eligibility = ADMIT_ALL,
         secrets: Sequence[str | None] = (),
     ) -> None:
+        """`eligibility`: the worker's, so the threads it holds back are counted as `status`
+        counts them."""
         self._store = store
         self._lease_seconds = lease_seconds
+        self._eligibility = eligibility
         self._secrets = secrets
 
     def collect(self) -> Iterable[Metric]:
@@ -55,13 +64,11 @@ class StoreCollector:
         return [up, *families]
 
     def _read(self) -> list[Metric]:
-        store = self._store
-        counts = store.status_counts()
-        job = store.phase2_job()
-        version = store.current_version()
+        snapshot = self._store.status_snapshot(self._eligibility, usage_shown=0)
+        counts, job, version = snapshot.counts, snapshot.job, snapshot.version
         done = (job.last_success_watermark or 0) if job else 0
         return [
-            _threads_by_state(store.known_files().values()),
+            _threads_by_state(counts),
             _gauge(
                 "threads_with_problem",
                 "Threads whose rollout was skipped or only partly read (reasons in `status`).",
@@ -74,6 +81,7 @@ class StoreCollector:
                 counts.held_deletions,
             ),
             _stage1_backlog(counts),
+            _stage1_waiting(snapshot),
             _gauge("stage1_outputs", "Stored stage-one outputs.", counts.outputs),
             _gauge(
                 "input_watermark",
@@ -90,16 +98,16 @@ class StoreCollector:
                 "Input changes not yet consolidated (input - consolidated watermark).",
                 max(0, counts.input_watermark - done),
             ),
-            *self._phase2_job(job),
+            *self._phase2_job(snapshot),
             _gauge(
                 "quarantined_entries",
                 "Memory entries kept out of MEMORY.md by the commit gate.",
-                store.quarantined_count(),
+                snapshot.quarantined,
             ),
             _gauge(
                 "pending_versions",
                 "Memory versions waiting for review (`consolidator review`).",
-                len(store.list_pending()),
+                len(snapshot.pending),
             ),
             _gauge(
                 "memory_bytes",
@@ -113,9 +121,10 @@ class StoreCollector:
             ),
         ]
 
-    def _phase2_job(self, job: JobRecord | None) -> list[Metric]:
+    def _phase2_job(self, snapshot: StatusSnapshot) -> list[Metric]:
         """The phase-two job's status, its lease (who holds it, until when, how fresh) and
         its last success."""
+        job = snapshot.job
         current = job.status.value if job else "never_run"
         status = GaugeMetricFamily(
             f"{PREFIX}_phase2_status",
@@ -139,7 +148,7 @@ class StoreCollector:
             "daemon's lease length; above a third of it, the holder's heartbeat is late.",
         )
         if job and job.status is JobStatus.RUNNING and job.lease_until is not None:
-            remaining = (_aware(job.lease_until) - self._store.now()).total_seconds()
+            remaining = (_aware(job.lease_until) - _aware(snapshot.now)).total_seconds()
             expires_in.add_metric([], remaining)
             lease_age.add_metric([], max(0.0, self._lease_seconds - remaining))
             if remaining > 0:
@@ -157,14 +166,22 @@ def _gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
 
 
-def _threads_by_state(known: Iterable[KnownFile]) -> GaugeMetricFamily:
+def _threads_by_state(counts: StatusCounts) -> GaugeMetricFamily:
     threads = GaugeMetricFamily(f"{PREFIX}_threads", "Known threads by state.", labels=["state"])
-    by_state = dict.fromkeys((state.value for state in ThreadState), 0)
-    for entry in known:
-        by_state[entry.state.value] += 1
-    for state, count in by_state.items():
+    for state, count in counts.by_state:
         threads.add_metric([state], count)
     return threads
+
+
+def _stage1_waiting(snapshot: StatusSnapshot) -> GaugeMetricFamily:
+    waiting = GaugeMetricFamily(
+        f"{PREFIX}_stage1_waiting",
+        "Threads stage one leaves for later because of their age or idleness, by reason.",
+        labels=["reason"],
+    )
+    for reason, count in snapshot.held_back.as_json().items():
+        waiting.add_metric([reason], count)
+    return waiting
 
 
 def _stage1_backlog(counts: StatusCounts) -> GaugeMetricFamily:

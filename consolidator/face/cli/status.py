@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         RunState,
         SetAsideInput,
         Stage1Waiting,
-        Store,
+        StatusSnapshot,
         ThreadUsage,
         VersionRecord,
     )
@@ -34,22 +34,26 @@ if TYPE_CHECKING:
 @common_options
 def status_command(**params: Any) -> None:
     """Show threads, stage-one backlog, leases, the last run and recent problems."""
+    from consolidator.db.records import Eligibility
+
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        snapshot = read_status(store, inv.settings)
-    payload = status_payload(snapshot, inv.settings)
+        snapshot = store.status_snapshot(Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN)
+    view = StatusView.of(snapshot, inv.settings)
+    payload = status_payload(view, inv.settings)
 
     def human() -> None:
-        inv.console.print(_status_table(snapshot, payload, inv.settings))
-        for line in _status_lines(snapshot, inv.settings):
+        inv.console.print(_status_table(view, payload, inv.settings))
+        for line in _status_lines(view, inv.settings):
             inv.console.print(line, markup=False)
 
     inv.emit(payload, human)
 
 
 @dataclass(frozen=True)
-class StatusSnapshot:
-    """Everything `status` shows, read once."""
+class StatusView:
+    """Everything `status` shows: the store's status snapshot with what follows from it (the
+    memory decoded, the sessions roots as found on disk, the sessions no memory cites)."""
 
     counts: StatusCounts
     job: JobRecord | None
@@ -74,41 +78,36 @@ class StatusSnapshot:
         paths = ", ".join(r.path for r in self.roots)
         return [(paths, _held_reason(self.counts.held_deletions))]
 
+    @classmethod
+    def of(cls, snapshot: StatusSnapshot, settings: Settings) -> StatusView:
+        from consolidator.memory.blocks import Memory, cited_thread_ids
+        from consolidator.memory.codec import decode
 
-def read_status(store: Store, settings: Settings) -> StatusSnapshot:
-    from consolidator.db.records import Eligibility
-    from consolidator.memory.blocks import Memory, cited_thread_ids
-    from consolidator.memory.codec import decode
-
-    version = store.current_version()
-    pending = store.list_pending()
-    newest = store.pending_content(pending[-1].id) if pending else None
-    most_used, least_used = store.usage_ranking(USAGE_SHOWN)
-    current = decode(version.memory_json) if version else Memory()
-    waiting = cited_thread_ids(decode(newest.memory_json)) if newest else frozenset()
-    live = store.live_output_thread_ids()
-    return StatusSnapshot(
-        counts=store.status_counts(),
-        job=store.phase2_job(),
-        version=version,
-        current=current,
-        quarantined=store.quarantined_count(),
-        set_aside=store.set_aside_inputs(),
-        run_state=store.run_state(),
-        most_used=most_used,
-        least_used=least_used,
-        pending=pending,
-        roots=session_roots(store, settings),
-        held_back=store.count_waiting_stage1(Eligibility.of(settings)),
-        unrepresented=len(live - cited_thread_ids(current) - waiting),
-    )
+        version, newest = snapshot.version, snapshot.newest_pending_json
+        current = decode(version.memory_json) if version else Memory()
+        waiting = cited_thread_ids(decode(newest)) if newest else frozenset()
+        return cls(
+            counts=snapshot.counts,
+            job=snapshot.job,
+            version=version,
+            current=current,
+            quarantined=snapshot.quarantined,
+            set_aside=snapshot.set_aside,
+            run_state=snapshot.run_state,
+            most_used=snapshot.most_used,
+            least_used=snapshot.least_used,
+            pending=snapshot.pending,
+            roots=session_roots(snapshot.states_by_path, settings),
+            held_back=snapshot.held_back,
+            unrepresented=len(snapshot.live_outputs - cited_thread_ids(current) - waiting),
+        )
 
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
 
 
-def status_payload(snap: StatusSnapshot, settings: Settings) -> dict[str, Any]:
+def status_payload(snap: StatusView, settings: Settings) -> dict[str, Any]:
     """`status --json`, and what the table is drawn from."""
     from consolidator.memory.merge import folded_task_count
 
@@ -168,7 +167,7 @@ def status_payload(snap: StatusSnapshot, settings: Settings) -> dict[str, Any]:
     }
 
 
-def _phase2_json(snap: StatusSnapshot) -> dict[str, Any]:
+def _phase2_json(snap: StatusView) -> dict[str, Any]:
     job = snap.job
     return {
         "status": job.status.value if job else "never_run",
@@ -184,7 +183,7 @@ def _phase2_json(snap: StatusSnapshot) -> dict[str, Any]:
     }
 
 
-def _status_table(snap: StatusSnapshot, payload: dict[str, Any], settings: Settings) -> Table:
+def _status_table(snap: StatusView, payload: dict[str, Any], settings: Settings) -> Table:
     from rich.table import Table
 
     table = Table(title="consolidator status", show_header=False)
@@ -199,7 +198,7 @@ def _status_table(snap: StatusSnapshot, payload: dict[str, Any], settings: Setti
     return table
 
 
-def _input_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, str | Text]]:
+def _input_rows(snap: StatusView, settings: Settings) -> list[tuple[str, str | Text]]:
     from rich.text import Text
 
     counts = snap.counts
@@ -224,7 +223,7 @@ def _input_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, str
     return rows
 
 
-def _phase2_rows(snap: StatusSnapshot, phase2: dict[str, Any]) -> list[tuple[str, str | Text]]:
+def _phase2_rows(snap: StatusView, phase2: dict[str, Any]) -> list[tuple[str, str | Text]]:
     from rich.text import Text
 
     lease = (
@@ -248,7 +247,7 @@ def _phase2_rows(snap: StatusSnapshot, phase2: dict[str, Any]) -> list[tuple[str
     ]
 
 
-def _memory_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, str | Text]]:
+def _memory_rows(snap: StatusView, settings: Settings) -> list[tuple[str, str | Text]]:
     from rich.text import Text
 
     from consolidator.memory.merge import folded_task_count
@@ -294,7 +293,7 @@ def _memory_rows(snap: StatusSnapshot, settings: Settings) -> list[tuple[str, st
     return rows
 
 
-def _status_lines(snap: StatusSnapshot, settings: Settings) -> list[str]:
+def _status_lines(snap: StatusView, settings: Settings) -> list[str]:
     """What follows the table, one line each: what waits, held deletions, set-aside inputs,
     bad input, errors and clock excursions."""
     from consolidator.face.cli.waiting import waiting_lines
@@ -340,15 +339,14 @@ class RootCounts:
         return f"{self.path}: {self.live} sessions, {self.deleted} deleted{missing}"
 
 
-def session_roots(store: Store, settings: Settings) -> list[RootCounts]:
+def session_roots(states_by_path: dict[str, str], settings: Settings) -> list[RootCounts]:
     """Each configured sessions root with the threads this worker registered from it."""
     from consolidator.db.store import ThreadState
 
-    index = store.scan_index(settings.source_id)
     found: list[RootCounts] = []
     for root in dict.fromkeys(p.expanduser().resolve() for p in settings.sessions_dirs):
         prefix = str(root) + "/"
-        states = [row[3] for path, row in index.items() if path.startswith(prefix)]
+        states = [state for path, state in states_by_path.items() if path.startswith(prefix)]
         deleted = sum(1 for state in states if state == ThreadState.DELETED.value)
         gone = deleted + states.count(ThreadState.FORGOTTEN.value)
         found.append(RootCounts(str(root), root.is_dir(), len(states) - gone, deleted))

@@ -1,0 +1,210 @@
+"""The status snapshot: what `consolidator status` and the daemon's `/metrics` show of the
+database, read by one verb in one read transaction, so the two agree figure for figure.
+
+- The transaction is one snapshot of the database: on SQLite a read transaction in WAL mode
+  sees the database as of its first read; on PostgreSQL it runs at REPEATABLE READ (READ
+  COMMITTED would let each statement see a later commit), read-only, so it never waits for
+  a writer nor fails for one.
+- Stage-one jobs are classified by the claim's own rule (`claimable.STAGE1_RULE`): what it
+  would refuse, and why.
+- `status_counts` is the counts part alone, for callers that need nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, or_, select
+
+from consolidator.db.base import StoreBase
+from consolidator.db.blocks import pending_memory
+from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_horizon, refusal
+from consolidator.db.consolidation import live_output_ids, quarantined_count_of
+from consolidator.db.engine import READ_ONLY_OPTION
+from consolidator.db.jobs import job_of, waiting_stage1_of
+from consolidator.db.outcomes import RunState, SetAsideInput, run_state_of, set_aside_of
+from consolidator.db.records import (
+    PHASE2,
+    PHASE2_KEY,
+    STAGE1,
+    ClaimOutcome,
+    Eligibility,
+    JobRecord,
+    JobStatus,
+    Stage1Waiting,
+    StatusCounts,
+    ThreadState,
+    ThreadUsage,
+    VersionRecord,
+)
+from consolidator.db.review import PendingRecord, live_pending
+from consolidator.db.schema import Counter, Job, Stage1Output, Thread
+from consolidator.db.threads import scan_index_of
+from consolidator.db.usage import usage_ranking_of
+from consolidator.db.versions import latest_version
+
+
+@dataclass(frozen=True)
+class StatusSnapshot:
+    """The database as `status` and `/metrics` show it, all of one moment (`now`)."""
+
+    now: datetime
+    counts: StatusCounts
+    job: JobRecord | None
+    run_state: RunState
+    version: VersionRecord | None
+    quarantined: int
+    set_aside: list[SetAsideInput]
+    # Pending versions oldest first, and the newest one's memory document (None: none).
+    pending: list[PendingRecord]
+    newest_pending_json: str | None
+    most_used: list[ThreadUsage]
+    least_used: list[ThreadUsage]
+    # Threads with a live stage-one output: what a complete memory would cite.
+    live_outputs: frozenset[str]
+    held_back: Stage1Waiting
+    # The state of each rollout path registered from the worker's source.
+    states_by_path: dict[str, str]
+
+
+class StatusMixin(StoreBase):
+    """The status snapshot, and the counts alone."""
+
+    def status_snapshot(self, eligibility: Eligibility, *, usage_shown: int) -> StatusSnapshot:
+        """Everything `status` and `/metrics` show, in one read transaction. `eligibility`
+        decides which threads count as held back (and whose paths are listed); `usage_shown`
+        how many most and least used threads are ranked."""
+        with self._snapshot_read() as connection:
+            now = self._now(connection)
+            moment = self._moment(now)
+            pending = live_pending(connection)
+            newest = pending_memory(connection, pending[-1].id).memory_json if pending else None
+            most_used, least_used = (
+                usage_ranking_of(connection, usage_shown) if usage_shown > 0 else ([], [])
+            )
+            index = scan_index_of(connection, eligibility.source_id)
+            return StatusSnapshot(
+                now=now,
+                counts=counts_of(connection, moment),
+                job=job_of(connection, PHASE2, PHASE2_KEY),
+                run_state=run_state_of(connection),
+                version=latest_version(connection),
+                quarantined=quarantined_count_of(connection),
+                set_aside=set_aside_of(connection),
+                pending=pending,
+                newest_pending_json=newest,
+                most_used=most_used,
+                least_used=least_used,
+                live_outputs=live_output_ids(connection),
+                held_back=waiting_stage1_of(connection, moment, eligibility),
+                states_by_path={path: row[3] for path, row in index.items()},
+            )
+
+    def status_counts(self) -> StatusCounts:
+        with self._read() as connection:
+            return counts_of(connection, self._moment(self._now(connection)))
+
+    @contextmanager
+    def _snapshot_read(self) -> Iterator[Connection]:
+        options: dict[str, Any] = {READ_ONLY_OPTION: True}
+        if not self._sqlite:
+            options["isolation_level"] = "REPEATABLE READ"
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(**options)
+            with connection.begin():
+                yield connection
+
+
+def counts_of(connection: Connection, moment: Moment) -> StatusCounts:
+    """Threads, stage-one jobs, the watermark and recent problems, as of `moment`."""
+    thread_states = dict(
+        connection.execute(select(Thread.state, func.count()).group_by(Thread.state)).all()
+    )
+    by_state = tuple((state.value, int(thread_states.get(state.value, 0))) for state in ThreadState)
+    problem_count = connection.execute(
+        select(func.count()).where(Thread.problem.is_not(None))
+    ).scalar_one()
+    held = connection.execute(
+        select(func.count()).where(Thread.deletion_held_since.is_not(None))
+    ).scalar_one()
+    outputs = connection.execute(select(func.count()).select_from(Stage1Output)).scalar_one()
+    jobs = connection.execute(
+        select(
+            Job.status,
+            Job.retry_remaining,
+            Job.retry_at,
+            Job.lease_until,
+            Job.last_success_watermark,
+            Job.input_watermark,
+        ).where(Job.kind == STAGE1)
+    ).all()
+    pending, running, failed, exhausted = _stage1_tally(jobs, moment)
+    watermark = connection.execute(
+        select(Counter.value).where(Counter.name == "input_seq")
+    ).scalar_one()
+    problems = connection.execute(
+        select(Thread.rollout_path, Thread.problem)
+        .where(Thread.problem.is_not(None))
+        .order_by(Thread.updated_at.desc())
+        .limit(20)
+    ).all()
+    formats = connection.execute(
+        select(Thread.source, Thread.format_version, func.count())
+        .where(Thread.state == ThreadState.ACTIVE.value)
+        .group_by(Thread.source, Thread.format_version)
+        .order_by(func.count().desc(), Thread.source, Thread.format_version)
+    ).all()
+    ahead = connection.execute(
+        select(Job.kind, Job.job_key, *(getattr(Job, d.name) for d in DEADLINES))
+        .where(or_(*(getattr(Job, d.name) > d.horizon(moment) for d in DEADLINES)))
+        .order_by(Job.kind, Job.job_key)
+    ).all()
+    errors = connection.execute(
+        select(Job.job_key, Job.last_error)
+        .where(Job.last_error.is_not(None))
+        .order_by(Job.finished_at.desc())
+        .limit(10)
+    ).all()
+    return StatusCounts(
+        threads_forgotten=thread_states.pop(ThreadState.FORGOTTEN.value, 0),
+        threads_total=sum(thread_states.values()),
+        threads_deleted=thread_states.get(ThreadState.DELETED.value, 0),
+        threads_bad=int(problem_count),
+        outputs=int(outputs),
+        pending=pending,
+        running=running,
+        failed=failed,
+        exhausted=exhausted,
+        input_watermark=int(watermark),
+        problems=tuple((row[0], row[1] or "") for row in problems),
+        errors=tuple((row[0], row[1] or "") for row in errors),
+        held_deletions=int(held),
+        formats=tuple((row[0], row[1] or "unknown", int(row[2])) for row in formats),
+        clock_excursions=tuple(
+            (row.kind, row.job_key, name) for row in ahead for name in beyond_horizon(row, moment)
+        ),
+        by_state=by_state,
+    )
+
+
+def _stage1_tally(jobs: Sequence[Any], moment: Moment) -> tuple[int, int, int, int]:
+    """Stage-one jobs pending, running, failed and exhausted, counted by the claim's own rule:
+    what it would refuse, and why."""
+    pending = running = failed = exhausted = 0
+    for job in jobs:
+        refused = refusal(STAGE1_RULE, job, moment)
+        if refused is ClaimOutcome.SKIPPED_RUNNING:
+            running += 1
+        elif refused is ClaimOutcome.SKIPPED_UP_TO_DATE:
+            continue
+        elif refused is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED:
+            exhausted += 1
+        elif job.status == JobStatus.FAILED.value:
+            failed += 1
+        else:
+            pending += 1
+    return pending, running, failed, exhausted
