@@ -6,6 +6,8 @@ by the modules and functions that use them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from consolidator.core.errors import DatabaseNotMigrated as DatabaseNotMigrated
@@ -13,6 +15,27 @@ from consolidator.core.errors import DatabaseUnavailable as DatabaseUnavailable
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+    from consolidator.core.config import Settings
+    from consolidator.db.store import Store
+
+
+@contextmanager
+def opened_store(settings: Settings) -> Iterator[Store]:
+    """A store on the configured database, with the configured lease and cooldown lengths;
+    its connections are closed on exit. The phases open one through it, so they are typed
+    against the ports of `db/ports.py` alone and never name the concrete store."""
+    from consolidator.db.store import DeadlineLengths, Store
+
+    engine = open_engine(
+        settings.db_url,
+        connect_timeout_seconds=settings.db_connect_timeout_seconds,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
+    )
+    try:
+        yield Store(engine, deadlines=DeadlineLengths.of(settings))
+    finally:
+        engine.dispose()
 
 
 def open_engine(

@@ -17,14 +17,13 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from consolidator.core.config import Settings
+from consolidator.db import opened_store
 from consolidator.phases.note_files import NOTES_DIR
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
@@ -32,7 +31,7 @@ from consolidator.security.threats import scan_threats
 from consolidator.sources.note import CHECK_ORIGIN, CheckFindings, check_text, note_record
 
 if TYPE_CHECKING:
-    from consolidator.db.store import Store
+    from consolidator.db.ports import NotesStore
 
 MAX_NOTE_CHARS: Final = 4000
 _REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
@@ -91,7 +90,7 @@ def add_note(
         )
     redaction = redact(text)
     refused = [t for t in scan_threats(redaction.text) if t.kind in _REFUSED]
-    with _opened_store(settings) as store:
+    with opened_store(settings) as store:
         if refused:
             reason = f"note refused: {refused[0].kind} ({refused[0].detail})"
             store.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
@@ -107,29 +106,13 @@ def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
     """Make a held note an input (None when no note of that id is held). It is registered
     and extracted first and dropped from the held notes after, so a crash between the two
     leaves it held, and approving it again finishes the job."""
-    with _opened_store(settings) as store:
+    with opened_store(settings) as store:
         held = store.held_note(note_id)
         if held is None:
             return None
         outcome = _accept(store, settings, NoteFile(note_id, held.text, held.cwd, held.origin), 0)
         store.drop_held_note(note_id)
         return outcome
-
-
-@contextmanager
-def _opened_store(settings: Settings) -> Iterator[Store]:
-    from consolidator.db import open_engine
-    from consolidator.db.store import Store
-
-    engine = open_engine(
-        settings.db_url,
-        connect_timeout_seconds=settings.db_connect_timeout_seconds,
-        statement_timeout_seconds=settings.db_statement_timeout_seconds,
-    )
-    try:
-        yield Store(engine)
-    finally:
-        engine.dispose()
 
 
 @dataclass(frozen=True)
@@ -143,7 +126,7 @@ class NoteFile:
     parent: str | None = None
 
 
-def _accept(store: Store, settings: Settings, note: NoteFile, redacted: int) -> NoteOutcome:
+def _accept(store: NotesStore, settings: Settings, note: NoteFile, redacted: int) -> NoteOutcome:
     from consolidator.backends.factory import make_backend
     from consolidator.phases.scan import register_file
     from consolidator.phases.stage_one.run import process_one

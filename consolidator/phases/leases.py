@@ -12,7 +12,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from consolidator.db.store import PHASE2, Claim, Store
+from consolidator.db.ports import Leases, PhaseTwoJobs
+from consolidator.db.records import PHASE2, Claim
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class Heartbeat:
     """Renews watched leases every `lease_seconds / 3` (or `interval_seconds`)."""
 
     def __init__(
-        self, store: Store, *, lease_seconds: int, interval_seconds: float | None = None
+        self, store: Leases, *, lease_seconds: int, interval_seconds: float | None = None
     ) -> None:
         self._store = store
         self._lease_seconds = lease_seconds
@@ -110,7 +111,7 @@ class TrackingHeartbeat(Heartbeat):
     (`give_back`), and so that its death is visible to the daemon as a dead side task.
     """
 
-    def __init__(self, store: Store, *, lease_seconds: int) -> None:
+    def __init__(self, store: Leases, *, lease_seconds: int) -> None:
         super().__init__(store, lease_seconds=lease_seconds)
         self._held: dict[tuple[str, str], Claim] = {}
         self._held_lock = threading.Lock()
@@ -142,7 +143,7 @@ class GivenBack:
 
 
 def give_back(
-    store: Store,
+    store: PhaseTwoJobs,
     claims: list[Claim],
     *,
     phase2_error: str | None,

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Final
 from consolidator.core.config import Settings
 
 if TYPE_CHECKING:
-    from consolidator.db.store import Store
+    from consolidator.db.ports import Threads
 
 NOTES_DIR: Final = "notes"
 
 
-def drop_gone_notes(settings: Settings, store: Store) -> int:
+def drop_gone_notes(settings: Settings, store: Threads) -> int:
     """Delete the files of notes that were forgotten or deleted (a repository check's note goes
     with the session it quotes): they are ours, and a note that is gone leaves no text."""
     folder = settings.home / NOTES_DIR

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from consolidator.db.store import Store, ThreadChange, ThreadState
+from consolidator.db.ports import Threads
+from consolidator.db.records import ThreadChange, ThreadState
 from consolidator.sources.discovery import (
     DiscoveryProblem,
     discover_rollout_batches,
@@ -103,7 +104,7 @@ def vanish_hold_reason(
 
 
 def register_file(
-    store: Store,
+    store: Threads,
     path: str,
     *,
     ingested: bool,
@@ -159,7 +160,7 @@ def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
 
 
 def scan(
-    store: Store,
+    store: Threads,
     sessions: Path | Sequence[Path],
     *,
     retry_budget: int,
@@ -240,7 +241,7 @@ def _live_under(unseen: dict[str, tuple[Any, ...]], root: Path) -> int:
 
 
 def _scan_root(
-    store: Store,
+    store: Threads,
     root: Path,
     unseen: dict[str, tuple[Any, ...]],
     report: ScanReport,
@@ -296,7 +297,7 @@ def _scan_root(
 
 
 def _register_chunk(
-    store: Store,
+    store: Threads,
     chunk: list[tuple[RolloutHeader, tuple[Any, ...] | None, bool]],
     report: ScanReport,
     replaced: list[str],
@@ -333,7 +334,7 @@ def _register_chunk(
 
 
 def _vanished(
-    store: Store,
+    store: Threads,
     unseen: dict[str, tuple[Any, ...]],
     roots: list[Path],
     live_by_root: dict[Path | None, int],

@@ -15,7 +15,8 @@ from typing import Any
 
 from consolidator.backends.base import Backend, ModelUnavailable, check_model_access
 from consolidator.core.config import Settings
-from consolidator.db.store import Eligibility, Stage1Waiting, Store
+from consolidator.db.ports import WorkerStore
+from consolidator.db.records import Eligibility, Stage1Waiting
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.leases import Heartbeat
 from consolidator.phases.note_files import drop_gone_notes
@@ -105,7 +106,7 @@ class PassReport:
 
 
 def scan_sessions(
-    store: Store, settings: Settings, *, confirm_deletions: bool = False
+    store: WorkerStore, settings: Settings, *, confirm_deletions: bool = False
 ) -> ScanReport:
     """Scan, log what could not be read, and scrub the space of inputs that vanished."""
     report = scan(
@@ -124,7 +125,7 @@ def scan_sessions(
     return report
 
 
-def prune_unused(store: Store, settings: Settings) -> list[str]:
+def prune_unused(store: WorkerStore, settings: Settings) -> list[str]:
     """Forget the sessions no later session used, and that were not active themselves, for
     `prune_unused_days` (off at 0). A forget like any other: no model call, and they stay
     forgotten."""
@@ -145,7 +146,7 @@ def prune_unused(store: Store, settings: Settings) -> list[str]:
     return doomed
 
 
-def publish_current(store: Store, settings: Settings) -> ProjectionReport:
+def publish_current(store: WorkerStore, settings: Settings) -> ProjectionReport:
     report = publish(store, settings.memory_dir)
     if report.backup:
         log.warning(
@@ -156,7 +157,7 @@ def publish_current(store: Store, settings: Settings) -> ProjectionReport:
     return report
 
 
-def checked_model_access(store: Store, backend: Backend) -> None:
+def checked_model_access(store: WorkerStore, backend: Backend) -> None:
     """`check_model_access`, remembering the endpoint's error (or that it answered again) for
     `status`."""
     try:
@@ -168,7 +169,7 @@ def checked_model_access(store: Store, backend: Backend) -> None:
 
 
 def run_pass(
-    store: Store,
+    store: WorkerStore,
     backend: Backend,
     settings: Settings,
     *,

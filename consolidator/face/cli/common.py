@@ -192,19 +192,11 @@ def invocation(params: dict[str, Any]) -> Invocation:
 @contextmanager
 def open_store(settings: Settings) -> Iterator[Store]:
     from consolidator.core.private_files import prepare_state_dir
-    from consolidator.db import open_engine
-    from consolidator.db.store import DeadlineLengths, Store
+    from consolidator.db import opened_store
 
     prepare_state_dir(settings.home)
-    engine = open_engine(
-        settings.db_url,
-        connect_timeout_seconds=settings.db_connect_timeout_seconds,
-        statement_timeout_seconds=settings.db_statement_timeout_seconds,
-    )
-    try:
-        yield Store(engine, deadlines=DeadlineLengths.of(settings))
-    finally:
-        engine.dispose()
+    with opened_store(settings) as store:
+        yield store
 
 
 def publish_memory(inv: Invocation, store: Store) -> None:

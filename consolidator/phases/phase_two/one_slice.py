@@ -17,7 +17,8 @@ from consolidator.backends.base import (
     ServerErrorRepeated,
 )
 from consolidator.core.errors import ConsolidatorError
-from consolidator.db.store import QuarantineItem, Stage1Record, Store
+from consolidator.db.ports import PhaseTwoStore
+from consolidator.db.records import QuarantineItem, Stage1Record
 from consolidator.memory.blocks import Memory, ThreadCitation
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, judge
@@ -118,7 +119,7 @@ _REFUSAL_KINDS: dict[type[Exception], RefusalKind] = {
 
 
 def consolidate_piece(
-    store: Store,
+    store: PhaseTwoStore,
     backend: Backend,
     memory: Memory,
     piece: Piece,
@@ -153,7 +154,7 @@ def consolidate_piece(
         raise SliceRefused(str(exc), kind="answer") from exc
 
 
-def gate_policy(options: Phase2Options, store: Store | None = None) -> GatePolicy:
+def gate_policy(options: Phase2Options, store: PhaseTwoStore | None = None) -> GatePolicy:
     """The gate's policy from the options; with `store`, what eviction needs to know of use."""
     return GatePolicy(
         budget_bytes=options.memory_budget_bytes,

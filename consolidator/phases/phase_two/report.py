@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from consolidator.backends.base import Usage
 from consolidator.core.config import setting_default
-from consolidator.db.store import ClaimOutcome
+from consolidator.db.records import ClaimOutcome
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.phase_two.skill_proposals import SkillsReport
 from consolidator.phases.phase_two.slices import SliceBudget

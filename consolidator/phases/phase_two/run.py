@@ -23,14 +23,14 @@ from consolidator.backends.base import (
     Usage,
 )
 from consolidator.core.errors import ConsolidatorError
-from consolidator.db.store import (
+from consolidator.db.ports import PhaseTwoStore
+from consolidator.db.records import (
     Claim,
     ClaimOutcome,
     Phase2Inputs,
     Phase2Result,
     QuarantineItem,
     Stage1Record,
-    Store,
 )
 from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode, encode
@@ -74,7 +74,7 @@ class _SliceLoop:
     """One run's consolidation of its change set, slice by slice, each committed as it
     succeeds (see `consolidate`)."""
 
-    store: Store
+    store: PhaseTwoStore
     backend: Backend
     claim: Claim
     inputs: Phase2Inputs
@@ -273,7 +273,7 @@ class _SliceOutcome:
 
 
 def consolidate(
-    store: Store,
+    store: PhaseTwoStore,
     backend: Backend,
     claim: Claim,
     inputs: Phase2Inputs,
@@ -317,7 +317,7 @@ def consolidate(
 
 
 def run_phase_two(
-    store: Store,
+    store: PhaseTwoStore,
     backend: Backend,
     options: Phase2Options,
     *,
@@ -392,7 +392,7 @@ def run_phase_two(
 
 
 def _consolidate_claimed(
-    store: Store,
+    store: PhaseTwoStore,
     backend: Backend,
     claim: Claim,
     options: Phase2Options,
@@ -420,7 +420,7 @@ def _consolidate_claimed(
     return commit.committed
 
 
-def _requeue_due_set_aside(store: Store) -> None:
+def _requeue_due_set_aside(store: PhaseTwoStore) -> None:
     requeued = store.requeue_due_set_aside()
     if requeued:
         log.info(
@@ -430,7 +430,7 @@ def _requeue_due_set_aside(store: Store) -> None:
         )
 
 
-def _skipped(store: Store, claim: Claim) -> Phase2Report:
+def _skipped(store: PhaseTwoStore, claim: Claim) -> Phase2Report:
     report = Phase2Report(outcome=claim.outcome, status="skipped")
     if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
         job = store.phase2_job()
@@ -446,7 +446,7 @@ def _skipped(store: Store, claim: Claim) -> Phase2Report:
     return report
 
 
-def _failed(store: Store, claim: Claim, report: Phase2Report, reason: str) -> Phase2Report:
+def _failed(store: PhaseTwoStore, claim: Claim, report: Phase2Report, reason: str) -> Phase2Report:
     # A reason may quote the model's answer (an invented thread id, say): never a secret in it.
     reason = redact(reason).text
     report.status, report.error = "failed", reason

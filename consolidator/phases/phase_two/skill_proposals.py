@@ -11,7 +11,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from consolidator.db.store import Stage1Record, Store
+from consolidator.db.ports import SkillStore
+from consolidator.db.records import Stage1Record
 from consolidator.security.redaction import redact
 from consolidator.skills.detect import Observed, detect_skills, unique_names
 from consolidator.skills.gate import skill_problem
@@ -36,7 +37,7 @@ def observed(records: Iterable[Stage1Record]) -> list[Observed]:
     ]
 
 
-def propose_skills(store: Store) -> SkillsReport:
+def propose_skills(store: SkillStore) -> SkillsReport:
     """Detect recurring procedures in every live stage-one output and propose them."""
     records = store.all_stage1_outputs()
     live = {record.thread_id: record.cwd for record in records}
@@ -44,7 +45,7 @@ def propose_skills(store: Store) -> SkillsReport:
 
 
 def propose_candidates(
-    store: Store, candidates: Sequence[Skill], live_cwds: Mapping[str, str | None]
+    store: SkillStore, candidates: Sequence[Skill], live_cwds: Mapping[str, str | None]
 ) -> SkillsReport:
     """Gate each candidate and store the ones that pass as pending.
 

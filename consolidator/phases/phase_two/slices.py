@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from consolidator.db.store import Stage1Record
+from consolidator.db.records import Stage1Record
 from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.edits import block_for_prompt
 from consolidator.memory.scope import applicable_blocks, is_user_wide

@@ -11,7 +11,7 @@ import logging
 import re
 from pathlib import Path
 
-from consolidator.db.store import Store
+from consolidator.db.ports import PublishStore
 from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.forget import forget_threads
@@ -32,7 +32,7 @@ from consolidator.skills.render import render_skill_md
 log = logging.getLogger(__name__)
 
 
-def load_projection(store: Store) -> Projection:
+def load_projection(store: PublishStore) -> Projection:
     version = store.current_version()
     outputs = store.list_stage1_outputs()
     memory = decode(version.memory_json) if version is not None else Memory()
@@ -70,7 +70,7 @@ def load_projection(store: Store) -> Projection:
     )
 
 
-def summary_to_publish(store: Store, written: str | None, memory: Memory) -> str:
+def summary_to_publish(store: PublishStore, written: str | None, memory: Memory) -> str:
     """The summary a model wrote for the version when it still passes the check, else the one
     rendered from the memory: whatever happened since the commit, a refused summary is never
     written to the directory."""
@@ -87,7 +87,7 @@ def summary_to_publish(store: Store, written: str | None, memory: Memory) -> str
     return render_memory_summary(memory)
 
 
-def publish(store: Store, memory_dir: Path) -> ProjectionReport:
+def publish(store: PublishStore, memory_dir: Path) -> ProjectionReport:
     """Project the current version, then scrub the hand-edit backups of threads whose content
     is gone (forgotten, deleted, emptied): a backup must not keep what memory lost."""
     report = project(memory_dir, lambda: load_projection(store))
@@ -99,7 +99,7 @@ _CITED_THREAD = re.compile(r"thread_id=([^\s,()]+)")
 _UNATTRIBUTED_HEADING = "<!-- lines of the hand edit that belong to no task or bullet -->"
 
 
-def scrub_backups(store: Store, memory_dir: Path) -> list[str]:
+def scrub_backups(store: PublishStore, memory_dir: Path) -> list[str]:
     """Rewrite each hand-edit backup that cites a thread which is no longer live.
 
     The backup is read back as memory, the gone threads are forgotten in it exactly as in the

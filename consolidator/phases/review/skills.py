@@ -7,8 +7,8 @@ was proposed, and publishes only the exact proposal that was checked.
 from __future__ import annotations
 
 from consolidator.core.errors import ConsolidatorError
+from consolidator.db.ports import SkillStore
 from consolidator.db.skills import SkillRecord
-from consolidator.db.store import Store
 from consolidator.skills.gate import skill_problem
 
 
@@ -20,7 +20,7 @@ class UnknownSkill(SkillDecisionError):
     pass
 
 
-def pending(store: Store, name: str) -> SkillRecord:
+def pending(store: SkillStore, name: str) -> SkillRecord:
     record = store.get_skill(name)
     if record is None:
         raise UnknownSkill(f"there is no skill named {name!r}; see `consolidator skills`")
@@ -29,7 +29,7 @@ def pending(store: Store, name: str) -> SkillRecord:
     return record
 
 
-def approve(store: Store, name: str) -> SkillRecord:
+def approve(store: SkillStore, name: str) -> SkillRecord:
     record = pending(store, name)
     assert record.proposed is not None and record.proposed_json is not None
     live = {
@@ -44,7 +44,7 @@ def approve(store: Store, name: str) -> SkillRecord:
     return record
 
 
-def reject(store: Store, name: str, reason: str | None) -> SkillRecord:
+def reject(store: SkillStore, name: str, reason: str | None) -> SkillRecord:
     record = pending(store, name)
     assert record.proposed_json is not None
     if not store.reject_skill(name, record.proposed_json, reason):

@@ -8,7 +8,8 @@ publishes over newer memory.
 from __future__ import annotations
 
 from consolidator.core.errors import EXIT_USAGE, ConsolidatorError
-from consolidator.db.store import Decision, PendingContent, PendingRecord, Store
+from consolidator.db.ports import PendingVersions
+from consolidator.db.review import Decision, PendingContent, PendingRecord
 from consolidator.memory.codec import decode
 from consolidator.memory.delta import Change, changes
 
@@ -40,7 +41,7 @@ def fate(record: PendingRecord) -> str:
     return f"{name} was dropped: {record.reason or 'nothing left to review'}"
 
 
-def diff(store: Store, pending_id: int) -> tuple[PendingContent, list[Change]]:
+def diff(store: PendingVersions, pending_id: int) -> tuple[PendingContent, list[Change]]:
     """The pending version against the current memory: what approving it would change."""
     content = store.pending_content(pending_id)
     if content is None:
@@ -51,7 +52,7 @@ def diff(store: Store, pending_id: int) -> tuple[PendingContent, list[Change]]:
     return content, changes(decode(content.current_json), decode(content.memory_json))
 
 
-def approve(store: Store, pending_id: int) -> Decision:
+def approve(store: PendingVersions, pending_id: int) -> Decision:
     decision = store.approve_pending(pending_id)
     if decision is None:
         raise _unknown(pending_id)
@@ -60,7 +61,7 @@ def approve(store: Store, pending_id: int) -> Decision:
     return decision
 
 
-def reject(store: Store, pending_id: int, reason: str | None) -> Decision:
+def reject(store: PendingVersions, pending_id: int, reason: str | None) -> Decision:
     decision = store.reject_pending(pending_id, reason)
     if decision is None:
         raise _unknown(pending_id)

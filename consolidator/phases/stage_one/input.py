@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from consolidator.backends.base import Stage1Input
 from consolidator.core.errors import ConsolidatorError
-from consolidator.db.store import ThreadRecord
+from consolidator.db.records import ThreadRecord
 from consolidator.phases.stage_one.reduction import DROPPED_KINDS, reduce_items, render_item
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact

@@ -25,14 +25,8 @@ from consolidator.backends.base import (
     Stage1Result,
     Usage,
 )
-from consolidator.db.store import (
-    Claim,
-    Eligibility,
-    QuarantineItem,
-    Stage1Payload,
-    Store,
-    ThreadRecord,
-)
+from consolidator.db.ports import StageOneStore
+from consolidator.db.records import Claim, Eligibility, QuarantineItem, Stage1Payload, ThreadRecord
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.stage_one.input import read_within
 from consolidator.phases.stage_one.usage import record_usage
@@ -156,7 +150,7 @@ def withhold_flagged(
 
 
 def process_claim(
-    store: Store,
+    store: StageOneStore,
     backend: Backend,
     claim: Claim,
     options: Stage1Options,
@@ -186,7 +180,7 @@ class _Extracted:
 
 
 def _extract(
-    store: Store,
+    store: StageOneStore,
     backend: Backend,
     claim: Claim,
     thread: ThreadRecord,
@@ -237,7 +231,11 @@ def _extract(
 
 
 def _finish(
-    store: Store, backend: Backend, claim: Claim, thread: ThreadRecord, extracted: _Extracted
+    store: StageOneStore,
+    backend: Backend,
+    claim: Claim,
+    thread: ThreadRecord,
+    extracted: _Extracted,
 ) -> ThreadResult:
     """Store the result (what a scan flags withheld, the rest redacted) under the claim, then
     the thread's use of memory and what could not be read of its rollout."""
@@ -272,7 +270,7 @@ def _finish(
     return ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED
 
 
-def _record_usage(store: Store, thread: ThreadRecord, items: Sequence[RolloutItem]) -> None:
+def _record_usage(store: StageOneStore, thread: ThreadRecord, items: Sequence[RolloutItem]) -> None:
     """The usage signal is a ranking hint, never content: failing to record it does not fail
     the thread."""
     try:
@@ -296,7 +294,7 @@ def _record_usage(store: Store, thread: ThreadRecord, items: Sequence[RolloutIte
 
 
 def run_stage_one(
-    store: Store,
+    store: StageOneStore,
     backend: Backend,
     options: Stage1Options,
     *,
@@ -358,7 +356,7 @@ class _Stage1Workers:
     run's claiming without touching the caller's `stop`, the daemon's shutdown) and the
     refusal of a setting that no thread can pass."""
 
-    store: Store
+    store: StageOneStore
     backend: Backend
     options: Stage1Options
     stop: threading.Event
@@ -404,7 +402,7 @@ class _Stage1Workers:
 
 
 def process_one(
-    store: Store, backend: Backend, thread_id: str, options: Stage1Options
+    store: StageOneStore, backend: Backend, thread_id: str, options: Stage1Options
 ) -> tuple[Claim, ThreadResult | None]:
     """Claim and process one named thread now, whatever its idle time (used by `ingest`)."""
     claim = store.try_claim_stage1(thread_id, lease_seconds=options.lease_seconds)

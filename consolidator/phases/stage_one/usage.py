@@ -15,7 +15,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from consolidator.db.store import Store, ThreadRecord
+from consolidator.db.ports import UsageStore
+from consolidator.db.records import ThreadRecord
 from consolidator.memory.blocks import Memory, cited_thread_ids
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.scope import blocks_for_cwd
@@ -110,7 +111,7 @@ def resolve_uses(
     return uses
 
 
-def record_usage(store: Store, thread: ThreadRecord, items: Iterable[RolloutItem]) -> int:
+def record_usage(store: UsageStore, thread: ThreadRecord, items: Iterable[RolloutItem]) -> int:
     """Record what `thread`'s rollout shows it used; returns how many sessions. A rollout
     that mentions no memory costs no query."""
     found = find_references(items)
