@@ -22,6 +22,7 @@ from consolidator.db.records import (
     Phase2Commit,
     Phase2Inputs,
     Phase2Result,
+    ScanRow,
     Stage1Payload,
     Stage1Record,
     Stage1Waiting,
@@ -45,9 +46,7 @@ class Threads(Protocol):
       versions go in one transaction, logged for phase two).
     """
 
-    def scan_index(
-        self, source_id: str | None = None
-    ) -> dict[str, tuple[str, int, int, str, str, int]]: ...
+    def scan_index(self, source_id: str | None = None) -> dict[str, ScanRow]: ...
 
     def register_thread(
         self,

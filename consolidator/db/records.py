@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from sqlalchemy import Row
 
@@ -67,6 +67,17 @@ class ThreadChange(StrEnum):
     # Turned unreadable (emptied, truncated, replaced) after it had been read: what it gave
     # to memory is forgotten, as for a deleted rollout.
     BAD_FORGOTTEN = "bad_forgotten"
+
+
+# A row of the scan index as the driver returns it, `(rollout_path, file_size, file_mtime_ns,
+# state, thread_id, ingested)`: a rescan compares tens of thousands of them with the disk, so
+# they stay plain tuples and are read by these positions.
+ScanRow = tuple[str, int, int, str, str, int]
+SCAN_SIZE: Final = 1
+SCAN_MTIME_NS: Final = 2
+SCAN_STATE: Final = 3
+SCAN_THREAD_ID: Final = 4
+SCAN_INGESTED: Final = 5
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from consolidator.db.outcomes import RunState, SetAsideInput, run_state_of, set_
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
+    SCAN_STATE,
     STAGE1,
     ClaimOutcome,
     Eligibility,
@@ -101,7 +102,7 @@ class StatusMixin(StoreBase):
                 least_used=least_used,
                 live_outputs=live_output_ids(connection),
                 held_back=waiting_stage1_of(connection, moment, eligibility),
-                states_by_path={path: row[3] for path, row in index.items()},
+                states_by_path={path: row[SCAN_STATE] for path, row in index.items()},
             )
 
     def status_counts(self) -> StatusCounts:

@@ -26,6 +26,7 @@ from consolidator.db.records import (
     STAGE1,
     JobStatus,
     KnownFile,
+    ScanRow,
     ThreadChange,
     ThreadRecord,
     ThreadState,
@@ -52,9 +53,7 @@ class ThreadsMixin(StoreBase):
             ).values()
         }
 
-    def scan_index(
-        self, source_id: str | None = None
-    ) -> dict[str, tuple[str, int, int, str, str, int]]:
+    def scan_index(self, source_id: str | None = None) -> dict[str, ScanRow]:
         """What a rescan compares the disk with: the threads of `known_files`, keyed by
         rollout path (the last row winning for a path registered twice), as the driver's
         plain tuples `(rollout_path, file_size, file_mtime_ns, state, thread_id, ingested)`.
@@ -294,9 +293,7 @@ class ThreadsMixin(StoreBase):
             return None if row is None else thread_record(row)
 
 
-def scan_index_of(
-    connection: Connection, source_id: str | None
-) -> dict[str, tuple[str, int, int, str, str, int]]:
+def scan_index_of(connection: Connection, source_id: str | None) -> dict[str, ScanRow]:
     """`ThreadsMixin.scan_index` inside a transaction the caller holds."""
     result = connection.execute(
         select(
@@ -309,7 +306,7 @@ def scan_index_of(
         ).where(from_source(source_id))
     )
     # The DBAPI cursor's own rows: SQLAlchemy's result processing is skipped.
-    rows: Sequence[tuple[str, int, int, str, str, int]] = result.cursor.fetchall()
+    rows: Sequence[ScanRow] = result.cursor.fetchall()
     result.close()
     return {row[0]: row for row in rows}
 

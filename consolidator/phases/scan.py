@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from consolidator.db.ports import Threads
-from consolidator.db.records import ThreadChange, ThreadState
+from consolidator.db.records import (
+    SCAN_INGESTED,
+    SCAN_MTIME_NS,
+    SCAN_SIZE,
+    SCAN_STATE,
+    SCAN_THREAD_ID,
+    ScanRow,
+    ThreadChange,
+    ThreadState,
+)
 from consolidator.sources.discovery import (
     DiscoveryProblem,
     discover_rollout_batches,
@@ -182,7 +191,7 @@ def scan(
     unseen = store.scan_index(source_id)
     roots = _distinct_roots(sessions)
     live_by_root: dict[Path | None, int] = {root: _live_under(unseen, root) for root in roots}
-    live_by_root[None] = sum(1 for row in unseen.values() if row[5] and _is_live(row))
+    live_by_root[None] = sum(1 for row in unseen.values() if row[SCAN_INGESTED] and _is_live(row))
     problems: list[DiscoveryProblem] = []
     replaced: list[str] = []
     for root in roots:
@@ -231,11 +240,11 @@ def _distinct_roots(sessions: Path | Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(root.expanduser().resolve() for root in given))
 
 
-def _is_live(row: tuple[Any, ...]) -> bool:
-    return bool(row[3] != _DELETED and row[3] != _FORGOTTEN)
+def _is_live(row: ScanRow) -> bool:
+    return row[SCAN_STATE] != _DELETED and row[SCAN_STATE] != _FORGOTTEN
 
 
-def _live_under(unseen: dict[str, tuple[Any, ...]], root: Path) -> int:
+def _live_under(unseen: dict[str, ScanRow], root: Path) -> int:
     prefix = str(root) + "/"
     return sum(1 for path, row in unseen.items() if path.startswith(prefix) and _is_live(row))
 
@@ -243,7 +252,7 @@ def _live_under(unseen: dict[str, tuple[Any, ...]], root: Path) -> int:
 def _scan_root(
     store: Threads,
     root: Path,
-    unseen: dict[str, tuple[Any, ...]],
+    unseen: dict[str, ScanRow],
     report: ScanReport,
     problems: list[DiscoveryProblem],
     replaced: list[str],
@@ -258,7 +267,7 @@ def _scan_root(
         files_seen += len(batch)
         # Headers read in this batch, registered together: (header, the row the path had,
         # whether the file could not be opened).
-        reads: list[tuple[RolloutHeader, tuple[Any, ...] | None, bool]] = []
+        reads: list[tuple[RolloutHeader, ScanRow | None, bool]] = []
         for path, size, mtime_ns in batch:
             # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
             # A path is found once at most (each directory is listed once), so taking the row
@@ -266,14 +275,16 @@ def _scan_root(
             # keeping them and a set of the paths seen.
             previous = take(path, None)
             if previous is not None:
-                state = previous[3]
+                state = previous[SCAN_STATE]
                 if state == _FORGOTTEN or (
-                    previous[1] == size and previous[2] == mtime_ns and state != _DELETED
+                    previous[SCAN_SIZE] == size
+                    and previous[SCAN_MTIME_NS] == mtime_ns
+                    and state != _DELETED
                 ):
                     report.unchanged += 1
                     continue
             try:
-                header = _file_header(path, None if previous is None else previous[4])
+                header = _file_header(path, None if previous is None else previous[SCAN_THREAD_ID])
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -298,7 +309,7 @@ def _scan_root(
 
 def _register_chunk(
     store: Threads,
-    chunk: list[tuple[RolloutHeader, tuple[Any, ...] | None, bool]],
+    chunk: list[tuple[RolloutHeader, ScanRow | None, bool]],
     report: ScanReport,
     replaced: list[str],
     retry_budget: int,
@@ -316,9 +327,13 @@ def _register_chunk(
             continue
         _log_bad(header, change)
         thread_id = header.thread_id
-        if previous is not None and previous[4] != thread_id and previous[3] != _DELETED:
+        if (
+            previous is not None
+            and previous[SCAN_THREAD_ID] != thread_id
+            and previous[SCAN_STATE] != _DELETED
+        ):
             # The file now holds another session: the one it held is gone.
-            replaced.append(previous[4])
+            replaced.append(previous[SCAN_THREAD_ID])
         if change is ThreadChange.BAD:
             report.bad += 1
         elif change is ThreadChange.BAD_FORGOTTEN:
@@ -335,7 +350,7 @@ def _register_chunk(
 
 def _vanished(
     store: Threads,
-    unseen: dict[str, tuple[Any, ...]],
+    unseen: dict[str, ScanRow],
     roots: list[Path],
     live_by_root: dict[Path | None, int],
     problems: list[DiscoveryProblem],
