@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from consolidator.sources.items import ItemKind, RolloutItem
+from consolidator.sources.items import DELEGATED, ItemKind, RolloutItem
 from consolidator.sources.records import (
     Record,
     SessionFacts,
@@ -184,7 +184,7 @@ def _block_item(
         if meta or is_injected_context(text):
             return RolloutItem(ItemKind.INSTRUCTIONS, text, name="injected", timestamp=timestamp)
         if sidechain:
-            return RolloutItem(ItemKind.ASSISTANT, text, name="delegated", timestamp=timestamp)
+            return RolloutItem(ItemKind.ASSISTANT, text, name=DELEGATED, timestamp=timestamp)
         if text.lstrip().startswith(_COMMAND_PREFIXES):
             return _slash_command(text, timestamp)
         return RolloutItem(ItemKind.USER, text, timestamp=timestamp)

@@ -7,6 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 
 MAX_LISTED_CWDS = 20
+# The name of an assistant item that is a sub-agent's prompt, written by the agent that
+# delegated the work rather than by the user.
+DELEGATED = "delegated"
 
 
 class SourceFormat(StrEnum):

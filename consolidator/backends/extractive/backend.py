@@ -9,6 +9,8 @@ output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
@@ -20,6 +22,7 @@ from consolidator.backends.extractive.consolidation import consolidate_extractiv
 from consolidator.backends.extractive.prose import (
     MAX_STATEMENTS,
     agent_statements,
+    answer_words,
     describe,
     judge_outcome,
     slug_for,
@@ -27,7 +30,12 @@ from consolidator.backends.extractive.prose import (
     top_keywords,
     user_statements,
 )
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
+from consolidator.backends.extractive.session import (
+    MAX_QUOTE_CHARS,
+    MAX_TASK_CHARS,
+    Session,
+    analyse,
+)
 from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,
     ExtractiveNotes,
@@ -35,6 +43,7 @@ from consolidator.memory.offline_notes import (
 )
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
+from consolidator.sources.items import DELEGATED, ItemKind, RolloutItem
 
 MAX_FILES = 20
 MAX_COMMANDS = 15
@@ -50,10 +59,11 @@ class ExtractiveBackend:
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         session = analyse(rollout.items, rollout.cwd)
+        session.task = session.task or _delegated_task(rollout.items)
         notes = _notes(session, rollout)
         statements = notes.states_something
         did_work = any(call.ok and not call.read_only for call in session.calls)
-        if not statements and not did_work and not _answered(session, notes):
+        if not statements and not did_work and not _answered(notes, rollout.items):
             # Nothing reusable (a greeting, an aborted start, only reading): no task at all.
             return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         return Stage1Result(
@@ -67,11 +77,26 @@ class ExtractiveBackend:
         return consolidate_extractively(request)
 
 
-def _answered(session: Session, notes: ExtractiveNotes) -> bool:
-    """The user asked something and the agent answered it in a sentence or more: a question
-    about the code is work worth a task even when nothing was run or changed."""
-    answer = session.last_agent_message.split()
-    return bool(notes.user_quotes) and len(answer) >= MIN_ANSWER_WORDS
+def _answered(notes: ExtractiveNotes, items: Sequence[RolloutItem]) -> bool:
+    """Someone asked something (the user, or the agent that delegated the session) and the
+    agent answered in a sentence or more, at any turn: a question about the code is work
+    worth a task even when nothing was run or changed. A question back ("Hi! What would you
+    like to work on?") answers nothing, so only an answer's statements count."""
+    return bool(notes.task) and any(
+        item.kind is ItemKind.ASSISTANT
+        and item.name != DELEGATED
+        and answer_words(item.text) >= MIN_ANSWER_WORDS
+        for item in items
+    )
+
+
+def _delegated_task(items: Sequence[RolloutItem]) -> str:
+    """A sub-agent's task: the prompt the delegating agent wrote, which is nobody's statement
+    but says what the session was for."""
+    prompt = next(
+        (i.text for i in items if i.kind is ItemKind.ASSISTANT and i.name == DELEGATED), ""
+    )
+    return clip(one_line(redact(prompt).text), MAX_TASK_CHARS) if prompt.strip() else ""
 
 
 def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:

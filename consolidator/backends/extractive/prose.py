@@ -348,6 +348,11 @@ def _topic(clause: str) -> str | None:
     return "" if topic.lower() in {"it", "that", "this", "them", "those", "everything"} else topic
 
 
+def answer_words(message: str) -> int:
+    """How many words of `message` are said, not asked: its sentences that are no question."""
+    return sum(len(s.split()) for s in _sentences(message) if not _is_question(s))
+
+
 def agent_statements(message: str) -> tuple[list[str], list[str]]:
     """Facts the agent pointed out and the conclusions it reached in its final message."""
     facts: list[str] = []
