@@ -14,16 +14,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from consolidator.backends.extractive.prose import EVERY_PROJECT_SCOPE
+from consolidator.backends.extractive.prose import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
-from consolidator.memory.text import clip
+from consolidator.memory.text import clip, words
 
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
 MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
 
+_RULE_FORM = words(
+    """
+    a an the to of in on for and or is are be it its this that with by as at from into
+    i we you me my our your please always never ever don't dont do does not no only just
+    prefer rather instead than over use using make sure keep every each time when whenever
+    before after any more anymore should must need needs have has to can don t won also"""
+)
 _ASKED = re.compile(r'the user asked: "(?P<quote>.*)"$')
 
 
@@ -50,12 +57,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
             groups.append([stated])
         else:
             group.append(stated)
-    promoted = [
-        group
-        for group in groups
-        if len({s.cwd for s in group}) >= 2
-        or any(EVERY_PROJECT_SCOPE.search(s.quote) for s in group)
-    ]
+    promoted = [group for group in groups if _holds_everywhere(group)]
     if not promoted:
         return None
     tasks: dict[str, Task] = {}
@@ -117,8 +119,42 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
     return stated
 
 
+def _holds_everywhere(group: list[_Stated]) -> bool:
+    """Said for every project, or given in two or more projects where neither time was tied
+    to the project it was said in ("in this repo", "here"): such a rule stays home."""
+    if any(EVERY_PROJECT_SCOPE.search(s.quote) for s in group):
+        return True
+    return len({s.cwd for s in group if not ONE_PROJECT_SCOPE.search(s.quote)}) >= 2
+
+
 def _same_instruction(first: str, second: str) -> bool:
-    return _plain(first) == _plain(second) or facts.same_fact(first, second)
+    """The same rule, however worded: the same names (tools, commands, what they act on).
+    Two rules of one shape about two tools ("run black before committing", "run ruff
+    before committing") are two rules."""
+    if _plain(first) == _plain(second):
+        return True
+    one, other = _names(first), _names(second)
+    if len(one) < 2 or len(other) < 2:
+        return False
+    smaller, larger = sorted((one, other), key=len)
+    return smaller <= larger and len(larger - smaller) <= 1
+
+
+def _names(text: str) -> frozenset[str]:
+    """The words of a rule that name something: neither grammar nor the words of a rule's
+    form (always, never, prefer, instead), folded to a stem so "commit" is "committing"."""
+    return frozenset(
+        _stem(word)
+        for word in re.findall(r"[a-z][a-z0-9+-]*", text.casefold())
+        if word not in _RULE_FORM
+    )
+
+
+def _stem(word: str) -> str:
+    for ending in ("ing", "es", "s", "ed"):
+        if len(word) > len(ending) + 3 and word.endswith(ending):
+            return word[: -len(ending)]
+    return word
 
 
 def _plain(text: str) -> str:

@@ -51,7 +51,10 @@ _SLUG_STOPWORDS = words(
 
 
 MAX_STATEMENTS = 8
-_CUE_BREAK = re.compile(r"\s+(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that)\b)")
+_CUE_BREAK = re.compile(
+    r"(?:,\s*|\s+)(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that|Remember:|"
+    r"Correction:)(?!\w))"
+)
 # A default the user sets for future work, wherever it is said (the opening message too).
 _INSTRUCTION = re.compile(
     r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
@@ -66,6 +69,13 @@ EVERY_PROJECT_SCOPE = re.compile(
     rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
     rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
     r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b",
+    re.IGNORECASE,
+)
+# Words that tie an instruction to the project it was said in: it never leaves that project.
+ONE_PROJECT_SCOPE = re.compile(
+    rf"\b(?:in|for|on|of)\s+this\s+(?:{_PLACES[3:-1]}|box|machine|checkout)\b|\bhere\b"
+    r"|\b(?:our|the|this)\s+(?:\w+\s+)?(?:runner|box|machine|image|setup|environment)\b[^.]*"
+    r"\b(?:broken|can't|cannot|doesn't|won't|fails?)\b",
     re.IGNORECASE,
 )
 # Words that introduce a fact the user wants known, not a request.
@@ -93,9 +103,22 @@ _NOT_VALUE = re.compile(
     r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?(?P<old>[\w./:~-]*(?:\d|/)[\w./:~-]*)`?",
     re.IGNORECASE,
 )
-# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back.
+# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back;
+# "not A but B" on its own says B, and takes A back.
 _NOT_BUT = re.compile(
-    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+",
+    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+"
+    r"|^(?P<lead>not\s+`?(?P<old_lead>[^,`]+?)`?\s+but\s+)",
+    re.IGNORECASE,
+)
+# "..., not make build-ml." at the end: an old value of a few words, one of them distinctive.
+_TRAILING_NOT = re.compile(
+    r",\s*not\s+`?(?P<old>(?:[\w./:~-]+\s+){0,2}[\w./:~-]*(?:\d|\w[/.:-]\w)[\w./:~-]*?)`?"
+    r"\s*[.!]?$",
+    re.IGNORECASE,
+)
+# "X was the old staging host", "X is outdated": the value named first is taken back.
+_WAS_OLD = re.compile(
+    r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
     re.IGNORECASE,
 )
 # A value a correction takes back must be distinctive (a path, a host, a versioned name):
@@ -114,7 +137,8 @@ _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
 # The user takes something back: it was wrong, or is to be forgotten, or was dropped.
 _RETRACTION = re.compile(
     r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
-    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b",
+    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|"
+    r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
     re.IGNORECASE,
 )
 _FORGET = re.compile(
@@ -125,7 +149,25 @@ _FORGET = re.compile(
 _DROPPED = re.compile(
     r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
     r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
-    r"|^(?P<gone>.+?)\s+(?:is|was|has been)\s+(?:gone|dropped|removed|retired|no longer used)\b",
+    r"|\b(?:we\s+)?took\s+(?P<out>.+?)\s+out\b"
+    r"|^(?P<gone>.+?)(?:'s|\s+is|\s+was|\s+has been|\s+are)\s+(?:gone|dropped|removed|retired|"
+    r"no longer used)\b",
+    re.IGNORECASE,
+)
+# A rule the user lets go of: "don't bother with X anymore", "no need to run X any more".
+_LET_GO = re.compile(
+    r"^(?:don't|do not|no need to|you don't need to)\s+(?:bother\s+(?:with|about)|\w+)\s+"
+    r"(?P<topic>.+?)\s+(?:any\s?more|any longer)$",
+    re.IGNORECASE,
+)
+_POINTING_BACK = re.compile(
+    r"^(?:(?:it|them|everything|that|this|those|these)|(?:that|this|those|these)\s+\w+)$",
+    re.IGNORECASE,
+)
+# "stop running X" takes X back only beside a clause that says it is gone.
+_STOP_DOING = re.compile(r"^(?:stop|quit)\s+\w+ing\s+(?P<topic>.+)$", re.IGNORECASE)
+_GONE = re.compile(
+    r"\b(?:gone|removed|dropped|deleted|retired|took (?:it|them) out|no longer|any\s?more)\b",
     re.IGNORECASE,
 )
 # A sentence about something (a determiner, a pronoun or a name first), not an order.
@@ -171,6 +213,30 @@ _CODEBASE_SCOPE = re.compile(
     r"project)\b",
     re.IGNORECASE,
 )
+# A named resource a statement can be about, by the shape of its value: a host (with its
+# port), a port, a ticket id, a version of a tool, a folder, a command-line option, a commit
+# tag, a code span, a make-style target. A source file is no such thing: "fix tests/x.py" is a
+# request about a file, not knowledge of the project.
+_RESOURCE = re.compile(
+    r"\b(?:localhost|[a-z][\w-]*(?:\.[a-z][\w-]*)*\.(?:internal|lan|local|corp|intra|net|com|"
+    r"org|io|dev|cloud))(?::\d{2,5})?\b(?![./]\w)"
+    r"|(?<![\w.])[\w-]+:\d{2,5}\b"
+    r"|\bports?\s+\d{2,5}\b|(?<!\S)-p\s*\d{2,5}\b"
+    r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
+    r"|\b[a-z][\w+-]*\s+v?\d+(?:\.\d+)+\b"
+    r"|(?<![\w/])(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
+    r"|(?<!\S)--?[a-z][\w-]*"
+    r"|\[[\w-]+\]"
+    r"|`[^`]+`"
+    r"|\b[a-z]+-[a-z]*\d+\b",
+)
+# A request opens with its verb and names its object; a resource met after the object, in a
+# phrase saying where, with what or through what, is how something is done in the project.
+_ADVERBIAL_RESOURCE = re.compile(
+    r"\b(?:with|on|at|from|in|into|to|via|through|using|under|for|as)\s+(?:the\s+|a\s+)?"
+    r"(?:[\w-]+\s+){0,2}(?=\S)",
+    re.IGNORECASE,
+)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
 # A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
 _PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
@@ -209,6 +275,41 @@ def _sentences(text: str) -> list[str]:
     return sentences
 
 
+# An aside in brackets long enough to say something of its own ("(we moved the cache host)").
+_ASIDE = re.compile(r"\s*\(([^()]*\w\s+\w[^()]*\s\w[^()]*)\)")
+_CLAUSE_START = re.compile(r"[,;]\s+")
+
+
+def _units(sentence: str) -> list[str]:
+    """What one sentence says, each part on its own: an aside in brackets apart from the
+    sentence around it (unless the whole is a question), and a request it opens with cut off
+    when a later clause is a statement about the project ("fix the export, the fixtures are
+    under tests/data/")."""
+    if _is_question(sentence):
+        return [sentence]
+    asides = [m[1].strip() for m in _ASIDE.finditer(sentence)]
+    outer = _ASIDE.sub("", sentence).strip() if asides else sentence
+    return [_without_request(part) for part in [outer, *asides] if part]
+
+
+def _without_request(sentence: str) -> str:
+    starts = [m.end() for m in _CLAUSE_START.finditer(sentence)]
+    if not starts:
+        return sentence
+    first = sentence[: starts[0]]
+    if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first):
+        return sentence
+    for start in starts:
+        rest = sentence[start:]
+        if _declarative(rest) and _RESOURCE.search(rest):
+            return rest
+    return sentence
+
+
+def _takes_back(clause: str) -> bool:
+    return bool(_RETRACTION.search(clause) or _topic(clause, gone=True) is not None)
+
+
 def _is_question(sentence: str) -> bool:
     return sentence.rstrip(" )\"'").endswith("?")
 
@@ -224,7 +325,8 @@ def _strip_lead_in(sentence: str) -> str:
 def _statement(text: str) -> str:
     """The statement as kept: the old value of a correction cut, secrets redacted; "" when
     nothing but a redaction would be left."""
-    text = _NOT_BUT.sub(lambda m: m["verb"] + " ", text)
+    text = _NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
+    text = _TRAILING_NOT.sub("", text)
     text = _DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
@@ -243,37 +345,43 @@ class UserStatements:
 
 
 def user_statements(spoken: Iterable[str]) -> UserStatements:
-    """Sentence by sentence: a question or an acknowledgement leaves nothing; a correction
-    revokes its topic and states its new value; a default is an instruction; a sentence
-    about the project with a value in it (a path, command, host, port, version, person or
-    ticket) is a fact, whether or not it opens with a cue."""
-    instructions: list[str] = []
-    facts: list[str] = []
-    revoked: list[str] = []
+    """Sentence by sentence, and within a sentence aside by aside: a question or an
+    acknowledgement leaves nothing; a correction revokes its topic and states its new value;
+    a default is an instruction; a statement about the project, or any sentence naming a
+    resource of it (a host, port, folder, ticket, version, option, code span, command), is a
+    fact, whether or not it opens with a cue."""
+    read = UserStatements([], [], [])
     for number, message in enumerate(spoken):
         for sentence in _sentences(message):
-            bare = _strip_lead_in(sentence)
-            if (
-                user_text(bare) == ""
-                or _is_question(bare)
-                or _INVERTED.search(bare)
-                or len(bare) > _MAX_STATEMENT_CHARS
-                or _SLASH_COMMAND.match(bare)
-            ):
-                continue
-            revoked.extend(_negated_values(bare))
-            if _correction(bare, facts, revoked):
-                continue
-            cue = _FACT_CUE.match(bare)
-            said = bare[cue.end() :] if cue else bare
-            if _is_default(bare, said):
-                instructions.append(_statement(said))
-            elif (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said))) or (
-                _is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said))
-            ):
-                # The opening request is the task; a plain remark in it is not also a fact.
-                facts.append(_statement(said))
-    return UserStatements(_kept(instructions), _kept(facts), _kept(revoked))
+            for unit in _units(_strip_lead_in(sentence)):
+                _read_unit(_strip_lead_in(unit), number, read)
+    return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
+
+
+def _read_unit(bare: str, number: int, read: UserStatements) -> None:
+    """One part of a sentence read into `read`; `number` is its message's place (the opening
+    request is the task, so a plain remark in it is a fact only with a value)."""
+    if (
+        user_text(bare) == ""
+        or _is_question(bare)
+        or _INVERTED.search(bare)
+        or len(bare) > _MAX_STATEMENT_CHARS
+        or _SLASH_COMMAND.match(bare)
+    ):
+        return
+    read.revoked.extend(_negated_values(bare))
+    if _correction(bare, read.facts, read.revoked):
+        return
+    cue = _FACT_CUE.match(bare)
+    said = bare[cue.end() :] if cue else bare
+    if _is_default(bare, said):
+        read.instructions.append(_statement(said))
+    elif (
+        (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
+        or _RESOURCE.search(said)
+        or (_is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said)))
+    ):
+        read.facts.append(_statement(said))
 
 
 def _kept(statements: list[str]) -> list[str]:
@@ -286,8 +394,8 @@ def _is_default(sentence: str, said: str) -> bool:
     is not a statement about the project; scoped to the codebase or to every project."""
     if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
         return True
-    if _PERSON.search(said):
-        return False  # who to ask is a fact about the project
+    if _PERSON.search(said) or (_RESOURCE.search(said) and _declarative(said)):
+        return False  # who to ask, or what a named resource is, is a fact about the project
     if (_CODEBASE_SCOPE.search(said) and not _VALUE.search(said)) or _OBLIGATION.match(said):
         return True
     if _declarative(said):
@@ -315,37 +423,51 @@ def _is_statement(sentence: str) -> bool:
 
 def _negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back."""
-    found = [m["old"] for m in _NOT_BUT.finditer(sentence)]
+    found = [m["old"] or m["old_lead"] for m in _NOT_BUT.finditer(sentence)]
     found += [m["old"] for m in _NOT_VALUE.finditer(sentence)]
-    return [value.strip("`.,") for value in found if _DISTINCTIVE.match(value.strip("`.,"))]
+    found += [m["old"] for m in _TRAILING_NOT.finditer(sentence)]
+    found += [m["old"] for m in _WAS_OLD.finditer(sentence)]
+    return [value.strip("`.,") for value in found if _distinctive(value.strip("`.,"))]
+
+
+def _distinctive(value: str) -> bool:
+    """A value of a few words is distinctive when one of its words is."""
+    return any(_DISTINCTIVE.match(word) for word in value.split())
 
 
 def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     """Read `sentence` as a correction, clause by clause: the topics it takes back go to
     `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
-    topics = [_topic(clause) for clause in clauses]
-    if not any(topics) and not _RETRACTION.search(sentence):
+    gone = bool(_GONE.search(sentence))
+    topics = [_topic(clause, gone) for clause in clauses]
+    retracted = [bool(_RETRACTION.search(c) or _WAS_OLD.search(c)) for c in clauses]
+    if all(topic is None for topic in topics) and not any(retracted):
         return False
-    for clause, topic in zip(clauses, topics, strict=True):
+    for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
         if topic is not None:
             if topic:
                 revoked.append(topic)
-        elif not _RETRACTION.search(clause) and (
+        elif not retraction and (
             _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
         ):
             facts.append(_statement(clause))
     return True
 
 
-def _topic(clause: str) -> str | None:
-    """What a clause takes back ("" for a pronoun), or None when it takes nothing back."""
-    match = _FORGET.search(clause) or _DROPPED.search(clause)
+def _topic(clause: str, gone: bool) -> str | None:
+    """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
+    "stop running X" takes X back only when the sentence says X is gone."""
+    match = _FORGET.search(clause) or _DROPPED.search(clause) or _LET_GO.search(clause)
+    if match is None and gone:
+        match = _STOP_DOING.search(clause)
     if match is None:
         return None
-    topic = (match.groupdict().get("topic") or match.groupdict().get("gone") or "").strip(" .!")
-    topic = re.sub(r"^(?:the|my|our|that|this)\s+", "", topic, flags=re.IGNORECASE)
-    return "" if topic.lower() in {"it", "that", "this", "them", "those", "everything"} else topic
+    found = match.groupdict()
+    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
+    if _POINTING_BACK.match(topic):
+        return ""  # "that rule", "this bit": what it points back to is named elsewhere
+    return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
 
 
 def answer_words(message: str) -> int:
