@@ -28,9 +28,10 @@ _RULE_FORM = words(
     """
     a an the to of in on for and or is are be it its this that with by as at from into
     i we you me my our your please always never ever don't dont do does not no only just
-    prefer rather instead than over use using make sure keep every each time when whenever
+    prefer rather instead than over use using keep every each time when whenever remember
     before after any more anymore should must need needs have has to can don t won also"""
 )
+_MAKE_SURE = re.compile(r"\bmake sure\b")
 _ASKED = re.compile(r'the user asked: "(?P<quote>.*)"$')
 
 
@@ -133,20 +134,16 @@ def _same_instruction(first: str, second: str) -> bool:
     before committing") are two rules."""
     if _plain(first) == _plain(second):
         return True
-    one, other = _names(first), _names(second)
-    if len(one) < 2 or len(other) < 2:
-        return False
-    smaller, larger = sorted((one, other), key=len)
-    return smaller <= larger and len(larger - smaller) <= 1
+    names = _names(first)
+    return len(names) >= 2 and names == _names(second)
 
 
 def _names(text: str) -> frozenset[str]:
     """The words of a rule that name something: neither grammar nor the words of a rule's
     form (always, never, prefer, instead), folded to a stem so "commit" is "committing"."""
+    text = _MAKE_SURE.sub(" ", text.casefold())
     return frozenset(
-        _stem(word)
-        for word in re.findall(r"[a-z][a-z0-9+-]*", text.casefold())
-        if word not in _RULE_FORM
+        _stem(word) for word in re.findall(r"[a-z0-9][a-z0-9+_-]*", text) if word not in _RULE_FORM
     )
 
 

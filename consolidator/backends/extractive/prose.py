@@ -183,6 +183,7 @@ _SUBJECT_THEN_VERB = re.compile(
     r"^(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
     r"cannot|must|should|will|won't)\b"
     r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
+    r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
     r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
     r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b",
 )
@@ -199,7 +200,10 @@ _MIN_PLAIN_WORDS = 5
 # over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
 # a rule scoped to the whole codebase.
 _PROHIBITION = re.compile(r"^(?:don't|do not|never|no)\s+\w+\s+\w+", re.IGNORECASE)
-_CHOICE = re.compile(r"\b(?:instead of|rather than|over)\s+\S|,\s*not\s+\S", re.IGNORECASE)
+_CHOICE = re.compile(
+    r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|,\s*not\s+(?!the\b|a\b|an\b)\S",
+    re.IGNORECASE,
+)
 _OBLIGATION = re.compile(
     r"^(?:[\w-]+\s+){1,3}(?:should|must|need to|has to|have to)\s+(?:always\s+)?\w+",
     re.IGNORECASE,
