@@ -85,7 +85,7 @@ _FACT_CUE = re.compile(
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
-    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey)\b[\s,:;.!-]*"
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|please)\b[\s,:;.!-]*"
     r"|^(?:one|a) correction\b[\s,:;.!-]*"
     r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"
     r"(?: learned)?)\s*[:\u2014-]\s*",
@@ -449,6 +449,7 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     if all(topic is None for topic in topics) and not any(retracted):
         return False
     for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
+        revoked.extend(_negated_values(clause))
         if topic is not None:
             if topic:
                 revoked.append(topic)
