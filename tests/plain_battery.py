@@ -5,7 +5,8 @@ from the reader's code: nothing here is shared with it.
 
 Each case names its project, the sessions that happen in it, and what a user must then see:
 `shown` values in the project's memory and context (in `section` when given), `gone` values
-nowhere unless beside a value that replaced them, `quiet` words in no entry at all."""
+nowhere unless beside a value that replaced them, `quiet` words in no entry at all, and
+whether the project keeps a task at all (`remembered`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class Case:
     quiet: tuple[str, ...] = ()
     section: str | None = None
     conflict: tuple[str, str] | None = None
+    # Whether the project must keep a task for its sessions (None: not judged).
+    remembered: bool | None = None
 
 
 def _fact(name: str, message: str, *shown: str) -> Case:
@@ -69,6 +72,88 @@ FACTS = (
         "fixtures/seed.sql",
     ),
     _fact("oncall", "Ines is on call this week if prod acts up", "Ines"),
+)
+
+
+def _named(name: str, message: str, value: str) -> Case:
+    """A remark naming one resource of the project (a host, a port, a folder, a ticket, a tool
+    version, a commit convention, a command), said after the request."""
+    session = said(name, 0, "the nightly sync job is flaky again, can you dig in", message)
+    return Case(name, (session,), shown=(value,))
+
+
+HOSTS = (
+    _named(
+        "h-sftp", "the partner sftp drop lives on xfer-3.ops.internal, log in as batch", "xfer-3"
+    ),
+    _named("h-point", "aim the sync at replica-7.db.internal, never the primary", "replica-7"),
+    _named("h-grafana", "you'll find the dashboards at grafana-2.mon.lan", "grafana-2"),
+    _named("h-redis", "sessions are kept in redis on kv-4.corp:6390", "kv-4.corp"),
+    _named("h-ssh", "ssh to build-9.ci.internal if you need the runner logs", "build-9"),
+)
+PORTS = (
+    _named("p-psql", "psql -h 127.0.0.1 -p 6612 drops you into the ledger db", "6612"),
+    _named("p-mailhog", "mailhog is up on localhost:8126 when the stack runs", "8126"),
+    _named("p-grpc", "hit the grpc gateway on port 9443 for local calls", "9443"),
+    _named("p-kafka", "kafka broker answers on broker:29093 inside compose", "29093"),
+    _named("p-admin", "start the admin api with --port 7311 or it fights the web one", "7311"),
+)
+PATHS = (
+    _named(
+        "f-golden",
+        "golden files go in spec/golden/, the snapshot tests diff against them",
+        "spec/golden/",
+    ),
+    _named(
+        "f-seeds",
+        "grab the sample invoices from fixtures/invoices-2024/ for the import",
+        "invoices-2024/",
+    ),
+    _named(
+        "f-protos", "the proto sources sit under api/proto/v3/ and nowhere else", "api/proto/v3/"
+    ),
+    _named(
+        "f-mocks",
+        "there are recorded http mocks in test/cassettes/ you can replay",
+        "test/cassettes/",
+    ),
+    _named("f-ops", "runbooks for the sync are in docs/runbooks/sync/", "docs/runbooks/sync/"),
+)
+TICKETS = (
+    _named("t-link", "this belongs to SYNC-902, mention it in the commit", "SYNC-902"),
+    _named("t-why", "OPS-1187 explains why the retries are capped at three", "OPS-1187"),
+    _named("t-track", "the timezone drift is being tracked as DATA-331", "DATA-331"),
+    _named("t-under", "we're doing the backfill under LEDG-74", "LEDG-74"),
+    _named("t-epic", "all of this rolls up into PLAT-2210 for the quarter", "PLAT-2210"),
+)
+VERSIONS = (
+    _named("v-pin", "we're stuck on terraform 1.5.7, please don't upgrade it", "1.5.7"),
+    _named("v-ci", "the pipeline builds with go 1.22.3 so use the same here", "1.22.3"),
+    _named("v-only", "the sync only runs on java 17.0.9, 21 breaks the agent", "17.0.9"),
+    _named("v-must", "openssl needs to be 3.0.13 or the certs fail to load", "3.0.13"),
+    _named("v-lock", "poetry 1.8.2 is what wrote the lockfile, stick with it", "1.8.2"),
+)
+CONVENTIONS = (
+    _named("c-prefix", "branch names here start with [sync] so the bot picks them up", "[sync]"),
+    _named("c-tag", "every commit in this repo gets a [ledger] tag up front", "[ledger]"),
+    _named(
+        "c-notes",
+        "the changelog bot only reads PR titles with [user-facing] in them",
+        "user-facing",
+    ),
+    _named("c-put", "put [skip-deploy] in the subject when it's docs only", "skip-deploy"),
+    _named("c-squash", "squash merges here carry the ticket as [SYNC-1] in the title", "[SYNC-1]"),
+)
+COMMANDS = (
+    _named("m-gen", "rebuild the grpc stubs with make proto-gen", "make proto-gen"),
+    _named("m-after", "after editing the openapi spec you need `npm run gen:client`", "gen:client"),
+    _named(
+        "m-fix",
+        "when the fixtures drift, `bin/refresh-fixtures --all` sorts it out",
+        "refresh-fixtures",
+    ),
+    _named("m-seed", "load demo data with `rake db:seed_demo`", "db:seed_demo"),
+    _named("m-run", "the sync runs locally via `just sync-local`", "just sync-local"),
 )
 
 
@@ -218,6 +303,53 @@ CORRECTIONS = (
         "Correction: the worker config is /etc/worker/config.yaml, not /etc/worker.yaml.",
         "/etc/worker.yaml",
         "/etc/worker/config.yaml",
+    ),
+)
+
+
+# More ways of taking something back, each with the new value or none.
+CORRECTIONS_MORE = (
+    _corrected(
+        "mixed",
+        "the ledger db lives on ledger-a.db.internal",
+        "not ledger-a.db.internal but ledger-b.db.internal, sorry, I mixed them up",
+        "ledger-a.db.internal",
+        "ledger-b.db.internal",
+    ),
+    _corrected(
+        "oldhost",
+        "the metrics relay is relay-1.mon.lan",
+        "scratch that, relay-1.mon.lan was the old relay. it's relay-5.mon.lan",
+        "relay-1.mon.lan",
+        "relay-5.mon.lan",
+    ),
+    _corrected(
+        "notcmd",
+        "the release is cut with make cut-release",
+        "Correction: the release script is tools/cut_release.sh, not make cut-release.",
+        "make cut-release",
+        "tools/cut_release.sh",
+    ),
+    _corrected(
+        "bother",
+        "run shellcheck on every script you touch",
+        "don't bother with shellcheck anymore, we took it out",
+        "shellcheck",
+        None,
+    ),
+    _corrected(
+        "stopfmt",
+        "always run prettier on the templates before committing",
+        "stop running prettier, it's gone from the repo",
+        "prettier",
+        None,
+    ),
+    _corrected(
+        "outdated",
+        "the queue worker reads QUEUE_URL from .env.worker",
+        "that's outdated, the worker reads it from config/queue.toml now, not .env.worker",
+        ".env.worker",
+        "config/queue.toml",
     ),
 )
 
@@ -399,11 +531,165 @@ FAILURES = (
     ),
 )
 
+
+def _observed(
+    name: str, *sessions: Session, shown: tuple[str, ...] = (), quiet: tuple[str, ...] = ()
+) -> Case:
+    """What a project that said nothing about a rule sees of rules said elsewhere."""
+    own = said(name, 3, "bump the changelog for the release")
+    return Case(name, (*sessions, own), shown=shown, quiet=quiet, section=PREFERENCES)
+
+
+_REQUEST = "add a csv export to the ledger"
+SCOPE = (
+    # Tied to one project's broken setup: stays there.
+    _observed(
+        "o-runner",
+        said(
+            "s-runner",
+            0,
+            _REQUEST,
+            "always add --no-migrations when you run the tests in this repo, our runner is broken",
+        ),
+        quiet=("--no-migrations",),
+    ),
+    _observed(
+        "o-here",
+        said(
+            "s-here",
+            0,
+            _REQUEST,
+            "here you have to pass --skip-docker to make test, the box has no docker",
+        ),
+        quiet=("--skip-docker",),
+    ),
+    _observed(
+        "o-image",
+        said(
+            "s-image",
+            0,
+            _REQUEST,
+            "in this repo run the suite with -p no:xdist, the CI image can't fork",
+        ),
+        quiet=("no:xdist",),
+    ),
+    # One rule about two tools in two projects is two rules.
+    _observed(
+        "o-tools",
+        said("s-tool-a", 0, _REQUEST, "always run golangci-lint before committing"),
+        said("s-tool-b", 1, _REQUEST, "always run staticcheck before committing"),
+        quiet=("golangci-lint", "staticcheck"),
+    ),
+    # Values of one project's own are not a default because another has a value like it.
+    _observed(
+        "o-values",
+        said("s-val-a", 0, _REQUEST, "the ledger db listens on localhost:6611, not the usual one"),
+        said("s-val-b", 1, _REQUEST, "the ledger db listens on localhost:6622, not the usual one"),
+        quiet=("6611", "6622"),
+    ),
+    # A default said in two projects, worded differently, holds in a third.
+    _observed(
+        "o-twice",
+        said("s-twice-a", 0, _REQUEST, "please use httpx, never requests"),
+        said("s-twice-b", 1, _REQUEST, "I prefer httpx over requests"),
+        shown=("httpx",),
+    ),
+    # A default given in two projects and then dropped in both leaves every project.
+    _observed(
+        "o-dropped",
+        said("s-drop-a", 0, _REQUEST, "always run isort before committing"),
+        said("s-drop-b", 1, _REQUEST, "always run isort before committing"),
+        said("s-drop-a", 2, _REQUEST, "stop running isort, it's gone from the toolchain"),
+        said("s-drop-b", 2.5, _REQUEST, "don't bother with isort anymore, we took it out"),
+        quiet=("isort",),
+    ),
+)
+
+
+_GREETING = "Hi! What would you like to work on?"
+EMPTY = (
+    Case("e-hi", (said("e-hi", 0, "say hi", answer=_GREETING),), remembered=False),
+    Case("e-there", (said("e-there", 0, "are you there?", answer=_GREETING),), remembered=False),
+    Case(
+        "e-hello",
+        (said("e-hello", 0, "Hello", answer="Hello! How can I help today?"),),
+        remembered=False,
+    ),
+    Case(
+        "e-status",
+        (
+            Session(
+                "e-status",
+                0,
+                (
+                    Said("hey"),
+                    Shell("git status", "nothing to commit"),
+                    Said(_GREETING, "assistant"),
+                ),
+            ),
+        ),
+        remembered=False,
+    ),
+    Case(
+        "e-thanks",
+        (said("e-thanks", 0, "thanks!", answer="Any time. What's next?"),),
+        remembered=False,
+    ),
+    # A question about the code answered at length, nothing run: a task.
+    Case(
+        "e-answered",
+        (
+            said(
+                "e-answered",
+                0,
+                "where does the ledger export decide the column order?",
+                answer="The order comes from COLUMNS in src/ledger/export.py:12, which the "
+                "writer reads once at import; the header row is built from the same list.",
+            ),
+        ),
+        remembered=True,
+    ),
+    # A question answered at an earlier turn, the last reply only a promise: a task.
+    Case(
+        "e-earlier",
+        (
+            Session(
+                "e-earlier",
+                0,
+                (
+                    Said("why does the export skip cancelled invoices?"),
+                    Shell(
+                        "rg -n cancelled src/ledger", "src/ledger/export.py:40: if inv.cancelled"
+                    ),
+                    Said(
+                        "It skips them on purpose: src/ledger/export.py:40 drops every invoice "
+                        "whose cancelled flag is set before the rows are written.",
+                        "assistant",
+                    ),
+                    Said("ok, publish the session"),
+                    Said("I'll publish it.", "assistant"),
+                ),
+            ),
+        ),
+        remembered=True,
+    ),
+)
+
 KINDS: dict[str, tuple[Case, ...]] = {
     "fact": FACTS,
+    "host": HOSTS,
+    "port": PORTS,
+    "path": PATHS,
+    "ticket": TICKETS,
+    "version": VERSIONS,
+    "convention": CONVENTIONS,
+    "command": COMMANDS,
     "conclusion": CONCLUSIONS,
     "default": DEFAULTS,
     "correction": CORRECTIONS,
+    "correction-more": CORRECTIONS_MORE,
+    "scope": SCOPE,
+    "empty": EMPTY,
     "changed": CHANGED,
     "edited": EDITED,
     "conflict": CONFLICTS,

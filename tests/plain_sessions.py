@@ -212,6 +212,15 @@ def context_entries(seen: Seen, project: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("- ")]
 
 
+def _has_task(seen: Seen, root: Path, project: str) -> bool:
+    folder = str(root / project)
+    return any(
+        block.get("tasks")
+        for block in (seen.shown.get("memory") or {}).get("blocks", [])
+        if block.get("applies_to_cwd") == folder
+    )
+
+
 def _has(texts: Sequence[str], value: str) -> bool:
     return any(value.lower() in text.lower() for text in texts)
 
@@ -226,9 +235,12 @@ def case_misses(
     quiet: Sequence[str] = (),
     section: str | None = None,
     conflict: tuple[str, str] | None = None,
+    remembered: bool | None = None,
 ) -> list[str]:
     """What a user would find wrong in `project`'s memory and context (empty when none)."""
     found: list[str] = []
+    if remembered is not None and _has_task(seen, root, project) != remembered:
+        found.append("no task kept" if remembered else "a task kept for nothing to remember")
     bullets = entries(seen, root, project, section)
     every = entries(seen, root, project)
     lines = context_entries(seen, project)

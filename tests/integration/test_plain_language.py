@@ -17,11 +17,21 @@ from tests.plain_sessions import Workspace, case_misses
 
 MISSES: dict[str, frozenset[str]] = {
     "fact": frozenset(),
+    "host": frozenset(),
+    "port": frozenset(),
+    "path": frozenset(),
+    "ticket": frozenset(),
+    "version": frozenset(),
+    "convention": frozenset(),
+    "command": frozenset(),
     "conclusion": frozenset(),
     # "keep PRs small, one concern each": an order with nothing that marks it as standing.
     "default": frozenset({"small"}),
     # "we stopped using fabric" names the tool, the old entry only `fab deploy:prod`.
     "correction": frozenset({"fabric"}),
+    "correction-more": frozenset(),
+    "scope": frozenset(),
+    "empty": frozenset(),
     # A new value whose statement shares too few words with the old one, or is no value
     # token at all (master, main).
     "changed": frozenset({"apiport", "python", "stghost", "branch"}),
@@ -49,6 +59,7 @@ def kind_misses(kind: str, root: Path, db_url: str) -> dict[str, list[str]]:
             quiet=case.quiet,
             section=case.section,
             conflict=case.conflict,
+            remembered=case.remembered,
         )
         for case in cases
     }

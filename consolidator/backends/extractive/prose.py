@@ -116,6 +116,8 @@ _TRAILING_NOT = re.compile(
     r"\s*[.!]?$",
     re.IGNORECASE,
 )
+# A clause that only says what is not so ("not .env.worker"): its value is taken back.
+_NEGATION = re.compile(r"^(?:not|no longer|never)\b(?!.*\bbut\b)", re.IGNORECASE)
 # "X was the old staging host", "X is outdated": the value named first is taken back.
 _WAS_OLD = re.compile(
     r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
@@ -232,7 +234,8 @@ _RESOURCE = re.compile(
     r"|(?<!\S)--?[a-z][\w-]*"
     r"|\[[\w-]+\]"
     r"|`[^`]+`"
-    r"|\b[a-z]+-[a-z]*\d+\b",
+    r"|\b[a-z]+-[a-z]*\d+\b"
+    r"|\b(?:with|using|via|run|runs)\s+[a-z][\w.-]*\s+[a-z]+[-:][a-z][\w:-]*",
 )
 # A request opens with its verb and names its object; a resource met after the object, in a
 # phrase saying where, with what or through what, is how something is done in the project.
@@ -431,7 +434,7 @@ def _negated_values(sentence: str) -> list[str]:
     found += [m["old"] for m in _NOT_VALUE.finditer(sentence)]
     found += [m["old"] for m in _TRAILING_NOT.finditer(sentence)]
     found += [m["old"] for m in _WAS_OLD.finditer(sentence)]
-    return [value.strip("`.,") for value in found if _distinctive(value.strip("`.,"))]
+    return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
 
 
 def _distinctive(value: str) -> bool:
@@ -453,8 +456,12 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
         if topic is not None:
             if topic:
                 revoked.append(topic)
-        elif not retraction and (
-            _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
+        elif (
+            not retraction
+            and not _NEGATION.match(clause)
+            and (
+                _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
+            )
         ):
             facts.append(_statement(clause))
     return True
@@ -472,6 +479,7 @@ def _topic(clause: str, gone: bool) -> str | None:
     topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
     if _POINTING_BACK.match(topic):
         return ""  # "that rule", "this bit": what it points back to is named elsewhere
+    topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
     return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
 
 
