@@ -15,7 +15,7 @@ from dataclasses import replace
 from bench.data import SeededThread, TextSource, citation, seed_thread, stage_one_output
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.consolidation import block_id_for, task_id_for
-from consolidator.backends.extractive.prose import user_statements
+from consolidator.backends.extractive.statements import user_statements
 from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, cited_thread_ids
 from consolidator.memory.codec import decode

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from bench.data import SeededThread, TextSource, project_cwd, seed_thread, stage_one_output
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.backends.extractive.prose import user_statements
+from consolidator.backends.extractive.statements import user_statements
 from consolidator.db.store import Store
 from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.prose import agent_statements, user_statements
+from consolidator.backends.extractive.statements import agent_statements, user_statements
 from consolidator.memory.blocks import Memory, invariant_violations
 from consolidator.memory.merge import apply_changes
 from tests.factories import item, notes, request

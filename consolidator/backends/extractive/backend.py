@@ -20,21 +20,23 @@ from consolidator.backends.base import (
 from consolidator.backends.extractive.commands import is_temporary_path
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.prose import (
-    MAX_STATEMENTS,
-    agent_statements,
-    answer_words,
     describe,
     judge_outcome,
     slug_for,
     summarise,
     top_keywords,
-    user_statements,
 )
+from consolidator.backends.extractive.sentences import answer_words
 from consolidator.backends.extractive.session import (
     MAX_QUOTE_CHARS,
     MAX_TASK_CHARS,
     Session,
     analyse,
+)
+from consolidator.backends.extractive.statements import (
+    MAX_STATEMENTS,
+    agent_statements,
+    user_statements,
 )
 from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,

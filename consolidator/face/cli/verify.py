@@ -97,7 +97,7 @@ def _feed(
     phase two; mark them `fed` in `results` so a second run on this version does not."""
     from datetime import UTC, datetime
 
-    from consolidator.backends.extractive.prose import MAX_STATEMENTS
+    from consolidator.backends.extractive.statements import MAX_STATEMENTS
     from consolidator.memory.facts import is_superseded
     from consolidator.phases.add_note import add_check_note
 

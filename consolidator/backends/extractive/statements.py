@@ -1,0 +1,408 @@
+"""What the user's and the agent's sentences state: defaults, facts about the project,
+corrections and what they take back, and the agent's conclusions; questions and
+acknowledgements state nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
+from consolidator.memory.text import clip, dedupe, one_line
+from consolidator.security.redaction import redact
+
+MAX_STATEMENTS = 8
+# A default the user sets for future work, wherever it is said (the opening message too).
+_INSTRUCTION = re.compile(
+    r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
+    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to))\b",
+    re.IGNORECASE,
+)
+_PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
+_OWNER = r"(?:(?:my|our|the|of|your)\s+)*"
+# Words that give an instruction every project as its scope: such a sentence is a default.
+EVERY_PROJECT_SCOPE = re.compile(
+    rf"\b(?:all|every|each|any)\s+(?:single\s+)?{_OWNER}{_PLACES}\b"
+    rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
+    rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
+    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b",
+    re.IGNORECASE,
+)
+# Words that tie an instruction to the project it was said in: it never leaves that project.
+ONE_PROJECT_SCOPE = re.compile(
+    rf"\b(?:in|for|on|of)\s+this\s+(?:{_PLACES[3:-1]}|box|machine|checkout)\b|\bhere\b"
+    r"|\b(?:our|the|this)\s+(?:\w+\s+)?(?:runner|box|machine|image|setup|environment)\b[^.]*"
+    r"\b(?:broken|can't|cannot|doesn't|won't|fails?)\b",
+    re.IGNORECASE,
+)
+# Words that introduce a fact the user wants known, not a request.
+_FACT_CUE = re.compile(
+    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads up|remember(?: that)?|"
+    r"correction|for the record|just so you know)\b[\s,:;-]*",
+    re.IGNORECASE,
+)
+_CONCLUSION_CUE = re.compile(
+    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
+    r"the (?:issue|problem|bug|cause) (?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
+    re.IGNORECASE,
+)
+# A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
+_VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
+# "..., not 6543": the old value a correction names; kept out so only the new value is stored.
+_NOT_VALUE = re.compile(
+    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?(?P<old>[\w./:~-]*(?:\d|/)[\w./:~-]*)`?",
+    re.IGNORECASE,
+)
+# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back;
+# "not A but B" on its own says B, and takes A back.
+_NOT_BUT = re.compile(
+    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+"
+    r"|^(?P<lead>not\s+`?(?P<old_lead>[^,`]+?)`?\s+but\s+)",
+    re.IGNORECASE,
+)
+# "..., not make build-ml." at the end: an old value of a few words, one of them distinctive.
+_TRAILING_NOT = re.compile(
+    r",\s*not\s+`?(?P<old>(?:[\w./:~-]+\s+){0,2}[\w./:~-]*(?:\d|\w[/.:-]\w)[\w./:~-]*?)`?"
+    r"\s*[.!]?$",
+    re.IGNORECASE,
+)
+# A clause that only says what is not so ("not .env.worker"): its value is taken back.
+_NEGATION = re.compile(r"^(?:not|no longer|never)\b(?!.*\bbut\b)", re.IGNORECASE)
+# "X was the old staging host", "X is outdated": the value named first is taken back.
+_WAS_OLD = re.compile(
+    r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
+    re.IGNORECASE,
+)
+# A value a correction takes back must be distinctive (a path, a host, a versioned name):
+# a bare number or word would take back every entry that happens to mention it.
+_DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNORECASE)
+
+
+# A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
+_MAX_STATEMENT_CHARS = 400
+# Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
+# Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
+_DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
+_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
+# The user takes something back: it was wrong, or is to be forgotten, or was dropped.
+_RETRACTION = re.compile(
+    r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
+    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|"
+    r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
+    re.IGNORECASE,
+)
+_FORGET = re.compile(
+    r"\b(?:forget|ignore|disregard|scratch)\b(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+"
+    r"(?:said|told you|wrote|mentioned))?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
+    re.IGNORECASE,
+)
+_DROPPED = re.compile(
+    r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
+    r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
+    r"|\b(?:we\s+)?took\s+(?P<out>.+?)\s+out\b"
+    r"|^(?P<gone>.+?)(?:'s|\s+is|\s+was|\s+has been|\s+are)\s+(?:gone|dropped|removed|retired|"
+    r"no longer used)\b",
+    re.IGNORECASE,
+)
+# A rule the user lets go of: "don't bother with X anymore", "no need to run X any more".
+_LET_GO = re.compile(
+    r"^(?:don't|do not|no need to|you don't need to)\s+(?:bother\s+(?:with|about)|\w+)\s+"
+    r"(?P<topic>.+?)\s+(?:any\s?more|any longer)$",
+    re.IGNORECASE,
+)
+_POINTING_BACK = re.compile(
+    r"^(?:(?:it|them|everything|that|this|those|these)|(?:that|this|those|these)\s+\w+)$",
+    re.IGNORECASE,
+)
+# "stop running X" takes X back only beside a clause that says it is gone.
+_STOP_DOING = re.compile(r"^(?:stop|quit)\s+\w+ing\s+(?P<topic>.+)$", re.IGNORECASE)
+_GONE = re.compile(
+    r"\b(?:gone|removed|dropped|deleted|retired|took (?:it|them) out|no longer|any\s?more)\b",
+    re.IGNORECASE,
+)
+# A sentence about something (a determiner, a pronoun or a name first), not an order.
+_DECLARATIVE_START = re.compile(
+    r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
+    re.IGNORECASE,
+)
+# A subject then a finite verb: a form of "be" or "have", a modal, or a past tense followed
+# by where the value went ("the api port changed to 8081"); or a plural noun then its verb
+# ("migrations live under db/migrate"); or a name, a verb in -s and its object ("Maria owns
+# the payments service").
+_SUBJECT_THEN_VERB = re.compile(
+    r"^(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
+    r"cannot|must|should|will|won't)\b"
+    r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
+    r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
+    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
+    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b",
+)
+# Word order of a question without its mark: an auxiliary before its subject, or "whether".
+_INVERTED = re.compile(
+    r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
+    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b|^(?:[\w']+\s+){0,2}whether\b",
+    re.IGNORECASE,
+)
+# A sentence whose subject is only a pronoun says too little to keep without a value.
+_VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
+_MIN_PLAIN_WORDS = 5
+# A standing rule, told by its shape rather than its words: a prohibition, one tool chosen
+# over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
+# a rule scoped to the whole codebase.
+_PROHIBITION = re.compile(r"^(?:don't|do not|never|no)\s+\w+\s+\w+", re.IGNORECASE)
+_CHOICE = re.compile(
+    r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|,\s*not\s+(?!the\b|a\b|an\b)\S",
+    re.IGNORECASE,
+)
+_OBLIGATION = re.compile(
+    r"^(?:[\w-]+\s+){1,3}(?:should|must|need to|has to|have to)\s+(?:always\s+)?\w+",
+    re.IGNORECASE,
+)
+_HABIT = re.compile(
+    r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)",
+    re.IGNORECASE,
+)
+_CODEBASE_SCOPE = re.compile(
+    r"\b(?:in|across|for|throughout)\s+(?:this|the|our)\s+(?:codebase|code base|repo|repository|"
+    r"project)\b",
+    re.IGNORECASE,
+)
+# A named resource a statement can be about, by the shape of its value: a host (with its
+# port), a port, a ticket id, a version of a tool, a folder, a command-line option, a commit
+# tag, a code span, a make-style target. A source file is no such thing: "fix tests/x.py" is a
+# request about a file, not knowledge of the project.
+_RESOURCE = re.compile(
+    r"\b(?:localhost|[a-z][\w-]*(?:\.[a-z][\w-]*)*\.(?:internal|lan|local|corp|intra|net|com|"
+    r"org|io|dev|cloud))(?::\d{2,5})?\b(?![./]\w)"
+    r"|(?<![\w.])[\w-]+:\d{2,5}\b"
+    r"|\bports?\s+\d{2,5}\b|(?<!\S)-p\s*\d{2,5}\b"
+    r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
+    r"|\b[a-z][\w+-]*\s+v?\d+(?:\.\d+)+\b"
+    r"|(?<![\w/])(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
+    r"|(?<!\S)--?[a-z][\w-]*"
+    r"|\[[\w-]+\]"
+    r"|`[^`]+`"
+    r"|\b[a-z]+-[a-z]*\d+\b"
+    r"|\b(?:with|using|via|run|runs)\s+[a-z][\w.-]*\s+[a-z]+[-:][a-z][\w:-]*",
+)
+# A request opens with its verb and names its object; a resource met after the object, in a
+# phrase saying where, with what or through what, is how something is done in the project.
+_ADVERBIAL_RESOURCE = re.compile(
+    r"\b(?:with|on|at|from|in|into|to|via|through|using|under|for|as)\s+(?:the\s+|a\s+)?"
+    r"(?:[\w-]+\s+){0,2}(?=\S)",
+    re.IGNORECASE,
+)
+_ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
+# A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
+_PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
+# A slash command typed to the client (`/init`, `/review src`), not a statement.
+_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s|$)")
+_FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
+
+
+# An aside in brackets long enough to say something of its own ("(we moved the cache host)").
+_ASIDE = re.compile(r"\s*\(([^()]*\w\s+\w[^()]*\s\w[^()]*)\)")
+_CLAUSE_START = re.compile(r"[,;]\s+")
+
+
+def _units(sentence: str) -> list[str]:
+    """What one sentence says, each part on its own: an aside in brackets apart from the
+    sentence around it (unless the whole is a question), and a request it opens with cut off
+    when a later clause is a statement about the project ("fix the export, the fixtures are
+    under tests/data/")."""
+    if is_question(sentence):
+        return [sentence]
+    asides = [m[1].strip() for m in _ASIDE.finditer(sentence)]
+    outer = _ASIDE.sub("", sentence).strip() if asides else sentence
+    return [_without_request(part) for part in [outer, *asides] if part]
+
+
+def _without_request(sentence: str) -> str:
+    starts = [m.end() for m in _CLAUSE_START.finditer(sentence)]
+    if not starts:
+        return sentence
+    first = sentence[: starts[0]]
+    if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first):
+        return sentence
+    for start in starts:
+        rest = sentence[start:]
+        if _declarative(rest) and _RESOURCE.search(rest):
+            return rest
+    return sentence
+
+
+def _takes_back(clause: str) -> bool:
+    return bool(_RETRACTION.search(clause) or _topic(clause, gone=True) is not None)
+
+
+def _statement(text: str) -> str:
+    """The statement as kept: the old value of a correction cut, secrets redacted; "" when
+    nothing but a redaction would be left."""
+    text = _NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
+    text = _TRAILING_NOT.sub("", text)
+    text = _DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
+    text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
+    if _ONLY_REDACTED.fullmatch(text):
+        return ""
+    return text[:1].upper() + text[1:] if text else ""
+
+
+@dataclass(frozen=True)
+class UserStatements:
+    """What the user's words leave: defaults, statements about the project, and what they
+    took back (the topic of a correction)."""
+
+    instructions: list[str]
+    facts: list[str]
+    revoked: list[str]
+
+
+def user_statements(spoken: Iterable[str]) -> UserStatements:
+    """Sentence by sentence, and within a sentence aside by aside: a question or an
+    acknowledgement leaves nothing; a correction revokes its topic and states its new value;
+    a default is an instruction; a statement about the project, or any sentence naming a
+    resource of it (a host, port, folder, ticket, version, option, code span, command), is a
+    fact, whether or not it opens with a cue."""
+    read = UserStatements([], [], [])
+    for number, message in enumerate(spoken):
+        for sentence in sentences(message):
+            for unit in _units(strip_lead_in(sentence)):
+                _read_unit(strip_lead_in(unit), number, read)
+    return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
+
+
+def _read_unit(bare: str, number: int, read: UserStatements) -> None:
+    """One part of a sentence read into `read`; `number` is its message's place (the opening
+    request is the task, so a plain remark in it is a fact only with a value)."""
+    if (
+        user_text(bare) == ""
+        or is_question(bare)
+        or _INVERTED.search(bare)
+        or len(bare) > _MAX_STATEMENT_CHARS
+        or _SLASH_COMMAND.match(bare)
+    ):
+        return
+    read.revoked.extend(_negated_values(bare))
+    if _correction(bare, read.facts, read.revoked):
+        return
+    cue = _FACT_CUE.match(bare)
+    said = bare[cue.end() :] if cue else bare
+    if _is_default(bare, said):
+        read.instructions.append(_statement(said))
+    elif (
+        (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
+        or _RESOURCE.search(said)
+        or (_is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said)))
+    ):
+        read.facts.append(_statement(said))
+
+
+def _kept(statements: list[str]) -> list[str]:
+    return dedupe(statement for statement in statements if statement)
+
+
+def _is_default(sentence: str, said: str) -> bool:
+    """A default for future work: said with the usual words, or shaped as a standing rule (a
+    prohibition, a choice of one tool over another, an obligation, a habit) when the sentence
+    is not a statement about the project; scoped to the codebase or to every project."""
+    if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
+        return True
+    if _PERSON.search(said) or (_RESOURCE.search(said) and _declarative(said)):
+        return False  # who to ask, or what a named resource is, is a fact about the project
+    if (_CODEBASE_SCOPE.search(said) and not _VALUE.search(said)) or _OBLIGATION.match(said):
+        return True
+    if _declarative(said):
+        return False
+    return bool(_PROHIBITION.match(said) or _CHOICE.search(said) or _HABIT.search(said))
+
+
+def _declarative(sentence: str) -> bool:
+    return bool(_DECLARATIVE_START.search(sentence) or _SUBJECT_THEN_VERB.search(sentence))
+
+
+def _is_statement(sentence: str) -> bool:
+    """A statement about the project: a subject and what it is or does. One with a value or
+    a person to ask is kept however short; one without needs a few words and a subject
+    that is more than a pronoun ("it works now" says nothing for later)."""
+    if _PERSON.search(sentence):
+        return True
+    clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
+    if not any(_declarative(clause) for clause in clauses):
+        return False
+    if _VALUE.search(sentence):
+        return True
+    return len(sentence.split()) >= _MIN_PLAIN_WORDS and not _VAGUE_SUBJECT.match(sentence)
+
+
+def _negated_values(sentence: str) -> list[str]:
+    """The distinctive values a sentence says are not (or no longer) so: taken back."""
+    found = [m["old"] or m["old_lead"] for m in _NOT_BUT.finditer(sentence)]
+    found += [m["old"] for m in _NOT_VALUE.finditer(sentence)]
+    found += [m["old"] for m in _TRAILING_NOT.finditer(sentence)]
+    found += [m["old"] for m in _WAS_OLD.finditer(sentence)]
+    return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
+
+
+def _distinctive(value: str) -> bool:
+    """A value of a few words is distinctive when one of its words is."""
+    return any(_DISTINCTIVE.match(word) for word in value.split())
+
+
+def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
+    """Read `sentence` as a correction, clause by clause: the topics it takes back go to
+    `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
+    clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
+    gone = bool(_GONE.search(sentence))
+    topics = [_topic(clause, gone) for clause in clauses]
+    retracted = [bool(_RETRACTION.search(c) or _WAS_OLD.search(c)) for c in clauses]
+    if all(topic is None for topic in topics) and not any(retracted):
+        return False
+    for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
+        revoked.extend(_negated_values(clause))
+        if topic is not None:
+            if topic:
+                revoked.append(topic)
+        elif (
+            not retraction
+            and not _NEGATION.match(clause)
+            and (
+                _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
+            )
+        ):
+            facts.append(_statement(clause))
+    return True
+
+
+def _topic(clause: str, gone: bool) -> str | None:
+    """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
+    "stop running X" takes X back only when the sentence says X is gone."""
+    match = _FORGET.search(clause) or _DROPPED.search(clause) or _LET_GO.search(clause)
+    if match is None and gone:
+        match = _STOP_DOING.search(clause)
+    if match is None:
+        return None
+    found = match.groupdict()
+    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
+    if _POINTING_BACK.match(topic):
+        return ""  # "that rule", "this bit": what it points back to is named elsewhere
+    topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
+    return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
+
+
+def agent_statements(message: str) -> tuple[list[str], list[str]]:
+    """Facts the agent pointed out and the conclusions it reached in its final message."""
+    facts: list[str] = []
+    conclusions: list[str] = []
+    for sentence in sentences(message):
+        bare = strip_lead_in(sentence)
+        if is_question(bare):
+            continue
+        if match := _CONCLUSION_CUE.match(bare):
+            conclusions.append(_statement(bare[match.end() :]))
+        elif _FILE_LINE.search(bare):
+            conclusions.append(_statement(bare))
+        elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
+            facts.append(_statement(bare[cue.end() :]))
+    return _kept(facts), _kept(conclusions)
