@@ -194,6 +194,8 @@ _ADVERBIAL_RESOURCE = re.compile(
     r"(?:[\w-]+\s+){0,2}(?=\S)",
     re.IGNORECASE,
 )
+# A measure for every one of a kind ("one concern each", "one change per commit"): a norm.
+_NORM = re.compile(r"\bone\s+[\w-]+\s+(?:each|apiece|per\s+\w+|at a time)\b", re.IGNORECASE)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
 # A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
 _PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
@@ -315,7 +317,12 @@ def _is_default(sentence: str, said: str) -> bool:
         return True
     if _declarative(said):
         return False
-    return bool(_PROHIBITION.match(said) or _CHOICE.search(said) or _HABIT.search(said))
+    return bool(
+        _PROHIBITION.match(said)
+        or _CHOICE.search(said)
+        or _HABIT.search(said)
+        or _NORM.search(said)
+    )
 
 
 def _declarative(sentence: str) -> bool:
