@@ -157,6 +157,49 @@ COMMANDS = (
 )
 
 
+def _run_on(name: str, message: str, shown: tuple[str, ...], quiet: str) -> Case:
+    """A request and remarks run together in one message: the remarks are kept, the request
+    (a word only it has) is in no entry."""
+    session = said(name, 0, message)
+    return Case(name, (session,), shown=shown, quiet=(quiet,))
+
+
+RUN_ON = (
+    _run_on(
+        "r-comma",
+        "tidy up src/ledger/rounding.py, btw the ledger db listens on port 6631",
+        ("6631",),
+        "rounding",
+    ),
+    _run_on(
+        "r-two",
+        "the audit api runs on audit-3.corp:8443, the replay fixtures are under spec/replays/",
+        ("audit-3.corp", "spec/replays/"),
+        "zzz-none",
+    ),
+    _run_on(
+        "r-aside",
+        "speed up the csv importer in src/imports/csv_reader.py (the big samples are in "
+        "data/samples/large/ if you need them)",
+        ("data/samples/large/",),
+        "importer",
+    ),
+    _run_on(
+        "r-rule",
+        "split src/ledger/totals.py into smaller functions, run make check before you push, "
+        "the pre-push hook skips it",
+        ("make check",),
+        "totals",
+    ),
+    _run_on(
+        "r-also",
+        "bump the retry limit in src/sync/retry.py, also the sync logs go to /var/log/sync/",
+        ("/var/log/sync/",),
+        "retry limit",
+    ),
+)
+
+
 def _concluded(name: str, answer: str, *shown: str) -> Case:
     session = Session(
         name,
@@ -684,6 +727,7 @@ KINDS: dict[str, tuple[Case, ...]] = {
     "version": VERSIONS,
     "convention": CONVENTIONS,
     "command": COMMANDS,
+    "run-on": RUN_ON,
     "conclusion": CONCLUSIONS,
     "default": DEFAULTS,
     "correction": CORRECTIONS,

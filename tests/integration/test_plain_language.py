@@ -24,6 +24,7 @@ MISSES: dict[str, frozenset[str]] = {
     "version": frozenset(),
     "convention": frozenset(),
     "command": frozenset(),
+    "run-on": frozenset(),
     "conclusion": frozenset(),
     "default": frozenset(),
     # "we stopped using fabric" names the tool, the old entry only `fab deploy:prod`.

@@ -9,7 +9,8 @@ import pysbd
 
 _CUE_BREAK = re.compile(
     r"(?:,\s*|\s+)(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that|Remember:|"
-    r"Correction:)(?!\w))"
+    r"Correction:)(?!\w))|,\s*(?=(?:btw|by the way|fyi|heads up)\b)",
+    re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
     r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|please)\b[\s,:;.!-]*"

@@ -180,7 +180,7 @@ _RESOURCE = re.compile(
     r"|\bports?\s+\d{2,5}\b|(?<!\S)-p\s*\d{2,5}\b"
     r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
     r"|\b[a-z][\w+-]*\s+v?\d+(?:\.\d+)+\b"
-    r"|(?<![\w/])(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
+    r"|(?<![\w/])/?(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
     r"|(?<!\S)--?[a-z][\w-]*"
     r"|\[[\w-]+\]"
     r"|`[^`]+`"
@@ -211,14 +211,15 @@ _CLAUSE_START = re.compile(r"[,;]\s+")
 
 def _units(sentence: str) -> list[str]:
     """What one sentence says, each part on its own: an aside in brackets apart from the
-    sentence around it (unless the whole is a question), and a request it opens with cut off
-    when a later clause is a statement about the project ("fix the export, the fixtures are
-    under tests/data/")."""
+    sentence around it (unless the whole is a question); a request it opens with cut off when
+    a later clause states something or sets a rule ("fix the export, the fixtures are under
+    tests/data/"); and statements run together with commas, each naming its own resource,
+    taken one by one."""
     if is_question(sentence):
         return [sentence]
     asides = [m[1].strip() for m in _ASIDE.finditer(sentence)]
     outer = _ASIDE.sub("", sentence).strip() if asides else sentence
-    return [_without_request(part) for part in [outer, *asides] if part]
+    return [unit for part in [outer, *asides] if part for unit in _run_on(_without_request(part))]
 
 
 def _without_request(sentence: str) -> str:
@@ -229,10 +230,29 @@ def _without_request(sentence: str) -> str:
     if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first):
         return sentence
     for start in starts:
-        rest = sentence[start:]
-        if _declarative(rest) and _RESOURCE.search(rest):
+        rest = strip_lead_in(sentence[start:])
+        if _stands_alone(rest) or (len(rest.split()) >= 3 and _is_default(rest, rest)):
             return rest
     return sentence
+
+
+def _run_on(sentence: str) -> list[str]:
+    """`sentence` cut before each later clause that is a statement of its own: a subject that
+    is no pronoun, and a resource named, after a part that named one too."""
+    units: list[str] = []
+    begun = 0
+    for match in _CLAUSE_START.finditer(sentence):
+        rest = strip_lead_in(sentence[match.end() :])
+        if _RESOURCE.search(sentence[begun : match.start()]) and _stands_alone(rest):
+            units.append(sentence[begun : match.start()])
+            begun = match.end()
+    return [*units, sentence[begun:]]
+
+
+def _stands_alone(clause: str) -> bool:
+    return bool(
+        _declarative(clause) and not _VAGUE_SUBJECT.match(clause) and _RESOURCE.search(clause)
+    )
 
 
 def _takes_back(clause: str) -> bool:
