@@ -388,6 +388,14 @@ CORRECTIONS_MORE = (
         None,
     ),
     _corrected(
+        "aside",
+        "the search index lives on es-1.search.lan",
+        "reindex the products tonight (ignore that, es-1.search.lan was the old cluster. "
+        "it's es-4.search.lan now)",
+        "es-1.search.lan",
+        "es-4.search.lan",
+    ),
+    _corrected(
         "outdated",
         "the queue worker reads QUEUE_URL from .env.worker",
         "that's outdated, the worker reads it from config/queue.toml now, not .env.worker",

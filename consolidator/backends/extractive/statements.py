@@ -217,7 +217,7 @@ def _units(sentence: str) -> list[str]:
     taken one by one."""
     if is_question(sentence):
         return [sentence]
-    asides = [m[1].strip() for m in _ASIDE.finditer(sentence)]
+    asides = [part for m in _ASIDE.finditer(sentence) for part in sentences(m[1])]
     outer = _ASIDE.sub("", sentence).strip() if asides else sentence
     return [unit for part in [outer, *asides] if part for unit in _run_on(_without_request(part))]
 
@@ -227,13 +227,23 @@ def _without_request(sentence: str) -> str:
     if not starts:
         return sentence
     first = sentence[: starts[0]]
-    if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first):
+    if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
         rest = strip_lead_in(sentence[start:])
         if _stands_alone(rest) or (len(rest.split()) >= 3 and _is_default(rest, rest)):
             return rest
     return sentence
+
+
+def _scoped(clause: str) -> bool:
+    """The clause sets where or how long what follows holds ("in all my repos", "from now
+    on"): it belongs to the rule after it."""
+    return bool(
+        _INSTRUCTION.search(clause)
+        or EVERY_PROJECT_SCOPE.search(clause)
+        or ONE_PROJECT_SCOPE.search(clause)
+    )
 
 
 def _run_on(sentence: str) -> list[str]:
