@@ -66,8 +66,36 @@ def test_a_plain_statement_about_the_project_is_a_fact_without_a_cue(
     assert user_statements([message]).facts == [fact]
 
 
-def test_a_request_is_not_a_fact() -> None:
-    assert user_statements(["Fix the failing test in tests/test_api.py please."]).facts == []
+@pytest.mark.parametrize(
+    "request_now",
+    [
+        "Fix the failing test in tests/test_api.py please.",
+        "run pytest -x tests/test_api.py and tell me what fails",
+        "deploy this to prod-2.example.com when the checks are green",
+        "look at the logs in /var/log/app/ and find the crash",
+        "try it with --verbose",
+        "use `rg` to find where we set the timeout",
+    ],
+)
+def test_a_request_about_the_work_at_hand_is_not_a_fact(request_now: str) -> None:
+    assert user_statements(["the export is broken", request_now]).facts == []
+
+
+@pytest.mark.parametrize(
+    ("how_to", "value"),
+    [
+        ("regenerate the model stubs with make gen-models", "make gen-models"),
+        ("point the client at billing-7.pay.internal for the invoice calls", "billing-7"),
+        ("connect to the audit database on port 6544", "6544"),
+        ("put new snapshot files in spec/snapshots/, the runner globs that folder", "spec/"),
+        ("load the demo tenants with `rake tenants:seed`", "tenants:seed"),
+    ],
+)
+def test_an_order_saying_how_a_thing_is_done_in_the_project_is_a_fact(
+    how_to: str, value: str
+) -> None:
+    facts = user_statements(["the export is broken", how_to]).facts
+    assert any(value in fact for fact in facts), facts
 
 
 @pytest.mark.parametrize(

@@ -170,10 +170,10 @@ _CODEBASE_SCOPE = re.compile(
     re.IGNORECASE,
 )
 # A named resource a statement can be about, by the shape of its value: a host (with its
-# port), a port, a ticket id, a version of a tool, a folder, a command-line option, a commit
-# tag, a code span, a make-style target. A source file is no such thing: "fix tests/x.py" is a
-# request about a file, not knowledge of the project.
-_RESOURCE = re.compile(
+# port), a port, a ticket id, a version of a tool, a folder, a commit tag, an identifier with
+# a number in it. A source file is no such thing: "fix tests/x.py" is a request about a file,
+# not knowledge of the project.
+_NAMED = (
     r"\b(?:localhost|[a-z][\w-]*(?:\.[a-z][\w-]*)*\.(?:internal|lan|local|corp|intra|net|com|"
     r"org|io|dev|cloud))(?::\d{2,5})?\b(?![./]\w)"
     r"|(?<![\w.])[\w-]+:\d{2,5}\b"
@@ -181,19 +181,25 @@ _RESOURCE = re.compile(
     r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
     r"|\b[a-z][\w+-]*\s+v?\d+(?:\.\d+)+\b"
     r"|(?<![\w/])/?(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
-    r"|(?<!\S)--?[a-z][\w-]*"
     r"|\[[\w-]+\]"
-    r"|`[^`]+`"
     r"|\b[a-z]+-[a-z]*\d+\b"
-    r"|\b(?:with|using|via|run|runs)\s+[a-z][\w.-]*\s+[a-z]+[-:][a-z][\w:-]*",
 )
-# A request opens with its verb and names its object; a resource met after the object, in a
-# phrase saying where, with what or through what, is how something is done in the project.
-_ADVERBIAL_RESOURCE = re.compile(
-    r"\b(?:with|on|at|from|in|into|to|via|through|using|under|for|as)\s+(?:the\s+|a\s+)?"
-    r"(?:[\w-]+\s+){0,2}(?=\S)",
+_STRONG_RESOURCE = re.compile(_NAMED)
+# A command the work is done with ("with make proto-gen", "using `rake db:seed`").
+_INSTRUMENT = r"\b(?:with|using|via|run|runs)\s+(?:[a-z][\w.-]*\s+[a-z]+[-:][a-z][\w:-]*|`[^`]+`)"
+# Also a resource, but as often part of an order for the work at hand ("try it with
+# --verbose", "use `rg` to find it"): a command-line option, a code span.
+_RESOURCE = re.compile(rf"{_NAMED}|(?<!\S)--?[a-z][\w-]*|`[^`]+`|{_INSTRUMENT}")
+_HOW_TO = re.compile(rf"{_NAMED}|{_INSTRUMENT}")
+# An order about the work at hand, not how things are done in the project: its object is
+# "this" or "that", or a second order follows ("... and tell me what fails").
+_AT_HAND = re.compile(
+    r"^[a-z]+\s+(?:this|that|these|those)\b"
+    r"|\band\s+[a-z]+\s+(?:me|us|it|the|what|why|whether|if|where)\b",
     re.IGNORECASE,
 )
+
+
 # A measure for every one of a kind ("one concern each", "one change per commit"): a norm.
 _NORM = re.compile(r"\bone\s+[\w-]+\s+(?:each|apiece|per\s+\w+|at a time)\b", re.IGNORECASE)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
@@ -325,10 +331,19 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
         read.instructions.append(_statement(said))
     elif (
         (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
-        or _RESOURCE.search(said)
+        or _names_resource(said)
         or (_is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said)))
     ):
         read.facts.append(_statement(said))
+
+
+def _names_resource(said: str) -> bool:
+    """A statement naming a resource of the project; an order only when it says how a thing
+    is done there (a host, port, folder, ticket, version, tag or a command to do it with),
+    not when it is about the work at hand."""
+    if _declarative(said):
+        return bool(_RESOURCE.search(said))
+    return bool(_HOW_TO.search(said)) and not _AT_HAND.search(said)
 
 
 def _kept(statements: list[str]) -> list[str]:
