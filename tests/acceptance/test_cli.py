@@ -12,7 +12,7 @@ from tests.cli_process import EXAMPLES, REPO, as_json, run_cli
 
 pytestmark = pytest.mark.slow
 
-USER_QUOTE = "never use the system python here"
+USER_QUOTE = "use the system python here"
 FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
 
 

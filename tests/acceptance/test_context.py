@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sessions"
 CLI = [sys.executable, "-m", "consolidator"]
 PROJECT = "/home/dev/projects/billing-api"
-PROJECT_QUOTE = "never use the system python here"
+PROJECT_QUOTE = "use the system python here"
 OTHER_PROJECT_TEXT = "recharts"
 
 pytestmark = pytest.mark.slow

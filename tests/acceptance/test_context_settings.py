@@ -13,7 +13,7 @@ from tests.cli_process import run_cli
 pytestmark = pytest.mark.slow
 
 PROJECT = "/home/dev/projects/billing-api"
-PROJECT_QUOTE = "never use the system python here"
+PROJECT_QUOTE = "use the system python here"
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from tests.factories import DAY_ONE, ROUTINE, add_session, unwritable
 pytestmark = pytest.mark.slow
 
 THREAD = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-QUOTE = "never use the system python here"
+QUOTE = "use the system python here"
 
 
 @dataclass(frozen=True)
