@@ -17,6 +17,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "sessions"
+# Words of the billing-api example's standing instruction that keep their case however the
+# reader starts the sentence: what tests look for in the memory, and for its absence after a
+# forget.
+BILLING_INSTRUCTION = "use the system python here"
 CLI = [sys.executable, "-c", "from consolidator.face.cli import main; main()"]
 
 

@@ -14,12 +14,13 @@ import pytest
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.face.cli import main
+from tests.cli_process import BILLING_INSTRUCTION
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "sessions"
 BILLING = next(EXAMPLES.rglob("rollout-2026-11-16T*.jsonl"))
 BILLING_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-BILLING_QUOTE = "use the system python here"
+BILLING_QUOTE = BILLING_INSTRUCTION
 DOCS = next(EXAMPLES.rglob("rollout-2026-11-19T*.jsonl"))
 DOCS_ID = "019a9a71-0be2-7f45-8c3d-6e1a5b28f4c9"
 NEWER = next(EXAMPLES.rglob("rollout-2026-11-23T*.jsonl"))

@@ -15,12 +15,12 @@ from pathlib import Path
 import filelock
 import pytest
 
-from tests.cli_process import EXAMPLES, run_cli
+from tests.cli_process import BILLING_INSTRUCTION, EXAMPLES, run_cli
 
 EXAMPLE_ROLLOUT = next(EXAMPLES.rglob("*019a8b2e-5c41-7d13-9f6a-*.jsonl"))
 EXAMPLE_CWD = "/home/dev/projects/billing-api"
 THREAD_ID = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-PROJECT_QUOTE = "use the system python here"
+PROJECT_QUOTE = BILLING_INSTRUCTION
 
 
 def unavailable(reason: str) -> None:

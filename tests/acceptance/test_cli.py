@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from consolidator.sources.discovery import is_rollout_name
-from tests.cli_process import EXAMPLES, REPO, as_json, run_cli
+from tests.cli_process import BILLING_INSTRUCTION, EXAMPLES, REPO, as_json, run_cli
 
 pytestmark = pytest.mark.slow
 
-USER_QUOTE = "use the system python here"
+USER_QUOTE = BILLING_INSTRUCTION
 FAKE_SECRETS = ("AKIAFAKEEXAMPLE12345", "sk-proj-")
 
 

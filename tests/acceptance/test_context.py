@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import clean_env, run_command
+from tests.cli_process import BILLING_INSTRUCTION, clean_env, run_command
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sessions"
 CLI = [sys.executable, "-m", "consolidator"]
 PROJECT = "/home/dev/projects/billing-api"
-PROJECT_QUOTE = "use the system python here"
+PROJECT_QUOTE = BILLING_INSTRUCTION
 OTHER_PROJECT_TEXT = "recharts"
 
 pytestmark = pytest.mark.slow

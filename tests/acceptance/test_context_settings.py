@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import run_cli
+from tests.cli_process import BILLING_INSTRUCTION, run_cli
 
 pytestmark = pytest.mark.slow
 
 PROJECT = "/home/dev/projects/billing-api"
-PROJECT_QUOTE = "use the system python here"
+PROJECT_QUOTE = BILLING_INSTRUCTION
 
 
 @pytest.mark.parametrize(

@@ -20,13 +20,13 @@ from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
-from tests.cli_process import as_json, run_cli
+from tests.cli_process import BILLING_INSTRUCTION, as_json, run_cli
 from tests.factories import DAY_ONE, ROUTINE, add_session, unwritable
 
 pytestmark = pytest.mark.slow
 
 THREAD = "019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a8"
-QUOTE = "use the system python here"
+QUOTE = BILLING_INSTRUCTION
 
 
 @dataclass(frozen=True)
