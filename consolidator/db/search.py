@@ -197,16 +197,21 @@ def _since_sql(since: datetime | None, params: dict[str, Any], column: str) -> s
     return f"{column} >= :since"
 
 
-# Candidates by relevance; snippets are made afterwards for the hits kept alone.
-# The scope key column only selects rows: it weighs nothing in the rank.
+# Candidates by relevance, ranked within the index alone (joining first would read every
+# match's row); snippets are made afterwards for the hits kept alone. The scope key column
+# only selects rows: it weighs nothing in the rank. `{rows}` narrows the matches by what the
+# index cannot tell (a date, a scope too wide for its keys).
 _SQLITE_RANKED = """
 SELECT o.rowid AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
-       o.rollout_slug, -bm25({table}, 0.0, 1.0, 1.0, 1.0) AS relevance
-FROM {table}
-JOIN stage1_outputs AS o ON o.rowid = {table}.rowid
-WHERE {table} MATCH :match AND {scope} AND {since}
-ORDER BY bm25({table}, 0.0, 1.0, 1.0, 1.0)
-LIMIT :candidates
+       o.rollout_slug, -ranked.score AS relevance
+FROM (
+    SELECT rowid, bm25({table}, 0.0, 1.0, 1.0, 1.0) AS score FROM {table}
+    WHERE {table} MATCH :match AND {rows}
+    ORDER BY score
+    LIMIT :candidates
+) AS ranked
+JOIN stage1_outputs AS o ON o.rowid = ranked.rowid
+ORDER BY ranked.score
 """
 
 _SQLITE_FOLDERS = """
@@ -243,6 +248,17 @@ WHERE o.thread_id IN ({keys})
 """
 
 
+def _sqlite_rows(parts: dict[str, str], *, exact: bool) -> str:
+    """The filter on index rows besides the text match: none when the index's scope keys
+    already select exactly the scope, else the outputs within scope and date."""
+    if exact:
+        return "1 = 1"
+    return (
+        "rowid IN (SELECT o.rowid FROM stage1_outputs AS o"
+        f" WHERE {parts['scope']} AND {parts['since']})"
+    )
+
+
 def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]:
     """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
     orders rows that hold as many): each term's tsquery, made once, and their sum."""
@@ -270,6 +286,7 @@ def search_sessions(
     in_scope = _scope_match(connection, scope) if sqlite else ""
     if in_scope is None:
         return []
+    scope_in_index = scope.folder is None or bool(in_scope)
     for every in (True, False) if len(query.terms) > 1 else (False,):
         terms = query.fts5(every=every) if sqlite else query.websearch(every=every)
         params: dict[str, Any] = {
@@ -281,7 +298,9 @@ def search_sessions(
             "scope": _scope_sql(scope, params, "o.cwd"),
             "since": _since_sql(since, params, "o.source_updated_at"),
         }
-        if not sqlite:
+        if sqlite:
+            parts["rows"] = _sqlite_rows(parts, exact=since is None and scope_in_index)
+        else:
             parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
         ranked = connection.execute(
             text((_SQLITE_RANKED if sqlite else _PG_RANKED).format(**parts)), params

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, inspect, text
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import downgrade, upgrade
-from consolidator.db.search import QueryTerms, SearchQueryError, SearchScope
+from consolidator.db.search import MAX_SCOPE_KEYS, QueryTerms, SearchQueryError, SearchScope
 from consolidator.db.store import Stage1Payload, Store
 from tests.factories import LEASE, T0, header
 from tests.real_text import real_passages
@@ -138,6 +138,30 @@ def test_a_sibling_or_nested_project_is_never_returned(store: Store) -> None:
     # LIKE's own wildcards in a folder name match only themselves.
     store_output(store, "percent", "Invoice rounding.", "- rounding", cwd="/home/dev/a%b")
     assert found(store, "invoice rounding", SearchScope("/home/dev/a_b")) == []
+
+
+def test_a_date_or_a_scope_of_more_folders_than_the_index_keys_still_filters(
+    store: Store,
+) -> None:
+    many = [f"{BILLING}/module-{index:03d}" for index in range(MAX_SCOPE_KEYS + 1)]
+    for index, folder in enumerate(many):
+        store_output(store, f"m-{index:03d}", "Retry backoff tuned.", "- backoff", cwd=folder)
+    store_output(store, "vendored", "Retry backoff tuned.", "- backoff", cwd=f"{BILLING}/vendor")
+    store_output(store, "sibling", "Retry backoff tuned.", "- backoff", cwd=FRONTEND)
+    store_output(store, "old", "Retry backoff tuned.", "- backoff", days_ago=100)
+
+    scope = SearchScope(BILLING, (f"{BILLING}/vendor",))
+    hits = found(store, "retry backoff", scope, limit=500)
+    assert sorted(hits) == sorted([f"m-{index:03d}" for index in range(len(many))] + ["old"])
+
+    recent = store.search_sessions(
+        QueryTerms.parse("retry backoff"),
+        SearchScope(BILLING),
+        since=T0 - timedelta(days=30),
+        limit=500,
+    )
+    assert "old" not in {hit.thread_id for hit in recent}
+    assert len(recent) == len(many) + 1
 
 
 def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str) -> None:
