@@ -5,6 +5,8 @@ Where the repository says it: Python in `.python-version`, `.tool-versions`, pyp
 `.tool-versions`, package.json `engines.node` and `FROM node:`; Go in go.mod (`go`,
 `toolchain`), `.tool-versions` and `FROM golang:`; Rust in `rust-toolchain(.toml)` and
 `.tool-versions`. The repository's value wins: the reason quotes it ("repo says >=3.12").
+The same files, read a line at a time (`pinned_in_line`), tell what an edit of one of them
+changed a runtime to.
 """
 
 from __future__ import annotations
@@ -26,6 +28,43 @@ _STATED: Final = re.compile(
     re.IGNORECASE,
 )
 _VERSION: Final = re.compile(r"\d+(?:\.\d+){0,2}")
+# The files whose first line is the version, and the runtime each pins.
+_FIRST_LINE_PINS: Final[dict[str, Runtime]] = {
+    ".python-version": "python",
+    ".nvmrc": "node",
+    ".node-version": "node",
+    "rust-toolchain": "rust",
+}
+# The names `.tool-versions` and Docker images give each runtime.
+_TOOL_NAMES: Final[dict[Runtime, tuple[str, ...]]] = {
+    "python": ("python",),
+    "node": ("nodejs", "node"),
+    "go": ("golang", "go"),
+    "rust": ("rust",),
+}
+_IMAGES: Final[dict[Runtime, tuple[str, ...]]] = {
+    "python": ("python",),
+    "node": ("node",),
+    "go": ("golang",),
+}
+_GO_MOD: Final = (
+    re.compile(r"^go\s+(\d+\.\d+(?:\.\d+)?)", re.MULTILINE),
+    re.compile(r"^toolchain\s+go(\d+\.\d+(?:\.\d+)?)", re.MULTILINE),
+)
+# One line of pyproject.toml, package.json or rust-toolchain.toml that states a runtime.
+_LINE_PINS: Final[dict[str, tuple[Runtime, re.Pattern[str], bool]]] = {
+    "pyproject.toml": (
+        "python",
+        re.compile(r"^\s*requires-python\s*=\s*[\"']([^\"']+)[\"']"),
+        True,
+    ),
+    "package.json": ("node", re.compile(r"^\s*\"node\"\s*:\s*\"([^\"]+)\""), True),
+    "rust-toolchain.toml": (
+        "rust",
+        re.compile(r"^\s*channel\s*=\s*[\"'](\d+(?:\.\d+){0,2})[\"']"),
+        False,
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -68,13 +107,13 @@ def check_version(view: FolderView, stated: StatedVersion) -> Finding:
     if not values:
         return Finding("version", stated.claim, "unchecked")
     for value in values:
-        if not _agrees(stated, value):
+        if not agrees(stated, value):
             return Finding(
                 "version",
                 stated.claim,
                 "fails",
                 f"repo says {value.value}",
-                stated=_as_stated(stated.runtime, value),
+                stated=as_stated(stated.runtime, value),
             )
     return Finding("version", stated.claim, "holds")
 
@@ -82,14 +121,15 @@ def check_version(view: FolderView, stated: StatedVersion) -> Finding:
 _NAMES: Final[dict[Runtime, str]] = {"python": "Python", "node": "Node", "go": "Go", "rust": "Rust"}
 
 
-def _as_stated(runtime: Runtime, repo: RepoValue) -> str:
-    """The repository's value as a sentence a memory entry could hold."""
+def as_stated(runtime: Runtime, repo: RepoValue, source: str = "the repository") -> str:
+    """The repository's value (read from `source`) as a sentence a memory entry could hold."""
     if repo.is_range:
-        return f"This project requires {_NAMES[runtime]} {repo.value}, as the repository states."
-    return f"This project uses {_NAMES[runtime]} {repo.value}, as the repository pins it."
+        return f"This project requires {_NAMES[runtime]} {repo.value}, as {source} states."
+    return f"This project uses {_NAMES[runtime]} {repo.value}, as {source} pins it."
 
 
-def _agrees(stated: StatedVersion, repo: RepoValue) -> bool:
+def agrees(stated: StatedVersion, repo: RepoValue) -> bool:
+    """Whether the stated version is the pinned one, or within the required range."""
     if not repo.is_range:
         mine, theirs = stated.version.split("."), repo.value.split(".")
         shared = min(len(mine), len(theirs))
@@ -135,6 +175,57 @@ def _parts(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+@dataclass(frozen=True)
+class Pin:
+    """A runtime version one line of a pinning file states."""
+
+    runtime: Runtime
+    value: RepoValue
+
+
+def pinned_in_line(path: str, line: str) -> Pin | None:
+    """The runtime version `line` states in the file at `path`, if that file pins one (by
+    its name: `.nvmrc`, `pyproject.toml`, `Dockerfile`...); None for any other line."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name in _FIRST_LINE_PINS:
+        match = _VERSION.search(line.strip())
+        return Pin(_FIRST_LINE_PINS[name], RepoValue(match.group(0), False)) if match else None
+    if name in _LINE_PINS:
+        runtime, pattern, is_range = _LINE_PINS[name]
+        found = pattern.match(line)
+        return Pin(runtime, RepoValue(found.group(1).strip(), is_range)) if found else None
+    for runtime in _TOOL_NAMES:
+        found_value = next(_line_values(name, line, runtime), None)
+        if found_value is not None:
+            return Pin(runtime, found_value)
+    return None
+
+
+def _line_values(name: str, text: str, runtime: Runtime) -> Iterator[RepoValue]:
+    """What `.tool-versions`, a Dockerfile or go.mod text states of `runtime`."""
+    if name == ".tool-versions":
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] in _TOOL_NAMES[runtime]:
+                version = _VERSION.match(parts[1])
+                if version:
+                    yield RepoValue(version.group(0), False)
+    elif name == "Dockerfile" and runtime in _IMAGES:
+        pattern = re.compile(
+            rf"^FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:{'|'.join(_IMAGES[runtime])}):v?"
+            r"(\d+(?:\.\d+){0,2})",
+            re.IGNORECASE | re.MULTILINE,
+        )
+        pins = pattern.findall(text)
+        if pins:
+            yield RepoValue(pins[-1], False)
+    elif name == "go.mod" and runtime == "go":
+        for go_pattern in _GO_MOD:
+            match = go_pattern.search(text)
+            if match:
+                yield RepoValue(match.group(1), False)
+
+
 def _first_line_version(view: FolderView, name: str) -> Iterator[RepoValue]:
     text = view.read(name).text
     if text is not None:
@@ -143,28 +234,23 @@ def _first_line_version(view: FolderView, name: str) -> Iterator[RepoValue]:
             yield RepoValue(match.group(0), False)
 
 
-def _tool_versions(view: FolderView, names: tuple[str, ...]) -> Iterator[RepoValue]:
-    text = view.read(".tool-versions").text or ""
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0] in names and _VERSION.match(parts[1]):
-            yield RepoValue(_VERSION.match(parts[1]).group(0), False)  # type: ignore[union-attr]
+def _tool_versions(view: FolderView, runtime: Runtime) -> Iterator[RepoValue]:
+    yield from _line_values(".tool-versions", view.read(".tool-versions").text or "", runtime)
 
 
-def _docker_from(view: FolderView, images: tuple[str, ...]) -> Iterator[RepoValue]:
-    text = view.read("Dockerfile").text or ""
-    pattern = re.compile(
-        rf"^FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:{'|'.join(images)}):v?(\d+(?:\.\d+){{0,2}})",
-        re.IGNORECASE | re.MULTILINE,
-    )
-    pins = pattern.findall(text)
-    if pins:
-        yield RepoValue(pins[-1], False)
+def _docker_from(view: FolderView, runtime: Runtime) -> Iterator[RepoValue]:
+    yield from _line_values("Dockerfile", view.read("Dockerfile").text or "", runtime)
+
+
+def _pinning_first_lines(view: FolderView, runtime: Runtime) -> Iterator[RepoValue]:
+    for name, pinned in _FIRST_LINE_PINS.items():
+        if pinned == runtime:
+            yield from _first_line_version(view, name)
 
 
 def _python(view: FolderView) -> Iterator[RepoValue]:
-    yield from _first_line_version(view, ".python-version")
-    yield from _tool_versions(view, ("python",))
+    yield from _pinning_first_lines(view, "python")
+    yield from _tool_versions(view, "python")
     text = view.read("pyproject.toml").text
     if text is not None:
         try:
@@ -173,13 +259,12 @@ def _python(view: FolderView) -> Iterator[RepoValue]:
             required = None
         if isinstance(required, str) and required.strip():
             yield RepoValue(required.strip(), True)
-    yield from _docker_from(view, ("python",))
+    yield from _docker_from(view, "python")
 
 
 def _node(view: FolderView) -> Iterator[RepoValue]:
-    yield from _first_line_version(view, ".nvmrc")
-    yield from _first_line_version(view, ".node-version")
-    yield from _tool_versions(view, ("nodejs", "node"))
+    yield from _pinning_first_lines(view, "node")
+    yield from _tool_versions(view, "node")
     text = view.read("package.json").text
     if text is not None:
         try:
@@ -188,21 +273,17 @@ def _node(view: FolderView) -> Iterator[RepoValue]:
             engine = None
         if isinstance(engine, str) and engine.strip():
             yield RepoValue(engine.strip(), True)
-    yield from _docker_from(view, ("node",))
+    yield from _docker_from(view, "node")
 
 
 def _go(view: FolderView) -> Iterator[RepoValue]:
-    text = view.read("go.mod").text or ""
-    for pattern in (r"^go\s+(\d+\.\d+(?:\.\d+)?)", r"^toolchain\s+go(\d+\.\d+(?:\.\d+)?)"):
-        match = re.search(pattern, text, re.MULTILINE)
-        if match:
-            yield RepoValue(match.group(1), False)
-    yield from _tool_versions(view, ("golang", "go"))
-    yield from _docker_from(view, ("golang",))
+    yield from _line_values("go.mod", view.read("go.mod").text or "", "go")
+    yield from _tool_versions(view, "go")
+    yield from _docker_from(view, "go")
 
 
 def _rust(view: FolderView) -> Iterator[RepoValue]:
-    yield from _first_line_version(view, "rust-toolchain")
+    yield from _pinning_first_lines(view, "rust")
     text = view.read("rust-toolchain.toml").text
     if text is not None:
         try:
@@ -211,7 +292,7 @@ def _rust(view: FolderView) -> Iterator[RepoValue]:
             channel = None
         if isinstance(channel, str) and _VERSION.fullmatch(channel):
             yield RepoValue(channel, False)
-    yield from _tool_versions(view, ("rust",))
+    yield from _tool_versions(view, "rust")
 
 
 _REPO_VALUES: Final[dict[Runtime, Callable[[FolderView], Iterator[RepoValue]]]] = {
