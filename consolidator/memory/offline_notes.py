@@ -24,6 +24,7 @@ _HEADING_FACTS = "### Facts stated"
 _HEADING_CONCLUSIONS = "### Agent concluded"
 _HEADING_REVOKED = "### User took back"
 _HEADING_OUTDATED = "### Repository states otherwise"
+_HEADING_EDITED = "### Values edited"
 _STATEMENT_SECTIONS = {
     _HEADING_INSTRUCTIONS.lower(): "instructions",
     _HEADING_FACTS.lower(): "facts",
@@ -34,6 +35,10 @@ _STATEMENT_SECTIONS = {
 _FIX_SEPARATOR = " -> fixed by "
 _NOT_FIXED = " -> not fixed"
 _FAILED_SEPARATOR = " failed: "
+_EDIT_SEPARATOR = " -> "
+_NO_VALUE = "none"
+# The subject of an edited value that is a file's own path: the file was renamed or moved.
+RENAMED = "path"
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,18 @@ class FailureNote:
     command: str
     error: str
     fix: str = ""
+
+
+@dataclass(frozen=True)
+class EditedValue:
+    """A value a session's edit changed: in the file at `path`, what `subject` (a key, a
+    runtime's version, or the file's own path) was (`old`, "" when the edit did not show it)
+    and is now (`new`)."""
+
+    path: str
+    subject: str
+    old: str
+    new: str
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,8 @@ class ExtractiveNotes:
     outdated: tuple[str, ...] = ()
     # A note's writer ("note": the user, "agent_note": an agent); "" for a session.
     noted_by: str = ""
+    # The values the session's edits changed, in the order they were made.
+    edited: tuple[EditedValue, ...] = ()
 
     @property
     def states_something(self) -> bool:
@@ -78,6 +97,7 @@ class ExtractiveNotes:
             or self.failures
             or self.revoked
             or self.outdated
+            or self.edited
         )
 
 
@@ -115,6 +135,9 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
             # cannot be mistaken for a fix.
             line += f"{_FIX_SEPARATOR}{code_span(failure.fix)}" if failure.fix else _NOT_FIXED
             lines.append(line)
+    if notes.edited:
+        lines.append(_HEADING_EDITED)
+        lines.extend(f"- {_edited_line(edit)}" for edit in notes.edited)
     if notes.files:
         lines.append(_HEADING_FILES)
         lines.extend(f"- {one_line(path)}" for path in notes.files)
@@ -147,6 +170,7 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
     failures: list[FailureNote] = []
     files: list[str] = []
     commands: list[str] = []
+    edited: list[EditedValue] = []
     statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
     section = ""
     for line in body:
@@ -166,6 +190,10 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
                 failures.append(failure)
         elif section == _HEADING_FILES.lower():
             files.append(item)
+        elif section == _HEADING_EDITED.lower():
+            edit = _parse_edited(item)
+            if edit is not None:
+                edited.append(edit)
         elif section == _HEADING_COMMANDS.lower():
             span = read_code_span(item, 0)
             if span is not None and span[1] == len(item):
@@ -192,7 +220,41 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         revoked=tuple(statements["revoked"]),
         outdated=tuple(statements["outdated"]),
         noted_by=fields.get("noted_by", ""),
+        edited=tuple(edited),
     )
+
+
+def _edited_line(edit: EditedValue) -> str:
+    """`path` `subject`: `old` -> `new`, with an unknown old value written as none."""
+    old = code_span(edit.old) if one_line(edit.old) else _NO_VALUE
+    return (
+        f"{code_span(edit.path)} {code_span(edit.subject)}: "
+        f"{old}{_EDIT_SEPARATOR}{code_span(edit.new)}"
+    )
+
+
+def _parse_edited(item: str) -> EditedValue | None:
+    path = read_code_span(item, 0)
+    if path is None or not item.startswith(" ", path[1]):
+        return None
+    subject = read_code_span(item, path[1] + 1)
+    if subject is None or not item.startswith(": ", subject[1]):
+        return None
+    at = subject[1] + 2
+    old = ""
+    if item.startswith(_NO_VALUE + _EDIT_SEPARATOR, at):
+        at += len(_NO_VALUE)
+    else:
+        span = read_code_span(item, at)
+        if span is None:
+            return None
+        old, at = span
+    if not item.startswith(_EDIT_SEPARATOR, at):
+        return None
+    new = read_code_span(item, at + len(_EDIT_SEPARATOR))
+    if new is None or new[1] != len(item):
+        return None
+    return EditedValue(path[0], subject[0], old, new[0])
 
 
 def _field(key: str, value: str) -> str:

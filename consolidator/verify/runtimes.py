@@ -201,6 +201,18 @@ def pinned_in_line(path: str, line: str) -> Pin | None:
     return None
 
 
+def pin_value(path: str, value: str) -> RepoValue:
+    """`value` as the file at `path` states it: a range where that file states ranges
+    (`requires-python`, `engines.node`), an exact pin elsewhere."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return RepoValue(value, name in _LINE_PINS and _LINE_PINS[name][2])
+
+
+def runtime_named(word: str) -> Runtime | None:
+    """The runtime a word names ("python", "node"), as `Pin.runtime` spells it."""
+    return next((runtime for runtime in _TOOL_NAMES if runtime == word), None)
+
+
 def _line_values(name: str, text: str, runtime: Runtime) -> Iterator[RepoValue]:
     """What `.tool-versions`, a Dockerfile or go.mod text states of `runtime`."""
     if name == ".tool-versions":

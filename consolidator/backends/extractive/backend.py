@@ -10,6 +10,7 @@ output.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from consolidator.backends.base import (
     ConsolidationRequest,
@@ -40,6 +41,7 @@ from consolidator.backends.extractive.statements import (
 )
 from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,
+    EditedValue,
     ExtractiveNotes,
     render_raw_memory,
 )
@@ -142,7 +144,20 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:MAX_STATEMENTS]),
         outdated=tuple(dedupe(session.outdated)[:MAX_STATEMENTS]),
         noted_by=session.noted_by,
+        edited=tuple(_edited_values(session)),
     )
+
+
+def _edited_values(session: Session) -> list[EditedValue]:
+    """What the session's edits changed, from the calls that did not fail; a value edited
+    twice is one change, from its first old value to its last new one."""
+    merged: dict[tuple[str, str], EditedValue] = {}
+    for call in session.calls:
+        for change in call.changes if call.ok is not False else ():
+            first = merged.get((change.path, change.subject))
+            old = first.old if first is not None else change.old
+            merged[(change.path, change.subject)] = replace(change, old=old)
+    return [change for change in merged.values() if change.old != change.new][:MAX_STATEMENTS]
 
 
 def _commands_run(session: Session) -> list[str]:

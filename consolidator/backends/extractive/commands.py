@@ -10,7 +10,10 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from functools import partial
 
+from consolidator.backends.extractive.changes import patch_edits, shell_edits, tool_edits
+from consolidator.memory.offline_notes import EditedValue
 from consolidator.memory.text import clip, dedupe, one_line, words
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
@@ -31,6 +34,8 @@ class Call:
     ok: bool | None = None
     error: str = ""
     shell: bool = False
+    # The values the call's edits changed (a setting, a pinned version, a file's path).
+    changes: tuple[EditedValue, ...] = ()
 
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh", "/bin/zsh"})
@@ -102,6 +107,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     payload = _json_object(item.text)
     command = _shell_command(tool, payload, item.text)
     patch = _patch_text(payload, item.text, command)
+    relative = partial(_relative, cwd=cwd)
     edited: list[str] = []
     mentioned: list[str] = []
     if patch is not None:
@@ -116,6 +122,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
             mentioned=(),
             read_only=False,
             call_id=item.call_id,
+            changes=tuple(patch_edits(patch, relative)),
         )
     if command is not None:
         key, args, read_only = _command_key(command)
@@ -130,12 +137,15 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
             read_only=read_only,
             call_id=item.call_id,
             shell=True,
+            changes=tuple(shell_edits(command, relative)),
         )
     paths = [_relative(p, cwd) for p in _payload_paths(payload)]
     lowered = tool.lower()
     read_only = lowered in _READ_ONLY_TOOLS
+    changes: list[EditedValue] = []
     if not read_only and _EDIT_TOOL.search(tool):
         edited = paths
+        changes = tool_edits(payload, relative) if payload is not None else []
     else:
         mentioned = paths
         read_only = read_only or lowered.startswith(("read", "view", "list", "search"))
@@ -149,6 +159,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
         mentioned=tuple(mentioned),
         read_only=read_only,
         call_id=item.call_id,
+        changes=tuple(changes),
     )
 
 
