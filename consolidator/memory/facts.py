@@ -13,6 +13,7 @@ so the reader sees both instead of one vanishing.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -55,6 +56,8 @@ _SHORT_FORMS: Final = {
     "dev": "development",
     "prod": "production",
     "creds": "credential",
+    "postgres": "database",
+    "postgresql": "database",
 }
 
 _STOPWORDS: Final = frozenset(
@@ -190,3 +193,165 @@ def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str,
             if (first not in known or second not in known) and disagree(first, second):
                 return first, second
     return None
+
+
+# What a subject is, by the noun that heads it ("the reporting db port": a port), and the
+# kinds of value each may have: a database is reached at a host or a port.
+_HEAD_KINDS: Final = {
+    "host": "host",
+    "hostname": "host",
+    "server": "host",
+    "box": "host",
+    "machine": "host",
+    "cluster": "host",
+    "port": "port",
+    "database": "database",
+    "version": "version",
+    "script": "script",
+    "command": "script",
+    "folder": "path",
+    "directory": "path",
+    "path": "path",
+}
+_VALUE_KINDS: Final = {
+    "host": frozenset({"host"}),
+    "port": frozenset({"port"}),
+    "database": frozenset({"port", "host"}),
+    "version": frozenset({"version"}),
+    "script": frozenset({"script"}),
+    "path": frozenset({"path", "script"}),
+}
+_HOST: Final = re.compile(
+    r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![./\w-])"
+)
+_PORT: Final = re.compile(r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|\bon\s+)(\d{2,5})\b(?!\w|\.\d)")
+# A bare number beside the word "port" ("the api port is 8081 now").
+_BARE_PORT: Final = re.compile(r"(?<![\w.:/-])(\d{2,5})(?![\w:/-]|\.\d)")
+_PORT_WORD: Final = re.compile(r"\bports?\b")
+_VERSION_VALUE: Final = re.compile(r"(?<![\w./-])v?(\d+\.\d+(?:\.\d+)?)\b(?![./\w-])")
+_PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
+_SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
+# Words that end a subject's phrase when read back from its head noun.
+_PHRASE_BREAK: Final = frozenset(
+    ("about", "regarding", "over", "under", "via", "through", "what", "said", "new", "old")
+)
+_MAX_QUALIFIERS: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a statement is about, read from its words: the kind its head noun names (host,
+    port, database, version, script, path) and the words before that noun ("reporting",
+    "staging"), stemmed."""
+
+    kind: str
+    qualifiers: frozenset[str]
+
+
+def subject_of(text: str) -> Subject | None:
+    """The subject a phrase or a statement names: its first noun of a kind with up to three
+    words before it ("we moved the cache host to ..." is about the cache host), None when it
+    names no kind of thing or only the bare noun ("the host")."""
+    tokens = [_SHORT_FORMS.get(t, t) for t in re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower())]
+    for index, token in enumerate(tokens):
+        if token not in _HEAD_KINDS:
+            continue
+        while index + 1 < len(tokens) and tokens[index + 1] in _HEAD_KINDS:
+            index += 1  # "the reporting db port": the last noun heads the phrase
+        kind = _HEAD_KINDS[tokens[index]]
+        qualifiers: list[str] = []
+        for word in reversed(tokens[max(0, index - _MAX_QUALIFIERS) : index]):
+            if word in _STOPWORDS or word in _PHRASE_BREAK or _CHANGE.fullmatch(word):
+                break
+            qualifiers.append(_stem(word))
+        if qualifiers:
+            return Subject(kind, frozenset(qualifiers))
+    return None
+
+
+def values_of_kind(text: str, kind: str) -> frozenset[str]:
+    """The values `text` gives that a subject of `kind` may have, by their shape."""
+    wanted = _VALUE_KINDS.get(kind, frozenset())
+    return frozenset(
+        value
+        for value_kind, value in _shaped_values(unmarked(text).lower())
+        if value_kind in wanted
+    )
+
+
+def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool:
+    """Whether `text` is about `subject`: it holds a value of that kind, or names the kind,
+    and every word of the subject is one of its words or a part of that value ("stage1" is
+    the staging host's). `exactly`: not when `text` names a narrower subject of its own
+    ("the staging view box") unless its value carries the subject's name."""
+    values = values_of_kind(text, subject.kind)
+    reading = read(text)
+    named = {_HEAD_KINDS.get(word) for word in reading.subject}
+    if not values and subject.kind not in named:
+        return False
+    labels = {
+        _stem(part.rstrip("0123456789"))
+        for value in values
+        for part in re.split(r"[^a-z0-9]+", value)
+        if len(part.rstrip("0123456789")) > 2
+    }
+    words = reading.subject | labels
+    if not all(_among(qualifier, words) for qualifier in subject.qualifiers):
+        return False
+    own = subject_of(text) if exactly else None
+    narrower = own is not None and any(
+        not _among(word, subject.qualifiers) for word in own.qualifiers
+    )
+    return not narrower or any(_among(qualifier, labels) for qualifier in subject.qualifiers)
+
+
+def _among(word: str, others: Iterable[str]) -> bool:
+    return any(_alike(word, other) for other in others)
+
+
+def supersedes(new: str, old: str) -> bool:
+    """Whether `new` gives another value of the subject `old` is about: `new` names its
+    subject ("the cache host is cache-b.internal now") and `old`, about that subject in any
+    words ("point it at cache-a.internal"), holds a value of that kind `new` does not."""
+    subject = subject_of(new)
+    if subject is None:
+        return False
+    given = values_of_kind(new, subject.kind)
+    held = values_of_kind(old, subject.kind)
+    return bool(given) and bool(held) and not held & given and names_subject(old, subject)
+
+
+def holds_value(text: str, value: str, key: str = "") -> bool:
+    """Whether `text` gives `value` whole (as `read` or a value's shape finds it), and, with
+    a `key` ("port", "host"), gives it as that: it names the key or the value has the shape
+    of the kind the key names."""
+    plain, wanted = unmarked(text).lower(), value.lower()
+    shaped = _shaped_values(plain)
+    if wanted not in read(text).values and all(found != wanted for _, found in shaped):
+        return False
+    if not key:
+        return True
+    kind = _HEAD_KINDS.get(_SHORT_FORMS.get(key.lower(), key.lower()))
+    named = _stem(_SHORT_FORMS.get(key.lower(), key.lower())) in read(text).subject
+    return named or (kind is not None and wanted in values_of_kind(text, kind))
+
+
+def _shaped_values(text: str) -> list[tuple[str, str]]:
+    found = [("host", m.group(0)) for m in _HOST.finditer(text)]
+    found += [("port", m.group(1)) for m in _PORT.finditer(text)]
+    if _PORT_WORD.search(text):
+        found += [("port", m.group(1)) for m in _BARE_PORT.finditer(text)]
+    found += [("version", m.group(1)) for m in _VERSION_VALUE.finditer(text)]
+    for match in _PATH.finditer(text):
+        path = match.group(1).rstrip(".")
+        if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:
+            found.append(("script" if _SCRIPT.search(path) else "path", path))
+    return found
+
+
+def _alike(word: str, other: str) -> bool:
+    """One word, or one the other begins ("stag" of "staging" and "stage")."""
+    if word == other:
+        return True
+    short, long = sorted((word, other), key=len)
+    return len(short) >= 4 and long.startswith(short)

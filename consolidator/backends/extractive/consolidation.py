@@ -26,10 +26,11 @@ from consolidator.backends.extractive.defaults import (
     preference_text,
     user_defaults,
 )
+from consolidator.backends.extractive.supersede import apply_edit, mark_superseded
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.offline_notes import ExtractiveNotes, parse_raw_memory
+from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -112,15 +113,22 @@ def _add_bullets(
 
 def _revoked(block: Block, topics: Iterable[str]) -> Block:
     """`block` without the bullets a correction takes back: each naming every word of one
-    revoked topic ("the build script", "cache-a"). Older versions keep them."""
+    revoked topic ("the build script", "cache-a"), or about the subject a topic names in any
+    words ("the staging host": "point it at stage1.infra.internal"). Older versions keep
+    them."""
+    topics = list(topics)
     taken_back = [words for words in map(_topic_words, topics) if words]
+    subjects = [subject for subject in map(facts.subject_of, topics) if subject is not None]
     if not taken_back:
         return block
 
-    def kept(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
-        return tuple(
-            b for b in bullets if not any(words <= _topic_words(b.text) for words in taken_back)
+    def revoked(text: str) -> bool:
+        return any(words <= _topic_words(text) for words in taken_back) or any(
+            facts.names_subject(text, subject, exactly=True) for subject in subjects
         )
+
+    def kept(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+        return tuple(b for b in bullets if not revoked(b.text))
 
     return replace(
         block,
@@ -224,7 +232,7 @@ def _add_facts(
         kept: list[Bullet] = []
         new_text = text
         for bullet in bullets:
-            if not facts.disagree(bullet.text, text) or facts.is_superseded(bullet.text):
+            if not _other_value(bullet.text, text) or facts.is_superseded(bullet.text):
                 kept.append(bullet)
                 continue
             stated = max((days.get(t, "") for t in bullet.task_ids), default="")
@@ -242,11 +250,30 @@ def _add_facts(
     return tuple(bullets)
 
 
+def _other_value(old: str, new: str) -> bool:
+    """The two give different values of one subject: by their shared words, or one names
+    the subject the other is about in other words."""
+    return facts.disagree(old, new) or facts.supersedes(new, old) or facts.supersedes(old, new)
+
+
 def _task_days(block: Block) -> dict[str, str]:
     return {
         task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
         for task in block.tasks
     }
+
+
+def _with_edits(block: Block, edits: Iterable[EditedValue]) -> tuple[Block, list[str], list[str]]:
+    """`block` without the entries the session's edits superseded, and the edited values as
+    knowledge and preferences, in the order the edits were made."""
+    knowledge: list[str] = []
+    preferences: list[str] = []
+    for edit in edits:
+        outcome = apply_edit(block, edit)
+        block = outcome.block
+        knowledge.extend(outcome.knowledge)
+        preferences.extend(outcome.preferences)
+    return block, _lines(knowledge), _lines(preferences)
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
@@ -332,18 +359,27 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         )
         project = _project_name(item.cwd)
         block = _marked_outdated(_revoked(block, notes.revoked), notes.outdated, citation)
+        block, edited_knowledge, edited_preferences = _with_edits(block, notes.edited)
         block = replace(
             block,
             tasks=(*block.tasks, task),
             preferences=_add_bullets(
-                block.preferences,
+                _add_bullets(block.preferences, edited_preferences, witness.said("agent")),
                 _lines(_preferences(notes, project)),
                 witness.said(_author(notes)),
             ),
         )
+        stated: list[tuple[str, Origin]] = [
+            *((text, "agent") for text in edited_knowledge),
+            *_knowledge(notes),
+        ]
+        day = citation.updated_at[:10]
         block = replace(
             block,
-            knowledge=_add_facts(block, _knowledge(notes), witness, citation.updated_at[:10]),
+            preferences=mark_superseded(
+                block.preferences, (text for text, _ in stated), day, _task_days(block)
+            ),
+            knowledge=_add_facts(block, stated, witness, day),
             failures=_add_bullets(
                 block.failures, _failures(notes), witness.said("tool"), _same_failure
             ),

@@ -1,0 +1,126 @@
+"""A newer value of a remembered subject, shown by a session's edit of a file.
+
+An edit names the old value and the new one exactly, so it is stronger evidence than words:
+each remembered entry that gives the old value of the edited subject (a setting's value, a
+renamed file's path, a runtime version the new pin rules out) is dropped from the memory (it
+stays in history), and the new value is remembered in the words of the entry it replaces
+("deploy with tools/release_billing.sh"), or for a runtime as the repository pins it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from consolidator.memory import facts
+from consolidator.memory.blocks import Block, Bullet
+from consolidator.memory.offline_notes import RENAMED, EditedValue
+from consolidator.memory.text import code_span, dedupe
+from consolidator.verify.runtimes import (
+    Runtime,
+    StatedVersion,
+    agrees,
+    as_stated,
+    pin_value,
+    runtime_named,
+    stated_versions,
+)
+
+_VERSION_SUBJECT = " version"
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """The block without the entries an edit superseded, and the new value as entries."""
+
+    block: Block
+    knowledge: tuple[str, ...] = ()
+    preferences: tuple[str, ...] = ()
+
+
+def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
+    runtime = _runtime(edit)
+    if runtime is not None:
+        pinned = pin_value(edit.path, edit.new)
+
+        def ruled_out(text: str) -> bool:
+            return any(not agrees(stated, pinned) for stated in _versions_of(text, runtime))
+
+        kept, _, _ = _split(block, ruled_out)
+        return EditOutcome(kept, (as_stated(runtime, pinned, code_span(edit.path)),))
+    if not edit.old.strip():
+        return EditOutcome(block)
+    key = "" if edit.subject == RENAMED else edit.subject
+    kept, knowledge, preferences = _split(
+        block, lambda text: facts.holds_value(text, edit.old, key)
+    )
+    return EditOutcome(
+        kept,
+        tuple(dedupe(_with_value(b.text, edit) for b in knowledge)),
+        tuple(dedupe(_with_value(b.text, edit) for b in preferences)),
+    )
+
+
+def _versions_of(text: str, runtime: Runtime) -> list[StatedVersion]:
+    """The versions of `runtime` an entry states: right after its name ("node 18"), or
+    anywhere in a sentence that names it ("python has to be 3.8")."""
+    plain = facts.unmarked(text)
+    stated = [found for found in stated_versions(plain) if found.runtime == runtime]
+    if stated or runtime not in re.findall(r"[a-z]+", plain.lower()):
+        return stated
+    return [StatedVersion(runtime, value) for value in facts.values_of_kind(plain, "version")]
+
+
+def mark_superseded(
+    bullets: tuple[Bullet, ...], statements: Iterable[str], day: str, days: dict[str, str]
+) -> tuple[Bullet, ...]:
+    """`bullets` with each one a newer statement gives another value of the subject of
+    marked superseded on that statement's day: read from words, a guess, so it marks."""
+    newer = [text for text in statements if facts.subject_of(text) is not None]
+    if not newer:
+        return bullets
+    mark = facts.marker(facts.SUPERSEDED, day)
+
+    def stale(bullet: Bullet) -> bool:
+        stated = max((days.get(t, "") for t in bullet.task_ids), default="")
+        return (
+            stated < day
+            and not facts.is_marked(bullet.text)
+            and any(facts.supersedes(text, bullet.text) for text in newer)
+        )
+
+    return tuple(replace(b, text=mark + b.text) if stale(b) else b for b in bullets)
+
+
+def _runtime(edit: EditedValue) -> Runtime | None:
+    if not edit.subject.endswith(_VERSION_SUBJECT):
+        return None
+    return runtime_named(edit.subject.removesuffix(_VERSION_SUBJECT))
+
+
+def _split(
+    block: Block, superseded: Callable[[str], bool]
+) -> tuple[Block, tuple[Bullet, ...], tuple[Bullet, ...]]:
+    """`block` without the knowledge and preferences `superseded` holds for, and those."""
+    gone_knowledge = tuple(b for b in block.knowledge if superseded(b.text))
+    gone_preferences = tuple(b for b in block.preferences if superseded(b.text))
+    if not gone_knowledge and not gone_preferences:
+        return block, (), ()
+    kept = replace(
+        block,
+        knowledge=_without(block.knowledge, gone_knowledge),
+        preferences=_without(block.preferences, gone_preferences),
+    )
+    return kept, gone_knowledge, gone_preferences
+
+
+def _without(bullets: tuple[Bullet, ...], gone: Iterable[Bullet]) -> tuple[Bullet, ...]:
+    dropped = {id(bullet) for bullet in gone}
+    return tuple(b for b in bullets if id(b) not in dropped)
+
+
+def _with_value(text: str, edit: EditedValue) -> str:
+    """The entry's words with the edited value in place of the old one."""
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(edit.old)}(?![\w-])", re.IGNORECASE)
+    return pattern.sub(lambda _: edit.new, facts.unmarked(text))
