@@ -231,6 +231,8 @@ _PORT_WORD: Final = re.compile(r"\bports?\b")
 _VERSION_VALUE: Final = re.compile(r"(?<![\w./-])v?(\d+\.\d+(?:\.\d+)?)\b(?![./\w-])")
 _PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
 _SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
+# A tool named right before its version ("python 3.12"): the tool's version is the subject.
+_TOOL_VERSION: Final = re.compile(r"\b(?P<tool>[a-z][a-z+-]*)\s+v?\d+\.\d+(?:\.\d+)?\b")
 # Words that end a subject's phrase when read back from its head noun.
 _PHRASE_BREAK: Final = frozenset(
     ("about", "regarding", "over", "under", "via", "through", "what", "said", "new", "old")
@@ -266,6 +268,9 @@ def subject_of(text: str) -> Subject | None:
             qualifiers.append(_stem(word))
         if qualifiers:
             return Subject(kind, frozenset(qualifiers))
+    tool = _TOOL_VERSION.search(unmarked(text).lower())
+    if tool and tool["tool"] not in _STOPWORDS:
+        return Subject("version", frozenset({_stem(tool["tool"])}))
     return None
 
 

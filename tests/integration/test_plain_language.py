@@ -32,11 +32,9 @@ MISSES: dict[str, frozenset[str]] = {
     "correction-more": frozenset(),
     "scope": frozenset(),
     "empty": frozenset(),
-    # A new value whose statement shares too few words with the old one, or is no value
-    # token at all (master, main).
-    "changed": frozenset({"apiport", "python", "stghost", "branch"}),
-    # An edit in a tool call is not yet read as evidence of a new value.
-    "edited": frozenset({"pyproject", "nvmrc", "pyversion", "dbport", "script"}),
+    # A new value that is no value token at all (master, main): no subject to read.
+    "changed": frozenset({"branch"}),
+    "edited": frozenset(),
     # "Jobs go to the queue at mq-1.lan" and "The job queue lives on mq-2.lan": too few
     # shared words for one subject.
     "conflict": frozenset({"queue"}),

@@ -55,11 +55,21 @@ def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
     kept, knowledge, preferences = _split(
         block, lambda text: facts.holds_value(text, edit.old, key)
     )
+    new_knowledge = [_with_value(b.text, edit) for b in knowledge]
+    if edit.subject == RENAMED and not knowledge and not preferences:
+        new_knowledge.append(_renamed(edit))
     return EditOutcome(
         kept,
-        tuple(dedupe(_with_value(b.text, edit) for b in knowledge)),
+        tuple(dedupe(new_knowledge)),
         tuple(dedupe(_with_value(b.text, edit) for b in preferences)),
     )
+
+
+def _renamed(edit: EditedValue) -> str:
+    """A rename nothing remembered named: the new path, and the old file's name (its old
+    path is what no longer holds)."""
+    old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]
+    return f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to."
 
 
 def _versions_of(text: str, runtime: Runtime) -> list[StatedVersion]:
