@@ -228,7 +228,8 @@ _PORT: Final = re.compile(r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|\bon\s+)(\d{
 # A bare number beside the word "port" ("the api port is 8081 now").
 _BARE_PORT: Final = re.compile(r"(?<![\w.:/-])(\d{2,5})(?![\w:/-]|\.\d)")
 _PORT_WORD: Final = re.compile(r"\bports?\b")
-_VERSION_VALUE: Final = re.compile(r"(?<![\w./-])v?(\d+\.\d+(?:\.\d+)?)\b(?![./\w-])")
+# A version, not a bound of a range (">=3.9" names no one version).
+_VERSION_VALUE: Final = re.compile(r"(?<![\w./=<>^~-])v?(\d+\.\d+(?:\.\d+)?)\b(?![./\w-])")
 _PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
 _SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
 # A tool named right before its version ("python 3.12"): the tool's version is the subject.

@@ -28,6 +28,8 @@ from consolidator.verify.runtimes import (
 )
 
 _VERSION_SUBJECT = " version"
+# A version anywhere in a sentence, a bound of a range too ("requires Python >=3.9").
+_DOTTED_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?)(?![\w-]|\.\d)")
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def _versions_of(text: str, runtime: Runtime) -> list[StatedVersion]:
     stated = [found for found in stated_versions(plain) if found.runtime == runtime]
     if stated or runtime not in re.findall(r"[a-z]+", plain.lower()):
         return stated
-    return [StatedVersion(runtime, value) for value in facts.values_of_kind(plain, "version")]
+    return [StatedVersion(runtime, value) for value in _DOTTED_VERSION.findall(plain)]
 
 
 def mark_superseded(
