@@ -234,6 +234,11 @@ _PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
 _SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
 # A tool named right before its version ("python 3.12"): the tool's version is the subject.
 _TOOL_VERSION: Final = re.compile(r"\b(?P<tool>[a-z][a-z+-]*)\s+v?\d+\.\d+(?:\.\d+)?\b")
+# A command a script's work is done with: a task runner's target, or a code span.
+_COMMAND: Final = re.compile(
+    r"\b(?:make|just|rake|task|npm run|pnpm|yarn|bun run|tox -e|nox -s)\s+[a-z][\w:.-]*"
+    r"|`[^`\n]+`"
+)
 # Words that end a subject's phrase when read back from its head noun.
 _PHRASE_BREAK: Final = frozenset(
     ("about", "regarding", "over", "under", "via", "through", "what", "said", "new", "old")
@@ -348,6 +353,7 @@ def _shaped_values(text: str) -> list[tuple[str, str]]:
     if _PORT_WORD.search(text):
         found += [("port", m.group(1)) for m in _BARE_PORT.finditer(text)]
     found += [("version", m.group(1)) for m in _VERSION_VALUE.finditer(text)]
+    found += [("script", m.group(0).strip("`")) for m in _COMMAND.finditer(text)]
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip(".")
         if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:

@@ -246,9 +246,10 @@ def test_a_preference_holding_the_old_value_is_marked_superseded_not_dropped() -
 
 
 def test_a_correction_naming_only_the_subject_takes_back_the_entries_about_it() -> None:
-    taken_back = replace(notes("Fix", ()), revoked=("staging host",))
+    taken_back = replace(notes("Fix", ()), revoked=("staging host", "build script"))
     knowledge, _ = _knowledge(
         ("a", "2026-03-02", _said("point it at stage1.infra.internal for the api stuff")),
+        ("a2", "2026-03-02", _said("btw make build-shop is how we build")),
         ("b", "2026-03-03", _said("the staging view box is view-05.infra.internal")),
         ("c", "2026-03-04", _said("The cache lives in /var/cache/app")),
         ("d", "2026-03-09", taken_back),
