@@ -77,10 +77,29 @@ _STOPWORDS: Final = frozenset(
 )
 
 
+# Words that say where a thing is kept or that it moved, not what it is: "the fixtures live
+# in X" and "the fixtures are under X" say one thing.
+_PLACE_WORDS: Final = frozenset(
+    ("live", "lives", "under", "sit", "sits", "located", "kept", "stored", "reside", "resides")
+)
+# A place in a file a statement cites ("docker-compose.yml:172 maps it"): the file is a value,
+# the line where it was read is not.
+_LINE_NUMBER = re.compile(r"(\.[a-z0-9]{1,10}):\d+(?::\d+)?$")
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     subject: frozenset[str]
     values: frozenset[str]
+    # The subject's words that only say a change or a place ("moved", "lives", "under").
+    wording: frozenset[str] = frozenset()
+
+    @property
+    def stated(self) -> Reading:
+        """What the text states whatever its wording: its subject without the words that only
+        say a change or a place, its values without the line of a file they cite."""
+        values = frozenset(_LINE_NUMBER.sub(r"\1", value) for value in self.values)
+        return Reading(self.subject - self.wording, values)
 
 
 def marker(kind: str, day: str) -> str:
@@ -130,15 +149,19 @@ def read(text: str) -> Reading:
     plain = unmarked(text).lower()
     values: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(plain)}
     subject: set[str] = set()
+    wording: set[str] = set()
     for raw in _TOKEN.findall(_CODE_SPAN.sub(" ", plain).replace("`", " ")):
         token = raw.rstrip(".:/-")
         if not token or token in _STOPWORDS:
             continue
         if any(c.isdigit() for c in token) or any(c in token for c in "/._~"):
             values.add(token)
-        else:
-            subject.add(_stem(_SHORT_FORMS.get(token, token)))
-    return Reading(frozenset(subject), frozenset(values))
+            continue
+        word = _stem(_SHORT_FORMS.get(token, token))
+        subject.add(word)
+        if token in _PLACE_WORDS or _CHANGE.fullmatch(token):
+            wording.add(word)
+    return Reading(frozenset(subject), frozenset(values), frozenset(wording))
 
 
 def _stem(word: str) -> str:
@@ -155,13 +178,36 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def same_fact(a: str, b: str) -> bool:
-    """The two texts state the same thing (same values, mostly the same words)."""
+    """The two texts state the same thing: the same values in mostly the same words, or in
+    other words once the words that only say a change or a place and the lines of the files
+    they cite are left out ("the fixtures live in X" / "are under X"), or one's values and
+    subject words all within the other's ("the dev db is on 5482" / "the dev database is the
+    one on port 5482, docker-compose.yml:152 maps it"). Never two texts whose values each
+    hold one of their own: "port 8080 in dev" and "8080 in dev, 9090 in prod" stay apart
+    unless every word of one is in the other, and then the other says all of it."""
     first, second = read(a), read(b)
-    if first.values != second.values:
+    if first.values == second.values:
+        if not first.subject and not second.subject:
+            return bool(first.values)
+        if _jaccard(first.subject, second.subject) >= _SAME_SUBJECT:
+            return True
+    one, other = first.stated, second.stated
+    if not one.values or not other.values:
         return False
-    if not first.subject and not second.subject:
-        return bool(first.values)
-    return _jaccard(first.subject, second.subject) >= _SAME_SUBJECT
+    if one.values == other.values and _jaccard(one.subject, other.subject) >= _SAME_SUBJECT:
+        return True
+    return _within(one, other) or _within(other, one)
+
+
+def _within(part: Reading, whole: Reading) -> bool:
+    return part.values <= whole.values and part.subject <= whole.subject
+
+
+def fuller(kept: str, said: str) -> bool:
+    """Whether `said`, the same fact as `kept`, says more of it: every value and subject word
+    of `kept` and at least one more, so a bullet shown in its words loses nothing."""
+    old, new = read(kept).stated, read(said).stated
+    return _within(old, new) and (old.values < new.values or old.subject < new.subject)
 
 
 def disagree(a: str, b: str) -> bool:
@@ -222,7 +268,7 @@ _VALUE_KINDS: Final = {
     "path": frozenset({"path", "script"}),
 }
 _HOST: Final = re.compile(
-    r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![./\w-])"
+    r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![\w-]|[./][\w-])"
 )
 _PORT: Final = re.compile(r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|\bon\s+)(\d{2,5})\b(?!\w|\.\d)")
 # A bare number beside the word "port" ("the api port is 8081 now").

@@ -191,7 +191,8 @@ class _Witness:
     def of(self, bullet: Bullet, text: str) -> Bullet:
         """`bullet`, said again in `text`: the task joins its witnesses, the wording joins its
         sources when the bullet's wording is traced (an untraced one stays untraced), and the
-        session's origin joins its origins."""
+        session's origin joins its origins. The bullet is shown in `text` when that says all
+        it says and more (a value or a word of its own), keeping its mark."""
         task_ids = bullet.task_ids
         if self.task_id not in task_ids:
             task_ids = (*task_ids, self.task_id)
@@ -201,7 +202,10 @@ class _Witness:
         origins = bullet.origins
         if (self.thread_id, self.origin) not in origins:
             origins = (*origins, (self.thread_id, self.origin))
-        return replace(bullet, task_ids=task_ids, sources=sources, origins=origins)
+        shown = bullet.text
+        if facts.fuller(shown, text):
+            shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
+        return replace(bullet, text=shown, task_ids=task_ids, sources=sources, origins=origins)
 
 
 def _lines(texts: Iterable[str]) -> list[str]:

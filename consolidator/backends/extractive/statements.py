@@ -148,6 +148,7 @@ _INVERTED = re.compile(
 # A sentence whose subject is only a pronoun says too little to keep without a value.
 _VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
 _MIN_PLAIN_WORDS = 5
+_THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
 # A standing rule, told by its shape rather than its words: a prohibition, one tool chosen
 # over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
 # a rule scoped to the whole codebase.
@@ -237,9 +238,24 @@ def _without_request(sentence: str) -> str:
         return sentence
     for start in starts:
         rest = strip_lead_in(sentence[start:])
-        if _stands_alone(rest) or (len(rest.split()) >= 3 and _is_default(rest, rest)):
+        if (
+            _stands_alone(rest)
+            or _told_alone(_CLAUSE_START.split(rest, maxsplit=1)[0])
+            or (len(rest.split()) >= 3 and _is_default(rest, rest))
+        ):
             return rest
     return sentence
+
+
+def _told_alone(clause: str) -> bool:
+    """The clause is what a user says on its own to be remembered: a statement with a value
+    about something more than a pronoun ("my dotfiles are in ~/src/dotfiles-stow", "there's
+    a folder of fixtures at tests/data/"), or how a thing is done there ("put new fixtures in
+    tests/fixtures/", "dev postgres listens on localhost:5433")."""
+    if _declarative(clause):
+        named = not _VAGUE_SUBJECT.match(clause) or _THERE_IS.match(clause)
+        return bool(named and _VALUE.search(clause))
+    return bool(_HOW_TO.search(clause)) and not _AT_HAND.search(clause)
 
 
 def _scoped(clause: str) -> bool:
