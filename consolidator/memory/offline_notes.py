@@ -7,7 +7,7 @@ spans, which is what makes the round trip exact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from consolidator.memory.text import code_span, one_line, read_code_span
 
@@ -33,7 +33,13 @@ _STATEMENT_SECTIONS = {
     _HEADING_OUTDATED.lower(): "outdated",
 }
 _FIX_SEPARATOR = " -> fixed by "
+# A failure that passed after an edit: the files edited are where the fix went, not the fix.
+_FIXED_IN = " -> fixed in "
+_FILE_SEPARATOR = ", "
 _NOT_FIXED = " -> not fixed"
+# The agent's own words about a failure, on a line of its own under it; a reader that does
+# not know the line skips it.
+_EXPLAINED = '  - the agent said: "'
 _FAILED_SEPARATOR = " failed: "
 _EDIT_SEPARATOR = " -> "
 _NO_VALUE = "none"
@@ -43,11 +49,19 @@ RENAMED = "path"
 
 @dataclass(frozen=True)
 class FailureNote:
-    """A command that failed; `fix` is the command that made it pass, "" when none did."""
+    """A command that failed; `fix` is the command that made it pass, "" when none did;
+    `edited` the files an edit changed before it passed (where the fix went, when no command
+    fixed it); `explained` the agent's words about why it failed or what it changed."""
 
     command: str
     error: str
     fix: str = ""
+    edited: tuple[str, ...] = ()
+    explained: str = ""
+
+    @property
+    def fixed(self) -> bool:
+        return bool(self.fix or self.edited)
 
 
 @dataclass(frozen=True)
@@ -130,11 +144,7 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
     if notes.failures:
         lines.append(_HEADING_FAILURES)
         for failure in notes.failures:
-            line = f"- {code_span(failure.command)}{_FAILED_SEPARATOR}{one_line(failure.error)}"
-            # Always closed by a suffix, so an error that itself reads "-> fixed by `x`"
-            # cannot be mistaken for a fix.
-            line += f"{_FIX_SEPARATOR}{code_span(failure.fix)}" if failure.fix else _NOT_FIXED
-            lines.append(line)
+            lines.extend(_failure_lines(failure))
     if notes.edited:
         lines.append(_HEADING_EDITED)
         lines.extend(f"- {_edited_line(edit)}" for edit in notes.edited)
@@ -174,6 +184,10 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
     statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
     section = ""
     for line in body:
+        if section == _HEADING_FAILURES.lower() and failures and line.startswith(_EXPLAINED):
+            if line.endswith('"'):
+                failures[-1] = replace(failures[-1], explained=line[len(_EXPLAINED) : -1])
+            continue
         if line.startswith("#"):
             section = line.strip().lower()
             continue
@@ -257,9 +271,41 @@ def _parse_edited(item: str) -> EditedValue | None:
     return EditedValue(path[0], subject[0], old, new[0])
 
 
+def _fixed_in(rest: str) -> tuple[int, tuple[str, ...]] | None:
+    """Where the files an edit fixed a failure in begin, and the files, when `rest` ends so."""
+    position = rest.rfind(_FIXED_IN)
+    while position != -1:
+        paths: list[str] = []
+        at = position + len(_FIXED_IN)
+        while (span := read_code_span(rest, at)) is not None:
+            paths.append(span[0])
+            at = span[1]
+            if not rest.startswith(_FILE_SEPARATOR, at):
+                break
+            at += len(_FILE_SEPARATOR)
+        if paths and at == len(rest):
+            return position, tuple(paths)
+        position = rest.rfind(_FIXED_IN, 0, position)
+    return None
+
+
 def _field(key: str, value: str) -> str:
     value = one_line(value)
     return f"{key}: {value}" if value else f"{key}:"
+
+
+def _failure_lines(failure: FailureNote) -> list[str]:
+    line = f"- {code_span(failure.command)}{_FAILED_SEPARATOR}{one_line(failure.error)}"
+    # Always closed by a suffix, so an error that itself reads "-> fixed by `x`" cannot be
+    # mistaken for a fix.
+    if failure.fix:
+        line += f"{_FIX_SEPARATOR}{code_span(failure.fix)}"
+    elif failure.edited:
+        line += _FIXED_IN + _FILE_SEPARATOR.join(code_span(path) for path in failure.edited)
+    else:
+        line += _NOT_FIXED
+    explained = one_line(failure.explained)
+    return [line, f'{_EXPLAINED}{explained}"'] if explained else [line]
 
 
 def _parse_failure(item: str) -> FailureNote | None:
@@ -273,6 +319,9 @@ def _parse_failure(item: str) -> FailureNote | None:
     rest = rest[len(_FAILED_SEPARATOR) :]
     if rest.endswith(_NOT_FIXED):
         return FailureNote(text, rest[: -len(_NOT_FIXED)], "")
+    edited = _fixed_in(rest)
+    if edited is not None:
+        return FailureNote(text, rest[: edited[0]], edited=edited[1])
     position = rest.rfind(_FIX_SEPARATOR)
     while position != -1:
         fix = read_code_span(rest, position + len(_FIX_SEPARATOR))

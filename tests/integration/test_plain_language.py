@@ -39,8 +39,7 @@ MISSES: dict[str, frozenset[str]] = {
     # shared words for one subject.
     "conflict": frozenset({"queue"}),
     "noise": frozenset(),
-    # A failure fixed by an edit is left out, the agent's stated cause with it.
-    "failure": frozenset({"utc", "patchfix", "doubled"}),
+    "failure": frozenset(),
 }
 
 

@@ -155,13 +155,19 @@ def test_a_secret_in_a_quote_is_redacted_before_it_is_clipped() -> None:
 def test_a_failure_is_paired_with_the_command_that_fixed_it() -> None:
     failures = notes_of(*INVOICE_SESSION).failures
 
-    # The failing test that passed once billing/invoice.py was edited is the ordinary loop of
-    # editing and running again: not a failure worth a bullet, and not unfixed either.
+    # The failing test that passed once billing/invoice.py was edited keeps the file as where
+    # the fix went (the edit is no fix command), and the agent's words about it.
     assert failures == (
         FailureNote(
             "python -m pytest tests/",
             "ModuleNotFoundError: No module named 'x'",
             "uv run pytest -x tests/test_invoice.py",
+        ),
+        FailureNote(
+            "uv run pytest -x tests/test_invoice.py",
+            "AssertionError: assert 100.01 == Decimal('100.00')",
+            edited=("billing/invoice.py",),
+            explained="Fixed: invoice totals are now rounded once.",
         ),
     )
     assert notes_of(*INVOICE_SESSION).task_outcome == "success"

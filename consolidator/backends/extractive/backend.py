@@ -20,6 +20,7 @@ from consolidator.backends.base import (
 )
 from consolidator.backends.extractive.commands import is_temporary_path
 from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.backends.extractive.explained import explain_failures
 from consolidator.backends.extractive.prose import (
     describe,
     judge_outcome,
@@ -135,7 +136,7 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         git_branch=one_line(rollout.git_branch or ""),
         keywords=keywords,
         user_quotes=tuple(session.quotes),
-        failures=tuple(session.failures),
+        failures=explain_failures(session.failures, session.last_agent_message),
         files=tuple(files),
         commands=tuple(_commands_run(session)),
         instructions=tuple(instructions[:MAX_STATEMENTS]),

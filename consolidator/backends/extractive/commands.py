@@ -276,6 +276,13 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     return first_line.split(" ", 1)[0], frozenset(), False
 
 
+def command_family(command: str) -> str:
+    """What a command runs and on what, however it was run: `python -m pytest tests -q` and
+    `pytest tests` are one family, `pytest tests/test_api.py` another."""
+    key, args, _ = _command_key(command)
+    return " ".join([key, *sorted(args)])
+
+
 def _significant(arg: str) -> str:
     if arg.startswith("-") or len(arg) < 3 or arg.lower() in _GENERIC_ARGS:
         return ""

@@ -21,6 +21,7 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
+from consolidator.backends.extractive.commands import command_family
 from consolidator.backends.extractive.defaults import (
     USER_DEFAULTS_BLOCK_ID,
     preference_text,
@@ -32,6 +33,7 @@ from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitati
 from consolidator.memory.forget import prune_bullets
 from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, parse_raw_memory
 from consolidator.memory.render import one_line
+from consolidator.memory.text import code_span, read_code_span
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
@@ -300,22 +302,41 @@ def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
 
 
 def _failures(notes: ExtractiveNotes) -> list[str]:
+    """Each fixed failure as symptom, cause and fix: the error, what the agent said about it,
+    and the command that fixed it or the files the fix went into (an edit is not a fix)."""
     bullets = []
     for failure in notes.failures:
-        if not failure.fix:
+        if not failure.fixed:
             continue  # a failure nobody fixed teaches nothing to do differently
-        bullets.append(f"`{failure.command}` failed ({failure.error}) -> fixed by `{failure.fix}`")
+        said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
+        if failure.fix:
+            fixed = f"{_FIXED_BY}{code_span(failure.fix)}"
+        else:
+            fixed = _FIXED_IN + ", ".join(code_span(path) for path in failure.edited)
+        bullets.append(f"{code_span(failure.command)} failed ({failure.error}){said}{fixed}")
     return bullets
 
 
+_SAID = " -> the agent said: "
+_FIXED_BY = " -> fixed by "
+_FIXED_IN = " -> fixed in "
+
+
 def _same_failure(old: str, new: str) -> bool:
-    """One bullet per command and fix; the error line may differ between sessions."""
+    """One bullet per command family and fix: the error line and the agent's words may
+    differ between sessions, and so may how the command was run."""
     return _failure_key(old) == _failure_key(new)
 
 
 def _failure_key(text: str) -> str:
-    command, _, rest = text.partition(" failed (")
-    return f"{command} -> {rest.rpartition(') -> ')[2]}" if rest else text
+    span = read_code_span(text, 0)
+    if span is None:
+        return text
+    for separator in (_FIXED_BY, _FIXED_IN):
+        at = text.rfind(separator)
+        if at != -1:
+            return f"{command_family(span[0])}{separator}{text[at + len(separator) :]}"
+    return text
 
 
 def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:

@@ -176,8 +176,8 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
     the failed command exactly, what changed in between is the fix, so the last change made
     between the two (an edit, an install) is reported instead. With no similar success, the
     very next non-reading call of the same tool counts if it succeeded (the user often names
-    the right command). A failure that passed once the code was edited is the ordinary loop of
-    changing code and running it again, not a lesson: it is neither a failure nor unfixed.
+    the right command). An edit is no fix of its own: a failure that passed once the code was
+    edited keeps the files edited, as where the fix went.
     """
     failures: list[FailureNote] = []
     unfixed = 0
@@ -186,37 +186,36 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
         if call.ok is not False or call.read_only or call.command in seen:
             continue
         seen.add(call.command)
-        fix = _fix_for(calls, index)
-        if fix is None:
-            continue
-        if not fix:
+        failure = _fixed(call, calls[index + 1 :])
+        if not failure.fixed:
             unfixed += 1
         if len(failures) < MAX_FAILURES:
-            failures.append(FailureNote(call.command, call.error, fix))
+            failures.append(failure)
     return failures, unfixed
 
 
-def _fix_for(calls: list[Call], index: int) -> str | None:
-    """The command that fixed `calls[index]`, "" when nothing did, None when an edit of the
-    code did."""
-    failed = calls[index]
-    later = calls[index + 1 :]
+def _fixed(failed: Call, later: list[Call]) -> FailureNote:
+    """`failed` with the command that fixed it, or the files edited before it passed."""
     for offset, call in enumerate(later):
         if call.ok and not call.read_only and call.tool == failed.tool and _similar(failed, call):
             if call.command != failed.command:
-                return _unless_edit(call)
-            between = later[:offset]
+                return _fixed_by(failed, call, [call])
             # An install or an edit made in between is what changed.
-            changes = [c for c in between if c.ok and not c.read_only]
-            return _unless_edit(changes[-1]) if changes else call.command
+            changes = [c for c in later[:offset] if c.ok and not c.read_only]
+            if not changes:
+                return FailureNote(failed.command, failed.error, call.command)
+            return _fixed_by(failed, changes[-1], changes)
     following = next((c for c in later if c.tool == failed.tool and not c.read_only), None)
     if following is not None and following.ok:
-        return _unless_edit(following)
-    return ""
+        return _fixed_by(failed, following, [following])
+    return FailureNote(failed.command, failed.error)
 
 
-def _unless_edit(call: Call) -> str | None:
-    return None if call.edited else call.command
+def _fixed_by(failed: Call, last: Call, changes: list[Call]) -> FailureNote:
+    if not last.edited:
+        return FailureNote(failed.command, failed.error, last.command)
+    edited = dedupe(path for change in changes for path in change.edited)
+    return FailureNote(failed.command, failed.error, edited=tuple(edited))
 
 
 def _similar(failed: Call, other: Call) -> bool:

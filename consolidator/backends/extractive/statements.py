@@ -84,7 +84,7 @@ _DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNOR
 _MAX_STATEMENT_CHARS = 400
 # Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
 # Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
-_DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
+DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
 _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
 # The user takes something back: it was wrong, or is to be forgotten, or was dropped.
 _RETRACTION = re.compile(
@@ -296,7 +296,7 @@ def _statement(text: str) -> str:
     nothing but a redaction would be left."""
     text = _NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
     text = _TRAILING_NOT.sub("", text)
-    text = _DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
+    text = DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
         return ""
