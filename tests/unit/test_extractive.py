@@ -156,7 +156,7 @@ def test_a_failure_is_paired_with_the_command_that_fixed_it() -> None:
     failures = notes_of(*INVOICE_SESSION).failures
 
     # The failing test that passed once billing/invoice.py was edited keeps the file as where
-    # the fix went (the edit is no fix command), and the agent's words about it.
+    # the fix went (the edit is no fix command); the agent's words name nothing of its error.
     assert failures == (
         FailureNote(
             "python -m pytest tests/",
@@ -167,7 +167,6 @@ def test_a_failure_is_paired_with_the_command_that_fixed_it() -> None:
             "uv run pytest -x tests/test_invoice.py",
             "AssertionError: assert 100.01 == Decimal('100.00')",
             edited=("billing/invoice.py",),
-            explained="Fixed: invoice totals are now rounded once.",
         ),
     )
     assert notes_of(*INVOICE_SESSION).task_outcome == "success"

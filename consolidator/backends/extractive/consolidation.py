@@ -27,6 +27,7 @@ from consolidator.backends.extractive.defaults import (
     preference_text,
     user_defaults,
 )
+from consolidator.backends.extractive.explained import worth_a_bullet
 from consolidator.backends.extractive.supersede import apply_edit, mark_superseded
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
@@ -306,8 +307,8 @@ def _failures(notes: ExtractiveNotes) -> list[str]:
     and the command that fixed it or the files the fix went into (an edit is not a fix)."""
     bullets = []
     for failure in notes.failures:
-        if not failure.fixed:
-            continue  # a failure nobody fixed teaches nothing to do differently
+        if not worth_a_bullet(failure):
+            continue  # nobody fixed it, or it is the ordinary loop of edit and run again
         said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
         if failure.fix:
             fixed = f"{_FIXED_BY}{code_span(failure.fix)}"

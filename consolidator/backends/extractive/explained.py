@@ -25,15 +25,28 @@ _MAX_EXPLAINED = 2
 _MIN_EXPLAINED_WORDS = 4
 _PLAIN_FIRST_WORD = re.compile(r"^[a-z](?=[a-z]*\s)")
 _STRAY_STOP = re.compile(r"(?<=[!?])\.+")
+_ASSERTION = re.compile(r"\bassert(?:ion)?\b|AssertionError", re.IGNORECASE)
+
+
+def worth_a_bullet(failure: FailureNote) -> bool:
+    """A fixed failure teaches something: a command fixed it, or the agent said in words what
+    went wrong, or the error was no failing assertion (a module missing, a tool refusing). A
+    test that failed and passed once the code was edited, with nothing said about why, is the
+    ordinary loop of changing code and running it again."""
+    if failure.fix or failure.explained:
+        return True
+    return failure.fixed and _ASSERTION.search(failure.error) is None
 
 
 def explain_failures(failures: Iterable[FailureNote], message: str) -> tuple[FailureNote, ...]:
     """`failures`, the last fixed one the agent's final message speaks of with its words:
-    what the agent said went wrong or what it changed, never an edit read as a fix."""
+    what the agent said went wrong or what it changed, never an edit read as a fix. Its
+    sentences are about the failure when they share a word with its error line ("the DST
+    test" of `test_dst`); the files edited say nothing of why, so they are not asked."""
     explained = list(failures)
     for index in reversed(range(len(explained))):
         failure = explained[index]
-        own = failure_words(failure.error, *failure.edited)
+        own = failure_words(failure.error)
         account = _account(message, own) if failure.fixed else ""
         if account:
             explained[index] = replace(failure, explained=account)
@@ -42,7 +55,7 @@ def explain_failures(failures: Iterable[FailureNote], message: str) -> tuple[Fai
 
 
 def failure_words(*texts: str) -> frozenset[str]:
-    """The words that tell one failure from another: of its error line and files edited."""
+    """The words that tell one failure from another, as its error line names them."""
     found = (word.lower() for text in texts for word in re.findall(r"[A-Za-z0-9]+", text))
     return (
         frozenset(

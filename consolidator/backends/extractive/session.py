@@ -187,6 +187,8 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
             continue
         seen.add(call.command)
         failure = _fixed(call, calls[index + 1 :])
+        if call.edited and failure.edited and not failure.fix:
+            continue  # an edit that failed and was made again: no lesson
         if not failure.fixed:
             unfixed += 1
         if len(failures) < MAX_FAILURES:

@@ -1,0 +1,139 @@
+"""A failure's bullet reads symptom, cause and fix: the error, what the agent said about it in
+words, and the command that fixed it or the files the fix went into; an edit between two
+runs is never shown as the fix. One bullet per command family and fix, across sessions."""
+
+from __future__ import annotations
+
+from consolidator.backends.extractive.consolidation import consolidate_extractively, task_id_for
+from consolidator.memory.blocks import Memory, invariant_violations
+from consolidator.memory.merge import apply_changes
+from consolidator.memory.offline_notes import (
+    ExtractiveNotes,
+    FailureNote,
+    parse_raw_memory,
+    render_raw_memory,
+)
+from tests.factories import item, request
+from tests.unit.test_extractive import agent, notes_of, output, patch, shell, user
+
+# Shaped like a Codex shell call's output in tests/fixtures/real.
+_PYTEST_FAILED = (
+    "Exit code: 1\nWall time: 1.9 seconds\nOutput:\n"
+    "FAILED tests/test_ledger.py::test_rollover - AssertionError: assert "
+    "datetime.date(2026, 3, 31) == datetime.date(2026, 4, 1)\n1 failed, 41 passed in 1.71s"
+)
+
+
+def _edited_then_passed(answer: str) -> tuple[FailureNote, ...]:
+    return notes_of(
+        user("the month-end rollover test is red on CI, can you look"),
+        shell("c1", "uv run pytest tests/test_ledger.py -q"),
+        output("c1", _PYTEST_FAILED, 1),
+        patch("c2", "src/ledger/periods.py"),
+        output("c2", "Success. Updated the following files:\nM src/ledger/periods.py\n"),
+        shell("c3", "uv run pytest tests/test_ledger.py -q"),
+        output("c3", "42 passed in 1.64s"),
+        agent(answer),
+    ).failures
+
+
+def test_a_failure_passed_after_an_edit_names_the_file_and_the_agents_words() -> None:
+    (failure,) = _edited_then_passed(
+        "The rollover was computed from the period's start instead of its end, so March 31 "
+        "rolled into March. `periods.py` now uses `period.end`. Want me to add a case for "
+        "leap years?"
+    )
+    assert failure.fix == ""
+    assert failure.edited == ("src/ledger/periods.py",)
+    # The sentence naming the rollover the test checks; not the one naming only the file.
+    assert failure.explained == (
+        "The rollover was computed from the period's start instead of its end, so March 31 "
+        "rolled into March."
+    )
+
+
+def test_words_about_something_else_or_saying_nothing_are_no_explanation() -> None:
+    for answer in ("Done.", "All green now, I also bumped the README badges while I was there."):
+        (failure,) = _edited_then_passed(answer)
+        assert failure.edited == ("src/ledger/periods.py",)
+        assert failure.explained == ""
+
+
+def _bullets(*sessions: tuple[str, ExtractiveNotes]) -> list[tuple[str, tuple[str, ...]]]:
+    memory = Memory()
+    for day, (thread_id, said) in enumerate(sessions, start=2):
+        one = item(thread_id, said, day=f"2026-11-{day:02d}")
+        result = consolidate_extractively(request(memory, one))
+        memory = apply_changes(memory, result.upserts, result.deletions)
+    assert invariant_violations(memory) == []
+    return [(b.text, b.task_ids) for b in memory.blocks[0].failures]
+
+
+def _failing(*failures: FailureNote) -> ExtractiveNotes:
+    return ExtractiveNotes(task="fix the build", cwd="/src/app", failures=failures)
+
+
+def test_an_edit_is_where_the_fix_went_never_the_fix() -> None:
+    failure = FailureNote(
+        "uv run pytest tests/test_ledger.py -q",
+        "AssertionError: assert datetime.date(2026, 3, 31) == datetime.date(2026, 4, 1)",
+        edited=("src/ledger/periods.py",),
+        explained="The rollover was computed from the period's start instead of its end.",
+    )
+    ((text, _),) = _bullets(("a", _failing(failure)))
+    assert text == (
+        "`uv run pytest tests/test_ledger.py -q` failed (AssertionError: assert "
+        "datetime.date(2026, 3, 31) == datetime.date(2026, 4, 1)) -> the agent said: The "
+        "rollover was computed from the period's start instead of its end. -> fixed in "
+        "`src/ledger/periods.py`"
+    )
+    assert "apply_patch" not in text
+
+
+def test_one_command_family_and_fix_is_one_bullet_citing_every_session() -> None:
+    missing = "ModuleNotFoundError: No module named 'stripe'"
+    first = FailureNote("python -m pytest tests -q", missing, "pip install stripe")
+    again = FailureNote("pytest tests", missing + " (in conftest)", "pip install stripe")
+    other = FailureNote("pytest tests", missing, "uv sync")
+    bullets = _bullets(("a", _failing(first)), ("bb", _failing(again)), ("c", _failing(other)))
+    assert bullets == [
+        (
+            "`python -m pytest tests -q` failed (ModuleNotFoundError: No module named 'stripe')"
+            " -> fixed by `pip install stripe`",
+            (task_id_for("a"), task_id_for("bb")),
+        ),
+        (
+            "`pytest tests` failed (ModuleNotFoundError: No module named 'stripe') -> fixed "
+            "by `uv sync`",
+            (task_id_for("c"),),
+        ),
+    ]
+
+
+def test_a_failure_nobody_fixed_or_the_ordinary_edit_and_run_again_is_no_bullet() -> None:
+    assert _bullets(("a", _failing(FailureNote("make deploy", "exit code 2")))) == []
+    # A test that passed once the code was edited, with nothing said about why.
+    red = FailureNote("pytest -q", "AssertionError: assert 94 == 103", edited=("src/cart.py",))
+    assert _bullets(("a", _failing(red))) == []
+    # The same, said why; and an error that is no failing assertion.
+    said = FailureNote(red.command, red.error, edited=red.edited, explained="Cart rounded twice.")
+    missing = FailureNote(
+        "pytest -q", "ModuleNotFoundError: No module named 'zoneinfo_shim'", edited=("src/tz.py",)
+    )
+    assert len(_bullets(("a", _failing(said, missing)))) == 2
+
+
+def test_the_notes_keep_where_a_fix_went_and_the_agents_words_and_read_back_whole() -> None:
+    notes = _failing(
+        FailureNote(
+            "uv run pytest -q",
+            "boom -> fixed in `a.py`",
+            edited=("src/ledger/periods.py", "tests/test_ledger.py"),
+            explained='It assumed "UTC"; the fix reads the zone -> from settings.',
+        ),
+        FailureNote("npm test", "sh: 1: jest: not found", "pnpm test"),
+        FailureNote("make deploy", "exit code 2"),
+    )
+    text = render_raw_memory(notes)
+    assert parse_raw_memory(text).failures == notes.failures
+    assert "`src/ledger/periods.py`, `tests/test_ledger.py`" in text
