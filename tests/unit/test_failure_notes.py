@@ -14,7 +14,7 @@ from consolidator.memory.offline_notes import (
     render_raw_memory,
 )
 from tests.factories import item, request
-from tests.unit.test_extractive import agent, notes_of, output, patch, shell, user
+from tests.rollout_items import agent, notes_of, output, patch, shell, user
 
 # Shaped like a Codex shell call's output in tests/fixtures/real.
 _PYTEST_FAILED = (
