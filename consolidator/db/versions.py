@@ -406,6 +406,20 @@ def current_digests(connection: Connection) -> list[str] | None:
     )
 
 
+def current_memory(connection: Connection) -> Memory:
+    """The current version's memory, read block by block (empty before the first version)."""
+    current = latest_version_number(connection)
+    if current is None:
+        return Memory()
+    block_jsons = connection.execute(
+        select(MemoryBlock.block_json)
+        .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+        .where(MemoryVersionBlock.version == current)
+        .order_by(MemoryVersionBlock.position)
+    ).scalars()
+    return Memory(tuple(decode_block(block_json) for block_json in block_jsons))
+
+
 class VersionsMixin(StoreBase):
     """Reading memory versions, and rolling back to one."""
 

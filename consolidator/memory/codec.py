@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Final
 
 from consolidator.memory.blocks import (
@@ -70,7 +70,10 @@ class StoredMemory:
         return joined_bytes(block.content_bytes for block in self.blocks)
 
 
+@lru_cache(maxsize=512)
 def encode_block(block: Block) -> StoredBlock:
+    """A block as stored. Each phase-two slice stores the whole memory, of which it changed a
+    few blocks: each distinct block is encoded once."""
     return StoredBlock(
         block_id=block.block_id,
         block_json=json.dumps(block_to_dict(block), ensure_ascii=False, separators=(",", ":")),
@@ -87,7 +90,10 @@ def decode(memory_json: str) -> Memory:
     return Memory.from_dict(json.loads(memory_json))
 
 
+@lru_cache(maxsize=512)
 def decode_block(block_json: str) -> Block:
+    """A stored block read back. A version shares most of its blocks with the one before: each
+    distinct block is read once."""
     return block_from_dict(json.loads(block_json))
 
 
