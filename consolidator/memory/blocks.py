@@ -67,6 +67,16 @@ class Task:
     citations: tuple[ThreadCitation, ...]
     keywords: tuple[str, ...] = ()
     folded: bool = False
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        """Computed once per task, as for `Block`: a block rebuilt around its tasks is hashed
+        again, its unchanged tasks are not."""
+        cached = self._hash
+        if cached is None:
+            cached = hash((self.task_id, self.title, self.citations, self.keywords, self.folded))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def thread_ids(self) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ class StoredMemory:
         return joined_bytes(block.content_bytes for block in self.blocks)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)
 def encode_block(block: Block) -> StoredBlock:
     """A block as stored. Each phase-two slice stores the whole memory, of which it changed a
     few blocks: each distinct block is encoded once."""
@@ -90,7 +90,7 @@ def decode(memory_json: str) -> Memory:
     return Memory.from_dict(json.loads(memory_json))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)
 def decode_block(block_json: str) -> Block:
     """A stored block read back. A version shares most of its blocks with the one before: each
     distinct block is read once."""

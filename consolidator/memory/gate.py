@@ -121,7 +121,7 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
     return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=128)
 def _block_quarantine(block: Block) -> tuple[Block | None, tuple[Quarantined, ...]]:
     """One block of `quarantine_unsafe`: what stays of it (None: nothing) and what was moved
     out. Remembered by block: the gate scans every slice's whole proposed memory, most of

@@ -82,7 +82,7 @@ def render_memory_md(memory: Memory) -> str:
     return "\n".join(render_block(block) for block in memory.blocks)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=256)
 def render_block(block: Block) -> str:
     """One block's Markdown. Blocks are immutable and most survive a phase-two slice
     unchanged, while the budget and the gate render the whole memory many times a slice: each

@@ -144,8 +144,11 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3].rstrip() + "..."
 
 
-def _keywords(keywords: tuple[str, ...]) -> list[str]:
-    return [k for k in map(shown_text, split_keywords(keywords)) if k]
+@lru_cache(maxsize=4096)
+def _keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """A task's keywords as shown; remembered, as a changed block lists its unchanged tasks'
+    keywords again."""
+    return tuple(k for k in map(shown_text, split_keywords(keywords)) if k)
 
 
 def _profile_lines(memory: Memory) -> list[str]:
@@ -234,7 +237,7 @@ def _pointers(memory: Memory) -> list[_Pointer]:
     return grouped
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def _pointer_entries(block: Block) -> tuple[tuple[str, str, str, str], ...]:
     """A block's candidate pointers as (scope, day, updated_at, line). Remembered by block: the
     gate renders every slice's summary, and most blocks are those of the slice before."""
@@ -257,7 +260,7 @@ def _older_topics(memory: Memory) -> list[tuple[str, str]]:
     return [_older_topic(block) for block in sorted(memory.blocks, key=_scope) if block.tasks]
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def _older_topic(block: Block) -> tuple[str, str]:
     """A block's line of `_older_topics`, with its scope; remembered as `_pointer_entries`."""
     keywords = ", ".join(dict.fromkeys(k for task in block.tasks for k in _keywords(task.keywords)))

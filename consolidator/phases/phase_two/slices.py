@@ -66,7 +66,7 @@ def answer_tokens(record: Stage1Record) -> int:
     return ANSWER_TOKENS_PER_INPUT + len(record.raw_memory) // CHARS_PER_TOKEN
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=256)
 def block_chars(block: Block) -> int:
     """What a block costs as a request shows it, with its bullet ids and each task's recency
     and working directory (not as it is stored, which is smaller). Sizing a slice asks this
