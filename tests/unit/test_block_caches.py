@@ -98,3 +98,12 @@ def test_the_summary_lists_a_task_added_after_the_block_was_summarised() -> None
     assert "raised the pool size" in after and "thread_id=th-2" in after
     assert "#### 2026-11-03" in after and "Shop backend: pool" in after
     assert render_memory_summary(Memory((block,))) == before
+
+
+def test_a_task_changed_after_it_was_hashed_is_hashed_anew() -> None:
+    task = _block().tasks[0]
+    hash(task)
+    folded = replace(task, folded=True)
+
+    assert folded != task and hash(folded) == hash(replace(folded))
+    assert hash(task) == hash(_block().tasks[0]) and "_hash" not in repr(task)
