@@ -386,7 +386,7 @@ def _store_result(
         pending_number = pending_statements.current_number(connection) or 0
         keep_quarantined(connection, result.quarantined, pending_number, now)
     elif memory is not None:
-        old = current_memory(connection)
+        old = current_memory(connection, reuse=memory)
         version = insert_version(
             connection,
             memory,

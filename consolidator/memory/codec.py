@@ -90,10 +90,7 @@ def decode(memory_json: str) -> Memory:
     return Memory.from_dict(json.loads(memory_json))
 
 
-@lru_cache(maxsize=64)
 def decode_block(block_json: str) -> Block:
-    """A stored block read back. A version shares most of its blocks with the one before: each
-    distinct block is read once."""
     return block_from_dict(json.loads(block_json))
 
 
