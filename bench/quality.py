@@ -27,7 +27,7 @@ from bench.quality_language import ACKNOWLEDGEMENTS
 from bench.quality_real import REAL_SESSIONS, copy_real_sessions
 from bench.quality_results import Scored, results
 from bench.quality_write import write
-from tests.cli_process import clean_env, run_command
+from tests.cli_process import EXAMPLES, clean_env, run_command
 
 CLI = [sys.executable, "-m", "consolidator"]
 DEFAULT_BUDGET = 65536
@@ -77,11 +77,10 @@ def plain_read(root: Path) -> float:
 
 
 def warm_up(workdir: Path) -> None:
-    """One untimed pass over no sessions in a home of its own, so that the timed passes start
-    as an installed copy does, from compiled bytecode (see `installed_start_env`)."""
-    nothing = workdir / "warm-up-sessions"
-    nothing.mkdir()
-    Home(workdir / "warm-up-home", nothing, DEFAULT_BUDGET, workdir).cli("run")
+    """One untimed pass over the example sessions in a home of its own, so that the timed
+    passes start as an installed copy does, from compiled bytecode of every module a pass
+    loads (see `installed_start_env`)."""
+    Home(workdir / "warm-up-home", EXAMPLES, DEFAULT_BUDGET, workdir).cli("run")
 
 
 def run(config: Config) -> list[Result]:
