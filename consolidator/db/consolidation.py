@@ -56,12 +56,13 @@ from consolidator.db.schema import (
 from consolidator.db.statements import JOBS, OUTPUTS, OWNED_BY_CLAIM, fence_parameters, live
 from consolidator.db.versions import (
     current_digests,
+    current_memory,
     insert_version,
     latest_version,
     latest_version_number,
 )
-from consolidator.memory.blocks import Memory, diff_summary
-from consolidator.memory.codec import StoredMemory, decode, forget_with_summary
+from consolidator.memory.blocks import diff_summary
+from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import without_rejected
 
 
@@ -385,8 +386,7 @@ def _store_result(
         pending_number = pending_statements.current_number(connection) or 0
         keep_quarantined(connection, result.quarantined, pending_number, now)
     elif memory is not None:
-        previous = latest_version(connection)
-        old = decode(previous.memory_json) if previous else Memory()
+        old = current_memory(connection, reuse=memory)
         version = insert_version(
             connection,
             memory,

@@ -406,6 +406,30 @@ def current_digests(connection: Connection) -> list[str] | None:
     )
 
 
+def current_memory(connection: Connection, reuse: StoredMemory | None = None) -> Memory:
+    """The current version's memory, read block by block (empty before the first version). A
+    block stored exactly as one of `reuse`'s (the same digest) is taken from it, not read back:
+    a commit compares with the version before, which shares most of its blocks."""
+    current = latest_version_number(connection)
+    if current is None:
+        return Memory()
+    known: dict[str, Block] = {}
+    if reuse is not None:
+        known = dict(zip((b.digest for b in reuse.blocks), reuse.memory.blocks, strict=True))
+    rows = connection.execute(
+        select(MemoryBlock.digest, MemoryBlock.block_json)
+        .join(MemoryVersionBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
+        .where(MemoryVersionBlock.version == current)
+        .order_by(MemoryVersionBlock.position)
+    )
+    return Memory(
+        tuple(
+            known[digest] if digest in known else decode_block(block_json)
+            for digest, block_json in rows
+        )
+    )
+
+
 class VersionsMixin(StoreBase):
     """Reading memory versions, and rolling back to one."""
 

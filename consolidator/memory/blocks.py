@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 FORMAT_VERSION: Final = 1
@@ -67,6 +67,16 @@ class Task:
     citations: tuple[ThreadCitation, ...]
     keywords: tuple[str, ...] = ()
     folded: bool = False
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        """Computed once per task, as for `Block`: a block rebuilt around its tasks is hashed
+        again, its unchanged tasks are not."""
+        cached = self._hash
+        if cached is None:
+            cached = hash((self.task_id, self.title, self.citations, self.keywords, self.folded))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def thread_ids(self) -> tuple[str, ...]:
@@ -112,6 +122,28 @@ class Block:
     preferences: tuple[Bullet, ...] = ()
     knowledge: tuple[Bullet, ...] = ()
     failures: tuple[Bullet, ...] = ()
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        """Computed once per block: phase two remembers what it derives from each block (its
+        rendering, size, scan), and looks every block up many times a slice."""
+        cached = self._hash
+        if cached is None:
+            cached = hash(
+                (
+                    self.block_id,
+                    self.title,
+                    self.scope,
+                    self.applies_to_cwd,
+                    self.reuse_rule,
+                    self.tasks,
+                    self.preferences,
+                    self.knowledge,
+                    self.failures,
+                )
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def section(self, name: Section) -> tuple[Bullet, ...]:
         bullets: tuple[Bullet, ...] = getattr(self, name)

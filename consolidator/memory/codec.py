@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Final
 
 from consolidator.memory.blocks import (
@@ -70,7 +70,10 @@ class StoredMemory:
         return joined_bytes(block.content_bytes for block in self.blocks)
 
 
+@lru_cache(maxsize=64)
 def encode_block(block: Block) -> StoredBlock:
+    """A block as stored. Each phase-two slice stores the whole memory, of which it changed a
+    few blocks: each distinct block is encoded once."""
     return StoredBlock(
         block_id=block.block_id,
         block_json=json.dumps(block_to_dict(block), ensure_ascii=False, separators=(",", ":")),

@@ -114,45 +114,55 @@ def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
     quarantined: list[Quarantined] = []
     blocks: list[Block] = []
     for block in memory.blocks:
-        header = "\n".join(
-            (block.block_id, block.title, block.scope, block.reuse_rule, block.applies_to_cwd or "")
-        )
-        reason = _threat_reason(header)
-        if reason:
-            quarantined.append(Quarantined(reason, header, _block_threads(block)))
-            continue
-        tasks = []
-        for task in block.tasks:
-            task_text = "\n".join(
-                (task.task_id, task.title, *task.keywords, *_citation_fields(task))
-            )
-            reason = _threat_reason(task_text)
-            if reason:
-                quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))
-            else:
-                tasks.append(task)
-        sections: dict[str, tuple[Bullet, ...]] = {}
-        for name in ("preferences", "knowledge", "failures"):
-            kept = []
-            for bullet in block.section(name):
-                reason = _threat_reason(bullet.text)
-                if reason:
-                    quarantined.append(
-                        Quarantined(reason, bullet.text, _block_threads(block, bullet.task_ids))
-                    )
-                else:
-                    kept.append(bullet)
-            sections[name] = tuple(kept)
-        blocks.append(
-            replace(
-                block,
-                tasks=tuple(tasks),
-                preferences=sections["preferences"],
-                knowledge=sections["knowledge"],
-                failures=sections["failures"],
-            )
-        )
+        kept, found = _block_quarantine(block)
+        quarantined += found
+        if kept is not None:
+            blocks.append(kept)
     return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
+
+
+@functools.lru_cache(maxsize=128)
+def _block_quarantine(block: Block) -> tuple[Block | None, tuple[Quarantined, ...]]:
+    """One block of `quarantine_unsafe`: what stays of it (None: nothing) and what was moved
+    out. Remembered by block: the gate scans every slice's whole proposed memory, most of
+    whose blocks the slice did not change."""
+    header = "\n".join(
+        (block.block_id, block.title, block.scope, block.reuse_rule, block.applies_to_cwd or "")
+    )
+    reason = _threat_reason(header)
+    if reason:
+        return None, (Quarantined(reason, header, _block_threads(block)),)
+    quarantined: list[Quarantined] = []
+    tasks = []
+    for task in block.tasks:
+        task_text = "\n".join((task.task_id, task.title, *task.keywords, *_citation_fields(task)))
+        reason = _threat_reason(task_text)
+        if reason:
+            quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))
+        else:
+            tasks.append(task)
+    sections: dict[str, tuple[Bullet, ...]] = {}
+    for name in ("preferences", "knowledge", "failures"):
+        kept = []
+        for bullet in block.section(name):
+            reason = _threat_reason(bullet.text)
+            if reason:
+                quarantined.append(
+                    Quarantined(reason, bullet.text, _block_threads(block, bullet.task_ids))
+                )
+            else:
+                kept.append(bullet)
+        sections[name] = tuple(kept)
+    if not quarantined:
+        return block, ()
+    kept_block = replace(
+        block,
+        tasks=tuple(tasks),
+        preferences=sections["preferences"],
+        knowledge=sections["knowledge"],
+        failures=sections["failures"],
+    )
+    return kept_block, tuple(quarantined)
 
 
 def _stated_day(block: Block, bullet: Bullet) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from consolidator.memory.blocks import (
     SECTIONS,
@@ -199,9 +200,14 @@ def _fold(memory: Memory, order: list[tuple[int, int]], count: int) -> Memory:
 
 
 def _without_bullets(memory: Memory) -> Memory:
-    return Memory(
-        tuple(replace(b, preferences=(), knowledge=(), failures=()) for b in memory.blocks)
-    )
+    return Memory(tuple(map(_task_index, memory.blocks)))
+
+
+@lru_cache(maxsize=128)
+def _task_index(block: Block) -> Block:
+    """`block` without its bullets: the same object for the same block, so that what is
+    remembered of it (its rendering) serves every probe of the budget's bisection."""
+    return replace(block, preferences=(), knowledge=(), failures=())
 
 
 def folded_task_count(memory: Memory) -> int:

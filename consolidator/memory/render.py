@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Final
 
 from consolidator.memory.blocks import (
@@ -81,7 +82,11 @@ def render_memory_md(memory: Memory) -> str:
     return "\n".join(render_block(block) for block in memory.blocks)
 
 
+@lru_cache(maxsize=256)
 def render_block(block: Block) -> str:
+    """One block's Markdown. Blocks are immutable and most survive a phase-two slice
+    unchanged, while the budget and the gate render the whole memory many times a slice: each
+    distinct block is rendered once."""
     lines = [
         f"# Task Group: {shown_text(block.title)}",
         f"<!-- block: {block.block_id} -->",

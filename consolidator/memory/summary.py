@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from consolidator.memory.blocks import Block, Bullet, Memory, Task
@@ -143,8 +144,11 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3].rstrip() + "..."
 
 
-def _keywords(keywords: tuple[str, ...]) -> list[str]:
-    return [k for k in map(shown_text, split_keywords(keywords)) if k]
+@lru_cache(maxsize=4096)
+def _keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """A task's keywords as shown; remembered, as a changed block lists its unchanged tasks'
+    keywords again."""
+    return tuple(k for k in map(shown_text, split_keywords(keywords)) if k)
 
 
 def _profile_lines(memory: Memory) -> list[str]:
@@ -217,18 +221,7 @@ def _bullet_lines(
 
 def _pointers(memory: Memory) -> list[_Pointer]:
     """One line per (task, session) in the recent days, grouped by project then newest day."""
-    entries: list[tuple[str, str, str, str]] = []
-    for block in memory.blocks:
-        for task in block.tasks:
-            keywords = ", ".join(_keywords(task.keywords)[:6])
-            topic = _clip(task.title) + (f": {keywords}" if keywords else "")
-            for citation in task.citations:
-                day = citation.updated_at[:10]
-                line = (
-                    f"- {topic} ({shown_text(citation.rollout_summary_file)},"
-                    f" thread_id={shown_text(citation.thread_id)})"
-                )
-                entries.append((_scope(block), day, citation.updated_at, line))
+    entries = [entry for block in memory.blocks for entry in _pointer_entries(block)]
     days = sorted({day for _, day, _, _ in entries}, reverse=True)[:RECENT_DAYS]
     recent = [entry for entry in entries if entry[1] in days]
     newest_by_scope: dict[str, str] = {}
@@ -244,19 +237,36 @@ def _pointers(memory: Memory) -> list[_Pointer]:
     return grouped
 
 
+@lru_cache(maxsize=128)
+def _pointer_entries(block: Block) -> tuple[tuple[str, str, str, str], ...]:
+    """A block's candidate pointers as (scope, day, updated_at, line). Remembered by block: the
+    gate renders every slice's summary, and most blocks are those of the slice before."""
+    entries: list[tuple[str, str, str, str]] = []
+    for task in block.tasks:
+        keywords = ", ".join(_keywords(task.keywords)[:6])
+        topic = _clip(task.title) + (f": {keywords}" if keywords else "")
+        for citation in task.citations:
+            day = citation.updated_at[:10]
+            line = (
+                f"- {topic} ({shown_text(citation.rollout_summary_file)},"
+                f" thread_id={shown_text(citation.thread_id)})"
+            )
+            entries.append((_scope(block), day, citation.updated_at, line))
+    return tuple(entries)
+
+
 def _older_topics(memory: Memory) -> list[tuple[str, str]]:
     """One line per task group, by project: where to search `MEMORY.md` for the rest."""
-    lines: list[tuple[str, str]] = []
-    for block in sorted(memory.blocks, key=_scope):
-        if not block.tasks:
-            continue
-        keywords = ", ".join(
-            dict.fromkeys(k for task in block.tasks for k in _keywords(task.keywords))
-        )
-        newest = max(block.tasks, key=_newest)
-        text = _clip(block.title + (f": {keywords}" if keywords else ""))
-        lines.append((_scope(block), f"- {text} {_cite(block, [newest.task_id])}"))
-    return lines
+    return [_older_topic(block) for block in sorted(memory.blocks, key=_scope) if block.tasks]
+
+
+@lru_cache(maxsize=128)
+def _older_topic(block: Block) -> tuple[str, str]:
+    """A block's line of `_older_topics`, with its scope; remembered as `_pointer_entries`."""
+    keywords = ", ".join(dict.fromkeys(k for task in block.tasks for k in _keywords(task.keywords)))
+    newest = max(block.tasks, key=_newest)
+    text = _clip(block.title + (f": {keywords}" if keywords else ""))
+    return _scope(block), f"- {text} {_cite(block, [newest.task_id])}"
 
 
 def summary_problems(

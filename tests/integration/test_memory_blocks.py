@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from consolidator.db.schema import MemoryBlock, MemoryBlockThread, MemoryVersionBlock
 from consolidator.db.store import Store
-from consolidator.memory.blocks import Block, Bullet, Memory, Task
+from consolidator.memory.blocks import Block, Bullet, Memory, Task, diff_summary
 from consolidator.memory.codec import encode
 from tests.factories import LEASE, add_output, citation, result_of
 from tests.store_reads import get_version
@@ -182,3 +182,20 @@ def test_history_columns_follow_a_forget(driven: Store) -> None:
     assert after_c[v4] == (after_c[v1][0], after_b[v4][1]), after_c
     assert after_c[v5][0] == after_c[v1][0]
     assert after_c[v5][1].startswith("1 session removed from every version: -1 block"), after_c
+
+
+def test_a_version_counts_its_changes_against_the_version_stored_before(driven: Store) -> None:
+    """The count is taken against the stored version read block by block, blocks it shares
+    with earlier versions included, not against what the committing run last had."""
+    for thread in ("a", "b", "c", "d"):
+        add_output(driven, thread, thread)
+    first = Memory((group("one", "a"), group("two", "b")))
+    second = Memory((group("one", "a"), group("two", "b", "c"), group("three", "d")))
+    third = Memory((group("two", "b", "c"), group("three", "d", word="note")))
+    versions = [commit(driven, memory) for memory in (first, second, third)]
+
+    summaries = [get_version(driven, v).diff_summary for v in versions]  # type: ignore[union-attr]
+
+    assert summaries[1:] == [diff_summary(first, second), diff_summary(second, third)]
+    assert summaries[1] == "+1 block, ~1 block, +2 tasks, +2 citations, +3 bullets"
+    assert summaries[2] == "-1 block, ~1 block, -1 task, -1 citation, +2 bullets, -4 bullets"

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import inspect, text
 
+from consolidator.core.resources import migrations_dir
 from consolidator.db.engine import create_db_engine
-from consolidator.db.migrate import check, current_revision, downgrade, head_revision, upgrade
+from consolidator.db.migrate import (
+    check,
+    current_revision,
+    downgrade,
+    file_heads,
+    head_revision,
+    is_current,
+    stored_revisions,
+    upgrade,
+)
 from consolidator.db.schema import Base
 from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
@@ -122,3 +133,28 @@ def test_0004_moves_version_content_into_shared_blocks_and_back(db_url: str) -> 
         ]
     finally:
         engine.dispose()
+
+
+def test_is_current_reads_the_files_heads_as_alembic_does(db_url: str, tmp_path: Path) -> None:
+    """The answer every command asks for without loading Alembic: the head the migration
+    files name is Alembic's, the schema is current only at that head, and a file written in
+    another form leaves the question to Alembic."""
+    engine = create_db_engine(db_url)
+    try:
+        assert file_heads(migrations_dir() / "versions") == {head_revision(engine)}
+        assert stored_revisions(engine) is None
+        assert not is_current(engine)
+        upgrade(engine)
+        assert is_current(engine)
+        downgrade(engine, "-1")
+        assert stored_revisions(engine) == {current_revision(engine)}
+        assert not is_current(engine)
+        upgrade(engine)
+        assert is_current(engine)
+    finally:
+        engine.dispose()
+    (tmp_path / "0001_a.py").write_text('revision = "0001"\ndown_revision = None\n')
+    (tmp_path / "0002_b.py").write_text('revision: str = "0002"\ndown_revision = "0001"\n')
+    assert file_heads(tmp_path) == {"0002"}
+    (tmp_path / "0003_merge.py").write_text('revision = "0003"\ndown_revision = ("0001", "0002")\n')
+    assert file_heads(tmp_path) is None

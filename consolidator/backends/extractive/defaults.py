@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
@@ -138,9 +139,11 @@ def _same_instruction(first: str, second: str) -> bool:
     return len(names) >= 2 and names == _names(second)
 
 
+@lru_cache(maxsize=4096)
 def _names(text: str) -> frozenset[str]:
     """The words of a rule that name something: neither grammar nor the words of a rule's
-    form (always, never, prefer, instead), folded to a stem so "commit" is "committing"."""
+    form (always, never, prefer, instead), folded to a stem so "commit" is "committing".
+    Remembered by text, as `_plain`: every instruction is compared with every group's first."""
     text = _MAKE_SURE.sub(" ", text.casefold())
     return frozenset(
         _stem(word) for word in re.findall(r"[a-z0-9][a-z0-9+_-]*", text) if word not in _RULE_FORM
@@ -154,5 +157,6 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=4096)
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Final
 
 from consolidator.db.records import Stage1Record
@@ -65,9 +66,11 @@ def answer_tokens(record: Stage1Record) -> int:
     return ANSWER_TOKENS_PER_INPUT + len(record.raw_memory) // CHARS_PER_TOKEN
 
 
+@lru_cache(maxsize=256)
 def block_chars(block: Block) -> int:
     """What a block costs as a request shows it, with its bullet ids and each task's recency
-    and working directory (not as it is stored, which is smaller)."""
+    and working directory (not as it is stored, which is smaller). Sizing a slice asks this
+    of the same unchanged blocks for every input: each distinct block is measured once."""
     return len(json.dumps(block_for_prompt(block), ensure_ascii=False))
 
 
