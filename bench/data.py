@@ -409,8 +409,8 @@ def seed_thread(store: Store, thread: SeededThread) -> None:
         size=1,
         mtime_ns=1,
     )
-    store.register_thread(header, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread.thread_id, lease_seconds=600)
+    store.threads.register_thread(header, ingested=False, retry_budget=3)
+    claim = store.stage_one.try_claim_stage1(thread.thread_id, lease_seconds=600)
     if not claim.claimed:
         raise RuntimeError(f"could not claim {thread.thread_id}: {claim.outcome}")
     payload = Stage1Payload(
@@ -420,7 +420,7 @@ def seed_thread(store: Store, thread: SeededThread) -> None:
         backend="bench",
         model="bench",
     )
-    if not store.complete_stage1(claim, payload):
+    if not store.stage_one.complete_stage1(claim, payload):
         raise RuntimeError(f"lost the claim of {thread.thread_id}")
 
 

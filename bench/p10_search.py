@@ -1,7 +1,7 @@
 """P10: full-text recall over 100,000 indexed sessions.
 
-- `P10 query <db>`: p50 and p99 of `Store.search_sessions` (10 hits, two or three words from
-  the sessions' own text, one project's scope; the sessions are passages of the real
+- `P10 query <db>`: p50 and p99 of `SearchRepository.search_sessions` (10 hits, two or three
+  words from the sessions' own text, one project's scope; the sessions are passages of the real
   published sessions in `tests/fixtures/real`) in a database of 100,000 stored outputs,
   against the floor of any answer: one stage-one output read by its key in the same database.
   Goal: p99 at most 20x the floor and under 50 ms.
@@ -167,7 +167,9 @@ def _results(name: str, url: str, bare_url: str, config: Config, stage_one: floa
 
     queries = iter(_queries(rounds + 1, seed=12))
     scope = SearchScope("/work/project-7")
-    searches = _latencies(lambda: store.search_sessions(next(queries), scope, limit=10), rounds)
+    searches = _latencies(
+        lambda: store.search.search_sessions(next(queries), scope, limit=10), rounds
+    )
     keys = iter(random.Random(13).sample(range(sessions), rounds + 1))
 
     def by_key() -> object:

@@ -102,7 +102,7 @@ def _history_run(config: Config, history: int) -> dict[str, Any]:
     init = run_phase_two(store, ExtractiveBackend(), _options())
     if init.status != "succeeded" or init.mode != "INIT":
         raise RuntimeError(f"INIT phase two did not succeed: {init.as_json()}")
-    base = store.current_version()
+    base = store.versions.current_version()
     assert base is not None
 
     new = stage_one_output(rng, source, NEW_THREAD_PROJECT)
@@ -150,7 +150,7 @@ def _init_run(config: Config, count: int, options: Phase2Options) -> dict[str, A
         backend.close()
         sizes = [len(entry.raw) for entry in server.log]
         repeated = len(server.raw_requests) - len(set(server.raw_requests))
-    current = store.current_version()
+    current = store.versions.current_version()
     store.engine.dispose()
     first = reports[0]
     return {

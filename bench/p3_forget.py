@@ -2,7 +2,7 @@
 
 The memory (100 blocks of 100 bullets, tasks citing 1,000 live threads) is committed through
 the store's own phase-two verbs, and the database file is copied once per repetition so
-every `Store.forget_thread` starts from the same single committed version. The baseline is
+every `AdminRepository.forget_thread` starts from the same single committed version. The baseline is
 `render_memory_md` of the same memory. The forget is also run once through the CLI with the
 `openai` backend configured against the fake server, which must receive no request.
 """
@@ -40,10 +40,10 @@ def _build(config: Config, threads: int, blocks: int) -> tuple[Path, str, str]:
     for thread in seeded:
         seed_thread(store, thread)
     memory = big_memory(rng, source, seeded, blocks=blocks, bullets_per_block=100)
-    claim = store.try_claim_phase2(lease_seconds=600)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=600)
     if not claim.claimed:
         raise RuntimeError(f"phase two claim failed: {claim.outcome}")
-    commit = store.commit_phase2(
+    commit = store.consolidation.commit_phase2(
         claim,
         Phase2Result(
             memory=encode(memory), kind="consolidation", watermark_from=0, backend="b", model="m"
@@ -52,7 +52,7 @@ def _build(config: Config, threads: int, blocks: int) -> tuple[Path, str, str]:
     )
     if not commit.committed:
         raise RuntimeError("the memory could not be committed")
-    store.purge_free_space()
+    store.admin.purge_free_space()
     store.engine.dispose()
     victim = seeded[len(seeded) // 2].thread_id
     return directory / "state.db", victim, str(len(render_memory_md(memory).encode()))
@@ -67,9 +67,9 @@ def _copy(template: Path, target: Path) -> str:
 def _forget_seconds(url: str, thread_id: str) -> float:
     store = Store(create_db_engine(url))
     store.now()
-    before = store.current_version()
-    seconds = timed(lambda: store.forget_thread(thread_id))
-    after = store.current_version()
+    before = store.versions.current_version()
+    seconds = timed(lambda: store.admin.forget_thread(thread_id))
+    after = store.versions.current_version()
     if before is None or after is None or after.kind != "forget":
         raise RuntimeError("forget_thread did not add a forget version")
     rewritten = get_version(store, before.version)
@@ -106,7 +106,7 @@ def run(config: Config) -> list[Result]:
     template, victim, rendered_bytes = _build(config, threads, blocks)
 
     reader = Store(create_db_engine(_copy(template, config.workdir / "read")))
-    version = reader.current_version()
+    version = reader.versions.current_version()
     reader.engine.dispose()
     assert version is not None
     memory = decode(version.memory_json)

@@ -1,8 +1,8 @@
 """P7: phase-two claim latency with 16 processes contending, on SQLite and PostgreSQL.
 
 16 spawned processes (each with its own engine and connections) claim in rounds: all wait at
-a barrier, then each calls `Store.try_claim_phase2` at once, as daemons woken by the same
-schedule would. The winner releases its claim right after (untimed) so that the job is
+a barrier, then each calls `PhaseTwoJobRepository.try_claim_phase2` at once, as daemons woken
+by the same schedule would. The winner releases its claim right after (untimed) so that the job is
 claimable again in the next round. Every claim call is timed. The baseline is the median of
 the same rounds run by a single process. The figure is the p99 contended latency over that
 median; any error (a "database is locked" above all) fails the benchmark.
@@ -42,9 +42,9 @@ def _worker(urls: list[str], rounds: int, barrier: Any, results: Any) -> None:
         engine = create_db_engine(url)
         store = Store(engine)
         # Untimed warm-up: connect and compile the claim's statements once.
-        warm = store.try_claim_phase2(lease_seconds=600)
+        warm = store.phase_two.try_claim_phase2(lease_seconds=600)
         if warm.claimed:
-            store.release_job(warm)
+            store.leases.release_job(warm)
         latencies: list[float] = []
         errors: list[str] = []
         outcomes: Counter[str] = Counter()
@@ -52,10 +52,10 @@ def _worker(urls: list[str], rounds: int, barrier: Any, results: Any) -> None:
             barrier.wait()
             started = time.perf_counter()
             try:
-                claim = store.try_claim_phase2(lease_seconds=600)
+                claim = store.phase_two.try_claim_phase2(lease_seconds=600)
                 elapsed = time.perf_counter() - started
                 if claim.claimed:
-                    store.release_job(claim)
+                    store.leases.release_job(claim)
             except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
                 continue

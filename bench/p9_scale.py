@@ -148,10 +148,12 @@ def _job_row(number: int, threads: int, pending: int) -> dict[str, object]:
 def _claim_latencies(store: Store, rounds: int) -> Iterator[float]:
     for _ in range(rounds):
         started = time.perf_counter()
-        claims = store.claim_stage1_batch(limit=1, lease_seconds=600, eligibility=_ELIGIBLE)
+        claims = store.stage_one.claim_stage1_batch(
+            limit=1, lease_seconds=600, eligibility=_ELIGIBLE
+        )
         yield time.perf_counter() - started
         for claim in claims:
-            store.release_job(claim)
+            store.leases.release_job(claim)
 
 
 def _finish_all(store: Store) -> None:
@@ -180,7 +182,7 @@ def _claim_results(
         pending[threads] = statistics.median(latencies)
         _finish_all(store)
         idle[threads] = statistics.median(list(_claim_latencies(store, rounds + 1))[1:])
-        if store.claim_stage1_batch(limit=1, lease_seconds=600, eligibility=_ELIGIBLE):
+        if store.stage_one.claim_stage1_batch(limit=1, lease_seconds=600, eligibility=_ELIGIBLE):
             raise RuntimeError("a claim found work where none was pending")
         store.engine.dispose()
     small, large = sorted(urls)

@@ -159,8 +159,8 @@ def _checked_project(folder: Path, home: Path) -> Path:
     store = migrated_store(sqlite_url(home))
     try:
         add_output(store, "th-shop", "shop work")
-        claim = store.try_claim_phase2(lease_seconds=LEASE)
-        store.commit_phase2(claim, result_of(Memory((block,))), cooldown_seconds=0)
+        claim = store.phase_two.try_claim_phase2(lease_seconds=LEASE)
+        store.consolidation.commit_phase2(claim, result_of(Memory((block,))), cooldown_seconds=0)
     finally:
         store.engine.dispose()
     return folder

@@ -80,12 +80,12 @@ def payload(text: str) -> Stage1Payload:
 
 def add_output(store: Store, thread_id: str, text: str, minute: int = 0) -> None:
     """Register a thread and store its stage-one output, as a finished stage one would."""
-    store.register_thread(
+    store.threads.register_thread(
         header(thread_id, T0 + timedelta(minutes=minute)), ingested=False, retry_budget=3
     )
-    claim = store.try_claim_stage1(thread_id, lease_seconds=LEASE)
+    claim = store.stage_one.try_claim_stage1(thread_id, lease_seconds=LEASE)
     assert claim.claimed
-    assert store.complete_stage1(
+    assert store.stage_one.complete_stage1(
         claim,
         Stage1Payload(
             raw_memory=text, rollout_summary=text, rollout_slug=None, backend="t", model="m"
@@ -234,8 +234,8 @@ def write_small_rollout(
 def _store_notes(store: Store, seen: RolloutHeader, notes: ExtractiveNotes, summary: str) -> None:
     """Register the session as a scan would and store its notes as stage one would with the
     offline backend."""
-    store.register_thread(seen, ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(seen.thread_id, lease_seconds=60)
+    store.threads.register_thread(seen, ingested=False, retry_budget=3)
+    claim = store.stage_one.try_claim_stage1(seen.thread_id, lease_seconds=60)
     assert claim.claimed, claim
     payload = Stage1Payload(
         raw_memory=render_raw_memory(notes),
@@ -244,7 +244,7 @@ def _store_notes(store: Store, seen: RolloutHeader, notes: ExtractiveNotes, summ
         backend="extractive",
         model="extractive-v1",
     )
-    assert store.complete_stage1(claim, payload)
+    assert store.stage_one.complete_stage1(claim, payload)
 
 
 def store_session(
@@ -274,7 +274,7 @@ def changed_session(
     """The session `store_session` stored as ending at `ended` goes on until `later`: the next
     scan registers the change (same start and folder, a bigger file) and stage one stores
     `notes` in place of the old output."""
-    thread = store.get_thread(thread_id)
+    thread = store.threads.get_thread(thread_id)
     assert thread is not None, thread_id
     started = ended - timedelta(minutes=5)
     changed = header(thread_id, later, size=2, cwd=thread.cwd, started=started, mtime_ns=2)

@@ -1,8 +1,8 @@
 """Administration: forget, clear, and the WAL purge after them.
 
-- `forget_thread` removes a thread's (and its linked threads') output, job and every memory
-  version's mention of it in one transaction; the thread stays forgotten (a tombstone that
-  names no session). True when the guarded UPDATE of a thread changed a row.
+- `forget_thread` takes a thread and its linked threads out of every place they live, in one
+  transaction (`forgetting.forget_session`); the thread stays forgotten (a tombstone that
+  names no session). `forget_unseen` records the tombstone of a session not registered yet.
 - `clear_all` deletes all memory in one transaction under the memory writers' lock; a running
   phase-two worker loses its job row, so its fenced commit updates no row.
 - On SQLite, deleted text may survive in the write-ahead log until a TRUNCATE checkpoint; the
@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import delete, select
 
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
-from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes, rowcount
+from consolidator.db.base import Database, contention_retry, lock_memory_writes, rowcount
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS
-from consolidator.db.forgetting import remove_inputs, tombstone_legacy
-from consolidator.db.held_notes import drop_held_note
-from consolidator.db.quarantine import forget_in_quarantine, in_quarantine
+from consolidator.db.forgetting import forget_session, forget_unseen, tombstone_legacy
 from consolidator.db.records import (
     ClearReport,
     ThreadState,
@@ -48,14 +47,13 @@ log = logging.getLogger("consolidator.db.store")
 PURGE_WAIT_SECONDS = 10.0
 
 
-class AdminMixin(StoreBase):
-    """Forgetting and clearing on request, and the WAL purge."""
+@dataclass(frozen=True)
+class AdminRepository:
+    """The verbs that cut across every kind of row: forgetting a thread on request and
+    clearing all memory, each one transaction (see `forgetting.py` for every place a thread
+    lives), and on SQLite the WAL purge that must follow them."""
 
-    def linked_thread_ids(self, thread_id: str) -> list[str]:
-        """The threads linked to this one (its sub-agents, forks, later segments) that are
-        not forgotten yet."""
-        with self._read() as connection:
-            return _sub_agents(connection, thread_id)
+    db: Database
 
     @contention_retry
     def forget_thread(self, thread_id: str) -> bool:
@@ -65,23 +63,18 @@ class AdminMixin(StoreBase):
         sub-agents (work it delegated), its Codex forks (built on its history) and a Codex
         thread's later segments (the turns after a revert); so do those a later scan meets.
         A note refused before it became an input lives only in the quarantine, and one held for
-        approval only in the held notes; either goes.
+        approval only in the held notes; either goes (see `forgetting.forget_session`).
         False when neither the thread, a thread linked to it, nor an entry was left to forget.
         """
-        with self._write() as connection:
-            now = self._now(connection)
-            doomed = [thread_id, *_sub_agents(connection, thread_id)]
-            removed = remove_inputs(connection, doomed, ThreadState.FORGOTTEN, now)
-            if not removed and (
-                forget_in_quarantine(connection, doomed) | drop_held_note(connection, thread_id)
-            ):
-                owe_purge(connection)
-                return True
-        return bool(removed)
+        with self.db.write() as connection:
+            return forget_session(connection, thread_id, self.db.now(connection))
 
-    def in_quarantine(self, thread_id: str) -> bool:
-        with self._read() as connection:
-            return in_quarantine(connection, thread_id)
+    @contention_retry
+    def forget_unseen(self, thread_id: str) -> bool:
+        """Forget a session no scan has registered yet: only its tombstone is recorded, so a
+        later scan never extracts it (nor its sub-agents). False when it was forgotten already."""
+        with self.db.write() as connection:
+            return forget_unseen(connection, thread_id, self.db.now(connection))
 
     @contention_retry
     def clear_all(self) -> ClearReport:
@@ -89,7 +82,7 @@ class AdminMixin(StoreBase):
         every version, pending or current, and the quarantine. Threads are dropped too, so the
         sessions still on disk are read afresh; forgotten threads are kept, so they stay
         forgotten. A running phase-two worker loses its job row and therefore its lease."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             lock_memory_writes(connection)
             counts = ClearReport(
                 outputs=rowcount(connection.execute(delete(Stage1Output))),
@@ -108,15 +101,15 @@ class AdminMixin(StoreBase):
             )
             connection.execute(delete(MemoryBlock))
             connection.execute(delete(MemoryUse))
-            tombstone_legacy(connection, self._now(connection))
+            tombstone_legacy(connection, self.db.now(connection))
             owe_purge(connection)
             return counts
 
     def purge_owed(self) -> bool:
         """Whether a forget or clear still waits for its WAL checkpoint (SQLite only)."""
-        if not self._sqlite:
+        if not self.db.sqlite:
             return False
-        with self._read() as connection:
+        with self.db.read() as connection:
             owed = connection.execute(
                 select(Counter.value).where(Counter.name == PURGE_OWED)
             ).scalar()
@@ -131,14 +124,14 @@ class AdminMixin(StoreBase):
         `wait_seconds` have passed. False when the WAL could not be truncated in that time:
         the purge stays owed, and `complete_owed_purge` (every worker pass) finishes it.
         """
-        if not self._sqlite:
+        if not self.db.sqlite:
             return True
-        with self._write() as connection:
+        with self.db.write() as connection:
             scrub_deleted_terms(connection)
         if not self._checkpoint(PURGE_WAIT_SECONDS if wait_seconds is None else wait_seconds):
             self._remember_purge_owed()
             return False
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(delete(Counter).where(Counter.name == PURGE_OWED))
         # Clearing the note wrote a page of counters to the WAL; fold that too, without waiting.
         self._checkpoint(0.0)
@@ -151,14 +144,14 @@ class AdminMixin(StoreBase):
         return self.purge_free_space(wait_seconds=wait_seconds)
 
     def _remember_purge_owed(self) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             owe_purge(connection)
 
     def _checkpoint(self, wait_seconds: float) -> bool:
         deadline = time.monotonic() + wait_seconds
         pause = 0.02
         while True:
-            raw = self.engine.raw_connection()
+            raw = self.db.engine.raw_connection()
             try:
                 cursor = raw.cursor()
                 remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
@@ -183,14 +176,3 @@ class AdminMixin(StoreBase):
                 return False
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 0.5)
-
-
-def _sub_agents(connection: Connection, thread_id: str) -> list[str]:
-    return sorted(
-        connection.execute(
-            select(Thread.thread_id).where(
-                Thread.parent_thread_id == thread_id,
-                Thread.state != ThreadState.FORGOTTEN.value,
-            )
-        ).scalars()
-    )

@@ -1,8 +1,12 @@
-"""What every part of the store shares: connections, the clock, and the contention retry.
+"""What every repository of the store shares: the `Database` (the engine, its transactions,
+the clock), the contention retry and the change log.
 
-- A write verb runs in one transaction (`_write`; BEGIN IMMEDIATE on SQLite) and a read in a
-  read-only one (`_read`). No transaction is held open across a model call: callers claim,
-  work, then finish with a fenced statement that checks the ownership token.
+- A write verb runs in one transaction (`Database.write`; BEGIN IMMEDIATE on SQLite) and a
+  read in a read-only one (`Database.read`). No transaction is held open across a model call:
+  callers claim, work, then finish with a fenced statement that checks the ownership token.
+- A verb that must change rows several repositories own (a forget, a clear, phase two's
+  commit) does so in one transaction through functions that take its connection, never by
+  calling another repository's verb.
 - Conditional writes report their outcome from the row count of one guarded statement, never
   from a read made before it.
 - `contention_retry` is the one retry of a whole verb on lock contention (SQLite busy,
@@ -16,7 +20,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypedDict, TypeVar
 
 from sqlalchemy import Connection, CursorResult, Engine, func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -90,8 +94,16 @@ def lock_memory_writes(connection: Connection) -> None:
     connection.execute(LOCK_MEMORY_WRITES).scalar_one()
 
 
-class StoreBase:
-    """Connections and the clock.
+class DatabaseOptions(TypedDict, total=False):
+    """What a `Database` may be given beside its engine (see `Database`)."""
+
+    clock: Callable[[], datetime] | None
+    worker_id: str | None
+    deadlines: DeadlineLengths | None
+
+
+class Database:
+    """What every repository shares: the engine, its transactions and the clock.
 
     `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used
     on PostgreSQL, so hosts with skewed clocks agree on lease expiry, and the local clock on
@@ -108,17 +120,17 @@ class StoreBase:
         deadlines: DeadlineLengths | None = None,
     ) -> None:
         self.engine = engine
-        self._clock = clock
+        self.clock = clock
         self.worker_id = worker_id or default_worker_id()
-        self._sqlite = is_sqlite(engine)
+        self.sqlite = is_sqlite(engine)
         self.deadlines = deadlines or DeadlineLengths()
         self._excursions_logged: set[tuple[str, str, str, datetime]] = set()
 
-    def _moment(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
+    def moment(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
         return self.deadlines.at(now, lease_seconds=lease_seconds)
 
-    def _note_excursions(self, job: Any, moment: Moment) -> list[str]:
-        """The deadlines of `job` beyond their horizon, each logged once by this store."""
+    def note_excursions(self, job: Any, moment: Moment) -> list[str]:
+        """The deadlines of `job` beyond their horizon, each logged once by this database."""
         names = beyond_horizon(job, moment)
         for name in names:
             key = (str(job.kind), str(job.job_key), name, getattr(job, name))
@@ -135,29 +147,32 @@ class StoreBase:
         return names
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[Connection]:
+        """One write transaction (BEGIN IMMEDIATE on SQLite)."""
         with self.engine.begin() as connection:
             yield connection
 
     @contextmanager
-    def _read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[Connection]:
+        """One read-only transaction."""
         with self.engine.connect() as connection:
             connection = connection.execution_options(**{READ_ONLY_OPTION: True})
             with connection.begin():
                 yield connection
 
-    def _now(self, connection: Connection) -> datetime:
-        if self._clock is not None:
-            return self._clock()
-        if self._sqlite:
+    def now(self, connection: Connection | None = None) -> datetime:
+        """The time now, by the clock of the database (read in `connection`, or in a read
+        transaction of its own) unless a clock was given or the database is SQLite."""
+        if connection is None:
+            with self.read() as reading:
+                return self.now(reading)
+        if self.clock is not None:
+            return self.clock()
+        if self.sqlite:
             return datetime.now(UTC)
         moment = connection.execute(select(func.clock_timestamp())).scalar_one()
         assert isinstance(moment, datetime)
         return moment.astimezone(UTC)
-
-    def now(self) -> datetime:
-        with self._read() as connection:
-            return self._now(connection)
 
 
 # Phase two never runs out of retries; it backs off instead.

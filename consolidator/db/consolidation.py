@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,16 +21,14 @@ from sqlalchemy import Connection, delete, func, select, update
 
 from consolidator.db import pending as pending_statements
 from consolidator.db.base import (
-    StoreBase,
+    Database,
     contention_retry,
     lock_memory_writes,
-    log_change,
     rowcount,
 )
 from consolidator.db.blocks import pending_memory
-from consolidator.db.jobs import fenced_finish
-from consolidator.db.outcomes import SET_ASIDE, keep_quarantined, record_set_aside
-from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
+from consolidator.db.leases import fenced_finish
+from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, keep_quarantined, record_set_aside
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -40,8 +37,6 @@ from consolidator.db.records import (
     Phase2Commit,
     Phase2Inputs,
     Phase2Result,
-    QuarantineItem,
-    Stage1Record,
     ThreadState,
     stage1_record,
 )
@@ -49,7 +44,6 @@ from consolidator.db.schema import (
     InputChange,
     Job,
     MemoryVersion,
-    QuarantinedEntry,
     Stage1Output,
     Thread,
 )
@@ -81,29 +75,25 @@ def _version_details(
     }
 
 
-def quarantined_count_of(connection: Connection) -> int:
-    return int(connection.execute(select(func.count()).select_from(QuarantinedEntry)).scalar_one())
+@dataclass(frozen=True)
+class ConsolidationRepository:
+    """What a claimed phase-two run reads (the change log and the outputs behind it) and its
+    fenced commit, which is the phase-two job's finish.
 
+    `commit_phase2` must update, in one transaction under the memory writers' lock and only
+    while the claim owns the job: the job (watermark advanced; with the final slice,
+    succeeded and the cooldown started), the new memory version or pending version, the
+    quarantine and set-aside entries of the result, the rebased pending versions, and the
+    change-log rows it consumed. Nothing is written when the fence fails."""
 
-def live_output_ids(connection: Connection) -> frozenset[str]:
-    return frozenset(
-        connection.execute(
-            select(Stage1Output.thread_id)
-            .join(Thread, Thread.thread_id == Stage1Output.thread_id)
-            .where(Thread.state == ThreadState.ACTIVE.value)
-        ).scalars()
-    )
-
-
-class ConsolidationMixin(StoreBase):
-    """Phase two's reads and its commit; the stage-one outputs it consumes; the quarantine."""
+    db: Database
 
     def phase2_inputs(self, claim: Claim, *, review: bool = False) -> Phase2Inputs:
         """What a claimed run consumes: the current memory and the inputs changed in
         (last success watermark, claimed watermark]. Deleted inputs are listed, but their
         forgetting was already applied when they were deleted. With `review`, the newest
         pending version too, which the run builds on."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             job = connection.execute(
                 select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
             ).one()
@@ -140,14 +130,11 @@ class ConsolidationMixin(StoreBase):
             pending_base=pending_base,
         )
 
-    def all_stage1_outputs(self) -> list[Stage1Record]:
-        return self.list_stage1_outputs()
-
     def rebuild_inputs(self, claim: Claim, *, review: bool = False) -> Phase2Inputs:
         """What a rebuild consumes: every live stage-one output, oldest first, to be
         consolidated from an empty memory; the current version is the base the gate compares
         with, and the claimed watermark covers every change so far."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             job = connection.execute(
                 select(JOBS).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
             ).one()
@@ -170,19 +157,6 @@ class ConsolidationMixin(StoreBase):
             removed=[],
             pending_base=pending_base,
         )
-
-    def live_output_thread_ids(self) -> frozenset[str]:
-        """Threads with a live stage-one output: what a complete memory would cite."""
-        with self._read() as connection:
-            return live_output_ids(connection)
-
-    def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]:
-        """Threads that may be cited: active, with a stored stage-one output."""
-        ids = list(thread_ids)
-        if not ids:
-            return frozenset()
-        with self._read() as connection:
-            return live(connection, ids)
 
     @contention_retry
     def commit_phase2(
@@ -211,9 +185,9 @@ class ConsolidationMixin(StoreBase):
           of the current one, less the block changes a rejection refused; one equal to what
           it builds on stores nothing.
         """
-        with self._write() as connection:
+        with self.db.write() as connection:
             lock_memory_writes(connection)
-            now = self._now(connection)
+            now = self.db.now(connection)
             prepared = _prepared(connection, result, review=review)
             final = through is None or through >= (claim.watermark or 0)
             watermark = claim.watermark if final else through
@@ -228,63 +202,6 @@ class ConsolidationMixin(StoreBase):
             return Phase2Commit(
                 committed=True, version=version, forgotten=prepared.forgotten, pending=pending
             )
-
-    @contention_retry
-    def retry_set_aside_inputs(self, thread_ids: Sequence[str] | None = None) -> int:
-        """Queue set-aside inputs (all, or those of `thread_ids`) for the next phase two again,
-        for the `retry` verb: a fresh change-log row per thread that still has a stage-one
-        output. Returns how many were queued."""
-        wanted = None if thread_ids is None else set(thread_ids)
-        with self._write() as connection:
-            now = self._now(connection)
-            rows = connection.execute(
-                select(QuarantinedEntry.thread_ids).where(SET_ASIDE)
-            ).scalars()
-            found = {t for value in rows for t in value.split()}
-            thread_ids = sorted(found if wanted is None else found & wanted)
-            queued = sorted(live(connection, thread_ids)) if thread_ids else []
-            for thread_id in queued:
-                log_change(connection, thread_id, "upsert", now)
-            return len(queued)
-
-    def quarantined_count(self) -> int:
-        with self._read() as connection:
-            return quarantined_count_of(connection)
-
-    def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None:
-        """Keep an input that was refused before it became one (a note carrying an injection)
-        where `consolidator quarantine` lists it; `forget thread_id` removes it."""
-        with self._write() as connection:
-            insert_quarantined(
-                connection,
-                [QuarantineItem(reason, text, frozenset([thread_id]))],
-                version=None,
-                now=self._now(connection),
-            )
-
-    def quarantined_entries(self, *, limit: int = 50) -> list[QuarantineItem]:
-        """The newest quarantined entries with the threads behind them (for `forget`)."""
-        with self._read() as connection:
-            rows = connection.execute(
-                select(QuarantinedEntry.reason, QuarantinedEntry.text, QuarantinedEntry.thread_ids)
-                .order_by(QuarantinedEntry.id.desc())
-                .limit(limit)
-            ).all()
-        return [QuarantineItem(row[0], row[1], frozenset(row[2].split())) for row in rows]
-
-    def get_stage1_output(self, thread_id: str) -> Stage1Record | None:
-        with self._read() as connection:
-            row = connection.execute(
-                select(OUTPUTS).where(Stage1Output.thread_id == thread_id)
-            ).first()
-            return None if row is None else stage1_record(row)
-
-    def list_stage1_outputs(self, thread_ids: Sequence[str] | None = None) -> list[Stage1Record]:
-        with self._read() as connection:
-            query = select(OUTPUTS).order_by(Stage1Output.thread_id)
-            if thread_ids is not None:
-                query = query.where(Stage1Output.thread_id.in_(thread_ids))
-            return [stage1_record(row) for row in connection.execute(query)]
 
 
 def _pending_base(connection: Connection) -> str | None:

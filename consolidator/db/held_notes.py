@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select
 
-from consolidator.db.base import StoreBase, contention_retry, rowcount
+from consolidator.db.base import Database, contention_retry, rowcount
 from consolidator.db.schema import HeldNote
 
 
@@ -25,16 +25,20 @@ def drop_held_note(connection: Connection, note_id: str) -> bool:
     return rowcount(connection.execute(delete(HeldNote).where(HeldNote.note_id == note_id))) > 0
 
 
-class HeldNotesMixin(StoreBase):
-    """Hold, list, read and drop notes waiting for approval."""
+@dataclass(frozen=True)
+class HeldNoteRepository:
+    """The `held_notes` rows: notes an agent wrote, waiting for a person's approval. A note
+    is dropped when decided or when its thread is forgotten."""
+
+    db: Database
 
     @contention_retry
     def hold_note(self, note_id: str, text: str, cwd: str | None, origin: str) -> None:
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(
                 insert(HeldNote).values(
                     note_id=note_id,
-                    created_at=self._now(connection),
+                    created_at=self.db.now(connection),
                     text=text,
                     cwd=cwd,
                     origin=origin,
@@ -48,7 +52,7 @@ class HeldNotesMixin(StoreBase):
         ).order_by(HeldNote.created_at)
         if note_id is not None:
             query = query.where(HeldNote.note_id == note_id)
-        with self._read() as connection:
+        with self.db.read() as connection:
             return [HeldNoteRecord(*row) for row in connection.execute(query).all()]
 
     def held_note(self, note_id: str) -> HeldNoteRecord | None:
@@ -57,5 +61,5 @@ class HeldNotesMixin(StoreBase):
 
     @contention_retry
     def drop_held_note(self, note_id: str) -> bool:
-        with self._write() as connection:
+        with self.db.write() as connection:
             return drop_held_note(connection, note_id)

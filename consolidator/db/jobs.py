@@ -1,41 +1,34 @@
-"""Jobs and leases: stage one's claims, the heartbeats and fenced finishes of both phases
-(phase two's claim is in `phase2_jobs.py`).
+"""Stage one's jobs, one per thread: claims, completion, failure and the revival of spent
+budgets (the lease and the fenced finishes both phases share are in `leases.py`; phase two's
+claim is in `phase2_jobs.py`).
 
 - A claim is one guarded UPDATE whose row count decides (`claimable.py` holds the rule): it
   writes a fresh ownership token, a higher lease epoch and a lease end, and records the input
   watermark it will consume. On SQLite it runs under BEGIN IMMEDIATE; on PostgreSQL batch
   candidates are locked FOR UPDATE SKIP LOCKED, so concurrent claimers take disjoint sets.
-- Every later write of the claim's owner (renewal, completion, failure, release, phase two's
-  commit) is fenced by `statements.OWNED_BY_CLAIM`: one row updated means the claim still owned
-  the job; zero means its lease was lost (reclaimed, cleared, rolled back) and nothing is
-  written.
-- A failure backs off with jitter; an outage of the model endpoint refunds the attempt, so
-  only the input's or the answer's fault spends the retry budget.
+- Every later write of the claim's owner is fenced (`leases.fenced_finish`): one row updated
+  means the claim still owned the job; zero means its lease was lost and nothing is written.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select, update
 
 from consolidator.db.base import (
-    PHASE2_RETRY_BUDGET as PHASE2_RETRY_BUDGET,
-)
-from consolidator.db.base import (
-    StoreBase,
+    Database,
     contention_retry,
     log_change,
     rowcount,
 )
 from consolidator.db.claimable import (
-    EXHAUSTED_RETRY_SECONDS,
     RETRY,
     STAGE1_RULE,
-    TRANSIENT_RETRY_CAP_SECONDS,
     Moment,
     lease_free,
     passed,
@@ -43,28 +36,23 @@ from consolidator.db.claimable import (
     stage1_claimable,
 )
 from consolidator.db.forgetting import forget_derived
+from consolidator.db.leases import record_failure
 from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
-    PHASE2,
-    PHASE2_KEY,
     STAGE1,
     Claim,
     ClaimOutcome,
     Eligibility,
-    JobRecord,
     JobStatus,
     Stage1Payload,
     Stage1Waiting,
     ThreadState,
-    job_record,
-    retry_delay,
 )
 from consolidator.db.schema import STAGE1_BEHIND, Job, Thread
 from consolidator.db.statements import (
     DELETE_OUTPUT,
     INSERT_OUTPUT,
     JOBS,
-    OWNED_BY_CLAIM,
     SUCCEED_JOB,
     THREAD_BY_ID,
     eligibility_parameters,
@@ -75,20 +63,6 @@ from consolidator.db.statements import (
     stage1_waiting_count,
     thread_exists,
 )
-
-
-def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
-    """End a claim with `values`, if it still owns the job; True when it did."""
-    result = connection.execute(
-        update(Job).where(OWNED_BY_CLAIM).values(ownership_token=None, lease_until=None, **values),
-        fence_parameters(claim),
-    )
-    return rowcount(result) == 1
-
-
-def job_of(connection: Connection, kind: str, job_key: str) -> JobRecord | None:
-    row = connection.execute(select(JOBS).where(Job.kind == kind, Job.job_key == job_key)).first()
-    return None if row is None else job_record(row)
 
 
 def waiting_stage1_of(
@@ -106,8 +80,20 @@ def waiting_stage1_of(
     return Stage1Waiting(too_old=int(too_old), not_idle=int(not_idle))
 
 
-class JobsMixin(StoreBase):
-    """Claiming, renewing and finishing both phases' jobs."""
+@dataclass(frozen=True)
+class StageOneJobRepository:
+    """Stage one's `jobs` rows (kind `stage1`, keyed by thread id) and what a finish writes.
+
+    - A claim can take a job that is pending, or failed with retries left and past its
+      backoff, or running under an expired lease, of an active thread; a batch claim also
+      needs the thread idle and young enough (`Eligibility`).
+    - `complete_stage1` must update, in one transaction and only under the claim's fence: the
+      job (succeeded at the claimed watermark), the thread's `stage1_outputs` row (replaced, or
+      removed with what was made of it, see `forgetting.forget_derived`), the change log, and
+      the quarantine entries withheld from the output.
+    """
+
+    db: Database
 
     def _take(
         self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
@@ -117,7 +103,9 @@ class JobsMixin(StoreBase):
             update(Job)
             .where(Job.id == job_id, guard)
             .values(
-                **lease_values(token, now, now + timedelta(seconds=lease_seconds), self.worker_id),
+                **lease_values(
+                    token, now, now + timedelta(seconds=lease_seconds), self.db.worker_id
+                ),
                 retry_remaining=Job.retry_remaining - 1,
                 claimed_watermark=Job.input_watermark,
             )
@@ -134,15 +122,15 @@ class JobsMixin(StoreBase):
         - One guarded UPDATE decides; on SQLite it runs under BEGIN IMMEDIATE.
         - `claimed` carries a fresh token and a higher epoch; every other outcome says why not.
         """
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             job = connection.execute(
                 select(JOBS).where(Job.kind == STAGE1, Job.job_key == thread_id)
             ).first()
             if job is None:
                 raise KeyError(f"no stage-one job for thread {thread_id}")
-            moment = self._moment(now, lease_seconds=lease_seconds)
-            self._note_excursions(job, moment)
+            moment = self.db.moment(now, lease_seconds=lease_seconds)
+            self.db.note_excursions(job, moment)
             taken = self._take(
                 connection,
                 job.id,
@@ -168,11 +156,11 @@ class JobsMixin(StoreBase):
         query = stage1_claimable_count(
             eligibility.source_id is not None, eligibility.max_age_days > 0
         )
-        with self._read() as connection:
-            now = self._now(connection)
+        with self.db.read() as connection:
+            now = self.db.now(connection)
             return int(
                 connection.execute(
-                    query, eligibility_parameters(self._moment(now), eligibility)
+                    query, eligibility_parameters(self.db.moment(now), eligibility)
                 ).scalar_one()
             )
 
@@ -180,8 +168,10 @@ class JobsMixin(StoreBase):
     def count_waiting_stage1(self, eligibility: Eligibility) -> Stage1Waiting:
         """The stage-one jobs that only the thread's age or idleness keeps from being claimed,
         so that a run can name the setting that would admit them."""
-        with self._read() as connection:
-            return waiting_stage1_of(connection, self._moment(self._now(connection)), eligibility)
+        with self.db.read() as connection:
+            return waiting_stage1_of(
+                connection, self.db.moment(self.db.now(connection)), eligibility
+            )
 
     def claim_stage1_batch(
         self, *, limit: int, lease_seconds: int, eligibility: Eligibility
@@ -196,10 +186,10 @@ class JobsMixin(StoreBase):
         candidates_query, take = stage1_batch_statements(
             eligibility.source_id is not None, eligibility.max_age_days > 0
         )
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             parameters = eligibility_parameters(
-                self._moment(now, lease_seconds=lease_seconds), eligibility
+                self.db.moment(now, lease_seconds=lease_seconds), eligibility
             )
             candidates = connection.execute(
                 candidates_query, {**parameters, "claim_limit": limit}
@@ -214,7 +204,7 @@ class JobsMixin(StoreBase):
                         "claim_job_id": candidate.id,
                         "claim_token": token,
                         "claim_lease_until": now + timedelta(seconds=lease_seconds),
-                        "claim_worker": self.worker_id,
+                        "claim_worker": self.db.worker_id,
                     },
                 ).first()
                 if row is not None:
@@ -230,36 +220,6 @@ class JobsMixin(StoreBase):
                     )
             return claims
 
-    @contention_retry
-    def renew_lease(self, claim: Claim, *, lease_seconds: int) -> bool:
-        """Heartbeat. False means the lease is gone (reclaimed, cleared, or the job deleted)."""
-        with self._write() as connection:
-            now = self._now(connection)
-            result = connection.execute(
-                update(Job)
-                .where(OWNED_BY_CLAIM)
-                .values(lease_until=now + timedelta(seconds=lease_seconds)),
-                fence_parameters(claim),
-            )
-            return rowcount(result) == 1
-
-    def finished_by_claim(self, claim: Claim) -> bool:
-        """Whether the job was finished under `claim` itself: not running, and not claimed
-        again since (the epoch is the claim's). A renewal that fails for this reason lost
-        nothing; one that fails because the job moved on or is gone did."""
-        with self._read() as connection:
-            row = connection.execute(
-                select(Job.status, Job.lease_epoch).where(
-                    Job.kind == claim.kind, Job.job_key == claim.job_key
-                )
-            ).first()
-        return (
-            row is not None
-            and row.status != JobStatus.RUNNING.value
-            and row.lease_epoch == claim.epoch
-        )
-
-    @contention_retry
     def complete_stage1(self, claim: Claim, payload: Stage1Payload | None) -> bool:
         """Store a finished extraction if, and only if, the claim still owns the job.
 
@@ -268,8 +228,8 @@ class JobsMixin(StoreBase):
           is logged as a deletion so phase two forgets it.
         - A new or replaced output is logged as an upsert in the same transaction.
         """
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             finished = connection.execute(
                 SUCCEED_JOB,
                 fence_parameters(claim) | {"finish_now": now, "finish_watermark": claim.watermark},
@@ -311,44 +271,17 @@ class JobsMixin(StoreBase):
     def fail_job(
         self, claim: Claim, error: str, *, retryable: bool, transient: bool = False
     ) -> bool:
-        """Release a claim as failed, with a backoff before the next try (fenced like a finish).
-
-        - `transient` (the model endpoint was down): the attempt is refunded, so an outage never
-          spends the retry budget; the backoff grows up to `TRANSIENT_RETRY_CAP_SECONDS`.
-        - Otherwise the input or the answer was at fault: the claim's attempt stays spent, and
-          a non-retryable failure spends the whole budget at once.
-        - A job left with no budget is still tried again after `EXHAUSTED_RETRY_SECONDS`.
-        """
-        return self._fail(claim, error, retryable=retryable, transient=transient)
-
-    def _fail(self, claim: Claim, error: str, *, retryable: bool, transient: bool) -> bool:
-        with self._write() as connection:
-            now = self._now(connection)
-            job = connection.execute(
-                select(Job.attempts, Job.retry_remaining).where(
-                    Job.kind == claim.kind, Job.job_key == claim.job_key
-                )
-            ).first()
-            attempts = int(job.attempts or 1) if job else 1
-            remaining = int(job.retry_remaining) if job else 0
-            values: dict[str, Any] = {
-                "status": JobStatus.FAILED.value,
-                "finished_at": now,
-                "last_error": error[:1000],
-            }
-            if transient:
-                delay = retry_delay(attempts, cap_seconds=TRANSIENT_RETRY_CAP_SECONDS)
-                values["retry_remaining"] = Job.retry_remaining + 1
-                remaining += 1
-            else:
-                delay = retry_delay(attempts)
-                if not retryable:
-                    values["retry_remaining"] = 0
-                    remaining = 0
-            if remaining <= 0:
-                delay = EXHAUSTED_RETRY_SECONDS
-            values["retry_at"] = now + timedelta(seconds=delay)
-            return fenced_finish(connection, claim, **values)
+        """Release a claim as failed, with a backoff before the next try (fenced like a
+        finish; see `leases.record_failure` for what it spends)."""
+        with self.db.write() as connection:
+            return record_failure(
+                connection,
+                claim,
+                error,
+                self.db.now(connection),
+                retryable=retryable,
+                transient=transient,
+            )
 
     @contention_retry
     def revive_exhausted(self) -> int:
@@ -357,15 +290,15 @@ class JobsMixin(StoreBase):
 
         One UPDATE over the (kind, status, retry_at) index; returns the jobs revived.
         """
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             result = connection.execute(
                 update(Job)
                 .where(
                     Job.kind == STAGE1,
                     Job.status == JobStatus.FAILED.value,
                     Job.retry_at.is_not(None),
-                    passed(RETRY, self._moment(now)),
+                    passed(RETRY, self.db.moment(now)),
                     Job.retry_remaining <= 0,
                 )
                 .values(retry_remaining=1)
@@ -380,11 +313,11 @@ class JobsMixin(StoreBase):
         - Their backoff is cleared and their retry budget reset to `retry_budget`.
         Returns the thread ids made claimable.
         """
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             waiting = and_(
                 Job.kind == STAGE1,
-                lease_free(self._moment(now)),
+                lease_free(self.db.moment(now)),
                 STAGE1_BEHIND,
                 or_(Job.status == JobStatus.FAILED.value, Job.retry_remaining <= 0),
             )
@@ -400,27 +333,3 @@ class JobsMixin(StoreBase):
                     .values(retry_at=None, retry_remaining=retry_budget)
                 )
             return keys
-
-    @contention_retry
-    def release_job(self, claim: Claim) -> bool:
-        """Give back a claim whose work never started (shutdown); the attempt is refunded."""
-        with self._write() as connection:
-            return fenced_finish(
-                connection,
-                claim,
-                status=JobStatus.PENDING.value,
-                retry_remaining=Job.retry_remaining + 1,
-                attempts=Job.attempts - 1,
-            )
-
-    def phase2_job(self) -> JobRecord | None:
-        return self.get_job(PHASE2, PHASE2_KEY)
-
-    @contention_retry
-    def fail_phase2(self, claim: Claim, error: str) -> bool:
-        """A failed or refused run: back off exponentially (with jitter), fenced by token."""
-        return self._fail(claim, error, retryable=True, transient=False)
-
-    def get_job(self, kind: str, job_key: str) -> JobRecord | None:
-        with self._read() as connection:
-            return job_of(connection, kind, job_key)

@@ -8,12 +8,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection, Row, update
 
-from consolidator.db.base import contention_retry, create_phase2_job
+from consolidator.db.base import Database, contention_retry, create_phase2_job
 from consolidator.db.claimable import (
     PHASE2_FORCED_RULE,
     PHASE2_NOTE_RULE,
@@ -27,8 +28,10 @@ from consolidator.db.engine import (
     WRITE_LOCK_PATIENCE_OPTION,
     WriteLockBusy,
 )
-from consolidator.db.jobs import JobsMixin
-from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome
+from consolidator.db.leases import job_of, record_failure
+from consolidator.db.outcomes import PHASE2_JOB, RunState, run_state_of
+from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord
+from consolidator.db.schema import Job
 from consolidator.db.statements import (
     NOTE_WAITING,
     PHASE2_CLAIM,
@@ -50,8 +53,54 @@ _PHASE2_CLAIMS = {
 }
 
 
-class Phase2JobsMixin(JobsMixin):
-    """The phase-two job's claim on top of the jobs both phases share."""
+@dataclass(frozen=True)
+class PhaseTwoJobRepository:
+    """The one global phase-two `jobs` row: its claim, its failure, and what the last run and
+    the model endpoint left on it for `status` (the commit, its fenced finish, is
+    `ConsolidationRepository.commit_phase2`).
+
+    - A claim can take the job when no live lease holds it, its cooldown and backoff have
+      passed and the change log has rows after the last success's watermark (`force`: only a
+      live lease refuses; a note changed since the last success skips the cooldown).
+    - `fail_phase2` must update only the claimed job, under its fence: failed, with a backoff;
+      phase two never runs out of retries.
+    """
+
+    db: Database
+
+    def phase2_job(self) -> JobRecord | None:
+        with self.db.read() as connection:
+            return job_of(connection, PHASE2, PHASE2_KEY)
+
+    @contention_retry
+    def fail_phase2(self, claim: Claim, error: str) -> bool:
+        """A failed or refused run: back off exponentially (with jitter), fenced by token."""
+        with self.db.write() as connection:
+            now = self.db.now(connection)
+            return record_failure(connection, claim, error, now, retryable=True, transient=False)
+
+    def run_state(self) -> RunState:
+        with self.db.read() as connection:
+            return run_state_of(connection)
+
+    @contention_retry
+    def record_phase2_outcome(self, outcome: str) -> None:
+        """What the last phase-two run that claimed the job did, in a line for `status`."""
+        with self.db.write() as connection:
+            connection.execute(update(Job).where(PHASE2_JOB).values(last_outcome=outcome[:1000]))
+
+    @contention_retry
+    def note_endpoint(self, error: str | None) -> None:
+        """Remember the model endpoint's error (None: it answered). Written only when it
+        changes, so that idle passes against a healthy endpoint write nothing."""
+        if self.run_state().endpoint_error == error:
+            return
+        with self.db.write() as connection:
+            values: dict[str, object] = {"endpoint_error": None if error is None else error[:1000]}
+            if error is not None:
+                values["endpoint_error_at"] = self.db.now(connection)
+            create_phase2_job(connection)
+            connection.execute(update(Job).where(PHASE2_JOB).values(**values))
 
     @contention_retry
     def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
@@ -95,8 +144,8 @@ class Phase2JobsMixin(JobsMixin):
                     state = self._phase2_state(connection)
             assert state is not None
             job, now = state
-            moment = self._moment(now, lease_seconds=lease_seconds)
-            self._note_excursions(job, moment)
+            moment = self.db.moment(now, lease_seconds=lease_seconds)
+            self.db.note_excursions(job, moment)
             rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
             refused = refusal(rule, job, moment)
             if refused is ClaimOutcome.SKIPPED_COOLDOWN and self._note_waiting(connection, job):
@@ -116,7 +165,7 @@ class Phase2JobsMixin(JobsMixin):
                         **moment_parameters(moment),
                         "claim_token": token,
                         "claim_lease_until": now + timedelta(seconds=lease_seconds),
-                        "claim_worker": self.worker_id,
+                        "claim_worker": self.db.worker_id,
                     },
                 ).first()
             if row is not None:
@@ -136,8 +185,8 @@ class Phase2JobsMixin(JobsMixin):
         On PostgreSQL it is in autocommit, so each statement is one round trip instead of
         three and no transaction stays open while a busy host schedules the process.
         """
-        with self.engine.connect() as connection:
-            if not self._sqlite:
+        with self.db.engine.connect() as connection:
+            if not self.db.sqlite:
                 connection.execution_options(isolation_level="AUTOCOMMIT")
             yield connection
 
@@ -145,7 +194,7 @@ class Phase2JobsMixin(JobsMixin):
     def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
         """On SQLite, a read (deferred) or write (immediate) transaction around the block;
         on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
-        if not self._sqlite:
+        if not self.db.sqlite:
             yield
             return
         connection.execution_options(**{READ_ONLY_OPTION: not write})
@@ -160,10 +209,10 @@ class Phase2JobsMixin(JobsMixin):
 
     def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
         """The phase-two job row with the input sequence (`input_seq`), and the time now."""
-        database_clock = self._clock is None and not self._sqlite
+        database_clock = self.db.clock is None and not self.db.sqlite
         row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
         if row is None:
             return None
         if database_clock:
             return row, row.database_now.astimezone(UTC)
-        return row, self._now(connection)
+        return row, self.db.now(connection)

@@ -1,7 +1,8 @@
 """What the phases may ask of the store: one small Protocol per repository, each stating its
-contract, and the unions a phase needs. `Store` satisfies every one of them; the phases are
-typed against these and never import `db/store.py` (an import contract keeps it so), so what a
-phase can do to the database reads here, in one place.
+contract, and the stores a phase needs, as Protocols whose attributes are those repositories.
+`Store` (the unit of work of `db/store.py`) satisfies every one of them; the phases are typed
+against these and never import `db/store.py` (an import contract keeps it so), so what a phase
+can do to the database reads here, in one place.
 
 Every verb runs in its own transaction. Writes of a claimed job are fenced by the claim's
 token: True (or a row count) means the claim still owned the job and the write happened;
@@ -95,7 +96,7 @@ class Leases(Protocol):
     def finished_by_claim(self, claim: Claim) -> bool: ...
 
 
-class StageOneJobs(Leases, Protocol):
+class StageOneJobs(Protocol):
     """Stage one's jobs, one per thread.
 
     - A claim can take a job that is pending or failed with retries left and past its
@@ -127,22 +128,36 @@ class StageOneJobs(Leases, Protocol):
     def revive_exhausted(self) -> int: ...
 
 
-class PhaseTwoJobs(Leases, Protocol):
+class PhaseTwoJobs(Protocol):
     """The one global phase-two job.
 
     - A claim can take it when no live lease holds it, its cooldown and backoff have passed,
       and input changes exist after the last success's watermark (`force` skips the cooldown);
       otherwise the claim says which of these refused it.
-    - `commit_phase2` writes the new version (or pending version, with `review`), advances the
-      last success's watermark to the claimed one (or `through`), starts the cooldown and
-      clears the lease, in one transaction, only if the claim still owns the job; threads
-      that stopped being live meanwhile are forgotten in what it writes.
     - `fail_phase2` backs off with jitter; phase two never runs out of retries.
+    - The run's last outcome and the model endpoint's last error are kept on the job for
+      `status`; the endpoint's is written only when it changes.
     """
 
     def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim: ...
 
     def phase2_job(self) -> JobRecord | None: ...
+
+    def fail_phase2(self, claim: Claim, error: str) -> bool: ...
+
+    def record_phase2_outcome(self, outcome: str) -> None: ...
+
+    def note_endpoint(self, error: str | None) -> None: ...
+
+
+class Consolidation(Protocol):
+    """What a claimed phase-two run reads and its fenced commit.
+
+    `commit_phase2` writes the new version (or pending version, with `review`), advances the
+    last success's watermark to the claimed one (or `through`), starts the cooldown and
+    clears the lease, in one transaction, only if the claim still owns the job; threads
+    that stopped being live meanwhile are forgotten in what it writes.
+    """
 
     def phase2_inputs(self, claim: Claim, *, review: bool = False) -> Phase2Inputs: ...
 
@@ -158,20 +173,11 @@ class PhaseTwoJobs(Leases, Protocol):
         review: bool = False,
     ) -> Phase2Commit: ...
 
-    def fail_phase2(self, claim: Claim, error: str) -> bool: ...
 
-    def record_phase2_outcome(self, outcome: str) -> None: ...
-
-    def requeue_due_set_aside(self) -> int: ...
-
-
-class Versions(Protocol):
-    """Memory versions and the stage-one outputs they are built from (read only here).
-
-    `live_thread_ids` is the rule of what may be cited: an active thread with an output.
-    """
-
-    def current_version(self) -> VersionRecord | None: ...
+class Outputs(Protocol):
+    """Stage-one outputs, read only here. `live_thread_ids` is the rule of what may be cited:
+    an active thread with an output; `summary_keys` names each live output's published
+    summary."""
 
     def list_stage1_outputs(
         self, thread_ids: Sequence[str] | None = None
@@ -180,6 +186,23 @@ class Versions(Protocol):
     def all_stage1_outputs(self) -> list[Stage1Record]: ...
 
     def live_thread_ids(self, thread_ids: Iterable[str]) -> frozenset[str]: ...
+
+    def summary_keys(self) -> list[tuple[str, str | None, datetime]]: ...
+
+
+class Quarantine(Protocol):
+    """Inputs kept out: a note refused before it became an input (removed by forgetting its
+    thread), and inputs phase two set aside, queued again once their retry time comes."""
+
+    def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None: ...
+
+    def requeue_due_set_aside(self) -> int: ...
+
+
+class Versions(Protocol):
+    """Memory versions, read only here."""
+
+    def current_version(self) -> VersionRecord | None: ...
 
 
 class PendingVersions(Protocol):
@@ -217,16 +240,13 @@ class Usage(Protocol):
 
     def record_uses(self, used_by: str, uses: Mapping[str, datetime]) -> int: ...
 
-    def summary_keys(self) -> list[tuple[str, str | None, datetime]]: ...
-
     def last_used(self, thread_ids: Collection[str] | None = None) -> dict[str, datetime]: ...
 
     def unused_since(self, cutoff: datetime) -> list[str]: ...
 
 
 class HeldNotes(Protocol):
-    """Notes held for a person's approval, and inputs refused before they became one (kept
-    in the quarantine, removed by forgetting their thread)."""
+    """Notes held for a person's approval."""
 
     def held_note(self, note_id: str) -> HeldNoteRecord | None: ...
 
@@ -234,11 +254,9 @@ class HeldNotes(Protocol):
 
     def drop_held_note(self, note_id: str) -> bool: ...
 
-    def quarantine_input(self, *, reason: str, text: str, thread_id: str) -> None: ...
-
 
 class Admin(Protocol):
-    """Forgetting on request and what follows it, the endpoint's health, and the clock.
+    """Forgetting on request and what follows it.
 
     `forget_thread` takes a thread and the threads linked to it out of every place they
     live, in one transaction (see `forgetting.py`); on SQLite the purge of freed space
@@ -251,35 +269,97 @@ class Admin(Protocol):
 
     def complete_owed_purge(self, *, wait_seconds: float | None = None) -> bool | None: ...
 
-    def note_endpoint(self, error: str | None) -> None: ...
 
-    def now(self) -> datetime: ...
+# The stores a phase needs: the repositories it reaches, as read-only attributes.
 
 
-class UsageStore(Usage, Versions, Protocol):
+class ThreadStore(Protocol):
+    """What scanning needs: the thread rows."""
+
+    @property
+    def threads(self) -> Threads: ...
+
+
+class LeaseStore(Protocol):
+    """What keeping leases needs."""
+
+    @property
+    def leases(self) -> Leases: ...
+
+
+class ReviewStore(Protocol):
+    """What deciding on pending versions needs."""
+
+    @property
+    def pending(self) -> PendingVersions: ...
+
+
+class UsageStore(Protocol):
     """What recording a session's uses reads: the current memory and the live summaries."""
 
+    @property
+    def usage(self) -> Usage: ...
 
-class SkillStore(Skills, Versions, Protocol):
+    @property
+    def versions(self) -> Versions: ...
+
+    @property
+    def outputs(self) -> Outputs: ...
+
+
+class SkillStore(Protocol):
     """What proposing and deciding skills reads: the skills and the outputs behind them."""
 
+    @property
+    def skills(self) -> Skills: ...
 
-class StageOneStore(StageOneJobs, Threads, UsageStore, Protocol):
+    @property
+    def outputs(self) -> Outputs: ...
+
+
+class GiveBackStore(LeaseStore, Protocol):
+    """What giving back a stopping process's claims needs."""
+
+    @property
+    def phase_two(self) -> PhaseTwoJobs: ...
+
+
+class StageOneStore(ThreadStore, LeaseStore, UsageStore, Protocol):
     """What stage one needs: its jobs, the thread rows, and the usage it records."""
 
+    @property
+    def stage_one(self) -> StageOneJobs: ...
 
-class PhaseTwoStore(PhaseTwoJobs, UsageStore, SkillStore, Protocol):
-    """What phase two needs: its job, the versions and outputs, the usage signal, and the
-    skills it proposes after a commit."""
+
+class PhaseTwoStore(GiveBackStore, UsageStore, SkillStore, Protocol):
+    """What phase two needs: its job and commit, the versions and outputs, the usage signal,
+    the set-aside inputs, and the skills it proposes after a commit."""
+
+    @property
+    def consolidation(self) -> Consolidation: ...
+
+    @property
+    def quarantine(self) -> Quarantine: ...
 
 
 class PublishStore(UsageStore, SkillStore, Protocol):
     """What publishing the memory folder reads."""
 
 
-class NotesStore(HeldNotes, StageOneStore, Protocol):
-    """What adding a note needs: it is registered and extracted as a session is."""
+class NotesStore(StageOneStore, Protocol):
+    """What adding a note needs: it is registered and extracted as a session is, or held."""
+
+    @property
+    def held_notes(self) -> HeldNotes: ...
+
+    @property
+    def quarantine(self) -> Quarantine: ...
 
 
-class WorkerStore(StageOneStore, PhaseTwoStore, PublishStore, Admin, Protocol):
-    """What a whole worker pass needs: every repository above."""
+class WorkerStore(StageOneStore, PhaseTwoStore, PublishStore, Protocol):
+    """What a whole worker pass needs: every repository above, and the clock."""
+
+    @property
+    def admin(self) -> Admin: ...
+
+    def now(self) -> datetime: ...

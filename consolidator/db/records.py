@@ -106,16 +106,6 @@ class ThreadUsage:
     source_updated_at: datetime
 
 
-class KnownFile(NamedTuple):
-    """A registered rollout: its file identity and state, keyed by path in `known_files`."""
-
-    thread_id: str
-    size: int
-    mtime_ns: int
-    state: ThreadState
-    ingested: bool
-
-
 @dataclass(frozen=True)
 class ThreadRecord:
     thread_id: str

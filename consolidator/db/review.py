@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, select, update
 
 from consolidator.db import pending as statements
-from consolidator.db.base import StoreBase, contention_retry, lock_memory_writes
+from consolidator.db.base import Database, contention_retry, lock_memory_writes
 from consolidator.db.blocks import pending_memory, version_memory
 from consolidator.db.records import RUN_DETAILS, VersionFields
 from consolidator.db.schema import PendingVersion
@@ -79,12 +79,17 @@ class Decision:
     done: bool = False
 
 
-class ReviewMixin(StoreBase):
-    """Pending versions: what waits for review, and a person's decision on one."""
+@dataclass(frozen=True)
+class PendingRepository:
+    """The `pending_versions` rows and their block lists: what waits for review, and a
+    person's decision on one. A decision runs in one transaction under the memory writers'
+    lock and acts only on a version still pending (see the module for what each updates)."""
+
+    db: Database
 
     def list_pending(self, *, include_decided: bool = False) -> list[PendingRecord]:
         """Pending versions waiting for review, oldest first (with the decided ones too)."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             if not include_decided:
                 return live_pending(connection)
             rows = connection.execute(
@@ -93,13 +98,13 @@ class ReviewMixin(StoreBase):
             return [_record(row) for row in rows]
 
     def get_pending(self, pending_id: int) -> PendingRecord | None:
-        with self._read() as connection:
+        with self.db.read() as connection:
             row = statements.row_of(connection, pending_id)
             return None if row is None else _record(row)
 
     def pending_content(self, pending_id: int) -> PendingContent | None:
         """A pending version's content beside the current memory; None when it is not live."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             row = statements.row_of(connection, pending_id)
             if row is None or row.status != statements.PENDING:
                 return None
@@ -129,9 +134,9 @@ class ReviewMixin(StoreBase):
     ) -> Decision | None:
         """`act` on a version still pending, in one transaction under the memory writers'
         lock; a version already decided is reported as it stands."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             lock_memory_writes(connection)
-            now = self._now(connection)
+            now = self.db.now(connection)
             row = statements.row_of(connection, pending_id)
             if row is None:
                 return None

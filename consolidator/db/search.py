@@ -38,7 +38,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, text
 
 from consolidator.core.errors import ConfigError
-from consolidator.db.base import StoreBase, contention_retry
+from consolidator.db.base import Database, contention_retry
 
 SQLITE_TABLE: Final = "session_search"
 PG_COLUMN: Final = "search_document"
@@ -381,8 +381,12 @@ FROM stage1_outputs
 """
 
 
-class SearchMixin(StoreBase):
-    """Search verbs over the index; the index itself is kept by the database (see above)."""
+@dataclass(frozen=True)
+class SearchRepository:
+    """Search over the full-text index of `stage1_outputs`; the index itself is kept by the
+    database (see above), so no verb writes it but a rebuild."""
+
+    db: Database
 
     def search_sessions(
         self,
@@ -392,13 +396,13 @@ class SearchMixin(StoreBase):
         since: datetime | None = None,
         limit: int = 10,
     ) -> list[SessionHit]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return search_sessions(
-                connection, query, scope, since=since, limit=limit, now=self._now(connection)
+                connection, query, scope, since=since, limit=limit, now=self.db.now(connection)
             )
 
     @contention_retry
     def reindex_sessions(self) -> int:
         """Rebuild the index from the stored outputs in one transaction; sessions indexed."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             return rebuild_index(connection)

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, literal_column, select
 
-from consolidator.db.base import StoreBase
+from consolidator.db.base import Database
 from consolidator.db.claimable import MOMENT_PARAMETERS, stage1_claimable
 from consolidator.db.records import STAGE1, Eligibility, ThreadState
 from consolidator.db.schema import Job, Stage1Output, Thread, UTCDateTime
@@ -86,8 +86,12 @@ class SessionRow:
     generated_at: datetime | None
 
 
-class SessionsMixin(StoreBase):
-    """The known sessions for `sessions` and `explain`."""
+@dataclass(frozen=True)
+class SessionReader:
+    """Reads the `threads` rows with their stage-one jobs and outputs, for `sessions` and
+    `explain`; it writes nothing."""
+
+    db: Database
 
     def session_rows(
         self,
@@ -107,9 +111,9 @@ class SessionsMixin(StoreBase):
                 (Thread.cwd == folder)
                 | Thread.cwd.startswith(folder.rstrip("/") + "/", autoescape=True)
             )
-        with self._read() as connection:
-            now = self._now(connection)
-            parameters = eligibility_parameters(self._moment(now), eligibility)
+        with self.db.read() as connection:
+            now = self.db.now(connection)
+            parameters = eligibility_parameters(self.db.moment(now), eligibility)
             if eligibility.max_age_days <= 0:
                 parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
             rows = connection.execute(query, parameters).all()

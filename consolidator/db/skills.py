@@ -17,7 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from consolidator.db.base import StoreBase, contention_retry
+from consolidator.db.base import Database, contention_retry
 from consolidator.db.schema import Skill as SkillRow
 from consolidator.db.schema import SkillThread
 from consolidator.db.statements import live
@@ -258,31 +258,35 @@ def clear(connection: Connection) -> int:
     return int(connection.execute(delete(SkillRow)).rowcount)
 
 
-class SkillsMixin(StoreBase):
-    """`Store`'s skill verbs."""
+@dataclass(frozen=True)
+class SkillRepository:
+    """The `skills` rows and the sessions each cites: one transaction per verb around the
+    statement functions above (which a forget calls inside its own)."""
+
+    db: Database
 
     def list_skills(self) -> list[SkillRecord]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return list_skills(connection)
 
     def get_skill(self, name: str) -> SkillRecord | None:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return get_skill(connection, name)
 
     @contention_retry
     def propose_skill(self, skill: Skill) -> ProposeOutcome:
         """Store a gated skill as pending; see `propose` for the outcomes."""
-        with self._write() as connection:
-            return propose(connection, skill, self._now(connection))
+        with self.db.write() as connection:
+            return propose(connection, skill, self.db.now(connection))
 
     @contention_retry
     def approve_skill(self, name: str, expected_json: str) -> bool:
         """Publish the pending skill the caller checked; False when it changed meanwhile."""
-        with self._write() as connection:
-            return approve(connection, name, expected_json, self._now(connection))
+        with self.db.write() as connection:
+            return approve(connection, name, expected_json, self.db.now(connection))
 
     @contention_retry
     def reject_skill(self, name: str, expected_json: str, reason: str | None) -> bool:
         """Drop the pending skill the caller saw, remembering its evidence."""
-        with self._write() as connection:
-            return reject(connection, name, expected_json, reason, self._now(connection))
+        with self.db.write() as connection:
+            return reject(connection, name, expected_json, reason, self.db.now(connection))

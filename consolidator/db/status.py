@@ -20,13 +20,15 @@ from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
-from consolidator.db.base import StoreBase
+from consolidator.db.base import Database
 from consolidator.db.blocks import pending_memory
 from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_horizon, refusal
-from consolidator.db.consolidation import live_output_ids, quarantined_count_of
 from consolidator.db.engine import READ_ONLY_OPTION
-from consolidator.db.jobs import job_of, waiting_stage1_of
-from consolidator.db.outcomes import RunState, SetAsideInput, run_state_of, set_aside_of
+from consolidator.db.jobs import waiting_stage1_of
+from consolidator.db.leases import job_of
+from consolidator.db.outcomes import RunState, run_state_of
+from consolidator.db.outputs import live_output_ids
+from consolidator.db.quarantine import SetAsideInput, quarantined_count_of, set_aside_of
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -72,16 +74,19 @@ class StatusSnapshot:
     states_by_path: dict[str, str]
 
 
-class StatusMixin(StoreBase):
-    """The status snapshot, and the counts alone."""
+@dataclass(frozen=True)
+class StatusReader:
+    """The status snapshot: reads every kind of row in one read transaction, writes none."""
+
+    db: Database
 
     def status_snapshot(self, eligibility: Eligibility, *, usage_shown: int) -> StatusSnapshot:
         """Everything `status` and `/metrics` show, in one read transaction. `eligibility`
         decides which threads count as held back (and whose paths are listed); `usage_shown`
         how many most and least used threads are ranked."""
         with self._snapshot_read() as connection:
-            now = self._now(connection)
-            moment = self._moment(now)
+            now = self.db.now(connection)
+            moment = self.db.moment(now)
             pending = live_pending(connection)
             newest = pending_memory(connection, pending[-1].id).memory_json if pending else None
             most_used, least_used = (
@@ -105,16 +110,12 @@ class StatusMixin(StoreBase):
                 states_by_path={path: row[SCAN_STATE] for path, row in index.items()},
             )
 
-    def status_counts(self) -> StatusCounts:
-        with self._read() as connection:
-            return counts_of(connection, self._moment(self._now(connection)))
-
     @contextmanager
     def _snapshot_read(self) -> Iterator[Connection]:
         options: dict[str, Any] = {READ_ONLY_OPTION: True}
-        if not self._sqlite:
+        if not self.db.sqlite:
             options["isolation_level"] = "REPEATABLE READ"
-        with self.engine.connect() as connection:
+        with self.db.engine.connect() as connection:
             connection = connection.execution_options(**options)
             with connection.begin():
                 yield connection

@@ -1,41 +1,59 @@
-"""The data-access layer's one entry point: `Store`, every database verb of the worker.
+"""The data-access layer's one entry point: `Store`, the unit of work that builds the shared
+`Database` and one repository per kind of row, each named for what it owns and stating its
+contract (which rows a claim can take, what a finish must update) in its docstring:
 
-`Store` is composed of one part per responsibility; each module states what its verbs
-guarantee and which statement's row count decides:
-
+- `base.py`: the `Database` (connections, the clock), the contention retry, the change log.
 - `records.py`: the records the verbs take and return; no database access.
 - `claimable.py`: when a job may be claimed (one rule per phase, SQL and Python side by side).
 - `statements.py`: the hot statements, built once, and the fence of every finish.
-- `base.py`: connections, the clock, the contention retry, the change log.
-- `threads.py`: threads and the scan index; deleting and holding vanished inputs.
-- `jobs.py`: both phases' claims, leases and fenced finishes.
-- `versions.py`: memory versions and their shared blocks; forgetting; rollback.
-- `consolidation.py`: phase two's inputs, its fenced commit, set-aside inputs, the quarantine.
-- `admin.py`: forget, clear, and the WAL purge.
-- `status.py`: the status snapshot `status` and `/metrics` render, read in one transaction.
-- `skills.py`: skills proposed from recurring procedures, their decisions, their forget.
-- `usage.py`: which later session used which remembered one (the usage signal).
-- `search.py`: full-text recall over every live session's stage-one output.
+- `threads.py` (`store.threads`): threads and the scan index; holding vanished inputs.
+- `jobs.py` (`store.stage_one`): stage one's claims and fenced finishes.
+- `leases.py` (`store.leases`): renewing and releasing a claim of either phase.
+- `phase2_jobs.py` (`store.phase_two`): the phase-two job's claim, failure and last outcome.
+- `consolidation.py` (`store.consolidation`): phase two's inputs and its fenced commit.
+- `outputs.py` (`store.outputs`): stage-one outputs, and which threads may be cited.
+- `quarantine.py` (`store.quarantine`): quarantined entries and set-aside inputs.
+- `versions.py` (`store.versions`): memory versions and their shared blocks; rollback.
+- `checks.py` (`store.checks`): what `verify` found for each block of a version.
+- `review.py`, `pending.py` (`store.pending`): pending versions and the decisions on them.
+- `skills.py` (`store.skills`): skills proposed from recurring procedures, their decisions.
+- `usage.py` (`store.usage`): which later session used which remembered one.
+- `search.py` (`store.search`): full-text recall over every live session's stage-one output.
+- `sessions.py` (`store.sessions`): every known session with its job, for `sessions`/`explain`.
+- `held_notes.py` (`store.held_notes`): notes held for a person's approval.
+- `admin.py` (`store.admin`): forget and clear on request, and the WAL purge after them.
+- `status.py` (`store.status`): the snapshot `status` and `/metrics` render, in one read.
+- `forgetting.py`: every place a thread lives, and the one way a thread leaves them all.
 - `blocks.py`: block rows shared by memory versions and pending versions.
-- `pending.py`, `review.py`: pending versions (review mode) and the decisions on them.
 """
 
 from __future__ import annotations
 
-from consolidator.db.admin import PURGE_WAIT_SECONDS, AdminMixin
-from consolidator.db.base import StoreBase
-from consolidator.db.checks import BlockChecksMixin
+from datetime import datetime
+from typing import Unpack
+
+from sqlalchemy import Engine
+
+from consolidator.db.admin import PURGE_WAIT_SECONDS, AdminRepository
+from consolidator.db.base import PHASE2_RETRY_BUDGET, Database, DatabaseOptions
+from consolidator.db.checks import BlockCheckRepository
 from consolidator.db.claimable import (
     EXHAUSTED_RETRY_SECONDS,
     TRANSIENT_RETRY_CAP_SECONDS,
     DeadlineLengths,
 )
-from consolidator.db.consolidation import ConsolidationMixin
-from consolidator.db.held_notes import HeldNoteRecord, HeldNotesMixin
-from consolidator.db.jobs import PHASE2_RETRY_BUDGET
-from consolidator.db.outcomes import OutcomesMixin, RunState, SetAsideInput
-from consolidator.db.phase2_jobs import Phase2JobsMixin
-from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION
+from consolidator.db.consolidation import ConsolidationRepository
+from consolidator.db.held_notes import HeldNoteRecord, HeldNoteRepository
+from consolidator.db.jobs import StageOneJobRepository
+from consolidator.db.leases import LeaseRepository
+from consolidator.db.outcomes import RunState
+from consolidator.db.outputs import OutputRepository
+from consolidator.db.phase2_jobs import PhaseTwoJobRepository
+from consolidator.db.quarantine import (
+    STAGE1_QUARANTINE_VERSION,
+    QuarantineRepository,
+    SetAsideInput,
+)
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -46,7 +64,6 @@ from consolidator.db.records import (
     Eligibility,
     JobRecord,
     JobStatus,
-    KnownFile,
     Phase2Commit,
     Phase2Inputs,
     Phase2Result,
@@ -65,39 +82,57 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
-from consolidator.db.review import Decision, PendingContent, PendingRecord, ReviewMixin
-from consolidator.db.search import SearchMixin
-from consolidator.db.sessions import SessionRow, SessionsMixin
-from consolidator.db.skills import SkillsMixin
-from consolidator.db.status import StatusMixin, StatusSnapshot
-from consolidator.db.threads import ThreadsMixin
-from consolidator.db.usage import UsageMixin
-from consolidator.db.versions import VersionsMixin
+from consolidator.db.review import Decision, PendingContent, PendingRecord, PendingRepository
+from consolidator.db.search import SearchRepository
+from consolidator.db.sessions import SessionReader, SessionRow
+from consolidator.db.skills import SkillRepository
+from consolidator.db.status import StatusReader, StatusSnapshot
+from consolidator.db.threads import ThreadRepository
+from consolidator.db.usage import UsageRepository
+from consolidator.db.versions import VersionRepository
 
 
-class Store(
-    ThreadsMixin,
-    Phase2JobsMixin,
-    ConsolidationMixin,
-    OutcomesMixin,
-    VersionsMixin,
-    AdminMixin,
-    StatusMixin,
-    SkillsMixin,
-    ReviewMixin,
-    UsageMixin,
-    SearchMixin,
-    SessionsMixin,
-    HeldNotesMixin,
-    BlockChecksMixin,
-    StoreBase,
-):
-    """Every database verb of the worker (see the modules of its parts).
+class Store:
+    """The unit of work: one `Database` and every repository over it (see the modules).
 
-    `clock` overrides the time source (tests drive it); otherwise PostgreSQL's clock is used
-    on PostgreSQL, so hosts with skewed clocks agree on lease expiry, and the local clock on
-    SQLite, which only ever serves one host.
+    Each verb of a repository runs in a transaction of its own; a rule that spans several
+    kinds of rows (a forget, a clear, phase two's commit) is one verb of one repository, in
+    one transaction. `options` are the `Database`'s: a clock that tests drive, the worker's id,
+    the configured lengths of leases and cooldowns.
     """
+
+    def __init__(self, engine: Engine, **options: Unpack[DatabaseOptions]) -> None:
+        db = Database(engine, **options)
+        self.database = db
+        self.threads = ThreadRepository(db)
+        self.stage_one = StageOneJobRepository(db)
+        self.leases = LeaseRepository(db)
+        self.phase_two = PhaseTwoJobRepository(db)
+        self.consolidation = ConsolidationRepository(db)
+        self.outputs = OutputRepository(db)
+        self.quarantine = QuarantineRepository(db)
+        self.versions = VersionRepository(db)
+        self.checks = BlockCheckRepository(db)
+        self.pending = PendingRepository(db)
+        self.skills = SkillRepository(db)
+        self.usage = UsageRepository(db)
+        self.search = SearchRepository(db)
+        self.sessions = SessionReader(db)
+        self.held_notes = HeldNoteRepository(db)
+        self.admin = AdminRepository(db)
+        self.status = StatusReader(db)
+
+    @property
+    def engine(self) -> Engine:
+        return self.database.engine
+
+    @property
+    def worker_id(self) -> str:
+        return self.database.worker_id
+
+    def now(self) -> datetime:
+        """The time now, as every verb of this store reads it."""
+        return self.database.now()
 
 
 __all__ = [
@@ -118,7 +153,6 @@ __all__ = [
     "HeldNoteRecord",
     "JobRecord",
     "JobStatus",
-    "KnownFile",
     "PendingContent",
     "PendingRecord",
     "Phase2Commit",

@@ -1,4 +1,4 @@
-"""Threads (one per rollout file) and the scan index, and removing threads from memory.
+"""Threads (one per rollout file) and the scan index; deleting and holding vanished inputs.
 
 - `register_thread(s)`: insert or refresh a thread from its header in one transaction. A new
   readable thread gets a `pending` stage-one job; a newer input raises the job's watermark
@@ -6,26 +6,27 @@
   and resets its budget. An unreadable file is recorded as `bad` and its job deleted.
 - A forgotten thread is kept only as a tombstone (`records.tombstone_id`), which names no
   session; a header whose thread is tombstoned changes nothing.
-- `remove_inputs` (deleted or forgotten) decides by the row count of an UPDATE guarded on the
-  thread's state: only threads it changed lose their output and job, get a `delete` in the
-  change log and are forgotten out of every memory version, in the same transaction.
+- `mark_deleted` goes through `forgetting.delete_vanished`, which decides by the row count of
+  an UPDATE guarded on the thread's state: only threads it changed lose their output and job,
+  get a `delete` in the change log and are forgotten out of every memory version, in the same
+  transaction.
 - `hold_deletions` keeps the memory of threads a doubtful scan missed; nothing else changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, and_, delete, func, select, update
 
-from consolidator.db.base import StoreBase, contention_retry, insert_ignore, log_change, rowcount
-from consolidator.db.forgetting import forget_derived, remove_inputs
+from consolidator.db.base import Database, contention_retry, insert_ignore
+from consolidator.db.forgetting import delete_vanished, linked_to, withdraw_output
 from consolidator.db.records import (
     LIVE_STATES,
     STAGE1,
     JobStatus,
-    KnownFile,
     ScanRow,
     ThreadChange,
     ThreadRecord,
@@ -34,36 +35,32 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
-from consolidator.db.schema import Job, MemoryBlockThread, Stage1Output, Thread
+from consolidator.db.schema import Job, Thread
 from consolidator.db.statements import THREADS, TOMBSTONE, from_source
 from consolidator.sources.items import RolloutHeader
 
 
-class ThreadsMixin(StoreBase):
-    """The threads' verbs: what a scan registers, deletes, holds and reads."""
+@dataclass(frozen=True)
+class ThreadRepository:
+    """The `threads` rows (one per rollout file, or a tombstone) and the stage-one job a
+    registration creates or moves on: what a scan registers, deletes, holds and reads.
 
-    def known_files(self, source_id: str | None = None) -> dict[str, KnownFile]:
-        """Every rollout path registered from `source_id` (or from any source when None),
-        with the size and mtime seen last time, in one query."""
-        states = {state.value: state for state in ThreadState}
-        return {
-            path: KnownFile(thread_id, size, mtime_ns, states[state], bool(ingested))
-            for path, size, mtime_ns, state, thread_id, ingested in self.scan_index(
-                source_id
-            ).values()
-        }
+    A deletion goes through `forgetting.delete_vanished`, in the transaction that records it."""
+
+    db: Database
 
     def scan_index(self, source_id: str | None = None) -> dict[str, ScanRow]:
-        """What a rescan compares the disk with: the threads of `known_files`, keyed by
-        rollout path (the last row winning for a path registered twice), as the driver's
-        plain tuples `(rollout_path, file_size, file_mtime_ns, state, thread_id, ingested)`.
+        """What a rescan compares the disk with: every thread registered from `source_id` (or
+        from any source when None), keyed by rollout path (the last row winning for a path
+        registered twice), with the size and mtime seen last time, as the driver's plain tuples
+        `(rollout_path, file_size, file_mtime_ns, state, thread_id, ingested)`.
 
         `state` is the plain string of a `ThreadState` and `ingested` a truth value (0 or 1 on
         SQLite). Nothing is built or converted per row (no `Row`, no Boolean processing, no
         enum), and tuples of plain values are soon untracked by the garbage collector, so a
         rescan of 10,000 unchanged files pays little more than the query (P4).
         """
-        with self._read() as connection:
+        with self.db.read() as connection:
             return scan_index_of(connection, source_id)
 
     @contention_retry
@@ -82,9 +79,9 @@ class ThreadsMixin(StoreBase):
           budget and backoff: new input deserves a fresh try.
         - An unreadable file is recorded as `bad` with its one-line reason and gets no job.
         """
-        with self._write() as connection:
+        with self.db.write() as connection:
             return self._register(
-                connection, self._now(connection), header, ingested, retry_budget, source_id
+                connection, self.db.now(connection), header, ingested, retry_budget, source_id
             )
 
     @contention_retry
@@ -98,8 +95,8 @@ class ThreadsMixin(StoreBase):
     ) -> list[ThreadChange]:
         """`register_thread` for each header, in one transaction: a first scan of many
         rollouts pays for one write lock and commit per batch instead of one per file."""
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             return [
                 self._register(connection, now, header, ingested, retry_budget, source_id)
                 for header in headers
@@ -154,7 +151,7 @@ class ThreadsMixin(StoreBase):
                 update(Thread).where(Thread.thread_id == header.thread_id).values(**values)
             )
             if bad:
-                purged = purge_output(connection, header.thread_id, now)
+                purged = withdraw_output(connection, header.thread_id, now)
         if bad:
             connection.execute(
                 delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
@@ -171,16 +168,14 @@ class ThreadsMixin(StoreBase):
         - The change log records the deletion; memory versions citing it are rewritten.
         """
         vanished = list(thread_ids)
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             # A repository check's note quotes the session it names as parent: it goes too.
-            checks = _notes_linked_to(connection, vanished)
-            removed = remove_inputs(connection, [*vanished, *checks], ThreadState.DELETED, now)
-        return len(set(removed) - set(checks))
+            return delete_vanished(connection, vanished, now)
 
     def inputs_gone(self, thread_ids: Iterable[str]) -> set[str]:
         """Which of `thread_ids` were forgotten or deleted: their files may go."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             return {
                 thread_id
                 for thread_id in thread_ids
@@ -200,8 +195,8 @@ class ThreadsMixin(StoreBase):
         Returns the number of threads held.
         """
         held = sorted(set(thread_ids))
-        with self._write() as connection:
-            now = self._now(connection)
+        with self.db.write() as connection:
+            now = self.db.now(connection)
             in_source = and_(from_source(source_id), Thread.deletion_held_since.is_not(None))
             release = update(Thread).where(in_source).values(deletion_held_since=None)
             if held:
@@ -230,7 +225,7 @@ class ThreadsMixin(StoreBase):
 
     def held_deletions(self, source_id: str | None = None) -> int:
         """How many vanished threads (of `source_id`, or of every source) are held."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             return int(
                 connection.execute(
                     select(func.count()).where(
@@ -242,39 +237,16 @@ class ThreadsMixin(StoreBase):
     @contention_retry
     def note_read_problem(self, thread_id: str, problem: str | None) -> None:
         """Record (or clear) why part of a readable rollout was skipped, for `status`."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(
                 update(Thread)
                 .where(Thread.thread_id == thread_id, Thread.state == ThreadState.ACTIVE.value)
                 .values(problem=problem)
             )
 
-    @contention_retry
-    def forget_unseen(self, thread_id: str) -> bool:
-        """Forget a session no scan has registered yet: only its tombstone is recorded, so a
-        later scan never extracts it (nor its sub-agents). False when it was forgotten already."""
-        with self._write() as connection:
-            now = self._now(connection)
-            return insert_ignore(
-                connection,
-                Thread,
-                {
-                    "thread_id": tombstone_id(thread_id),
-                    "source": "forgotten",
-                    "rollout_path": "",
-                    "ingested": False,
-                    "source_updated_at": now,
-                    "file_size": 0,
-                    "file_mtime_ns": 0,
-                    "state": ThreadState.FORGOTTEN.value,
-                    "first_seen_at": now,
-                    "updated_at": now,
-                },
-            )
-
     def thread_at_path(self, rollout_path: str) -> str | None:
         """The live thread registered for a rollout file, if any."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             found = connection.execute(
                 select(Thread.thread_id).where(
                     Thread.rollout_path == rollout_path,
@@ -284,11 +256,17 @@ class ThreadsMixin(StoreBase):
         return None if found is None else str(found[0])
 
     def is_forgotten(self, thread_id: str) -> bool:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return tombstoned(connection, thread_id)
 
+    def linked_thread_ids(self, thread_id: str) -> list[str]:
+        """The threads linked to this one (its sub-agents, forks, later segments) that are
+        not forgotten yet."""
+        with self.db.read() as connection:
+            return linked_to(connection, thread_id)
+
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        with self._read() as connection:
+        with self.db.read() as connection:
             row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
             return None if row is None else thread_record(row)
 
@@ -335,36 +313,6 @@ def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_b
         )
 
 
-def _notes_linked_to(connection: Connection, thread_ids: Sequence[str]) -> list[str]:
-    if not thread_ids:
-        return []
-    return list(
-        connection.execute(
-            select(Thread.thread_id).where(
-                Thread.source == "note", Thread.parent_thread_id.in_(thread_ids)
-            )
-        ).scalars()
-    )
-
-
 def tombstoned(connection: Connection, thread_id: str) -> bool:
     found = connection.execute(TOMBSTONE, {"tombstone": tombstone_id(thread_id)}).first()
     return found is not None
-
-
-def purge_output(connection: Connection, thread_id: str, now: datetime) -> bool:
-    """Forget what a thread that just turned bad had given: its output and its citations.
-
-    True when there was something to forget (an output, or memory citing the thread).
-    """
-    had_output = rowcount(
-        connection.execute(delete(Stage1Output).where(Stage1Output.thread_id == thread_id))
-    )
-    cited = connection.execute(
-        select(MemoryBlockThread.block_ref).where(MemoryBlockThread.thread_id == thread_id)
-    ).first()
-    if not had_output and cited is None:
-        return False
-    log_change(connection, thread_id, "delete", now)
-    forget_derived(connection, [thread_id], now)
-    return True

@@ -3,29 +3,33 @@
 `record_uses` replaces everything one user session's rollout says it used, in one
 transaction, so a rollout read again (it grew, or stage one retried it) never counts twice;
 only threads with a live stage-one output are recorded, and never the user itself. A forget,
-a deletion or `clear_all` removes the rows on both sides (see `forgetting.remove_inputs`).
+a deletion or `clear_all` removes the rows on both sides (see `forgetting.remove_threads`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, delete, func, insert, select
 
-from consolidator.db.base import StoreBase, contention_retry
+from consolidator.db.base import Database, contention_retry
 from consolidator.db.records import ThreadState, ThreadUsage
 from consolidator.db.schema import MemoryUse, Stage1Output, Thread
 
 
-class UsageMixin(StoreBase):
-    """The usage signal: recorded by stage one, read by phase two's budget, `status` and
-    pruning."""
+@dataclass(frozen=True)
+class UsageRepository:
+    """The `memory_uses` rows, the usage signal: recorded by stage one, read by phase two's
+    budget, `status` and pruning; a forget or a deletion removes them on both sides."""
+
+    db: Database
 
     @contention_retry
     def record_uses(self, used_by: str, uses: Mapping[str, datetime]) -> int:
         """Replace the uses `used_by`'s rollout shows; returns how many were recorded."""
-        with self._write() as connection:
+        with self.db.write() as connection:
             connection.execute(delete(MemoryUse).where(MemoryUse.used_by == used_by))
             candidates = sorted(thread_id for thread_id in uses if thread_id != used_by)
             if not candidates:
@@ -54,23 +58,6 @@ class UsageMixin(StoreBase):
                 connection.execute(insert(MemoryUse), rows)
             return len(rows)
 
-    def summary_keys(self) -> list[tuple[str, str | None, datetime]]:
-        """(thread id, slug, source time) of every live output: what names its
-        `rollout_summaries/` file."""
-        with self._read() as connection:
-            return [
-                (thread_id, slug, moment)
-                for thread_id, slug, moment in connection.execute(
-                    select(
-                        Stage1Output.thread_id,
-                        Stage1Output.rollout_slug,
-                        Stage1Output.source_updated_at,
-                    )
-                    .join(Thread, Thread.thread_id == Stage1Output.thread_id)
-                    .where(Thread.state == ThreadState.ACTIVE.value)
-                ).all()
-            ]
-
     def last_used(self, thread_ids: Collection[str] | None = None) -> dict[str, datetime]:
         """When each used thread (of `thread_ids`, or all) was last used."""
         query = select(MemoryUse.thread_id, func.max(MemoryUse.used_at)).group_by(
@@ -78,14 +65,14 @@ class UsageMixin(StoreBase):
         )
         if thread_ids is not None:
             query = query.where(MemoryUse.thread_id.in_(sorted(thread_ids)))
-        with self._read() as connection:
+        with self.db.read() as connection:
             return {thread_id: moment for thread_id, moment in connection.execute(query).all()}
 
     def usage_ranking(self, limit: int) -> tuple[list[ThreadUsage], list[ThreadUsage]]:
         """The `limit` most used live threads (most uses, then most recent first) and the
         `limit` least used (fewest uses, then stalest first: the last use, or the session
         itself when never used)."""
-        with self._read() as connection:
+        with self.db.read() as connection:
             return usage_ranking_of(connection, limit)
 
     def unused_since(self, cutoff: datetime) -> list[str]:
@@ -100,7 +87,7 @@ class UsageMixin(StoreBase):
             .having(freshness < cutoff)
             .order_by(Stage1Output.thread_id)
         )
-        with self._read() as connection:
+        with self.db.read() as connection:
             return list(connection.execute(query).scalars())
 
 

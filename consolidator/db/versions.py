@@ -35,7 +35,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
 from consolidator.db.base import (
-    StoreBase,
+    Database,
     contention_retry,
     insert_ignore,
     lock_memory_writes,
@@ -430,15 +430,20 @@ def current_memory(connection: Connection, reuse: StoredMemory | None = None) ->
     )
 
 
-class VersionsMixin(StoreBase):
-    """Reading memory versions, and rolling back to one."""
+@dataclass(frozen=True)
+class VersionRepository:
+    """The `memory_versions` rows and their block lists: read, and rolled back to. A rollback
+    adds a version in one transaction under the memory writers' lock, fences off a phase-two
+    run in flight and rebases the pending versions."""
+
+    db: Database
 
     def current_version(self) -> VersionRecord | None:
-        with self._read() as connection:
+        with self.db.read() as connection:
             return latest_version(connection)
 
     def list_versions(self, *, limit: int = 50) -> list[VersionRecord]:
-        with self._read() as connection:
+        with self.db.read() as connection:
             rows = connection.execute(
                 select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
             ).all()
@@ -452,9 +457,9 @@ class VersionsMixin(StoreBase):
         - An in-flight phase-two run is fenced off (its token is cleared), so it cannot
           commit on top of the rollback.
         """
-        with self._write() as connection:
+        with self.db.write() as connection:
             lock_memory_writes(connection)
-            now = self._now(connection)
+            now = self.db.now(connection)
             row = numbered_version(connection, version)
             if row is None:
                 raise KeyError(version)

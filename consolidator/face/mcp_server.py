@@ -100,7 +100,7 @@ class MemoryTools:
         if engine is None or not thread_ids:
             return {}
         try:
-            outputs = Store(engine).list_stage1_outputs(thread_ids)
+            outputs = Store(engine).outputs.list_stage1_outputs(thread_ids)
         finally:
             engine.dispose()
         return {output.thread_id: output.rollout_summary for output in outputs}

@@ -221,7 +221,7 @@ class Metrics:
             "last_pass_error": scrub(last_error, self._secrets) if last_error else None,
         }
         try:
-            self.store.phase2_job()
+            self.store.phase_two.phase2_job()
         except Exception as exc:
             reason = f"database unreachable: {scrub(short_error(exc), self._secrets)}"
             return Health(False, {"status": "unhealthy", "reason": reason, **body})

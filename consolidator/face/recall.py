@@ -79,7 +79,7 @@ def recall(
     """The sessions that best answer `query`, within the scope `memory` gives `cwd`."""
     terms = QueryTerms.parse(query)
     folder = str(Path(cwd).expanduser().absolute()) if cwd is not None else None
-    hits = store.search_sessions(
+    hits = store.search.search_sessions(
         terms, session_scope(memory, folder), since=since, limit=max(1, min(limit, MAX_HITS))
     )
     return RecallAnswer(folder, terms, tuple(hits), memory_dir)

@@ -64,7 +64,7 @@ class StoreCollector:
         return [up, *families]
 
     def _read(self) -> list[Metric]:
-        snapshot = self._store.status_snapshot(self._eligibility, usage_shown=0)
+        snapshot = self._store.status.status_snapshot(self._eligibility, usage_shown=0)
         counts, job, version = snapshot.counts, snapshot.job, snapshot.version
         done = (job.last_success_watermark or 0) if job else 0
         return [

@@ -93,10 +93,10 @@ def add_note(
     with opened_store(settings) as store:
         if refused:
             reason = f"note refused: {refused[0].kind} ({refused[0].detail})"
-            store.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
+            store.quarantine.quarantine_input(reason=reason, text=redaction.text, thread_id=note_id)
             return NoteOutcome("quarantined", note_id, redaction.count, reason)
         if hold:
-            store.hold_note(note_id, redaction.text, cwd, origin)
+            store.held_notes.hold_note(note_id, redaction.text, cwd, origin)
             return NoteOutcome("pending", note_id, redaction.count)
         written = NoteFile(note_id, redaction.text, cwd, origin, parent)
         return _accept(store, settings, written, redaction.count)
@@ -107,11 +107,11 @@ def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
     and extracted first and dropped from the held notes after, so a crash between the two
     leaves it held, and approving it again finishes the job."""
     with opened_store(settings) as store:
-        held = store.held_note(note_id)
+        held = store.held_notes.held_note(note_id)
         if held is None:
             return None
         outcome = _accept(store, settings, NoteFile(note_id, held.text, held.cwd, held.origin), 0)
-        store.drop_held_note(note_id)
+        store.held_notes.drop_held_note(note_id)
         return outcome
 
 
@@ -141,7 +141,7 @@ def _accept(store: NotesStore, settings: Settings, note: NoteFile, redacted: int
         source_id=settings.source_id,
     )
     claim, result = process_one(store, make_backend(settings), thread_id, stage1_options(settings))
-    thread = store.get_thread(thread_id)
+    thread = store.threads.get_thread(thread_id)
     if thread is not None and thread.problem:
         return NoteOutcome("rejected", thread_id, redacted, thread.problem)
     stage1 = result.value if result is not None else claim.outcome.value

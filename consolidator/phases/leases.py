@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from consolidator.db.ports import Leases, PhaseTwoJobs
+from consolidator.db.ports import GiveBackStore, LeaseStore
 from consolidator.db.records import PHASE2, Claim
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class Heartbeat:
     """Renews watched leases every `lease_seconds / 3` (or `interval_seconds`)."""
 
     def __init__(
-        self, store: Leases, *, lease_seconds: int, interval_seconds: float | None = None
+        self, store: LeaseStore, *, lease_seconds: int, interval_seconds: float | None = None
     ) -> None:
         self._store = store
         self._lease_seconds = lease_seconds
@@ -70,7 +70,7 @@ class Heartbeat:
         for watch in watches:
             if watch.lost.is_set():
                 continue
-            if not self._store.renew_lease(watch.claim, lease_seconds=self._lease_seconds):
+            if not self._store.leases.renew_lease(watch.claim, lease_seconds=self._lease_seconds):
                 if self._finished(watch):
                     continue
                 log.warning(
@@ -89,7 +89,7 @@ class Heartbeat:
         """
         with self._lock:
             watched = self._watches.get((watch.claim.kind, watch.claim.job_key)) is watch
-        return not watched or self._store.finished_by_claim(watch.claim)
+        return not watched or self._store.leases.finished_by_claim(watch.claim)
 
     def _run(self) -> None:
         try:
@@ -111,7 +111,7 @@ class TrackingHeartbeat(Heartbeat):
     (`give_back`), and so that its death is visible to the daemon as a dead side task.
     """
 
-    def __init__(self, store: Leases, *, lease_seconds: int) -> None:
+    def __init__(self, store: LeaseStore, *, lease_seconds: int) -> None:
         super().__init__(store, lease_seconds=lease_seconds)
         self._held: dict[tuple[str, str], Claim] = {}
         self._held_lock = threading.Lock()
@@ -143,7 +143,7 @@ class GivenBack:
 
 
 def give_back(
-    store: PhaseTwoJobs,
+    store: GiveBackStore,
     claims: list[Claim],
     *,
     phase2_error: str | None,
@@ -157,9 +157,9 @@ def give_back(
     for claim in claims:
         try:
             if claim.kind == PHASE2 and phase2_error is not None:
-                given = store.fail_phase2(claim, phase2_error)
+                given = store.phase_two.fail_phase2(claim, phase2_error)
             else:
-                given = store.release_job(claim)
+                given = store.leases.release_job(claim)
         except Exception as exc:
             on_error(claim, exc)
             given = False

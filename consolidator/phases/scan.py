@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from consolidator.db.ports import Threads
+from consolidator.db.ports import ThreadStore
 from consolidator.db.records import (
     SCAN_INGESTED,
     SCAN_MTIME_NS,
@@ -113,7 +113,7 @@ def vanish_hold_reason(
 
 
 def register_file(
-    store: Threads,
+    store: ThreadStore,
     path: str,
     *,
     ingested: bool,
@@ -128,7 +128,7 @@ def register_file(
     path: that thread turns bad and what it gave to memory is forgotten.
     """
     header = _file_header(path, previous_thread_id)
-    change = store.register_thread(
+    change = store.threads.register_thread(
         header, ingested=ingested, retry_budget=retry_budget, source_id=source_id
     )
     _log_bad(header, change)
@@ -169,7 +169,7 @@ def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
 
 
 def scan(
-    store: Threads,
+    store: ThreadStore,
     sessions: Path | Sequence[Path],
     *,
     retry_budget: int,
@@ -188,7 +188,7 @@ def scan(
     report = ScanReport()
     # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
     # file found takes its row out, so what is left at the end is what the walk did not see.
-    unseen = store.scan_index(source_id)
+    unseen = store.threads.scan_index(source_id)
     roots = _distinct_roots(sessions)
     live_by_root: dict[Path | None, int] = {root: _live_under(unseen, root) for root in roots}
     live_by_root[None] = sum(1 for row in unseen.values() if row[SCAN_INGESTED] and _is_live(row))
@@ -203,7 +203,7 @@ def scan(
         folders = "sessions folder" if len(roots) == 1 else "none of the sessions folders"
         report.warnings.append(f"{folders} {named} does not exist; nothing was scanned")
     if replaced:
-        report.deleted += store.mark_deleted(replaced)
+        report.deleted += store.threads.mark_deleted(replaced)
     for problem in problems:
         report.warnings.append(str(problem))
     vanished, held = _vanished(
@@ -217,16 +217,16 @@ def scan(
         confirm_deletions=confirm_deletions,
     )
     if held:
-        report.held = store.hold_deletions(held, source_id)
+        report.held = store.threads.hold_deletions(held, source_id)
     if vanished:
-        report.deleted += store.mark_deleted(vanished)
+        report.deleted += store.threads.mark_deleted(vanished)
         log.info(
             "%d rollouts vanished; their stage-one outputs were purged",
             len(vanished),
             extra={"action": "inputs_deleted"},
         )
-    if not held and store.held_deletions(source_id):
-        store.hold_deletions((), source_id)
+    if not held and store.threads.held_deletions(source_id):
+        store.threads.hold_deletions((), source_id)
         log.info(
             "held deletions cleared (the files are back or the deletions were applied)",
             extra={"action": "deletions_hold_cleared"},
@@ -250,7 +250,7 @@ def _live_under(unseen: dict[str, ScanRow], root: Path) -> int:
 
 
 def _scan_root(
-    store: Threads,
+    store: ThreadStore,
     root: Path,
     unseen: dict[str, ScanRow],
     report: ScanReport,
@@ -308,14 +308,14 @@ def _scan_root(
 
 
 def _register_chunk(
-    store: Threads,
+    store: ThreadStore,
     chunk: list[tuple[RolloutHeader, ScanRow | None, bool]],
     report: ScanReport,
     replaced: list[str],
     retry_budget: int,
     source_id: str | None,
 ) -> None:
-    changes = store.register_threads(
+    changes = store.threads.register_threads(
         [header for header, _previous, _unreadable in chunk],
         ingested=False,
         retry_budget=retry_budget,
@@ -349,7 +349,7 @@ def _register_chunk(
 
 
 def _vanished(
-    store: Threads,
+    store: ThreadStore,
     unseen: dict[str, ScanRow],
     roots: list[Path],
     live_by_root: dict[Path | None, int],

@@ -121,7 +121,7 @@ def scan_sessions(
         log.warning("%s", warning, extra={"action": "scan_warning"})
     if report.forgot_any:
         drop_gone_notes(settings, store)
-        store.purge_free_space()
+        store.admin.purge_free_space()
     return report
 
 
@@ -132,9 +132,9 @@ def prune_unused(store: WorkerStore, settings: Settings) -> list[str]:
     if settings.prune_unused_days <= 0:
         return []
     cutoff = store.now() - timedelta(days=settings.prune_unused_days)
-    doomed = store.unused_since(cutoff)
+    doomed = store.usage.unused_since(cutoff)
     for thread_id in doomed:
-        store.forget_thread(thread_id)
+        store.admin.forget_thread(thread_id)
     if doomed:
         log.info(
             "forgot %d session(s) that no later session used for %d days",
@@ -142,7 +142,7 @@ def prune_unused(store: WorkerStore, settings: Settings) -> list[str]:
             settings.prune_unused_days,
             extra={"action": "unused_pruned", "pruned": len(doomed)},
         )
-        store.purge_free_space()
+        store.admin.purge_free_space()
     return doomed
 
 
@@ -163,9 +163,9 @@ def checked_model_access(store: WorkerStore, backend: Backend) -> None:
     try:
         check_model_access(backend)
     except ModelUnavailable as exc:
-        store.note_endpoint(str(exc))
+        store.phase_two.note_endpoint(str(exc))
         raise
-    store.note_endpoint(None)
+    store.phase_two.note_endpoint(None)
 
 
 def run_pass(
@@ -215,8 +215,8 @@ def run_pass(
         )
     projection = publish_current(store, settings)
     # A forget or clear whose WAL purge a reader held back is completed here.
-    store.complete_owed_purge()
-    waiting = store.count_waiting_stage1(Eligibility.of(settings))
+    store.admin.complete_owed_purge()
+    waiting = store.stage_one.count_waiting_stage1(Eligibility.of(settings))
     return PassReport(scan_report, stage1_report, phase2_report, projection, len(pruned), waiting)
 
 

@@ -32,6 +32,7 @@ from tests.daemon_process import (
     wait_until,
 )
 from tests.fake_openai import FakeOpenAI, Fault
+from tests.store_reads import get_job
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +132,7 @@ def test_sigterm_mid_stage_one_past_the_grace_releases_the_claims(
     engine = create_db_engine(db_url)
     try:
         store = Store(engine)
-        assert store.phase2_job() is None
+        assert store.phase_two.phase2_job() is None
     finally:
         engine.dispose()
 
@@ -230,23 +231,23 @@ def test_three_daemons_on_postgresql_share_sixty_rollouts(
     engine = create_db_engine(pg_url)
     try:
         store = Store(engine)
-        jobs = [store.get_job(STAGE1, thread_id) for thread_id in thread_ids]
+        jobs = [get_job(store, STAGE1, thread_id) for thread_id in thread_ids]
         assert all(job is not None for job in jobs)
         done = [job for job in jobs if job is not None]
         assert [job.attempts for job in done] == [1] * 60, "a thread was processed twice"
         assert all(job.status is JobStatus.SUCCEEDED for job in done)
         workers = {job.worker_id for job in done}
         assert len(workers) >= 2, f"stage one did not spread: {workers}"
-        phase2 = store.get_job(PHASE2, "global")
+        phase2 = get_job(store, PHASE2, "global")
         assert phase2 is not None and phase2.status is JobStatus.SUCCEEDED
-        versions = sorted(store.list_versions(limit=1000), key=lambda v: v.version)
+        versions = sorted(store.versions.list_versions(limit=1000), key=lambda v: v.version)
         assert versions, "phase two never committed"
         assert [v.version for v in versions] == list(range(1, len(versions) + 1))
         spans = [(v.watermark_from or 0, v.watermark_to or 0) for v in versions]
         for (low, high), (next_low, _) in itertools.pairwise(spans):
             assert low < high <= next_low, f"overlapping consolidations: {spans}"
         assert spans[-1][1] == phase2.last_success_watermark
-        current = store.current_version()
+        current = store.versions.current_version()
         assert current is not None
         cited = {t for t in thread_ids if t in current.content_md}
         assert cited == set(thread_ids), "every thread is cited exactly by the final memory"

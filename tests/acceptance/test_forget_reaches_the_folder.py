@@ -52,13 +52,13 @@ class Consolidator:
         engine = create_db_engine(self.db)
         try:
             store = Store(engine)
-            current = store.current_version()
+            current = store.versions.current_version()
             return (
-                [version.version for version in store.list_versions(limit=1000)],
+                [version.version for version in store.versions.list_versions(limit=1000)],
                 current.content_md if current else None,
-                store.get_thread(THREAD) is not None,
-                store.is_forgotten(THREAD),
-                sorted(output.thread_id for output in store.list_stage1_outputs()),
+                store.threads.get_thread(THREAD) is not None,
+                store.threads.is_forgotten(THREAD),
+                sorted(output.thread_id for output in store.outputs.list_stage1_outputs()),
             )
         finally:
             engine.dispose()
@@ -212,7 +212,7 @@ def test_skill_approval_refuses_a_folder_it_cannot_publish_to(
         add_session(store, moment, ROUTINE)
     options = Phase2Options(lease_seconds=60, cooldown_seconds=0, memory_budget_bytes=1 << 20)
     assert run_phase_two(store, ExtractiveBackend(), options).status == "succeeded"
-    [skill] = store.list_skills()
+    [skill] = store.skills.list_skills()
     cli = Consolidator(home, migrated_url)
     cli.memory_dir.mkdir(parents=True)
     for broken in (
@@ -221,7 +221,7 @@ def test_skill_approval_refuses_a_folder_it_cannot_publish_to(
     ):
         with broken():
             cli("skills", "approve", skill.name, check=2)
-        record = store.get_skill(skill.name)
+        record = store.skills.get_skill(skill.name)
         assert record is not None and record.state == "pending"
     assert not (cli.memory_dir / "skills").exists()
 

@@ -33,6 +33,7 @@ from tests.scripted_model import (
     schema_of,
     stage1_options,
 )
+from tests.store_reads import get_job
 
 HUGE_CHARS = 1_500_000
 
@@ -139,12 +140,12 @@ def test_an_oversized_answer_stores_nothing_and_phase_two_stays_small(
     report = run_stage_one(store, backend, stage1_options())
 
     assert (report.claimed, report.succeeded, report.failed) == (2, 1, 1)
-    assert store.get_stage1_output(hostile) is None
-    job = store.get_job(STAGE1, hostile)
+    assert store.outputs.get_stage1_output(hostile) is None
+    job = get_job(store, STAGE1, hostile)
     assert job is not None and job.status is JobStatus.FAILED and job.last_error is not None
     assert "over the" in job.last_error and "its schema allows" in job.last_error
     assert "a note worth keeping" not in job.last_error
-    stored = store.get_stage1_output(good)
+    stored = store.outputs.get_stage1_output(good)
     assert stored is not None and stored.raw_memory == STAGE_ONE_ANSWER["raw_memory"]
 
     before = len(fake_openai.raw_requests)

@@ -39,7 +39,7 @@ def _seed(url: str, thread_ids: list[str]) -> None:
     engine = create_db_engine(url)
     store = Store(engine)
     for thread_id in thread_ids:
-        store.register_thread(_header(thread_id), ingested=False, retry_budget=3)
+        store.threads.register_thread(_header(thread_id), ingested=False, retry_budget=3)
     engine.dispose()
 
 
@@ -50,7 +50,7 @@ def _race_one_thread(url: str, barrier: Any, results: Any) -> None:
         for round_number in range(ROUNDS):
             barrier.wait()
             try:
-                claim = store.try_claim_stage1(f"r{round_number}", lease_seconds=600)
+                claim = store.stage_one.try_claim_stage1(f"r{round_number}", lease_seconds=600)
                 results.put((round_number, claim.outcome.value))
             except Exception as exc:
                 results.put((round_number, f"error: {exc}"))
@@ -66,7 +66,7 @@ def _drain_batches(url: str, barrier: Any, results: Any) -> None:
     barrier.wait()
     try:
         while True:
-            claims = store.claim_stage1_batch(
+            claims = store.stage_one.claim_stage1_batch(
                 limit=5, lease_seconds=600, eligibility=Eligibility(0, 0)
             )
             if not claims:
@@ -79,7 +79,7 @@ def _drain_batches(url: str, barrier: Any, results: Any) -> None:
                     backend="race",
                     model="m",
                 )
-                if not store.complete_stage1(claim, done):
+                if not store.stage_one.complete_stage1(claim, done):
                     errors.append(f"lost {claim.job_key}")
                 taken.append(claim.job_key)
     except Exception as exc:
@@ -131,6 +131,6 @@ def test_batch_claims_over_two_hundred_threads_never_overlap(migrated_url: str) 
     assert len(everything) == len(set(everything)), "a thread was claimed twice"
     assert sorted(everything) == thread_ids, "a thread was lost"
     engine = create_db_engine(migrated_url)
-    outputs = Store(engine).list_stage1_outputs()
+    outputs = Store(engine).outputs.list_stage1_outputs()
     engine.dispose()
     assert sorted(o.thread_id for o in outputs) == thread_ids

@@ -24,6 +24,7 @@ from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 from tests.factories import DrivenClock, header, write_small_rollout
+from tests.store_reads import status_counts
 
 LEASE_SECONDS = 60
 COOLDOWN_SECONDS = 3600
@@ -70,7 +71,7 @@ def test_a_cooldown_set_a_year_ahead_does_not_hold_phase_two(
     clock.advance(-A_YEAR)
     _new_session(timed, tmp_path / "s", "thread-after")
 
-    assert timed.status_counts().clock_excursions == ((PHASE2, "global", "cooldown_until"),)
+    assert status_counts(timed).clock_excursions == ((PHASE2, "global", "cooldown_until"),)
     report = run_phase_two(timed, ExtractiveBackend(), OPTIONS)
     assert report.status == "succeeded", report
 
@@ -79,43 +80,43 @@ def test_a_lease_taken_a_year_ahead_by_a_dead_worker_runs_out(
     timed: Store, clock: DrivenClock
 ) -> None:
     clock.advance(A_YEAR)
-    dead = timed.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
+    dead = timed.phase_two.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
     assert dead.claimed
     clock.advance(-A_YEAR)
 
-    assert (PHASE2, "global", "lease_until") in timed.status_counts().clock_excursions
-    again = timed.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
+    assert (PHASE2, "global", "lease_until") in status_counts(timed).clock_excursions
+    again = timed.phase_two.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
     assert again.outcome is ClaimOutcome.CLAIMED
     assert again.epoch == dead.epoch + 1
 
 
 def test_a_fresh_lease_still_holds(timed: Store, clock: DrivenClock) -> None:
-    held = timed.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
+    held = timed.phase_two.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
     assert held.claimed
     clock.advance(LEASE_SECONDS / 2)
-    refused = timed.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
+    refused = timed.phase_two.try_claim_phase2(lease_seconds=LEASE_SECONDS, force=True)
     assert refused.outcome is ClaimOutcome.SKIPPED_RUNNING
-    assert timed.status_counts().clock_excursions == ()
+    assert status_counts(timed).clock_excursions == ()
 
 
 def test_stage_one_leases_and_backoffs_set_ahead_count_as_passed(
     timed: Store, clock: DrivenClock
 ) -> None:
     for thread_id in ("leased", "backing-off"):
-        timed.register_thread(header(thread_id), ingested=False, retry_budget=3)
+        timed.threads.register_thread(header(thread_id), ingested=False, retry_budget=3)
     clock.advance(A_YEAR)
-    assert timed.try_claim_stage1("leased", lease_seconds=LEASE_SECONDS).claimed
-    failed = timed.try_claim_stage1("backing-off", lease_seconds=LEASE_SECONDS)
-    assert timed.fail_job(failed, "the endpoint hung up", retryable=True)
+    assert timed.stage_one.try_claim_stage1("leased", lease_seconds=LEASE_SECONDS).claimed
+    failed = timed.stage_one.try_claim_stage1("backing-off", lease_seconds=LEASE_SECONDS)
+    assert timed.stage_one.fail_job(failed, "the endpoint hung up", retryable=True)
     clock.advance(-A_YEAR)
 
-    assert set(timed.status_counts().clock_excursions) == {
+    assert set(status_counts(timed).clock_excursions) == {
         (STAGE1, "leased", "lease_until"),
         (STAGE1, "backing-off", "retry_at"),
     }
-    counts = timed.status_counts()
+    counts = status_counts(timed)
     assert (counts.running, counts.pending, counts.failed) == (0, 1, 1)
-    taken = timed.claim_stage1_batch(
+    taken = timed.stage_one.claim_stage1_batch(
         limit=10, lease_seconds=LEASE_SECONDS, eligibility=Eligibility(0, 0)
     )
     assert sorted(claim.job_key for claim in taken) == ["backing-off", "leased"]
@@ -124,27 +125,27 @@ def test_stage_one_leases_and_backoffs_set_ahead_count_as_passed(
 def test_an_excursion_is_logged_once(
     timed: Store, clock: DrivenClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    timed.register_thread(header("spent"), ingested=False, retry_budget=1)
+    timed.threads.register_thread(header("spent"), ingested=False, retry_budget=1)
     clock.advance(A_YEAR)
-    claim = timed.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS)
-    assert timed.fail_job(claim, "the answer was not JSON", retryable=False)
+    claim = timed.stage_one.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS)
+    assert timed.stage_one.fail_job(claim, "the answer was not JSON", retryable=False)
     clock.advance(-A_YEAR + 1)
 
     with caplog.at_level(logging.WARNING, logger="consolidator.db.base"):
         for _ in range(3):
-            refused = timed.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS)
+            refused = timed.stage_one.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS)
             assert refused.outcome is ClaimOutcome.SKIPPED_RETRY_EXHAUSTED
     warnings = [r for r in caplog.records if "retry_at" in r.getMessage()]
     assert len(warnings) == 1
-    assert timed.revive_exhausted() == 1
-    assert timed.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS).claimed
+    assert timed.stage_one.revive_exhausted() == 1
+    assert timed.stage_one.try_claim_stage1("spent", lease_seconds=LEASE_SECONDS).claimed
 
 
 def test_status_shows_no_excursion_for_a_job_set_a_moment_ago(
     timed: Store, clock: DrivenClock
 ) -> None:
-    timed.register_thread(header("recent"), ingested=False, retry_budget=3)
-    claim = timed.try_claim_stage1("recent", lease_seconds=LEASE_SECONDS)
-    assert timed.fail_job(claim, "timed out", retryable=True, transient=True)
+    timed.threads.register_thread(header("recent"), ingested=False, retry_budget=3)
+    claim = timed.stage_one.try_claim_stage1("recent", lease_seconds=LEASE_SECONDS)
+    assert timed.stage_one.fail_job(claim, "timed out", retryable=True, transient=True)
     clock.advance(timedelta(minutes=1).total_seconds())
-    assert timed.status_counts().clock_excursions == ()
+    assert status_counts(timed).clock_excursions == ()

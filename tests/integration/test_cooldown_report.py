@@ -36,7 +36,7 @@ def test_cooldown_skip_names_the_next_allowed_time(store: Store, tmp_path: Path)
 
     skipped = run_phase_two(store, backend, OPTIONS)
     assert skipped.outcome is ClaimOutcome.SKIPPED_COOLDOWN
-    job = store.phase2_job()
+    job = store.phase_two.phase2_job()
     assert job is not None and job.cooldown_until is not None
     assert skipped.next_allowed_at == job.cooldown_until
     assert skipped.as_json()["next_allowed_at"] == job.cooldown_until.isoformat()
@@ -68,7 +68,7 @@ def test_a_note_is_consolidated_through_the_cooldown_and_sessions_still_wait(
 
     consolidated = run_phase_two(store, backend, OPTIONS)
     assert consolidated.status == "succeeded", consolidated
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None and noted.note_id in version.memory_json
 
     # A session changing after the note's run still waits for the cooldown.

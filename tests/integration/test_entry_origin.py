@@ -44,7 +44,7 @@ def settings(migrated_url: str, tmp_path: Path) -> Settings:
 
 def _memory(store: Store, settings: Settings) -> Memory:
     run_pass(store, ExtractiveBackend(), settings)
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None
     return decode(version.memory_json)
 
@@ -121,8 +121,8 @@ def test_forgetting_the_user_s_session_leaves_the_agent_s_word(
     memory = _memory(store, settings)
     assert "[the user's note, seen " in _line_with(_context_lines(memory, settings, DEPLOY), fact)
 
-    assert store.forget_thread(mine.note_id)
-    version = store.current_version()
+    assert store.admin.forget_thread(mine.note_id)
+    version = store.versions.current_version()
     assert version is not None
     after = _context_lines(decode(version.memory_json), settings, DEPLOY)
 

@@ -70,7 +70,7 @@ def _say(store: Store, speaker: str, fact: int, hours: int) -> str:
 def _run(store: Store, memory_dir: Path) -> None:
     report = run_phase_two(store, ExtractiveBackend(), OPTIONS)
     assert report.status in {"succeeded", "skipped"}, report.error
-    for record in store.list_skills():
+    for record in store.skills.list_skills():
         if record.proposed is not None:
             decide.approve(store, record.name)
     publish(store, memory_dir)
@@ -85,7 +85,7 @@ def _run(store: Store, memory_dir: Path) -> None:
 def test_no_word_only_forgotten_sessions_said_remains(
     store: Store, engine: Engine, tmp_path: Path, steps: list[tuple[str, str, int]]
 ) -> None:
-    store.clear_all()
+    store.admin.clear_all()
     memory_dir = tmp_path / f"memories-{len(list(tmp_path.iterdir()))}"
     threads: dict[str, list[str]] = {}
     forgotten: set[str] = set()
@@ -98,7 +98,7 @@ def test_no_word_only_forgotten_sessions_said_remains(
             _run(store, memory_dir)
         elif threads.get(speaker):
             for thread_id in threads.pop(speaker):
-                store.forget_thread(thread_id)
+                store.admin.forget_thread(thread_id)
             forgotten.add(speaker)
             publish(store, memory_dir)
     _run(store, memory_dir)

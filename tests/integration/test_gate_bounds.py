@@ -70,7 +70,7 @@ def add_session(store: Store, cwd: str, facts: tuple[str, ...], moment: datetime
 
 
 def current(store: Store) -> Memory:
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None
     return decode(version.memory_json)
 

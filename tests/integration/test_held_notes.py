@@ -34,7 +34,7 @@ def settings(migrated_url: str, tmp_path: Path) -> Settings:
 
 def memory_json(store: Store) -> str:
     assert run_phase_two(store, ExtractiveBackend(), OPTIONS).status in ("succeeded", "skipped")
-    version = store.current_version()
+    version = store.versions.current_version()
     return version.memory_json if version else ""
 
 
@@ -42,14 +42,14 @@ def test_an_agent_note_reaches_memory_only_after_approval(settings: Settings, st
     held = add_note(settings, NOTE, cwd="/work/billing-api", origin="mcp", hold=True)
 
     assert held.status == "pending"
-    assert [n.note_id for n in store.held_notes()] == [held.note_id]
+    assert [n.note_id for n in store.held_notes.held_notes()] == [held.note_id]
     assert WORDS not in memory_json(store)
     assert approve_note(settings, "note-never-held") is None
 
     approved = approve_note(settings, held.note_id)
 
     assert approved is not None and approved.status == "accepted"
-    assert store.held_notes() == []
+    assert store.held_notes.held_notes() == []
     text = memory_json(store)
     assert WORDS in text and held.note_id in text
 
@@ -62,13 +62,13 @@ def test_a_held_note_that_is_rejected_or_forgotten_leaves_no_byte(
     assert WORDS in database_text(engine)  # control: the held note is stored
 
     if eraser == "reject":
-        assert store.drop_held_note(held.note_id)
+        assert store.held_notes.drop_held_note(held.note_id)
     elif eraser == "forget":
-        assert store.forget_thread(held.note_id)
+        assert store.admin.forget_thread(held.note_id)
     else:
-        store.clear_all()
-    assert store.purge_free_space()
+        store.admin.clear_all()
+    assert store.admin.purge_free_space()
 
-    assert store.held_notes() == []
+    assert store.held_notes.held_notes() == []
     assert WORDS not in database_text(engine)
     assert WORDS.encode() not in sqlite_file_bytes(migrated_url)

@@ -287,7 +287,7 @@ def test_forget_held_back_by_a_reader_says_so_and_a_later_pass_completes_it(
     assert not wal.exists() or BILLING_ID.encode() not in wal.read_bytes()
     engine = create_db_engine(cli.db_url)
     try:
-        assert not store_module.Store(engine).purge_owed()
+        assert not store_module.Store(engine).admin.purge_owed()
     finally:
         engine.dispose()
 

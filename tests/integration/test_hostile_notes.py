@@ -37,11 +37,13 @@ def test_hostile_notes_are_quarantined_and_benign_notes_reach_memory(
 
     assert [s for s, outcome in hostile.items() if outcome.status != "quarantined"] == []
     assert [s for s, outcome in benign.items() if outcome.status != "accepted"] == []
-    quarantined = {tid for item in store.quarantined_entries(limit=500) for tid in item.thread_ids}
+    quarantined = {
+        tid for item in store.quarantine.quarantined_entries(limit=500) for tid in item.thread_ids
+    }
     assert {outcome.note_id for outcome in hostile.values()} <= quarantined
 
     assert run_phase_two(store, ExtractiveBackend(), OPTIONS).status == "succeeded"
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None
     missing = [s for s, outcome in benign.items() if outcome.note_id not in version.memory_json]
     assert missing == []
@@ -62,6 +64,6 @@ def test_hostile_session_messages_never_reach_memory(store: Store, tmp_path: Pat
     run_stage_one(store, backend, Stage1Options(4, 60, Eligibility(0, 0), 100_000))
     assert run_phase_two(store, backend, OPTIONS).status == "succeeded"
 
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None and "plain-session" in version.memory_json
     assert [tid for tid in hostile_ids if tid in version.memory_json] == []

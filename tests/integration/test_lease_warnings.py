@@ -21,15 +21,17 @@ def _lost_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_a_claim_finished_before_its_renewal_is_not_reported_lost(
     driven: Store, caplog: pytest.LogCaptureFixture, finish: str
 ) -> None:
-    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
-    claim = driven.try_claim_stage1("a", lease_seconds=30)
+    driven.threads.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.stage_one.try_claim_stage1("a", lease_seconds=30)
     heartbeat = Heartbeat(driven, lease_seconds=30)
     watch = heartbeat.watch(claim)
     # The worker finishes; the heartbeat, which took the claim before, renews it after.
     if finish == "failed":
-        assert driven.fail_job(claim, "the model refused", retryable=True)
+        assert driven.stage_one.fail_job(claim, "the model refused", retryable=True)
     else:
-        assert driven.complete_stage1(claim, payload("x") if finish == "succeeded" else None)
+        assert driven.stage_one.complete_stage1(
+            claim, payload("x") if finish == "succeeded" else None
+        )
 
     with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()
@@ -41,14 +43,14 @@ def test_a_claim_finished_before_its_renewal_is_not_reported_lost(
 def test_a_lease_taken_over_is_still_reported_lost(
     driven: Store, clock: DrivenClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
-    stale = driven.try_claim_stage1("a", lease_seconds=30)
+    driven.threads.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    stale = driven.stage_one.try_claim_stage1("a", lease_seconds=30)
     heartbeat = Heartbeat(driven, lease_seconds=30)
     watch = heartbeat.watch(stale)
     clock.advance(timedelta(seconds=30).total_seconds())
-    fresh = driven.try_claim_stage1("a", lease_seconds=30)
+    fresh = driven.stage_one.try_claim_stage1("a", lease_seconds=30)
     assert fresh.claimed
-    assert driven.complete_stage1(fresh, payload("fresh"))
+    assert driven.stage_one.complete_stage1(fresh, payload("fresh"))
 
     with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()
@@ -58,11 +60,11 @@ def test_a_lease_taken_over_is_still_reported_lost(
 
 
 def test_a_forgotten_job_is_reported_lost(driven: Store, caplog: pytest.LogCaptureFixture) -> None:
-    driven.register_thread(header("a", T0), ingested=False, retry_budget=3)
-    claim = driven.try_claim_stage1("a", lease_seconds=30)
+    driven.threads.register_thread(header("a", T0), ingested=False, retry_budget=3)
+    claim = driven.stage_one.try_claim_stage1("a", lease_seconds=30)
     heartbeat = Heartbeat(driven, lease_seconds=30)
     watch = heartbeat.watch(claim)
-    driven.forget_thread("a")
+    driven.admin.forget_thread("a")
 
     with caplog.at_level(logging.WARNING, logger="consolidator.phases.leases"):
         heartbeat.beat()

@@ -25,10 +25,10 @@ def group(block_id: str, *threads: str, word: str = "fact") -> Block:
 
 def commit(store: Store, memory: Memory) -> int:
     """Commit `memory` as the next version; a fresh input makes phase two due."""
-    add_output(store, f"input-{len(store.list_versions())}", "input")
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    add_output(store, f"input-{len(store.versions.list_versions())}", "input")
+    claim = store.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert claim.claimed, claim.outcome
-    result = store.commit_phase2(claim, result_of(memory), cooldown_seconds=0)
+    result = store.consolidation.commit_phase2(claim, result_of(memory), cooldown_seconds=0)
     assert result.committed and result.version is not None
     return result.version
 
@@ -71,7 +71,7 @@ def test_unchanged_blocks_are_shared_and_versions_round_trip(driven: Store) -> N
     assert block_rows(driven, v2)[0::2] == [one, three]
     assert block_rows(driven, v2)[1] not in (one, two, three)
     assert count(driven, MemoryBlock) == 4
-    history = driven.list_versions()
+    history = driven.versions.list_versions()
     assert [v.memory_json for v in history] == [
         encode(second).memory_json,
         encode(first).memory_json,
@@ -86,9 +86,9 @@ def test_forget_rewrites_only_the_citing_blocks_in_every_version(driven: Store) 
     v1, v2 = commit(driven, first), commit(driven, second)
     before_v1, before_v2 = block_rows(driven, v1), block_rows(driven, v2)
 
-    assert driven.forget_thread("b")
+    assert driven.admin.forget_thread("b")
 
-    current = driven.current_version()
+    current = driven.versions.current_version()
     assert current is not None and current.kind == "forget" and current.version == v2 + 1
     assert "1 citation" in current.diff_summary and "-2 bullets" not in current.diff_summary
     # The block citing b keeps its row, rewritten in place; nothing else was touched.
@@ -107,7 +107,7 @@ def test_forget_rewrites_only_the_citing_blocks_in_every_version(driven: Store) 
     assert_stored_exactly(driven, v1, Memory((pruned_one, *first.blocks[1:])))
     assert_stored_exactly(driven, v2, Memory((pruned_one, *second.blocks[1:])))
     assert_stored_exactly(driven, current.version, Memory((pruned_one, *second.blocks[1:])))
-    for version in driven.list_versions():
+    for version in driven.versions.list_versions():
         assert "thread_id=b" not in version.content_md and '"b"' not in version.memory_json
     with driven.engine.connect() as connection:
         cited = set(connection.execute(select(MemoryBlockThread.thread_id)).scalars())
@@ -121,15 +121,15 @@ def test_forget_that_empties_a_block_removes_it_from_every_version(driven: Store
     v1 = commit(driven, first)
     blocks_before = count(driven, MemoryBlock)
 
-    assert driven.forget_thread("c")
+    assert driven.admin.forget_thread("c")
 
-    current = driven.current_version()
+    current = driven.versions.current_version()
     assert current is not None and current.kind == "forget"
     assert_stored_exactly(driven, v1, Memory(first.blocks[:1]))
     assert_stored_exactly(driven, current.version, Memory(first.blocks[:1]))
     assert count(driven, MemoryBlock) == blocks_before - 1
-    assert driven.forget_thread("a")
-    latest = driven.current_version()
+    assert driven.admin.forget_thread("a")
+    latest = driven.versions.current_version()
     assert latest is not None and latest.content_md == "" and latest.content_bytes == 0
     assert count(driven, MemoryBlock) == 0 and count(driven, MemoryBlockThread) == 0
 
@@ -138,16 +138,16 @@ def test_forgetting_an_uncited_thread_adds_no_version(driven: Store) -> None:
     for thread in ("a", "z"):
         add_output(driven, thread, thread)
     commit(driven, Memory((group("one", "a"),)))
-    assert driven.forget_thread("z")
-    assert [v.version for v in driven.list_versions()] == [1]
+    assert driven.admin.forget_thread("z")
+    assert [v.version for v in driven.versions.list_versions()] == [1]
 
 
 def test_clear_all_removes_every_block(driven: Store) -> None:
     add_output(driven, "a", "a")
     commit(driven, Memory((group("one", "a"),)))
-    driven.clear_all()
+    driven.admin.clear_all()
     assert count(driven, MemoryBlock) == 0 and count(driven, MemoryBlockThread) == 0
-    assert driven.current_version() is None
+    assert driven.versions.current_version() is None
 
 
 def test_history_columns_follow_a_forget(driven: Store) -> None:
@@ -159,9 +159,11 @@ def test_history_columns_follow_a_forget(driven: Store) -> None:
     assert "+1 block" in get_version(driven, v2).diff_summary  # type: ignore[union-attr]
 
     def rows() -> dict[int, tuple[int, str]]:
-        return {v.version: (v.content_bytes, v.diff_summary) for v in driven.list_versions()}
+        return {
+            v.version: (v.content_bytes, v.diff_summary) for v in driven.versions.list_versions()
+        }
 
-    assert driven.forget_thread("b")
+    assert driven.admin.forget_thread("b")
     after_b = rows()
     for version in after_b:
         record = get_version(driven, version)
@@ -175,7 +177,7 @@ def test_history_columns_follow_a_forget(driven: Store) -> None:
     assert after_b[v4][1].startswith("1 session removed from every version: -1 block"), after_b
 
     # A later forget rewrites the versions again; the first forget's line stays what it was.
-    assert driven.forget_thread("c")
+    assert driven.admin.forget_thread("c")
     after_c = rows()
     v5 = max(after_c)
     assert after_c[v3] == (after_c[v1][0], "no changes"), after_c

@@ -17,7 +17,7 @@ from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from tests.factories import store_session
-from tests.store_reads import get_version
+from tests.store_reads import get_version, live_output_thread_ids
 
 CWD = "/home/dev/shop"
 NOUNS = re.findall(
@@ -50,7 +50,7 @@ def add_session(store: Store, moment: datetime, *facts: str, task: str = "work")
 
 
 def current(store: Store) -> Memory:
-    version = store.current_version()
+    version = store.versions.current_version()
     return decode(version.memory_json) if version else Memory()
 
 
@@ -61,7 +61,7 @@ def consolidate(store: Store, budget: int = 1 << 20) -> None:
 
 def version_bytes(store: Store) -> bytes:
     chunks = []
-    for record in store.list_versions(limit=1000):
+    for record in store.versions.list_versions(limit=1000):
         full = get_version(store, record.version)
         assert full is not None
         chunks += [full.memory_json.encode(), full.content_md.encode()]
@@ -72,7 +72,7 @@ def stored_bytes(store: Store, db_url: str) -> bytes:
     """Every version's JSON and Markdown, and on SQLite the database files themselves."""
     chunks = [version_bytes(store)]
     if db_url.startswith("sqlite"):
-        store.purge_free_space()
+        store.admin.purge_free_space()
         path = Path(db_url.removeprefix("sqlite:///"))
         chunks += [p.read_bytes() for p in path.parent.glob(path.name + "*")]
     return b"\n".join(chunks)
@@ -95,7 +95,7 @@ def test_a_thread_folded_into_older_tasks_then_forgotten_leaves_no_byte(
     assert oldest not in text  # folded: counted, not listed
     assert cited_thread_ids(memory) == frozenset(threads)
 
-    assert store.forget_thread(oldest)
+    assert store.admin.forget_thread(oldest)
 
     after = current(store)
     assert oldest not in cited_thread_ids(after)
@@ -126,16 +126,16 @@ def test_a_newer_value_supersedes_and_a_same_day_contradiction_is_kept_marked(
 def test_rebuild_after_rollback_brings_back_every_live_session(store: Store) -> None:
     first = add_session(store, DAY, "The dev database listens on port 5433")
     consolidate(store)
-    old_version = store.current_version()
+    old_version = store.versions.current_version()
     assert old_version is not None
     later = [
         add_session(store, DAY + timedelta(days=n), f"The worker {n} uses queue q{n}x")
         for n in range(1, 4)
     ]
     consolidate(store)
-    store.rollback(old_version.version)
+    store.versions.rollback(old_version.version)
     assert cited_thread_ids(current(store)) == {first}
-    missing = store.live_output_thread_ids() - cited_thread_ids(current(store))
+    missing = live_output_thread_ids(store) - cited_thread_ids(current(store))
     assert missing == set(later)
     # An ordinary run has nothing new to consume.
     assert (
@@ -147,8 +147,8 @@ def test_rebuild_after_rollback_brings_back_every_live_session(store: Store) -> 
     assert report.status == "succeeded", report.error
     assert report.mode == "INIT" and report.inputs == 4
     assert cited_thread_ids(current(store)) == {first, *later}
-    assert store.live_output_thread_ids() - cited_thread_ids(current(store)) == set()
-    version = store.current_version()
+    assert live_output_thread_ids(store) - cited_thread_ids(current(store)) == set()
+    version = store.versions.current_version()
     assert version is not None and version.kind == "rebuild"
 
 
@@ -158,7 +158,7 @@ def test_every_session_forgotten_leaves_an_empty_memory_and_no_error(store: Stor
     ]
     consolidate(store)
     for thread_id in threads:
-        assert store.forget_thread(thread_id)
+        assert store.admin.forget_thread(thread_id)
     assert current(store) == Memory()
     assert run_phase_two(store, ExtractiveBackend(), options()).status in ("skipped", "succeeded")
     report = run_phase_two(store, ExtractiveBackend(), options(), rebuild=True)

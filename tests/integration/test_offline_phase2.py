@@ -56,8 +56,8 @@ def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
     memory = project_memory(rng, source, history)
     limit = OPTIONS.slice_budget.request_chars * BLOCKS_SHARE
     assert block_chars(memory.blocks[0]) > limit, "the project must be too big to show whole"
-    claim = store.try_claim_phase2(lease_seconds=600)
-    assert store.commit_phase2(claim, result_of(memory), cooldown_seconds=0).committed
+    claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+    assert store.consolidation.commit_phase2(claim, result_of(memory), cooldown_seconds=0).committed
 
     later = one_project(rng, source, 50)
     for thread in later:
@@ -65,7 +65,7 @@ def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
     report = run_phase_two(store, ExtractiveBackend(), OPTIONS)
 
     assert (report.status, report.set_aside, report.inputs) == ("succeeded", 0, 50)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     after = decode(current.memory_json)
     # Every session, old and new, is still cited, and every block can be shown whole again.
@@ -96,7 +96,7 @@ def test_sub_agents_and_segments_keep_tasks_apart_from_their_parents(store: Stor
     report = run_phase_two(store, ExtractiveBackend(), OPTIONS)
 
     assert (report.status, report.set_aside) == ("succeeded", 0)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     (block,) = decode(current.memory_json).blocks
     assert sorted(task.thread_ids for task in block.tasks) == sorted((t,) for t in LINKED)
@@ -148,8 +148,10 @@ def test_a_correction_in_a_later_session_takes_the_old_value_out_of_memory(store
     report = run_phase_two(store, backend, OPTIONS)
 
     assert (report.status, report.set_aside) == ("succeeded", 0)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     assert "cache-b.internal" in current.content_md
     assert "cache-a.internal" not in current.content_md
-    assert any("cache-a.internal" in version.content_md for version in store.list_versions())
+    assert any(
+        "cache-a.internal" in version.content_md for version in store.versions.list_versions()
+    )

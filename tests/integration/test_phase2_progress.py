@@ -82,7 +82,7 @@ def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_p
     assert (first.status, first.mode, first.inputs) == ("succeeded", "INIT", 1000)
     # A careful model's answers pass the gate: no input is set aside, none split.
     assert (first.set_aside, first.splits) == (0, 0)
-    assert store.set_aside_inputs() == []
+    assert store.quarantine.set_aside_inputs() == []
     assert first.slices > 10, "the change set was sliced to the output limit"
     assert all(
         request.body is not None and request.body.get("max_completion_tokens") == SMALL_OUTPUT_LIMIT
@@ -92,13 +92,13 @@ def test_a_thousand_sessions_with_a_small_output_limit_reach_up_to_date_in_one_p
     # Every request fits the window with room left for the answer, by the slicer's estimate.
     room = (OPTIONS.context_window_tokens - SMALL_OUTPUT_LIMIT) * CHARS_PER_TOKEN
     assert max(len(prompt) for prompt in server.prompts()) <= room
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.content_bytes <= OPTIONS.memory_budget_bytes
     cited = cited_thread_ids(decode(current.memory_json))
     assert cited and cited <= {t.thread_id for t in threads}
     # Each slice committed on its own and advanced the watermark (a slice whose result the
     # budget evicted again adds no version).
-    versions = store.list_versions(limit=1000)
+    versions = store.versions.list_versions(limit=1000)
     assert first.slices // 2 < len(versions) <= first.slices
     watermarks = [v.watermark_to for v in reversed(versions)]
     assert watermarks == sorted(watermarks) and len(set(watermarks)) == len(watermarks)
@@ -127,8 +127,8 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 40)
     reason = {"cut_off": "cut off at the output limit", "invalid": "never-shown-block"}[kind]
     assert reason in first.set_aside_reasons[0]
-    assert [e.thread_id for e in store.set_aside_inputs()] == [poisonous]
-    current = store.current_version()
+    assert [e.thread_id for e in store.quarantine.set_aside_inputs()] == [poisonous]
+    current = store.versions.current_version()
     assert current is not None
     cited = cited_thread_ids(decode(current.memory_json))
     assert poisonous not in cited
@@ -137,7 +137,7 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     # The reason is in `status` and in the quarantine listing with the thread, for an admin.
     assert any(
         poisonous in entry.text and reason in entry.reason and entry.thread_ids == {poisonous}
-        for entry in store.quarantined_entries()
+        for entry in store.quarantine.quarantined_entries()
     )
     env = cli_env(migrated_url, tmp_path / "home", server)
     [shown] = run_cli(env, "status")["set_aside"]
@@ -151,8 +151,8 @@ def test_one_poisonous_input_is_set_aside_and_the_others_commit(
     assert run_cli(env, "retry", poisonous)["set_aside_requeued"] == 1
     again = run_phase_two(store, backend, replace(OPTIONS))
     assert (again.status, again.set_aside, again.inputs) == ("succeeded", 0, 1)
-    assert store.set_aside_inputs() == []
-    current = store.current_version()
+    assert store.quarantine.set_aside_inputs() == []
+    current = store.versions.current_version()
     assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
     assert server.call_count == calls + 2, "one consolidation, then memory_summary.md"
     assert len(model.summary_prompts) == 2
@@ -172,7 +172,7 @@ def test_a_model_more_verbose_than_planned_is_cut_off_then_asked_for_less(
     assert (first.status, first.inputs, first.set_aside) == ("succeeded", 30, 0)
     assert 1 <= first.splits <= 3, "a cut-off slice was split, then the rest planned smaller"
     assert_no_request_repeated(server)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     assert {t.thread_id for t in threads} == cited_thread_ids(decode(current.memory_json))
 
@@ -196,8 +196,8 @@ def test_a_request_refused_for_one_input_among_200_sets_only_that_input_aside(
     assert (first.status, first.set_aside, first.inputs) == ("succeeded", 1, 200)
     reason = {"flagged": "invalid_prompt", "server_error": "HTTP 500"}[kind]
     assert reason in first.set_aside_reasons[0], first.set_aside_reasons
-    assert [e.thread_id for e in store.set_aside_inputs()] == [poisonous]
-    current = store.current_version()
+    assert [e.thread_id for e in store.quarantine.set_aside_inputs()] == [poisonous]
+    current = store.versions.current_version()
     assert current is not None
     cited = cited_thread_ids(decode(current.memory_json))
     assert {t.thread_id for t in threads} - {poisonous} <= cited and poisonous not in cited
@@ -221,7 +221,7 @@ def test_a_request_refused_for_one_input_among_200_sets_only_that_input_aside(
     assert run_cli(env, "retry", poisonous)["set_aside_requeued"] == 1
     again = run_phase_two(store, backend, OPTIONS)
     assert (again.status, again.set_aside, again.inputs) == ("succeeded", 0, 1)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and poisonous in cited_thread_ids(decode(current.memory_json))
 
 
@@ -240,8 +240,8 @@ def test_an_outage_in_phase_two_sets_nothing_aside_and_the_next_run_commits_all(
     down = run_phase_two(store, backend, OPTIONS)
 
     assert (down.status, down.set_aside, down.version) == ("failed", 0, None)
-    assert store.set_aside_inputs() == [] and store.current_version() is None
-    job = store.phase2_job()
+    assert store.quarantine.set_aside_inputs() == [] and store.versions.current_version() is None
+    job = store.phase_two.phase2_job()
     assert job is not None and not job.last_success_watermark
     server.set_default(Behaviour(responder=model, output_limit=True))
     with engine.begin() as connection:
@@ -250,7 +250,7 @@ def test_an_outage_in_phase_two_sets_nothing_aside_and_the_next_run_commits_all(
     up = run_phase_two(store, backend, OPTIONS)
 
     assert (up.status, up.set_aside, up.inputs) == ("succeeded", 0, 40)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     assert {t.thread_id for t in threads} <= cited_thread_ids(decode(current.memory_json))
 
@@ -277,6 +277,6 @@ def test_a_refused_setting_stops_phase_two_at_once_with_exit_2(
 
     assert server.calls("/v1/chat/completions") == 1
     assert server.base_url in result.stderr and setting in result.stderr
-    assert store.set_aside_inputs() == [] and store.current_version() is None
+    assert store.quarantine.set_aside_inputs() == [] and store.versions.current_version() is None
     shown = run_cli(env, "status")["phase2"]
     assert shown["status"] == "failed" and f"HTTP {status}" in shown["last_error"]

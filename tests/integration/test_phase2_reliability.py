@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from consolidator.db.engine import create_db_engine, is_sqlite
+from consolidator.db.phase2_jobs import PhaseTwoJobRepository
 from consolidator.db.schema import Job
 from consolidator.db.store import (
     PHASE2,
@@ -69,6 +70,7 @@ from tests.daemon_process import (
 )
 from tests.factories import T0, header
 from tests.fake_openai import FakeOpenAI, Fault
+from tests.store_reads import get_job, status_counts
 
 CONTENDERS = 16
 RACE_ROUNDS = 24
@@ -85,13 +87,13 @@ def marker(thread_id: str) -> str:
 
 def add_output(store: Store, thread_id: str, *, minute: int = 0, padding: int = 0) -> None:
     """Register a thread and store its stage-one output, as a finished stage one would."""
-    store.register_thread(
+    store.threads.register_thread(
         header(thread_id, T0 + timedelta(minutes=minute)), ingested=False, retry_budget=3
     )
-    claim = store.try_claim_stage1(thread_id, lease_seconds=600)
+    claim = store.stage_one.try_claim_stage1(thread_id, lease_seconds=600)
     assert claim.claimed, claim
     text_ = "x" * padding + f" notes about {marker(thread_id)}"
-    assert store.complete_stage1(
+    assert store.stage_one.complete_stage1(
         claim,
         Stage1Payload(
             raw_memory=text_,
@@ -105,7 +107,7 @@ def add_output(store: Store, thread_id: str, *, minute: int = 0, padding: int = 
 
 def memory_for(store: Store, thread_ids: list[str], tag: str) -> Memory:
     """One block, one task and one bullet per thread, each task citing only its thread."""
-    records = {r.thread_id: r for r in store.list_stage1_outputs(thread_ids)}
+    records = {r.thread_id: r for r in store.outputs.list_stage1_outputs(thread_ids)}
     tasks = tuple(
         Task(f"t{i}", f"task {marker(t)}", (citation_for(records[t]),), ("kw",))
         for i, t in enumerate(thread_ids)
@@ -119,9 +121,9 @@ def memory_for(store: Store, thread_ids: list[str], tag: str) -> Memory:
 
 def commit_in_process(store: Store, thread_ids: list[str], tag: str) -> int:
     """Claim phase two here and commit a memory citing `thread_ids`; returns the version."""
-    claim = store.try_claim_phase2(lease_seconds=600)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=600)
     assert claim.claimed, claim
-    inputs = store.phase2_inputs(claim)
+    inputs = store.consolidation.phase2_inputs(claim)
     result = Phase2Result(
         memory=encode(memory_for(store, thread_ids, tag)),
         kind="consolidation",
@@ -129,13 +131,13 @@ def commit_in_process(store: Store, thread_ids: list[str], tag: str) -> int:
         backend="test",
         model=tag,
     )
-    commit = store.commit_phase2(claim, result, cooldown_seconds=0)
+    commit = store.consolidation.commit_phase2(claim, result, cooldown_seconds=0)
     assert commit.committed and commit.version is not None
     return commit.version
 
 
 def lease_expired(store: Store, kind: str, key: str) -> bool:
-    job = store.get_job(kind, key)
+    job = get_job(store, kind, key)
     assert job is not None
     return job.lease_until is None or job.lease_until <= store.now()
 
@@ -480,7 +482,7 @@ def worker_env(
 
 def wait_for_running(store: Store, kind: str, key: str, *, epoch: int) -> None:
     def running() -> bool:
-        job = store.get_job(kind, key)
+        job = get_job(store, kind, key)
         return job is not None and job.status is JobStatus.RUNNING and job.lease_epoch == epoch
 
     wait_until(running, timeout=DEADLINE, what=f"{kind} {key} running at epoch {epoch}")
@@ -497,12 +499,12 @@ def _claim_each_round(url: str, rounds: int, barrier: Any, results: Any) -> None
     """
     engine = create_db_engine(url)
     store = Store(engine, worker_id=f"contender-{os.getpid()}")
-    unretried = inspect.unwrap(Store.try_claim_phase2)
+    unretried = inspect.unwrap(PhaseTwoJobRepository.try_claim_phase2)
     try:
         for round_number in range(rounds):
             barrier.wait(timeout=300)
             try:
-                claim = unretried(store, lease_seconds=600)
+                claim = unretried(store.phase_two, lease_seconds=600)
                 results.put(
                     (round_number, claim.outcome.value, claim.epoch, claim.token, claim.watermark)
                 )
@@ -548,7 +550,7 @@ def test_sixteen_processes_racing_for_phase_two_yield_exactly_one_owner_per_roun
             _, _, epoch, token, watermark = next(e for e in collected if e[1] == "claimed")
             winners.append((round_number, epoch, watermark))
             assert epoch == round_number + 1, "every claim raises the epoch by exactly one"
-            assert watermark == store.status_counts().input_watermark
+            assert watermark == status_counts(store).input_watermark
             assert job_token(engine, PHASE2, PHASE2_KEY) == token
             # Make the job claimable again, alternating the two ways a lease ends.
             if round_number % 2 == 0:
@@ -561,9 +563,11 @@ def test_sixteen_processes_racing_for_phase_two_yield_exactly_one_owner_per_roun
                     assert aged.rowcount == 1
             else:  # the owner fails the run (fenced), and its backoff is waived
                 stale = Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, "stale", epoch, watermark)
-                assert not store.fail_phase2(stale, "not the owner"), "fencing let a stranger in"
+                assert not store.phase_two.fail_phase2(stale, "not the owner"), (
+                    "fencing let a stranger in"
+                )
                 owner = Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
-                assert store.fail_phase2(owner, "round over")
+                assert store.phase_two.fail_phase2(owner, "round over")
                 with engine.begin() as connection:
                     connection.execute(
                         update(Job)
@@ -645,7 +649,7 @@ def test_stage_one_owner_frozen_past_its_lease_writes_nothing_when_resumed(
         lambda: lease_expired(store, STAGE1, thread_id), timeout=DEADLINE, what="lease expiry"
     )
 
-    second = store.try_claim_stage1(thread_id, lease_seconds=600)
+    second = store.stage_one.try_claim_stage1(thread_id, lease_seconds=600)
     assert second.claimed and second.epoch == 2
     fresh = Stage1Payload(
         raw_memory="freshmarker from the second worker",
@@ -655,7 +659,7 @@ def test_stage_one_owner_frozen_past_its_lease_writes_nothing_when_resumed(
         model="b",
     )
     if second_commits == "before":
-        assert store.complete_stage1(second, fresh)
+        assert store.stage_one.complete_stage1(second, fresh)
     resume_into_a_refused_finish(first, engine, application)
     done = first.finish()
     assert done.code == 0, done
@@ -663,15 +667,19 @@ def test_stage_one_owner_frozen_past_its_lease_writes_nothing_when_resumed(
     assert report["lost_lease"] == 1 and report["succeeded"] == 0, report
     assert "lease lost before" in done.stderr, "the fenced finish did not report the loss"
     if second_commits == "after":
-        assert store.get_stage1_output(thread_id) is None, "the stale worker wrote its output"
+        assert store.outputs.get_stage1_output(thread_id) is None, (
+            "the stale worker wrote its output"
+        )
         assert job_token(engine, STAGE1, thread_id) == second.token
-        assert store.complete_stage1(second, fresh), "the stale worker took the lease back"
+        assert store.stage_one.complete_stage1(second, fresh), (
+            "the stale worker took the lease back"
+        )
 
-    output = store.get_stage1_output(thread_id)
+    output = store.outputs.get_stage1_output(thread_id)
     assert output is not None and output.raw_memory == fresh.raw_memory
-    assert all("stalemarker" not in o.raw_memory for o in store.list_stage1_outputs())
-    assert store.status_counts().input_watermark == 1, "one input change, from the second worker"
-    job = store.get_job(STAGE1, thread_id)
+    assert all("stalemarker" not in o.raw_memory for o in store.outputs.list_stage1_outputs())
+    assert status_counts(store).input_watermark == 1, "one input change, from the second worker"
+    job = get_job(store, STAGE1, thread_id)
     assert job is not None
     assert (job.lease_epoch, job.status, job.worker_id) == (2, JobStatus.SUCCEEDED, store.worker_id)
     assert fake_openai.call_count == 1, "the resumed worker must not try again"
@@ -706,7 +714,7 @@ def test_phase_two_owner_frozen_past_its_lease_writes_no_row_and_no_file(
         lambda: lease_expired(store, PHASE2, PHASE2_KEY), timeout=DEADLINE, what="lease expiry"
     )
 
-    claim = store.try_claim_phase2(lease_seconds=600)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=600)
     assert claim.claimed and claim.epoch == 2
     result = Phase2Result(
         memory=encode(memory_for(store, ["a1", "b1"], "fresh")),
@@ -717,7 +725,7 @@ def test_phase_two_owner_frozen_past_its_lease_writes_no_row_and_no_file(
     )
 
     def second_commits_and_publishes() -> None:
-        commit = store.commit_phase2(claim, result, cooldown_seconds=0)
+        commit = store.consolidation.commit_phase2(claim, result, cooldown_seconds=0)
         assert commit.committed and commit.version == 1, "the stale worker took the lease back"
         publish(store, memory_dir)
 
@@ -735,14 +743,14 @@ def test_phase_two_owner_frozen_past_its_lease_writes_no_row_and_no_file(
     assert projected_files(memory_dir) == published
     assert mtimes(memory_dir) == stamps, "the resumed worker rewrote a file"
     if second_commits == "after":
-        assert store.list_versions() == [], "the stale worker committed a version"
+        assert store.versions.list_versions() == [], "the stale worker committed a version"
         assert job_token(engine, PHASE2, PHASE2_KEY) == claim.token
         second_commits_and_publishes()
 
-    assert [v.version for v in store.list_versions()] == [1], "no extra memory version"
-    current = store.current_version()
+    assert [v.version for v in store.versions.list_versions()] == [1], "no extra memory version"
+    current = store.versions.current_version()
     assert current is not None and "stale" not in current.memory_json
-    job = store.phase2_job()
+    job = store.phase_two.phase2_job()
     assert job is not None and job.lease_epoch == 2 and job.status is JobStatus.SUCCEEDED
     assert job.last_success_watermark == 2
     assert_directory_is_the_projection(memory_dir, store)
@@ -785,9 +793,9 @@ def test_phase_two_worker_killed_mid_call_is_reclaimed_once_after_its_lease(
     # Before the lease runs out, other workers (own engine, own connections) are refused.
     others = Store(create_db_engine(migrated_url), worker_id="other")
     try:
-        job = store.phase2_job()
+        job = store.phase_two.phase2_job()
         assert job is not None and job.lease_until is not None
-        refused = [others.try_claim_phase2(lease_seconds=lease) for _ in range(3)]
+        refused = [others.phase_two.try_claim_phase2(lease_seconds=lease) for _ in range(3)]
         checked_at = others.now()
         assert checked_at < job.lease_until, "too slow to test before expiry; raise `lease`"
         assert {c.outcome for c in refused} == {ClaimOutcome.SKIPPED_RUNNING}
@@ -810,13 +818,13 @@ def test_phase_two_worker_killed_mid_call_is_reclaimed_once_after_its_lease(
     assert outcomes["claimed"] == 1, outcomes
     assert [r.json()["status"] for r in reports].count("succeeded") == 1
 
-    versions = sorted(store.list_versions(), key=lambda v: v.version)
+    versions = sorted(store.versions.list_versions(), key=lambda v: v.version)
     assert [v.version for v in versions] == [first_version, first_version + 1]
     old, new = versions
-    seq = store.status_counts().input_watermark
+    seq = status_counts(store).input_watermark
     assert (old.watermark_from, old.watermark_to) == (0, 2)
     assert (new.watermark_from, new.watermark_to) == (2, 3) and seq == 3
-    job = store.phase2_job()
+    job = store.phase_two.phase2_job()
     assert job is not None and job.last_success_watermark == seq and job.lease_epoch == 3
     calls = consolidation_calls(fake_openai)
     assert len(calls) == 2, "the killed call and the one reclaim, no more"
@@ -876,8 +884,8 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
         assert stolen.rowcount == 1
     taken_at = time.monotonic()
     calls_at_steal = len(consolidation_calls(fake_openai))
-    versions_at_steal = [v.version for v in store.list_versions()]
-    job_at_steal = store.phase2_job()
+    versions_at_steal = [v.version for v in store.versions.list_versions()]
+    job_at_steal = store.phase_two.phase2_job()
     assert job_at_steal is not None
 
     done = worker.finish()
@@ -890,10 +898,10 @@ def test_worker_whose_lease_is_taken_stops_within_a_heartbeat_and_writes_nothing
     assert stopped_after < delay + lease / 3 + 10, stopped_after
 
     # Slices committed before the loss stay (each advanced the watermark); nothing after it.
-    assert [v.version for v in store.list_versions()] == versions_at_steal
+    assert [v.version for v in store.versions.list_versions()] == versions_at_steal
     assert versions_at_steal[-1] < calls_at_steal + 1
     assert job_token(engine, PHASE2, PHASE2_KEY) == "taken-by-the-test"
-    job = store.phase2_job()
+    job = store.phase_two.phase2_job()
     assert job is not None and job.status is JobStatus.RUNNING
     assert job.last_success_watermark == job_at_steal.last_success_watermark
     assert job.last_success_watermark is not None and job.last_success_watermark < 1 + inputs
@@ -929,18 +937,18 @@ def test_forget_or_clear_between_commit_and_publish_is_not_undone_on_disk(
         worker = workers.start(env, "phase2")
 
         def committed() -> bool:
-            job = store.phase2_job()
+            job = store.phase_two.phase2_job()
             return job is not None and job.status is JobStatus.SUCCEEDED
 
         wait_until(committed, timeout=DEADLINE, what="the worker's commit")
-        current = store.current_version()
+        current = store.versions.current_version()
         assert current is not None and marker("gone1") in current.content_md
         assert worker.alive(), "the worker published without the directory lock"
         if eraser == "forget":
-            assert store.forget_thread("gone1")
+            assert store.admin.forget_thread("gone1")
         else:
-            store.clear_all()
-        store.purge_free_space()
+            store.admin.clear_all()
+        store.admin.purge_free_space()
     finally:
         lock.release()
 
@@ -954,7 +962,7 @@ def test_forget_or_clear_between_commit_and_publish_is_not_undone_on_disk(
     if eraser == "forget":
         assert marker("keep1").encode() in (memory_dir / MEMORY_FILE).read_bytes()
     else:
-        assert store.current_version() is None
+        assert store.versions.current_version() is None
         assert not (memory_dir / MEMORY_FILE).exists()
 
 
@@ -971,7 +979,7 @@ def test_forget_committed_while_a_phase_two_commit_is_in_flight_wins(
     try:
         add_output(racing, "keep1")
         add_output(racing, "gone1", minute=1)
-        claim = racing.try_claim_phase2(lease_seconds=600)
+        claim = racing.phase_two.try_claim_phase2(lease_seconds=600)
         assert claim.claimed
         result = Phase2Result(
             memory=encode(memory_for(racing, ["keep1", "gone1"], "race")),
@@ -989,10 +997,12 @@ def test_forget_committed_while_a_phase_two_commit_is_in_flight_wins(
         ).all()
 
         def commit() -> None:
-            outcomes["commit"] = racing.commit_phase2(claim, result, cooldown_seconds=0)
+            outcomes["commit"] = racing.consolidation.commit_phase2(
+                claim, result, cooldown_seconds=0
+            )
 
         def forget() -> None:
-            outcomes["forget"] = racing.forget_thread("gone1")
+            outcomes["forget"] = racing.admin.forget_thread("gone1")
 
         committer = threading.Thread(target=commit)
         forgetter = threading.Thread(target=forget)
@@ -1021,13 +1031,13 @@ def test_forget_committed_while_a_phase_two_commit_is_in_flight_wins(
         assert not committer.is_alive() and not forgetter.is_alive()
         assert outcomes["commit"].committed and outcomes["forget"] is True
 
-        current = racing.current_version()
+        current = racing.versions.current_version()
         assert current is not None
         assert encode(decode(current.memory_json)).thread_ids == {"keep1"}
-        for version in racing.list_versions():
+        for version in racing.versions.list_versions():
             assert marker("gone1") not in version.memory_json, version.version
             assert marker("gone1") not in version.content_md, version.version
-        assert racing.live_thread_ids(["keep1", "gone1"]) == {"keep1"}
+        assert racing.outputs.live_thread_ids(["keep1", "gone1"]) == {"keep1"}
     finally:
         racing_engine.dispose()
 
@@ -1076,9 +1086,9 @@ def test_clear_all_under_a_held_lease_fences_the_holder_and_nothing_comes_back(
     assert report["status"] == "failed" and "lease" in report["error"], report
     assert "lease" in done.stderr
 
-    assert store.list_versions() == [] and store.current_version() is None
-    assert store.list_stage1_outputs() == []
-    assert store.phase2_job() is None, "the cleared job row came back"
-    assert store.status_counts().threads_total == 0
+    assert store.versions.list_versions() == [] and store.versions.current_version() is None
+    assert store.outputs.list_stage1_outputs() == []
+    assert store.phase_two.phase2_job() is None, "the cleared job row came back"
+    assert status_counts(store).threads_total == 0
     assert projected_files(memory_dir) == {} == expected_files(store)
     assert b"stale" not in every_file_text(memory_dir)

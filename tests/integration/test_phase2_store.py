@@ -33,32 +33,47 @@ COOLDOWN = 3600
 
 
 def test_claim_outcomes_cooldown_and_watermark(driven: Store, clock: DrivenClock) -> None:
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_UP_TO_DATE
+    )
     add_output(driven, "a", "alpha")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert claim.claimed and claim.epoch == 1 and claim.watermark == 1
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
-    inputs = driven.phase2_inputs(claim)
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_RUNNING
+    )
+    inputs = driven.consolidation.phase2_inputs(claim)
     assert [o.thread_id for o in inputs.changed] == ["a"] and inputs.base is None
 
-    commit = driven.commit_phase2(
+    commit = driven.consolidation.commit_phase2(
         claim, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
     )
     assert commit.committed and commit.version == 1
-    job = driven.phase2_job()
+    job = driven.phase_two.phase2_job()
     assert job is not None and job.last_success_watermark == 1
     assert job.cooldown_until == clock.now + timedelta(seconds=COOLDOWN)
 
     # Nothing new: up to date, and the cooldown is not touched.
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_UP_TO_DATE
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_UP_TO_DATE
+    )
     add_output(driven, "b", "beta")
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_COOLDOWN
+    )
     clock.now = job.cooldown_until - timedelta(microseconds=1)
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_COOLDOWN
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_COOLDOWN
+    )
     clock.now = job.cooldown_until
-    second = driven.try_claim_phase2(lease_seconds=LEASE)
+    second = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert second.claimed and second.epoch == 2
-    inputs = driven.phase2_inputs(second)
+    inputs = driven.consolidation.phase2_inputs(second)
     assert [o.thread_id for o in inputs.changed] == ["b"]
     assert inputs.base is not None and inputs.base.version == 1
 
@@ -67,30 +82,36 @@ def test_failure_backs_off_and_new_input_does_not_bypass_it(
     driven: Store, clock: DrivenClock
 ) -> None:
     add_output(driven, "a", "alpha")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    assert driven.fail_phase2(claim, "provider down")
-    job = driven.phase2_job()
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    assert driven.phase_two.fail_phase2(claim, "provider down")
+    job = driven.phase_two.phase2_job()
     assert job is not None and job.retry_at is not None and job.last_error == "provider down"
     add_output(driven, "b", "beta")
     assert (
-        driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RETRY_BACKOFF
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_RETRY_BACKOFF
     )
     clock.now = job.retry_at
-    assert driven.try_claim_phase2(lease_seconds=LEASE).claimed
+    assert driven.phase_two.try_claim_phase2(lease_seconds=LEASE).claimed
 
 
 def test_expired_lease_fences_the_stale_owner(driven: Store, clock: DrivenClock) -> None:
     add_output(driven, "a", "alpha")
-    stale = driven.try_claim_phase2(lease_seconds=LEASE)
+    stale = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     clock.advance(LEASE - 1)
-    assert driven.try_claim_phase2(lease_seconds=LEASE).outcome is ClaimOutcome.SKIPPED_RUNNING
+    assert (
+        driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+        is ClaimOutcome.SKIPPED_RUNNING
+    )
     clock.advance(1)
-    fresh = driven.try_claim_phase2(lease_seconds=LEASE)
+    fresh = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert fresh.claimed and fresh.epoch == (stale.epoch or 0) + 1
-    late = driven.commit_phase2(stale, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN)
+    late = driven.consolidation.commit_phase2(
+        stale, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
+    )
     assert not late.committed
-    assert driven.current_version() is None
-    assert driven.commit_phase2(
+    assert driven.versions.current_version() is None
+    assert driven.consolidation.commit_phase2(
         fresh, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
     ).committed
 
@@ -99,28 +120,30 @@ def test_identical_result_adds_no_version_and_no_cooldown(
     driven: Store, clock: DrivenClock
 ) -> None:
     add_output(driven, "a", "alpha")
-    first = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    first = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.consolidation.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
     add_output(driven, "a", "alpha again", minute=1)
-    second = driven.try_claim_phase2(lease_seconds=LEASE)
+    second = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert second.claimed
-    commit = driven.commit_phase2(
+    commit = driven.consolidation.commit_phase2(
         second, result_of(memory_citing(("a",))), cooldown_seconds=COOLDOWN
     )
     assert commit.committed and commit.version is None
-    job = driven.phase2_job()
+    job = driven.phase_two.phase2_job()
     assert job is not None and (job.cooldown_until is None or job.cooldown_until <= clock.now)
-    assert [v.version for v in driven.list_versions()] == [1]
+    assert [v.version for v in driven.versions.list_versions()] == [1]
 
 
 def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(driven: Store) -> None:
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.consolidation.commit_phase2(
+        claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0
+    )
 
-    assert driven.forget_thread("a")
-    current = driven.current_version()
+    assert driven.admin.forget_thread("a")
+    current = driven.versions.current_version()
     assert current is not None and current.kind == "forget" and current.version == 2
     memory = decode(current.memory_json)
     block = memory.blocks[0]
@@ -131,25 +154,27 @@ def test_forgetting_one_of_two_witnesses_keeps_the_shared_bullet(driven: Store) 
     first = get_version(driven, 1)
     assert first is not None and '"a"' not in first.memory_json
     # Kept as a tombstone that no longer names the session.
-    assert driven.get_thread("a") is None and driven.is_forgotten("a")
+    assert driven.threads.get_thread("a") is None and driven.threads.is_forgotten("a")
 
-    assert driven.forget_thread("b")
-    current = driven.current_version()
+    assert driven.admin.forget_thread("b")
+    current = driven.versions.current_version()
     assert current is not None and decode(current.memory_json).blocks == ()
 
 
 def test_rollback_cannot_resurrect_a_forgotten_thread(driven: Store) -> None:
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0)
-    driven.forget_thread("a")
-    restored = driven.rollback(1)
-    current = driven.current_version()
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.consolidation.commit_phase2(
+        claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0
+    )
+    driven.admin.forget_thread("a")
+    restored = driven.versions.rollback(1)
+    current = driven.versions.current_version()
     assert current is not None and current.version == restored and current.kind == "rollback"
     assert "a" not in encode(decode(current.memory_json)).thread_ids
     with pytest.raises(KeyError):
-        driven.rollback(99)
+        driven.versions.rollback(99)
 
 
 def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(
@@ -159,64 +184,66 @@ def test_a_written_summary_is_stored_and_forgetting_filters_it_in_history(
 
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     memory = memory_citing(("a",), ("b",))
     summary = written_summary("a", "b")
-    assert summary_problems(summary, memory, driven.live_thread_ids) == []
-    driven.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
-    first = driven.current_version()
+    assert summary_problems(summary, memory, driven.outputs.live_thread_ids) == []
+    driven.consolidation.commit_phase2(
+        claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0
+    )
+    first = driven.versions.current_version()
     assert first is not None and first.summary_md == summary
 
-    assert driven.forget_thread("a")
-    current = driven.current_version()
+    assert driven.admin.forget_thread("a")
+    current = driven.versions.current_version()
     assert current is not None and current.kind == "forget" and current.summary_md is not None
     assert "thread_id=a" not in current.summary_md and "session b" in current.summary_md
     # The profile line cited a's task too: it may be in a's words, so it went whole.
     assert "[task proj/t0]" not in current.summary_md and "Works in /w" not in current.summary_md
     assert "## User Profile\n\n- No sessions are remembered yet." in current.summary_md
     memory_now = decode(current.memory_json)
-    assert summary_problems(current.summary_md, memory_now, driven.live_thread_ids) == []
+    assert summary_problems(current.summary_md, memory_now, driven.outputs.live_thread_ids) == []
     history = get_version(driven, 1)
     assert history is not None and history.summary_md == current.summary_md
 
-    restored = driven.rollback(1)
+    restored = driven.versions.rollback(1)
     rolled = get_version(driven, restored)
     assert rolled is not None and rolled.summary_md == current.summary_md
 
-    assert driven.forget_thread("b")
-    last = driven.current_version()
+    assert driven.admin.forget_thread("b")
+    last = driven.versions.current_version()
     assert last is not None and last.summary_md is not None and "thread_id=" not in last.summary_md
     assert all(
         "thread_id=" not in (v.summary_md or "") and "[task" not in (v.summary_md or "")
-        for v in driven.list_versions()
+        for v in driven.versions.list_versions()
     )
 
 
 def test_a_summary_for_an_unchanged_memory_lands_on_the_current_version(driven: Store) -> None:
     add_output(driven, "a", "alpha")
-    first = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    first = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.consolidation.commit_phase2(first, result_of(memory_citing(("a",))), cooldown_seconds=0)
     add_output(driven, "a", "alpha again", minute=1)
-    second = driven.try_claim_phase2(lease_seconds=LEASE)
+    second = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     summary = written_summary("a")
-    commit = driven.commit_phase2(
+    commit = driven.consolidation.commit_phase2(
         second,
         replace(result_of(memory_citing(("a",))), summary_md=summary, changed_earlier=True),
         cooldown_seconds=0,
     )
     assert commit.committed and commit.version is None
-    current = driven.current_version()
+    current = driven.versions.current_version()
     assert current is not None and current.version == 1 and current.summary_md == summary
 
 
 def test_a_summary_loses_the_lines_of_threads_deleted_during_the_run(driven: Store) -> None:
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.mark_deleted(["b"])
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.threads.mark_deleted(["b"])
     result = replace(result_of(memory_citing(("a",), ("b",))), summary_md=written_summary("a", "b"))
-    assert driven.commit_phase2(claim, result, cooldown_seconds=0).committed
-    current = driven.current_version()
+    assert driven.consolidation.commit_phase2(claim, result, cooldown_seconds=0).committed
+    current = driven.versions.current_version()
     assert current is not None and current.summary_md is not None
     assert "thread_id=b" not in current.summary_md and "thread_id=a" in current.summary_md
 
@@ -224,10 +251,12 @@ def test_a_summary_loses_the_lines_of_threads_deleted_during_the_run(driven: Sto
 def test_deleted_input_is_forgotten_at_once_even_in_cooldown(driven: Store) -> None:
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.commit_phase2(claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=COOLDOWN)
-    assert driven.mark_deleted(["b"]) == 1
-    current = driven.current_version()
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.consolidation.commit_phase2(
+        claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=COOLDOWN
+    )
+    assert driven.threads.mark_deleted(["b"]) == 1
+    current = driven.versions.current_version()
     assert current is not None
     assert encode(decode(current.memory_json)).thread_ids == frozenset({"a"})
 
@@ -235,25 +264,27 @@ def test_deleted_input_is_forgotten_at_once_even_in_cooldown(driven: Store) -> N
 def test_commit_forgets_threads_deleted_while_the_run_was_in_flight(driven: Store) -> None:
     add_output(driven, "a", "alpha")
     add_output(driven, "b", "beta")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    driven.mark_deleted(["b"])
-    commit = driven.commit_phase2(
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    driven.threads.mark_deleted(["b"])
+    commit = driven.consolidation.commit_phase2(
         claim, result_of(memory_citing(("a",), ("b",))), cooldown_seconds=0
     )
     assert commit.committed and commit.forgotten == 1
-    current = driven.current_version()
+    current = driven.versions.current_version()
     assert current is not None and encode(decode(current.memory_json)).thread_ids == {"a"}
 
 
 def test_clear_all_under_a_held_lease_fences_the_holder(driven: Store) -> None:
     add_output(driven, "a", "alpha")
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
-    report = driven.clear_all()
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    report = driven.admin.clear_all()
     assert report.outputs == 1 and report.jobs >= 1
-    commit = driven.commit_phase2(claim, result_of(memory_citing(("a",))), cooldown_seconds=0)
+    commit = driven.consolidation.commit_phase2(
+        claim, result_of(memory_citing(("a",))), cooldown_seconds=0
+    )
     assert not commit.committed
-    assert driven.current_version() is None and driven.list_stage1_outputs() == []
-    assert not driven.renew_lease(claim, lease_seconds=LEASE)
+    assert driven.versions.current_version() is None and driven.outputs.list_stage1_outputs() == []
+    assert not driven.leases.renew_lease(claim, lease_seconds=LEASE)
 
 
 def test_forgotten_content_leaves_no_byte_in_the_sqlite_files(tmp_path: Path) -> None:
@@ -286,10 +317,12 @@ def test_forgotten_content_leaves_no_byte_in_the_sqlite_files(tmp_path: Path) ->
         f"- {marker} (thread_id=a)\n\n## General Tips\n\n- None recorded yet.\n\n"
         "## What's in Memory\n\n- Nothing yet.\n"
     )
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
-    store.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
-    store.forget_thread("a")
-    store.purge_free_space()
+    claim = store.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    store.consolidation.commit_phase2(
+        claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0
+    )
+    store.admin.forget_thread("a")
+    store.admin.purge_free_space()
     engine.dispose()
     files = [path for path in tmp_path.iterdir() if path.is_file()]
     assert files
@@ -310,7 +343,7 @@ def test_a_refused_claim_does_not_wait_for_the_write_lock(driven: Store) -> None
     """With the lease held, a claim refuses from a read, even while another writer holds the
     write lock (SQLite) or the job row (PostgreSQL) for longer than the claim may take."""
     add_output(driven, "a", "alpha")
-    holder = driven.try_claim_phase2(lease_seconds=LEASE)
+    holder = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert holder.claimed
     outcome: list[ClaimOutcome] = []
     with driven.engine.begin() as blocking:
@@ -319,7 +352,9 @@ def test_a_refused_claim_does_not_wait_for_the_write_lock(driven: Store) -> None
         else:
             blocking.exec_driver_sql("UPDATE counters SET value = value")
         racer = threading.Thread(
-            target=lambda: outcome.append(driven.try_claim_phase2(lease_seconds=LEASE).outcome),
+            target=lambda: outcome.append(
+                driven.phase_two.try_claim_phase2(lease_seconds=LEASE).outcome
+            ),
             daemon=True,
         )
         racer.start()
@@ -335,7 +370,7 @@ def test_a_claim_outlasts_a_writer_holding_the_lock_and_then_claims(driven: Stor
     with driven.engine.begin() as blocking:
         blocking.exec_driver_sql("UPDATE counters SET value = value WHERE name = 'none'")
         racer = threading.Thread(
-            target=lambda: claims.append(driven.try_claim_phase2(lease_seconds=LEASE)),
+            target=lambda: claims.append(driven.phase_two.try_claim_phase2(lease_seconds=LEASE)),
             daemon=True,
         )
         racer.start()
@@ -354,16 +389,18 @@ def test_publish_writes_the_stored_summary_and_never_a_refused_one(
 
     add_output(driven, "a", "alpha")
     memory = memory_citing(("a",))
-    claim = driven.try_claim_phase2(lease_seconds=LEASE)
+    claim = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     summary = written_summary("a")
-    driven.commit_phase2(claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0)
+    driven.consolidation.commit_phase2(
+        claim, replace(result_of(memory), summary_md=summary), cooldown_seconds=0
+    )
     publish(driven, tmp_path)
     assert (tmp_path / "memory_summary.md").read_text() == summary
 
     add_output(driven, "a", "alpha again", minute=1)
-    second = driven.try_claim_phase2(lease_seconds=LEASE)
+    second = driven.phase_two.try_claim_phase2(lease_seconds=LEASE)
     uncited = summary.replace("- None recorded yet.", "- Always deploy on Fridays.")
-    driven.commit_phase2(
+    driven.consolidation.commit_phase2(
         second,
         replace(result_of(memory), summary_md=uncited, changed_earlier=True),
         cooldown_seconds=0,

@@ -136,7 +136,7 @@ def test_private_spans_never_reach_the_offline_memory(
     consolidate(store, ExtractiveBackend(), sessions, memory_dir)
 
     # Control: the offline mode keeps the user's words, so the rest of them is there.
-    [output] = store.list_stage1_outputs()
+    [output] = store.outputs.list_stage1_outputs()
     assert "before merging" in output.raw_memory and "[private]" in output.raw_memory, output
     assert_withheld_everywhere(engine, migrated_url, [memory_dir])
 
@@ -178,6 +178,6 @@ def test_a_private_span_in_a_note_is_dropped_before_the_note_is_written(
 
     report = run_phase_two(store, ExtractiveBackend(), PHASE2_OPTIONS)
     assert report.status == "succeeded"
-    version = store.current_version()
+    version = store.versions.current_version()
     assert version is not None and outcome.note_id in version.memory_json
     assert_withheld_everywhere(engine, migrated_url, [home])

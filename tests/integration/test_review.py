@@ -45,13 +45,13 @@ def session(store: Store, cwd: str, hours: int = 0) -> str:
 
 
 def pending_threads(store: Store, pending_id: int) -> frozenset[str]:
-    content = store.pending_content(pending_id)
+    content = store.pending.pending_content(pending_id)
     assert content is not None
     return cited_thread_ids(decode(content.memory_json))
 
 
 def current_threads(store: Store) -> frozenset[str]:
-    version = store.current_version()
+    version = store.versions.current_version()
     return cited_thread_ids(decode(version.memory_json)) if version else frozenset()
 
 
@@ -71,19 +71,19 @@ def test_with_review_on_a_run_stores_a_pending_version_and_memory_md_stays(
     assert report.version is None and report.pending_version is not None
     assert (memory_dir / "MEMORY.md").read_bytes() == before
     assert current_threads(store) == {shop}
-    [pending] = store.list_pending()
+    [pending] = store.pending.list_pending()
     assert pending.id == report.pending_version and pending.status == "pending"
     assert pending_threads(store, pending.id) == {shop, docs}
 
-    decision = store.approve_pending(pending.id)
+    decision = store.pending.approve_pending(pending.id)
     publish(store, memory_dir)
 
     assert decision is not None and decision.done and decision.version is not None
-    assert store.current_version().version == decision.version  # type: ignore[union-attr]
+    assert store.versions.current_version().version == decision.version  # type: ignore[union-attr]
     assert current_threads(store) == {shop, docs}
     assert docs in (memory_dir / "MEMORY.md").read_text()
-    assert store.list_pending() == []
-    approved = store.get_pending(pending.id)
+    assert store.pending.list_pending() == []
+    approved = store.pending.get_pending(pending.id)
     assert approved is not None and approved.status == "approved"
     assert approved.published_version == decision.version
 
@@ -93,16 +93,16 @@ def test_a_rejected_result_is_not_proposed_again_without_new_evidence(store: Sto
     first = consolidate(store).pending_version
     assert first is not None
 
-    decision = store.reject_pending(first, "not useful")
+    decision = store.pending.reject_pending(first, "not useful")
     assert decision is not None and decision.done
-    rejected = store.get_pending(first)
+    rejected = store.pending.get_pending(first)
     assert rejected is not None and rejected.status == "rejected"
     assert rejected.reason == "not useful"
 
     # Nothing changed: a run has nothing to consolidate, a rebuild proposes the same content.
     assert consolidate(store).pending_version is None
     assert consolidate(store, rebuild=True).pending_version is None
-    assert store.list_pending() == [] and store.current_version() is None
+    assert store.pending.list_pending() == [] and store.versions.current_version() is None
 
     # New evidence elsewhere is proposed, without the rejected content.
     docs = session(store, DOCS, 2)
@@ -121,16 +121,16 @@ def test_a_forget_during_review_removes_the_thread_from_pending_and_current(
     assert pending_id is not None
     assert pending_threads(store, pending_id) == {shop, docs, tools}
 
-    assert store.forget_thread(shop)
+    assert store.admin.forget_thread(shop)
 
     assert shop not in current_threads(store)
     assert pending_threads(store, pending_id) == {docs, tools}
 
     # A pending version left with nothing of its own to review is dropped.
-    assert store.forget_thread(docs)
-    assert store.forget_thread(tools)
-    assert store.list_pending() == []
-    dropped = store.get_pending(pending_id)
+    assert store.admin.forget_thread(docs)
+    assert store.admin.forget_thread(tools)
+    assert store.pending.list_pending() == []
+    dropped = store.pending.get_pending(pending_id)
     assert dropped is not None and dropped.status == "dropped" and dropped.reason
 
 
@@ -142,15 +142,15 @@ def test_approving_a_version_a_later_approval_superseded_is_refused(store: Store
     assert first is not None and second is not None and first < second
     assert pending_threads(store, second) == {shop, docs}
 
-    approved = store.approve_pending(second)
+    approved = store.pending.approve_pending(second)
     assert approved is not None and approved.done
     assert current_threads(store) == {shop, docs}
 
-    late = store.approve_pending(first)
+    late = store.pending.approve_pending(first)
     assert late is not None and not late.done and late.version is None
     assert late.record.status == "superseded" and late.record.superseded_by == second
     assert late.record.published_version == approved.version
-    assert store.current_version().version == approved.version  # type: ignore[union-attr]
+    assert store.versions.current_version().version == approved.version  # type: ignore[union-attr]
 
 
 def test_a_later_pending_version_survives_the_approval_of_the_one_before(store: Store) -> None:
@@ -160,10 +160,10 @@ def test_a_later_pending_version_survives_the_approval_of_the_one_before(store: 
     second = consolidate(store).pending_version
     assert first is not None and second is not None
 
-    assert store.approve_pending(first).done  # type: ignore[union-attr]
+    assert store.pending.approve_pending(first).done  # type: ignore[union-attr]
     assert current_threads(store) == {shop}
-    assert [p.id for p in store.list_pending()] == [second]
-    assert store.approve_pending(second).done  # type: ignore[union-attr]
+    assert [p.id for p in store.pending.list_pending()] == [second]
+    assert store.pending.approve_pending(second).done  # type: ignore[union-attr]
     assert current_threads(store) == {shop, docs}
 
 
@@ -176,10 +176,10 @@ def test_rejecting_a_pending_version_takes_its_content_out_of_the_later_ones(
     second = consolidate(store).pending_version
     assert first is not None and second is not None
 
-    assert store.reject_pending(first, None).done  # type: ignore[union-attr]
+    assert store.pending.reject_pending(first, None).done  # type: ignore[union-attr]
 
     assert pending_threads(store, second) == {docs}
-    assert store.approve_pending(second).done  # type: ignore[union-attr]
+    assert store.pending.approve_pending(second).done  # type: ignore[union-attr]
     assert current_threads(store) == {docs}
 
 
@@ -195,10 +195,10 @@ def test_a_pending_version_older_than_a_new_current_one_is_rebased(store: Store)
     assert report.version is not None
     assert current_threads(store) == {shop, tools}
 
-    [pending] = store.list_pending()
+    [pending] = store.pending.list_pending()
     assert pending.id == pending_id and pending.built_on == report.version
     assert pending_threads(store, pending_id) == {shop, docs, tools}
-    assert store.approve_pending(pending_id).done  # type: ignore[union-attr]
+    assert store.pending.approve_pending(pending_id).done  # type: ignore[union-attr]
     assert current_threads(store) == {shop, docs, tools}
 
 
@@ -207,12 +207,12 @@ def test_a_pending_version_whose_thread_was_cleared_is_dropped(store: Store) -> 
     pending_id = consolidate(store).pending_version
     assert pending_id is not None
 
-    report = store.clear_all()
+    report = store.admin.clear_all()
 
     assert report.pending_versions == 1
-    assert store.list_pending() == [] and store.get_pending(pending_id) is None
-    assert store.approve_pending(pending_id) is None
-    assert store.current_version() is None
+    assert store.pending.list_pending() == [] and store.pending.get_pending(pending_id) is None
+    assert store.pending.approve_pending(pending_id) is None
+    assert store.versions.current_version() is None
 
 
 def test_a_pending_version_whose_session_was_deleted_is_dropped(store: Store) -> None:
@@ -220,12 +220,12 @@ def test_a_pending_version_whose_session_was_deleted_is_dropped(store: Store) ->
     pending_id = consolidate(store).pending_version
     assert pending_id is not None
 
-    assert store.mark_deleted([shop]) == 1
+    assert store.threads.mark_deleted([shop]) == 1
 
-    assert store.list_pending() == []
-    dropped = store.get_pending(pending_id)
+    assert store.pending.list_pending() == []
+    dropped = store.pending.get_pending(pending_id)
     assert dropped is not None and dropped.status == "dropped"
-    assert store.approve_pending(pending_id).done is False  # type: ignore[union-attr]
+    assert store.pending.approve_pending(pending_id).done is False  # type: ignore[union-attr]
 
 
 def test_a_pending_version_whose_block_changed_under_it_is_dropped_and_requeued(
@@ -240,10 +240,10 @@ def test_a_pending_version_whose_block_changed_under_it_is_dropped_and_requeued(
     third = session(store, SHOP, 2)
     assert consolidate(store, review=False).version is not None
 
-    dropped = store.get_pending(pending_id)
+    dropped = store.pending.get_pending(pending_id)
     assert dropped is not None and dropped.status == "dropped"
     assert dropped.reason is not None and "queued again" in dropped.reason
-    assert store.approve_pending(pending_id).done is False  # type: ignore[union-attr]
+    assert store.pending.approve_pending(pending_id).done is False  # type: ignore[union-attr]
     assert current_threads(store) == {first, third}
 
     again = consolidate(store).pending_version
@@ -269,12 +269,12 @@ def test_an_approval_fences_off_a_phase_two_run_in_flight(store: Store) -> None:
     pending_id = consolidate(store).pending_version
     assert pending_id is not None
     session(store, DOCS, 1)
-    claim = store.try_claim_phase2(lease_seconds=60)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=60)
     assert claim.claimed
 
-    assert store.approve_pending(pending_id).done  # type: ignore[union-attr]
+    assert store.pending.approve_pending(pending_id).done  # type: ignore[union-attr]
 
-    late = store.commit_phase2(claim, None, cooldown_seconds=0, review=True)
+    late = store.consolidation.commit_phase2(claim, None, cooldown_seconds=0, review=True)
     assert not late.committed
     # The run was fenced off, not lost: the next one consolidates the new session on top.
     again = consolidate(store).pending_version
@@ -286,16 +286,16 @@ def test_a_written_summary_waits_with_its_pending_version_and_loses_forgotten_th
 ) -> None:
     add_output(store, "a", "alpha")
     add_output(store, "b", "beta")
-    claim = store.try_claim_phase2(lease_seconds=60)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=60)
     result = replace(result_of(memory_citing(("a",), ("b",))), summary_md=written_summary("a", "b"))
-    commit = store.commit_phase2(claim, result, cooldown_seconds=0, review=True)
+    commit = store.consolidation.commit_phase2(claim, result, cooldown_seconds=0, review=True)
     assert commit.committed and commit.pending is not None and commit.version is None
 
-    assert store.forget_thread("a")
-    decision = store.approve_pending(commit.pending)
+    assert store.admin.forget_thread("a")
+    decision = store.pending.approve_pending(commit.pending)
 
     assert decision is not None and decision.done
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.summary_md is not None
     assert "thread_id=a" not in current.summary_md and "thread_id=b" in current.summary_md
 
@@ -304,7 +304,7 @@ def test_a_changed_session_proposes_rejected_content_again(store: Store) -> None
     shop = session(store, SHOP)
     first = consolidate(store).pending_version
     assert first is not None
-    assert store.reject_pending(first, None).done  # type: ignore[union-attr]
+    assert store.pending.reject_pending(first, None).done  # type: ignore[union-attr]
     assert consolidate(store, rebuild=True).pending_version is None
 
     notes = ExtractiveNotes(

@@ -8,13 +8,13 @@ from datetime import timedelta
 
 from consolidator.db.store import Store, ThreadChange
 from tests.factories import T0, header
-from tests.store_reads import list_threads
+from tests.store_reads import get_job, list_threads
 
 
 def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
-    driven.register_thread(header("known", T0), ingested=False, retry_budget=3)
-    driven.register_thread(header("forgotten", T0), ingested=False, retry_budget=3)
-    driven.forget_thread("forgotten")
+    driven.threads.register_thread(header("known", T0), ingested=False, retry_budget=3)
+    driven.threads.register_thread(header("forgotten", T0), ingested=False, retry_budget=3)
+    driven.admin.forget_thread("forgotten")
     bad = replace(header("bad", T0), problem="not a rollout: no session header")
     batch = [
         header("new", T0),
@@ -23,7 +23,7 @@ def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
         header("forgotten", T0),
     ]
 
-    changes = driven.register_threads(batch, ingested=False, retry_budget=3)
+    changes = driven.threads.register_threads(batch, ingested=False, retry_budget=3)
 
     assert changes == [
         ThreadChange.NEW,
@@ -36,7 +36,7 @@ def test_a_batch_records_what_one_at_a_time_would(driven: Store) -> None:
         "known",
         "bad",
     }
-    assert driven.get_thread("forgotten") is None
-    new, known = driven.get_job("stage1", "new"), driven.get_job("stage1", "known")
-    assert new is not None and known is not None and driven.get_job("stage1", "bad") is None
+    assert driven.threads.get_thread("forgotten") is None
+    new, known = get_job(driven, "stage1", "new"), get_job(driven, "stage1", "known")
+    assert new is not None and known is not None and get_job(driven, "stage1", "bad") is None
     assert known.input_watermark > new.input_watermark  # raised by the newer header

@@ -1,6 +1,6 @@
 """The scanner on a real tree, on a real SQLite file and the real PostgreSQL.
 
-A rescan compares the bare rows of `Store.scan_index` with one `stat` per file.
+A rescan compares the bare rows of `ThreadRepository.scan_index` with one `stat` per file.
 These tests pin what it decides: new, changed, unchanged, bad, deleted, forgotten, and what it
 must not delete. The last one replays random changes to a tree through the scan and through
 the plain comparison it replaced (`known_files` objects and a set of the paths seen), which
@@ -28,6 +28,7 @@ from consolidator.sources import discovery
 from consolidator.sources.discovery import DiscoveryProblem, stat_file
 from consolidator.sources.items import RolloutHeader, SourceFormat
 from tests.factories import discover_rollouts, write_small_rollout
+from tests.store_reads import known_files
 
 T0_NS = 1_795_000_000_000_000_000
 
@@ -98,7 +99,7 @@ def header(thread_id: str, *, size: int = 100, problem: str | None = None) -> Ro
 def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
     def register(thread_id: str, source_id: str | None, **kwargs: Any) -> None:
         ingested = thread_id == "ingested"
-        store.register_thread(
+        store.threads.register_thread(
             header(thread_id, **kwargs), ingested=ingested, retry_budget=3, source_id=source_id
         )
 
@@ -108,11 +109,11 @@ def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
     register("deleted", "laptop", size=40)
     register("forgotten", "laptop", size=50)
     register("theirs", "ci", size=60)
-    assert store.mark_deleted(["deleted"]) == 1
-    assert store.forget_thread("forgotten")
+    assert store.threads.mark_deleted(["deleted"]) == 1
+    assert store.admin.forget_thread("forgotten")
 
-    index = store.scan_index()
-    known = store.known_files()
+    index = store.threads.scan_index()
+    known = known_files(store)
     # Deleted and forgotten threads keep no path: they share the empty one.
     named = {"active", "bad", "ingested", "theirs"}
     assert index.keys() == known.keys() == {f"/sessions/{name}.jsonl" for name in named} | {""}
@@ -141,15 +142,15 @@ def test_scan_index_is_known_files_as_bare_rows(store: Store) -> None:
     assert by_thread["active"][1:3] == (10, T0_NS + 10)
 
     # A source sees its own threads and those registered from no source in particular.
-    laptop = store.scan_index("laptop")
-    assert laptop.keys() == store.known_files("laptop").keys()
+    laptop = store.threads.scan_index("laptop")
+    assert laptop.keys() == known_files(store, "laptop").keys()
     assert {row[4] for path, row in laptop.items() if path} == {"active", "bad", "ingested"}
-    assert {row[4] for row in store.scan_index("ci").values()} == {"ingested", "theirs"}
+    assert {row[4] for row in store.threads.scan_index("ci").values()} == {"ingested", "theirs"}
 
 
 def test_scan_index_of_an_empty_database(store: Store) -> None:
-    assert store.scan_index() == {}
-    assert store.scan_index("laptop") == {}
+    assert store.threads.scan_index() == {}
+    assert store.threads.scan_index("laptop") == {}
 
 
 # --- the scan -------------------------------------------------------------------------------
@@ -186,11 +187,11 @@ def test_rescan_registers_only_what_changed(
 
     # A vanished file is deleted input; a forgotten one stays forgotten whatever its file does.
     paths["c"].unlink()
-    assert store.forget_thread(ids["d"])
+    assert store.admin.forget_thread(ids["d"])
     write_small_rollout(paths["d"], ids["d"], messages=3)
     assert counts(scan(store, sessions, retry_budget=3)) == (0, 0, 5, 1, 0)
     assert states(store)[ids["c"]] == ThreadState.DELETED.value
-    assert ids["d"] not in states(store) and store.is_forgotten(ids["d"])
+    assert ids["d"] not in states(store) and store.threads.is_forgotten(ids["d"])
 
     # The deleted file comes back, unchanged to the byte: it is registered again.
     write_small_rollout(paths["c"], ids["c"])
@@ -252,7 +253,7 @@ def reference_scan(
     """The scan as it was before its tuning for large trees: `KnownFile` objects and a set of
     paths seen."""
     report = ScanReport()
-    known = store.known_files(source_id)
+    known = known_files(store, source_id)
     root = sessions_dir.expanduser().resolve()
     seen: set[str] = set()
     replaced: list[str] = []
@@ -302,7 +303,7 @@ def reference_scan(
         else:
             report.changed += 1
     if replaced:
-        report.deleted += store.mark_deleted(replaced)
+        report.deleted += store.threads.mark_deleted(replaced)
     for problem in problems:
         report.warnings.append(str(problem))
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
@@ -327,7 +328,7 @@ def reference_scan(
         ):
             vanished.append(entry.thread_id)
     if vanished:
-        report.deleted += store.mark_deleted(vanished)
+        report.deleted += store.threads.mark_deleted(vanished)
     return report
 
 
@@ -402,7 +403,7 @@ def test_rescan_decides_as_the_plain_comparison(
         ids = sorted(row[0] for row in thread_rows(fast) if row[2] != "forgotten")
         if ids:
             thread_id = rng.choice(ids)
-            assert fast.forget_thread(thread_id) == plain.forget_thread(thread_id)
+            assert fast.admin.forget_thread(thread_id) == plain.admin.forget_thread(thread_id)
 
     def ingest_outside() -> None:
         path = write_small_rollout(elsewhere / f"rollout-{uuid.uuid4()}.jsonl", str(uuid.uuid4()))
@@ -463,20 +464,23 @@ def test_threads_forgotten_before_tombstones_lose_their_names_at_the_next_forget
         size=10,
         mtime_ns=T0_NS,
     )
-    store.register_thread(legacy, ingested=False, retry_budget=3)
+    store.threads.register_thread(legacy, ingested=False, retry_budget=3)
     with store.engine.begin() as connection:
         connection.execute(
             update(Thread)
             .where(Thread.thread_id == "legacy-thread")
             .values(state=ThreadState.FORGOTTEN.value)
         )
-    store.register_thread(header("other"), ingested=False, retry_budget=3)
+    store.threads.register_thread(header("other"), ingested=False, retry_budget=3)
 
-    store.clear_all()
+    store.admin.clear_all()
 
     with store.engine.connect() as connection:
         metadata = connection.execute(select(Thread.cwd, Thread.git_branch)).all()
     rows = repr(thread_rows(store)) + repr(metadata)
     assert "legacy-thread" not in rows and "acme" not in rows and "rollout-legacy" not in rows
-    assert store.is_forgotten("legacy-thread")
-    assert store.register_thread(legacy, ingested=False, retry_budget=3) is ThreadChange.UNCHANGED
+    assert store.threads.is_forgotten("legacy-thread")
+    assert (
+        store.threads.register_thread(legacy, ingested=False, retry_budget=3)
+        is ThreadChange.UNCHANGED
+    )

@@ -25,7 +25,7 @@ def make_tree(root: Path, count: int) -> list[Path]:
 
 def state_counts(store: Store) -> dict[str, int]:
     found: dict[str, int] = {}
-    for row in store.scan_index().values():
+    for row in store.threads.scan_index().values():
         found[row[3]] = found.get(row[3], 0) + 1
     return found
 
@@ -60,12 +60,12 @@ def test_a_lost_folder_holds_its_deletions_while_the_other_folder_deletes(
     assert (report.deleted, report.held) == (1, 3)
     assert report.held_reason and "missing" in report.held_reason
     assert state_counts(store) == {ThreadState.ACTIVE.value: 5, ThreadState.DELETED.value: 1}
-    assert store.held_deletions("h") == 3
+    assert store.threads.held_deletions("h") == 3
 
     # Confirmed, the lost folder's deletions apply too.
     confirmed = scan(store, [codex, claude], retry_budget=3, source_id="h", confirm_deletions=True)
     assert (confirmed.deleted, confirmed.held) == (3, 0)
-    assert store.held_deletions("h") == 0
+    assert store.threads.held_deletions("h") == 0
 
 
 def test_no_folder_at_all_is_a_warning(store: Store, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_waiting_sessions_are_counted_by_what_holds_them_back(
     driven: Store, clock: DrivenClock
 ) -> None:
     now = clock.now
-    driven.register_threads(
+    driven.threads.register_threads(
         [
             header("old-one", now - timedelta(days=45)),
             header("old-two", now - timedelta(days=31)),
@@ -89,14 +89,14 @@ def test_waiting_sessions_are_counted_by_what_holds_them_back(
         retry_budget=3,
     )
     limits = Eligibility(min_idle_seconds=3600, max_age_days=30)
-    waiting = driven.count_waiting_stage1(limits)
+    waiting = driven.stage_one.count_waiting_stage1(limits)
     assert (waiting.too_old, waiting.not_idle) == (2, 1)
-    assert driven.count_claimable_stage1(limits) == 1
+    assert driven.stage_one.count_claimable_stage1(limits) == 1
 
-    no_age_limit = driven.count_waiting_stage1(Eligibility(3600, 0))
+    no_age_limit = driven.stage_one.count_waiting_stage1(Eligibility(3600, 0))
     assert (no_age_limit.too_old, no_age_limit.not_idle) == (0, 1)
 
     # A session read is no longer waiting, whatever its age.
-    (claim,) = driven.claim_stage1_batch(limit=5, lease_seconds=60, eligibility=limits)
+    (claim,) = driven.stage_one.claim_stage1_batch(limit=5, lease_seconds=60, eligibility=limits)
     assert claim.job_key == "ready"
-    assert driven.count_waiting_stage1(limits).too_old == 2
+    assert driven.stage_one.count_waiting_stage1(limits).too_old == 2

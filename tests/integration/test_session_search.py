@@ -35,8 +35,10 @@ def store_output(
     days_ago: float = 1.0,
 ) -> None:
     moment = T0 - timedelta(days=days_ago)
-    store.register_thread(header(thread_id, moment, cwd=cwd), ingested=False, retry_budget=3)
-    claim = store.try_claim_stage1(thread_id, lease_seconds=LEASE)
+    store.threads.register_thread(
+        header(thread_id, moment, cwd=cwd), ingested=False, retry_budget=3
+    )
+    claim = store.stage_one.try_claim_stage1(thread_id, lease_seconds=LEASE)
     assert claim.claimed, claim
     payload = Stage1Payload(
         raw_memory=raw_memory,
@@ -45,7 +47,7 @@ def store_output(
         backend="extractive",
         model="extractive-v1",
     )
-    assert store.complete_stage1(claim, payload)
+    assert store.stage_one.complete_stage1(claim, payload)
 
 
 def filler(store: Store, count: int, *, cwd: str = BILLING, seed: int = 7) -> list[str]:
@@ -68,7 +70,9 @@ def filler(store: Store, count: int, *, cwd: str = BILLING, seed: int = 7) -> li
 
 
 def found(store: Store, query: str, scope: SearchScope | None = None, limit: int = 10) -> list[str]:
-    hits = store.search_sessions(QueryTerms.parse(query), scope or SearchScope(None), limit=limit)
+    hits = store.search.search_sessions(
+        QueryTerms.parse(query), scope or SearchScope(None), limit=limit
+    )
     return [hit.thread_id for hit in hits]
 
 
@@ -93,7 +97,7 @@ def test_the_session_stating_the_detail_ranks_first_among_a_thousand(store: Stor
 def test_a_hit_carries_its_session_date_snippet_and_place(store: Store) -> None:
     store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES, days_ago=3)
 
-    (hit,) = store.search_sessions(QueryTerms.parse("empty csv files"), SearchScope(None))
+    (hit,) = store.search.search_sessions(QueryTerms.parse("empty csv files"), SearchScope(None))
 
     assert hit.thread_id == "the-detail"
     assert hit.cwd == BILLING
@@ -154,7 +158,7 @@ def test_a_date_or_a_scope_of_more_folders_than_the_index_keys_still_filters(
     hits = found(store, "retry backoff", scope, limit=500)
     assert sorted(hits) == sorted([f"m-{index:03d}" for index in range(len(many))] + ["old"])
 
-    recent = store.search_sessions(
+    recent = store.search.search_sessions(
         QueryTerms.parse("retry backoff"),
         SearchScope(BILLING),
         since=T0 - timedelta(days=30),
@@ -171,8 +175,8 @@ def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str
     store_output(store, "kept", "Met the other vendor.", "- the other vendor owns billing")
     assert found(store, secret_word) == ["doomed"]
 
-    assert store.forget_thread("doomed")
-    assert store.purge_free_space()
+    assert store.admin.forget_thread("doomed")
+    assert store.admin.purge_free_space()
 
     assert found(store, secret_word) == []
     assert found(store, "other vendor")[0] == "kept"
@@ -185,15 +189,15 @@ def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str
 def test_nothing_to_remember_and_clear_all_empty_the_index(store: Store) -> None:
     store_output(store, "first", "Chased the flaky websocket test.", "- websocket flakes")
     store_output(store, "second", "Websocket reconnects.", "- websocket reconnect backoff")
-    store.register_thread(
+    store.threads.register_thread(
         header("first", T0 + timedelta(hours=1), size=200), ingested=False, retry_budget=3
     )
-    claim = store.try_claim_stage1("first", lease_seconds=LEASE)
+    claim = store.stage_one.try_claim_stage1("first", lease_seconds=LEASE)
     assert claim.claimed
-    assert store.complete_stage1(claim, None)
+    assert store.stage_one.complete_stage1(claim, None)
     assert found(store, "websocket") == ["second"]
 
-    store.clear_all()
+    store.admin.clear_all()
     assert found(store, "websocket") == []
 
 
@@ -235,7 +239,7 @@ def test_reindex_rebuilds_an_index_restored_without_it(store: Store, db_url: str
             connection.execute(text("DELETE FROM session_search"))
         assert found(store, "nightly") == []
 
-    assert store.reindex_sessions() == 1
+    assert store.search.reindex_sessions() == 1
     assert found(store, "nightly") == ["the-detail"]
 
 

@@ -82,9 +82,9 @@ def test_sessions_before_stage_one_are_pending_and_after_it_wait_for_phase_two(
         GREETING_ID: "pending",
     }
     # Held back by age or idleness: the answer names the setting that admits it.
-    rows = {r.thread_id: r for r in store.session_rows(Eligibility(10**9, 0))}
+    rows = {r.thread_id: r for r in store.sessions.session_rows(Eligibility(10**9, 0))}
     assert rows[BILLING_ID].not_idle and rows[BILLING_ID].claimable
-    rows = {r.thread_id: r for r in store.session_rows(Eligibility(0, 1))}
+    rows = {r.thread_id: r for r in store.sessions.session_rows(Eligibility(0, 1))}
     assert rows[BILLING_ID].too_old and not rows[BILLING_ID].not_idle
 
     cli("stage1")
@@ -109,7 +109,7 @@ def test_held_back_sessions_name_the_setting_that_admits_them(cli: Cli, store: S
         settings = build_settings(
             {"min_idle_seconds": eligibility.min_idle_seconds, "max_age_days": 1}, environ={}
         )
-        [row] = store.session_rows(eligibility)
+        [row] = store.sessions.session_rows(eligibility)
         assert verdict(row, standing, settings)[0] == state
         assert setting in verdict(row, standing, settings)[1]
 
@@ -119,12 +119,12 @@ def test_claimed_failed_and_exhausted_sessions(cli: Cli, store: Store) -> None:
     clone_rollout(cli.sessions / "docs.jsonl", source=DOCS)
     clone_rollout(cli.sessions / "newer.jsonl", source=NEWER)
     cli("scan")
-    running = store.try_claim_stage1(BILLING_ID, lease_seconds=600)
-    failed = store.try_claim_stage1(DOCS_ID, lease_seconds=600)
-    exhausted = store.try_claim_stage1(NEWER_ID, lease_seconds=600)
+    running = store.stage_one.try_claim_stage1(BILLING_ID, lease_seconds=600)
+    failed = store.stage_one.try_claim_stage1(DOCS_ID, lease_seconds=600)
+    exhausted = store.stage_one.try_claim_stage1(NEWER_ID, lease_seconds=600)
     assert running.claimed and failed.claimed and exhausted.claimed
-    assert store.fail_job(failed, "answer breaks the schema", retryable=True)
-    assert store.fail_job(exhausted, "the endpoint refused the request", retryable=False)
+    assert store.stage_one.fail_job(failed, "answer breaks the schema", retryable=True)
+    assert store.stage_one.fail_job(exhausted, "the endpoint refused the request", retryable=False)
 
     found = states(cli)
 
@@ -137,7 +137,7 @@ def test_claimed_failed_and_exhausted_sessions(cli: Cli, store: Store) -> None:
 
 
 def test_set_aside_under_review_bad_and_deleted_sessions(cli: Cli, store: Store) -> None:
-    from consolidator.db.outcomes import record_set_aside
+    from consolidator.db.quarantine import record_set_aside
 
     clone_rollout(cli.sessions / "billing.jsonl")
     docs = clone_rollout(cli.sessions / "docs.jsonl", source=DOCS)
@@ -162,7 +162,7 @@ def test_set_aside_under_review_bad_and_deleted_sessions(cli: Cli, store: Store)
     assert isinstance(review, dict)
     cli("reject", str(review["pending"][-1]["version"]), "--reason", "not yet")
     reason = "input set aside: the answer cites ids it was not shown"
-    with store._write() as connection:
+    with store.database.write() as connection:
         item = QuarantineItem(reason, "the input", frozenset([NEWER_ID]))
         record_set_aside(connection, [item], [], store.now())
 

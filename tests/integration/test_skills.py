@@ -59,7 +59,7 @@ def test_a_procedure_in_three_sessions_on_two_days_is_proposed_approved_and_publ
     report = consolidate(store)
 
     assert report.skills.proposed == [NAME]
-    [record] = store.list_skills()
+    [record] = store.skills.list_skills()
     assert record.state == "pending" and record.proposed is not None
     assert record.proposed.steps == ROUTINE
     assert record.proposed.thread_ids == set(threads)
@@ -83,7 +83,7 @@ def test_a_procedure_in_three_sessions_on_two_days_is_proposed_approved_and_publ
     for thread_id in threads:
         assert f"thread_id={thread_id}" in text
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert store.list_skills()[0].state == "approved"
+    assert store.skills.list_skills()[0].state == "approved"
     # Nothing new: the next run proposes nothing and the published file stays.
     add_session(store, DAY_TWO + timedelta(hours=1), ("make docs",))
     assert consolidate(store).skills.proposed == []
@@ -98,7 +98,7 @@ def test_too_few_sessions_or_days_propose_nothing(store: Store) -> None:
     report = consolidate(store)
 
     assert report.skills.proposed == []
-    assert store.list_skills() == []
+    assert store.skills.list_skills() == []
 
 
 def test_a_failure_and_its_fix_in_three_sessions_is_proposed_as_a_fix(store: Store) -> None:
@@ -111,7 +111,7 @@ def test_a_failure_and_its_fix_in_three_sessions_is_proposed_as_a_fix(store: Sto
     report = consolidate(store)
 
     assert report.skills.proposed == ["fix-uv-run-pytest"]
-    record = store.get_skill("fix-uv-run-pytest")
+    record = store.skills.get_skill("fix-uv-run-pytest")
     assert record is not None and record.proposed is not None
     assert record.proposed.steps == ("uv pip install -e .", "uv run pytest -q")
     assert "ModuleNotFoundError" in record.proposed.symptom
@@ -127,11 +127,11 @@ def test_forgetting_two_of_three_sessions_withdraws_the_skill_and_its_file(
     publish(store, memory_dir)
     assert skill_file(memory_dir).is_file()
 
-    assert store.forget_thread(threads[0])
-    assert store.forget_thread(threads[1])
+    assert store.admin.forget_thread(threads[0])
+    assert store.admin.forget_thread(threads[1])
     publish(store, memory_dir)
 
-    assert store.list_skills() == []
+    assert store.skills.list_skills() == []
     assert not skill_file(memory_dir).exists()
     assert not (memory_dir / "skills" / NAME).exists()
     assert (memory_dir / "MEMORY.md").is_file()
@@ -144,11 +144,11 @@ def test_forgetting_one_of_four_sessions_keeps_the_skill_without_it(
     consolidate(store)
     decide.approve(store, NAME)
 
-    store.forget_thread(threads[0])
+    store.admin.forget_thread(threads[0])
     memory_dir = tmp_path / "memories"
     publish(store, memory_dir)
 
-    [record] = store.list_skills()
+    [record] = store.skills.list_skills()
     assert record.published is not None and record.published.thread_ids == set(threads[1:])
     text = skill_file(memory_dir).read_text()
     assert threads[0] not in text and threads[1] in text
@@ -158,9 +158,9 @@ def test_a_pending_skill_is_withdrawn_by_a_forget_too(store: Store) -> None:
     threads = three_sessions(store)
     consolidate(store)
 
-    store.forget_thread(threads[2])
+    store.admin.forget_thread(threads[2])
 
-    assert store.list_skills() == []
+    assert store.skills.list_skills() == []
     with pytest.raises(decide.UnknownSkill):
         decide.approve(store, NAME)
 
@@ -170,17 +170,17 @@ def test_a_skill_name_with_path_characters_is_refused_by_the_gate(
 ) -> None:
     threads = three_sessions(store)
     consolidate(store)
-    record = store.get_skill(NAME)
+    record = store.skills.get_skill(NAME)
     assert record is not None and record.proposed is not None
-    live = {output.thread_id: output.cwd for output in store.list_stage1_outputs(threads)}
-    store.reject_skill(NAME, record.proposed_json or "", None)
+    live = {output.thread_id: output.cwd for output in store.outputs.list_stage1_outputs(threads)}
+    store.skills.reject_skill(NAME, record.proposed_json or "", None)
 
     for bad in ("../../outside", "skills/x", "a/b", "..", "x\\y", "Upper", "claude-helper"):
         candidate = replace(record.proposed, name=bad, steps=(*ROUTINE, f"echo {len(bad)}"))
         report = propose_candidates(store, [candidate], live)
         assert report.proposed == [] and len(report.refused) == 1, bad
         assert "name" in report.refused[0]
-    assert [r.name for r in store.list_skills()] == [NAME]
+    assert [r.name for r in store.skills.list_skills()] == [NAME]
     publish(store, tmp_path / "memories")
     assert not (tmp_path / "outside").exists()
     assert not (tmp_path / "memories" / "skills").exists()
@@ -189,9 +189,9 @@ def test_a_skill_name_with_path_characters_is_refused_by_the_gate(
 def test_a_skill_carrying_an_injection_or_a_dead_citation_is_refused(store: Store) -> None:
     threads = three_sessions(store)
     consolidate(store)
-    record = store.get_skill(NAME)
+    record = store.skills.get_skill(NAME)
     assert record is not None and record.proposed is not None
-    live = {output.thread_id: output.cwd for output in store.list_stage1_outputs(threads)}
+    live = {output.thread_id: output.cwd for output in store.outputs.list_stage1_outputs(threads)}
     hostile = replace(
         record.proposed,
         name="hostile",
@@ -204,7 +204,7 @@ def test_a_skill_carrying_an_injection_or_a_dead_citation_is_refused(store: Stor
     assert propose_candidates(store, [hostile], live).refused
     assert propose_candidates(store, [invisible], live).refused
     assert propose_candidates(store, [replace(record.proposed, name="dead")], dead).refused
-    assert [r.name for r in store.list_skills()] == [NAME]
+    assert [r.name for r in store.skills.list_skills()] == [NAME]
 
 
 def test_a_skill_detected_before_a_forget_is_not_stored_after_it(store: Store) -> None:
@@ -212,15 +212,17 @@ def test_a_skill_detected_before_a_forget_is_not_stored_after_it(store: Store) -
     skill row may cite the forgotten session or carry its words."""
     threads = three_sessions(store)
     consolidate(store)
-    record = store.get_skill(NAME)
+    record = store.skills.get_skill(NAME)
     assert record is not None and record.proposed is not None
-    read_before = {output.thread_id: output.cwd for output in store.list_stage1_outputs(threads)}
-    store.forget_thread(threads[0])
-    assert store.list_skills() == []
+    read_before = {
+        output.thread_id: output.cwd for output in store.outputs.list_stage1_outputs(threads)
+    }
+    store.admin.forget_thread(threads[0])
+    assert store.skills.list_skills() == []
 
     report = propose_candidates(store, [record.proposed], read_before)
 
-    assert report.proposed == [] and store.list_skills() == []
+    assert report.proposed == [] and store.skills.list_skills() == []
 
 
 def test_a_rejected_skill_is_not_proposed_again_without_new_evidence(store: Store) -> None:
@@ -228,25 +230,25 @@ def test_a_rejected_skill_is_not_proposed_again_without_new_evidence(store: Stor
     consolidate(store)
 
     decide.reject(store, NAME, "we run make instead")
-    [record] = store.list_skills()
+    [record] = store.skills.list_skills()
     assert record.state == "rejected" and record.reason == "we run make instead"
 
     add_session(store, DAY_TWO + timedelta(hours=1), ("make docs",))
     assert consolidate(store).skills.proposed == []
-    assert store.list_skills()[0].state == "rejected"
+    assert store.skills.list_skills()[0].state == "rejected"
     with pytest.raises(decide.SkillDecisionError):
         decide.approve(store, NAME)
 
     # A new session with the same procedure is new evidence.
     add_session(store, DAY_TWO + timedelta(hours=2))
     assert consolidate(store).skills.proposed == [NAME]
-    assert store.list_skills()[0].state == "pending"
+    assert store.skills.list_skills()[0].state == "pending"
 
 
 def test_clear_all_removes_every_skill(store: Store) -> None:
     three_sessions(store)
     consolidate(store)
 
-    report = store.clear_all()
+    report = store.admin.clear_all()
 
-    assert report.skills == 1 and store.list_skills() == []
+    assert report.skills == 1 and store.skills.list_skills() == []

@@ -52,6 +52,7 @@ from consolidator.db.store import (
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import decode, encode
 from tests.factories import T0, DrivenClock, header
+from tests.store_reads import status_counts
 
 LEASE = 60
 COOLDOWN = 300
@@ -186,7 +187,7 @@ class StoreMachine(RuleBasedStateMachine):
         )
 
     def _claim_stage1(self, thread_id: str) -> Claim:
-        claim = self.store.try_claim_stage1(thread_id, lease_seconds=LEASE)
+        claim = self.store.stage_one.try_claim_stage1(thread_id, lease_seconds=LEASE)
         owner = self.stage1_owner.get(thread_id)
         leased = owner is not None and self.clock.now < owner[1]
         assert (claim.outcome is ClaimOutcome.SKIPPED_RUNNING) == leased, (claim, owner)
@@ -210,7 +211,7 @@ class StoreMachine(RuleBasedStateMachine):
     def _add_input(self, thread_id: str) -> None:
         """A newer rollout for the thread, extracted at once by a worker of its own."""
         self.minute += 1
-        change = self.store.register_thread(
+        change = self.store.threads.register_thread(
             header(thread_id, T0 + timedelta(minutes=self.minute)), ingested=False, retry_budget=3
         )
         if thread_id in self.forgotten:
@@ -219,7 +220,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.registered.add(thread_id)
         claim = self._claim_stage1(thread_id)
         if claim.claimed:
-            assert self.store.complete_stage1(
+            assert self.store.stage_one.complete_stage1(
                 claim,
                 Stage1Payload(
                     raw_memory=f"notes of {thread_id} at {self.minute}",
@@ -253,7 +254,7 @@ class StoreMachine(RuleBasedStateMachine):
             model="m",
         )
         owner = self._is_owner(claim)
-        assert self.store.complete_stage1(claim, payload) is owner
+        assert self.store.stage_one.complete_stage1(claim, payload) is owner
         if owner:
             self._released(claim)
             self.live.add(claim.job_key)
@@ -274,13 +275,13 @@ class StoreMachine(RuleBasedStateMachine):
     @precondition(lambda machine: machine.phase2_matters())
     @rule()
     def claim_phase2(self) -> None:
-        claim = self.store.try_claim_phase2(lease_seconds=LEASE)
+        claim = self.store.phase_two.try_claim_phase2(lease_seconds=LEASE)
         leased = self.phase2_owner is not None and self.clock.now < self.phase2_lease_until
         assert (claim.outcome is ClaimOutcome.SKIPPED_RUNNING) == leased, claim
         if claim.claimed:
             self.phase2_epoch += 1
             assert claim.epoch == self.phase2_epoch, "every claim raises the epoch by one"
-            assert claim.watermark == self.store.status_counts().input_watermark
+            assert claim.watermark == status_counts(self.store).input_watermark
             self.phase2_owner = claim
             self.phase2_lease_until = self.clock.now + timedelta(seconds=LEASE)
             self.held.append(claim)
@@ -299,7 +300,7 @@ class StoreMachine(RuleBasedStateMachine):
     def heartbeat(self, index: int) -> None:
         claim = self.held[index % len(self.held)]
         owner = self._is_owner(claim)
-        assert self.store.renew_lease(claim, lease_seconds=LEASE) is owner, claim
+        assert self.store.leases.renew_lease(claim, lease_seconds=LEASE) is owner, claim
         if owner:
             until = self.clock.now + timedelta(seconds=LEASE)
             if claim.kind == PHASE2:
@@ -348,7 +349,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.phase2_owner is not None
         seen = set(self.inputs_seen[self.phase2_owner.token or ""]) & self.registered
         thread_id = sorted(seen)[index % len(seen)]
-        assert self.store.forget_thread(thread_id)
+        assert self.store.admin.forget_thread(thread_id)
         self._forgot(thread_id)
 
     def _commit(self, claim: Claim, mask: int, cooldown: int) -> None:
@@ -356,11 +357,11 @@ class StoreMachine(RuleBasedStateMachine):
         cited = [t for i, t in enumerate(seen) if mask >> i & 1]
         owner = self._is_owner(claim)
         result = self._result(claim, cited)
-        commit = self.store.commit_phase2(claim, result, cooldown_seconds=cooldown)
+        commit = self.store.consolidation.commit_phase2(claim, result, cooldown_seconds=cooldown)
         assert commit.committed is owner, (claim, self.phase2_owner)
         if owner:
             self._released(claim)
-            job = self.store.phase2_job()
+            job = self.store.phase_two.phase2_job()
             assert job is not None and job.last_success_watermark == claim.watermark
             assert job.status is JobStatus.SUCCEEDED
 
@@ -371,9 +372,9 @@ class StoreMachine(RuleBasedStateMachine):
         assert claim is not None
         owner = self._is_owner(claim)
         if claim.kind == PHASE2:
-            assert self.store.fail_phase2(claim, "model down") is owner
+            assert self.store.phase_two.fail_phase2(claim, "model down") is owner
         else:
-            assert self.store.fail_job(claim, "model down", retryable=True) is owner
+            assert self.store.stage_one.fail_job(claim, "model down", retryable=True) is owner
         if owner:
             self._released(claim)
 
@@ -388,18 +389,20 @@ class StoreMachine(RuleBasedStateMachine):
         stale = self.stale_claims()
         claim = stale[index % len(stale)]
         self.held.remove(claim)
-        versions = len(self.store.list_versions(limit=1000))
+        versions = len(self.store.versions.list_versions(limit=1000))
         if verb == "heartbeat":
-            assert not self.store.renew_lease(claim, lease_seconds=LEASE)
+            assert not self.store.leases.renew_lease(claim, lease_seconds=LEASE)
         elif verb == "fail":
-            assert not self.store.fail_job(claim, "late failure", retryable=True)
+            assert not self.store.stage_one.fail_job(claim, "late failure", retryable=True)
         elif claim.kind == PHASE2:
             result = self._result(claim, self.inputs_seen[claim.token or ""])
-            commit = self.store.commit_phase2(claim, result, cooldown_seconds=COOLDOWN)
+            commit = self.store.consolidation.commit_phase2(
+                claim, result, cooldown_seconds=COOLDOWN
+            )
             assert not commit.committed and commit.version is None
         else:
-            assert not self.store.complete_stage1(claim, None)
-        assert len(self.store.list_versions(limit=1000)) == versions
+            assert not self.store.stage_one.complete_stage1(claim, None)
+        assert len(self.store.versions.list_versions(limit=1000)) == versions
 
     @precondition(holds(None))
     @rule(index=st.integers(0, 7))
@@ -417,7 +420,7 @@ class StoreMachine(RuleBasedStateMachine):
         """Forget a known thread (now and then one that is unknown or forgotten already)."""
         candidates = [*sorted(self.registered), *sorted(set(THREADS) - self.registered)[:1]]
         thread_id = candidates[index % len(candidates)]
-        assert self.store.forget_thread(thread_id) is (thread_id in self.registered)
+        assert self.store.admin.forget_thread(thread_id) is (thread_id in self.registered)
         if thread_id in self.registered:
             self._forgot(thread_id)
 
@@ -430,7 +433,7 @@ class StoreMachine(RuleBasedStateMachine):
     @precondition(lambda machine: bool(machine.registered))
     @rule()
     def clear_all(self) -> None:
-        self.store.clear_all()
+        self.store.admin.clear_all()
         self.registered.clear()
         self.live.clear()
         self.phase2_owner = None
@@ -466,18 +469,18 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def success_watermark_never_goes_back(self) -> None:
-        job = self.store.phase2_job()
+        job = self.store.phase_two.phase2_job()
         watermark = 0 if job is None else int(job.last_success_watermark or 0)
         assert watermark >= self.watermark_floor
         self.watermark_floor = watermark
 
     @invariant()
     def memory_cites_only_live_threads(self) -> None:
-        assert self.store.live_thread_ids(THREADS) == self.live
-        current = self.store.current_version()
+        assert self.store.outputs.live_thread_ids(THREADS) == self.live
+        current = self.store.versions.current_version()
         if current is not None:
             assert encode(decode(current.memory_json)).thread_ids <= self.live
-        for version in self.store.list_versions(limit=1000):
+        for version in self.store.versions.list_versions(limit=1000):
             cited = encode(decode(version.memory_json)).thread_ids
             assert not cited & self.forgotten, (version.version, cited & self.forgotten)
             for thread_id in self.forgotten:

@@ -157,7 +157,7 @@ def test_status_and_a_scrape_each_read_the_database_in_one_transaction(
     begun: list[object] = []
     event.listen(store.engine, "begin", begun.append)
 
-    store.status_snapshot(CLI_ELIGIBILITY, usage_shown=5)
+    store.status.status_snapshot(CLI_ELIGIBILITY, usage_shown=5)
     in_status = len(begun)
     list(StoreCollector(store, lease_seconds=600, eligibility=CLI_ELIGIBILITY).collect())
 

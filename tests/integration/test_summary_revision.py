@@ -70,7 +70,7 @@ def test_a_revision_keeps_every_line_it_did_not_show_for_rewriting(
     _server, model, backend = careful
     seed(store, 9)
     assert phase_two(store, backend).summary == "model"
-    first = store.current_version()
+    first = store.versions.current_version()
     assert first is not None and first.summary_md is not None
     assert CAREFUL_PROFILE in first.summary_md
 
@@ -86,12 +86,13 @@ def test_a_revision_keeps_every_line_it_did_not_show_for_rewriting(
     # The careful model answers only the rendering's lines for the change: it repeats none of
     # the lines that stay, and every one of them is still in the summary, once.
     assert not set(kept) & set(stating(prompt.rsplit(REVISION_MARKER, 1)[1]))
-    after = store.current_version()
+    after = store.versions.current_version()
     assert after is not None and after.summary_md is not None
     lines = stating(after.summary_md)
     assert all(lines.count(line) == 1 for line in kept)
     assert (
-        summary_problems(after.summary_md, decode(after.memory_json), store.live_thread_ids) == []
+        summary_problems(after.summary_md, decode(after.memory_json), store.outputs.live_thread_ids)
+        == []
     )
     # The model's own line of the first summary stayed where the run did not touch it.
     assert CAREFUL_PROFILE in after.summary_md
@@ -110,8 +111,10 @@ def test_a_one_session_revision_does_not_grow_with_the_history(tmp_path: Path) -
         for thread in threads:
             seed_thread(store, thread)
         memory = big_memory(rng, source, threads, blocks=10, bullets_per_block=40)
-        claim = store.try_claim_phase2(lease_seconds=600)
-        assert store.commit_phase2(claim, result_of(memory), cooldown_seconds=0).committed
+        claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+        assert store.consolidation.commit_phase2(
+            claim, result_of(memory), cooldown_seconds=0
+        ).committed
         seed_thread(store, stage_one_output(rng, source, 3))
         model = CarefulModel()
         with FakeOpenAI(Behaviour(responder=model, output_limit=True)) as server:
@@ -122,7 +125,7 @@ def test_a_one_session_revision_does_not_grow_with_the_history(tmp_path: Path) -
             backend.close()
             (sent[history],) = summary_bytes(server)
         assert (report.mode, report.summary) == ("INCREMENTAL", "model"), report.as_json()
-        current = store.current_version()
+        current = store.versions.current_version()
         assert current is not None and current.summary_md is not None
         # The summary the run started from is the rendering of the committed memory; every
         # line of it the request did not ask to revise is in the new summary.

@@ -37,7 +37,7 @@ def _session(seed: int, project: int, day: int, *messages: str) -> SeededThread:
 
 
 def _memory(store: Store) -> Memory:
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     return decode(current.memory_json)
 
@@ -103,7 +103,7 @@ def test_forgetting_one_of_two_projects_sessions_takes_the_default_back_next_run
     assert run_phase_two(store, backend, OPTIONS).status == "succeeded"
     assert any("pnpm" in text for text in _preferences_seen_in(_memory(store), 2))
 
-    store.forget_thread(first.thread_id)
+    store.admin.forget_thread(first.thread_id)
     seed_thread(
         store,
         _session(

@@ -13,6 +13,7 @@ from pathlib import Path
 from consolidator.db.store import Store, ThreadState
 from consolidator.phases.scan import scan, vanish_hold_reason
 from tests.factories import write_small_rollout
+from tests.store_reads import status_counts
 
 
 def make_tree(root: Path, count: int) -> list[Path]:
@@ -25,7 +26,9 @@ def make_tree(root: Path, count: int) -> list[Path]:
 
 
 def live_threads(store: Store) -> int:
-    return sum(1 for row in store.scan_index().values() if row[3] == ThreadState.ACTIVE.value)
+    return sum(
+        1 for row in store.threads.scan_index().values() if row[3] == ThreadState.ACTIVE.value
+    )
 
 
 def test_hold_reason_counts_share_and_floor() -> None:
@@ -56,8 +59,8 @@ def test_emptied_folder_holds_then_files_coming_back_clear_it(store: Store, tmp_
     assert (report.deleted, report.held) == (0, 3)
     assert report.held_reason and "missing or has no rollouts" in report.held_reason
     assert live_threads(store) == 3
-    assert store.held_deletions("h") == 3
-    assert store.status_counts().held_deletions == 3
+    assert store.threads.held_deletions("h") == 3
+    assert status_counts(store).held_deletions == 3
     # Holding again is idempotent.
     assert scan(store, root, retry_budget=3, source_id="h").held == 3
 
@@ -65,7 +68,7 @@ def test_emptied_folder_holds_then_files_coming_back_clear_it(store: Store, tmp_
     shutil.move(moved, root)
     report = scan(store, root, retry_budget=3, source_id="h")
     assert (report.deleted, report.held, report.unchanged) == (0, 0, 3)
-    assert store.held_deletions("h") == 0
+    assert store.threads.held_deletions("h") == 0
     assert all(path.exists() for path in files)
 
 
@@ -79,7 +82,7 @@ def test_missing_folder_holds_and_confirm_applies(store: Store, tmp_path: Path) 
     report = scan(store, root, retry_budget=3, source_id="h", confirm_deletions=True)
     assert (report.deleted, report.held) == (2, 0)
     assert live_threads(store) == 0
-    assert store.held_deletions() == 0
+    assert store.threads.held_deletions() == 0
 
 
 def test_most_threads_gone_at_once_hold_but_a_few_are_forgotten_at_once(
@@ -104,9 +107,9 @@ def test_most_threads_gone_at_once_hold_but_a_few_are_forgotten_at_once(
     # Another host's scan never touches this source's holds.
     other = scan(store, tmp_path / "elsewhere", retry_budget=3, source_id="other")
     assert other.held == 0
-    assert store.held_deletions("h") == 12
+    assert store.threads.held_deletions("h") == 12
 
     report = scan(store, root, retry_budget=3, source_id="h", max_vanish_fraction=0.6)
     assert (report.deleted, report.held) == (12, 0)
-    assert store.held_deletions() == 0
+    assert store.threads.held_deletions() == 0
     assert live_threads(store) == 9

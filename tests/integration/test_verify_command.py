@@ -88,9 +88,9 @@ def memory_for(folder: Path) -> Memory:
 def commit(store: Store, memory: Memory) -> None:
     add_output(store, "old-session", "old")
     add_output(store, "new-session", "new", minute=1)
-    claim = store.try_claim_phase2(lease_seconds=LEASE)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=LEASE)
     assert claim.claimed
-    assert store.commit_phase2(claim, result_of(memory), cooldown_seconds=0).committed
+    assert store.consolidation.commit_phase2(claim, result_of(memory), cooldown_seconds=0).committed
 
 
 @pytest.mark.slow
@@ -170,7 +170,7 @@ def test_failing_entries_are_taken_out_by_the_next_run_citing_the_check(
     assert not list(notes.glob(f"{fed['old-session']['thread_id']}*")), "gone with its session"
 
     # A session whose file vanished takes its check with it too.
-    assert Store(engine).mark_deleted(["new-session"]) == 1
+    assert Store(engine).threads.mark_deleted(["new-session"]) == 1
     drop_gone_notes(build_settings({"home": str(cli.home), "db": cli.db_url}), Store(engine))
     assert not list(notes.glob("note-*.jsonl"))
     assert "make lint" not in database_text(engine)
@@ -222,7 +222,7 @@ def test_a_model_takes_a_failing_entry_out_citing_the_check(
     assert STALE in check["raw_memory"] and "tools/migrate.sh" in check["raw_memory"]
     assert f"~ {OLD_RUNTIME} [repo says 22]" in check["raw_memory"]
     assert f"+ {NODE_22}" in check["raw_memory"]
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None
     memory = decode(current.memory_json)
     texts = [b.text for block in memory.blocks for _, b in block.bullets()]

@@ -67,7 +67,7 @@ def test_the_model_s_summary_is_stored_and_published(
 
     assert (report.summary, report.summary_refusal) == ("model", None)
     assert report.as_json()["summary"] == "model"
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.summary_md is not None
     memory = decode(current.memory_json)
     assert len(model.summary_prompts) == 1
@@ -76,7 +76,7 @@ def test_the_model_s_summary_is_stored_and_published(
     assert summary_draft(model.summary_prompts[0]) == render_memory_summary(memory)
     assert '"rollout_summary_file"' in model.summary_prompts[0]
     assert CAREFUL_PROFILE in current.summary_md
-    assert summary_problems(current.summary_md, memory, store.live_thread_ids) == []
+    assert summary_problems(current.summary_md, memory, store.outputs.live_thread_ids) == []
     publish(store, tmp_path)
     assert (tmp_path / "memory_summary.md").read_text() == current.summary_md
     assert report.model_calls == len(model.requests) + 1
@@ -106,7 +106,7 @@ def test_a_summary_the_gate_refuses_is_reported_and_the_rendering_published(
     assert report.as_json()["summary_refusal"] == report.summary_refusal
     refused = [r for r in caplog.records if r.__dict__.get("action") == "summary_refused"]
     assert refused and reason in refused[0].getMessage()
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.summary_md is None
     publish(store, tmp_path)
     published = (tmp_path / "memory_summary.md").read_text()
@@ -131,7 +131,7 @@ def test_forgetting_a_thread_removes_its_summary_lines_without_a_model_call(
     server, _model, backend = careful
     seed(store, 6)
     phase_two(store, backend)
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.summary_md is not None
     memory = decode(current.memory_json)
     profile = next(line for line in current.summary_md.splitlines() if CAREFUL_PROFILE in line)
@@ -148,13 +148,13 @@ def test_forgetting_a_thread_removes_its_summary_lines_without_a_model_call(
     gone = next(thread_id for thread_id in pointed if thread_id not in kept)
     calls = server.call_count
 
-    assert store.forget_thread(gone)
+    assert store.admin.forget_thread(gone)
     publish(store, tmp_path)
 
     assert server.call_count == calls, "forgetting asks no model"
     text = (tmp_path / "memory_summary.md").read_text()
     assert gone not in text and profile in text
-    after = store.current_version()
+    after = store.versions.current_version()
     assert after is not None and after.kind == "forget" and after.summary_md == text
-    assert summary_problems(text, decode(after.memory_json), store.live_thread_ids) == []
-    assert all(gone not in (v.summary_md or "") for v in store.list_versions())
+    assert summary_problems(text, decode(after.memory_json), store.outputs.live_thread_ids) == []
+    assert all(gone not in (v.summary_md or "") for v in store.versions.list_versions())

@@ -103,7 +103,7 @@ def test_0004_moves_version_content_into_shared_blocks_and_back(db_url: str) -> 
         upgrade(engine)
         check(engine)
         store = Store(engine)
-        records = sorted(store.list_versions(), key=lambda v: v.version)
+        records = sorted(store.versions.list_versions(), key=lambda v: v.version)
         assert [r.memory_json for r in records] == [encode(m).memory_json for m in memories]
         assert [r.content_md for r in records] == [encode(m).content_md for m in memories]
         with engine.connect() as connection:

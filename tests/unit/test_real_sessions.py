@@ -24,6 +24,7 @@ from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.input import build_input
 from consolidator.sources.items import ItemKind
 from consolidator.sources.reader import read_header
+from tests.store_reads import status_counts
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 FORMATS_DOC = Path(__file__).resolve().parents[2] / "docs" / "session-formats.md"
@@ -386,7 +387,7 @@ def test_every_file_reaches_stage_one_with_the_users_words_and_no_image_data(sto
     assert (report.new, report.bad, report.changed) == (len(EXPECTED), 0, 0)
 
     for relative, expected in EXPECTED.items():
-        thread = store.get_thread(expected.thread_id)
+        thread = store.threads.get_thread(expected.thread_id)
         assert thread is not None, relative
         assert thread.rollout_path == str(CORPUS / relative)
         assert (thread.format_version, thread.parent_thread_id) == (
@@ -426,7 +427,7 @@ def _assert_request_reaches(rollout: Stage1Input, expected: Expected, relative: 
 def test_sub_agents_never_take_over_their_parents_thread(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
 
-    parent = store.get_thread(FUM_SESSION)
+    parent = store.threads.get_thread(FUM_SESSION)
     assert parent is not None
     assert parent.rollout_path == str(CORPUS / FUM / f"{FUM_SESSION}.jsonl")
     assert parent.parent_thread_id is None
@@ -444,7 +445,7 @@ def test_a_second_scan_finds_every_file_unchanged(store: Store) -> None:
 def test_status_counts_threads_per_format_version(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
 
-    formats = {(source, version): n for source, version, n in store.status_counts().formats}
+    formats = {(source, version): n for source, version, n in status_counts(store).formats}
 
     assert formats[("claude", "2.1.39")] == 2
     assert formats[("claude", "1.0.98")] == 2
@@ -485,7 +486,7 @@ def test_documented_formats_table_matches_the_corpus() -> None:
 def test_temporary_files_are_not_files_touched(relative: str, store: Store) -> None:
     """Both sessions `tail` a background task's output under /tmp/claude-1000/."""
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(EXPECTED[relative].thread_id)
+    thread = store.threads.get_thread(EXPECTED[relative].thread_id)
     assert thread is not None
     rollout, _ = build_input(thread, BUDGET_CHARS)
     assert "/tmp/claude-1000/" in rollout.transcript
@@ -500,7 +501,7 @@ def test_a_codex_compaction_quotes_no_request_twice_and_no_image_data(store: Sto
     """The `compacted` line restates earlier requests in its replacement history; 13 user
     messages carry an `input_image` (the publisher replaced the data URLs with markers)."""
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(EXPECTED[DESKTOP_COMPACTED].thread_id)
+    thread = store.threads.get_thread(EXPECTED[DESKTOP_COMPACTED].thread_id)
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -512,7 +513,7 @@ def test_a_codex_compaction_quotes_no_request_twice_and_no_image_data(store: Sto
 
 
 def _users(store: Store, thread_id: str) -> list[str]:
-    thread = store.get_thread(thread_id)
+    thread = store.threads.get_thread(thread_id)
     assert thread is not None
     rollout, read = build_input(thread, BUDGET_CHARS)
     assert read.problems == []
@@ -527,7 +528,7 @@ def test_a_codex_cli_compaction_summary_is_not_the_agents_words(store: Store) ->
     assert any('"compaction_output":true' in line and summary in line for line in lines)
     assert any('"type":"compacted"' in line for line in lines)
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(COMPACTED_ID)
+    thread = store.threads.get_thread(COMPACTED_ID)
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -569,7 +570,7 @@ def test_a_codex_command_keeps_its_output_and_exit_code_in_every_era(
     """0.20 and 0.25 store the output as a JSON string with `metadata.exit_code`; 0.135 and
     0.171 as text headed by `Chunk ID` / `Wall time` / `Process exited with code N`."""
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(EXPECTED[relative].thread_id)
+    thread = store.threads.get_thread(EXPECTED[relative].thread_id)
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -589,7 +590,7 @@ def test_a_codex_exec_resume_appends_to_the_threads_own_file(store: Store) -> No
     assert text.count('"type":"session_meta"') == 1
     assert '"cli_version":"0.135.0"' in text and '"type":"world_state"' in text
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(RESUMED_ID)
+    thread = store.threads.get_thread(RESUMED_ID)
     assert thread is not None
 
     assert thread.rollout_path == str(CORPUS / RESUMED_EXEC)
@@ -601,14 +602,14 @@ def test_a_codex_fork_is_its_own_thread_linked_to_the_thread_it_was_forked_from(
 ) -> None:
     """The fork's file holds only its own turns; its `history_base` refers to the parent's."""
     scan(store, CORPUS, retry_budget=3)
-    fork = store.get_thread(FORK_ID)
+    fork = store.threads.get_thread(FORK_ID)
     assert fork is not None
 
     assert (fork.parent_thread_id, fork.rollout_path) == (EXEC_ID, str(CORPUS / FORK))
     assert _users(store, FORK_ID) == [EXPECTED[FORK].request]
     assert _users(store, EXEC_ID) == [ROUNDING]
-    assert store.forget_thread(EXEC_ID)
-    assert store.get_thread(FORK_ID) is None
+    assert store.admin.forget_thread(EXEC_ID)
+    assert store.threads.get_thread(FORK_ID) is None
 
 
 def test_the_turns_after_a_codex_revert_are_a_linked_segment_of_the_thread(store: Store) -> None:
@@ -616,7 +617,7 @@ def test_the_turns_after_a_codex_revert_are_a_linked_segment_of_the_thread(store
     revert to `<thread>_<rollout>`; both are read, the segment linked to the thread."""
     report = scan(store, CORPUS, retry_budget=3)
     again = scan(store, CORPUS, retry_budget=3)
-    segment = store.get_thread(f"{REVERTED_ID}.segment-{AFTER_REVERT}")
+    segment = store.threads.get_thread(f"{REVERTED_ID}.segment-{AFTER_REVERT}")
     assert segment is not None
 
     assert (report.bad, again.changed, again.new) == (0, 0, 0)
@@ -629,20 +630,20 @@ def test_the_turns_after_a_codex_revert_are_a_linked_segment_of_the_thread(store
         "Should tax be rounded per line or per invoice?",
     ]
     assert _users(store, segment.thread_id) == [EXPECTED[AFTER_REVERT_FILE].request]
-    assert store.forget_thread(REVERTED_ID)
-    assert store.get_thread(segment.thread_id) is None
+    assert store.admin.forget_thread(REVERTED_ID)
+    assert store.threads.get_thread(segment.thread_id) is None
 
 
 def test_a_compaction_agent_transcript_is_not_a_second_thread(store: Store) -> None:
     """Its answer already reaches stage one as the parent's compact summary."""
     report = scan(store, CORPUS, retry_budget=3)
-    parent = store.get_thread(FUM_SESSION)
+    parent = store.threads.get_thread(FUM_SESSION)
     assert parent is not None
 
     rollout, _ = build_input(parent, BUDGET_CHARS)
 
     assert report.new == len(EXPECTED)
-    assert store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190") is None
+    assert store.threads.get_thread(f"{FUM_SESSION}.agent-acompact-f46190") is None
     summary = "Enrich TranscriptRenderer with metadata, relative paths, thinking, and threading"
     assert summary in (CORPUS / COMPACTION_AGENT).read_text(encoding="utf-8")
     assert summary in rollout.transcript
@@ -652,11 +653,13 @@ def test_a_compaction_agent_thread_from_before_is_dropped_by_the_next_scan(
     store: Store,
 ) -> None:
     """A database that registered the compaction agent as a thread loses that duplicate."""
-    store.register_thread(read_header(CORPUS / COMPACTION_AGENT), ingested=False, retry_budget=3)
+    store.threads.register_thread(
+        read_header(CORPUS / COMPACTION_AGENT), ingested=False, retry_budget=3
+    )
 
     report = scan(store, CORPUS, retry_budget=3)
 
-    duplicate = store.get_thread(f"{FUM_SESSION}.agent-acompact-f46190")
+    duplicate = store.threads.get_thread(f"{FUM_SESSION}.agent-acompact-f46190")
     assert (report.new, report.deleted) == (len(EXPECTED), 1)
     assert duplicate is not None and duplicate.state is ThreadState.DELETED
 
@@ -665,7 +668,7 @@ def test_a_claude_ide_session_quotes_each_request_once_without_the_editor_contex
     store: Store,
 ) -> None:
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread("47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c")
+    thread = store.threads.get_thread("47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c")
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -683,7 +686,7 @@ def test_a_claude_ide_session_quotes_each_request_once_without_the_editor_contex
 
 def test_a_codex_ide_session_quotes_the_requests_without_the_editor_context(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread(VSCODE_ID)
+    thread = store.threads.get_thread(VSCODE_ID)
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -706,7 +709,7 @@ OTHER = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
 
 
 def _extract(store: Store, thread_id: str) -> None:
-    claim = store.try_claim_stage1(thread_id, lease_seconds=60)
+    claim = store.stage_one.try_claim_stage1(thread_id, lease_seconds=60)
     assert claim.claimed
     payload = Stage1Payload(
         raw_memory=f"learned in {thread_id}",
@@ -715,7 +718,7 @@ def _extract(store: Store, thread_id: str) -> None:
         backend="t",
         model="m",
     )
-    assert store.complete_stage1(claim, payload)
+    assert store.stage_one.complete_stage1(claim, payload)
 
 
 def _block(thread_id: str) -> Block:
@@ -730,31 +733,34 @@ def test_forgetting_a_session_forgets_its_sub_agents_in_every_version(store: Sto
     scan(store, CORPUS, retry_budget=3)
     for thread_id in (FUM_SESSION, FUM_AGENT, OTHER):
         _extract(store, thread_id)
-    claim = store.try_claim_phase2(lease_seconds=60)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=60)
     assert claim.claimed
     memory = Memory((_block(FUM_SESSION), _block(FUM_AGENT), _block(OTHER)))
     result = Phase2Result(encode(memory), "consolidation", 0, "t", "m")
-    assert store.commit_phase2(claim, result, cooldown_seconds=0).committed
+    assert store.consolidation.commit_phase2(claim, result, cooldown_seconds=0).committed
 
-    assert store.linked_thread_ids(FUM_SESSION) == [FUM_AGENT]
-    assert store.forget_thread(FUM_SESSION)
+    assert store.threads.linked_thread_ids(FUM_SESSION) == [FUM_AGENT]
+    assert store.admin.forget_thread(FUM_SESSION)
 
-    current = store.current_version()
+    current = store.versions.current_version()
     assert current is not None and current.kind == "forget"
     assert FUM_AGENT not in current.content_md and FUM_SESSION not in current.content_md
     assert OTHER in current.content_md
-    for version in store.list_versions():
+    for version in store.versions.list_versions():
         assert FUM_SESSION not in version.memory_json, version.version
-    assert store.get_thread(FUM_SESSION) is None and store.get_thread(FUM_AGENT) is None
-    assert store.is_forgotten(FUM_SESSION) and store.is_forgotten(FUM_AGENT)
-    assert store.linked_thread_ids(FUM_SESSION) == []
+    assert (
+        store.threads.get_thread(FUM_SESSION) is None
+        and store.threads.get_thread(FUM_AGENT) is None
+    )
+    assert store.threads.is_forgotten(FUM_SESSION) and store.threads.is_forgotten(FUM_AGENT)
+    assert store.threads.linked_thread_ids(FUM_SESSION) == []
     # The tombstones name no session, not even the parent through a link.
-    assert not [row for row in store.scan_index().values() if FUM_SESSION in str(row)]
+    assert not [row for row in store.threads.scan_index().values() if FUM_SESSION in str(row)]
 
     again = scan(store, CORPUS, retry_budget=3)
 
     assert (again.new, again.changed) == (0, 0)
-    assert store.get_thread(FUM_AGENT) is None
+    assert store.threads.get_thread(FUM_AGENT) is None
 
 
 def test_a_sub_agent_met_after_its_session_was_forgotten_stays_forgotten(
@@ -765,23 +771,23 @@ def test_a_sub_agent_met_after_its_session_was_forgotten_stays_forgotten(
     copy.mkdir(parents=True)
     shutil.copy(session, copy / session.name)
     scan(store, tmp_path, retry_budget=3)
-    assert store.forget_thread(FUM_SESSION)
+    assert store.admin.forget_thread(FUM_SESSION)
     shutil.copytree(CORPUS / FUM / FUM_SESSION, copy / FUM_SESSION)
 
     report = scan(store, tmp_path, retry_budget=3)
 
     assert report.new == 0
-    assert store.get_thread(FUM_AGENT) is None
+    assert store.threads.get_thread(FUM_AGENT) is None
 
 
 def test_forgetting_the_absent_parent_of_a_sub_agent_forgets_the_sub_agent(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
 
-    assert store.forget_thread(ORPHAN_PARENT)
+    assert store.admin.forget_thread(ORPHAN_PARENT)
 
-    assert store.get_thread(f"{ORPHAN_PARENT}.agent-afc096d") is None
-    assert store.is_forgotten(f"{ORPHAN_PARENT}.agent-afc096d")
-    assert not store.forget_thread(ORPHAN_PARENT)
+    assert store.threads.get_thread(f"{ORPHAN_PARENT}.agent-afc096d") is None
+    assert store.threads.is_forgotten(f"{ORPHAN_PARENT}.agent-afc096d")
+    assert not store.admin.forget_thread(ORPHAN_PARENT)
 
 
 # --- bad input inside real formats ------------------------------------------------------------
@@ -790,9 +796,9 @@ def test_forgetting_the_absent_parent_of_a_sub_agent_forgets_the_sub_agent(store
 def test_a_sub_agent_without_its_parent_is_a_linked_thread_of_its_own(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
 
-    orphan = store.get_thread(f"{ORPHAN_PARENT}.agent-afc096d")
+    orphan = store.threads.get_thread(f"{ORPHAN_PARENT}.agent-afc096d")
 
-    assert store.get_thread(ORPHAN_PARENT) is None
+    assert store.threads.get_thread(ORPHAN_PARENT) is None
     assert orphan is not None and orphan.problem is None
     assert orphan.parent_thread_id == ORPHAN_PARENT
 
@@ -805,7 +811,7 @@ def test_a_truncated_last_line_costs_only_that_line(tmp_path: Path, store: Store
     copy.write_bytes(data[: len(data) - 40])
 
     report = scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(FUM_SESSION)
+    thread = store.threads.get_thread(FUM_SESSION)
     assert thread is not None
     rollout, read = build_input(thread, BUDGET_CHARS)
 
@@ -820,7 +826,7 @@ def test_a_truncated_last_line_costs_only_that_line(tmp_path: Path, store: Store
 
 def test_the_first_cwd_wins_and_the_later_ones_are_listed(store: Store) -> None:
     scan(store, CORPUS, retry_budget=3)
-    thread = store.get_thread("fe5e1c67-53e7-4862-81ae-d0e013e3270b")
+    thread = store.threads.get_thread("fe5e1c67-53e7-4862-81ae-d0e013e3270b")
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -868,7 +874,7 @@ def test_a_pre_envelope_codex_rollout_takes_its_cwd_from_the_environment_context
     )
 
     scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(LEGACY_ID)
+    thread = store.threads.get_thread(LEGACY_ID)
     assert thread is not None
     rollout, _ = build_input(thread, BUDGET_CHARS)
 
@@ -902,7 +908,7 @@ def _ide_rollout(tmp_path: Path, request: str) -> Path:
 def test_the_ide_wrapper_yields_the_request_not_the_open_tabs(tmp_path: Path, store: Store) -> None:
     _ide_rollout(tmp_path, "fix the rounding in the cart total")
     scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(LEGACY_ID)
+    thread = store.threads.get_thread(LEGACY_ID)
     assert thread is not None
 
     rollout, _ = build_input(thread, BUDGET_CHARS)
@@ -917,7 +923,7 @@ def test_the_ide_wrapper_yields_the_request_not_the_open_tabs(tmp_path: Path, st
 def test_an_empty_ide_wrapped_request_quotes_nothing(tmp_path: Path, store: Store) -> None:
     _ide_rollout(tmp_path, "")
     scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(LEGACY_ID)
+    thread = store.threads.get_thread(LEGACY_ID)
     assert thread is not None
 
     rollout, read = build_input(thread, BUDGET_CHARS)
@@ -949,7 +955,7 @@ def test_an_ide_selection_sharing_a_block_with_the_request_is_not_quoted(
         f'{{"type":"text","text":"{selection}{typed}"}}]}}}}',
     )
     scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(CLAUDE_ID)
+    thread = store.threads.get_thread(CLAUDE_ID)
     assert thread is not None
 
     rollout, read = build_input(thread, BUDGET_CHARS)
@@ -985,7 +991,7 @@ def test_an_openclaw_session_keeps_tools_and_drops_images_thinking_and_compactio
     )
 
     scan(store, tmp_path, retry_budget=3)
-    thread = store.get_thread(OPENCLAW_ID)
+    thread = store.threads.get_thread(OPENCLAW_ID)
     assert thread is not None
     rollout, read = build_input(thread, BUDGET_CHARS)
 
@@ -1055,7 +1061,10 @@ def test_a_resumed_codex_threads_later_segment_is_a_linked_thread_of_its_own(
     report = scan(store, tmp_path, retry_budget=3)
     again = scan(store, tmp_path, retry_budget=3)
 
-    thread, segment = store.get_thread(RESUMED), store.get_thread(f"{RESUMED}.segment-{SEGMENT}")
+    thread, segment = (
+        store.threads.get_thread(RESUMED),
+        store.threads.get_thread(f"{RESUMED}.segment-{SEGMENT}"),
+    )
     assert thread is not None and segment is not None
     assert (report.new, again.unchanged, again.changed) == (2, 2, 0)
     assert (thread.rollout_path, thread.parent_thread_id) == (str(first), None)
@@ -1063,8 +1072,8 @@ def test_a_resumed_codex_threads_later_segment_is_a_linked_thread_of_its_own(
     for record, request in ((thread, "add the checkout page"), (segment, "now the refund flow")):
         rollout, _ = build_input(record, BUDGET_CHARS)
         assert [i.text for i in rollout.items if i.kind is ItemKind.USER] == [request]
-    assert store.forget_thread(RESUMED)
-    assert store.get_thread(f"{RESUMED}.segment-{SEGMENT}") is None
+    assert store.admin.forget_thread(RESUMED)
+    assert store.threads.get_thread(f"{RESUMED}.segment-{SEGMENT}") is None
 
 
 def test_a_codex_sub_agent_rollout_links_to_the_thread_that_spawned_it(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def session_named(store: Store, name: str) -> tuple[str, bool]:
     if "/" in name or name.endswith(".jsonl"):
         path = Path(name).expanduser().absolute()
         for candidate in dict.fromkeys([str(path), str(path.resolve())]):
-            registered = store.thread_at_path(candidate)
+            registered = store.threads.thread_at_path(candidate)
             if registered is not None:
                 return registered, False
         if not path.is_file():
@@ -50,9 +50,9 @@ def _known(store: Store, thread_id: str) -> bool:
     """Whether `forget` has anything under this id: a thread, a linked one, its tombstone, a
     quarantine entry or a note held for approval."""
     return (
-        store.get_thread(thread_id) is not None
-        or bool(store.linked_thread_ids(thread_id))
-        or store.is_forgotten(thread_id)
-        or store.in_quarantine(thread_id)
-        or store.held_note(thread_id) is not None
+        store.threads.get_thread(thread_id) is not None
+        or bool(store.threads.linked_thread_ids(thread_id))
+        or store.threads.is_forgotten(thread_id)
+        or store.quarantine.in_quarantine(thread_id)
+        or store.held_notes.held_note(thread_id) is not None
     )

@@ -57,8 +57,8 @@ def show_command(cwd: Path | None, **params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        version = store.current_version()
-        checks = store.block_checks(version.version) if version else {}
+        version = store.versions.current_version()
+        checks = store.checks.block_checks(version.version) if version else {}
     if version is None:
         inv.emit({"version": None, "memory": None}, lambda: click.echo("no memory yet"))
         return
@@ -230,7 +230,7 @@ def history_command(limit: int, **params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        versions = store.list_versions(limit=limit)
+        versions = store.versions.list_versions(limit=limit)
     rows = [
         {
             "version": v.version,
@@ -278,7 +278,7 @@ def rollback_command(version: int, **params: Any) -> None:
     inv = invocation(params)
     with changing_memory(inv) as store:
         try:
-            new_version = store.rollback(version)
+            new_version = store.versions.rollback(version)
         except KeyError:
             raise click.UsageError(f"there is no memory version {version}") from None
         problem = publish_committed(lambda: publish_memory(inv, store))
@@ -310,7 +310,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
     with changing_memory(inv) as store:
         thread_id, unseen = session_named(store, thread_id)
         if unseen:
-            recorded = store.forget_unseen(thread_id)
+            recorded = store.admin.forget_unseen(thread_id)
             inv.emit(
                 {"thread_id": thread_id, "forgotten": recorded, "never_scanned": True},
                 lambda: inv.console.print(
@@ -318,8 +318,8 @@ def forget_command(thread_id: str, **params: Any) -> None:
                 ),
             )
             return
-        linked = store.linked_thread_ids(thread_id)
-        forgotten = store.forget_thread(thread_id)
+        linked = store.threads.linked_thread_ids(thread_id)
+        forgotten = store.admin.forget_thread(thread_id)
         drop_gone_notes(inv.settings, store)
 
         def unpublish_thread() -> None:
@@ -328,8 +328,8 @@ def forget_command(thread_id: str, **params: Any) -> None:
                 drop_backups(inv.settings.memory_dir, mentioning=mentioned)
 
         problem = publish_committed(unpublish_thread)
-        complete = store.purge_free_space()
-        version = store.current_version()
+        complete = store.admin.purge_free_space()
+        version = store.versions.current_version()
     inv.emit(
         {
             "thread_id": thread_id,
@@ -368,9 +368,9 @@ def clear_all_command(yes: bool, **params: Any) -> None:
             f"Erase all memory in {inv.settings.db_url_for_display}?", abort=True, err=True
         )
     with changing_memory(inv) as store:
-        report = store.clear_all()
+        report = store.admin.clear_all()
         problem = publish_committed(lambda: unpublish(inv.settings.memory_dir))
-        complete = store.purge_free_space()
+        complete = store.admin.purge_free_space()
     inv.emit(
         {"cleared": report.__dict__, "complete": complete, "published": problem is None},
         lambda: inv.console.print(
@@ -418,7 +418,7 @@ def ingest_command(file: Path, **params: Any) -> None:
                 store, backend_for(inv), thread_id, stage1_options(inv.settings)
             )
             outcome = claim.outcome.value
-        thread = store.get_thread(thread_id)
+        thread = store.threads.get_thread(thread_id)
     payload = {
         "thread_id": thread_id,
         "registered": change.value,

@@ -45,16 +45,18 @@ def retry_command(thread_ids: tuple[str, ...], all_threads: bool, **params: Any)
     if bool(thread_ids) == all_threads:
         raise click.UsageError("give THREAD_ID... or --all (not both)")
     with open_store(inv.settings) as store:
-        unknown = [t for t in thread_ids if store.get_thread(t) is None]
+        unknown = [t for t in thread_ids if store.threads.get_thread(t) is None]
         if unknown:
             raise click.UsageError(
                 f"unknown thread {', '.join(unknown)}; see `consolidator status`"
             )
-        retried = store.retry_jobs(
+        retried = store.stage_one.retry_jobs(
             None if all_threads else list(thread_ids),
             retry_budget=inv.settings.stage1_retry_budget,
         )
-        requeued = store.retry_set_aside_inputs(None if all_threads else list(thread_ids))
+        requeued = store.quarantine.retry_set_aside_inputs(
+            None if all_threads else list(thread_ids)
+        )
     inv.emit(
         {"retried": retried, "set_aside_requeued": requeued},
         lambda: inv.console.print(_retry_line(retried, requeued, all_threads), markup=False),
@@ -86,7 +88,7 @@ def quarantine_command(limit: int, **params: Any) -> None:
     """
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        entries = store.quarantined_entries(limit=limit)
+        entries = store.quarantine.quarantined_entries(limit=limit)
 
     def human() -> None:
         if not entries:
@@ -140,13 +142,13 @@ def skills_command(action: str | None, name: str | None, reason: str | None, **p
     opened = open_store(inv.settings) if action in (None, "diff") else changing_memory(inv)
     with opened as store:
         if action is None:
-            records = store.list_skills()
+            records = store.skills.list_skills()
             _print_skills(inv, records)
             return
         assert name is not None
         try:
             if action == "diff":
-                record = store.get_skill(name)
+                record = store.skills.get_skill(name)
                 if record is None:
                     raise decide.UnknownSkill(
                         f"there is no skill named {name!r}; see `consolidator skills`"
@@ -266,9 +268,9 @@ def review_command(action: str | None, version: int | None, **params: Any) -> No
     inv = invocation(params)
     with open_store(inv.settings) as store:
         if action is None:
-            records = store.list_pending()
-            current = store.current_version()
-            notes = store.held_notes()
+            records = store.pending.list_pending()
+            current = store.versions.current_version()
+            notes = store.held_notes.held_notes()
         else:
             assert version is not None
             content, found = decide.diff(store, version)
@@ -473,8 +475,8 @@ def _approve_note(inv: Invocation, note_id: str) -> None:
 
 def _reject_note(inv: Invocation, note_id: str) -> None:
     with open_store(inv.settings) as store:
-        dropped = store.drop_held_note(note_id)
-        complete = store.purge_free_space() if dropped else True
+        dropped = store.held_notes.drop_held_note(note_id)
+        complete = store.admin.purge_free_space() if dropped else True
     if not dropped:
         raise click.UsageError(f"no note {note_id[:200]} waits for approval; see `review`")
     inv.emit(

@@ -51,19 +51,21 @@ class Standing:
         from consolidator.memory.blocks import Memory
         from consolidator.memory.codec import decode
 
-        version = store.current_version()
+        version = store.versions.current_version()
         current = decode(version.memory_json) if version else Memory()
-        pending = store.list_pending()
-        newest = store.pending_content(pending[-1].id) if pending else None
+        pending = store.pending.list_pending()
+        newest = store.pending.pending_content(pending[-1].id) if pending else None
         reviewed = decode(newest.memory_json) if newest else Memory()
         quarantined: dict[str, list[str]] = {}
-        for item in store.quarantined_entries(limit=100_000):
+        for item in store.quarantine.quarantined_entries(limit=100_000):
             for thread_id in item.thread_ids:
                 quarantined.setdefault(thread_id, []).append(item.reason)
         return cls(
             cited=_citing_blocks(current),
             under_review=_citing_blocks(reviewed),
-            set_aside={entry.thread_id: entry.reason for entry in store.set_aside_inputs()},
+            set_aside={
+                entry.thread_id: entry.reason for entry in store.quarantine.set_aside_inputs()
+            },
             quarantined=quarantined,
             current=current,
         )
@@ -165,7 +167,7 @@ def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -
     inv = invocation(params)
     folder = str(cwd.expanduser().absolute()) if cwd else None
     with open_store(inv.settings) as store:
-        rows = store.session_rows(Eligibility.of(inv.settings), cwd=folder)
+        rows = store.sessions.session_rows(Eligibility.of(inv.settings), cwd=folder)
         standing = Standing.read(store)
     listed = []
     for row in rows:
@@ -200,11 +202,11 @@ def explain_command(thread_id: str, **params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        found = store.session_rows(Eligibility.of(inv.settings), thread_id=thread_id)
+        found = store.sessions.session_rows(Eligibility.of(inv.settings), thread_id=thread_id)
         row = found[0] if found else None
         standing = Standing.read(store)
-        forgotten = row is None and store.is_forgotten(thread_id)
-        output = store.get_stage1_output(thread_id) if row is not None else None
+        forgotten = row is None and store.threads.is_forgotten(thread_id)
+        output = store.outputs.get_stage1_output(thread_id) if row is not None else None
     quarantined = standing.quarantined.get(thread_id, [])
     if row is None:
         if forgotten:

@@ -38,7 +38,9 @@ def status_command(**params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        snapshot = store.status_snapshot(Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN)
+        snapshot = store.status.status_snapshot(
+            Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN
+        )
     view = StatusView.of(snapshot, inv.settings)
     payload = status_payload(view, inv.settings)
 

@@ -50,7 +50,7 @@ def verify_command(cwd: Path | None, record_only: bool, **params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        version = store.current_version()
+        version = store.versions.current_version()
         if version is None:
             inv.emit({"version": None, "blocks": []}, lambda: click.echo("no memory yet"))
             return
@@ -62,10 +62,10 @@ def verify_command(cwd: Path | None, record_only: bool, **params: Any) -> None:
         )
         checker = EntryChecker()
         results = [_checked(block, checker) for block in blocks]
-        earlier = store.block_checks(version.version)
+        earlier = store.checks.block_checks(version.version)
     fed = [] if record_only else _feed(inv.settings, results, earlier)
     with open_store(inv.settings) as store:
-        store.record_block_checks(
+        store.checks.record_block_checks(
             version.version, {r["block_id"]: json.dumps(r, sort_keys=True) for r in results}
         )
 

@@ -92,8 +92,8 @@ def db_reindex(**params: Any) -> None:
     """
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        indexed = store.reindex_sessions()
-        store.purge_free_space()
+        indexed = store.search.reindex_sessions()
+        store.admin.purge_free_space()
     inv.emit({"indexed": indexed}, lambda: inv.console.print(f"{indexed} sessions indexed"))
 
 
@@ -281,7 +281,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                     heartbeat=heartbeat,
                 ),
             )
-        has_memory = store.current_version() is not None
+        has_memory = store.versions.current_version() is not None
     scanned = report.scan
     hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 

@@ -145,7 +145,7 @@ def consolidate_piece(
             result.deletions,
             shown_in_part=[b.block_id for b in request.other_blocks],
             inputs=[record.thread_id for record in piece.records],
-            live_thread_ids=store.live_thread_ids,
+            live_thread_ids=store.outputs.live_thread_ids,
             policy=gate_policy(options, store),
         )
     except ShrinkRefused:
@@ -161,7 +161,7 @@ def gate_policy(options: Phase2Options, store: PhaseTwoStore | None = None) -> G
         max_shrink_fraction=options.max_shrink_fraction,
         allow_shrink=options.allow_shrink,
         growth=options.growth,
-        last_used=store.last_used() if store is not None else {},
+        last_used=store.usage.last_used() if store is not None else {},
     )
 
 

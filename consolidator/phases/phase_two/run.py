@@ -113,7 +113,9 @@ class _SliceLoop:
             # A worker frozen past its lease learns of it here, before it asks the model again.
             or (
                 self.asked
-                and not self.store.renew_lease(self.claim, lease_seconds=self.options.lease_seconds)
+                and not self.store.leases.renew_lease(
+                    self.claim, lease_seconds=self.options.lease_seconds
+                )
             )
         ):
             watch.lost.set()
@@ -211,7 +213,7 @@ class _SliceLoop:
             if self._final
             else max(self.inputs.change_seq.get(r.thread_id, 0) for r in piece.records)
         )
-        commit = self.store.commit_phase2(
+        commit = self.store.consolidation.commit_phase2(
             self.claim,
             result,
             cooldown_seconds=self.options.cooldown_seconds,
@@ -240,7 +242,7 @@ class _SliceLoop:
         summary = write_summary(
             self.backend,
             gated,
-            self.store.live_thread_ids,
+            self.store.outputs.live_thread_ids,
             request_chars=budget.request_chars,
             base=None if self.rebuild else self.base,
             current=inputs.base.summary_md
@@ -332,7 +334,7 @@ def run_phase_two(
     lease, gate and fenced commit; only a live lease refuses it.
     """
     _requeue_due_set_aside(store)
-    claim = store.try_claim_phase2(lease_seconds=options.lease_seconds, force=rebuild)
+    claim = store.phase_two.try_claim_phase2(lease_seconds=options.lease_seconds, force=rebuild)
     if not claim.claimed:
         return _skipped(store, claim)
     report = Phase2Report(outcome=claim.outcome, status="succeeded")
@@ -371,7 +373,7 @@ def run_phase_two(
         report.error = "the lease was lost before the commit; nothing more was written"
         log.warning(report.error, extra={"action": "phase2_lease_lost"})
         return report
-    store.record_phase2_outcome(report.outcome_line())
+    store.phase_two.record_phase2_outcome(report.outcome_line())
     if report.inputs:
         # Skills wait for a person whatever the review setting, so proposing one needs no lease.
         report.skills = propose_skills(store)
@@ -405,9 +407,9 @@ def _consolidate_claimed(
     deletions) the job ended by a commit with no new memory. False when the lease was lost."""
     keeper, watch = lease
     inputs = (
-        store.rebuild_inputs(claim, review=options.review)
+        store.consolidation.rebuild_inputs(claim, review=options.review)
         if rebuild
-        else store.phase2_inputs(claim, review=options.review)
+        else store.consolidation.phase2_inputs(claim, review=options.review)
     )
     report.inputs = len(inputs.changed)
     report.forgotten_threads = len(inputs.removed)
@@ -415,13 +417,15 @@ def _consolidate_claimed(
         return consolidate(store, backend, claim, inputs, options, report, watch, rebuild=rebuild)
     if watch.lost.is_set() or not keeper.alive:
         raise LeaseLost("the lease was lost before the commit")
-    commit = store.commit_phase2(claim, None, cooldown_seconds=options.cooldown_seconds)
+    commit = store.consolidation.commit_phase2(
+        claim, None, cooldown_seconds=options.cooldown_seconds
+    )
     report.forgotten_threads += commit.forgotten
     return commit.committed
 
 
 def _requeue_due_set_aside(store: PhaseTwoStore) -> None:
-    requeued = store.requeue_due_set_aside()
+    requeued = store.quarantine.requeue_due_set_aside()
     if requeued:
         log.info(
             "phase two: %d set-aside input(s) are due to be tried again",
@@ -433,7 +437,7 @@ def _requeue_due_set_aside(store: PhaseTwoStore) -> None:
 def _skipped(store: PhaseTwoStore, claim: Claim) -> Phase2Report:
     report = Phase2Report(outcome=claim.outcome, status="skipped")
     if claim.outcome is ClaimOutcome.SKIPPED_COOLDOWN:
-        job = store.phase2_job()
+        job = store.phase_two.phase2_job()
         report.next_allowed_at = job.cooldown_until if job else None
     # A skip changes nothing, so it says nothing at INFO (the pass's own line, and `run`'s
     # report, carry the outcome and the end of a cooldown).
@@ -450,8 +454,8 @@ def _failed(store: PhaseTwoStore, claim: Claim, report: Phase2Report, reason: st
     # A reason may quote the model's answer (an invented thread id, say): never a secret in it.
     reason = redact(reason).text
     report.status, report.error = "failed", reason
-    if store.fail_phase2(claim, reason):
-        store.record_phase2_outcome(report.outcome_line())
+    if store.phase_two.fail_phase2(claim, reason):
+        store.phase_two.record_phase2_outcome(report.outcome_line())
     else:
         report.error = f"{reason} (and the lease was already lost)"
     log.warning("phase two failed: %s", reason, extra={"action": "phase2_failed"})

@@ -39,7 +39,7 @@ def observed(records: Iterable[Stage1Record]) -> list[Observed]:
 
 def propose_skills(store: SkillStore) -> SkillsReport:
     """Detect recurring procedures in every live stage-one output and propose them."""
-    records = store.all_stage1_outputs()
+    records = store.outputs.all_stage1_outputs()
     live = {record.thread_id: record.cwd for record in records}
     return propose_candidates(store, detect_skills(observed(records)), live)
 
@@ -53,7 +53,7 @@ def propose_candidates(
     holds. A refused candidate is logged with its reason and stored nowhere.
     """
     report = SkillsReport()
-    known = {record.fingerprint: record.name for record in store.list_skills()}
+    known = {record.fingerprint: record.name for record in store.skills.list_skills()}
     kept = [replace(c, name=known[c.fingerprint]) for c in candidates if c.fingerprint in known]
     fresh = unique_names(
         [c for c in candidates if c.fingerprint not in known],
@@ -66,7 +66,7 @@ def propose_candidates(
             report.refused.append(reason)
             log.warning(reason, extra={"action": "skill_refused"})
             continue
-        if store.propose_skill(skill) == "proposed":
+        if store.skills.propose_skill(skill) == "proposed":
             report.proposed.append(skill.name)
             log.info(
                 "skill %s proposed from %d sessions; review it with `consolidator skills diff %s`",

@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 
 def load_projection(store: PublishStore) -> Projection:
-    version = store.current_version()
-    outputs = store.list_stage1_outputs()
+    version = store.versions.current_version()
+    outputs = store.outputs.list_stage1_outputs()
     memory = decode(version.memory_json) if version is not None else Memory()
     summaries: dict[str, str] = {}
     raw_sections: list[str] = []
@@ -56,7 +56,7 @@ def load_projection(store: PublishStore) -> Projection:
         return Projection(None, "", "", "", {})
     skills = {
         record.name: render_skill_md(record.published)
-        for record in store.list_skills()
+        for record in store.skills.list_skills()
         if record.published is not None
     }
     raw_memories = "# Raw memories (newest first)\n\n" + "\n".join(raw_sections)
@@ -76,7 +76,7 @@ def summary_to_publish(store: PublishStore, written: str | None, memory: Memory)
     written to the directory."""
     if written is None:
         return render_memory_summary(memory)
-    problems = summary_problems(written, memory, store.live_thread_ids)
+    problems = summary_problems(written, memory, store.outputs.live_thread_ids)
     if not problems:
         return written
     log.warning(
@@ -115,7 +115,7 @@ def scrub_backups(store: PublishStore, memory_dir: Path) -> list[str]:
             if text is None:
                 continue
             cited = set(_CITED_THREAD.findall(text))
-            gone = cited - store.live_thread_ids(cited)
+            gone = cited - store.outputs.live_thread_ids(cited)
             if not gone:
                 continue
             scrubbed = _without_threads(text, gone)

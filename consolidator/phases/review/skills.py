@@ -21,7 +21,7 @@ class UnknownSkill(SkillDecisionError):
 
 
 def pending(store: SkillStore, name: str) -> SkillRecord:
-    record = store.get_skill(name)
+    record = store.skills.get_skill(name)
     if record is None:
         raise UnknownSkill(f"there is no skill named {name!r}; see `consolidator skills`")
     if record.proposed is None or record.proposed_json is None:
@@ -34,12 +34,12 @@ def approve(store: SkillStore, name: str) -> SkillRecord:
     assert record.proposed is not None and record.proposed_json is not None
     live = {
         output.thread_id: output.cwd
-        for output in store.list_stage1_outputs(sorted(record.proposed.thread_ids))
+        for output in store.outputs.list_stage1_outputs(sorted(record.proposed.thread_ids))
     }
     problem = skill_problem(record.proposed, live)
     if problem is not None:
         raise SkillDecisionError(f"skill {name} cannot be approved: {problem}")
-    if not store.approve_skill(name, record.proposed_json):
+    if not store.skills.approve_skill(name, record.proposed_json):
         raise SkillDecisionError(f"skill {name} changed while it was approved; look again")
     return record
 
@@ -47,6 +47,6 @@ def approve(store: SkillStore, name: str) -> SkillRecord:
 def reject(store: SkillStore, name: str, reason: str | None) -> SkillRecord:
     record = pending(store, name)
     assert record.proposed_json is not None
-    if not store.reject_skill(name, record.proposed_json, reason):
+    if not store.skills.reject_skill(name, record.proposed_json, reason):
         raise SkillDecisionError(f"skill {name} changed while it was rejected; look again")
     return record

@@ -8,7 +8,7 @@ publishes over newer memory.
 from __future__ import annotations
 
 from consolidator.core.errors import EXIT_USAGE, ConsolidatorError
-from consolidator.db.ports import PendingVersions
+from consolidator.db.ports import ReviewStore
 from consolidator.db.review import Decision, PendingContent, PendingRecord
 from consolidator.memory.codec import decode
 from consolidator.memory.delta import Change, changes
@@ -41,19 +41,19 @@ def fate(record: PendingRecord) -> str:
     return f"{name} was dropped: {record.reason or 'nothing left to review'}"
 
 
-def diff(store: PendingVersions, pending_id: int) -> tuple[PendingContent, list[Change]]:
+def diff(store: ReviewStore, pending_id: int) -> tuple[PendingContent, list[Change]]:
     """The pending version against the current memory: what approving it would change."""
-    content = store.pending_content(pending_id)
+    content = store.pending.pending_content(pending_id)
     if content is None:
-        record = store.get_pending(pending_id)
+        record = store.pending.get_pending(pending_id)
         if record is None:
             raise _unknown(pending_id)
         raise ReviewDecisionError(fate(record))
     return content, changes(decode(content.current_json), decode(content.memory_json))
 
 
-def approve(store: PendingVersions, pending_id: int) -> Decision:
-    decision = store.approve_pending(pending_id)
+def approve(store: ReviewStore, pending_id: int) -> Decision:
+    decision = store.pending.approve_pending(pending_id)
     if decision is None:
         raise _unknown(pending_id)
     if not decision.done:
@@ -61,8 +61,8 @@ def approve(store: PendingVersions, pending_id: int) -> Decision:
     return decision
 
 
-def reject(store: PendingVersions, pending_id: int, reason: str | None) -> Decision:
-    decision = store.reject_pending(pending_id, reason)
+def reject(store: ReviewStore, pending_id: int, reason: str | None) -> Decision:
+    decision = store.pending.reject_pending(pending_id, reason)
     if decision is None:
         raise _unknown(pending_id)
     if not decision.done:

@@ -157,9 +157,9 @@ def process_claim(
     watch: LeaseWatch | None = None,
 ) -> tuple[ThreadResult, Usage]:
     """Do one claimed thread's extraction and finish the claim, fenced by its token."""
-    thread = store.get_thread(claim.job_key)
+    thread = store.threads.get_thread(claim.job_key)
     if thread is None:
-        store.fail_job(claim, "thread vanished from the database", retryable=False)
+        store.stage_one.fail_job(claim, "thread vanished from the database", retryable=False)
         return ThreadResult.FAILED, Usage()
     extracted = _extract(store, backend, claim, thread, options, watch)
     if not isinstance(extracted, _Extracted):
@@ -205,13 +205,13 @@ def _extract(
         result = backend.extract(rollout)
         usage = result.usage
     except ModelMisconfigured:
-        store.release_job(claim)
+        store.leases.release_job(claim)
         raise
     except BackendError as exc:
         # The reason may quote the model's answer (an unexpected key): never a secret in it.
         message = redact(f"{type(exc).__name__}: {exc}").text
         transient = isinstance(exc, ModelUnavailable)
-        store.fail_job(claim, message, retryable=exc.retryable, transient=transient)
+        store.stage_one.fail_job(claim, message, retryable=exc.retryable, transient=transient)
         log.warning(
             "stage one failed for %s: %s",
             claim.job_key,
@@ -222,10 +222,14 @@ def _extract(
             raise
         return ThreadResult.FAILED, usage
     except OSError as exc:
-        store.fail_job(claim, f"cannot read rollout: {exc.strerror or exc}", retryable=True)
+        store.stage_one.fail_job(
+            claim, f"cannot read rollout: {exc.strerror or exc}", retryable=True
+        )
         return ThreadResult.FAILED, usage
     except Exception as exc:
-        store.fail_job(claim, f"internal error: {type(exc).__name__}: {exc}", retryable=True)
+        store.stage_one.fail_job(
+            claim, f"internal error: {type(exc).__name__}: {exc}", retryable=True
+        )
         raise
     return _Extracted(result, rollout, report, usage)
 
@@ -253,7 +257,7 @@ def _finish(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
         )
-    if not store.complete_stage1(claim, payload):
+    if not store.stage_one.complete_stage1(claim, payload):
         log.warning(
             "lease lost before %s finished; its result was discarded",
             claim.job_key,
@@ -266,7 +270,7 @@ def _finish(
         if read_problem is not None:
             skipped = report.lines_skipped
             read_problem = f"{skipped} line(s) skipped, e.g. {read_problem}" if skipped else None
-        store.note_read_problem(thread.thread_id, read_problem)
+        store.threads.note_read_problem(thread.thread_id, read_problem)
     return ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED
 
 
@@ -311,9 +315,9 @@ def run_stage_one(
     `on_start`, when given, is told how many threads are claimable as the run starts (a
     progress display's total; it costs one count query, so only a display asks).
     """
-    store.revive_exhausted()
+    store.stage_one.revive_exhausted()
     if on_start is not None:
-        on_start(store.count_claimable_stage1(options.eligibility))
+        on_start(store.stage_one.count_claimable_stage1(options.eligibility))
     workers = _Stage1Workers(store, backend, options, stop or threading.Event(), on_thread_done)
     started = time.monotonic()
     lease_keeper: AbstractContextManager[Heartbeat] = (
@@ -372,7 +376,7 @@ class _Stage1Workers:
         while not (self.stop.is_set() or self.halt.is_set()):
             if not heartbeat.alive:
                 raise RuntimeError("the heartbeat thread died; stopping stage one")
-            claims = store.claim_stage1_batch(
+            claims = store.stage_one.claim_stage1_batch(
                 limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
             )
             if not claims:
@@ -405,7 +409,7 @@ def process_one(
     store: StageOneStore, backend: Backend, thread_id: str, options: Stage1Options
 ) -> tuple[Claim, ThreadResult | None]:
     """Claim and process one named thread now, whatever its idle time (used by `ingest`)."""
-    claim = store.try_claim_stage1(thread_id, lease_seconds=options.lease_seconds)
+    claim = store.stage_one.try_claim_stage1(thread_id, lease_seconds=options.lease_seconds)
     if not claim.claimed:
         return claim, None
     with Heartbeat(

@@ -119,7 +119,7 @@ def record_usage(store: UsageStore, thread: ThreadRecord, items: Iterable[Rollou
         return 0
 
     def current_memory() -> Memory | None:
-        version = store.current_version()
+        version = store.versions.current_version()
         return decode(version.memory_json) if version is not None else None
 
     uses = resolve_uses(
@@ -127,7 +127,7 @@ def record_usage(store: UsageStore, thread: ThreadRecord, items: Iterable[Rollou
         user_thread_id=thread.thread_id,
         cwd=thread.cwd,
         fallback_time=thread.source_updated_at,
-        live_summaries=lambda: [LiveSummary(*key) for key in store.summary_keys()],
+        live_summaries=lambda: [LiveSummary(*key) for key in store.outputs.summary_keys()],
         current_memory=current_memory,
     )
-    return store.record_uses(thread.thread_id, uses)
+    return store.usage.record_uses(thread.thread_id, uses)
