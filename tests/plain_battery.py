@@ -24,6 +24,7 @@ class Case:
     sessions: tuple[Session, ...]
     shown: tuple[str, ...] = ()
     gone: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
     quiet: tuple[str, ...] = ()
     section: str | None = None
     conflict: tuple[str, str] | None = None
@@ -422,7 +423,7 @@ CORRECTIONS_MORE = (
 def _changed(name: str, before: str, after: str, old: str, new: str) -> Case:
     first = said(name, 0, "wire the nightly report into the scheduler", before)
     later = said(name, 5, "the nightly report is empty, check it", after)
-    return Case(name, (first, later), shown=(new,), gone=(old,))
+    return Case(name, (first, later), shown=(new,), stale=(old,))
 
 
 CHANGED = (
@@ -485,7 +486,7 @@ def _edited(name: str, before: str, request: str, edit: Patch, old: str, new: st
     later = Session(
         name, 5, (Said(request), edit, Shell("make test", "42 passed"), Said("Done.", "assistant"))
     )
-    return Case(name, (first, later), shown=(new,), gone=(old,))
+    return Case(name, (first, later), shown=(new,), stale=(old,))
 
 
 EDITED = (

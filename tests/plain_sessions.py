@@ -232,12 +232,15 @@ def case_misses(
     *,
     shown: Sequence[str] = (),
     gone: Sequence[str] = (),
+    stale: Sequence[str] = (),
     quiet: Sequence[str] = (),
     section: str | None = None,
     conflict: tuple[str, str] | None = None,
     remembered: bool | None = None,
 ) -> list[str]:
-    """What a user would find wrong in `project`'s memory and context (empty when none)."""
+    """What a user would find wrong in `project`'s memory and context (empty when none).
+    `gone`: values no entry may give (taken back); `stale`: values only an entry marked
+    superseded may give (a newer value replaced them), never `context`."""
     found: list[str] = []
     if remembered is not None and _has_task(seen, root, project) != remembered:
         found.append("no task kept" if remembered else "a task kept for nothing to remember")
@@ -257,6 +260,16 @@ def case_misses(
         ]
         if unmarked:
             found.append(f"{value!r} still shown: {unmarked[0]!r}")
+    for value in stale:
+        current = [
+            text
+            for text in [*every, *lines]
+            if value.lower() in text.lower()
+            and not text.lower().startswith("[superseded")
+            and not any(v.lower() in text.lower() for v in shown)
+        ]
+        if current:
+            found.append(f"{value!r} still shown as current: {current[0]!r}")
     for word in quiet:
         if _has([*every, *lines], word):
             found.append(f"{word!r} kept: {[t for t in every if word.lower() in t.lower()]}")

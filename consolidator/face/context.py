@@ -9,18 +9,21 @@ why in one line.
 Entries are taken in order of use to an agent until the byte budget is spent, each one whole:
 user-wide preferences; the nearest project's preferences, failures and reusable knowledge;
 pointers to the rollout summaries behind them (newest first); then the rest of the user-wide
-entries. A last line counts what did not fit and names the command that shows all of it.
+entries. An entry marked superseded is left out: a newer value stands beside it. The last
+lines count what was left out and name the command that shows all of it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory.blocks import Block, Bullet, Memory, Origin, Section
+from consolidator.memory import facts
+from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 from consolidator.verify.entry import EntryChecker
@@ -120,6 +123,8 @@ class _Checks:
     def entries(self, block: Block, bullets: Iterable[Bullet]) -> Iterator[str]:
         folder = None if is_user_wide(block) else block.applies_to_cwd
         for bullet in bullets:
+            if facts.is_superseded(bullet.text):
+                continue  # a newer value is shown; MEMORY.md keeps this one, marked
             plain = one_line(bullet.text)
             text = " ".join(filter(None, (plain, witnessed(block, bullet))))
             if self.checker is None or folder is None:
@@ -224,20 +229,23 @@ def build_context(
     if not any(_has_entries(block) for block in (*user_wide, *projects)):
         return AgentContext(cwd, version, source, "", (), (), 0)
     footer = f"(more in `consolidator show --cwd {cwd}`)"
-    budget = _Budget(limit=max(max_bytes - len(footer.encode("utf-8")) - 96, 0))
+    stale_line = _superseded_line((*user_wide, *projects), footer)
+    reserved = len(footer.encode("utf-8")) + 96 + len(stale_line.encode("utf-8")) + 2
+    budget = _Budget(limit=max(max_bytes - reserved, 0))
     checks = _Checks(checker)
     budget.add(f"# Memory for {cwd}", CONTEXT_PREAMBLE)
     budget.add_group(
         "## User-wide preferences",
         checks.entries_of(user_wide, "preferences"),
     )
+    everywhere = {_said(b.text) for block in user_wide for b in block.preferences}
     for block in projects:
         budget.heading(f"## {one_line(block.title)}")
         for section in _PROJECT_ORDER:
-            budget.add_group(
-                f"### {_SECTION_TITLES[section]}",
-                checks.entries(block, block.section(section)),
-            )
+            bullets = block.section(section)
+            if section == "preferences":
+                bullets = tuple(b for b in bullets if _said(b.text) not in everywhere)
+            budget.add_group(f"### {_SECTION_TITLES[section]}", checks.entries(block, bullets))
     budget.pending = []
     pointers = tuple(_summary_pointers(projects or user_wide, memory_dir))
     budget.add_group(
@@ -256,6 +264,8 @@ def build_context(
             "",
             f"{checks.left_out} more entries left out: the repository no longer matches them",
         ]
+    if stale_line:
+        lines = [*lines, "", stale_line]
     if budget.omitted:
         lines = [*lines, "", f"{budget.omitted} more entries did not fit {footer}"]
     markdown = "\n".join(lines) + "\n"
@@ -272,6 +282,30 @@ def build_context(
         failed_checks=tuple(checks.failed),
         left_out_failing=checks.left_out,
     )
+
+
+def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
+    """The line counting the entries left out as superseded, "" when there is none."""
+    superseded = sum(
+        facts.is_superseded(bullet.text)
+        for block in blocks
+        for section in SECTIONS
+        for bullet in block.section(section)
+    )
+    if not superseded:
+        return ""
+    return f"{superseded} superseded entries left out: a newer value is shown {footer}"
+
+
+# The user's own words a preference quotes (`... the user asked: "..."`).
+_QUOTED = re.compile(r'"(.+)"\s*$')
+
+
+def _said(text: str) -> str:
+    """What a preference asks, however it says where it holds: a rule shown among the
+    user-wide preferences is not shown again under the project it was also said in."""
+    match = _QUOTED.search(facts.unmarked(text))
+    return " ".join((match[1] if match else text).split()).casefold()
 
 
 def unavailable_context(cwd: str) -> AgentContext:

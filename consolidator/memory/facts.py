@@ -323,7 +323,23 @@ def subject_of(text: str) -> Subject | None:
     tool = _TOOL_VERSION.search(unmarked(text).lower())
     if tool and tool["tool"] not in _STOPWORDS:
         return Subject("version", frozenset({_stem(tool["tool"])}))
-    return None
+    return _changed_thing(tokens, unmarked(text).lower())
+
+
+def _changed_thing(tokens: list[str], plain: str) -> Subject | None:
+    """The subject of a change said without a noun of a kind ("staging moved, it's
+    stg-2.corp.net now"): the words before the word that says the change, and the kind of the
+    one value the statement gives."""
+    change = next((i for i, token in enumerate(tokens) if _CHANGE.fullmatch(token)), None)
+    kinds = {kind for kind, _ in _shaped_values(plain)}
+    if change is None or len(kinds) != 1:
+        return None
+    qualifiers: list[str] = []
+    for word in reversed(tokens[max(0, change - _MAX_QUALIFIERS) : change]):
+        if word in _STOPWORDS or word in _PHRASE_BREAK:
+            break
+        qualifiers.append(_stem(word))
+    return Subject(kinds.pop(), frozenset(qualifiers)) if qualifiers else None
 
 
 def values_of_kind(text: str, kind: str) -> frozenset[str]:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from consolidator.memory import facts
 from consolidator.memory.blocks import (
     SECTIONS,
     Block,
@@ -94,9 +95,10 @@ def enforce_budget(
     the stalest tasks are folded into their block's compact "older tasks" entry until the file
     fits with at least half of it knowledge, so the task list never crowds out what was
     learned; folding keeps every task and citation, so it is not an eviction either. Only if
-    everything is folded and the file is still too big are bullets evicted: least supported
-    first (fewest citing tasks), so a bullet with several witnesses goes only once every
-    single-witness one is gone, then stalest (the newest `updated_at` among their tasks'
+    everything is folded and the file is still too big are bullets evicted: those marked
+    superseded first (a newer value stands beside them), then least supported first (fewest
+    citing tasks), so a bullet with several witnesses goes only once every single-witness
+    one is gone, then stalest (the newest `updated_at` among their tasks'
     citations is the oldest), then in file order. Only if every bullet is gone and the task
     index alone is still too big are tasks evicted, stalest first, dropping blocks left
     without tasks.
@@ -251,7 +253,7 @@ _Slot = tuple[int, Section | None, int]
 
 
 def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
-    bullets: list[tuple[bool, int, float, int, _Slot]] = []
+    bullets: list[tuple[bool, bool, int, float, int, _Slot]] = []
     tasks: list[tuple[bool, float, int, _Slot]] = []
     position = 0
     for block_index, block in enumerate(memory.blocks):
@@ -267,11 +269,12 @@ def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
                 used = any(w[0] for w in witnesses)
                 newest = max((w[1] for w in witnesses), default=_OLDEST)
                 slot: _Slot = (block_index, name, bullet_index)
-                bullets.append((used, len(bullet.task_ids), newest, position, slot))
+                current = not facts.is_superseded(bullet.text)
+                bullets.append((current, used, len(bullet.task_ids), newest, position, slot))
                 position += 1
-    bullets.sort(key=lambda entry: entry[:4])
+    bullets.sort(key=lambda entry: entry[:5])
     tasks.sort(key=lambda entry: entry[:3])
-    return [entry[4] for entry in bullets] + [entry[3] for entry in tasks]
+    return [entry[5] for entry in bullets] + [entry[3] for entry in tasks]
 
 
 def _evict(memory: Memory, order: list[_Slot], count: int) -> Memory:

@@ -117,7 +117,10 @@ def test_a_newer_value_supersedes_and_a_same_day_contradiction_is_kept_marked(
     consolidate(store)
     knowledge = [b.text for b in current(store).blocks[0].knowledge]
     assert "The API server now runs on port 6511" in knowledge
-    assert not any("6510" in text for text in knowledge)
+    later = (DAY + timedelta(days=3)).strftime("%Y-%m-%d")
+    assert [t for t in knowledge if "6510" in t] == [
+        f"[superseded {later}] The API server runs on port 6510"
+    ]
     day = DAY.strftime("%Y-%m-%d")
     assert f"[conflicting {day}] The cache TTL is 300 seconds" in knowledge
     assert f"[conflicting {day}] The cache TTL is 600 seconds" in knowledge

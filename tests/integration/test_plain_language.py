@@ -53,6 +53,7 @@ def kind_misses(kind: str, root: Path, db_url: str) -> dict[str, list[str]]:
             case.name,
             shown=case.shown,
             gone=case.gone,
+            stale=case.stale,
             quiet=case.quiet,
             section=case.section,
             conflict=case.conflict,

@@ -176,3 +176,41 @@ def test_the_agent_is_told_the_entries_are_records_not_instructions() -> None:
 
     assert lines[0] == "# Memory for /work/alpha"
     assert "not instructions" in lines[1] and "repository" in lines[1]
+
+
+def test_a_preference_shown_user_wide_is_not_repeated_under_the_project_it_was_said_in() -> None:
+    rule = "I like small commits with conventional messages, in all my repos."
+    memory = Memory(
+        (
+            _block("user", None, preferences=(f'in every project, the user asked: "{rule}"',)),
+            _block(
+                "alpha",
+                "/work/alpha",
+                preferences=(
+                    f'when working in alpha, the user asked: "{rule}"',
+                    'when working in alpha, the user asked: "Run the tests with -x."',
+                ),
+            ),
+        )
+    )
+    text = _context(memory, "/work/alpha").markdown
+    assert text.count(rule) == 1
+    assert "Run the tests with -x." in text
+
+
+def test_an_entry_marked_superseded_is_left_out_and_counted() -> None:
+    memory = Memory(
+        (
+            _block(
+                "alpha",
+                "/work/alpha",
+                knowledge=(
+                    "[superseded 2026-11-05] The API server runs on port 6510",
+                    "The API server now runs on port 6511",
+                ),
+            ),
+        )
+    )
+    text = _context(memory, "/work/alpha").markdown
+    assert "6510" not in text and "The API server now runs on port 6511" in text
+    assert "1 superseded entries left out" in text

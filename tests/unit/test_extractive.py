@@ -291,6 +291,13 @@ def test_the_front_matter_holds_task_outcome_place_and_keywords() -> None:
     assert notes.task_outcome == "success"
     assert notes.description.startswith("Invoice totals are a cent off (success): 4 tool calls")
     assert notes.keywords == ("pytest", "invoice", "test_invoice", "totals", "cent")
+    # With no command to judge by, the outcome is unknown, and the description says nothing of it.
+    talk = notes_of(
+        user("What does the reconcile job do on weekends?"),
+        agent("Nothing: `ledger/reconcile.py:42` returns early when the day is a weekend."),
+    )
+    assert talk.task_outcome == "unknown"
+    assert talk.description == "What does the reconcile job do on weekends: 0 tool calls"
 
 
 def test_keywords_are_lowercase_meaningful_and_at_most_five() -> None:

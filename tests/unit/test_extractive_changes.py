@@ -228,6 +228,7 @@ def test_a_new_value_in_words_supersedes_by_subject_not_by_shared_words() -> Non
         ),
     )
     assert knowledge == [
+        "[superseded 2026-03-09] Point it at cache-a.platform.internal for the cache stuff",
         "the staging view box is view-05.platform.internal",
         "we moved the cache host to cache-b.platform.internal last week",
     ]

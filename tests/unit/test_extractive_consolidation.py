@@ -178,8 +178,14 @@ def test_a_newer_value_of_the_same_subject_supersedes_the_older() -> None:
         _fact("c", "2026-11-05", "The API server now runs on port 6511"),
     )
     block = memory.blocks[0]
-    assert [b.text for b in block.knowledge] == ["The API server now runs on port 6511"]
-    assert block.knowledge[0].task_ids == (task_id_for("c"),)
+    # Whose subject a statement is about is read from its words: the older value is marked,
+    # never dropped, and goes first when the budget evicts.
+    assert [b.text for b in block.knowledge] == [
+        "[superseded 2026-11-05] The API server runs on port 6510",
+        "The API server now runs on port 6511",
+    ]
+    assert block.knowledge[0].task_ids == (task_id_for("a"), task_id_for("b"))
+    assert block.knowledge[1].task_ids == (task_id_for("c"),)
     assert len(block.tasks) == 3  # the older sessions stay cited as tasks
 
 
@@ -209,7 +215,11 @@ def test_two_values_on_the_same_day_are_both_kept_marked_conflicting_citing_both
         _fact("b", "2026-11-02", "The API server runs on port 7000"),
         _fact("ccc", "2026-11-03", "The API server runs on port 7001"),
     )
-    assert [b.text for b in later.blocks[0].knowledge] == ["The API server runs on port 7001"]
+    assert [b.text for b in later.blocks[0].knowledge] == [
+        "[superseded 2026-11-03] The API server runs on port 6510",
+        "[superseded 2026-11-03] The API server runs on port 7000",
+        "The API server runs on port 7001",
+    ]
 
 
 def test_different_subjects_with_numbers_are_not_confused() -> None:
@@ -307,7 +317,10 @@ def test_a_later_session_saying_the_value_moved_in_other_words_replaces_it() -> 
     assert _knowledge_after(
         ("a", "Connect to the reporting database on port 5544."),
         ("bb", "The reporting DB is now on port 5545."),
-    ) == ["The reporting DB is now on port 5545."]
+    ) == [
+        "[superseded 2026-11-03] Connect to the reporting database on port 5544.",
+        "The reporting DB is now on port 5545.",
+    ]
 
 
 def test_two_environments_values_are_both_kept() -> None:
@@ -316,3 +329,24 @@ def test_two_environments_values_are_both_kept() -> None:
         "The worker listens on port 9443 in prod.",
     )
     assert _knowledge_after(("a", dev), ("bb", prod)) == [dev, prod]
+
+
+def test_a_change_said_without_naming_the_kind_of_thing_marks_what_it_changes() -> None:
+    assert _knowledge_after(
+        ("a", "The staging API is at api.staging.shipit.dev."),
+        ("bb", "Staging moved, it's api-stg.shipit.dev these days."),
+    ) == [
+        "[superseded 2026-11-03] The staging API is at api.staging.shipit.dev.",
+        "Staging moved, it's api-stg.shipit.dev these days.",
+    ]
+    # An older entry that gives another value besides (the prod host) is only marked as a
+    # possible conflict: its other value is not read as stale.
+    assert _knowledge_after(
+        ("a", "Our staging API lives at api.staging.shipit.dev and prod is api.shipit.dev."),
+        ("bb", "Staging moved, it's api-stg.shipit.dev these days."),
+    ) == [
+        "[possible conflict 2026-11-02 with \"Staging moved, it's api-stg.shipit.dev these days."
+        '" of 2026-11-03] Our staging API lives at api.staging.shipit.dev and prod is'
+        " api.shipit.dev.",
+        "Staging moved, it's api-stg.shipit.dev these days.",
+    ]

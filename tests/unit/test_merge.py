@@ -427,3 +427,23 @@ def test_budget_evicts_and_folds_unused_entries_before_used_ones() -> None:
     )
     folded = [t.task_id for t in fitted.blocks[0].tasks if t.folded]
     assert folded and "t1" not in folded and folded[0] == "t2"
+
+
+def test_budget_evicts_a_superseded_bullet_before_any_current_one() -> None:
+    tasks = (
+        Task("old", "old task", (cite("o", "2024-01-01T00:00:00Z"),), folded=True),
+        Task("new", "new task", (cite("n", "2025-06-01T00:00:00Z"),), folded=True),
+    )
+    bullets = (
+        Bullet("current, old and alone", ("old",)),
+        Bullet("[superseded 2025-06-01] the value before, said twice", ("old", "new")),
+        Bullet("current, new", ("new",)),
+    )
+    memory = Memory((block("a", *bullets, tasks=tasks),))
+    full = len(render_memory_md(memory).encode())
+    fitted, evicted = enforce_budget(memory, full - 1, render_memory_md)
+    assert evicted == 1
+    assert [b.text for b in fitted.blocks[0].knowledge] == [
+        "current, old and alone",
+        "current, new",
+    ]

@@ -257,3 +257,57 @@ def test_a_sentence_is_never_cut_inside_a_code_span_or_before_a_dotfile(
     kept = [*spoken.instructions, *spoken.facts]
     assert any(whole in statement for statement in kept), kept
     assert not any(statement.startswith(("env", "nvmrc", "lint")) for statement in kept), kept
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "Quick context before we start: the integration tests need the local minio"
+            " running, you bring it up with `make minio-up`.",
+            "The integration tests need the local minio running, you bring it up with"
+            " `make minio-up`.",
+        ),
+        (
+            "Some background for you: the nightly export writes to s3://acme-exports/daily/.",
+            "The nightly export writes to s3://acme-exports/daily/.",
+        ),
+        # A pronoun after the label points back to it: the label is the subject.
+        (
+            "Staging host: it moved to stg-2.corp.net last week.",
+            "Staging host: it moved to stg-2.corp.net last week.",
+        ),
+    ],
+)
+def test_a_label_before_a_colon_is_left_off_unless_it_is_the_subject(
+    message: str, fact: str
+) -> None:
+    assert user_statements(["the export is broken", message]).facts == [fact]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "I like small commits with conventional commit messages, in all my repos.",
+        "Squash before merging, across all our projects.",
+    ],
+)
+def test_a_scope_after_a_comma_stays_with_the_rule_it_scopes(rule: str) -> None:
+    assert user_statements([rule]).instructions == [rule]
+
+
+@pytest.mark.parametrize(
+    ("said", "is_rule"),
+    [
+        ("Set up a basic Makefile for this repo.", False),
+        ("Create an issue template for the repo.", False),
+        ("Write a migration for this project that adds the column.", False),
+        ("In this repo we indent with tabs.", True),
+        ("Add a changelog entry for every PR in this repo.", True),
+        ("Use a single quote style across the codebase.", True),
+    ],
+)
+def test_an_order_to_make_one_thing_for_the_repo_is_the_task_not_a_rule(
+    said: str, is_rule: bool
+) -> None:
+    assert bool(user_statements([said]).instructions) is is_rule

@@ -32,7 +32,12 @@ from consolidator.backends.extractive.supersede import apply_edit, mark_supersed
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, parse_raw_memory
+from consolidator.memory.offline_notes import (
+    OUTCOME_UNKNOWN,
+    EditedValue,
+    ExtractiveNotes,
+    parse_raw_memory,
+)
 from consolidator.memory.render import one_line
 from consolidator.memory.text import code_span, read_code_span
 
@@ -221,8 +226,9 @@ def _add_facts(
     """Knowledge bullets with the newer value of a subject superseding the older one.
 
     A fact stated again joins its bullet as a witness. A fact giving a new value for a known
-    subject replaces the older bullet, or is kept marked superseded when it is itself the
-    older one; two values stated on the same day are both kept, marked conflicting.
+    subject marks the older bullet superseded (whose subject it is is read from words, a
+    guess: it marks, never drops), or is kept marked superseded when it is itself the older
+    one; two values stated on the same day are both kept, marked conflicting.
     """
     days = _task_days(block)
     days[witness.task_id] = day
@@ -244,7 +250,9 @@ def _add_facts(
                 continue
             stated = max((days.get(t, "") for t in bullet.task_ids), default="")
             if stated < day:
-                continue  # superseded by the newer value: dropped
+                marked = _stale_mark(facts.unmarked(bullet.text), text, stated, day)
+                kept.append(replace(bullet, text=marked))
+                continue
             if stated == day:
                 conflict = facts.marker(facts.CONFLICTING, day)
                 kept.append(replace(bullet, text=conflict + facts.unmarked(bullet.text)))
@@ -255,6 +263,18 @@ def _add_facts(
         kept.append(replace(witness.new_bullet(text), text=new_text))
         bullets = kept
     return tuple(bullets)
+
+
+def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
+    """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
+    all it gives of the subject is the value `new` replaces; when it gives more ("staging is
+    A and prod is B"), only a possible conflict with `new`, so its other values are not read
+    as stale."""
+    subject = facts.subject_of(new)
+    held = facts.values_of_kind(old, subject.kind) if subject is not None else frozenset()
+    if len(held) > 1:
+        return facts.conflict_note(stated, new, day) + old
+    return facts.marker(facts.SUPERSEDED, day) + old
 
 
 def _other_value(old: str, new: str) -> bool:
@@ -376,7 +396,8 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
                 changed.append(block_id)
             continue
         citation = request.citations[item.thread_id]
-        outcome = f" ({notes.task_outcome})" if notes.task_outcome else ""
+        judged = notes.task_outcome not in ("", OUTCOME_UNKNOWN)
+        outcome = f" ({notes.task_outcome})" if judged else ""
         task = Task(
             task_id=task_id,
             title=_short_title(notes.task) + outcome,

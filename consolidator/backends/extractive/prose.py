@@ -62,7 +62,8 @@ def describe(session: Session, outcome: str, edited: list[str], cwd: str | None)
     if edited:
         shown = ", ".join(edited[:3]) + (f" (+{len(edited) - 3} more)" if len(edited) > 3 else "")
         parts.append(f"edited {shown}")
-    return one_line(f"{subject} ({outcome}): {'; '.join(parts)}")
+    judged = "" if outcome == OUTCOME_UNKNOWN else f" ({outcome})"
+    return one_line(f"{subject}{judged}: {'; '.join(parts)}")
 
 
 def count(number: int, noun: str) -> str:

@@ -10,6 +10,18 @@ from dataclasses import dataclass
 
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
+from consolidator.backends.extractive.taking_back import (
+    GONE,
+    NEGATION,
+    NOT_BUT,
+    NOT_VALUE,
+    RETRACTION,
+    TRAILING_NOT,
+    WAS_OLD,
+    negated_values,
+    taken_back_topic,
+    takes_back,
+)
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
@@ -50,78 +62,12 @@ _CONCLUSION_CUE = re.compile(
 )
 # A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
 _VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
-# "..., not 6543": the old value a correction names; kept out so only the new value is stored.
-_NOT_VALUE = re.compile(
-    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?(?P<old>[\w./:~-]*(?:\d|/)[\w./:~-]*)`?",
-    re.IGNORECASE,
-)
-# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back;
-# "not A but B" on its own says B, and takes A back.
-_NOT_BUT = re.compile(
-    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+"
-    r"|^(?P<lead>not\s+`?(?P<old_lead>[^,`]+?)`?\s+but\s+)",
-    re.IGNORECASE,
-)
-# "..., not make build-ml." at the end: an old value of a few words, one of them distinctive.
-_TRAILING_NOT = re.compile(
-    r",\s*not\s+`?(?P<old>(?:[\w./:~-]+\s+){0,2}[\w./:~-]*(?:\d|\w[/.:-]\w)[\w./:~-]*?)`?"
-    r"\s*[.!]?$",
-    re.IGNORECASE,
-)
-# A clause that only says what is not so ("not .env.worker"): its value is taken back.
-_NEGATION = re.compile(r"^(?:not|no longer|never)\b(?!.*\bbut\b)", re.IGNORECASE)
-# "X was the old staging host", "X is outdated": the value named first is taken back.
-_WAS_OLD = re.compile(
-    r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
-    re.IGNORECASE,
-)
-# A value a correction takes back must be distinctive (a path, a host, a versioned name):
-# a bare number or word would take back every entry that happens to mention it.
-_DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNORECASE)
-
-
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
 # Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
 # Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
 DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
 _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
-# The user takes something back: it was wrong, or is to be forgotten, or was dropped.
-_RETRACTION = re.compile(
-    r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
-    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|"
-    r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
-    re.IGNORECASE,
-)
-_FORGET = re.compile(
-    r"\b(?:forget|ignore|disregard|scratch)\b(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+"
-    r"(?:said|told you|wrote|mentioned))?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
-    re.IGNORECASE,
-)
-_DROPPED = re.compile(
-    r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
-    r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
-    r"|\b(?:we\s+)?took\s+(?P<out>.+?)\s+out\b"
-    r"|^(?P<gone>.+?)(?:'s|\s+is|\s+was|\s+has been|\s+are)\s+(?:gone|dropped|removed|retired|"
-    r"no longer used)\b",
-    re.IGNORECASE,
-)
-# A rule the user lets go of: "don't bother with X anymore", "no need to run X any more".
-_LET_GO = re.compile(
-    r"^(?:don't|do not|no need to|you don't need to)\s+(?:bother\s+(?:with|about)|\w+)\s+"
-    r"(?P<topic>.+?)\s+(?:any\s?more|any longer)$",
-    re.IGNORECASE,
-)
-_POINTING_BACK = re.compile(
-    r"^(?:(?:it|them|everything|that|this|those|these)|(?:that|this|those|these)\s+\w+)$",
-    re.IGNORECASE,
-)
-# "stop running X" takes X back only beside a clause that says it is gone.
-_STOP_DOING = re.compile(r"^(?:stop|quit)\s+\w+ing\s+(?P<topic>.+)$", re.IGNORECASE)
-_GONE = re.compile(
-    r"\b(?:gone|removed|dropped|deleted|retired|took (?:it|them) out|no longer|any\s?more)\b",
-    re.IGNORECASE,
-)
 # A sentence about something (a determiner, a pronoun or a name first), not an order.
 _DECLARATIVE_START = re.compile(
     r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
@@ -163,6 +109,13 @@ _OBLIGATION = re.compile(
 )
 _HABIT = re.compile(
     r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)",
+    re.IGNORECASE,
+)
+# An order to make one new thing ("set up a Makefile for this repo"): the work at hand, even
+# when it names the codebase, unless it is asked for every one of a kind.
+_ONE_NEW_THING = re.compile(
+    r"^(?!use\b|keep\b|prefer\b|stick\b)[a-z]+(?:\s+(?:up|out|in|together))?\s+"
+    r"(?:a|an|one|some)\s+(?!.*\b(?:every|each|all|any)\b)",
     re.IGNORECASE,
 )
 _CODEBASE_SCOPE = re.compile(
@@ -234,17 +187,25 @@ def _without_request(sentence: str) -> str:
     if not starts:
         return sentence
     first = sentence[: starts[0]]
-    if _RESOURCE.search(first) or _declarative(sentence) or _takes_back(first) or _scoped(first):
+    if _RESOURCE.search(first) or _declarative(sentence) or takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
         rest = strip_lead_in(sentence[start:])
         if (
             _stands_alone(rest)
             or _told_alone(_CLAUSE_START.split(rest, maxsplit=1)[0])
-            or (len(rest.split()) >= 3 and _is_default(rest, rest))
+            or (len(_beyond_scope(rest).split()) >= 3 and _is_default(rest, rest))
         ):
             return rest
     return sentence
+
+
+def _beyond_scope(clause: str) -> str:
+    """`clause` without the words that only set where or how long a rule holds: "in all my
+    repos" after a request is the request's scope, not a rule of its own."""
+    for scope in (_INSTRUCTION, EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE):
+        clause = scope.sub(" ", clause)
+    return clause.strip(" .,;!")
 
 
 def _told_alone(clause: str) -> bool:
@@ -287,16 +248,12 @@ def _stands_alone(clause: str) -> bool:
     )
 
 
-def _takes_back(clause: str) -> bool:
-    return bool(_RETRACTION.search(clause) or _topic(clause, gone=True) is not None)
-
-
 def _statement(text: str) -> str:
     """The statement as kept: the old value of a correction cut, secrets redacted; "" when
     nothing but a redaction would be left."""
-    text = _NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
-    text = _TRAILING_NOT.sub("", text)
-    text = DOUBLED_MARK.sub(r"\1", _NOT_VALUE.sub("", text)).strip(" ,;:-")
+    text = NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
+    text = TRAILING_NOT.sub("", text)
+    text = DOUBLED_MARK.sub(r"\1", NOT_VALUE.sub("", text)).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
         return ""
@@ -313,6 +270,34 @@ class UserStatements:
     revoked: list[str]
 
 
+# A short label before a colon that only announces what follows ("Quick context before we
+# start:", "Some background:"): the sentence is what follows it.
+_LABEL = re.compile(r"^(?P<label>[^:`/\d]{1,60}?):\s+(?P<rest>\S.*)$")
+_MAX_LABEL_WORDS = 6
+_MIN_LABELLED_WORDS = 4
+
+
+def _without_label(sentence: str) -> str:
+    """`sentence` without a label that says nothing of its own: not a cue, a scope, a
+    correction or a person, and not what a pronoun after it points back to ("Staging host:
+    it moved to ...")."""
+    match = _LABEL.match(sentence)
+    if match is None:
+        return sentence
+    label, rest = match["label"], match["rest"]
+    if (
+        len(label.split()) > _MAX_LABEL_WORDS
+        or len(rest.split()) < _MIN_LABELLED_WORDS
+        or _VAGUE_SUBJECT.match(rest)
+        or _FACT_CUE.match(label)
+        or _scoped(label)
+        or takes_back(label)
+        or _PERSON.search(label)
+    ):
+        return sentence
+    return rest
+
+
 def user_statements(spoken: Iterable[str]) -> UserStatements:
     """Sentence by sentence, and within a sentence aside by aside: a question or an
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
@@ -322,7 +307,7 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     read = UserStatements([], [], [])
     for number, message in enumerate(spoken):
         for sentence in sentences(message):
-            for unit in _units(strip_lead_in(sentence)):
+            for unit in _units(_without_label(strip_lead_in(sentence))):
                 _read_unit(strip_lead_in(unit), number, read)
     return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
 
@@ -338,7 +323,7 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
         or _SLASH_COMMAND.match(bare)
     ):
         return
-    read.revoked.extend(_negated_values(bare))
+    read.revoked.extend(negated_values(bare))
     if _correction(bare, read.facts, read.revoked):
         return
     cue = _FACT_CUE.match(bare)
@@ -374,7 +359,9 @@ def _is_default(sentence: str, said: str) -> bool:
         return True
     if _PERSON.search(said) or (_RESOURCE.search(said) and _declarative(said)):
         return False  # who to ask, or what a named resource is, is a fact about the project
-    if (_CODEBASE_SCOPE.search(said) and not _VALUE.search(said)) or _OBLIGATION.match(said):
+    if (
+        _CODEBASE_SCOPE.search(said) and not _VALUE.search(said) and not _ONE_NEW_THING.match(said)
+    ) or _OBLIGATION.match(said):
         return True
     if _declarative(said):
         return False
@@ -404,59 +391,29 @@ def _is_statement(sentence: str) -> bool:
     return len(sentence.split()) >= _MIN_PLAIN_WORDS and not _VAGUE_SUBJECT.match(sentence)
 
 
-def _negated_values(sentence: str) -> list[str]:
-    """The distinctive values a sentence says are not (or no longer) so: taken back."""
-    found = [m["old"] or m["old_lead"] for m in _NOT_BUT.finditer(sentence)]
-    found += [m["old"] for m in _NOT_VALUE.finditer(sentence)]
-    found += [m["old"] for m in _TRAILING_NOT.finditer(sentence)]
-    found += [m["old"] for m in _WAS_OLD.finditer(sentence)]
-    return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
-
-
-def _distinctive(value: str) -> bool:
-    """A value of a few words is distinctive when one of its words is."""
-    return any(_DISTINCTIVE.match(word) for word in value.split())
-
-
 def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     """Read `sentence` as a correction, clause by clause: the topics it takes back go to
     `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
-    gone = bool(_GONE.search(sentence))
-    topics = [_topic(clause, gone) for clause in clauses]
-    retracted = [bool(_RETRACTION.search(c) or _WAS_OLD.search(c)) for c in clauses]
+    gone = bool(GONE.search(sentence))
+    topics = [taken_back_topic(clause, gone) for clause in clauses]
+    retracted = [bool(RETRACTION.search(c) or WAS_OLD.search(c)) for c in clauses]
     if all(topic is None for topic in topics) and not any(retracted):
         return False
     for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
-        revoked.extend(_negated_values(clause))
+        revoked.extend(negated_values(clause))
         if topic is not None:
             if topic:
                 revoked.append(topic)
         elif (
             not retraction
-            and not _NEGATION.match(clause)
+            and not NEGATION.match(clause)
             and (
                 _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
             )
         ):
             facts.append(_statement(clause))
     return True
-
-
-def _topic(clause: str, gone: bool) -> str | None:
-    """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
-    "stop running X" takes X back only when the sentence says X is gone."""
-    match = _FORGET.search(clause) or _DROPPED.search(clause) or _LET_GO.search(clause)
-    if match is None and gone:
-        match = _STOP_DOING.search(clause)
-    if match is None:
-        return None
-    found = match.groupdict()
-    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
-    if _POINTING_BACK.match(topic):
-        return ""  # "that rule", "this bit": what it points back to is named elsewhere
-    topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
-    return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
 
 
 def agent_statements(message: str) -> tuple[list[str], list[str]]:

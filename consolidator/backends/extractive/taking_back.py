@@ -1,0 +1,108 @@
+"""What a user takes back: a value said not to be so ("..., not 6543", "isn't A but B"),
+a statement called wrong, or a topic to forget or that was dropped ("forget what I said about
+the build script", "we got rid of celery")."""
+
+from __future__ import annotations
+
+import re
+
+# "..., not 6543": the old value a correction names; kept out so only the new value is stored.
+NOT_VALUE = re.compile(
+    r",?\s*\b(?:not|instead of|rather than|no longer)\s+`?(?P<old>[\w./:~-]*(?:\d|/)[\w./:~-]*)`?",
+    re.IGNORECASE,
+)
+# "the dashboard isn't A but B": the statement is "the dashboard is B", and A is taken back;
+# "not A but B" on its own says B, and takes A back.
+NOT_BUT = re.compile(
+    r"\b(?P<verb>is|are|was|were)(?:n't|\s+not)\s+`?(?P<old>[^\s,`]+)`?\s+but\s+"
+    r"|^(?P<lead>not\s+`?(?P<old_lead>[^,`]+?)`?\s+but\s+)",
+    re.IGNORECASE,
+)
+# "..., not make build-ml." at the end: an old value of a few words, one of them distinctive.
+TRAILING_NOT = re.compile(
+    r",\s*not\s+`?(?P<old>(?:[\w./:~-]+\s+){0,2}[\w./:~-]*(?:\d|\w[/.:-]\w)[\w./:~-]*?)`?"
+    r"\s*[.!]?$",
+    re.IGNORECASE,
+)
+# A clause that only says what is not so ("not .env.worker"): its value is taken back.
+NEGATION = re.compile(r"^(?:not|no longer|never)\b(?!.*\bbut\b)", re.IGNORECASE)
+# "X was the old staging host", "X is outdated": the value named first is taken back.
+WAS_OLD = re.compile(
+    r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
+    re.IGNORECASE,
+)
+# A value a correction takes back must be distinctive (a path, a host, a versioned name):
+# a bare number or word would take back every entry that happens to mention it.
+_DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNORECASE)
+
+
+# The user takes something back: it was wrong, or is to be forgotten, or was dropped.
+RETRACTION = re.compile(
+    r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
+    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|"
+    r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
+    re.IGNORECASE,
+)
+_FORGET = re.compile(
+    r"\b(?:forget|ignore|disregard|scratch)\b(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+"
+    r"(?:said|told you|wrote|mentioned))?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
+    re.IGNORECASE,
+)
+_DROPPED = re.compile(
+    r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
+    r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
+    r"|\b(?:we\s+)?took\s+(?P<out>.+?)\s+out\b"
+    r"|^(?P<gone>.+?)(?:'s|\s+is|\s+was|\s+has been|\s+are)\s+(?:gone|dropped|removed|retired|"
+    r"no longer used)\b",
+    re.IGNORECASE,
+)
+# A rule the user lets go of: "don't bother with X anymore", "no need to run X any more".
+_LET_GO = re.compile(
+    r"^(?:don't|do not|no need to|you don't need to)\s+(?:bother\s+(?:with|about)|\w+)\s+"
+    r"(?P<topic>.+?)\s+(?:any\s?more|any longer)$",
+    re.IGNORECASE,
+)
+_POINTING_BACK = re.compile(
+    r"^(?:(?:it|them|everything|that|this|those|these)|(?:that|this|those|these)\s+\w+)$",
+    re.IGNORECASE,
+)
+# "stop running X" takes X back only beside a clause that says it is gone.
+_STOP_DOING = re.compile(r"^(?:stop|quit)\s+\w+ing\s+(?P<topic>.+)$", re.IGNORECASE)
+GONE = re.compile(
+    r"\b(?:gone|removed|dropped|deleted|retired|took (?:it|them) out|no longer|any\s?more)\b",
+    re.IGNORECASE,
+)
+
+
+def takes_back(clause: str) -> bool:
+    return bool(RETRACTION.search(clause) or taken_back_topic(clause, gone=True) is not None)
+
+
+def negated_values(sentence: str) -> list[str]:
+    """The distinctive values a sentence says are not (or no longer) so: taken back."""
+    found = [m["old"] or m["old_lead"] for m in NOT_BUT.finditer(sentence)]
+    found += [m["old"] for m in NOT_VALUE.finditer(sentence)]
+    found += [m["old"] for m in TRAILING_NOT.finditer(sentence)]
+    found += [m["old"] for m in WAS_OLD.finditer(sentence)]
+    return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
+
+
+def _distinctive(value: str) -> bool:
+    """A value of a few words is distinctive when one of its words is."""
+    return any(_DISTINCTIVE.match(word) for word in value.split())
+
+
+def taken_back_topic(clause: str, gone: bool) -> str | None:
+    """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
+    "stop running X" takes X back only when the sentence says X is gone."""
+    match = _FORGET.search(clause) or _DROPPED.search(clause) or _LET_GO.search(clause)
+    if match is None and gone:
+        match = _STOP_DOING.search(clause)
+    if match is None:
+        return None
+    found = match.groupdict()
+    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
+    if _POINTING_BACK.match(topic):
+        return ""  # "that rule", "this bit": what it points back to is named elsewhere
+    topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
+    return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
