@@ -311,3 +311,60 @@ def test_an_order_to_make_one_thing_for_the_repo_is_the_task_not_a_rule(
     said: str, is_rule: bool
 ) -> None:
     assert bool(user_statements([said]).instructions) is is_rule
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "Please stop adding type: ignore comments; fix the types instead.",
+        "No emojis in commit messages please.",
+        "No force-pushes to main.",
+        "When you write tests here, put them next to the component as Foo.test.tsx.",
+    ],
+)
+def test_a_rule_said_as_a_stop_a_ban_or_a_when_you_is_a_default(rule: str) -> None:
+    spoken = user_statements([rule])
+    assert spoken.instructions != [] and spoken.revoked == []
+
+
+@pytest.mark.parametrize(
+    "not_a_rule",
+    [
+        "When you get a chance, look at the flaky test.",
+        "No tests exist for the parser yet.",
+        "ignore the lint warnings in vendor/ for now",
+    ],
+)
+def test_a_request_or_a_remark_shaped_like_a_rule_is_no_default_and_takes_nothing_back(
+    not_a_rule: str,
+) -> None:
+    spoken = user_statements([not_a_rule])
+    assert spoken.instructions == [] and spoken.revoked == []
+
+
+@pytest.mark.parametrize(
+    ("correction", "revoked", "fact"),
+    [
+        (
+            "Turns out I was wrong about the timeout, it's 45s in prod.",
+            "timeout",
+            "The timeout is 45s in prod.",
+        ),
+        (
+            "heads-up: we don't use the VPN for staging any more, it's public behind SSO now.",
+            "VPN for staging",
+            "We don't use the VPN for staging any more, it's public behind SSO now.",
+        ),
+        (
+            "Emojis in commits are fine actually, ignore what I said earlier about that.",
+            "Emojis in commits",
+            "Emojis in commits are fine actually",
+        ),
+    ],
+)
+def test_a_correction_says_what_it_takes_back_and_what_it_points_to(
+    correction: str, revoked: str, fact: str
+) -> None:
+    spoken = user_statements([correction])
+    assert spoken.revoked == [revoked]
+    assert spoken.facts == [fact]

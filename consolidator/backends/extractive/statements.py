@@ -18,6 +18,7 @@ from consolidator.backends.extractive.taking_back import (
     RETRACTION,
     TRAILING_NOT,
     WAS_OLD,
+    forgets,
     negated_values,
     taken_back_topic,
     takes_back,
@@ -98,7 +99,16 @@ _THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
 # A standing rule, told by its shape rather than its words: a prohibition, one tool chosen
 # over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
 # a rule scoped to the whole codebase.
-_PROHIBITION = re.compile(r"^(?:don't|do not|never|no)\s+\w+\s+\w+", re.IGNORECASE)
+_PROHIBITION = re.compile(
+    r"^(?:don't|do not|never)\s+\w+\s+\w+|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b",
+    re.IGNORECASE,
+)
+# "No emojis in commit messages": a thing ruled out where it goes, no verb (unlike "no tests
+# exist for it"), read before the sentence's shape.
+_RULED_OUT = re.compile(
+    r"^no\s+[\w.-]+\s+(?:in|on|to|for|with|inside|during|near)\b(?!.*\b(?:is|are|was|were)\b)",
+    re.IGNORECASE,
+)
 _CHOICE = re.compile(
     r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|,\s*not\s+(?!the\b|a\b|an\b)\S",
     re.IGNORECASE,
@@ -108,7 +118,8 @@ _OBLIGATION = re.compile(
     re.IGNORECASE,
 )
 _HABIT = re.compile(
-    r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)",
+    r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)"
+    r"|^when\s+(?:you|we)\s+(?!(?:get|have|find|are)\b)\w+",
     re.IGNORECASE,
 )
 # An order to make one new thing ("set up a Makefile for this repo"): the work at hand, even
@@ -293,6 +304,7 @@ def _without_label(sentence: str) -> str:
         or _scoped(label)
         or takes_back(label)
         or _PERSON.search(label)
+        or not (_declarative(rest) or _is_default(rest, rest))
     ):
         return sentence
     return rest
@@ -357,6 +369,8 @@ def _is_default(sentence: str, said: str) -> bool:
     is not a statement about the project; scoped to the codebase or to every project."""
     if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
         return True
+    if _RULED_OUT.match(said):
+        return True
     if _PERSON.search(said) or (_RESOURCE.search(said) and _declarative(said)):
         return False  # who to ask, or what a named resource is, is a fact about the project
     if (
@@ -400,20 +414,60 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     retracted = [bool(RETRACTION.search(c) or WAS_OLD.search(c)) for c in clauses]
     if all(topic is None for topic in topics) and not any(retracted):
         return False
+    named = ""
     for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
         revoked.extend(negated_values(clause))
-        if topic is not None:
-            if topic:
-                revoked.append(topic)
-        elif (
-            not retraction
-            and not NEGATION.match(clause)
-            and (
-                _VALUE.search(clause) or (_declarative(clause) and not _VAGUE_SUBJECT.match(clause))
-            )
-        ):
-            facts.append(_statement(clause))
+        if topic == "":
+            revoked.extend(_subjects_beside(clause, clauses))
+        elif topic is not None:
+            revoked.append(topic)
+            named = topic if forgets(clause) else ""
+        elif not retraction and not NEGATION.match(clause):
+            said = _pointing_to(clause, named)
+            if _VALUE.search(said) or (_declarative(said) and not _VAGUE_SUBJECT.match(said)):
+                facts.append(_statement(said))
+            elif _VAGUE_SUBJECT.match(said) and len(said.split()) >= 3:
+                facts.append(_statement(_kept_clauses(clauses, topics, retracted)))
     return True
+
+
+_SUBJECT_PHRASE = re.compile(
+    r"^(?P<subject>(?:[\w.-]+\s+){0,3}[\w.-]+)\s+(?:is|are|was|were|isn't|aren't)\b", re.I
+)
+
+
+def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
+    """What "that" in "ignore what I said about that" points to: the subject of another
+    clause of the sentence ("emojis in commits are fine, ignore what I said about that")."""
+    found = []
+    for clause in clauses:
+        match = _SUBJECT_PHRASE.match(clause)
+        if clause is not pointer and match and not _VAGUE_SUBJECT.match(clause):
+            found.append(match["subject"])
+    return found
+
+
+def _kept_clauses(clauses: list[str], topics: list[str | None], retracted: list[bool]) -> str:
+    """The sentence without its clauses that take back what was said: what is the case now,
+    whole, where a clause alone would only say "it"."""
+    return ", ".join(
+        clause
+        for clause, topic, retraction in zip(clauses, topics, retracted, strict=True)
+        if not retraction and not (topic is not None and forgets(clause))
+    )
+
+
+_IT_IS = re.compile(r"^it(?:'s|\s+is)\s+", re.IGNORECASE)
+
+
+def _pointing_to(clause: str, topic: str) -> str:
+    """`clause` with "it" read as the topic the correction just took back: "wrong about the
+    timeout, it's 45s" says the timeout is 45s."""
+    if not topic or not _VAGUE_SUBJECT.match(clause):
+        return clause
+    if _IT_IS.match(clause):
+        return f"the {topic} is {_IT_IS.sub('', clause)}"
+    return f"the {topic}: {clause}"
 
 
 def agent_statements(message: str) -> tuple[list[str], list[str]]:

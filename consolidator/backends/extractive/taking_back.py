@@ -43,11 +43,21 @@ RETRACTION = re.compile(
     r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
     re.IGNORECASE,
 )
+# "Ignore", "disregard" and "scratch" take back only what was said ("ignore my earlier note
+# on X", "scratch what I told you about X"); alone they are orders ("ignore the lint warnings").
 _FORGET = re.compile(
-    r"\b(?:forget|ignore|disregard|scratch)\b(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+"
-    r"(?:said|told you|wrote|mentioned))?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
+    r"\b(?:forget|(?:ignore|disregard|scratch)(?=\s+(?:what|everything|anything|my|that|this|"
+    r"the (?:bit|part|note|comment|line)s?\b|(?:my |the )?(?:earlier|previous|last)\b)))\b"
+    r"(?:\s+(?:what|everything|anything)\s+(?:i|we)\s+(?:said|told you|wrote|mentioned)"
+    r"(?:\s+(?:earlier|before))?)?(?:\s+(?:about|regarding|on))?\s+(?P<topic>.+)$",
     re.IGNORECASE,
 )
+# "I was wrong about the timeout": the topic the user says they were wrong about.
+_WRONG_ABOUT = re.compile(
+    r"\b(?:wrong|mistaken|confused)\s+(?:about|on|regarding)\s+(?P<topic>.+)$", re.IGNORECASE
+)
+# Words that only say a topic is over ("the VPN for staging any more"): not part of it.
+_OVER = re.compile(r"\s+(?:any\s?more|any longer|no more|these days|now)$", re.IGNORECASE)
 _DROPPED = re.compile(
     r"\bwe(?:'ve| have)?\s+(?:dropped|removed|stopped using|got rid of|no longer use|"
     r"don't use|moved off|moved away from)\s+(?P<topic>.+)$"
@@ -74,6 +84,12 @@ GONE = re.compile(
 )
 
 
+def forgets(clause: str) -> bool:
+    """The clause takes back what the user said (not a thing that is gone): "it" after it
+    points to the topic."""
+    return bool(_FORGET.search(clause) or _WRONG_ABOUT.search(clause))
+
+
 def takes_back(clause: str) -> bool:
     return bool(RETRACTION.search(clause) or taken_back_topic(clause, gone=True) is not None)
 
@@ -95,7 +111,12 @@ def _distinctive(value: str) -> bool:
 def taken_back_topic(clause: str, gone: bool) -> str | None:
     """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
     "stop running X" takes X back only when the sentence says X is gone."""
-    match = _FORGET.search(clause) or _DROPPED.search(clause) or _LET_GO.search(clause)
+    match = (
+        _FORGET.search(clause)
+        or _DROPPED.search(clause)
+        or _LET_GO.search(clause)
+        or _WRONG_ABOUT.search(clause)
+    )
     if match is None and gone:
         match = _STOP_DOING.search(clause)
     if match is None:
@@ -105,4 +126,4 @@ def taken_back_topic(clause: str, gone: bool) -> str | None:
     if _POINTING_BACK.match(topic):
         return ""  # "that rule", "this bit": what it points back to is named elsewhere
     topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
-    return re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE)
+    return _OVER.sub("", re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE))
