@@ -350,3 +350,16 @@ def test_a_change_said_without_naming_the_kind_of_thing_marks_what_it_changes() 
         " api.shipit.dev.",
         "Staging moved, it's api-stg.shipit.dev these days.",
     ]
+
+
+def test_two_wordings_of_one_old_value_are_one_superseded_entry_citing_both() -> None:
+    memory = _consolidate(
+        _fact("a", "2026-11-01", "the cache host is cache-a.platform.internal"),
+        _fact("b", "2026-11-02", "the staging cache box is cache-a.platform.internal"),
+        _fact("c", "2026-11-05", "we moved the cache host to cache-b.platform.internal"),
+    )
+    knowledge = memory.blocks[0].knowledge
+    stale = [b for b in knowledge if b.text.startswith("[superseded")]
+    assert len(stale) == 1
+    assert stale[0].task_ids == (task_id_for("a"), task_id_for("b"))
+    assert knowledge[-1].text == "we moved the cache host to cache-b.platform.internal"

@@ -28,7 +28,11 @@ from consolidator.backends.extractive.defaults import (
     user_defaults,
 )
 from consolidator.backends.extractive.explained import worth_a_bullet
-from consolidator.backends.extractive.supersede import apply_edit, mark_superseded
+from consolidator.backends.extractive.supersede import (
+    apply_edit,
+    mark_superseded,
+    merge_superseded,
+)
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
@@ -262,7 +266,7 @@ def _add_facts(
                 kept.append(bullet)
         kept.append(replace(witness.new_bullet(text), text=new_text))
         bullets = kept
-    return tuple(bullets)
+    return merge_superseded(tuple(bullets))
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:

@@ -426,8 +426,8 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
             said = _pointing_to(clause, named)
             if _VALUE.search(said) or (_declarative(said) and not _VAGUE_SUBJECT.match(said)):
                 facts.append(_statement(said))
-            elif _VAGUE_SUBJECT.match(said) and len(said.split()) >= 3:
-                facts.append(_statement(_kept_clauses(clauses, topics, retracted)))
+            elif not _VAGUE_SUBJECT.match(whole := _kept_clauses(clauses, topics, retracted)):
+                facts.append(_statement(whole))
     return True
 
 
@@ -461,13 +461,11 @@ _IT_IS = re.compile(r"^it(?:'s|\s+is)\s+", re.IGNORECASE)
 
 
 def _pointing_to(clause: str, topic: str) -> str:
-    """`clause` with "it" read as the topic the correction just took back: "wrong about the
-    timeout, it's 45s" says the timeout is 45s."""
-    if not topic or not _VAGUE_SUBJECT.match(clause):
-        return clause
-    if _IT_IS.match(clause):
+    """`clause` with "it is" read as the topic the correction just took back: "wrong about
+    the timeout, it's 45s" says the timeout is 45s."""
+    if topic and _IT_IS.match(clause):
         return f"the {topic} is {_IT_IS.sub('', clause)}"
-    return f"the {topic}: {clause}"
+    return clause
 
 
 def agent_statements(message: str) -> tuple[list[str], list[str]]:

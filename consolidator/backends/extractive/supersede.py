@@ -105,6 +105,36 @@ def mark_superseded(
     return tuple(replace(b, text=mark + b.text) if stale(b) else b for b in bullets)
 
 
+def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+    """`bullets` with the entries marked superseded that gave the same old value in other
+    words ("the cache host is cache-a...", "the staging cache box is cache-a...") as one,
+    citing every witness: the old value is one record, however it was worded."""
+    kept: list[Bullet] = []
+    first_of: dict[frozenset[str], int] = {}
+    for bullet in bullets:
+        values = facts.read(bullet.text).stated.values if facts.is_superseded(bullet.text) else None
+        if not values:
+            kept.append(bullet)
+            continue
+        if values not in first_of:
+            first_of[values] = len(kept)
+            kept.append(bullet)
+            continue
+        index = first_of[values]
+        first = kept[index]
+        kept[index] = replace(
+            first,
+            task_ids=tuple(dict.fromkeys(first.task_ids + bullet.task_ids)),
+            sources=(
+                tuple(dict.fromkeys(first.sources + bullet.sources))
+                if first.sources and bullet.sources
+                else ()
+            ),
+            origins=tuple(dict.fromkeys(first.origins + bullet.origins)),
+        )
+    return tuple(kept)
+
+
 def _runtime(edit: EditedValue) -> Runtime | None:
     if not edit.subject.endswith(_VERSION_SUBJECT):
         return None

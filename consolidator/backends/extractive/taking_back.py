@@ -125,5 +125,10 @@ def taken_back_topic(clause: str, gone: bool) -> str | None:
     topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
     if _POINTING_BACK.match(topic):
         return ""  # "that rule", "this bit": what it points back to is named elsewhere
-    topic = re.sub(r"^(?:that|this|it)\s+(?:about|on|regarding)\s+", "", topic, flags=re.I)
+    topic = re.sub(
+        r"^(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+",
+        "",
+        topic,
+        flags=re.I,
+    )
     return _OVER.sub("", re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE))
