@@ -368,3 +368,24 @@ def test_a_correction_says_what_it_takes_back_and_what_it_points_to(
     spoken = user_statements([correction])
     assert spoken.revoked == [revoked]
     assert spoken.facts == [fact]
+
+
+def test_a_sentence_started_in_lower_case_is_a_sentence_of_its_own() -> None:
+    spoken = user_statements(["the reporting db is on port 5544 now btw. bump the CI image too"])
+    assert spoken.facts == ["The reporting db is on port 5544 now btw."]
+
+
+@pytest.mark.parametrize(
+    "asked_not",
+    [
+        "can u not touch the generated files under gen/ they get overwritten",
+        "Could you not reformat unrelated files",
+    ],
+)
+def test_asking_the_agent_not_to_do_something_is_a_prohibition(asked_not: str) -> None:
+    assert user_statements([asked_not]).instructions != []
+
+
+def test_who_owns_what_is_kept_from_the_opening_request_too() -> None:
+    opening = "oh and Kim owns the billing dashboards. can you make the refund test deterministic?"
+    assert user_statements([opening]).facts == ["Kim owns the billing dashboards."]

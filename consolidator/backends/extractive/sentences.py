@@ -41,6 +41,28 @@ def _segments(paragraph: str) -> list[str]:
     return [paragraph[span.start : span.end] for span in _segmenter().segment(masked)]
 
 
+# A full stop then a word in lower case: people who write without capitals start their
+# sentences so ("we're on node 22 now btw. bump the CI image"); not after an abbreviation.
+_LOWER_START = re.compile(r"(?<=\w\w\.)\s+(?=[a-z])")
+_ABBREVIATIONS = frozenset(
+    ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "incl.", "resp.", "fig.", "no.", "al.")
+)
+
+
+def _lower_starts(segment: str) -> list[str]:
+    parts: list[str] = []
+    begun = 0
+    spans = [m.span() for m in _NO_BREAK.finditer(segment)]
+    for match in _LOWER_START.finditer(segment):
+        if any(start <= match.start() < end for start, end in spans):
+            continue
+        word = segment[begun : match.start()].rsplit(maxsplit=1)[-1].lower()
+        if word not in _ABBREVIATIONS:
+            parts.append(segment[begun : match.start()])
+            begun = match.end()
+    return [*parts, segment[begun:]]
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of `text`: per line (a list item is a sentence of its own), then by the
     segmenter, which knows "e.g.", "v1.2", "src/app.py" and "port 6510." from a full stop."""
@@ -49,7 +71,8 @@ def sentences(text: str) -> list[str]:
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
         for segment in _segments(paragraph):
-            sentences.extend(s.strip() for s in _CUE_BREAK.split(segment) if s and s.strip())
+            for part in _lower_starts(segment):
+                sentences.extend(s.strip() for s in _CUE_BREAK.split(part) if s and s.strip())
     return sentences
 
 

@@ -86,10 +86,13 @@ _SUBJECT_THEN_VERB = re.compile(
     r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
     r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b",
 )
+# "can you not touch gen/": asked as a question, said as a prohibition.
+_ASKED_NOT = r"^(?:can|could|would)\s+(?:you|u)\s+(?:please\s+)?not\s+\w+"
 # Word order of a question without its mark: an auxiliary before its subject, or "whether".
 _INVERTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
-    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b|^(?:[\w']+\s+){0,2}whether\b",
+    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b(?!\s+(?:please\s+)?not\b)"
+    r"|^(?:[\w']+\s+){0,2}whether\b",
     re.IGNORECASE,
 )
 # A sentence whose subject is only a pronoun says too little to keep without a value.
@@ -100,7 +103,8 @@ _THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
 # over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
 # a rule scoped to the whole codebase.
 _PROHIBITION = re.compile(
-    r"^(?:don't|do not|never)\s+\w+\s+\w+|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b",
+    r"^(?:don't|do not|never)\s+\w+\s+\w+|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b"
+    rf"|{_ASKED_NOT}",
     re.IGNORECASE,
 )
 # "No emojis in commit messages": a thing ruled out where it goes, no verb (unlike "no tests
@@ -167,6 +171,11 @@ _AT_HAND = re.compile(
 
 # A measure for every one of a kind ("one concern each", "one change per commit"): a norm.
 _NORM = re.compile(r"\bone\s+[\w-]+\s+(?:each|apiece|per\s+\w+|at a time)\b", re.IGNORECASE)
+# Someone by name and what they do ("Kim owns the billing dashboards"): worth keeping even in
+# the opening request, where a plain remark is usually about the work at hand.
+_NAME_DOES = re.compile(
+    r"^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|all|every|on|in|at)\b"
+)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
 # A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
 _PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
@@ -345,7 +354,10 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     elif (
         (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
         or _names_resource(said)
-        or (_is_statement(said) and (number or _VALUE.search(said) or _PERSON.search(said)))
+        or (
+            _is_statement(said)
+            and (number or _VALUE.search(said) or _PERSON.search(said) or _NAME_DOES.match(said))
+        )
     ):
         read.facts.append(_statement(said))
 
