@@ -363,3 +363,13 @@ def test_two_wordings_of_one_old_value_are_one_superseded_entry_citing_both() ->
     assert len(stale) == 1
     assert stale[0].task_ids == (task_id_for("a"), task_id_for("b"))
     assert knowledge[-1].text == "we moved the cache host to cache-b.platform.internal"
+
+
+def test_a_runtime_version_said_without_a_dot_is_superseded_by_a_newer_one() -> None:
+    assert _knowledge_after(
+        ("a", "Node 20 is required for the build."),
+        ("bb", "We're on node 22 now."),
+    ) == [
+        "[superseded 2026-11-03] Node 20 is required for the build.",
+        "We're on node 22 now.",
+    ]

@@ -58,6 +58,10 @@ def test_an_acknowledgement_or_a_client_command_leaves_nothing(thanks: str) -> N
             "Thanks! Our deploy script lives in tools/deploy.sh, e.g. for the canary too.",
             "Our deploy script lives in tools/deploy.sh, e.g. for the canary too.",
         ),
+        (
+            "for context, docker needs --platform linux/amd64 for the db image.",
+            "Docker needs --platform linux/amd64 for the db image.",
+        ),
     ],
 )
 def test_a_plain_statement_about_the_project_is_a_fact_without_a_cue(

@@ -32,6 +32,7 @@ from consolidator.backends.extractive.supersede import (
     apply_edit,
     mark_superseded,
     merge_superseded,
+    other_runtime_version,
 )
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
@@ -284,7 +285,12 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
 def _other_value(old: str, new: str) -> bool:
     """The two give different values of one subject: by their shared words, or one names
     the subject the other is about in other words."""
-    return facts.disagree(old, new) or facts.supersedes(new, old) or facts.supersedes(old, new)
+    return (
+        facts.disagree(old, new)
+        or facts.supersedes(new, old)
+        or facts.supersedes(old, new)
+        or other_runtime_version(old, new)
+    )
 
 
 def _task_days(block: Block) -> dict[str, str]:

@@ -84,7 +84,8 @@ _SUBJECT_THEN_VERB = re.compile(
     r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
     r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
     r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
-    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b",
+    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b"
+    r"|^[A-Za-z][\w-]*\s+[a-z]+[^\Ws]s\s+(?:--?[a-z]|`|[\w.-]+/)",
 )
 # "can you not touch gen/": asked as a question, said as a prohibition.
 _ASKED_NOT = r"^(?:can|could|would)\s+(?:you|u)\s+(?:please\s+)?not\s+\w+"

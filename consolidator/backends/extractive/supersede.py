@@ -105,6 +105,16 @@ def mark_superseded(
     return tuple(replace(b, text=mark + b.text) if stale(b) else b for b in bullets)
 
 
+def other_runtime_version(old: str, new: str) -> bool:
+    """Whether the two each state one version of the same runtime, and not the same one
+    ("Node 20 is required for the build", "we're on node 22 now"): a subject no noun heads."""
+    said_old, said_new = list(stated_versions(old)), list(stated_versions(new))
+    if len(said_old) != 1 or len(said_new) != 1:
+        return False
+    (before,), (after,) = said_old, said_new
+    return before.runtime == after.runtime and before.version != after.version
+
+
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     """`bullets` with the entries marked superseded that gave the same old value in other
     words ("the cache host is cache-a...", "the staging cache box is cache-a...") as one,
