@@ -393,3 +393,21 @@ def test_asking_the_agent_not_to_do_something_is_a_prohibition(asked_not: str) -
 def test_who_owns_what_is_kept_from_the_opening_request_too() -> None:
     opening = "oh and Kim owns the billing dashboards. can you make the refund test deterministic?"
     assert user_statements([opening]).facts == ["Kim owns the billing dashboards."]
+
+
+def test_the_sample_sessions_requests_and_rules_read_as_a_user_means_them() -> None:
+    spoken = user_statements(
+        [
+            "The nightly deploy job fails at the S3 sync step. Figure out what is wrong with"
+            " scripts/sync_assets.sh.",
+            "don't cat .env files, they hold real credentials.",
+            "use `make build`, it downloads and pins the right hugo version into ./bin.",
+            "yes rename them, then stop",
+        ]
+    )
+    assert spoken.instructions == ["Don't cat .env files, they hold real credentials."]
+    assert "Figure out what is wrong with scripts/sync_assets.sh." not in spoken.facts
+    assert (
+        "Use `make build`, it downloads and pins the right hugo version into ./bin." in spoken.facts
+    )
+    assert not any("rename them" in fact for fact in spoken.facts)

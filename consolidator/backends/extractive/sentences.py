@@ -13,7 +13,8 @@ _CUE_BREAK = re.compile(
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
-    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|please)\b[\s,:;.!-]*"
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|please|yes|yeah|yep|yup|sure|right|great|"
+    r"cool|nice|perfect|thanks|thank you)\b[\s,:;.!-]*"
     r"|^(?:one|a) correction\b[\s,:;.!-]*"
     r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"
     r"(?: learned)?)\s*[:\u2014-]\s*",
@@ -29,8 +30,9 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
 
 
-# What no sentence ends inside: a code span, and a dotfile's name (".env", ".nvmrc").
-_NO_BREAK = re.compile(r"`[^`\n]*`|(?<![\w.])\.(?=[A-Za-z])")
+# What no sentence ends inside: a code span, a dotfile's name (".env", ".nvmrc"), and a
+# relative path ("./bin", "../lib").
+_NO_BREAK = re.compile(r"`[^`\n]*`|(?<![\w.])\.(?=[A-Za-z])|(?<![\w.])\.{1,2}(?=/)")
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 
 

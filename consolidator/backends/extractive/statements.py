@@ -79,7 +79,8 @@ _DECLARATIVE_START = re.compile(
 # ("migrations live under db/migrate"); or a name, a verb in -s and its object ("Maria owns
 # the payments service").
 _SUBJECT_THEN_VERB = re.compile(
-    r"^(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
+    r"^(?!(?:\S+\s+){0,3}(?:what|why|how|where|which|who|whether|if)\b)"
+    r"(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
     r"cannot|must|should|will|won't)\b"
     r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
     r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
@@ -104,7 +105,7 @@ _THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
 # over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
 # a rule scoped to the whole codebase.
 _PROHIBITION = re.compile(
-    r"^(?:don't|do not|never)\s+\w+\s+\w+|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b"
+    r"^(?:don't|do not|never)\s+\w+\s+[\w.`~/-]|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b"
     rf"|{_ASKED_NOT}",
     re.IGNORECASE,
 )
