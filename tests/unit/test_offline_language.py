@@ -212,6 +212,7 @@ def test_a_default_is_an_instruction_without_the_usual_words(default: str) -> No
         "Add a test for the empty CSV case.",
         "Use a dict here, the list lookups are slow.",
         "Deploy this branch to staging.",
+        "Add a --json flag to `clitool export` that prints JSON instead of the rich table.",
     ],
 )
 def test_a_one_off_request_is_not_an_instruction(request_once: str) -> None:

@@ -395,7 +395,7 @@ def _is_default(sentence: str, said: str) -> bool:
         return False
     return bool(
         _PROHIBITION.match(said)
-        or _CHOICE.search(said)
+        or (_CHOICE.search(said) and not _ONE_NEW_THING.match(said))
         or _HABIT.search(said)
         or _NORM.search(said)
     )
