@@ -409,6 +409,12 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
     return named or (kind is not None and wanted in values_of_kind(text, kind))
 
 
+def shaped_values(text: str) -> frozenset[tuple[str, str]]:
+    """The values `text` gives, each with the kind its shape says it is ("host", "port",
+    "version", "script", "path")."""
+    return frozenset(_shaped_values(unmarked(text).lower()))
+
+
 def _shaped_values(text: str) -> list[tuple[str, str]]:
     found = [("host", m.group(0)) for m in _HOST.finditer(text)]
     found += [("port", m.group(1)) for m in _PORT.finditer(text)]

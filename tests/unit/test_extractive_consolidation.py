@@ -373,3 +373,13 @@ def test_a_runtime_version_said_without_a_dot_is_superseded_by_a_newer_one() -> 
         "[superseded 2026-11-03] Node 20 is required for the build.",
         "We're on node 22 now.",
     ]
+
+
+def test_a_new_host_supersedes_an_entry_giving_the_old_host_with_its_port() -> None:
+    assert _knowledge_after(
+        ("a", "the staging db is db-stg.internal:5432"),
+        ("bb", "Actually the staging db moved to db-stg2.internal last week."),
+    ) == [
+        "[superseded 2026-11-03] the staging db is db-stg.internal:5432",
+        "Actually the staging db moved to db-stg2.internal last week.",
+    ]

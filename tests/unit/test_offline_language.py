@@ -412,3 +412,18 @@ def test_the_sample_sessions_requests_and_rules_read_as_a_user_means_them() -> N
         "Use `make build`, it downloads and pins the right hugo version into ./bin." in spoken.facts
     )
     assert not any("rename them" in fact for fact in spoken.facts)
+
+
+def test_a_line_introducing_a_list_is_no_rule_and_each_item_is_read_alone() -> None:
+    spoken = user_statements(
+        [
+            "A few ground rules for this repo:\n- tabs, not spaces\n- never commit directly to"
+            " main\n\nNow, please refactor the payment module.",
+            "I'd rather you didn't add new dependencies without asking.",
+        ]
+    )
+    assert spoken.instructions == [
+        "Tabs, not spaces",
+        "Never commit directly to main",
+        "I'd rather you didn't add new dependencies without asking.",
+    ]

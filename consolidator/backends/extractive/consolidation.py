@@ -272,11 +272,11 @@ def _add_facts(
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
-    all it gives of the subject is the value `new` replaces; when it gives more ("staging is
-    A and prod is B"), only a possible conflict with `new`, so its other values are not read
-    as stale."""
-    subject = facts.subject_of(new)
-    held = facts.values_of_kind(old, subject.kind) if subject is not None else frozenset()
+    it gives one value of the kinds `new` gives (a host for a host; "db-stg:5432" is one host
+    and a port); when it gives more ("staging is A and prod is B"), only a possible conflict
+    with `new`, so its other values are not read as stale."""
+    given = {kind for kind, _ in facts.shaped_values(new)}
+    held = {value for kind, value in facts.shaped_values(old) if kind in given}
     if len(held) > 1:
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old

@@ -30,7 +30,8 @@ MAX_STATEMENTS = 8
 # A default the user sets for future work, wherever it is said (the opening message too).
 _INSTRUCTION = re.compile(
     r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
-    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to))\b",
+    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to)|"
+    r"(?:i|we)(?:'d| would) rather)\b",
     re.IGNORECASE,
 )
 _PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
@@ -330,6 +331,8 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     read = UserStatements([], [], [])
     for number, message in enumerate(spoken):
         for sentence in sentences(message):
+            if sentence.endswith(":"):
+                continue  # it introduces what follows ("A few ground rules for this repo:")
             for unit in _units(_without_label(strip_lead_in(sentence))):
                 _read_unit(strip_lead_in(unit), number, read)
     return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
