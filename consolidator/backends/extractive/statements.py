@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from consolidator.backends.extractive.resources import AT_HAND, HOW_TO, RESOURCE
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.taking_back import (
@@ -141,37 +142,6 @@ _CODEBASE_SCOPE = re.compile(
     r"project)\b",
     re.IGNORECASE,
 )
-# A named resource a statement can be about, by the shape of its value: a host (with its
-# port), a port, a ticket id, a version of a tool, a folder, a commit tag, an identifier with
-# a number in it. A source file is no such thing: "fix tests/x.py" is a request about a file,
-# not knowledge of the project.
-_NAMED = (
-    r"\b(?:localhost|[a-z][\w-]*(?:\.[a-z][\w-]*)*\.(?:internal|lan|local|corp|intra|net|com|"
-    r"org|io|dev|cloud))(?::\d{2,5})?\b(?![./]\w)"
-    r"|(?<![\w.])[\w-]+:\d{2,5}\b"
-    r"|\bports?\s+\d{2,5}\b|(?<!\S)-p\s*\d{2,5}\b"
-    r"|\b[A-Z][A-Z0-9]{1,9}-\d+\b"
-    r"|\b[a-z][\w+-]*\s+v?\d+(?:\.\d+)+\b"
-    r"|(?<![\w/])/?(?:[\w.~-]+/)+(?=[\s,;:)]|\.?$)"
-    r"|\[[\w-]+\]"
-    r"|\b[a-z]+-[a-z]*\d+\b"
-)
-_STRONG_RESOURCE = re.compile(_NAMED)
-# A command the work is done with ("with make proto-gen", "using `rake db:seed`").
-_INSTRUMENT = r"\b(?:with|using|via|run|runs)\s+(?:[a-z][\w.-]*\s+[a-z]+[-:][a-z][\w:-]*|`[^`]+`)"
-# Also a resource, but as often part of an order for the work at hand ("try it with
-# --verbose", "use `rg` to find it"): a command-line option, a code span.
-_RESOURCE = re.compile(rf"{_NAMED}|(?<!\S)--?[a-z][\w-]*|`[^`]+`|{_INSTRUMENT}")
-_HOW_TO = re.compile(rf"{_NAMED}|{_INSTRUMENT}")
-# An order about the work at hand, not how things are done in the project: its object is
-# "this" or "that", or a second order follows ("... and tell me what fails").
-_AT_HAND = re.compile(
-    r"^[a-z]+\s+(?:this|that|these|those)\b"
-    r"|\band\s+[a-z]+\s+(?:me|us|it|the|what|why|whether|if|where)\b",
-    re.IGNORECASE,
-)
-
-
 # A measure for every one of a kind ("one concern each", "one change per commit"): a norm.
 _NORM = re.compile(r"\bone\s+[\w-]+\s+(?:each|apiece|per\s+\w+|at a time)\b", re.IGNORECASE)
 # Someone by name and what they do ("Kim owns the billing dashboards"): worth keeping even in
@@ -210,7 +180,7 @@ def _without_request(sentence: str) -> str:
     if not starts:
         return sentence
     first = sentence[: starts[0]]
-    if _RESOURCE.search(first) or _declarative(sentence) or takes_back(first) or _scoped(first):
+    if RESOURCE.search(first) or _declarative(sentence) or takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
         rest = strip_lead_in(sentence[start:])
@@ -239,7 +209,7 @@ def _told_alone(clause: str) -> bool:
     if _declarative(clause):
         named = not _VAGUE_SUBJECT.match(clause) or _THERE_IS.match(clause)
         return bool(named and _VALUE.search(clause))
-    return bool(_HOW_TO.search(clause)) and not _AT_HAND.search(clause)
+    return bool(HOW_TO.search(clause)) and not AT_HAND.search(clause)
 
 
 def _scoped(clause: str) -> bool:
@@ -259,7 +229,7 @@ def _run_on(sentence: str) -> list[str]:
     begun = 0
     for match in _CLAUSE_START.finditer(sentence):
         rest = strip_lead_in(sentence[match.end() :])
-        if _RESOURCE.search(sentence[begun : match.start()]) and _stands_alone(rest):
+        if RESOURCE.search(sentence[begun : match.start()]) and _stands_alone(rest):
             units.append(sentence[begun : match.start()])
             begun = match.end()
     return [*units, sentence[begun:]]
@@ -267,7 +237,7 @@ def _run_on(sentence: str) -> list[str]:
 
 def _stands_alone(clause: str) -> bool:
     return bool(
-        _declarative(clause) and not _VAGUE_SUBJECT.match(clause) and _RESOURCE.search(clause)
+        _declarative(clause) and not _VAGUE_SUBJECT.match(clause) and RESOURCE.search(clause)
     )
 
 
@@ -372,8 +342,8 @@ def _names_resource(said: str) -> bool:
     is done there (a host, port, folder, ticket, version, tag or a command to do it with),
     not when it is about the work at hand."""
     if _declarative(said):
-        return bool(_RESOURCE.search(said))
-    return bool(_HOW_TO.search(said)) and not _AT_HAND.search(said)
+        return bool(RESOURCE.search(said))
+    return bool(HOW_TO.search(said)) and not AT_HAND.search(said)
 
 
 def _kept(statements: list[str]) -> list[str]:
@@ -388,7 +358,7 @@ def _is_default(sentence: str, said: str) -> bool:
         return True
     if _RULED_OUT.match(said):
         return True
-    if _PERSON.search(said) or (_RESOURCE.search(said) and _declarative(said)):
+    if _PERSON.search(said) or (RESOURCE.search(said) and _declarative(said)):
         return False  # who to ask, or what a named resource is, is a fact about the project
     if (
         _CODEBASE_SCOPE.search(said) and not _VALUE.search(said) and not _ONE_NEW_THING.match(said)
