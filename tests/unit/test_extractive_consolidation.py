@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from consolidator.backends.answers import check_answer
 from consolidator.backends.base import ConsolidationInput
 from consolidator.backends.extractive.consolidation import (
@@ -382,4 +384,22 @@ def test_a_new_host_supersedes_an_entry_giving_the_old_host_with_its_port() -> N
     ) == [
         "[superseded 2026-11-03] the staging db is db-stg.internal:5432",
         "Actually the staging db moved to db-stg2.internal last week.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    ["we renamed the default branch to main", "The default branch is main now."],
+)
+def test_a_value_in_plain_words_said_to_have_changed_supersedes_the_old_one(changed: str) -> None:
+    assert _knowledge_after(("a", "The default branch is master."), ("bb", changed)) == [
+        "[superseded 2026-11-03] The default branch is master.",
+        changed,
+    ]
+
+
+def test_two_plain_words_about_one_subject_without_a_change_said_are_both_kept() -> None:
+    assert _knowledge_after(("a", "The build is slow."), ("bb", "The build is fixed.")) == [
+        "The build is slow.",
+        "The build is fixed.",
     ]

@@ -32,6 +32,7 @@ from consolidator.backends.extractive.supersede import (
     apply_edit,
     mark_superseded,
     merge_superseded,
+    other_plain_value,
     other_runtime_version,
 )
 from consolidator.memory import facts
@@ -290,6 +291,7 @@ def _other_value(old: str, new: str) -> bool:
         or facts.supersedes(new, old)
         or facts.supersedes(old, new)
         or other_runtime_version(old, new)
+        or other_plain_value(old, new)
     )
 
 

@@ -115,6 +115,35 @@ def other_runtime_version(old: str, new: str) -> bool:
     return before.runtime == after.runtime and before.version != after.version
 
 
+# "the default branch is master" / "we renamed the default branch to main": a subject and a
+# value in plain words, the newer said as a change.
+_IS_VALUE = re.compile(
+    r"^(?:(?:the|our|my)\s+)?(?P<subject>[a-z][\w -]{2,40}?)\s+(?:is|are|was|were)\s+"
+    r"(?:now\s+|still\s+)?(?P<value>[\w./:@-]+)[\s.,;!]*(?:now|these days)?[\s.!]*$",
+    re.IGNORECASE,
+)
+_CHANGED_TO = re.compile(
+    r"\b(?:renamed|changed|moved|switched|set|updated)\s+(?:(?:the|our|my)\s+)?"
+    r"(?P<subject>[a-z][\w -]{2,40}?)\s+(?:over\s+)?to\s+(?P<value>[\w./:@-]+)",
+    re.IGNORECASE,
+)
+
+
+def other_plain_value(old: str, new: str) -> bool:
+    """Whether `new` says the subject `old` gives a value of changed to another value, both in
+    plain words ("the default branch is master", "we renamed the default branch to main")."""
+    before = _IS_VALUE.match(facts.unmarked(old).strip())
+    after = _CHANGED_TO.search(new) or _IS_VALUE.match(new.strip())
+    if before is None or after is None or (after.re is _IS_VALUE and "now" not in new.lower()):
+        return False
+    subject = facts.read(before["subject"]).subject
+    return (
+        bool(subject)
+        and subject == facts.read(after["subject"]).subject
+        and before["value"].lower().rstrip(".") != after["value"].lower().rstrip(".")
+    )
+
+
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     """`bullets` with the entries marked superseded that gave the same old value in other
     words ("the cache host is cache-a...", "the staging cache box is cache-a...") as one,
