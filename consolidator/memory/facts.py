@@ -326,14 +326,21 @@ def subject_of(text: str) -> Subject | None:
     return _changed_thing(tokens, unmarked(text).lower())
 
 
+# The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name the subject.
+_SAYS_WHERE: Final = _PLACE_WORDS | {"is", "are", "runs", "listens", "points"}
+
+
 def _changed_thing(tokens: list[str], plain: str) -> Subject | None:
-    """The subject of a change said without a noun of a kind ("staging moved, it's
-    stg-2.corp.net now"): the words before the word that says the change, and the kind of the
-    one value the statement gives."""
-    change = next((i for i, token in enumerate(tokens) if _CHANGE.fullmatch(token)), None)
+    """The subject of a statement without a noun of a kind ("staging moved, it's
+    stg-2.corp.net now", "the job queue lives on mq-2.lan"): the words before the word that
+    says the change or where the value is, and the kind of the one value it gives."""
+    change = next(
+        (i for i, token in enumerate(tokens) if _CHANGE.fullmatch(token) or token in _SAYS_WHERE),
+        None,
+    )
     kinds = {kind for kind, _ in _shaped_values(plain)}
-    if change is None or len(kinds) != 1:
-        return None
+    if change is None or len(kinds) != 1 or any(token in _HEAD_KINDS for token in tokens):
+        return None  # a noun of a kind was there to name the subject, and named none
     qualifiers: list[str] = []
     for word in reversed(tokens[max(0, change - _MAX_QUALIFIERS) : change]):
         if word in _STOPWORDS or word in _PHRASE_BREAK:
@@ -430,8 +437,9 @@ def _shaped_values(text: str) -> list[tuple[str, str]]:
 
 
 def _alike(word: str, other: str) -> bool:
-    """One word, or one the other begins ("stag" of "staging" and "stage")."""
+    """One word, its plural ("job", "jobs"), or one the other begins ("stag" of "staging"
+    and "stage")."""
     if word == other:
         return True
     short, long = sorted((word, other), key=len)
-    return len(short) >= 4 and long.startswith(short)
+    return long == short + "s" or (len(short) >= 4 and long.startswith(short))

@@ -403,3 +403,17 @@ def test_two_plain_words_about_one_subject_without_a_change_said_are_both_kept()
         "The build is slow.",
         "The build is fixed.",
     ]
+
+
+def test_where_a_thing_lives_said_without_a_noun_of_a_kind_names_its_subject() -> None:
+    assert _knowledge_after(
+        ("a", "Jobs go to the queue at mq-1.lan"), ("bb", "The job queue lives on mq-2.lan")
+    ) == [
+        "[superseded 2026-11-03] Jobs go to the queue at mq-1.lan",
+        "The job queue lives on mq-2.lan",
+    ]
+    # A noun of a kind is there ("port"): it names the subject, and "in dev" / "in prod" stay two.
+    assert _knowledge_after(
+        ("a", "The worker listens on port 9000 in dev."),
+        ("bb", "The worker listens on port 9443 in prod."),
+    ) == ["The worker listens on port 9000 in dev.", "The worker listens on port 9443 in prod."]
