@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, Final
 
 from sqlalchemy import Connection, Row, text
@@ -376,15 +377,16 @@ def search_sessions(
         connection, query, scope, since, wanted
     )
     scored = sorted(
-        ranked,
-        key=lambda row: recency_boost(
-            float(row.relevance or 0.0), _aware(row.source_updated_at), now
+        (
+            (recency_boost(float(row.relevance or 0.0), _aware(row.source_updated_at), now), row)
+            for row in ranked
         ),
+        key=itemgetter(0),
         reverse=True,
     )[:wanted]
     if not scored:
         return []
-    keys = {f"key_{index}": row.hit_key for index, row in enumerate(scored)}
+    keys = {f"key_{index}": row.hit_key for index, (_, row) in enumerate(scored)}
     snippets: dict[Any, str] = {
         row.hit_key: row.snippet
         for row in connection.execute(
@@ -396,23 +398,19 @@ def search_sessions(
             {"match": terms, **keys},
         )
     }
-    hits = []
-    for row in scored:
-        updated_at = _aware(row.source_updated_at)
-        relevance = float(row.relevance or 0.0)
-        hits.append(
-            SessionHit(
-                thread_id=row.thread_id,
-                cwd=row.cwd,
-                git_branch=row.git_branch,
-                updated_at=updated_at,
-                slug=row.rollout_slug,
-                snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
-                relevance=relevance,
-                score=recency_boost(relevance, updated_at, now),
-            )
+    return [
+        SessionHit(
+            thread_id=row.thread_id,
+            cwd=row.cwd,
+            git_branch=row.git_branch,
+            updated_at=_aware(row.source_updated_at),
+            slug=row.rollout_slug,
+            snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
+            relevance=float(row.relevance or 0.0),
+            score=score,
         )
-    return hits
+        for score, row in scored
+    ]
 
 
 def _aware(moment: datetime | str) -> datetime:
