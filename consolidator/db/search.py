@@ -250,16 +250,14 @@ WHERE {table} MATCH :match AND rowid IN ({keys})
 """
 
 # The query's tsqueries are made once (materialised), not per row: PostgreSQL keeps a plan
-# for a statement run often and that plan, made without the query's words, would otherwise
-# parse the query again for every row it reads. `{matching}`: every term's rows are the
-# GIN index's intersection of the query's; any term's, the union of each term's own scan,
-# cheaper than one scan that checks the whole query on each row holding any of the terms.
+# for a statement run often, and that plan, made without the query's words, would otherwise
+# parse the query again for every row it reads.
 _PG_RANKED = """
 WITH q AS MATERIALIZED (SELECT websearch_to_tsquery('english', :match) AS query{term_queries})
 SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
        o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
 FROM stage1_outputs AS o, q
-WHERE {matching} AND {scope} AND {since}
+WHERE o.search_document @@ q.query AND {scope} AND {since}
 ORDER BY relevance DESC
 LIMIT :candidates
 """
@@ -286,19 +284,15 @@ def _sqlite_rows(parts: dict[str, str], *, exact: bool) -> str:
     )
 
 
-def _pg_terms(query: QueryTerms, params: dict[str, Any]) -> dict[str, str]:
-    """Each term's tsquery, made once; how many of them a row holds (ts_rank_cd, normalised
-    to below 1, only orders rows that hold as many); and the rows holding any of them."""
+def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]:
+    """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
+    orders rows that hold as many): each term's tsquery, made once, and their sum."""
     made, held = [], []
     for index, term in enumerate(query.terms):
         params[f"term_{index}"] = f'"{term}"' if " " in term else term
         made.append(f", websearch_to_tsquery('english', :term_{index}) AS term_{index}")
-        held.append(f"o.search_document @@ q.term_{index}")
-    return {
-        "term_queries": "".join(made),
-        "matched": "(" + " + ".join(f"({row})::int" for row in held) + ")",
-        "any": "(" + " OR ".join(held) + ")",
-    }
+        held.append(f"(o.search_document @@ q.term_{index})::int")
+    return "".join(made), "(" + " + ".join(held) + ")"
 
 
 def _sqlite_candidates(
@@ -351,9 +345,8 @@ def _pg_candidates(
         parts = {
             "scope": _scope_sql(scope, params, "o.cwd"),
             "since": _since_sql(since, params, "o.source_updated_at"),
-            **_pg_terms(query, params),
         }
-        parts["matching"] = "o.search_document @@ q.query" if every else parts["any"]
+        parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
         ranked = connection.execute(text(_PG_RANKED.format(**parts)), params).all()
         if len(ranked) >= wanted:
             break
