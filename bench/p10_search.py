@@ -10,7 +10,10 @@
   index), against stage one's own work on one session besides the model call (read, reduce,
   redact a 64 KB rollout). Goal: at most 5%.
 
-The databases are seeded with rows directly, so their size does not depend on stage one.
+The databases are seeded with rows directly, so their size does not depend on stage one, and
+searched as the fill leaves them: on PostgreSQL the GIN index's newest entries still wait in
+its pending list, which every scan of the index reads, until autovacuum or a fuller list
+moves them in.
 """
 
 from __future__ import annotations

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Row, text
 
 from consolidator.core.errors import ConfigError
 from consolidator.db.base import Database, contention_retry
@@ -214,9 +216,29 @@ JOIN stage1_outputs AS o ON o.rowid = ranked.rowid
 ORDER BY ranked.score
 """
 
+# Whether at least `wanted` sessions hold every term, learnt from the index's lists alone:
+# `bm25` weighs each term over the whole index before it ranks a row, so ranking the
+# sessions that hold every term only to find them too few would pay that twice.
+_SQLITE_HOLDING = """
+SELECT count(*) FROM (
+    SELECT 1 FROM {table} WHERE {table} MATCH :match AND {rows} LIMIT :wanted
+) AS held
+"""
+
+# The folders at or below the scope's that hold sessions: one index seek per folder, jumping
+# over each folder's sessions instead of reading them all.
 _SQLITE_FOLDERS = """
-SELECT DISTINCT cwd FROM stage1_outputs
-WHERE cwd = :folder OR (cwd >= :below_from AND cwd < :below_to)
+WITH RECURSIVE below(cwd) AS (
+    SELECT (SELECT cwd FROM stage1_outputs
+            WHERE cwd >= :below_from AND cwd < :below_to ORDER BY cwd LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.cwd FROM stage1_outputs AS o
+            WHERE o.cwd > below.cwd AND o.cwd < :below_to ORDER BY o.cwd LIMIT 1)
+    FROM below WHERE below.cwd IS NOT NULL
+)
+SELECT :folder WHERE EXISTS (SELECT 1 FROM stage1_outputs WHERE cwd = :folder)
+UNION ALL
+SELECT cwd FROM below WHERE cwd IS NOT NULL
 """
 # A scope of more folders than this is filtered after the text match instead of within it.
 MAX_SCOPE_KEYS: Final = 200
@@ -227,8 +249,11 @@ FROM {table}
 WHERE {table} MATCH :match AND rowid IN ({keys})
 """
 
+# The query's tsqueries are made once (materialised), not per row: PostgreSQL keeps a plan
+# for a statement run often, and that plan, made without the query's words, would otherwise
+# parse the query again for every row it reads.
 _PG_RANKED = """
-WITH q AS (SELECT websearch_to_tsquery('english', :match) AS query{term_queries})
+WITH q AS MATERIALIZED (SELECT websearch_to_tsquery('english', :match) AS query{term_queries})
 SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
        o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
 FROM stage1_outputs AS o, q
@@ -270,6 +295,64 @@ def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, s
     return "".join(made), "(" + " + ".join(held) + ")"
 
 
+def _sqlite_candidates(
+    connection: Connection,
+    query: QueryTerms,
+    scope: SearchScope,
+    since: datetime | None,
+    wanted: int,
+) -> tuple[Sequence[Row[Any]], str]:
+    """The best sessions by `bm25` and the terms they were matched on: those holding every
+    term when at least `wanted` do, else those holding any."""
+    in_scope = _scope_match(connection, scope)
+    if in_scope is None:
+        return [], ""
+    params: dict[str, Any] = {}
+    parts = {
+        "scope": _scope_sql(scope, params, "o.cwd"),
+        "since": _since_sql(since, params, "o.source_updated_at"),
+    }
+    rows = _sqlite_rows(parts, exact=since is None and (scope.folder is None or bool(in_scope)))
+    every = len(query.terms) > 1 and (
+        connection.execute(
+            text(_SQLITE_HOLDING.format(table=SQLITE_TABLE, rows=rows)),
+            {**params, "match": f"{in_scope}({query.fts5(every=True)})", "wanted": wanted},
+        ).scalar_one()
+        >= wanted
+    )
+    terms = query.fts5(every=every)
+    ranked = connection.execute(
+        text(_SQLITE_RANKED.format(table=SQLITE_TABLE, rows=rows)),
+        {**params, "match": f"{in_scope}({terms})", "candidates": wanted * CANDIDATES_PER_HIT},
+    ).all()
+    return ranked, terms
+
+
+def _pg_candidates(
+    connection: Connection,
+    query: QueryTerms,
+    scope: SearchScope,
+    since: datetime | None,
+    wanted: int,
+) -> tuple[Sequence[Row[Any]], str]:
+    """The best sessions by terms held, then `ts_rank_cd`, and the terms they were matched
+    on: those holding every term when at least `wanted` do, else those holding any."""
+    ranked: Sequence[Row[Any]] = []
+    terms = ""
+    for every in (True, False) if len(query.terms) > 1 else (False,):
+        terms = query.websearch(every=every)
+        params: dict[str, Any] = {"candidates": wanted * CANDIDATES_PER_HIT, "match": terms}
+        parts = {
+            "scope": _scope_sql(scope, params, "o.cwd"),
+            "since": _since_sql(since, params, "o.source_updated_at"),
+        }
+        parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
+        ranked = connection.execute(text(_PG_RANKED.format(**parts)), params).all()
+        if len(ranked) >= wanted:
+            break
+    return ranked, terms
+
+
 def search_sessions(
     connection: Connection,
     query: QueryTerms,
@@ -283,40 +366,20 @@ def search_sessions(
     recency boost; read-only."""
     sqlite = connection.dialect.name == "sqlite"
     wanted = max(1, limit)
-    in_scope = _scope_match(connection, scope) if sqlite else ""
-    if in_scope is None:
-        return []
-    scope_in_index = scope.folder is None or bool(in_scope)
-    for every in (True, False) if len(query.terms) > 1 else (False,):
-        terms = query.fts5(every=every) if sqlite else query.websearch(every=every)
-        params: dict[str, Any] = {
-            "candidates": wanted * CANDIDATES_PER_HIT,
-            "match": f"{in_scope}({terms})" if sqlite else terms,
-        }
-        parts = {
-            "table": SQLITE_TABLE,
-            "scope": _scope_sql(scope, params, "o.cwd"),
-            "since": _since_sql(since, params, "o.source_updated_at"),
-        }
-        if sqlite:
-            parts["rows"] = _sqlite_rows(parts, exact=since is None and scope_in_index)
-        else:
-            parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
-        ranked = connection.execute(
-            text((_SQLITE_RANKED if sqlite else _PG_RANKED).format(**parts)), params
-        ).all()
-        if len(ranked) >= wanted:
-            break
+    ranked, terms = (_sqlite_candidates if sqlite else _pg_candidates)(
+        connection, query, scope, since, wanted
+    )
     scored = sorted(
-        ranked,
-        key=lambda row: recency_boost(
-            float(row.relevance or 0.0), _aware(row.source_updated_at), now
+        (
+            (recency_boost(float(row.relevance or 0.0), _aware(row.source_updated_at), now), row)
+            for row in ranked
         ),
+        key=itemgetter(0),
         reverse=True,
     )[:wanted]
     if not scored:
         return []
-    keys = {f"key_{index}": row.hit_key for index, row in enumerate(scored)}
+    keys = {f"key_{index}": row.hit_key for index, (_, row) in enumerate(scored)}
     snippets: dict[Any, str] = {
         row.hit_key: row.snippet
         for row in connection.execute(
@@ -328,23 +391,19 @@ def search_sessions(
             {"match": terms, **keys},
         )
     }
-    hits = []
-    for row in scored:
-        updated_at = _aware(row.source_updated_at)
-        relevance = float(row.relevance or 0.0)
-        hits.append(
-            SessionHit(
-                thread_id=row.thread_id,
-                cwd=row.cwd,
-                git_branch=row.git_branch,
-                updated_at=updated_at,
-                slug=row.rollout_slug,
-                snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
-                relevance=relevance,
-                score=recency_boost(relevance, updated_at, now),
-            )
+    return [
+        SessionHit(
+            thread_id=row.thread_id,
+            cwd=row.cwd,
+            git_branch=row.git_branch,
+            updated_at=_aware(row.source_updated_at),
+            slug=row.rollout_slug,
+            snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
+            relevance=float(row.relevance or 0.0),
+            score=score,
         )
-    return hits
+        for score, row in scored
+    ]
 
 
 def _aware(moment: datetime | str) -> datetime:

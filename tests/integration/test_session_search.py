@@ -114,6 +114,27 @@ def test_recent_sessions_rank_above_equally_relevant_old_ones(store: Store) -> N
     assert found(store, "staging bastion") == ["recent", "old"]
 
 
+def test_sessions_holding_every_term_are_the_hits_when_there_are_enough(
+    store: Store, engine: Engine
+) -> None:
+    """Sessions that hold every term are found first and, when there are at least as many as
+    hits asked for, they are all that is ranked. When fewer hold every term, any term will
+    do: on SQLite, bm25 then puts a session that repeats the rare word above them."""
+    for index in range(20):
+        store_output(store, f"log-{index}", "Turbine maintenance log.", "- turbine checked")
+    store_output(store, "both-1", "Glacier turbine survey.", "- the turbine near the glacier")
+    store_output(store, "both-2", "Turbine and glacier notes.", "- glacier melt and turbine")
+    store_output(store, "glacier-only", "Glacier glacier.", "- glacier, glacier: the glacier study")
+
+    assert sorted(found(store, "glacier turbine", limit=2)) == ["both-1", "both-2"]
+    three = found(store, "glacier turbine", limit=3)
+    assert sorted(three) == ["both-1", "both-2", "glacier-only"]
+    if engine.dialect.name == "sqlite":
+        assert three[0] == "glacier-only"
+    else:
+        assert three[2] == "glacier-only"
+
+
 def test_a_sibling_or_nested_project_is_never_returned(store: Store) -> None:
     store_output(store, "billing", "Fixed the invoice rounding.", "- rounding uses banker's")
     store_output(
@@ -139,6 +160,9 @@ def test_a_sibling_or_nested_project_is_never_returned(store: Store) -> None:
     scope = SearchScope(BILLING, (f"{BILLING}/vendor/sdk",))
     assert sorted(found(store, "invoice rounding", scope)) == ["billing", "billing-sub"]
     assert found(store, "invoice rounding", SearchScope(FRONTEND)) == ["frontend"]
+    # A folder that holds no session of its own still sees those of the folders below it.
+    every = ["billing", "billing-sub", "frontend", "lookalike", "nested"]
+    assert sorted(found(store, "invoice rounding", SearchScope("/home/dev"))) == every
     # LIKE's own wildcards in a folder name match only themselves.
     store_output(store, "percent", "Invoice rounding.", "- rounding", cwd="/home/dev/a%b")
     assert found(store, "invoice rounding", SearchScope("/home/dev/a_b")) == []
