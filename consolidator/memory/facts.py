@@ -246,7 +246,7 @@ def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str,
 _HEAD_KINDS: Final = {
     "host": "host",
     "hostname": "host",
-    "server": "host",
+    "server": "server",
     "box": "host",
     "machine": "host",
     "cluster": "host",
@@ -261,6 +261,7 @@ _HEAD_KINDS: Final = {
 }
 _VALUE_KINDS: Final = {
     "host": frozenset({"host"}),
+    "server": frozenset({"host", "port"}),
     "port": frozenset({"port"}),
     "database": frozenset({"port", "host"}),
     "version": frozenset({"version"}),
@@ -270,7 +271,9 @@ _VALUE_KINDS: Final = {
 _HOST: Final = re.compile(
     r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![\w-]|[./][\w-])"
 )
-_PORT: Final = re.compile(r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|\bon\s+)(\d{2,5})\b(?!\w|\.\d)")
+_PORT: Final = re.compile(
+    r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|(?<!\S):|\bon\s+)(\d{2,5})\b(?!\w|\.\d)"
+)
 # A bare number beside the word "port" ("the api port is 8081 now").
 _BARE_PORT: Final = re.compile(r"(?<![\w.:/-])(\d{2,5})(?![\w:/-]|\.\d)")
 _PORT_WORD: Final = re.compile(r"\bports?\b")

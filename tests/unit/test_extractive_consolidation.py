@@ -417,3 +417,15 @@ def test_where_a_thing_lives_said_without_a_noun_of_a_kind_names_its_subject() -
         ("a", "The worker listens on port 9000 in dev."),
         ("bb", "The worker listens on port 9443 in prod."),
     ) == ["The worker listens on port 9000 in dev.", "The worker listens on port 9443 in prod."]
+
+
+def test_an_entry_giving_more_than_the_changed_value_is_only_marked_a_possible_conflict() -> None:
+    knowledge = _knowledge_after(
+        ("a", "The e2e suite is `pnpm e2e`, it needs the dev server on :3000 first."),
+        ("bb", "Dev server is on :3001 now since the docs site took 3000."),
+    )
+    assert knowledge[0].startswith('[possible conflict 2026-11-02 with "Dev server is on :3001')
+    assert knowledge[0].endswith(
+        "The e2e suite is `pnpm e2e`, it needs the dev server on :3000 first."
+    )
+    assert knowledge[1] == "Dev server is on :3001 now since the docs site took 3000."

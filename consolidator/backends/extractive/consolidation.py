@@ -273,14 +273,27 @@ def _add_facts(
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
-    it gives one value of the kinds `new` gives (a host for a host; "db-stg:5432" is one host
-    and a port); when it gives more ("staging is A and prod is B"), only a possible conflict
-    with `new`, so its other values are not read as stale."""
+    all it gives is one value of a kind `new` gives (a host for a host; "db-stg:5432" is one
+    host); when it gives more ("staging is A and prod is B", "the suite is `pnpm e2e`, it
+    needs the server on :3000"), only a possible conflict with `new`, so its other values are
+    not read as stale."""
     given = {kind for kind, _ in facts.shaped_values(new)}
-    held = {value for kind, value in facts.shaped_values(old) if kind in given}
-    if len(held) > 1:
+    held = _whole_values(old)
+    if len(held) > 1 or any(kind not in given for kind, _ in held):
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old
+
+
+def _whole_values(text: str) -> set[tuple[str, str]]:
+    """The values `text` gives, a host with its port ("db-stg.internal:5432") as one."""
+    values = set(facts.shaped_values(text))
+    hosts = [value for kind, value in values if kind == "host"]
+    plain = text.lower()
+    return {
+        (kind, value)
+        for kind, value in values
+        if kind != "port" or not any(f"{host}:{value}" in plain for host in hosts)
+    }
 
 
 def _other_value(old: str, new: str) -> bool:
