@@ -230,6 +230,16 @@ def disagree(a: str, b: str) -> bool:
     return _jaccard(first.subject, second.subject) >= needed
 
 
+def says_change(text: str) -> bool:
+    """Whether `text` says a value changed ("now", "moved", "upgraded", ...)."""
+    return _CHANGE.search(unmarked(text)) is not None
+
+
+def names_a_kind(word: str) -> bool:
+    """Whether `word` is a noun that names a kind of value (host, port, version, ...)."""
+    return _SHORT_FORMS.get(word, word) in _HEAD_KINDS
+
+
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
     """Two of `texts` that give different values for one subject with neither marked
     superseded or conflicting, at least one of them not in `known` (already accepted)."""

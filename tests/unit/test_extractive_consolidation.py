@@ -9,6 +9,7 @@ import pytest
 from consolidator.backends.answers import check_answer
 from consolidator.backends.base import ConsolidationInput
 from consolidator.backends.extractive.consolidation import (
+    _short_title,
     block_id_for,
     consolidate_extractively,
     task_id_for,
@@ -429,3 +430,18 @@ def test_an_entry_giving_more_than_the_changed_value_is_only_marked_a_possible_c
         "The e2e suite is `pnpm e2e`, it needs the dev server on :3000 first."
     )
     assert knowledge[1] == "Dev server is on :3001 now since the docs site took 3000."
+
+
+def test_a_tool_said_to_have_moved_to_another_version_marks_the_older_entry() -> None:
+    assert _knowledge_after(
+        ("a", "The app uses expo 51 and we build ios with eas."),
+        ("bb", "We upgraded to expo 52 yesterday"),
+    ) == [
+        '[possible conflict 2026-11-02 with "We upgraded to expo 52 yesterday" of 2026-11-03]'
+        " The app uses expo 51 and we build ios with eas.",
+        "We upgraded to expo 52 yesterday",
+    ]
+
+
+def test_a_task_title_starts_after_a_greeting() -> None:
+    assert _short_title("hi! so the app crashes on login. fix it") == "the app crashes on login."

@@ -427,3 +427,26 @@ def test_a_line_introducing_a_list_is_no_rule_and_each_item_is_read_alone() -> N
         "Never commit directly to main",
         "I'd rather you didn't add new dependencies without asking.",
     ]
+
+
+def test_a_greeting_and_a_trailing_order_leave_the_statement_and_the_rule_alone() -> None:
+    spoken = user_statements(
+        [
+            "hi! so the app uses expo 51 and we build ios with eas. make sure to never bump"
+            " expo without asking me first. can you fix the crash on the login screen",
+            "i think is better if you write the tests with react-native-testing-library and not"
+            " enzyme, enzyme is dead. fix the flaky snapshot",
+            "we upgraded to expo 52 yesterday, check nothing broke",
+            "The dev server is on :3001, see docs/dev.md",
+        ]
+    )
+    assert spoken.facts == [
+        "The app uses expo 51 and we build ios with eas.",
+        "We upgraded to expo 52 yesterday",
+        "The dev server is on :3001, see docs/dev.md",
+    ]
+    assert spoken.instructions == [
+        "Make sure to never bump expo without asking me first.",
+        "I think is better if you write the tests with react-native-testing-library and not"
+        " enzyme, enzyme is dead.",
+    ]

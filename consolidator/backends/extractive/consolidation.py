@@ -28,12 +28,14 @@ from consolidator.backends.extractive.defaults import (
     user_defaults,
 )
 from consolidator.backends.extractive.explained import worth_a_bullet
+from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
     mark_superseded,
     merge_superseded,
     other_plain_value,
     other_runtime_version,
+    other_tool_version,
 )
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
@@ -274,14 +276,19 @@ def _add_facts(
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
     all it gives is one value of a kind `new` gives (a host for a host; "db-stg:5432" is one
-    host); when it gives more ("staging is A and prod is B", "the suite is `pnpm e2e`, it
-    needs the server on :3000"), only a possible conflict with `new`, so its other values are
-    not read as stale."""
+    host), in one clause; when it gives more ("staging is A and prod is B", "the suite is
+    `pnpm e2e`, it needs the server on :3000", "the app uses expo 51 and we build with eas"),
+    only a possible conflict with `new`, so the rest of it is not read as stale."""
     given = {kind for kind, _ in facts.shaped_values(new)}
     held = _whole_values(old)
-    if len(held) > 1 or any(kind not in given for kind, _ in held):
+    says_more = len(_MORE_CLAUSES.split(old)) > 1
+    if says_more or len(held) > 1 or any(kind not in given for kind, _ in held):
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old
+
+
+# A statement of more than one clause says more than the value a newer one replaces.
+_MORE_CLAUSES = re.compile(r"[,;]\s+|\s+(?:and|but)\s+", re.IGNORECASE)
 
 
 def _whole_values(text: str) -> set[tuple[str, str]]:
@@ -305,6 +312,7 @@ def _other_value(old: str, new: str) -> bool:
         or facts.supersedes(old, new)
         or other_runtime_version(old, new)
         or other_plain_value(old, new)
+        or other_tool_version(old, new)
     )
 
 
@@ -337,8 +345,11 @@ def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
 
 
 def _short_title(task: str, limit: int = 100) -> str:
-    """The task's first sentence, so a long request does not become a long heading."""
-    first = re.split(r"(?<=[.!?])\s", one_line(task), maxsplit=1)[0]
+    """The task's first sentence, so a long request does not become a long heading; a
+    greeting or a word that only leads in ("hi!", "ok so") is no sentence of it."""
+    first = re.split(r"(?<=[.!?])\s", strip_lead_in(one_line(task)) or one_line(task), maxsplit=1)[
+        0
+    ]
     return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
 
 

@@ -13,7 +13,7 @@ _CUE_BREAK = re.compile(
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
-    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|please|yes|yeah|yep|yup|sure|right|great|"
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|hi|hello|please|yes|yeah|yep|yup|sure|right|great|"
     r"cool|nice|perfect|thanks|thank you)\b[\s,:;.!-]*"
     r"|^(?:one|a) correction\b[\s,:;.!-]*"
     r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"
@@ -45,7 +45,7 @@ def _segments(paragraph: str) -> list[str]:
 
 # A full stop then a word in lower case: people who write without capitals start their
 # sentences so ("we're on node 22 now btw. bump the CI image"); not after an abbreviation.
-_LOWER_START = re.compile(r"(?<=\w\w\.)\s+(?=[a-z])")
+_LOWER_START = re.compile(r"(?<=\w\w[.!])\s+(?=[a-z])")
 _ABBREVIATIONS = frozenset(
     ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "incl.", "resp.", "fig.", "no.", "al.")
 )

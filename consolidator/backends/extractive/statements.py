@@ -32,7 +32,7 @@ MAX_STATEMENTS = 8
 _INSTRUCTION = re.compile(
     r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
     r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to)|"
-    r"(?:i|we)(?:'d| would) rather)\b",
+    r"(?:i|we)(?:'d| would) rather|(?:it's|it is|is) better (?:to|if))\b",
     re.IGNORECASE,
 )
 _PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
@@ -118,7 +118,7 @@ _RULED_OUT = re.compile(
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
-    r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|,\s*not\s+(?!the\b|a\b|an\b)\S",
+    r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|(?:,|\band)\s*not\s+(?!the\b|a\b|an\b)\S",
     re.IGNORECASE,
 )
 _OBLIGATION = re.compile(
@@ -172,7 +172,30 @@ def _units(sentence: str) -> list[str]:
         return [sentence]
     asides = [part for m in _ASIDE.finditer(sentence) for part in sentences(m[1])]
     outer = _ASIDE.sub("", sentence).strip() if asides else sentence
-    return [unit for part in [outer, *asides] if part for unit in _run_on(_without_request(part))]
+    return [
+        _without_order_after(unit)
+        for part in [outer, *asides]
+        if part
+        for unit in _run_on(_without_request(part))
+    ]
+
+
+def _without_order_after(unit: str) -> str:
+    """A statement without the order that follows it after a comma and names nothing of the
+    project ("we upgraded to expo 52 yesterday, check nothing broke")."""
+    head, comma, tail = unit.rpartition(", ")
+    if (
+        not comma
+        or not _declarative(head)
+        or _declarative(tail)
+        or _VALUE.search(tail)
+        or _scoped(tail)
+        or takes_back(tail)
+        or _is_default(tail, tail)
+        or re.match(r"(?:and|but|so|which|that|because|since|as|if|when|then)\b", tail, re.I)
+    ):
+        return unit
+    return head
 
 
 def _without_request(sentence: str) -> str:

@@ -129,6 +129,24 @@ _CHANGED_TO = re.compile(
 )
 
 
+# A tool and the version it is on, said with a change ("we upgraded to expo 52").
+_TOOL_AT = re.compile(
+    r"\b(?P<tool>[a-z][a-z-]{1,30})\s+v?(?P<version>\d+(?:\.\d+){0,2})\b(?![.\w])"
+)
+
+
+def other_tool_version(old: str, new: str) -> bool:
+    """Whether `new` says a tool moved to another version than the one `old` gives ("the app
+    uses expo 51", "we upgraded to expo 52 yesterday"): a change said, the same tool in
+    both, one version each, not the same."""
+    if not facts.says_change(new):
+        return False
+    before = {m["tool"]: m["version"] for m in _TOOL_AT.finditer(facts.unmarked(old).lower())}
+    after = {m["tool"]: m["version"] for m in _TOOL_AT.finditer(new.lower())}
+    shared = [tool for tool in after if tool in before and not facts.names_a_kind(tool)]
+    return len(shared) == 1 and before[shared[0]] != after[shared[0]]
+
+
 def other_plain_value(old: str, new: str) -> bool:
     """Whether `new` says the subject `old` gives a value of changed to another value, both in
     plain words ("the default branch is master", "we renamed the default branch to main")."""
