@@ -445,3 +445,13 @@ def test_a_tool_said_to_have_moved_to_another_version_marks_the_older_entry() ->
 
 def test_a_task_title_starts_after_a_greeting() -> None:
     assert _short_title("hi! so the app crashes on login. fix it") == "the app crashes on login."
+
+
+def test_an_entry_whose_one_value_is_the_replaced_one_is_superseded_whatever_else_it_says() -> None:
+    assert _knowledge_after(
+        ("a", "staging cache runs on cache-a.platform.internal, ssh in as deploy"),
+        ("bb", "we moved the cache host to cache-b.platform.internal last week"),
+    ) == [
+        "[superseded 2026-11-03] staging cache runs on cache-a.platform.internal, ssh in as deploy",
+        "we moved the cache host to cache-b.platform.internal last week",
+    ]

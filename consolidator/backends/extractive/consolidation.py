@@ -276,12 +276,15 @@ def _add_facts(
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
     all it gives is one value of a kind `new` gives (a host for a host; "db-stg:5432" is one
-    host), in one clause; when it gives more ("staging is A and prod is B", "the suite is
-    `pnpm e2e`, it needs the server on :3000", "the app uses expo 51 and we build with eas"),
-    only a possible conflict with `new`, so the rest of it is not read as stale."""
+    host), or, with no such value, one clause; when it gives more ("staging is A and prod is
+    B", "the suite is `pnpm e2e`, it needs the server on :3000", "the app uses expo 51 and we
+    build with eas"), only a possible conflict with `new`, so the rest of it is not read as
+    stale."""
     given = {kind for kind, _ in facts.shaped_values(new)}
     held = _whole_values(old)
-    says_more = len(_MORE_CLAUSES.split(old)) > 1
+    # Without a value of a known shape, the value replaced is read from words: a second
+    # clause may hold something else.
+    says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
     if says_more or len(held) > 1 or any(kind not in given for kind, _ in held):
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old
