@@ -450,3 +450,29 @@ def test_a_greeting_and_a_trailing_order_leave_the_statement_and_the_rule_alone(
         "I think is better if you write the tests with react-native-testing-library and not"
         " enzyme, enzyme is dead.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        (
+            "I found that `make lint` only checks src/, not tests/.",
+            "`make lint` only checks src/, not tests/.",
+        ),
+        (
+            "Looks like the migration was never applied on staging.",
+            "The migration was never applied on staging.",
+        ),
+        (
+            "The problem: the worker reads QUEUE_URL before dotenv loads it.",
+            "The worker reads QUEUE_URL before dotenv loads it.",
+        ),
+    ],
+)
+def test_an_agent_finding_is_a_conclusion_kept_whole(message: str, kept: str) -> None:
+    assert agent_statements(message) == ([], [kept])
+
+
+def test_an_agent_opinion_or_activity_is_no_conclusion() -> None:
+    for message in ("It seems like a good idea to add tests.", "I found the file."):
+        assert agent_statements(message) == ([], [])

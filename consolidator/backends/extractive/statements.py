@@ -60,7 +60,10 @@ _FACT_CUE = re.compile(
 )
 _CONCLUSION_CUE = re.compile(
     r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
-    r"the (?:issue|problem|bug|cause) (?:was|is)|the fix (?:was|is))\b[\s,:;-]*(?:that\b\s*)?",
+    r"the (?:issue|problem|bug|cause)(?: (?:was|is)|(?=:))|the fix (?:was|is)|"
+    r"(?:i|we) (?:found|noticed|discovered|confirmed|verified)(?: out)?(?= that)|"
+    r"(?:it )?(?:looks|seems) like(?= (?:the|this|that|our|your|`))|apparently)\b"
+    r"[\s,:;-]*(?:that\b\s*)?",
     re.IGNORECASE,
 )
 # A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
@@ -264,12 +267,14 @@ def _stands_alone(clause: str) -> bool:
     )
 
 
-def _statement(text: str) -> str:
-    """The statement as kept: the old value of a correction cut, secrets redacted; "" when
-    nothing but a redaction would be left."""
-    text = NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
-    text = TRAILING_NOT.sub("", text)
-    text = DOUBLED_MARK.sub(r"\1", NOT_VALUE.sub("", text)).strip(" ,;:-")
+def _statement(text: str, *, user: bool = True) -> str:
+    """The statement as kept: the old value of a user's correction cut (an agent's "only
+    checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
+    redaction would be left."""
+    if user:
+        text = NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
+        text = NOT_VALUE.sub("", TRAILING_NOT.sub("", text))
+    text = DOUBLED_MARK.sub(r"\1", text).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if _ONLY_REDACTED.fullmatch(text):
         return ""
@@ -487,9 +492,9 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
         if is_question(bare):
             continue
         if match := _CONCLUSION_CUE.match(bare):
-            conclusions.append(_statement(bare[match.end() :]))
+            conclusions.append(_statement(bare[match.end() :], user=False))
         elif _FILE_LINE.search(bare):
-            conclusions.append(_statement(bare))
+            conclusions.append(_statement(bare, user=False))
         elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
-            facts.append(_statement(bare[cue.end() :]))
+            facts.append(_statement(bare[cue.end() :], user=False))
     return _kept(facts), _kept(conclusions)
