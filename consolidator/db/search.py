@@ -5,12 +5,10 @@ vanished rollout, "nothing to remember", `clear-all`) removes its index entry in
 transaction, with no code of its own:
 
 - SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
-  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. Each
-  row also holds its folder as one token (`scope_key`), so a scope's folders are part of the
-  full-text query and only the scope's sessions are ranked. FTS5 keeps
-  a deleted row's terms in its index segments until they are merged, so the purge that follows
-  every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges
-  them into one segment first: no term of a forgotten session stays in the file.
+  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. FTS5
+  keeps a deleted row's terms in its index segments until they are merged, so the purge that
+  follows every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete`
+  on) merges them into one segment first: no term of a forgotten session stays in the file.
 - PostgreSQL: a stored, generated `tsvector` column of the same text (English stemming) with
   a GIN index. `ts_rank_cd` knows nothing of how rare a word is, so sessions are ranked by
   how many of the query's terms they contain, then by `ts_rank_cd`. A deleted row is gone
@@ -19,9 +17,10 @@ transaction, with no code of its own:
 A query is data, never SQL or FTS syntax: it is cut into words and "quoted phrases", each
 matched as a literal. Sessions holding all of them are looked for first (an intersection of
 the index's lists, cheap however common the words); when they are fewer than the hits asked
-for, any of them may match, and relevance decides the order. The index never
-sees another folder's rows: the scope is a folder and the folders below it that are not a
-nested project's, applied in SQL.
+for, any of them may match, and relevance decides the order. The index never ranks another
+folder's rows: each row also holds its folder as one word (`scope_key`), and the folders of
+the scope (a folder and those below it that are not a nested project's) join the query; a
+scope of too many folders is filtered after the text match.
 
 The index objects are created by migrations, not by the models (neither database's
 full-text objects have a SQLAlchemy type); `SEARCH_OBJECTS` names them for `alembic check`.
@@ -47,7 +46,9 @@ PG_COLUMN: Final = "search_document"
 PG_INDEX: Final = "ix_stage1_outputs_search"
 # FTS5 shadow tables start with the table's name; triggers are not reflected.
 SEARCH_OBJECTS: Final = (SQLITE_TABLE, PG_COLUMN, PG_INDEX)
-
+SCOPE_KEY_PREFIX: Final = "k"
+# The longest word a tsvector keeps; a scope with a longer key is filtered after the match.
+MAX_SCOPE_KEY_CHARS: Final = 2047
 
 # Recent sessions rank higher: today's by a fifth of its relevance, one from
 # `RECENCY_HALF_LIFE_DAYS` ago by a tenth, older ones by less and less.
@@ -143,20 +144,30 @@ def recency_boost(relevance: float, updated_at: datetime, now: datetime) -> floa
 
 
 def scope_key(folder: str) -> str:
-    """A folder as one FTS5 token, as the index's triggers write it (`'k' || hex(cwd)`)."""
-    return "k" + folder.encode("utf-8").hex()
+    """A folder as one full-text token, as the index writes it (`scope_key_sql`): a letter,
+    then the folder's UTF-8 bytes in hex, a word no text holds and no tokenizer splits."""
+    return SCOPE_KEY_PREFIX + folder.encode("utf-8").hex()
 
 
-def _scope_match(connection: Connection, scope: SearchScope) -> str | None:
-    """The FTS5 filter on the folders of `scope` that hold sessions, `""` for no filter,
-    None when no session lies in the scope."""
+def scope_key_sql(dialect: str, row: str = "") -> str:
+    """`scope_key` of a row's `cwd` in SQL (`row` names the row, as `new.`)."""
+    cwd = f"coalesce({row}cwd, '')"
+    if dialect == "sqlite":
+        return f"'{SCOPE_KEY_PREFIX}' || lower(hex({cwd}))"
+    # bytea's text form reads a backslash as an escape; doubled, each stands for itself.
+    return f"'{SCOPE_KEY_PREFIX}' || encode(CAST(replace({cwd}, '\\', '\\\\') AS bytea), 'hex')"
+
+
+def _scope_keys(connection: Connection, scope: SearchScope) -> tuple[str, ...] | None:
+    """The index keys of the folders of `scope` that hold sessions: `()` when the index cannot
+    narrow the scope (no folder, too many, one too long), None when no session lies in it."""
     if scope.folder is None:
-        return ""
+        return ()
     below = scope.folder.rstrip("/") + "/"
     folders = [
         folder
         for folder in connection.execute(
-            text(_SQLITE_FOLDERS),
+            text(_FOLDERS.format(**_FOLDER_ORDER[connection.dialect.name])),
             {"folder": scope.folder, "below_from": below, "below_to": below[:-1] + "0"},
         ).scalars()
         if not any(
@@ -166,10 +177,10 @@ def _scope_match(connection: Connection, scope: SearchScope) -> str | None:
     ]
     if not folders:
         return None
-    if len(folders) > MAX_SCOPE_KEYS:
-        return ""
-    keys = " OR ".join(f'"{scope_key(folder)}"' for folder in sorted(folders))
-    return f"scope_key : ({keys}) AND "
+    keys = tuple(scope_key(folder) for folder in sorted(folders))
+    if len(keys) > MAX_SCOPE_KEYS or max(map(len, keys)) > MAX_SCOPE_KEY_CHARS:
+        return ()
+    return keys
 
 
 def _like_prefix(folder: str) -> str:
@@ -226,20 +237,25 @@ SELECT count(*) FROM (
 """
 
 # The folders at or below the scope's that hold sessions: one index seek per folder, jumping
-# over each folder's sessions instead of reading them all.
-_SQLITE_FOLDERS = """
+# over each folder's sessions instead of reading them all. Folders compare byte by byte:
+# PostgreSQL's pattern operators, which its index on them serves, ignore the collation.
+_FOLDERS = """
 WITH RECURSIVE below(cwd) AS (
     SELECT (SELECT cwd FROM stage1_outputs
-            WHERE cwd >= :below_from AND cwd < :below_to ORDER BY cwd LIMIT 1)
+            WHERE cwd {ge} :below_from AND cwd {lt} :below_to ORDER BY cwd {by} LIMIT 1)
     UNION ALL
     SELECT (SELECT o.cwd FROM stage1_outputs AS o
-            WHERE o.cwd > below.cwd AND o.cwd < :below_to ORDER BY o.cwd LIMIT 1)
+            WHERE o.cwd {gt} below.cwd AND o.cwd {lt} :below_to ORDER BY o.cwd {by} LIMIT 1)
     FROM below WHERE below.cwd IS NOT NULL
 )
 SELECT :folder WHERE EXISTS (SELECT 1 FROM stage1_outputs WHERE cwd = :folder)
 UNION ALL
 SELECT cwd FROM below WHERE cwd IS NOT NULL
 """
+_FOLDER_ORDER: Final = {
+    "sqlite": {"ge": ">=", "gt": ">", "lt": "<", "by": ""},
+    "postgresql": {"ge": "~>=~", "gt": "~>~", "lt": "~<~", "by": "USING ~<~"},
+}
 # A scope of more folders than this is filtered after the text match instead of within it.
 MAX_SCOPE_KEYS: Final = 200
 
@@ -251,16 +267,25 @@ WHERE {table} MATCH :match AND rowid IN ({keys})
 
 # The query's tsqueries are made once (materialised), not per row: PostgreSQL keeps a plan
 # for a statement run often, and that plan, made without the query's words, would otherwise
-# parse the query again for every row it reads.
+# parse the query again for every row it reads. The index is searched for the words `found`
+# joins to the scope's folder keys; the folders are checked again on the rows it returns.
 _PG_RANKED = """
-WITH q AS MATERIALIZED (SELECT websearch_to_tsquery('english', :match) AS query{term_queries})
+WITH q AS MATERIALIZED (
+    SELECT query, {found} AS found{term_queries}
+    FROM (SELECT websearch_to_tsquery('english', :match) AS query) AS made
+)
 SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
        o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
 FROM stage1_outputs AS o, q
-WHERE o.search_document @@ q.query AND {scope} AND {since}
+WHERE o.search_document @@ q.found AND {scope} AND {since}
 ORDER BY relevance DESC
 LIMIT :candidates
 """
+
+# An empty query (stop words only) matches nothing; joined to the scope it would match it all.
+_PG_IN_SCOPE = (
+    "CASE WHEN numnode(query) = 0 THEN query ELSE query && CAST(:scope_keys AS tsquery) END"
+)
 
 _PG_SNIPPETS = """
 SELECT o.thread_id AS hit_key,
@@ -304,15 +329,17 @@ def _sqlite_candidates(
 ) -> tuple[Sequence[Row[Any]], str]:
     """The best sessions by `bm25` and the terms they were matched on: those holding every
     term when at least `wanted` do, else those holding any."""
-    in_scope = _scope_match(connection, scope)
-    if in_scope is None:
+    keys = _scope_keys(connection, scope)
+    if keys is None:
         return [], ""
+    quoted = " OR ".join(f'"{key}"' for key in keys)
+    in_scope = f"scope_key : ({quoted}) AND " if keys else ""
     params: dict[str, Any] = {}
     parts = {
         "scope": _scope_sql(scope, params, "o.cwd"),
         "since": _since_sql(since, params, "o.source_updated_at"),
     }
-    rows = _sqlite_rows(parts, exact=since is None and (scope.folder is None or bool(in_scope)))
+    rows = _sqlite_rows(parts, exact=since is None and (scope.folder is None or bool(keys)))
     every = len(query.terms) > 1 and (
         connection.execute(
             text(_SQLITE_HOLDING.format(table=SQLITE_TABLE, rows=rows)),
@@ -337,6 +364,9 @@ def _pg_candidates(
 ) -> tuple[Sequence[Row[Any]], str]:
     """The best sessions by terms held, then `ts_rank_cd`, and the terms they were matched
     on: those holding every term when at least `wanted` do, else those holding any."""
+    keys = _scope_keys(connection, scope)
+    if keys is None:
+        return [], ""
     ranked: Sequence[Row[Any]] = []
     terms = ""
     for every in (True, False) if len(query.terms) > 1 else (False,):
@@ -345,7 +375,11 @@ def _pg_candidates(
         parts = {
             "scope": _scope_sql(scope, params, "o.cwd"),
             "since": _since_sql(since, params, "o.source_updated_at"),
+            "found": "query",
         }
+        if keys:
+            params["scope_keys"] = " | ".join(f"'{key}'" for key in keys)
+            parts["found"] = _PG_IN_SCOPE
         parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
         ranked = connection.execute(text(_PG_RANKED.format(**parts)), params).all()
         if len(ranked) >= wanted:
@@ -434,8 +468,7 @@ def scrub_deleted_terms(connection: Connection) -> None:
 
 SQLITE_FILL: Final = f"""
 INSERT INTO {SQLITE_TABLE}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)
-SELECT rowid, 'k' || lower(hex(coalesce(cwd, ''))), coalesce(rollout_slug, ''),
-       rollout_summary, raw_memory
+SELECT rowid, {scope_key_sql("sqlite")}, coalesce(rollout_slug, ''), rollout_summary, raw_memory
 FROM stage1_outputs
 """
 

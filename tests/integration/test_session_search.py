@@ -16,7 +16,13 @@ from sqlalchemy import Engine, inspect, text
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import downgrade, upgrade
-from consolidator.db.search import MAX_SCOPE_KEYS, QueryTerms, SearchQueryError, SearchScope
+from consolidator.db.search import (
+    MAX_SCOPE_KEYS,
+    QueryTerms,
+    SearchQueryError,
+    SearchScope,
+    scope_key,
+)
 from consolidator.db.store import Stage1Payload, Store
 from tests.factories import LEASE, T0, header
 from tests.real_text import real_passages
@@ -192,6 +198,23 @@ def test_a_date_or_a_scope_of_more_folders_than_the_index_keys_still_filters(
     assert len(recent) == len(many) + 1
 
 
+def test_a_folder_of_any_characters_is_its_own_scope(store: Store, db_url: str) -> None:
+    """The index's folder word is written in SQL and the query's in Python: a folder they
+    spelt differently would hide its sessions from their own project's search."""
+    odd = ["/home/dev/ünïcode café", "/home/dev/back\\slash\\x41", "/home/dev/a%b_c'd"]
+    for index, folder in enumerate(odd):
+        store_output(store, f"odd-{index}", "Invoice rounding fixed.", "- rounding", cwd=folder)
+    for index, folder in enumerate(odd):
+        assert found(store, "invoice rounding", SearchScope(folder)) == [f"odd-{index}"]
+    # Longer than the longest word a tsvector keeps: filtered after the match instead.
+    long = "/home/dev/" + "deep/" * 220
+    store_output(store, "long", "Invoice rounding fixed.", "- rounding", cwd=long)
+    assert found(store, "invoice rounding", SearchScope(long)) == ["long"]
+    if db_url.startswith("postgresql"):
+        # Stop words alone make an empty tsquery: joined to the scope it must not match it all.
+        assert found(store, "the", SearchScope(odd[0])) == []
+
+
 def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str) -> None:
     filler(store, 30)
     secret_word = "quokkaplatypus"
@@ -280,6 +303,29 @@ def test_the_migration_indexes_sessions_stored_before_it(db_url: str) -> None:
         assert "search_document" not in {c["name"] for c in inspector.get_columns("stage1_outputs")}
         upgrade(engine)
         assert found(store, "ISO week numbers") == ["the-detail"]
+        assert found(store, "ISO week numbers", SearchScope(BILLING)) == ["the-detail"]
+        assert found(store, "ISO week numbers", SearchScope(FRONTEND)) == []
+    finally:
+        engine.dispose()
+
+
+def test_postgresql_folder_words_come_with_their_migration_and_go_with_it(pg_url: str) -> None:
+    engine = create_db_engine(pg_url)
+    holding = text(
+        "SELECT count(*) FROM stage1_outputs WHERE search_document @@ CAST(:key AS tsquery)"
+    )
+    try:
+        upgrade(engine)
+        store_output(Store(engine), "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+        key = {"key": f"'{scope_key(BILLING)}'"}
+        with engine.connect() as connection:
+            assert connection.execute(holding, key).scalar_one() == 1
+        downgrade(engine, "0018")
+        with engine.connect() as connection:
+            assert connection.execute(holding, key).scalar_one() == 0
+        upgrade(engine)
+        with engine.connect() as connection:
+            assert connection.execute(holding, key).scalar_one() == 1
     finally:
         engine.dispose()
 
