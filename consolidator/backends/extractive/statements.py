@@ -441,8 +441,6 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
             said = _pointing_to(clause, named)
             if _VALUE.search(said) or (_declarative(said) and not _VAGUE_SUBJECT.match(said)):
                 facts.append(_statement(said))
-            elif not _VAGUE_SUBJECT.match(whole := _kept_clauses(clauses, topics, retracted)):
-                facts.append(_statement(whole))
     return True
 
 
@@ -460,16 +458,6 @@ def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
         if clause is not pointer and match and not _VAGUE_SUBJECT.match(clause):
             found.append(match["subject"])
     return found
-
-
-def _kept_clauses(clauses: list[str], topics: list[str | None], retracted: list[bool]) -> str:
-    """The sentence without its clauses that take back what was said: what is the case now,
-    whole, where a clause alone would only say "it"."""
-    return ", ".join(
-        clause
-        for clause, topic, retraction in zip(clauses, topics, retracted, strict=True)
-        if not retraction and not (topic is not None and forgets(clause))
-    )
 
 
 _IT_IS = re.compile(r"^it(?:'s|\s+is)\s+", re.IGNORECASE)
