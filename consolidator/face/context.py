@@ -16,7 +16,6 @@ lines count what was left out and name the command that shows all of it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,15 +296,11 @@ def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
     return f"{superseded} superseded entries left out: a newer value is shown {footer}"
 
 
-# The user's own words a preference quotes (`... the user asked: "..."`).
-_QUOTED = re.compile(r'"(.+)"\s*$')
-
-
 def _said(text: str) -> str:
     """What a preference asks, however it says where it holds: a rule shown among the
     user-wide preferences is not shown again under the project it was also said in."""
-    match = _QUOTED.search(facts.unmarked(text))
-    return " ".join((match[1] if match else text).split()).casefold()
+    quote = facts.asked_quote(text)
+    return " ".join((quote if quote is not None else text).split()).casefold()
 
 
 def unavailable_context(cwd: str) -> AgentContext:

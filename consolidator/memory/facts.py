@@ -230,6 +230,16 @@ def disagree(a: str, b: str) -> bool:
     return _jaccard(first.subject, second.subject) >= needed
 
 
+# A preference the offline consolidation writes ends with the user's words it quotes.
+_ASKED: Final = re.compile(r'the user asked: "(?P<quote>.*)"$')
+
+
+def asked_quote(text: str) -> str | None:
+    """The user's own words a preference quotes (`..., the user asked: "..."`), if it does."""
+    match = _ASKED.search(unmarked(text))
+    return match["quote"] if match else None
+
+
 def says_change(text: str) -> bool:
     """Whether `text` says a value changed ("now", "moved", "upgraded", ...)."""
     return _CHANGE.search(unmarked(text)) is not None

@@ -33,7 +33,6 @@ _RULE_FORM = words(
     before after any more anymore should must need needs have has to can don t won also"""
 )
 _MAKE_SURE = re.compile(r"\bmake sure\b")
-_ASKED = re.compile(r'the user asked: "(?P<quote>.*)"$')
 
 
 def preference_text(where: str, quote: str) -> str:
@@ -105,8 +104,8 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
             continue
         tasks = {task.task_id: task for task in block.tasks}
         for bullet in block.preferences:
-            match = _ASKED.search(facts.unmarked(bullet.text))
-            if match is None:
+            quote = facts.asked_quote(bullet.text)
+            if quote is None:
                 continue
             citations = tuple(
                 citation
@@ -115,9 +114,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                 for citation in tasks[task_id].citations
             )
             if citations:
-                stated.append(
-                    _Stated(match["quote"], block.applies_to_cwd, citations, bullet.origins)
-                )
+                stated.append(_Stated(quote, block.applies_to_cwd, citations, bullet.origins))
     return stated
 
 
