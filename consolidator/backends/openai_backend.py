@@ -99,6 +99,7 @@ class OpenAIBackend:
     """
 
     name = "openai"
+    has_context_window = True
 
     def __init__(self, config: OpenAIConfig) -> None:
         self.config = config

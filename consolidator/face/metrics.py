@@ -252,6 +252,7 @@ class InstrumentedBackend:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
+        self.has_context_window = inner.has_context_window
         self._metrics = metrics
 
     def check_access(self) -> None:

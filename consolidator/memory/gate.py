@@ -107,36 +107,67 @@ def _citation_fields(task: Task) -> Iterator[str]:
         yield citation.updated_at
 
 
-def quarantine_unsafe(memory: Memory) -> tuple[Memory, list[Quarantined]]:
+def quarantine_unsafe(
+    memory: Memory, admitted: Memory | None = None
+) -> tuple[Memory, list[Quarantined]]:
     """Move unsafe entries out of the memory. Every field is scanned, citations included. A bad
     block header or task takes the whole block or task with it, since its bullets would be
-    read in that context."""
+    read in that context. Text `admitted` already holds in the same block passed this gate
+    when it entered and is not scanned again (a rebuild starts from nothing, so it scans
+    everything)."""
     quarantined: list[Quarantined] = []
     blocks: list[Block] = []
     for block in memory.blocks:
-        kept, found = _block_quarantine(block)
+        before = admitted.block(block.block_id) if admitted is not None else None
+        if before == block:
+            blocks.append(block)
+            continue
+        kept, found = _block_quarantine(block, _texts(before) if before else frozenset())
         quarantined += found
         if kept is not None:
             blocks.append(kept)
     return forget_threads(Memory(tuple(blocks)), ()).memory, quarantined
 
 
-@functools.lru_cache(maxsize=128)
-def _block_quarantine(block: Block) -> tuple[Block | None, tuple[Quarantined, ...]]:
-    """One block of `quarantine_unsafe`: what stays of it (None: nothing) and what was moved
-    out. Remembered by block: the gate scans every slice's whole proposed memory, most of
-    whose blocks the slice did not change."""
-    header = "\n".join(
+def _header_text(block: Block) -> str:
+    return "\n".join(
         (block.block_id, block.title, block.scope, block.reuse_rule, block.applies_to_cwd or "")
     )
-    reason = _threat_reason(header)
+
+
+def _task_text(task: Task) -> str:
+    return "\n".join((task.task_id, task.title, *task.keywords, *_citation_fields(task)))
+
+
+def _texts(block: Block) -> frozenset[str]:
+    """Every text of `block` the gate scans, as it scans them."""
+    return frozenset(
+        (
+            _header_text(block),
+            *(_task_text(task) for task in block.tasks),
+            *(b.text for b in (*block.preferences, *block.knowledge, *block.failures)),
+        )
+    )
+
+
+def _block_quarantine(
+    block: Block, admitted: frozenset[str]
+) -> tuple[Block | None, tuple[Quarantined, ...]]:
+    """One block of `quarantine_unsafe`: what stays of it (None: nothing) and what was moved
+    out; the texts in `admitted` are not scanned again."""
+
+    def reason_for(text: str) -> str | None:
+        return None if text in admitted else _threat_reason(text)
+
+    header = _header_text(block)
+    reason = reason_for(header)
     if reason:
         return None, (Quarantined(reason, header, _block_threads(block)),)
     quarantined: list[Quarantined] = []
     tasks = []
     for task in block.tasks:
-        task_text = "\n".join((task.task_id, task.title, *task.keywords, *_citation_fields(task)))
-        reason = _threat_reason(task_text)
+        task_text = _task_text(task)
+        reason = reason_for(task_text)
         if reason:
             quarantined.append(Quarantined(reason, task_text, frozenset(task.thread_ids)))
         else:
@@ -145,7 +176,7 @@ def _block_quarantine(block: Block) -> tuple[Block | None, tuple[Quarantined, ..
     for name in ("preferences", "knowledge", "failures"):
         kept = []
         for bullet in block.section(name):
-            reason = _threat_reason(bullet.text)
+            reason = reason_for(bullet.text)
             if reason:
                 quarantined.append(
                     Quarantined(reason, bullet.text, _block_threads(block, bullet.task_ids))
@@ -315,7 +346,7 @@ def check(
             f"the result would remove {lost:.0%} of the memory (limit "
             f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
         )
-    unfitted, quarantined = quarantine_unsafe(proposed)
+    unfitted, quarantined = quarantine_unsafe(proposed, admitted=base)
     memory, evicted = enforce_budget(
         unfitted, policy.budget_bytes, render_memory_md, policy.last_used
     )

@@ -27,6 +27,12 @@ from tests.factories import result_of
 OPTIONS = Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_bytes=65536)
 
 
+class WindowedReader(ExtractiveBackend):
+    """The offline reader asked as a model is: each request must fit a context window."""
+
+    has_context_window = True
+
+
 def one_project(rng: random.Random, source: TextSource, count: int) -> list[SeededThread]:
     return [stage_one_output(rng, source, project=0) for _ in range(count)]
 
@@ -46,9 +52,9 @@ def project_memory(rng: random.Random, source: TextSource, threads: list[SeededT
     return Memory((Block(block_id_for(cwd), title, "s", cwd, "r", tuple(tasks), (), knowledge),))
 
 
-def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
-    store: Store,
-) -> None:
+def a_project_too_big_to_show(store: Store) -> tuple[list[SeededThread], list[SeededThread]]:
+    """A thousand sessions of one project in memory, as one block too big for one request,
+    and fifty new sessions of that project waiting for phase two."""
     rng, source = random.Random(5), TextSource(random.Random(6))
     history = one_project(rng, source, 1000)
     for thread in history:
@@ -62,7 +68,16 @@ def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
     later = one_project(rng, source, 50)
     for thread in later:
         seed_thread(store, thread)
-    report = run_phase_two(store, ExtractiveBackend(), OPTIONS)
+    return history, later
+
+
+def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
+    store: Store,
+) -> None:
+    history, later = a_project_too_big_to_show(store)
+    limit = OPTIONS.slice_budget.request_chars * BLOCKS_SHARE
+
+    report = run_phase_two(store, WindowedReader(), OPTIONS)
 
     assert (report.status, report.set_aside, report.inputs) == ("succeeded", 0, 50)
     current = store.versions.current_version()
@@ -74,6 +89,21 @@ def test_a_project_of_a_thousand_sessions_takes_fifty_more_and_shows_them_all(
     home = after.block(block_id_for(history[0].cwd))
     assert home is not None
     assert {t.thread_id for t in later} <= {tid for task in home.tasks for tid in task.thread_ids}
+
+
+def test_the_offline_reader_takes_a_change_set_in_one_request_whatever_its_size(
+    store: Store,
+) -> None:
+    history, later = a_project_too_big_to_show(store)
+
+    report = run_phase_two(store, ExtractiveBackend(), OPTIONS)
+
+    assert (report.status, report.set_aside, report.inputs) == ("succeeded", 0, 50)
+    assert (report.slices, report.model_calls) == (1, 1)
+    current = store.versions.current_version()
+    assert current is not None
+    cited = cited_thread_ids(decode(current.memory_json))
+    assert {t.thread_id for t in [*history, *later]} <= cited
 
 
 # A real Claude Code session with its sub-agent, and a real Codex thread with the segment

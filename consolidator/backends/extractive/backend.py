@@ -61,6 +61,7 @@ class ExtractiveBackend:
 
     name = "extractive"
     model = "extractive-v1"
+    has_context_window = False
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         session = analyse(rollout.items, rollout.cwd)

@@ -312,7 +312,10 @@ def consolidate(
         rebuild=rebuild,
         base=base,
         memory=memory,
-        narrowing=Narrowing(queue=[], budget=options.slice_budget),
+        narrowing=Narrowing(
+            queue=[],
+            budget=options.slice_budget if backend.has_context_window else SliceBudget.unbounded(),
+        ),
         rest=list(inputs.changed),
         committed_through=inputs.watermark_from,
     ).run()

@@ -32,6 +32,8 @@ ANSWER_TOKENS_PER_INPUT: Final = 150
 ANSWER_FILL: Final = 0.8
 # Blocks shown in full may take at most this share of a request; the rest is for the inputs.
 BLOCKS_SHARE: Final = 0.5
+# Sizes no request reaches: the budget of a backend that reads any size at once.
+UNBOUNDED: Final = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,15 @@ class SliceBudget:
             answer_tokens=max(200, int(max_output_tokens * ANSWER_FILL)),
             output_limit=max_output_tokens,
         )
+
+    @classmethod
+    def unbounded(cls) -> SliceBudget:
+        """For a backend without a context window: the whole change set in one request."""
+        return cls(UNBOUNDED, UNBOUNDED, UNBOUNDED)
+
+    @property
+    def is_unbounded(self) -> bool:
+        return self.request_chars >= UNBOUNDED
 
     def halved_answer(self) -> SliceBudget:
         return SliceBudget(self.request_chars, max(200, self.answer_tokens // 2), self.output_limit)
@@ -118,6 +129,8 @@ def blocks_to_show(
 
 def fitting_prefix(memory: Memory, records: Sequence[Stage1Record], budget: SliceBudget) -> int:
     """How many of `records` (at least one) the next request takes."""
+    if budget.is_unbounded:
+        return len(records)
     blocks_budget = int(budget.request_chars * BLOCKS_SHARE)
     index_chars = INDEX_LINE_CHARS * len(memory.blocks)
     inputs = 0
@@ -149,7 +162,7 @@ def showable(memory: Memory, budget: SliceBudget) -> Memory:
     its newest witness, citing the tasks it had there.
     """
     limit = int(budget.request_chars * BLOCKS_SHARE)
-    if all(block_chars(block) <= limit for block in memory.blocks):
+    if budget.is_unbounded or all(block_chars(block) <= limit for block in memory.blocks):
         return memory
     taken = {block.block_id for block in memory.blocks}
     blocks: list[Block] = []
