@@ -36,8 +36,8 @@ _SAME_SUBJECT: Final = 0.6
 _OTHER_VALUE: Final = 0.7
 _CHANGED_VALUE: Final = 0.5
 _CHANGE = re.compile(
-    r"\b(?:now|any ?more|no longer|moved|switched|changed|migrated|upgraded|downgraded|bumped|"
-    r"renamed|replaced|instead|new)\b",
+    r"\b(?:now|nowadays|these days|any ?more|no longer|moved|switched|changed|migrated|upgraded|"
+    r"downgraded|bumped|renamed|replaced|instead|new)\b",
     re.IGNORECASE,
 )
 # Short forms people write for the same subject word.

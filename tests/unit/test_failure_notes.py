@@ -137,3 +137,18 @@ def test_the_notes_keep_where_a_fix_went_and_the_agents_words_and_read_back_whol
     text = render_raw_memory(notes)
     assert parse_raw_memory(text).failures == notes.failures
     assert "`src/ledger/periods.py`, `tests/test_ledger.py`" in text
+
+
+def test_a_command_that_passed_when_run_again_is_not_its_own_fix() -> None:
+    failure = FailureNote(
+        "make test",
+        "ModuleNotFoundError: No module named 'app.settings'",
+        "make test",
+        explained="The settings module was moved to app/config/settings.py in the last refactor.",
+    )
+    ((text, _),) = _bullets(("a", _failing(failure)))
+    assert text == (
+        "`make test` failed (ModuleNotFoundError: No module named 'app.settings') -> the agent "
+        "said: The settings module was moved to app/config/settings.py in the last refactor."
+        " -> passed when run again"
+    )

@@ -21,13 +21,12 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
-from consolidator.backends.extractive.commands import command_family
 from consolidator.backends.extractive.defaults import (
     USER_DEFAULTS_BLOCK_ID,
     preference_text,
     user_defaults,
 )
-from consolidator.backends.extractive.explained import worth_a_bullet
+from consolidator.backends.extractive.explained import failure_bullets, same_failure
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
@@ -47,7 +46,6 @@ from consolidator.memory.offline_notes import (
     parse_raw_memory,
 )
 from consolidator.memory.render import one_line
-from consolidator.memory.text import code_span, read_code_span
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
@@ -350,53 +348,14 @@ def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
 def _short_title(task: str, limit: int = 100) -> str:
     """The task's first sentence, so a long request does not become a long heading; a
     greeting or a word that only leads in ("hi!", "ok so") is no sentence of it."""
-    first = re.split(r"(?<=[.!?])\s", strip_lead_in(one_line(task)) or one_line(task), maxsplit=1)[
-        0
-    ]
+    lead = strip_lead_in(one_line(task)) or one_line(task)
+    first = re.split(r"(?<=[.!?])\s", lead, maxsplit=1)[0]
     return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
 
 
 def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
     """The user's standing instructions, verbatim: not requests, not acknowledgements."""
     return [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
-
-
-def _failures(notes: ExtractiveNotes) -> list[str]:
-    """Each fixed failure as symptom, cause and fix: the error, what the agent said about it,
-    and the command that fixed it or the files the fix went into (an edit is not a fix)."""
-    bullets = []
-    for failure in notes.failures:
-        if not worth_a_bullet(failure):
-            continue  # nobody fixed it, or it is the ordinary loop of edit and run again
-        said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
-        if failure.fix:
-            fixed = f"{_FIXED_BY}{code_span(failure.fix)}"
-        else:
-            fixed = _FIXED_IN + ", ".join(code_span(path) for path in failure.edited)
-        bullets.append(f"{code_span(failure.command)} failed ({failure.error}){said}{fixed}")
-    return bullets
-
-
-_SAID = " -> the agent said: "
-_FIXED_BY = " -> fixed by "
-_FIXED_IN = " -> fixed in "
-
-
-def _same_failure(old: str, new: str) -> bool:
-    """One bullet per command family and fix: the error line and the agent's words may
-    differ between sessions, and so may how the command was run."""
-    return _failure_key(old) == _failure_key(new)
-
-
-def _failure_key(text: str) -> str:
-    span = read_code_span(text, 0)
-    if span is None:
-        return text
-    for separator in (_FIXED_BY, _FIXED_IN):
-        at = text.rfind(separator)
-        if at != -1:
-            return f"{command_family(span[0])}{separator}{text[at + len(separator) :]}"
-    return text
 
 
 def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
@@ -467,7 +426,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             ),
             knowledge=_add_facts(block, stated, witness, day),
             failures=_add_bullets(
-                block.failures, _failures(notes), witness.said("tool"), _same_failure
+                block.failures, failure_bullets(notes.failures), witness.said("tool"), same_failure
             ),
         )
         blocks[block_id] = block

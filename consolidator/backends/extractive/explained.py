@@ -1,5 +1,6 @@
 """What the agent said about a failure it fixed: why the command failed or what it changed,
-in its own words, so a failure's bullet reads symptom, cause and fix rather than an edit."""
+in its own words, so a failure's bullet reads symptom, cause and fix rather than an edit; and
+that bullet, one per command family and fix."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from consolidator.backends.extractive.commands import command_family
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.backends.extractive.statements import DOUBLED_MARK
 from consolidator.memory.offline_notes import FailureNote
-from consolidator.memory.text import clip, one_line, words
+from consolidator.memory.text import clip, code_span, one_line, read_code_span, words
 from consolidator.security.redaction import redact
 
 # Words every error line or test run may hold: no sign a sentence is about this failure.
@@ -82,3 +84,44 @@ def _account(message: str, words: frozenset[str]) -> str:
         if len(kept) == _MAX_EXPLAINED:
             break
     return clip(one_line(redact(" ".join(kept)).text), MAX_QUOTE_CHARS)
+
+
+def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
+    """Each fixed failure as symptom, cause and fix: the error, what the agent said about it,
+    and the command that fixed it or the files the fix went into (an edit is not a fix)."""
+    bullets = []
+    for failure in failures:
+        if not worth_a_bullet(failure):
+            continue  # nobody fixed it, or it is the ordinary loop of edit and run again
+        said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
+        if failure.fix == failure.command:
+            fixed = _PASSED_AGAIN  # nothing the session shows changed in between
+        elif failure.fix:
+            fixed = f"{_FIXED_BY}{code_span(failure.fix)}"
+        else:
+            fixed = _FIXED_IN + ", ".join(code_span(path) for path in failure.edited)
+        bullets.append(f"{code_span(failure.command)} failed ({failure.error}){said}{fixed}")
+    return bullets
+
+
+_SAID = " -> the agent said: "
+_FIXED_BY = " -> fixed by "
+_FIXED_IN = " -> fixed in "
+_PASSED_AGAIN = " -> passed when run again"
+
+
+def same_failure(old: str, new: str) -> bool:
+    """One bullet per command family and fix: the error line and the agent's words may
+    differ between sessions, and so may how the command was run."""
+    return _failure_key(old) == _failure_key(new)
+
+
+def _failure_key(text: str) -> str:
+    span = read_code_span(text, 0)
+    if span is None:
+        return text
+    for separator in (_FIXED_BY, _FIXED_IN, _PASSED_AGAIN):
+        at = text.rfind(separator)
+        if at != -1:
+            return f"{command_family(span[0])}{separator}{text[at + len(separator) :]}"
+    return text

@@ -34,3 +34,27 @@ AT_HAND = re.compile(
     r"|\band\s+[a-z]+\s+(?:me|us|it|the|what|why|whether|if|where)\b",
     re.IGNORECASE,
 )
+
+
+# Someone by name and what they do ("Kim owns the billing dashboards"): worth keeping even in
+# the opening request, where a plain remark is usually about the work at hand.
+NAME_DOES = re.compile(
+    r"^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|all|every|on|in|at)\b"
+)
+# A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
+_PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
+# Or one named after a word of asking ("ping Priya if ...", "check with Ana about ..."), with
+# what to ask them about (a bare "ask Tom" answers a question of the moment).
+_NAMED_PERSON = re.compile(
+    r"\b(?i:ask|ping|check with|talk to|speak to|loop in|run it by|reach out to|contact)"
+    r"\s+[A-Z][a-z]+\b(?!\s+(?:to|for)\b)"
+)
+_PERSON_MIN_WORDS = 4
+
+
+def names_person(text: str) -> bool:
+    """Whether `text` names someone to ask, by handle or by name after a word of asking."""
+    return bool(
+        _PERSON.search(text)
+        or (_NAMED_PERSON.search(text) and len(text.split()) >= _PERSON_MIN_WORDS)
+    )

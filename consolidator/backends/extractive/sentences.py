@@ -20,6 +20,8 @@ _LEAD_IN = re.compile(
     r"(?: learned)?)\s*[:\u2014-]\s*",
     re.IGNORECASE,
 )
+# The marker of a list item ("- ", "* ", "1. ", "2) "), which is no part of what it says.
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 # A paragraph longer than this is pasted output, not something the user said in sentences.
 _MAX_PARAGRAPH_CHARS = 4000
 
@@ -72,7 +74,7 @@ def sentences(text: str) -> list[str]:
     for paragraph in text.splitlines():
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
-        for segment in _segments(paragraph):
+        for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
             for part in _lower_starts(segment):
                 sentences.extend(s.strip() for s in _CUE_BREAK.split(part) if s and s.strip())
     return sentences

@@ -8,7 +8,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from consolidator.backends.extractive.resources import AT_HAND, HOW_TO, RESOURCE
+from consolidator.backends.extractive.resources import (
+    AT_HAND,
+    HOW_TO,
+    NAME_DOES,
+    RESOURCE,
+    names_person,
+)
+from consolidator.backends.extractive.rule_shapes import (
+    CODEBASE_SCOPE,
+    OBLIGATION,
+    ONE_NEW_THING,
+    RULED_OUT,
+    shaped_as_rule,
+)
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.taking_back import (
@@ -24,6 +37,7 @@ from consolidator.backends.extractive.taking_back import (
     taken_back_topic,
     takes_back,
 )
+from consolidator.memory import facts
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
@@ -89,12 +103,10 @@ _SUBJECT_THEN_VERB = re.compile(
     r"cannot|must|should|will|won't)\b"
     r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
     r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
-    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b)[a-z]+\s+\w"
+    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b|or\b|not\b)[a-z]+\s+\w"
     r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b"
     r"|^[A-Za-z][\w-]*\s+[a-z]+[^\Ws]s\s+(?:--?[a-z]|`|[\w.-]+/)",
 )
-# "can you not touch gen/": asked as a question, said as a prohibition.
-_ASKED_NOT = r"^(?:can|could|would)\s+(?:you|u)\s+(?:please\s+)?not\s+\w+"
 # Word order of a question without its mark: an auxiliary before its subject, or "whether".
 _INVERTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
@@ -106,55 +118,18 @@ _INVERTED = re.compile(
 _VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
 _MIN_PLAIN_WORDS = 5
 _THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
-# A standing rule, told by its shape rather than its words: a prohibition, one tool chosen
-# over another, an obligation on a kind of thing, a habit tied to a moment of the work, or
-# a rule scoped to the whole codebase.
-_PROHIBITION = re.compile(
-    r"^(?:don't|do not|never)\s+\w+\s+[\w.`~/-]|^(?:stop|quit)\s+\w+ing\s+\w|^no\s+.+\bplease\b"
-    rf"|{_ASKED_NOT}",
-    re.IGNORECASE,
-)
-# "No emojis in commit messages": a thing ruled out where it goes, no verb (unlike "no tests
-# exist for it"), read before the sentence's shape.
-_RULED_OUT = re.compile(
-    r"^no\s+[\w.-]+\s+(?:in|on|to|for|with|inside|during|near)\b(?!.*\b(?:is|are|was|were)\b)",
-    re.IGNORECASE,
-)
-_CHOICE = re.compile(
-    r"\b(?:instead of|rather than|over(?!\s+to\b))\s+\S|(?:,|\band)\s*not\s+(?!the\b|a\b|an\b)\S",
-    re.IGNORECASE,
-)
-_OBLIGATION = re.compile(
-    r"^(?:[\w-]+\s+){1,3}(?:should|must|need to|has to|have to)\s+(?:always\s+)?\w+",
-    re.IGNORECASE,
-)
-_HABIT = re.compile(
-    r"\b(?:before|after|whenever|each time)\s+(?:you\b|we\b|\w+ing\b|calling|committing)"
-    r"|^when\s+(?:you|we)\s+(?!(?:get|have|find|are)\b)\w+",
-    re.IGNORECASE,
-)
-# An order to make one new thing ("set up a Makefile for this repo"): the work at hand, even
-# when it names the codebase, unless it is asked for every one of a kind.
-_ONE_NEW_THING = re.compile(
-    r"^(?!use\b|keep\b|prefer\b|stick\b)[a-z]+(?:\s+(?:up|out|in|together))?\s+"
-    r"(?:a|an|one|some)\s+(?!.*\b(?:every|each|all|any)\b)",
-    re.IGNORECASE,
-)
-_CODEBASE_SCOPE = re.compile(
-    r"\b(?:in|across|for|throughout)\s+(?:this|the|our)\s+(?:codebase|code base|repo|repository|"
-    r"project)\b",
-    re.IGNORECASE,
-)
-# A measure for every one of a kind ("one concern each", "one change per commit"): a norm.
-_NORM = re.compile(r"\bone\s+[\w-]+\s+(?:each|apiece|per\s+\w+|at a time)\b", re.IGNORECASE)
-# Someone by name and what they do ("Kim owns the billing dashboards"): worth keeping even in
-# the opening request, where a plain remark is usually about the work at hand.
-_NAME_DOES = re.compile(
-    r"^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|all|every|on|in|at)\b"
-)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
-# A person to ask (`@devon`), not a file the agent's client attaches (`@CLAUDE.md`).
-_PERSON = re.compile(r"(?<![\w.])@[A-Za-z][\w-]*\b(?![.:/]\w)")
+# A problem going on as the user writes ("the CI keeps timing out", "login is broken"): in
+# the opening request it is what the session is for.
+_TROUBLE_AT_HAND = re.compile(
+    r"\b(?:keeps?|kept|started|starts)\s+\w+ing\b"
+    r"|\b(?:is|are)\s+(?:broken|failing|down|hanging|stuck)\b(?!\s+(?:when|if|unless|without)\b)",
+    re.IGNORECASE,
+)
+# What the writer will do or has done ("I will now ...", "we'll now ..."), not the project.
+_FIRST_PERSON = re.compile(
+    r"^(?:i|i'll|i'm|i've|i'd|we'll|we will|we're going to|let's)\b", re.IGNORECASE
+)
 # A slash command typed to the client (`/init`, `/review src`), not a statement.
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s|$)")
 _FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
@@ -261,6 +236,15 @@ def _run_on(sentence: str) -> list[str]:
     return [*units, sentence[begun:]]
 
 
+def _plainly_stated(clause: str) -> bool:
+    """A statement in plain words: a few words about more than a pronoun."""
+    return bool(
+        _declarative(clause)
+        and not _VAGUE_SUBJECT.match(clause)
+        and len(clause.split()) >= _MIN_PLAIN_WORDS
+    )
+
+
 def _stands_alone(clause: str) -> bool:
     return bool(
         _declarative(clause) and not _VAGUE_SUBJECT.match(clause) and RESOURCE.search(clause)
@@ -313,7 +297,7 @@ def _without_label(sentence: str) -> str:
         or _FACT_CUE.match(label)
         or _scoped(label)
         or takes_back(label)
-        or _PERSON.search(label)
+        or names_person(label)
         or not (_declarative(rest) or _is_default(rest, rest))
     ):
         return sentence
@@ -354,12 +338,20 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     said = bare[cue.end() :] if cue else bare
     if _is_default(bare, said):
         read.instructions.append(_statement(said))
+    elif number == 0 and not cue and _TROUBLE_AT_HAND.search(said):
+        return  # the problem the session was opened for, not knowledge for later
     elif (
         (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
         or _names_resource(said)
         or (
             _is_statement(said)
-            and (number or _VALUE.search(said) or _PERSON.search(said) or _NAME_DOES.match(said))
+            and (
+                number
+                or _VALUE.search(said)
+                or names_person(said)
+                or NAME_DOES.match(said)
+                or (facts.says_change(said) and not _FIRST_PERSON.match(said))
+            )
         )
     ):
         read.facts.append(_statement(said))
@@ -384,22 +376,17 @@ def _is_default(sentence: str, said: str) -> bool:
     is not a statement about the project; scoped to the codebase or to every project."""
     if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
         return True
-    if _RULED_OUT.match(said):
+    if RULED_OUT.match(said):
         return True
-    if _PERSON.search(said) or (RESOURCE.search(said) and _declarative(said)):
+    if names_person(said) or (RESOURCE.search(said) and _declarative(said)):
         return False  # who to ask, or what a named resource is, is a fact about the project
     if (
-        _CODEBASE_SCOPE.search(said) and not _VALUE.search(said) and not _ONE_NEW_THING.match(said)
-    ) or _OBLIGATION.match(said):
+        CODEBASE_SCOPE.search(said) and not _VALUE.search(said) and not ONE_NEW_THING.match(said)
+    ) or OBLIGATION.match(said):
         return True
     if _declarative(said):
         return False
-    return bool(
-        _PROHIBITION.match(said)
-        or (_CHOICE.search(said) and not _ONE_NEW_THING.match(said))
-        or _HABIT.search(said)
-        or _NORM.search(said)
-    )
+    return shaped_as_rule(said)
 
 
 def _declarative(sentence: str) -> bool:
@@ -410,14 +397,16 @@ def _is_statement(sentence: str) -> bool:
     """A statement about the project: a subject and what it is or does. One with a value or
     a person to ask is kept however short; one without needs a few words and a subject
     that is more than a pronoun ("it works now" says nothing for later)."""
-    if _PERSON.search(sentence):
+    if names_person(sentence):
         return True
     clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
-    if not any(_declarative(clause) for clause in clauses):
+    stated = [clause for clause in clauses if _declarative(clause)]
+    if not stated:
         return False
-    if _VALUE.search(sentence):
+    # The value must be in what is stated, not in an order beside it ("make it 240, ...").
+    if any(_VALUE.search(clause) for clause in stated):
         return True
-    return len(sentence.split()) >= _MIN_PLAIN_WORDS and not _VAGUE_SUBJECT.match(sentence)
+    return any(_plainly_stated(clause) for clause in stated)
 
 
 def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:

@@ -1,0 +1,117 @@
+"""The offline reader on sessions as people write them to an agent: rules pasted as a list,
+a tool chosen in two words, people to ask by name, a change said in the opening request, and
+the problem a session was opened for, which is not knowledge for later."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidator.backends.extractive.statements import user_statements
+
+OPENING = "hey, can you look at the failing checks on this branch"
+
+
+def read(*later: str, opening: str = OPENING) -> tuple[list[str], list[str]]:
+    spoken = user_statements([opening, *later])
+    return spoken.instructions, spoken.facts
+
+
+def test_rules_pasted_as_a_list_are_each_a_rule_without_their_markers() -> None:
+    instructions, facts = read(
+        "Ground rules for this repo:\n"
+        "- tabs not spaces in the Go code (gofmt handles it)\n"
+        "* every PR needs a CHANGELOG entry\n"
+        "3. don't bump deps without asking me first"
+    )
+    assert instructions == [
+        "Tabs not spaces in the Go code",
+        "Every PR needs a CHANGELOG entry",
+        "Don't bump deps without asking me first",
+    ]
+    assert facts == []
+
+
+@pytest.mark.parametrize(
+    ("message", "rule"),
+    [
+        ("use pnpm. npm breaks the lockfile.", "Use pnpm."),
+        ("stick with yarn", "Stick with yarn"),
+        ("pnpm not npm", "Pnpm not npm"),
+        ("all migrations need a down step", "All migrations need a down step"),
+        ("each service gets its own schema", "Each service gets its own schema"),
+    ],
+)
+def test_a_rule_in_few_words_is_a_rule(message: str, rule: str) -> None:
+    instructions, _ = read(message)
+    assert instructions == [rule]
+
+
+@pytest.mark.parametrize(
+    "order", ["use the staging db for this", "use black to format this file", "go with it"]
+)
+def test_an_order_for_the_work_at_hand_is_no_rule(order: str) -> None:
+    instructions, _ = read(order)
+    assert instructions == []
+
+
+@pytest.mark.parametrize("error", ["npm not found", "DATABASE_URL not set", "node not installed"])
+def test_a_thing_reported_missing_is_no_choice(error: str) -> None:
+    instructions, _ = read(error)
+    assert instructions == []
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "if anything about the billing schema looks off, ping Priya (she owns it)",
+            "If anything about the billing schema looks off, ping Priya",
+        ),
+        ("check with Ana about the release dates", "Check with Ana about the release dates"),
+    ],
+)
+def test_a_person_to_ask_by_name_is_a_fact(message: str, fact: str) -> None:
+    assert read(message) == ([], [fact])
+    assert read(opening=message) == ([], [fact])
+
+
+def test_a_bare_name_answers_the_moment_and_is_kept_as_nothing() -> None:
+    assert read("ask Tom") == ([], [])
+
+
+def test_a_change_said_in_the_opening_request_is_a_fact() -> None:
+    opening = "we deploy with argo nowadays, the old jenkins job is dead"
+    assert read(opening=opening)[1] == ["We deploy with argo nowadays, the old jenkins job is dead"]
+
+
+@pytest.mark.parametrize(
+    "intent",
+    ["I will now delete the tests folder.", "we'll now move the fixtures", "I've now fixed it"],
+)
+def test_what_the_writer_will_do_now_is_no_fact(intent: str) -> None:
+    assert read(opening=intent) == ([], [])
+
+
+def test_the_problem_a_session_was_opened_for_is_not_kept_but_its_context_is() -> None:
+    opening = (
+        "Hey, so the CI keeps timing out on the e2e job. Context: we run playwright against a"
+        " dockerized api, and the api container takes ~90s to boot."
+    )
+    assert read(opening=opening)[1] == [
+        "We run playwright against a dockerized api, and the api container takes ~90s to boot."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("rename the flag, it's confusing", []),
+        ("make it 240, it's too short", []),
+        (
+            "bump the timeout, our CI runners are really slow today",
+            ["Bump the timeout, our CI runners are really slow today"],
+        ),
+    ],
+)
+def test_a_value_counts_only_in_what_is_stated(message: str, kept: list[str]) -> None:
+    assert read(message)[1] == kept
