@@ -152,3 +152,35 @@ def test_a_command_that_passed_when_run_again_is_not_its_own_fix() -> None:
         "said: The settings module was moved to app/config/settings.py in the last refactor."
         " -> passed when run again"
     )
+
+
+def test_a_call_the_client_refused_to_run_is_no_failure_and_no_fix() -> None:
+    # Claude Code's own refusals, as in tests/fixtures/real: the call never ran.
+    failures = notes_of(
+        user("add a dark mode toggle"),
+        patch("c1", "src/app/page.tsx"),
+        output(
+            "c1",
+            "<tool_use_error>File has not been read yet. Read it first before writing to it."
+            "</tool_use_error>",
+            1,
+        ),
+        shell("c2", "npx vitest run 2>&1"),
+        output("c2", "<tool_use_error>Sibling tool call errored</tool_use_error>", 1),
+        shell("c3", "npx vitest run 2>&1"),
+        output("c3", "Test Files  4 passed (4)"),
+    ).failures
+    assert failures == ()
+
+
+def test_a_redirection_both_commands_end_with_does_not_pair_a_failure_with_a_fix() -> None:
+    (failure,) = notes_of(
+        user("the renderer test is red"),
+        shell("c1", "mix test test/spotter/services/transcript_renderer_test.exs 2>&1"),
+        output("c1", "58 tests, 1 failure", 1),
+        shell("c2", "git status 2>&1"),
+        output("c2", "nothing to commit"),
+        shell("c3", "npm run lint 2>&1"),
+        output("c3", "0 problems"),
+    ).failures
+    assert failure.fix != "npm run lint 2>&1"

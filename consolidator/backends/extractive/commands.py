@@ -36,6 +36,8 @@ class Call:
     shell: bool = False
     # The values the call's edits changed (a setting, a pinned version, a file's path).
     changes: tuple[EditedValue, ...] = ()
+    # What the user said since the call before it: a command they named to run instead.
+    asked: str = ""
 
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh", "/bin/zsh"})
@@ -283,8 +285,12 @@ def command_family(command: str) -> str:
     return " ".join([key, *sorted(args)])
 
 
+# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
+_REDIRECT = re.compile(r"[<>]")
+
+
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or arg.lower() in _GENERIC_ARGS:
+    if arg.startswith("-") or len(arg) < 3 or arg.lower() in _GENERIC_ARGS or _REDIRECT.search(arg):
         return ""
     value = _VERSION_SUFFIX.sub("", arg.split("::", 1)[0]).removeprefix("./").rstrip("/")
     return "" if len(value) < 3 or value.isdigit() else value.lower()

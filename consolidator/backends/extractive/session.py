@@ -58,6 +58,7 @@ _ACKNOWLEDGEMENTS = frozenset(
 def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     session = Session()
     spoken: list[str] = []
+    asked: list[str] = []  # the user's words since the last call
     by_id: dict[str, Call] = {}
     for item in items:
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
@@ -77,16 +78,20 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
                 session.noted_by = item.name
             if text:
                 spoken.append(text)
+                asked.append(text)
         elif item.kind is ItemKind.ASSISTANT and item.text.strip():
             session.last_agent_message = item.text
         elif item.kind is ItemKind.TOOL_CALL:
             call = parse_call(item, cwd)
+            call.asked, asked = " ".join(asked), []
             session.calls.append(call)
             if call.call_id:
                 by_id[call.call_id] = call
         elif item.kind is ItemKind.TOOL_OUTPUT:
             target = _call_for_output(item, by_id, session.calls)
-            if target is not None:
+            if target is not None and _REFUSED_UNRUN.match(item.text):
+                session.calls.remove(target)  # the client refused it: nothing ran, no lesson
+            elif target is not None:
                 target.ok, target.error = _judge_output(item)
     quotes = dedupe(_quote(text) for text in spoken)
     if len(quotes) > MAX_QUOTES:
@@ -127,6 +132,16 @@ def _call_for_output(item: RolloutItem, by_id: dict[str, Call], calls: list[Call
     return None
 
 
+# A command that could not run at all (unknown, missing, not allowed): whatever ran next in
+# its place is how it is done.
+_COULD_NOT_RUN = re.compile(
+    r"not found|no such file|unknown (?:command|subcommand|option)|usage:|not recognized|"
+    r"permission denied|not installed|cannot execute|is not a",
+    re.IGNORECASE,
+)
+# A call the agent's client refused before running it ("File has not been read yet", "Sibling
+# tool call errored"): how the agent used its tools, not how the project behaves.
+_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
 _EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
 _ERROR_LINE = re.compile(
     r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
@@ -175,9 +190,10 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
     program, or a shared argument such as the package or test file). When that call repeats
     the failed command exactly, what changed in between is the fix, so the last change made
     between the two (an edit, an install) is reported instead. With no similar success, the
-    very next non-reading call of the same tool counts if it succeeded (the user often names
-    the right command). An edit is no fix of its own: a failure that passed once the code was
-    edited keeps the files edited, as where the fix went.
+    very next non-reading call of the same tool counts if it succeeded and either the failed one
+    could not run at all or the user named it just before; after a failing test run, another
+    command that works fixed nothing. An edit is no fix of its own: a failure that passed once
+    the code was edited keeps the files edited, as where the fix went.
     """
     failures: list[FailureNote] = []
     unfixed = 0
@@ -208,9 +224,17 @@ def _fixed(failed: Call, later: list[Call]) -> FailureNote:
                 return FailureNote(failed.command, failed.error, call.command)
             return _fixed_by(failed, changes[-1], changes)
     following = next((c for c in later if c.tool == failed.tool and not c.read_only), None)
-    if following is not None and following.ok:
+    if (
+        following is not None
+        and following.ok
+        and (_COULD_NOT_RUN.search(failed.error) or _named(following.key, following.asked))
+    ):
         return _fixed_by(failed, following, [following])
     return FailureNote(failed.command, failed.error)
+
+
+def _named(command: str, said: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", said, re.IGNORECASE) is not None
 
 
 def _fixed_by(failed: Call, last: Call, changes: list[Call]) -> FailureNote:

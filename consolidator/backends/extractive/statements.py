@@ -324,7 +324,8 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read`; `number` is its message's place (the opening
     request is the task, so a plain remark in it is a fact only with a value)."""
     if (
-        user_text(bare) == ""
+        len(bare.split()) < 2  # a word alone ("mix_audit" out of a list) states nothing
+        or user_text(bare) == ""
         or is_question(bare)
         or _INVERTED.search(bare)
         or len(bare) > _MAX_STATEMENT_CHARS
