@@ -115,3 +115,39 @@ def test_the_problem_a_session_was_opened_for_is_not_kept_but_its_context_is() -
 )
 def test_a_value_counts_only_in_what_is_stated(message: str, kept: list[str]) -> None:
     assert read(message)[1] == kept
+
+
+@pytest.mark.parametrize(
+    ("message", "fact", "taken_back"),
+    [
+        ("nah, it's port 6000 not 5000", "It's port 6000", ["port 5000"]),
+        ("the api listens on 8080, not 9090", "The api listens on 8080", ["on 9090"]),
+    ],
+)
+def test_a_number_taken_back_goes_with_the_kind_the_new_one_names(
+    message: str, fact: str, taken_back: list[str]
+) -> None:
+    spoken = user_statements([OPENING, message])
+    assert (spoken.facts, spoken.revoked) == ([fact], taken_back)
+
+
+def test_a_bare_number_alone_takes_nothing_back() -> None:
+    assert user_statements([OPENING, "use 3 workers, not 4"]).revoked == []
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "upgrade us to python 3.12",
+        "bump the node image to 22.4",
+        "the test_upload test fails randomly on CI, can you figure out why",
+        "login is not working on staging.acme.dev",
+    ],
+)
+def test_an_opening_order_to_change_or_a_problem_to_fix_is_no_fact(opening: str) -> None:
+    assert read(opening=opening) == ([], [])
+
+
+def test_a_known_flaky_thing_and_where_it_is_tracked_is_a_fact() -> None:
+    opening = "the flaky query test is tracked in INFR-511"
+    assert read(opening=opening)[1] == ["The flaky query test is tracked in INFR-511"]

@@ -28,10 +28,12 @@ _INSTRUMENT = r"\b(?:with|using|via|run|runs)\s+(?:[a-z][\w.-]*\s+[a-z]+[-:][a-z
 RESOURCE = re.compile(rf"{_NAMED}|(?<!\S)--?[a-z][\w-]*|`[^`]+`|{_INSTRUMENT}")
 HOW_TO = re.compile(rf"{_NAMED}|{_INSTRUMENT}")
 # An order about the work at hand, not how things are done in the project: its object is
-# "this" or "that", or a second order follows ("... and tell me what fails").
+# "this" or "that", a second order follows ("... and tell me what fails"), or it changes a
+# thing to something else ("upgrade us to python 3.12").
 AT_HAND = re.compile(
     r"^[a-z]+\s+(?:this|that|these|those)\b"
-    r"|\band\s+[a-z]+\s+(?:me|us|it|the|what|why|whether|if|where)\b",
+    r"|\band\s+[a-z]+\s+(?:me|us|it|the|what|why|whether|if|where)\b"
+    r"|^(?:upgrade|bump|update|migrate|move|switch|downgrade|change|rename|convert|point)\b.*\bto\b",
     re.IGNORECASE,
 )
 

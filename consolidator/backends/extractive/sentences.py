@@ -13,7 +13,7 @@ _CUE_BREAK = re.compile(
     re.IGNORECASE,
 )
 _LEAD_IN = re.compile(
-    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|hi|hello|please|yes|yeah|yep|yup|sure|right|great|"
+    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|hi|hello|please|yes|yeah|yep|yup|nah|nope|sure|right|great|"
     r"cool|nice|perfect|thanks|thank you)\b[\s,:;.!-]*"
     r"|^(?:one|a) correction\b[\s,:;.!-]*"
     r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"

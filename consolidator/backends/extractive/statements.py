@@ -122,7 +122,9 @@ _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
 # A problem going on as the user writes ("the CI keeps timing out", "login is broken"): in
 # the opening request it is what the session is for.
 _TROUBLE_AT_HAND = re.compile(
-    r"\b(?:keeps?|kept|started|starts)\s+\w+ing\b"
+    r"\b(?:keeps?|kept|started|starts)\s+\w+ing\b|\b(?:fails?|failing|crash(?:es|ing)?)\s+"
+    r"(?:randomly|intermittently|sometimes|again|on ci|in ci|locally)\b|\bnot working\b"
+    r"|\b(?:doesn't|does not|isn't|is not)\s+work(?:ing)?\b"
     r"|\b(?:is|are)\s+(?:broken|failing|down|hanging|stuck)\b(?!\s+(?:when|if|unless|without)\b)",
     re.IGNORECASE,
 )

@@ -24,6 +24,13 @@ TRAILING_NOT = re.compile(
     r"\s*[.!]?$",
     re.IGNORECASE,
 )
+# "port 6000 not 5000": a bare number taken back is the old value of the kind the new one
+# names ("port 5000"), distinctive as the two words together.
+_KIND_NOT_NUMBER = re.compile(
+    r"\b(?P<kind>[a-z][\w-]*)\s+`?\d+`?\s*,?\s*(?:not|instead of|rather than)\s+"
+    r"`?(?P<old>\d{2,})\b",
+    re.IGNORECASE,
+)
 # A clause that only says what is not so ("not .env.worker"): its value is taken back.
 NEGATION = re.compile(r"^(?:not|no longer|never)\b(?!.*\bbut\b)", re.IGNORECASE)
 # "X was the old staging host", "X is outdated": the value named first is taken back.
@@ -39,7 +46,7 @@ _DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNOR
 # The user takes something back: it was wrong, or is to be forgotten, or was dropped.
 RETRACTION = re.compile(
     r"\b(?:that(?:'s| is)|this is|it(?:'s| is)|was)\s+(?:wrong|incorrect|not right|not true|"
-    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|"
+    r"outdated|out of date|stale)\b|\bi was wrong\b|\bmy (?:bad|mistake)\b|^sorry\b|\bi misspoke\b|"
     r"\bi (?:mixed|got|had) (?:them|those|it|that|the two) (?:up|mixed up|wrong|backwards)\b",
     re.IGNORECASE,
 )
@@ -98,14 +105,18 @@ def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back."""
     found = [m["old"] or m["old_lead"] for m in NOT_BUT.finditer(sentence)]
     found += [m["old"] for m in NOT_VALUE.finditer(sentence)]
+    found += [f"{m['kind']} {m['old']}" for m in _KIND_NOT_NUMBER.finditer(sentence)]
     found += [m["old"] for m in TRAILING_NOT.finditer(sentence)]
     found += [m["old"] for m in WAS_OLD.finditer(sentence)]
     return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
 
 
 def _distinctive(value: str) -> bool:
-    """A value of a few words is distinctive when one of its words is."""
-    return any(_DISTINCTIVE.match(word) for word in value.split())
+    """A value of a few words is distinctive when one of its words is, or when it is a kind
+    and its number ("port 5000")."""
+    return any(_DISTINCTIVE.match(word) for word in value.split()) or bool(
+        re.fullmatch(r"[a-z][\w-]*\s+\d{2,}", value, re.IGNORECASE)
+    )
 
 
 def taken_back_topic(clause: str, gone: bool) -> str | None:
