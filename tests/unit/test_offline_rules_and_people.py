@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from consolidator.backends.extractive.statements import user_statements
+from consolidator.backends.extractive.statements import agent_statements, user_statements
 
 OPENING = "hey, can you look at the failing checks on this branch"
 
@@ -151,3 +151,38 @@ def test_an_opening_order_to_change_or_a_problem_to_fix_is_no_fact(opening: str)
 def test_a_known_flaky_thing_and_where_it_is_tracked_is_a_fact() -> None:
     opening = "the flaky query test is tracked in INFR-511"
     assert read(opening=opening)[1] == ["The flaky query test is tracked in INFR-511"]
+
+
+@pytest.mark.parametrize(
+    ("final_message", "fact"),
+    [
+        (
+            "Done. Heads-up: the seed script wipes the local DB, so don't run it against staging.",
+            "The seed script wipes the local DB, so don't run it against staging.",
+        ),
+        (
+            "The app reads config from config/settings.toml first, then env vars override it.",
+            "The app reads config from config/settings.toml first, then env vars override it.",
+        ),
+        (
+            "Migrations live in db/migrate and run with make migrate.",
+            "Migrations live in db/migrate and run with make migrate.",
+        ),
+    ],
+)
+def test_how_the_agent_says_the_project_is_is_a_fact(final_message: str, fact: str) -> None:
+    assert agent_statements(final_message) == ([fact], [])
+
+
+@pytest.mark.parametrize(
+    "narration",
+    [
+        "I updated the import in app/main.py and the 42 tests pass.",
+        "All 157 tests pass and everything is pushed to origin/spotter-fum.",
+        "The header is now wrapped in #header in templates/index.html.",
+        "This was caused by the 2>&1 in the script.",
+        "Let me know if you want me to open a PR against main.",
+    ],
+)
+def test_what_the_agent_did_or_offers_is_no_fact(narration: str) -> None:
+    assert agent_statements(narration) == ([], [])

@@ -15,15 +15,20 @@ from consolidator.backends.extractive.resources import (
     RESOURCE,
     names_person,
 )
-from consolidator.backends.extractive.rule_shapes import (
+from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
+from consolidator.backends.extractive.shapes import (
     CODEBASE_SCOPE,
+    MIN_PLAIN_WORDS,
     OBLIGATION,
     ONE_NEW_THING,
     RULED_OUT,
+    VAGUE_SUBJECT,
+    VALUE,
+    declarative,
+    plainly_stated,
     shaped_as_rule,
 )
-from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.taking_back import (
     GONE,
     NEGATION,
@@ -68,45 +73,24 @@ ONE_PROJECT_SCOPE = re.compile(
 )
 # Words that introduce a fact the user wants known, not a request.
 _FACT_CUE = re.compile(
-    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads up|remember(?: that)?|"
+    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads[ -]up|remember(?: that)?|"
     r"correction|for the record|just so you know)\b[\s,:;-]*",
     re.IGNORECASE,
 )
 _CONCLUSION_CUE = re.compile(
     r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
     r"the (?:issue|problem|bug|cause)(?: (?:was|is)|(?=:))|the fix (?:was|is)|"
-    r"(?:i|we) (?:found|noticed|discovered|confirmed|verified)(?: out)?(?= that)|"
+    r"(?:i|we) (?:found|noticed|discovered|confirmed|verified)(?: out)?(?= that| the(?:\s+\S+){4})|"
     r"(?:it )?(?:looks|seems) like(?= (?:the|this|that|our|your|`))|apparently)\b"
     r"[\s,:;-]*(?:that\b\s*)?",
     re.IGNORECASE,
 )
-# A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
-_VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
 # Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
 # Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
 DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
 _CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
-# A sentence about something (a determiner, a pronoun or a name first), not an order.
-_DECLARATIVE_START = re.compile(
-    r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
-    re.IGNORECASE,
-)
-# A subject then a finite verb: a form of "be" or "have", a modal, or a past tense followed
-# by where the value went ("the api port changed to 8081"); or a plural noun then its verb
-# ("migrations live under db/migrate"); or a name, a verb in -s and its object ("Maria owns
-# the payments service").
-_SUBJECT_THEN_VERB = re.compile(
-    r"^(?!(?:\S+\s+){0,3}(?:what|why|how|where|which|who|whether|if)\b)"
-    r"(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
-    r"cannot|must|should|will|won't)\b"
-    r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
-    r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
-    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b|or\b|not\b)[a-z]+\s+\w"
-    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b"
-    r"|^[A-Za-z][\w-]*\s+[a-z]+[^\Ws]s\s+(?:--?[a-z]|`|[\w.-]+/)",
-)
 # Word order of a question without its mark: an auxiliary before its subject, or "whether".
 _INVERTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
@@ -114,9 +98,6 @@ _INVERTED = re.compile(
     r"|^(?:[\w']+\s+){0,2}whether\b",
     re.IGNORECASE,
 )
-# A sentence whose subject is only a pronoun says too little to keep without a value.
-_VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
-_MIN_PLAIN_WORDS = 5
 _THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
 _ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
 # A problem going on as the user writes ("the CI keeps timing out", "login is broken"): in
@@ -166,9 +147,9 @@ def _without_order_after(unit: str) -> str:
     head, comma, tail = unit.rpartition(", ")
     if (
         not comma
-        or not _declarative(head)
-        or _declarative(tail)
-        or _VALUE.search(tail)
+        or not declarative(head)
+        or declarative(tail)
+        or VALUE.search(tail)
         or _scoped(tail)
         or takes_back(tail)
         or _is_default(tail, tail)
@@ -183,7 +164,7 @@ def _without_request(sentence: str) -> str:
     if not starts:
         return sentence
     first = sentence[: starts[0]]
-    if RESOURCE.search(first) or _declarative(sentence) or takes_back(first) or _scoped(first):
+    if RESOURCE.search(first) or declarative(sentence) or takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
         rest = strip_lead_in(sentence[start:])
@@ -209,9 +190,9 @@ def _told_alone(clause: str) -> bool:
     about something more than a pronoun ("my dotfiles are in ~/src/dotfiles-stow", "there's
     a folder of fixtures at tests/data/"), or how a thing is done there ("put new fixtures in
     tests/fixtures/", "dev postgres listens on localhost:5433")."""
-    if _declarative(clause):
-        named = not _VAGUE_SUBJECT.match(clause) or _THERE_IS.match(clause)
-        return bool(named and _VALUE.search(clause))
+    if declarative(clause):
+        named = not VAGUE_SUBJECT.match(clause) or _THERE_IS.match(clause)
+        return bool(named and VALUE.search(clause))
     return bool(HOW_TO.search(clause)) and not AT_HAND.search(clause)
 
 
@@ -238,19 +219,8 @@ def _run_on(sentence: str) -> list[str]:
     return [*units, sentence[begun:]]
 
 
-def _plainly_stated(clause: str) -> bool:
-    """A statement in plain words: a few words about more than a pronoun."""
-    return bool(
-        _declarative(clause)
-        and not _VAGUE_SUBJECT.match(clause)
-        and len(clause.split()) >= _MIN_PLAIN_WORDS
-    )
-
-
 def _stands_alone(clause: str) -> bool:
-    return bool(
-        _declarative(clause) and not _VAGUE_SUBJECT.match(clause) and RESOURCE.search(clause)
-    )
+    return bool(declarative(clause) and not VAGUE_SUBJECT.match(clause) and RESOURCE.search(clause))
 
 
 def _statement(text: str, *, user: bool = True) -> str:
@@ -295,12 +265,12 @@ def _without_label(sentence: str) -> str:
     if (
         len(label.split()) > _MAX_LABEL_WORDS
         or len(rest.split()) < _MIN_LABELLED_WORDS
-        or _VAGUE_SUBJECT.match(rest)
+        or VAGUE_SUBJECT.match(rest)
         or _FACT_CUE.match(label)
         or _scoped(label)
         or takes_back(label)
         or names_person(label)
-        or not (_declarative(rest) or _is_default(rest, rest))
+        or not (declarative(rest) or _is_default(rest, rest))
     ):
         return sentence
     return rest
@@ -344,13 +314,13 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     elif number == 0 and not cue and _TROUBLE_AT_HAND.search(said):
         return  # the problem the session was opened for, not knowledge for later
     elif (
-        (cue and (_VALUE.search(said) or not _VAGUE_SUBJECT.match(said)))
+        (cue and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)))
         or _names_resource(said)
         or (
             _is_statement(said)
             and (
                 number
-                or _VALUE.search(said)
+                or VALUE.search(said)
                 or names_person(said)
                 or NAME_DOES.match(said)
                 or (facts.says_change(said) and not _FIRST_PERSON.match(said))
@@ -364,7 +334,7 @@ def _names_resource(said: str) -> bool:
     """A statement naming a resource of the project; an order only when it says how a thing
     is done there (a host, port, folder, ticket, version, tag or a command to do it with),
     not when it is about the work at hand."""
-    if _declarative(said):
+    if declarative(said):
         return bool(RESOURCE.search(said))
     return bool(HOW_TO.search(said)) and not AT_HAND.search(said)
 
@@ -381,19 +351,15 @@ def _is_default(sentence: str, said: str) -> bool:
         return True
     if RULED_OUT.match(said):
         return True
-    if names_person(said) or (RESOURCE.search(said) and _declarative(said)):
+    if names_person(said) or (RESOURCE.search(said) and declarative(said)):
         return False  # who to ask, or what a named resource is, is a fact about the project
     if (
-        CODEBASE_SCOPE.search(said) and not _VALUE.search(said) and not ONE_NEW_THING.match(said)
+        CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said)
     ) or OBLIGATION.match(said):
         return True
-    if _declarative(said):
+    if declarative(said):
         return False
     return shaped_as_rule(said)
-
-
-def _declarative(sentence: str) -> bool:
-    return bool(_DECLARATIVE_START.search(sentence) or _SUBJECT_THEN_VERB.search(sentence))
 
 
 def _is_statement(sentence: str) -> bool:
@@ -403,13 +369,13 @@ def _is_statement(sentence: str) -> bool:
     if names_person(sentence):
         return True
     clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
-    stated = [clause for clause in clauses if _declarative(clause)]
+    stated = [clause for clause in clauses if declarative(clause)]
     if not stated:
         return False
     # The value must be in what is stated, not in an order beside it ("make it 240, ...").
-    if any(_VALUE.search(clause) for clause in stated):
+    if any(VALUE.search(clause) for clause in stated):
         return True
-    return any(_plainly_stated(clause) for clause in stated)
+    return any(plainly_stated(clause) for clause in stated)
 
 
 def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
@@ -431,7 +397,7 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
             named = topic if forgets(clause) else ""
         elif not retraction and not NEGATION.match(clause):
             said = _pointing_to(clause, named)
-            if _VALUE.search(said) or (_declarative(said) and not _VAGUE_SUBJECT.match(said)):
+            if VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said)):
                 facts.append(_statement(said))
     return True
 
@@ -447,7 +413,7 @@ def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
     found = []
     for clause in clauses:
         match = _SUBJECT_PHRASE.match(clause)
-        if clause is not pointer and match and not _VAGUE_SUBJECT.match(clause):
+        if clause is not pointer and match and not VAGUE_SUBJECT.match(clause):
             found.append(match["subject"])
     return found
 
@@ -475,6 +441,36 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
             conclusions.append(_statement(bare[match.end() :], user=False))
         elif _FILE_LINE.search(bare):
             conclusions.append(_statement(bare, user=False))
-        elif (cue := _FACT_CUE.match(bare)) and _VALUE.search(bare[cue.end() :]):
+        elif (cue := _FACT_CUE.match(bare)) and _said_with_cue(bare[cue.end() :]):
             facts.append(_statement(bare[cue.end() :], user=False))
+        elif _how_the_project_is(bare) and len(facts) < _MAX_AGENT_FINDINGS:
+            facts.append(_statement(bare, user=False))
     return _kept(facts), _kept(conclusions)
+
+
+# An agent's account of its own work ("I updated ...", "Here is ...", "All tests pass").
+_NARRATION = re.compile(
+    r"^(?:i|i'm|i've|i'll|we|we've|we'll|let me|let's|you|your|here|this|that|these|those|it|"
+    r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b",
+    re.IGNORECASE,
+)
+_MAX_AGENT_FINDINGS = 2
+
+
+def _said_with_cue(said: str) -> bool:
+    """What follows "Note:" or "Heads-up:": a value, or a statement about more than a
+    pronoun ("the seed script wipes the local DB, so don't run it against staging")."""
+    return bool(VALUE.search(said) or (declarative(said) and plainly_stated(said)))
+
+
+def _how_the_project_is(sentence: str) -> bool:
+    """A plain statement of how the project is, naming a value of it ("The app reads config
+    from config/settings.toml first, then env vars override it"): not what the agent did, is
+    doing or changed."""
+    return bool(
+        (declarative(sentence) or declarative(sentence[:1].lower() + sentence[1:]))
+        and VALUE.search(sentence)
+        and len(sentence.split()) >= MIN_PLAIN_WORDS
+        and not _NARRATION.search(sentence)
+        and not facts.says_change(sentence)
+    )

@@ -1,4 +1,5 @@
-"""The shapes of a standing rule, told from a sentence's form rather than its words: a
+"""The shapes of sentences, told from their form rather than their words: a statement (a
+subject and its verb) with a value or in a few plain words; and a standing rule: a
 prohibition, one tool chosen over another, an obligation on every one of a kind, a habit tied
 to a moment of the work, a norm, a rule scoped to the whole codebase; and the shape of an
 order to make one new thing, which is the work at hand."""
@@ -6,6 +7,31 @@ order to make one new thing, which is the work at hand."""
 from __future__ import annotations
 
 import re
+
+# A value the statement is about: a number, a path, a code span, a dotted or snake_case name.
+VALUE = re.compile(r"\d|`|/|\w[._]\w|~")
+# A sentence about something (a determiner, a pronoun or a name first), not an order.
+_DECLARATIVE_START = re.compile(
+    r"^(?:the|our|my|your|this|that|these|those|we|it|its|they|there|a|an)\b|^[`@~]|^\w[\w-]*[/.:_]\w",
+    re.IGNORECASE,
+)
+# A subject then a finite verb: a form of "be" or "have", a modal, or a past tense followed
+# by where the value went ("the api port changed to 8081"); or a plural noun then its verb
+# ("migrations live under db/migrate"); or a name, a verb in -s and its object ("Maria owns
+# the payments service").
+_SUBJECT_THEN_VERB = re.compile(
+    r"^(?!(?:\S+\s+){0,3}(?:what|why|how|where|which|who|whether|if)\b)"
+    r"(?:[\w@.'-]+\s+){1,4}(?:is|are|was|were|isn't|aren't|wasn't|has|have|had|can|can't|"
+    r"cannot|must|should|will|won't)\b"
+    r"|^(?:[\w@.'-]+\s+){1,4}\w+ed\s+(?:to|from|into|over)\b"
+    r"|^[a-z]+ed\s+(?:[\w.-]+\s+){0,4}(?:over\s+)?(?:to|from|into)\s+\S"
+    r"|^[a-z][\w-]*[^\Ws]s\s+(?!the\b|a\b|an\b|for\b|in\b|to\b|and\b|or\b|not\b)[a-z]+\s+\w"
+    r"|^[A-Z][a-z]+\s+[a-z]+[^\Ws]s\s+(?:the|a|an|our|my|its|this|that|on|in|at)\b"
+    r"|^[A-Za-z][\w-]*\s+[a-z]+[^\Ws]s\s+(?:--?[a-z]|`|[\w.-]+/)",
+)
+# A sentence whose subject is only a pronoun says too little to keep without a value.
+VAGUE_SUBJECT = re.compile(r"^(?:it|its|it's|this|that|these|those|they|there|he|she)\b", re.I)
+MIN_PLAIN_WORDS = 5
 
 # "can you not touch gen/": asked as a question, said as a prohibition.
 _ASKED_NOT = r"^(?:can|could|would)\s+(?:you|u)\s+(?:please\s+)?not\s+\w+"
@@ -71,4 +97,17 @@ def shaped_as_rule(said: str) -> bool:
         or _TOOL_CHOSEN.match(said)
         or _HABIT.search(said)
         or _NORM.search(said)
+    )
+
+
+def declarative(sentence: str) -> bool:
+    return bool(_DECLARATIVE_START.search(sentence) or _SUBJECT_THEN_VERB.search(sentence))
+
+
+def plainly_stated(clause: str) -> bool:
+    """A statement in plain words: a few words about more than a pronoun."""
+    return bool(
+        declarative(clause)
+        and not VAGUE_SUBJECT.match(clause)
+        and len(clause.split()) >= MIN_PLAIN_WORDS
     )
