@@ -186,3 +186,21 @@ def test_how_the_agent_says_the_project_is_is_a_fact(final_message: str, fact: s
 )
 def test_what_the_agent_did_or_offers_is_no_fact(narration: str) -> None:
     assert agent_statements(narration) == ([], [])
+
+
+def test_a_reason_then_the_rule_it_gives_is_one_rule() -> None:
+    instructions, facts = read("this box has a broken docker, use podman here")
+    assert (instructions, facts) == (["This box has a broken docker, use podman here"], [])
+
+
+def test_a_new_value_then_a_rule_stays_a_fact() -> None:
+    _, facts = read("the cache host is cache-b now, don't use cache-a")
+    assert facts == ["The cache host is cache-b now, don't use cache-a"]
+
+
+def test_a_default_said_in_general_is_for_every_project() -> None:
+    from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE
+
+    instructions, _ = read("in general I like small commits with one change each")
+    assert instructions == ["In general I like small commits with one change each"]
+    assert EVERY_PROJECT_SCOPE.search(instructions[0])

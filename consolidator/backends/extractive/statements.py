@@ -61,7 +61,7 @@ EVERY_PROJECT_SCOPE = re.compile(
     rf"\b(?:all|every|each|any)\s+(?:single\s+)?{_OWNER}{_PLACES}\b"
     rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
     rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
-    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b",
+    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b|^(?:in general|generally)\b",
     re.IGNORECASE,
 )
 # Words that tie an instruction to the project it was said in: it never leaves that project.
@@ -358,7 +358,11 @@ def _is_default(sentence: str, said: str) -> bool:
     ) or OBLIGATION.match(said):
         return True
     if declarative(said):
-        return False
+        # A reason with no value, then the rule it gives ("this box has a broken docker, use
+        # podman here"): the sentence is the rule.
+        rest = _CLAUSE_START.split(said, maxsplit=1)[1:]
+        plain = not (VALUE.search(said) or facts.says_change(said) or NAME_DOES.match(said))
+        return bool(rest and plain and shaped_as_rule(rest[0]))
     return shaped_as_rule(said)
 
 
