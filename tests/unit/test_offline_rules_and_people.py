@@ -182,6 +182,9 @@ def test_how_the_agent_says_the_project_is_is_a_fact(final_message: str, fact: s
         "The header is now wrapped in #header in templates/index.html.",
         "This was caused by the 2>&1 in the script.",
         "Let me know if you want me to open a PR against main.",
+        # The sample sessions in examples/.
+        "Wired the chart into `src/app/account/page.tsx` through `useApi<UsagePoint[]>`.",
+        "`uv run pytest tests/test_export.py` passes (4 tests).",
     ],
 )
 def test_what_the_agent_did_or_offers_is_no_fact(narration: str) -> None:

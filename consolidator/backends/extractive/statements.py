@@ -452,10 +452,12 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
     return _kept(facts), _kept(conclusions)
 
 
-# An agent's account of its own work ("I updated ...", "Here is ...", "All tests pass").
+# An agent's account of its own work ("I updated ...", "Wired the chart into ...", "Here is
+# ...", "`pytest tests` passes").
 _NARRATION = re.compile(
     r"^(?:i|i'm|i've|i'll|we|we've|we'll|let me|let's|you|your|here|this|that|these|those|it|"
-    r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b",
+    r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b|^[a-z]+ed\b"
+    r"|\b(?:passes|passed|succeeds|succeeded)\b",
     re.IGNORECASE,
 )
 _MAX_AGENT_FINDINGS = 2
