@@ -207,3 +207,10 @@ def test_a_default_said_in_general_is_for_every_project() -> None:
     instructions, _ = read("in general I like small commits with one change each")
     assert instructions == ["In general I like small commits with one change each"]
     assert EVERY_PROJECT_SCOPE.search(instructions[0])
+
+
+def test_a_value_called_off_and_an_order_on_it_leave_only_what_is_stated() -> None:
+    spoken = user_statements(
+        [OPENING, "Actually scratch the 180s, make it 240, the runners are slower than I thought."]
+    )
+    assert (spoken.facts, spoken.revoked) == (["The runners are slower than I thought."], ["180s"])

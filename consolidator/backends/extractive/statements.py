@@ -35,6 +35,7 @@ from consolidator.backends.extractive.taking_back import (
     NOT_BUT,
     NOT_VALUE,
     RETRACTION,
+    SCRATCHED,
     TRAILING_NOT,
     WAS_OLD,
     forgets,
@@ -388,7 +389,9 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
     gone = bool(GONE.search(sentence))
     topics = [taken_back_topic(clause, gone) for clause in clauses]
-    retracted = [bool(RETRACTION.search(c) or WAS_OLD.search(c)) for c in clauses]
+    retracted = [
+        bool(RETRACTION.search(c) or WAS_OLD.search(c) or SCRATCHED.match(c)) for c in clauses
+    ]
     if all(topic is None for topic in topics) and not any(retracted):
         return False
     named = ""
@@ -401,11 +404,14 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
             named = topic if forgets(clause) else ""
         elif not retraction and not NEGATION.match(clause):
             said = _pointing_to(clause, named)
-            if VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said)):
+            stated = VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said))
+            if stated and not _ORDER_ON_IT.match(said):
                 facts.append(_statement(said))
     return True
 
 
+# An order on what was just named ("make it 240", "set it to 45s"): the work at hand.
+_ORDER_ON_IT = re.compile(r"^[a-z]+\s+(?:it|them)\s+(?:to\s+)?\S", re.IGNORECASE)
 _SUBJECT_PHRASE = re.compile(
     r"^(?P<subject>(?:[\w.-]+\s+){0,3}[\w.-]+)\s+(?:is|are|was|were|isn't|aren't)\b", re.I
 )

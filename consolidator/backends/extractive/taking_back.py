@@ -38,6 +38,10 @@ WAS_OLD = re.compile(
     r"^`?(?P<old>[\w./:~-]+)`?\s+(?:was|is)\s+(?:the\s+old|outdated|stale|wrong)\b",
     re.IGNORECASE,
 )
+# "scratch the 180s, make it 240": a value said before, called off.
+SCRATCHED = re.compile(
+    r"^(?:scratch|drop|forget)\s+(?:the\s+)?`?(?P<old>[\w./:~-]*\d[\w./:~-]*)`?$", re.IGNORECASE
+)
 # A value a correction takes back must be distinctive (a path, a host, a versioned name):
 # a bare number or word would take back every entry that happens to mention it.
 _DISTINCTIVE = re.compile(r"^(?=.*[a-z])(?=.*[/.\-:\d])[\w./:~-]{4,}$", re.IGNORECASE)
@@ -108,6 +112,7 @@ def negated_values(sentence: str) -> list[str]:
     found += [f"{m['kind']} {m['old']}" for m in _KIND_NOT_NUMBER.finditer(sentence)]
     found += [m["old"] for m in TRAILING_NOT.finditer(sentence)]
     found += [m["old"] for m in WAS_OLD.finditer(sentence)]
+    found += [m["old"] for m in SCRATCHED.finditer(sentence)]
     return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
 
 
