@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from consolidator.core.runtime_names import Runtime, StatedVersion, stated_versions
+from consolidator.core.runtime_names import Runtime, StatedVersion, runtime_named, stated_versions
 from consolidator.memory.facts import (
     CHANGE,
     PLACE_WORDS,
@@ -40,16 +40,15 @@ _CHANGED_VALUE: Final = 0.5
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of: by their shared
-    words, by one naming the subject the other is about in other words, or by the same tool
-    or runtime at another version, or the same thing said to be another value in plain
-    words."""
+    words, by one naming the subject the other is about in other words, by the same tool or
+    runtime said to be on another version, or by the same thing said to be another value in
+    plain words."""
     return (
         disagree(old, new)
         or supersedes(new, old)
         or supersedes(old, new)
-        or _other_runtime_version(old, new)
+        or _other_version(old, new)
         or _other_plain_value(old, new)
-        or _other_tool_version(old, new)
     )
 
 
@@ -79,12 +78,16 @@ def _names_a_kind(word: str) -> bool:
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
-    """Two of `texts` that give different values for one subject with neither marked
-    superseded or conflicting, at least one of them not in `known` (already accepted)."""
+    """Two of `texts` that give different values for one subject (`other_value`, the later
+    one or the one not in `known` read as the newer) with neither marked superseded or
+    conflicting, at least one of them not in `known` (already accepted)."""
     candidates = [text for text in texts if not is_marked(text)]
     for index, first in enumerate(candidates):
         for second in candidates[index + 1 :]:
-            if (first not in known or second not in known) and disagree(first, second):
+            if first in known and second in known:
+                continue
+            older, newer = (first, second) if second not in known else (second, first)
+            if other_value(older, newer):
                 return first, second
     return None
 
@@ -125,12 +128,17 @@ _PORT: Final = re.compile(
 # A bare number beside the word "port" ("the api port is 8081 now").
 _BARE_PORT: Final = re.compile(r"(?<![\w.:/-])(\d{2,5})(?![\w:/-]|\.\d)")
 _PORT_WORD: Final = re.compile(r"\bports?\b")
-# A version, not a bound of a range (">=3.9" names no one version).
-_VERSION_VALUE: Final = re.compile(r"(?<![\w./=<>^~-])v?(\d+\.\d+(?:\.\d+)?)\b(?![./\w-])")
+# A dotted version, with the bound of a range it is said with (">=3.9" names no one version).
+_VERSION: Final = re.compile(
+    r"(?<![\w./-])(?P<bound>[=<>^~]*)v?(?P<version>\d+\.\d+(?:\.\d+)?)(?![\w/-]|\.\w)"
+)
 _PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
 _SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
-# A tool named right before its version ("python 3.12"): the tool's version is the subject.
-_TOOL_VERSION: Final = re.compile(r"\b(?P<tool>[a-z][a-z+-]*)\s+v?\d+\.\d+(?:\.\d+)?\b")
+# A tool named right before its version ("python 3.12", "expo 52"): the tool's version is
+# the subject.
+_TOOL_AT: Final = re.compile(
+    r"\b(?P<tool>[a-z][a-z+-]{1,30})\s+v?(?P<version>\d+(?:\.\d+){0,2})(?!\w|\.\w)"
+)
 # A command a script's work is done with: a task runner's target, or a code span.
 _COMMAND: Final = re.compile(
     r"\b(?:make|just|rake|task|npm run|pnpm|yarn|bun run|tox -e|nox -s)\s+[a-z][\w:.-]*"
@@ -171,7 +179,8 @@ def subject_of(text: str) -> Subject | None:
             qualifiers.append(stem(word))
         if qualifiers:
             return Subject(kind, frozenset(qualifiers))
-    tool = _TOOL_VERSION.search(unmarked(text).lower())
+    dotted = (m for m in _TOOL_AT.finditer(unmarked(text).lower()) if "." in m["version"])
+    tool = next(dotted, None)
     if tool and tool["tool"] not in STOPWORDS:
         return Subject("version", frozenset({stem(tool["tool"])}))
     return _changed_thing(tokens, unmarked(text).lower())
@@ -278,7 +287,7 @@ def _shaped_values(text: str) -> list[tuple[str, str]]:
     found += [("port", m.group(1)) for m in _PORT.finditer(text)]
     if _PORT_WORD.search(text):
         found += [("port", m.group(1)) for m in _BARE_PORT.finditer(text)]
-    found += [("version", m.group(1)) for m in _VERSION_VALUE.finditer(text)]
+    found += [("version", m["version"]) for m in _VERSION.finditer(text) if not m["bound"]]
     found += [("script", m.group(0).strip("`")) for m in _COMMAND.finditer(text)]
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip(".")
@@ -296,16 +305,6 @@ def _alike(word: str, other: str) -> bool:
     return long == short + "s" or (len(short) >= 4 and long.startswith(short))
 
 
-def _other_runtime_version(old: str, new: str) -> bool:
-    """Whether the two each state one version of the same runtime, and not the same one
-    ("Node 20 is required for the build", "we're on node 22 now"): a subject no noun heads."""
-    said_old, said_new = list(stated_versions(old)), list(stated_versions(new))
-    if len(said_old) != 1 or len(said_new) != 1:
-        return False
-    (before,), (after,) = said_old, said_new
-    return before.runtime == after.runtime and before.version != after.version
-
-
 # "the default branch is master" / "we renamed the default branch to main": a subject and a
 # value in plain words, the newer said as a change.
 _IS_VALUE = re.compile(
@@ -320,22 +319,27 @@ _CHANGED_TO = re.compile(
 )
 
 
-# A tool and the version it is on, said with a change ("we upgraded to expo 52").
-_TOOL_AT = re.compile(
-    r"\b(?P<tool>[a-z][a-z-]{1,30})\s+v?(?P<version>\d+(?:\.\d+){0,2})\b(?![.\w])"
-)
-
-
-def _other_tool_version(old: str, new: str) -> bool:
-    """Whether `new` says a tool moved to another version than the one `old` gives ("the app
-    uses expo 51", "we upgraded to expo 52 yesterday"): a change said, the same tool in
-    both, one version each, not the same."""
+def _other_version(old: str, new: str) -> bool:
+    """Whether `new` says a tool or runtime moved to another version than the one `old`
+    gives ("the app uses expo 51", "we upgraded to expo 52 yesterday"; "Node 20 is required
+    for the build", "we're on nodejs 22 now"): a change said, one tool both name, not at the
+    same version. Without a change said, "Node 22 is required in CI" is another fact."""
     if not says_change(new):
         return False
-    before = {m["tool"]: m["version"] for m in _TOOL_AT.finditer(unmarked(old).lower())}
-    after = {m["tool"]: m["version"] for m in _TOOL_AT.finditer(new.lower())}
+    before, after = _tool_versions(unmarked(old)), _tool_versions(unmarked(new))
     shared = [tool for tool in after if tool in before and not _names_a_kind(tool)]
     return len(shared) == 1 and before[shared[0]] != after[shared[0]]
+
+
+def _tool_versions(text: str) -> dict[str, str]:
+    """Each tool `text` names right before a version, with the last version it gives it; a
+    runtime by the name `core.runtime_names` gives it ("nodejs 20" is node's)."""
+    said = {
+        match["tool"]: match["version"]
+        for match in _TOOL_AT.finditer(text.lower())
+        if runtime_named(match["tool"]) is None
+    }
+    return said | {stated.runtime: stated.version for stated in stated_versions(text)}
 
 
 def _other_plain_value(old: str, new: str) -> bool:
@@ -353,15 +357,12 @@ def _other_plain_value(old: str, new: str) -> bool:
     )
 
 
-# A version anywhere in a sentence, a bound of a range too ("requires Python >=3.9").
-_DOTTED_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?)(?![\w-]|\.\d)")
-
-
 def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     """The versions of `runtime` an entry states: right after its name ("node 18"), or
-    anywhere in a sentence that names it ("python has to be 3.8")."""
+    anywhere in a sentence that names it, a bound of a range too ("python has to be 3.8",
+    "requires Python >=3.9")."""
     plain = unmarked(text)
     stated = [found for found in stated_versions(plain) if found.runtime == runtime]
     if stated or runtime not in re.findall(r"[a-z]+", plain.lower()):
         return stated
-    return [StatedVersion(runtime, value) for value in _DOTTED_VERSION.findall(plain)]
+    return [StatedVersion(runtime, m["version"]) for m in _VERSION.finditer(plain)]

@@ -277,6 +277,12 @@ def test_subjects_are_read_from_the_noun_that_heads_them() -> None:
     assert not subjects.names_subject("the dev db is on 5482", reporting)
 
 
+def test_a_version_at_the_end_of_a_sentence_is_a_value_and_a_bound_is_not() -> None:
+    assert ("version", "3.12") in subjects.shaped_values("We use Python 3.12.")
+    assert subjects.supersedes("We use Python 3.12.", "We're on Python 3.11.")
+    assert not subjects.shaped_values("It requires Python >=3.9.")
+
+
 def test_a_second_pin_supersedes_the_first_and_a_same_pin_joins_it() -> None:
     def pinned(old: str, new: str) -> ExtractiveNotes:
         return _edit(EditedValue("pyproject.toml", "python version", old, new))
