@@ -44,7 +44,7 @@ def other_value(old: str, new: str) -> bool:
     runtime said to be on another version, or by the same thing said to be another value in
     plain words."""
     return (
-        disagree(old, new)
+        _disagree(old, new)
         or supersedes(new, old)
         or supersedes(old, new)
         or _other_version(old, new)
@@ -52,7 +52,7 @@ def other_value(old: str, new: str) -> bool:
     )
 
 
-def disagree(a: str, b: str) -> bool:
+def _disagree(a: str, b: str) -> bool:
     """The two texts give different values for mostly the same subject.
 
     Not when one's values include the other's (a restatement with a detail added: "Node 20
@@ -359,10 +359,10 @@ def _other_plain_value(old: str, new: str) -> bool:
 
 def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     """The versions of `runtime` an entry states: right after its name ("node 18"), or
-    anywhere in a sentence that names it, a bound of a range too ("python has to be 3.8",
-    "requires Python >=3.9")."""
+    anywhere in a sentence that names it by any of its names, a bound of a range too
+    ("python has to be 3.8", "requires Python >=3.9", "golang has to be 1.22")."""
     plain = unmarked(text)
     stated = [found for found in stated_versions(plain) if found.runtime == runtime]
-    if stated or runtime not in re.findall(r"[a-z]+", plain.lower()):
+    if stated or runtime not in map(runtime_named, re.findall(r"[a-z]+", plain.lower())):
         return stated
     return [StatedVersion(runtime, m["version"]) for m in _VERSION.finditer(plain)]

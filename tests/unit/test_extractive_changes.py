@@ -16,6 +16,7 @@ from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.commands import parse_call
 from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.core.runtime_names import StatedVersion
 from consolidator.memory import subjects
 from consolidator.memory.blocks import Memory
 from consolidator.memory.merge import apply_changes
@@ -281,6 +282,12 @@ def test_a_version_at_the_end_of_a_sentence_is_a_value_and_a_bound_is_not() -> N
     assert ("version", "3.12") in subjects.shaped_values("We use Python 3.12.")
     assert subjects.supersedes("We use Python 3.12.", "We're on Python 3.11.")
     assert not subjects.shaped_values("It requires Python >=3.9.")
+
+
+def test_a_runtime_named_by_another_of_its_names_states_its_version_anywhere() -> None:
+    assert subjects.runtime_versions("golang has to be 1.21 here", "go") == [
+        StatedVersion("go", "1.21")
+    ]
 
 
 def test_a_second_pin_supersedes_the_first_and_a_same_pin_joins_it() -> None:
