@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from consolidator.core.errors import ConsolidatorError
-from consolidator.memory import facts
+from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import (
     Block,
     Bullet,
@@ -219,7 +219,7 @@ def note_possible_conflicts(proposed: Memory, base: Memory) -> tuple[Memory, int
         known = frozenset(b.text for b in before.knowledge) if before else frozenset()
         knowledge = list(block.knowledge)
         while before != block and (
-            pair := facts.unmarked_disagreement([b.text for b in knowledge], known)
+            pair := subjects.unmarked_disagreement([b.text for b in knowledge], known)
         ):
             first, second = pair
             newer, older = (second, first) if second not in known else (first, second)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from consolidator.core.runtime_names import stated_versions
 from consolidator.security.invisible import strip_invisible
 from consolidator.verify.commands import check_command, named_commands
 from consolidator.verify.folder import FolderView, Limits
 from consolidator.verify.outcome import UNCHECKED, Finding, Verdict, verdict_of
 from consolidator.verify.paths import check_path, named_paths
-from consolidator.verify.runtimes import check_version, stated_versions
+from consolidator.verify.runtimes import check_version
 
 
 def verify_text(view: FolderView, text: str) -> Verdict:

@@ -16,17 +16,12 @@ import re
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
+from consolidator.core.runtime_names import RUNTIME_NAMES, Runtime, StatedVersion
 from consolidator.verify.folder import FolderView
 from consolidator.verify.outcome import Finding
 
-Runtime = Literal["python", "node", "go", "rust"]
-
-_STATED: Final = re.compile(
-    r"\b(python|node(?:\.?js)?|go(?:lang)?|rust)\s?(?:version\s+)?v?(\d+(?:\.\d+){0,2})\b",
-    re.IGNORECASE,
-)
 _VERSION: Final = re.compile(r"\d+(?:\.\d+){0,2}")
 # The files whose first line is the version, and the runtime each pins.
 _FIRST_LINE_PINS: Final[dict[str, Runtime]] = {
@@ -34,13 +29,6 @@ _FIRST_LINE_PINS: Final[dict[str, Runtime]] = {
     ".nvmrc": "node",
     ".node-version": "node",
     "rust-toolchain": "rust",
-}
-# The names `.tool-versions` and Docker images give each runtime.
-_TOOL_NAMES: Final[dict[Runtime, tuple[str, ...]]] = {
-    "python": ("python",),
-    "node": ("nodejs", "node"),
-    "go": ("golang", "go"),
-    "rust": ("rust",),
 }
 _IMAGES: Final[dict[Runtime, tuple[str, ...]]] = {
     "python": ("python",),
@@ -68,36 +56,11 @@ _LINE_PINS: Final[dict[str, tuple[Runtime, re.Pattern[str], bool]]] = {
 
 
 @dataclass(frozen=True)
-class StatedVersion:
-    runtime: Runtime
-    version: str
-
-    @property
-    def claim(self) -> str:
-        return f"{self.runtime} {self.version}"
-
-
-@dataclass(frozen=True)
 class RepoValue:
     """What one file says: an exact pin (`18`, `3.12.1`) or a range (`>=3.12`)."""
 
     value: str
     is_range: bool
-
-
-def stated_versions(text: str) -> Iterator[StatedVersion]:
-    seen: set[StatedVersion] = set()
-    for match in _STATED.finditer(text):
-        word, version = match.group(1).lower(), match.group(2)
-        runtime: Runtime = (
-            "node" if word.startswith("node") else "go" if word.startswith("go") else word  # type: ignore[assignment]
-        )
-        if runtime == "go" and "." not in version:
-            continue
-        stated = StatedVersion(runtime, version)
-        if stated not in seen:
-            seen.add(stated)
-            yield stated
 
 
 def check_version(view: FolderView, stated: StatedVersion) -> Finding:
@@ -194,7 +157,7 @@ def pinned_in_line(path: str, line: str) -> Pin | None:
         runtime, pattern, is_range = _LINE_PINS[name]
         found = pattern.match(line)
         return Pin(runtime, RepoValue(found.group(1).strip(), is_range)) if found else None
-    for runtime in _TOOL_NAMES:
+    for runtime in RUNTIME_NAMES:
         found_value = next(_line_values(name, line, runtime), None)
         if found_value is not None:
             return Pin(runtime, found_value)
@@ -208,17 +171,12 @@ def pin_value(path: str, value: str) -> RepoValue:
     return RepoValue(value, name in _LINE_PINS and _LINE_PINS[name][2])
 
 
-def runtime_named(word: str) -> Runtime | None:
-    """The runtime a word names ("python", "node"), as `Pin.runtime` spells it."""
-    return next((runtime for runtime in _TOOL_NAMES if runtime == word), None)
-
-
 def _line_values(name: str, text: str, runtime: Runtime) -> Iterator[RepoValue]:
     """What `.tool-versions`, a Dockerfile or go.mod text states of `runtime`."""
     if name == ".tool-versions":
         for line in text.splitlines():
             parts = line.split()
-            if len(parts) >= 2 and parts[0] in _TOOL_NAMES[runtime]:
+            if len(parts) >= 2 and parts[0] in RUNTIME_NAMES[runtime]:
                 version = _VERSION.match(parts[1])
                 if version:
                     yield RepoValue(version.group(0), False)

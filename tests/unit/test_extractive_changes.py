@@ -16,7 +16,8 @@ from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.commands import parse_call
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.memory import facts
+from consolidator.core.runtime_names import StatedVersion
+from consolidator.memory import subjects
 from consolidator.memory.blocks import Memory
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.offline_notes import (
@@ -262,19 +263,31 @@ def test_a_correction_naming_only_the_subject_takes_back_the_entries_about_it() 
 
 
 def test_subjects_are_read_from_the_noun_that_heads_them() -> None:
-    assert facts.subject_of("heads up, the reporting db port changed to 6501") == facts.Subject(
-        "port", frozenset({"report", "database"})
-    )
-    assert facts.subject_of("forget what I said about the staging host") == facts.Subject(
+    assert subjects.subject_of(
+        "heads up, the reporting db port changed to 6501"
+    ) == subjects.Subject("port", frozenset({"report", "database"}))
+    assert subjects.subject_of("forget what I said about the staging host") == subjects.Subject(
         "host", frozenset({"stag"})
     )
-    assert facts.subject_of("we moved to python 3.12 last week") == facts.Subject(
+    assert subjects.subject_of("we moved to python 3.12 last week") == subjects.Subject(
         "version", frozenset({"python"})
     )
-    assert facts.subject_of("the host is down") is None
-    reporting = facts.Subject("port", frozenset({"report", "database"}))
-    assert facts.names_subject("FYI the reporting database listens on port 6500.", reporting)
-    assert not facts.names_subject("the dev db is on 5482", reporting)
+    assert subjects.subject_of("the host is down") is None
+    reporting = subjects.Subject("port", frozenset({"report", "database"}))
+    assert subjects.names_subject("FYI the reporting database listens on port 6500.", reporting)
+    assert not subjects.names_subject("the dev db is on 5482", reporting)
+
+
+def test_a_version_at_the_end_of_a_sentence_is_a_value_and_a_bound_is_not() -> None:
+    assert ("version", "3.12") in subjects.shaped_values("We use Python 3.12.")
+    assert subjects.supersedes("We use Python 3.12.", "We're on Python 3.11.")
+    assert not subjects.shaped_values("It requires Python >=3.9.")
+
+
+def test_a_runtime_named_by_another_of_its_names_states_its_version_anywhere() -> None:
+    assert subjects.runtime_versions("golang has to be 1.21 here", "go") == [
+        StatedVersion("go", "1.21")
+    ]
 
 
 def test_a_second_pin_supersedes_the_first_and_a_same_pin_joins_it() -> None:

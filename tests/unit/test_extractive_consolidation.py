@@ -378,6 +378,25 @@ def test_a_runtime_version_said_without_a_dot_is_superseded_by_a_newer_one() -> 
     ]
 
 
+def test_a_runtime_named_by_another_of_its_names_is_superseded_by_the_newer_version() -> None:
+    assert _knowledge_after(
+        ("a", "Node 20 is required for the build."),
+        ("bb", "We're on nodejs 22 now."),
+    ) == [
+        "[superseded 2026-11-03] Node 20 is required for the build.",
+        "We're on nodejs 22 now.",
+    ]
+
+
+def test_a_runtime_version_said_for_a_scope_of_its_own_is_another_fact() -> None:
+    """As the commit gate reads it: with no change said, "in CI" makes it another fact, so
+    the general requirement is not marked superseded (and left out of the context)."""
+    assert _knowledge_after(
+        ("a", "Node 20 is required."),
+        ("bb", "Node 22 is required in CI."),
+    ) == ["Node 20 is required.", "Node 22 is required in CI."]
+
+
 def test_a_new_host_supersedes_an_entry_giving_the_old_host_with_its_port() -> None:
     assert _knowledge_after(
         ("a", "the staging db is db-stg.internal:5432"),

@@ -85,6 +85,10 @@ def test_a_pair_the_memory_already_held_does_not_block_other_changes() -> None:
         ),
         ("Staging deploys use deploy/old.sh", "staging deploys switched to deploy/stage.sh"),
         ("The cache host is cache-a.internal", "The cache host is cache-b.internal"),
+        ("The app uses expo 51.", "We upgraded to expo 52 yesterday."),
+        ("Node 20 is required for the build.", "We're on nodejs 22 now."),
+        ("The default branch is master.", "We renamed the default branch to main."),
+        ("The worker runs on python 3.11.", "We use python 3.12."),
     ],
 )
 def test_a_new_value_of_one_subject_in_other_words_is_a_possible_conflict(

@@ -4,8 +4,9 @@ No model: every changed input with something reusable becomes a task in the task
 of its cwd. The user's standing instructions become preferences, stated facts and the agent's
 verified conclusions become reusable knowledge, failures with their fixes become "Failures and
 how to do differently". A fact said again in other words joins its bullet as another witness,
-and a newer value of the same subject supersedes the older one (`memory.facts`). The same
-inputs always give the same memory, so the pipeline can be tested end to end without a key.
+and a newer value of the same subject supersedes the older one (`memory.facts`,
+`memory.subjects`). The same inputs always give the same memory, so the pipeline can be tested
+end to end without a key.
 """
 
 from __future__ import annotations
@@ -32,11 +33,8 @@ from consolidator.backends.extractive.supersede import (
     apply_edit,
     mark_superseded,
     merge_superseded,
-    other_plain_value,
-    other_runtime_version,
-    other_tool_version,
 )
-from consolidator.memory import facts
+from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
 from consolidator.memory.offline_notes import (
@@ -132,13 +130,13 @@ def _revoked(block: Block, topics: Iterable[str]) -> Block:
     them."""
     topics = list(topics)
     taken_back = [words for words in map(_topic_words, topics) if words]
-    subjects = [subject for subject in map(facts.subject_of, topics) if subject is not None]
+    named = [subject for subject in map(subjects.subject_of, topics) if subject is not None]
     if not taken_back:
         return block
 
     def revoked(text: str) -> bool:
         return any(words <= _topic_words(text) for words in taken_back) or any(
-            facts.names_subject(text, subject, exactly=True) for subject in subjects
+            subjects.names_subject(text, subject, exactly=True) for subject in named
         )
 
     def kept(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
@@ -251,7 +249,7 @@ def _add_facts(
         kept: list[Bullet] = []
         new_text = text
         for bullet in bullets:
-            if not _other_value(bullet.text, text) or facts.is_superseded(bullet.text):
+            if not subjects.other_value(bullet.text, text) or facts.is_superseded(bullet.text):
                 kept.append(bullet)
                 continue
             stated = max((days.get(t, "") for t in bullet.task_ids), default="")
@@ -278,7 +276,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     B", "the suite is `pnpm e2e`, it needs the server on :3000", "the app uses expo 51 and we
     build with eas"), only a possible conflict with `new`, so the rest of it is not read as
     stale."""
-    given = {kind for kind, _ in facts.shaped_values(new)}
+    given = {kind for kind, _ in subjects.shaped_values(new)}
     held = _whole_values(old)
     # Without a value of a known shape, the value replaced is read from words: a second
     # clause may hold something else.
@@ -294,7 +292,7 @@ _MORE_CLAUSES = re.compile(r"[,;]\s+|\s+(?:and|but)\s+", re.IGNORECASE)
 
 def _whole_values(text: str) -> set[tuple[str, str]]:
     """The values `text` gives, a host with its port ("db-stg.internal:5432") as one."""
-    values = set(facts.shaped_values(text))
+    values = set(subjects.shaped_values(text))
     hosts = [value for kind, value in values if kind == "host"]
     plain = text.lower()
     return {
@@ -302,19 +300,6 @@ def _whole_values(text: str) -> set[tuple[str, str]]:
         for kind, value in values
         if kind != "port" or not any(f"{host}:{value}" in plain for host in hosts)
     }
-
-
-def _other_value(old: str, new: str) -> bool:
-    """The two give different values of one subject: by their shared words, or one names
-    the subject the other is about in other words."""
-    return (
-        facts.disagree(old, new)
-        or facts.supersedes(new, old)
-        or facts.supersedes(old, new)
-        or other_runtime_version(old, new)
-        or other_plain_value(old, new)
-        or other_tool_version(old, new)
-    )
 
 
 def _task_days(block: Block) -> dict[str, str]:
