@@ -58,7 +58,10 @@ def detect_skills(outputs: Iterable[Observed]) -> list[Skill]:
     skills: list[Skill] = []
     for cwd in sorted(by_cwd):
         sessions = sorted(by_cwd[cwd], key=lambda o: (o.source_updated_at, o.thread_id))
-        found = _fixes(cwd, sessions) + _sequences(cwd, sessions)
+        fixes = _fixes(cwd, sessions)
+        # A routine that is only a fix's steps is that fix, told with its trigger and symptom.
+        fixed = {skill.steps for skill in fixes}
+        found = fixes + [s for s in _sequences(cwd, sessions) if s.steps not in fixed]
         found.sort(key=lambda s: (-len(s.witnesses), -len(s.steps), s.fingerprint))
         skills += found[:MAX_SKILLS_PER_PROJECT]
     return unique_names(skills, taken=())
@@ -128,7 +131,7 @@ def _fixes(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
     return [
         worded(
             Skill(
-                name=_name(f"fix {head(command)}"),
+                name=_name(f"fix {head(command)} {head(fix)}"),
                 kind="fix",
                 cwd=cwd,
                 description="",

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "consolidator"]
 CWD = "/home/dev/projects/shop"
 ROUTINE = "uv-sync-uv-pip-install-uv-run-pytest"
-FIX = "fix-uv-run-pytest"
+FIX = "fix-uv-run-pytest-uv-pip-install"
 
 
 def _line(moment: datetime, kind: str, payload: dict[str, Any]) -> str:

@@ -110,11 +110,26 @@ def test_a_failure_and_its_fix_in_three_sessions_is_proposed_as_a_fix(store: Sto
 
     report = consolidate(store)
 
-    assert report.skills.proposed == ["fix-uv-run-pytest"]
-    record = store.skills.get_skill("fix-uv-run-pytest")
+    assert report.skills.proposed == ["fix-uv-run-pytest-uv-pip-install"]
+    record = store.skills.get_skill("fix-uv-run-pytest-uv-pip-install")
     assert record is not None and record.proposed is not None
     assert record.proposed.steps == ("uv pip install -e .", "uv run pytest -q")
     assert "ModuleNotFoundError" in record.proposed.symptom
+
+
+def test_a_fix_seen_as_a_routine_too_is_proposed_once_named_by_its_fix(store: Store) -> None:
+    failure = FailureNote(
+        "python -m pytest tests -q",
+        "ModuleNotFoundError: No module named 'stripe'",
+        "pip install stripe-mock",
+    )
+    steps = ("pip install stripe-mock", "python -m pytest tests -q")
+    for moment in (DAY_ONE, DAY_ONE + timedelta(hours=3), DAY_TWO):
+        add_session(store, moment, steps, failures=(failure,))
+
+    report = consolidate(store)
+
+    assert report.skills.proposed == ["fix-python-m-pytest-pip-install-stripe-mock"]
 
 
 def test_forgetting_two_of_three_sessions_withdraws_the_skill_and_its_file(
