@@ -442,6 +442,22 @@ CHANGED = (
         "8081",
     ),
     _changed("python", "We're on Python 3.11", "we moved to python 3.12 last week", "3.11", "3.12"),
+    # Taken back in passing ("my bad", "I misspoke"): the subject is read, so the old value
+    # is marked, not removed.
+    _changed(
+        "bucket",
+        "the assets bucket is called assets-staging",
+        "my bad, the bucket is called assets-prod",
+        "assets-staging",
+        "assets-prod",
+    ),
+    _changed(
+        "region",
+        "we run staging in eu-central-1",
+        "I misspoke earlier: staging is on eu-west-1",
+        "eu-central-1",
+        "eu-west-1",
+    ),
     _changed(
         "stghost",
         "the staging host is stg-01.corp",

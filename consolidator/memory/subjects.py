@@ -118,6 +118,8 @@ _VALUE_KINDS: Final = {
     "version": frozenset({"version"}),
     "script": frozenset({"script"}),
     "path": frozenset({"path", "script"}),
+    "name": frozenset({"name"}),
+    "region": frozenset({"region"}),
 }
 _HOST: Final = re.compile(
     r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![\w-]|[./][\w-])"
@@ -132,6 +134,10 @@ _PORT_WORD: Final = re.compile(r"\bports?\b")
 _VERSION: Final = re.compile(
     r"(?<![\w./-])(?P<bound>[=<>^~]*)v?(?P<version>\d+\.\d+(?:\.\d+)?)(?![\w/-]|\.\w)"
 )
+# What a thing is called ("the assets bucket is called assets-prod").
+_NAMED: Final = re.compile(r"\b(?:called|named)\s+`?([a-z0-9][\w.-]*[a-z0-9])`?")
+# A cloud region ("eu-west-1", "us-east-2").
+_REGION: Final = re.compile(r"\b[a-z]{2}-(?:north|south|east|west|central)(?:east|west)?-\d\b")
 _PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
 _SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
 # A tool named right before its version ("python 3.12", "expo 52"): the tool's version is
@@ -278,7 +284,7 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
 
 def shaped_values(text: str) -> frozenset[tuple[str, str]]:
     """The values `text` gives, each with the kind its shape says it is ("host", "port",
-    "version", "script", "path")."""
+    "version", "script", "path", "name", "region")."""
     return frozenset(_shaped_values(unmarked(text).lower()))
 
 
@@ -289,6 +295,8 @@ def _shaped_values(text: str) -> list[tuple[str, str]]:
         found += [("port", m.group(1)) for m in _BARE_PORT.finditer(text)]
     found += [("version", m["version"]) for m in _VERSION.finditer(text) if not m["bound"]]
     found += [("script", m.group(0).strip("`")) for m in _COMMAND.finditer(text)]
+    found += [("name", m.group(1)) for m in _NAMED.finditer(text)]
+    found += [("region", m.group(0)) for m in _REGION.finditer(text)]
     for match in _PATH.finditer(text):
         path = match.group(1).rstrip(".")
         if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:

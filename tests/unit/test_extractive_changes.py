@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.commands import parse_call
@@ -300,3 +302,17 @@ def test_a_second_pin_supersedes_the_first_and_a_same_pin_joins_it() -> None:
         ("c", "2026-03-09", pinned(">=3.9", ">=3.10")),
     )
     assert knowledge == ["This project requires Python >=3.10, as `pyproject.toml` states."]
+
+
+@pytest.mark.parametrize(
+    ("newer", "older"),
+    [
+        ("The bucket is called assets-prod", "The assets bucket is called assets-staging"),
+        ("Staging is on eu-west-1", "we run staging in eu-central-1"),
+    ],
+)
+def test_a_name_or_a_region_said_anew_is_another_value_of_its_subject(
+    newer: str, older: str
+) -> None:
+    assert subjects.other_value(older, newer)
+    assert not subjects.other_value(older, "The cache bucket is called cache-prod")
