@@ -208,13 +208,15 @@ def _scoped(clause: str) -> bool:
 
 
 def _run_on(sentence: str) -> list[str]:
-    """`sentence` cut before each later clause that is a statement of its own: a subject that
-    is no pronoun, and a resource named, after a part that named one too."""
+    """`sentence` cut before each later clause that is a statement of its own (a subject that
+    is no pronoun and a resource named, or someone to ask) after a part that named a
+    resource."""
     units: list[str] = []
     begun = 0
     for match in _CLAUSE_START.finditer(sentence):
         rest = strip_lead_in(sentence[match.end() :])
-        if RESOURCE.search(sentence[begun : match.start()]) and _stands_alone(rest):
+        head = sentence[begun : match.start()]
+        if RESOURCE.search(head) and (_stands_alone(rest) or names_person(rest)):
             units.append(sentence[begun : match.start()])
             begun = match.end()
     return [*units, sentence[begun:]]
