@@ -217,7 +217,7 @@ def _run_on(sentence: str) -> list[str]:
         rest = strip_lead_in(sentence[match.end() :])
         head = sentence[begun : match.start()]
         if RESOURCE.search(head) and (_stands_alone(rest) or names_person(rest)):
-            units.append(sentence[begun : match.start()])
+            units.append(head)
             begun = match.end()
     return [*units, sentence[begun:]]
 
@@ -463,7 +463,7 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
 # An agent's account of its own work ("I updated ...", "Wired the chart into ...", "Here is
 # ...", "`pytest tests` passes").
 _NARRATION = re.compile(
-    r"^(?:i|i'm|i've|i'll|we|we've|we'll|let me|let's|you|your|here|this|that|these|those|it|"
+    rf"{_FIRST_PERSON.pattern}|^(?:we|we've|let me|you|your|here|this|that|these|those|it|"
     r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b|^[a-z]+ed\b"
     r"|\b(?:passes|passed|succeeds|succeeded)\b",
     re.IGNORECASE,

@@ -109,19 +109,17 @@ def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back."""
     found = [m["old"] or m["old_lead"] for m in NOT_BUT.finditer(sentence)]
     found += [m["old"] for m in NOT_VALUE.finditer(sentence)]
-    found += [f"{m['kind']} {m['old']}" for m in _KIND_NOT_NUMBER.finditer(sentence)]
     found += [m["old"] for m in TRAILING_NOT.finditer(sentence)]
     found += [m["old"] for m in WAS_OLD.finditer(sentence)]
     found += [m["old"] for m in SCRATCHED.finditer(sentence)]
-    return [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
+    named = [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
+    # A kind and its number are distinctive together.
+    return named + [f"{m['kind']} {m['old']}" for m in _KIND_NOT_NUMBER.finditer(sentence)]
 
 
 def _distinctive(value: str) -> bool:
-    """A value of a few words is distinctive when one of its words is, or when it is a kind
-    and its number ("port 5000")."""
-    return any(_DISTINCTIVE.match(word) for word in value.split()) or bool(
-        re.fullmatch(r"[a-z][\w-]*\s+\d{2,}", value, re.IGNORECASE)
-    )
+    """A value of a few words is distinctive when one of its words is."""
+    return any(_DISTINCTIVE.match(word) for word in value.split())
 
 
 def taken_back_topic(clause: str, gone: bool) -> str | None:
