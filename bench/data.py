@@ -21,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from consolidator.db.store import Stage1Payload, Store
+from consolidator.db.records import Stage1Payload
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory

@@ -39,9 +39,9 @@ from bench.common import (
     sqlite_url,
 )
 from bench.data import write_rollout
+from consolidator.db.records import ThreadRecord, ThreadState
 from consolidator.db.schema import Stage1Output, Thread
 from consolidator.db.search import QueryTerms, SearchScope
-from consolidator.db.store import ThreadRecord, ThreadState
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 from tests.real_text import real_passages
 

@@ -15,7 +15,7 @@ from bench.common import Config, Result, migrated_store, sqlite_url
 from bench.data import TextSource, write_rollout
 from bench.model_server import model_server
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.db.store import Eligibility
+from consolidator.db.records import Eligibility
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.input import transcript_budget_chars
 from consolidator.phases.stage_one.run import Stage1Options, run_stage_one

@@ -30,7 +30,8 @@ from bench.common import Config, Result, migrated_store, sqlite_url
 from bench.data import TextSource, seed_thread, stage_one_output
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.db.store import ClaimOutcome, Store
+from consolidator.db.records import ClaimOutcome
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
 from tests.careful_model import SUMMARY_SCHEMA, CarefulModel, schema_name
 from tests.fake_openai import Behaviour, FakeOpenAI

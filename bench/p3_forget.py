@@ -20,7 +20,8 @@ from pathlib import Path
 from bench.common import ROOT, Config, Result, median_time, migrated_store, ms, sqlite_url, timed
 from bench.data import TextSource, big_memory, seed_thread, stage_one_output
 from consolidator.db.engine import create_db_engine
-from consolidator.db.store import Phase2Result, Store
+from consolidator.db.records import Phase2Result
+from consolidator.db.store import Store
 from consolidator.memory.blocks import bullet_count
 from consolidator.memory.codec import decode, encode
 from consolidator.memory.render import render_memory_md

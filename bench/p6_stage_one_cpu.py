@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.common import Config, Result, median_time, ms
 from bench.data import write_rollout
-from consolidator.db.store import ThreadRecord, ThreadState
+from consolidator.db.records import ThreadRecord, ThreadState
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 
 

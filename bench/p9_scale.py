@@ -37,8 +37,9 @@ from bench.common import (
     sqlite_url,
 )
 from bench.data import TextSource, write_rollout
+from consolidator.db.records import STAGE1, Eligibility, JobStatus, ThreadState
 from consolidator.db.schema import Job, Thread
-from consolidator.db.store import STAGE1, Eligibility, JobStatus, Store, ThreadState
+from consolidator.db.store import Store
 from consolidator.phases.scan import scan
 
 PER_DAY = 100

@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from consolidator.db.store import ThreadRecord, ThreadState
+from consolidator.db.records import ThreadRecord, ThreadState
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 
 

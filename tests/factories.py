@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, Stage1Input
-from consolidator.db.store import Phase2Result, Stage1Payload, Store
+from consolidator.db.records import Phase2Result, Stage1Payload
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
 from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
-from consolidator.db.store import Eligibility
+from consolidator.db.records import Eligibility
 from consolidator.phases.phase_two.run import Phase2Options
 from consolidator.phases.stage_one.input import transcript_budget_chars
 from consolidator.phases.stage_one.run import Stage1Options

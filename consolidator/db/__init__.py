@@ -25,7 +25,8 @@ def opened_store(settings: Settings) -> Iterator[Store]:
     """A store on the configured database, with the configured lease and cooldown lengths;
     its connections are closed on exit. The phases open one through it, so they are typed
     against the ports of `db/ports.py` alone and never name the concrete store."""
-    from consolidator.db.store import DeadlineLengths, Store
+    from consolidator.db.claimable import DeadlineLengths
+    from consolidator.db.store import Store
 
     engine = open_engine(
         settings.db_url,

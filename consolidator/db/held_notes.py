@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select
 
 from consolidator.db.base import Database, contention_retry, rowcount
+from consolidator.db.records import HeldNoteRecord
 from consolidator.db.schema import HeldNote
-
-
-@dataclass(frozen=True)
-class HeldNoteRecord:
-    note_id: str
-    created_at: datetime
-    text: str
-    cwd: str | None
-    origin: str
 
 
 def drop_held_note(connection: Connection, note_id: str) -> bool:

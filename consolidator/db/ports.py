@@ -15,15 +15,20 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from consolidator.db.held_notes import HeldNoteRecord
 from consolidator.db.records import (
     Claim,
+    Decision,
     Eligibility,
+    HeldNoteRecord,
     JobRecord,
+    PendingContent,
+    PendingRecord,
     Phase2Commit,
     Phase2Inputs,
     Phase2Result,
+    ProposeOutcome,
     ScanRow,
+    SkillRecord,
     Stage1Payload,
     Stage1Record,
     Stage1Waiting,
@@ -31,8 +36,6 @@ from consolidator.db.records import (
     ThreadRecord,
     VersionRecord,
 )
-from consolidator.db.review import Decision, PendingContent, PendingRecord
-from consolidator.db.skills import ProposeOutcome, SkillRecord
 from consolidator.skills.skill import Skill
 from consolidator.sources.items import RolloutHeader
 

@@ -23,7 +23,7 @@ from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, se
 
 from consolidator.db.base import Database, contention_retry, log_change, rowcount
 from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS
-from consolidator.db.records import QuarantineItem, retry_delay
+from consolidator.db.records import QuarantineItem, SetAsideInput, retry_delay
 from consolidator.db.schema import QuarantinedEntry
 from consolidator.db.statements import live
 
@@ -35,17 +35,6 @@ SET_ASIDE_FIRST_RETRY_SECONDS = 3600.0
 # A set-aside input: an entry of no version that phase two wrote, so it counts its attempts.
 # A note refused before it became an input has no version either, and no attempt.
 SET_ASIDE = and_(QuarantinedEntry.version.is_(None), QuarantinedEntry.attempts > 0)
-
-
-@dataclass(frozen=True)
-class SetAsideInput:
-    """An input phase two could not consolidate even alone, and when it is tried again (None:
-    queued already, or never by itself)."""
-
-    thread_id: str
-    reason: str
-    attempts: int
-    retry_at: datetime | None
 
 
 def insert_quarantined(

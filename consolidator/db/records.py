@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import Row
 
 from consolidator.memory.codec import StoredMemory
+from consolidator.skills.skill import Skill
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
@@ -380,3 +381,80 @@ def stage1_record(row: Row[Any]) -> Stage1Record:
 def job_record(row: Row[Any]) -> JobRecord:
     record = record_from_row(JobRecord, row)
     return replace(record, status=JobStatus(record.status))
+
+
+ProposeOutcome = Literal["proposed", "unchanged", "rejected_before", "conflict", "witness_gone"]
+SkillState = Literal["pending", "pending update", "approved", "rejected"]
+
+
+@dataclass(frozen=True)
+class PendingRecord(VersionFields):
+    """A pending version as `review` shows it; `status` says whether it still waits."""
+
+    id: int
+    decided_at: datetime | None
+    status: str
+    built_on: int | None
+    published_version: int | None
+    superseded_by: int | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class PendingContent:
+    """A live pending version's memory and the current memory it would replace."""
+
+    record: PendingRecord
+    memory_json: str
+    current_json: str
+    current_version: int | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a decision found: `record` as it was, and the memory version an approval made
+    (None when the version was no longer pending, so nothing was done)."""
+
+    record: PendingRecord
+    version: int | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class SkillRecord:
+    name: str
+    fingerprint: str
+    cwd: str
+    proposed: Skill | None
+    published: Skill | None
+    rejected_evidence: frozenset[str]
+    reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    proposed_json: str | None
+
+    @property
+    def state(self) -> SkillState:
+        if self.proposed is not None:
+            return "pending update" if self.published is not None else "pending"
+        return "approved" if self.published is not None else "rejected"
+
+
+@dataclass(frozen=True)
+class HeldNoteRecord:
+    note_id: str
+    created_at: datetime
+    text: str
+    cwd: str | None
+    origin: str
+
+
+@dataclass(frozen=True)
+class SetAsideInput:
+    """An input phase two could not consolidate even alone, and when it is tried again (None:
+    queued already, or never by itself)."""
+
+    thread_id: str
+    reason: str
+    attempts: int
+    retry_at: datetime | None

@@ -25,27 +25,18 @@ from sqlalchemy import Connection, Row, select, update
 from consolidator.db import pending as statements
 from consolidator.db.base import Database, contention_retry, lock_memory_writes
 from consolidator.db.blocks import pending_memory, version_memory
-from consolidator.db.records import RUN_DETAILS, VersionFields
+from consolidator.db.records import (
+    RUN_DETAILS,
+    Decision,
+    PendingContent,
+    PendingRecord,
+)
 from consolidator.db.schema import PendingVersion
 from consolidator.db.statements import FENCE_PHASE2, live
 from consolidator.db.versions import insert_version
 from consolidator.memory.blocks import diff_summary
 from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import signed_digests, without_rejected
-
-
-@dataclass(frozen=True)
-class PendingRecord(VersionFields):
-    """A pending version as `review` shows it; `status` says whether it still waits."""
-
-    id: int
-    decided_at: datetime | None
-    status: str
-    built_on: int | None
-    published_version: int | None
-    superseded_by: int | None
-    reason: str | None
-
 
 _FIELDS = tuple(f.name for f in fields(PendingRecord))
 
@@ -57,26 +48,6 @@ def _record(row: Row[Any]) -> PendingRecord:
 def live_pending(connection: Connection) -> list[PendingRecord]:
     """The pending versions still waiting for review, oldest first."""
     return [_record(row) for row in statements.live_rows(connection)]
-
-
-@dataclass(frozen=True)
-class PendingContent:
-    """A live pending version's memory and the current memory it would replace."""
-
-    record: PendingRecord
-    memory_json: str
-    current_json: str
-    current_version: int | None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a decision found: `record` as it was, and the memory version an approval made
-    (None when the version was no longer pending, so nothing was done)."""
-
-    record: PendingRecord
-    version: int | None = None
-    done: bool = False
 
 
 @dataclass(frozen=True)

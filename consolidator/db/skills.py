@@ -12,12 +12,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from consolidator.db.base import Database, contention_retry
+from consolidator.db.records import ProposeOutcome, SkillRecord
 from consolidator.db.schema import Skill as SkillRow
 from consolidator.db.schema import SkillThread
 from consolidator.db.statements import live
@@ -30,29 +31,6 @@ from consolidator.skills.skill import (
 from consolidator.skills.wording import without_threads
 
 log = logging.getLogger(__name__)
-
-ProposeOutcome = Literal["proposed", "unchanged", "rejected_before", "conflict", "witness_gone"]
-SkillState = Literal["pending", "pending update", "approved", "rejected"]
-
-
-@dataclass(frozen=True)
-class SkillRecord:
-    name: str
-    fingerprint: str
-    cwd: str
-    proposed: Skill | None
-    published: Skill | None
-    rejected_evidence: frozenset[str]
-    reason: str | None
-    created_at: datetime
-    updated_at: datetime
-    proposed_json: str | None
-
-    @property
-    def state(self) -> SkillState:
-        if self.proposed is not None:
-            return "pending update" if self.published is not None else "pending"
-        return "approved" if self.published is not None else "rejected"
 
 
 def _record(row: Row[Any]) -> SkillRecord:

@@ -28,7 +28,7 @@ from consolidator.db.jobs import waiting_stage1_of
 from consolidator.db.leases import job_of
 from consolidator.db.outcomes import RunState, run_state_of
 from consolidator.db.outputs import live_output_ids
-from consolidator.db.quarantine import SetAsideInput, quarantined_count_of, set_aside_of
+from consolidator.db.quarantine import quarantined_count_of, set_aside_of
 from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
@@ -38,13 +38,15 @@ from consolidator.db.records import (
     Eligibility,
     JobRecord,
     JobStatus,
+    PendingRecord,
+    SetAsideInput,
     Stage1Waiting,
     StatusCounts,
     ThreadState,
     ThreadUsage,
     VersionRecord,
 )
-from consolidator.db.review import PendingRecord, live_pending
+from consolidator.db.review import live_pending
 from consolidator.db.schema import Counter, Job, Stage1Output, Thread
 from consolidator.db.threads import scan_index_of
 from consolidator.db.usage import usage_ranking_of

@@ -3,7 +3,8 @@
 contract (which rows a claim can take, what a finish must update) in its docstring:
 
 - `base.py`: the `Database` (connections, the clock), the contention retry, the change log.
-- `records.py`: the records the verbs take and return; no database access.
+- `records.py`: every record the verbs take and return (the one place to import them from);
+  no database access.
 - `claimable.py`: when a job may be claimed (one rule per phase, SQL and Python side by side).
 - `statements.py`: the hot statements, built once, and the fence of every finish.
 - `threads.py` (`store.threads`): threads and the scan index; holding vanished inputs.
@@ -34,59 +35,21 @@ from typing import Unpack
 
 from sqlalchemy import Engine
 
-from consolidator.db.admin import PURGE_WAIT_SECONDS, AdminRepository
-from consolidator.db.base import PHASE2_RETRY_BUDGET, Database, DatabaseOptions
+from consolidator.db.admin import AdminRepository
+from consolidator.db.base import Database, DatabaseOptions
 from consolidator.db.checks import BlockCheckRepository
-from consolidator.db.claimable import (
-    EXHAUSTED_RETRY_SECONDS,
-    TRANSIENT_RETRY_CAP_SECONDS,
-    DeadlineLengths,
-)
 from consolidator.db.consolidation import ConsolidationRepository
-from consolidator.db.held_notes import HeldNoteRecord, HeldNoteRepository
+from consolidator.db.held_notes import HeldNoteRepository
 from consolidator.db.jobs import StageOneJobRepository
 from consolidator.db.leases import LeaseRepository
-from consolidator.db.outcomes import RunState
 from consolidator.db.outputs import OutputRepository
 from consolidator.db.phase2_jobs import PhaseTwoJobRepository
-from consolidator.db.quarantine import (
-    STAGE1_QUARANTINE_VERSION,
-    QuarantineRepository,
-    SetAsideInput,
-)
-from consolidator.db.records import (
-    PHASE2,
-    PHASE2_KEY,
-    STAGE1,
-    Claim,
-    ClaimOutcome,
-    ClearReport,
-    Eligibility,
-    JobRecord,
-    JobStatus,
-    Phase2Commit,
-    Phase2Inputs,
-    Phase2Result,
-    QuarantineItem,
-    Stage1Payload,
-    Stage1Record,
-    Stage1Waiting,
-    StatusCounts,
-    ThreadChange,
-    ThreadRecord,
-    ThreadState,
-    ThreadUsage,
-    VersionRecord,
-    default_worker_id,
-    retry_delay,
-    to_watermark,
-    tombstone_id,
-)
-from consolidator.db.review import Decision, PendingContent, PendingRecord, PendingRepository
+from consolidator.db.quarantine import QuarantineRepository
+from consolidator.db.review import PendingRepository
 from consolidator.db.search import SearchRepository
-from consolidator.db.sessions import SessionReader, SessionRow
+from consolidator.db.sessions import SessionReader
 from consolidator.db.skills import SkillRepository
-from consolidator.db.status import StatusReader, StatusSnapshot
+from consolidator.db.status import StatusReader
 from consolidator.db.threads import ThreadRepository
 from consolidator.db.usage import UsageRepository
 from consolidator.db.versions import VersionRepository
@@ -135,46 +98,4 @@ class Store:
         return self.database.now()
 
 
-__all__ = [
-    "EXHAUSTED_RETRY_SECONDS",
-    "PHASE2",
-    "PHASE2_KEY",
-    "PHASE2_RETRY_BUDGET",
-    "PURGE_WAIT_SECONDS",
-    "STAGE1",
-    "STAGE1_QUARANTINE_VERSION",
-    "TRANSIENT_RETRY_CAP_SECONDS",
-    "Claim",
-    "ClaimOutcome",
-    "ClearReport",
-    "DeadlineLengths",
-    "Decision",
-    "Eligibility",
-    "HeldNoteRecord",
-    "JobRecord",
-    "JobStatus",
-    "PendingContent",
-    "PendingRecord",
-    "Phase2Commit",
-    "Phase2Inputs",
-    "Phase2Result",
-    "QuarantineItem",
-    "RunState",
-    "SessionRow",
-    "SetAsideInput",
-    "Stage1Payload",
-    "Stage1Record",
-    "Stage1Waiting",
-    "StatusCounts",
-    "StatusSnapshot",
-    "Store",
-    "ThreadChange",
-    "ThreadRecord",
-    "ThreadState",
-    "ThreadUsage",
-    "VersionRecord",
-    "default_worker_id",
-    "retry_delay",
-    "to_watermark",
-    "tombstone_id",
-]
+__all__ = ["Store"]

@@ -43,7 +43,9 @@ from consolidator.core.config import Settings
 from consolidator.core.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError
 from consolidator.core.private_files import prepare_state_dir
 from consolidator.db import open_engine
-from consolidator.db.store import Claim, DeadlineLengths, Eligibility, Store
+from consolidator.db.claimable import DeadlineLengths
+from consolidator.db.records import Claim, Eligibility
+from consolidator.db.store import Store
 from consolidator.face.errors_text import scrub, short_error
 from consolidator.face.metrics import Metrics, MetricsServer
 from consolidator.face.signals import exit_at_once, shutdown_signals

@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from consolidator.db.records import Eligibility, StatusCounts
-from consolidator.db.store import JobStatus, StatusSnapshot, Store
+from consolidator.db.records import Eligibility, JobStatus, StatusCounts
+from consolidator.db.status import StatusSnapshot
+from consolidator.db.store import Store
 from consolidator.face.errors_text import scrub, short_error
 
 log = logging.getLogger(__name__)

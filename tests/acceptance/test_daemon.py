@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from consolidator.db.engine import create_db_engine
-from consolidator.db.store import PHASE2, STAGE1, JobStatus, Store
+from consolidator.db.records import PHASE2, STAGE1, JobStatus
+from consolidator.db.store import Store
 from tests.daemon_process import (
     DaemonPool,
     base_env,

@@ -17,7 +17,8 @@ import pytest
 from consolidator.backends.answers import answer_char_limit, wire_schema
 from consolidator.backends.base import InvalidModelOutput
 from consolidator.core.resources import load_schema
-from consolidator.db.store import STAGE1, JobStatus, Store
+from consolidator.db.records import STAGE1, JobStatus
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import run_phase_two
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.run import run_stage_one

@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy import Connection, insert
 
 from consolidator.db.claimable import DeadlineLengths, moment_parameters
+from consolidator.db.records import STAGE1, JobStatus, ThreadState
 from consolidator.db.schema import Job, Thread
 from consolidator.db.statements import stage1_batch_statements
-from consolidator.db.store import STAGE1, JobStatus, Store, ThreadState
+from consolidator.db.store import Store
 
 NEEDS_WORK_INDEX = "ix_jobs_stage1_needs_work"
 SHAPES = [(False, False), (True, False), (False, True), (True, True)]

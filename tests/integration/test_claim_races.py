@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from consolidator.db.engine import create_db_engine
-from consolidator.db.store import Eligibility, Stage1Payload, Store
+from consolidator.db.records import Eligibility, Stage1Payload
+from consolidator.db.store import Store
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 pytestmark = pytest.mark.slow

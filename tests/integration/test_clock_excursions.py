@@ -12,14 +12,9 @@ import pytest
 from sqlalchemy import Engine
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import (
-    PHASE2,
-    STAGE1,
-    ClaimOutcome,
-    DeadlineLengths,
-    Eligibility,
-    Store,
-)
+from consolidator.db.claimable import DeadlineLengths
+from consolidator.db.records import PHASE2, STAGE1, ClaimOutcome, Eligibility
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.run import Stage1Options, run_stage_one

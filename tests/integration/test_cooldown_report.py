@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import ClaimOutcome, Eligibility, Store
+from consolidator.db.records import ClaimOutcome, Eligibility
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.run import Stage1Options, run_stage_one

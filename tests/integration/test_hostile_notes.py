@@ -9,7 +9,8 @@ from pathlib import Path
 
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import build_settings
-from consolidator.db.store import Eligibility, Store
+from consolidator.db.records import Eligibility
+from consolidator.db.store import Store
 from consolidator.phases.add_note import add_note
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.scan import scan

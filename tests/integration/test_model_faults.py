@@ -23,14 +23,9 @@ from sqlalchemy import Engine, update
 
 from consolidator.backends.base import ModelAccessDenied
 from consolidator.backends.openai_backend import OpenAIBackend
+from consolidator.db.records import PHASE2, STAGE1, ClaimOutcome, JobStatus
 from consolidator.db.schema import Job
-from consolidator.db.store import (
-    PHASE2,
-    STAGE1,
-    ClaimOutcome,
-    JobStatus,
-    Store,
-)
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Report, run_phase_two
 from consolidator.phases.publish.from_store import publish
 from consolidator.phases.scan import scan

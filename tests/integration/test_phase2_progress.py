@@ -16,8 +16,9 @@ from sqlalchemy import Engine, update
 
 from bench.data import SeededThread, TextSource, seed_thread, stage_one_output
 from consolidator.backends.openai_backend import OpenAIBackend
+from consolidator.db.records import PHASE2, ClaimOutcome
 from consolidator.db.schema import Job
-from consolidator.db.store import PHASE2, ClaimOutcome, Store
+from consolidator.db.store import Store
 from consolidator.memory.blocks import cited_thread_ids
 from consolidator.memory.codec import decode
 from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two

@@ -33,8 +33,7 @@ from sqlalchemy.exc import OperationalError
 
 from consolidator.db.engine import create_db_engine, is_sqlite
 from consolidator.db.phase2_jobs import PhaseTwoJobRepository
-from consolidator.db.schema import Job
-from consolidator.db.store import (
+from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
     STAGE1,
@@ -43,8 +42,9 @@ from consolidator.db.store import (
     JobStatus,
     Phase2Result,
     Stage1Payload,
-    Store,
 )
+from consolidator.db.schema import Job
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.codec import decode, encode
 from consolidator.phases.phase_two.one_slice import citation_for

@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from consolidator.db.engine import create_db_engine
-from consolidator.db.store import (
-    Claim,
-    ClaimOutcome,
-    Store,
-)
+from consolidator.db.records import Claim, ClaimOutcome
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task
 from consolidator.memory.codec import decode, encode
 from tests.factories import (

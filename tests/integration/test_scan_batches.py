@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from consolidator.db.store import Store, ThreadChange
+from consolidator.db.records import ThreadChange
+from consolidator.db.store import Store
 from tests.factories import T0, header
 from tests.store_reads import get_job, list_threads
 

@@ -21,8 +21,9 @@ from sqlalchemy import select, update
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
+from consolidator.db.records import ThreadChange, ThreadState
 from consolidator.db.schema import Thread
-from consolidator.db.store import Store, ThreadChange, ThreadState
+from consolidator.db.store import Store
 from consolidator.phases.scan import RootScan, ScanReport, register_file, scan
 from consolidator.sources import discovery
 from consolidator.sources.discovery import DiscoveryProblem, stat_file

@@ -9,7 +9,8 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from consolidator.db.store import Eligibility, Store, ThreadState
+from consolidator.db.records import Eligibility, ThreadState
+from consolidator.db.store import Store
 from consolidator.phases.scan import RootScan, scan
 from tests.factories import DrivenClock, header, write_small_rollout
 

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, inspect, text
 
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import downgrade, upgrade
+from consolidator.db.records import Stage1Payload
 from consolidator.db.search import (
     MAX_SCOPE_KEYS,
     QueryTerms,
@@ -23,7 +24,7 @@ from consolidator.db.search import (
     SearchScope,
     scope_key,
 )
-from consolidator.db.store import Stage1Payload, Store
+from consolidator.db.store import Store
 from tests.factories import LEASE, T0, header
 from tests.real_text import real_passages
 

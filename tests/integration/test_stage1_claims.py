@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from consolidator.db.store import (
-    ClaimOutcome,
-    Eligibility,
-    Store,
-    ThreadChange,
-    ThreadState,
-)
+from consolidator.db.records import ClaimOutcome, Eligibility, ThreadChange, ThreadState
+from consolidator.db.store import Store
 from consolidator.sources.items import RolloutHeader
 from tests.factories import T0, DrivenClock, header, payload
 from tests.store_reads import get_job, known_files, status_counts

@@ -5,13 +5,9 @@ Time is driven: the store's clock is injected and advanced past each limit.
 
 from __future__ import annotations
 
-from consolidator.db.store import (
-    EXHAUSTED_RETRY_SECONDS,
-    STAGE1,
-    TRANSIENT_RETRY_CAP_SECONDS,
-    ClaimOutcome,
-    Store,
-)
+from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS, TRANSIENT_RETRY_CAP_SECONDS
+from consolidator.db.records import STAGE1, ClaimOutcome
+from consolidator.db.store import Store
 from tests.factories import T0, DrivenClock, header, payload
 from tests.store_reads import get_job, status_counts
 

@@ -36,8 +36,7 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.engine import make_url
 
 from consolidator.db.engine import create_db_engine, is_sqlite
-from consolidator.db.schema import Counter, Job
-from consolidator.db.store import (
+from consolidator.db.records import (
     PHASE2,
     PHASE2_KEY,
     STAGE1,
@@ -46,9 +45,10 @@ from consolidator.db.store import (
     JobStatus,
     Phase2Result,
     Stage1Payload,
-    Store,
     ThreadChange,
 )
+from consolidator.db.schema import Counter, Job
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import decode, encode
 from tests.factories import T0, DrivenClock, header

@@ -10,7 +10,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from consolidator.db.store import Store, ThreadState
+from consolidator.db.records import ThreadState
+from consolidator.db.store import Store
 from consolidator.phases.scan import scan, vanish_hold_reason
 from tests.factories import write_small_rollout
 from tests.store_reads import status_counts

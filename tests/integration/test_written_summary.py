@@ -16,7 +16,8 @@ import pytest
 
 from bench.data import TextSource, seed_thread, stage_one_output
 from consolidator.backends.openai_backend import OpenAIBackend
-from consolidator.db.store import ClaimOutcome, Store
+from consolidator.db.records import ClaimOutcome
+from consolidator.db.store import Store
 from consolidator.memory.codec import decode
 from consolidator.memory.summary import render_memory_summary, summary_problems
 from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two

@@ -16,7 +16,8 @@ import pytest
 
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.db.store import Phase2Result, Stage1Payload, Store, ThreadState
+from consolidator.db.records import Phase2Result, Stage1Payload, ThreadState
+from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
 from consolidator.memory.offline_notes import parse_raw_memory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from consolidator.db.store import Stage1Record
+from consolidator.db.records import Stage1Record
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.phases.phase_two.slices import (
     SliceBudget,

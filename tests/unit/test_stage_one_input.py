@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from consolidator.db.store import ThreadRecord, ThreadState
+from consolidator.db.records import ThreadRecord, ThreadState
 from consolidator.phases.stage_one.input import build_input, redact_items
 from consolidator.phases.stage_one.reduction import reduce_items
 from consolidator.security.spans import PLACEHOLDER

@@ -22,7 +22,8 @@ import click
 from consolidator.face.signals import exit_at_once, shutdown_signals
 
 if TYPE_CHECKING:
-    from consolidator.db.store import Claim, Store
+    from consolidator.db.records import Claim
+    from consolidator.db.store import Store
     from consolidator.face.cli.common import Invocation
     from consolidator.phases.leases import Heartbeat, TrackingHeartbeat
 

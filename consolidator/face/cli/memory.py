@@ -395,7 +395,7 @@ _PURGE_INCOMPLETE = (
 @common_options
 def ingest_command(file: Path, **params: Any) -> None:
     """Register a rollout at any path (Codex or Claude Code format) and extract it now."""
-    from consolidator.db.store import ThreadChange
+    from consolidator.db.records import ThreadChange
     from consolidator.phases.scan import register_file
     from consolidator.phases.stage_one.run import ThreadResult, process_one
     from consolidator.phases.worker import stage1_options

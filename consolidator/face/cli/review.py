@@ -24,8 +24,7 @@ from consolidator.face.cli.common import (
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
-    from consolidator.db.skills import SkillRecord
-    from consolidator.db.store import HeldNoteRecord, PendingContent, PendingRecord
+    from consolidator.db.records import HeldNoteRecord, PendingContent, PendingRecord, SkillRecord
     from consolidator.memory.delta import Change
 
 

@@ -13,7 +13,8 @@ from consolidator.face.cli.common import common_options, invocation, open_store
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.store import SessionRow, Store
+    from consolidator.db.sessions import SessionRow
+    from consolidator.db.store import Store
     from consolidator.memory.blocks import Memory
 
 # Every answer `sessions` gives, in the order a session meets them.

@@ -17,16 +17,17 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from consolidator.core.config import Settings
-    from consolidator.db.records import JobRecord, StatusCounts
-    from consolidator.db.store import (
+    from consolidator.db.outcomes import RunState
+    from consolidator.db.records import (
+        JobRecord,
         PendingRecord,
-        RunState,
         SetAsideInput,
         Stage1Waiting,
-        StatusSnapshot,
+        StatusCounts,
         ThreadUsage,
         VersionRecord,
     )
+    from consolidator.db.status import StatusSnapshot
     from consolidator.memory.blocks import Memory
 
 
@@ -343,7 +344,7 @@ class RootCounts:
 
 def session_roots(states_by_path: dict[str, str], settings: Settings) -> list[RootCounts]:
     """Each configured sessions root with the threads this worker registered from it."""
-    from consolidator.db.store import ThreadState
+    from consolidator.db.records import ThreadState
 
     found: list[RootCounts] = []
     for root in dict.fromkeys(p.expanduser().resolve() for p in settings.sessions_dirs):

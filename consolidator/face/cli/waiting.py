@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from consolidator.core.config import Settings, setting_spec
 
 if TYPE_CHECKING:
-    from consolidator.db.store import Stage1Waiting
+    from consolidator.db.records import Stage1Waiting
 
 
 def _named(key: str) -> str:

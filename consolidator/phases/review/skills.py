@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.db.ports import SkillStore
-from consolidator.db.skills import SkillRecord
+from consolidator.db.records import SkillRecord
 from consolidator.skills.gate import skill_problem
 
 

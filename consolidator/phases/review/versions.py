@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from consolidator.core.errors import EXIT_USAGE, ConsolidatorError
 from consolidator.db.ports import ReviewStore
-from consolidator.db.review import Decision, PendingContent, PendingRecord
+from consolidator.db.records import Decision, PendingContent, PendingRecord
 from consolidator.memory.codec import decode
 from consolidator.memory.delta import Change, changes
 
