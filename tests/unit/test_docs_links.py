@@ -1,5 +1,6 @@
-"""The README is a front door to docs/: every relative link in it and in docs/ must lead
-somewhere, file and heading alike, as GitHub renders them."""
+"""The README is a front door to docs/: every relative link in it, in the changelog and in
+docs/ (decisions included) must lead somewhere, file and heading alike, as GitHub renders
+them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *DOCS, *sorted((ROOT / "docs").glob("*/*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 
@@ -47,7 +49,7 @@ def test_the_readme_reaches_every_doc_in_one_click() -> None:
     linked = {
         (ROOT / target.partition("#")[0]).resolve() for target in relative_links(ROOT / "README.md")
     }
-    assert set(PAGES[1:]) <= linked
+    assert {*DOCS, ROOT / "CHANGELOG.md", ROOT / "docs" / "decisions" / "README.md"} <= linked
 
 
 def test_the_readme_stays_a_front_door() -> None:
