@@ -1,0 +1,212 @@
+"""What the Projects and Project pages show: each block of the current memory, what `context`
+would inject in its folder now, and each entry with where it came from and whether the
+folder still bears it out.
+
+The memory is read as `context` reads it (`read_memory`, a read-only connection) and the
+digest is `build_context`'s own, so the page shows the exact text an agent starting there
+is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+from consolidator.face.context import (
+    DEFAULT_MAX_BYTES,
+    ORIGIN_LABELS,
+    AgentContext,
+    LoadedMemory,
+    build_context,
+    provenance,
+    read_memory,
+)
+from consolidator.memory import facts
+from consolidator.memory.blocks import Block, Bullet, Section, Task
+from consolidator.memory.scope import is_user_wide
+from consolidator.verify.entry import EntryChecker
+
+if TYPE_CHECKING:
+    from consolidator.core.config import Settings
+    from consolidator.db.store import Store
+
+# The sections in the order `context` gives them to an agent, with the names a person reads.
+SECTION_NAMES: Final[tuple[tuple[Section, str], ...]] = (
+    ("preferences", "Preferences"),
+    ("failures", "Failures and how to do differently"),
+    ("knowledge", "Reusable knowledge"),
+)
+# How long `context` waits for a locked database before it falls back to MEMORY.md.
+READ_WAIT_SECONDS: Final = 2.0
+
+
+@dataclass(frozen=True)
+class Injected:
+    """What `context` would inject in a folder now, and its size against the budget."""
+
+    markdown: str
+    size: int
+    budget: int
+    omitted: int
+    source: str
+
+    @classmethod
+    def of(cls, context: AgentContext, budget: int) -> Injected:
+        size = len(context.markdown.encode("utf-8"))
+        return cls(context.markdown, size, budget, context.omitted, context.source)
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    block_id: str
+    title: str
+    folder: str | None
+    counts: dict[str, int]
+    last_update: str | None
+    sessions: int
+    injected: Injected | None
+
+
+@dataclass(frozen=True)
+class Projects:
+    version: int | None
+    source: str
+    problem: str | None
+    projects: tuple[ProjectSummary, ...]
+
+
+def load_memory(settings: Settings) -> LoadedMemory:
+    return read_memory(settings.db_url, settings.memory_dir, wait_seconds=READ_WAIT_SECONDS)
+
+
+def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Injected:
+    """`context --cwd FOLDER` as it would answer now, with the repository check it runs."""
+    context = build_context(
+        loaded.memory,
+        cwd=folder,
+        memory_dir=settings.memory_dir,
+        max_bytes=DEFAULT_MAX_BYTES,
+        version=loaded.version,
+        source=loaded.source,
+        checker=EntryChecker(),
+    )
+    return Injected.of(context, DEFAULT_MAX_BYTES)
+
+
+def projects(settings: Settings) -> Projects:
+    loaded = load_memory(settings)
+    found = tuple(
+        ProjectSummary(
+            block_id=block.block_id,
+            title=block.title,
+            folder=None if is_user_wide(block) else block.applies_to_cwd,
+            counts={
+                "tasks": len(block.tasks),
+                **{section: len(block.section(section)) for section, _ in SECTION_NAMES},
+            },
+            last_update=_last_update(block.tasks),
+            sessions=len(_sessions_of(block.tasks)),
+            injected=(
+                None
+                if is_user_wide(block) or not block.applies_to_cwd
+                else injected_at(settings, loaded, block.applies_to_cwd)
+            ),
+        )
+        for block in loaded.memory.blocks
+    )
+    return Projects(loaded.version, loaded.source, loaded.problem, found)
+
+
+@dataclass(frozen=True)
+class Entry:
+    text: str
+    origin: str | None
+    last_seen: str | None
+    sessions: tuple[str, ...]
+    superseded: bool
+    check: str
+    check_reason: str
+
+
+@dataclass(frozen=True)
+class Project:
+    block: Block
+    version: int | None
+    user_wide: bool
+    sections: tuple[tuple[str, tuple[Entry, ...]], ...]
+    tasks: tuple[tuple[Task, tuple[str, ...]], ...]
+    verified_at: str | None
+    verified: str | None
+    injected: Injected | None
+
+
+def project(store: Store, settings: Settings, block_id: str) -> Project | None:
+    """One block as the agent sees it, each entry with its origin, sightings, the sessions it
+    cites and the repository check's verdict; None when the current memory has no such block."""
+    loaded = load_memory(settings)
+    block = loaded.memory.block(block_id)
+    if block is None:
+        return None
+    folder = None if is_user_wide(block) else block.applies_to_cwd
+    checker = EntryChecker()
+    sections = tuple(
+        (name, tuple(_entry(block, bullet, folder, checker) for bullet in block.section(section)))
+        for section, name in SECTION_NAMES
+    )
+    verified_at, verified = _last_verify(store, loaded.version, block_id)
+    return Project(
+        block=block,
+        version=loaded.version,
+        user_wide=folder is None,
+        sections=sections,
+        tasks=tuple((task, task.thread_ids) for task in block.tasks),
+        verified_at=verified_at,
+        verified=verified,
+        injected=None if folder is None else injected_at(settings, loaded, folder),
+    )
+
+
+def _entry(block: Block, bullet: Bullet, folder: str | None, checker: EntryChecker) -> Entry:
+    seen = provenance(block, bullet)
+    verdict = checker.verdict(folder, bullet.text)
+    cited = set(bullet.task_ids)
+    return Entry(
+        text=bullet.text,
+        origin=ORIGIN_LABELS[seen.origin] if seen.origin is not None else None,
+        last_seen=seen.last_seen,
+        sessions=_sessions_of(task for task in block.tasks if task.task_id in cited),
+        superseded=facts.is_superseded(bullet.text),
+        check=verdict.status,
+        check_reason=verdict.reason,
+    )
+
+
+def _last_verify(store: Store, version: int | None, block_id: str) -> tuple[str | None, str | None]:
+    """When `verify` last checked the block, and what it found, as `show --json` gives it."""
+    if version is None:
+        return None, None
+    found = store.checks.block_checks(version).get(block_id)
+    if found is None:
+        return None, None
+    at, document = found
+    return _moment(at), json.dumps(json.loads(document), indent=1, sort_keys=True)
+
+
+def _sessions_of(tasks: Iterable[Task]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for task in tasks:
+        for thread_id in task.thread_ids:
+            seen.setdefault(thread_id, None)
+    return tuple(seen)
+
+
+def _last_update(tasks: tuple[Task, ...]) -> str | None:
+    moments = [citation.updated_at for task in tasks for citation in task.citations]
+    return max(moments) if moments else None
+
+
+def _moment(at: datetime | None) -> str | None:
+    return at.isoformat(timespec="seconds") if at else None
