@@ -3,6 +3,7 @@ and the memory; the command line prints it and the viewer shows it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +43,12 @@ class Standing:
     current: Memory
 
     @classmethod
-    def read(cls, store: Store) -> Standing:
+    def read(cls, store: Store, decoded: Callable[[str], Memory] | None = None) -> Standing:
+        """`decoded` turns a memory document into its blocks (the viewer's keeps the last)."""
         from consolidator.memory.blocks import Memory
-        from consolidator.memory.codec import decode
+        from consolidator.memory.codec import decode as decode_memory
 
+        decode = decoded or decode_memory
         version = store.versions.current_version()
         current = decode(version.memory_json) if version else Memory()
         pending = store.pending.list_pending()
@@ -161,14 +164,19 @@ def citations(memory: Memory, thread_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def explained(store: Store, settings: Settings, thread_id: str) -> dict[str, Any] | None:
+def explained(
+    store: Store,
+    settings: Settings,
+    thread_id: str,
+    decoded: Callable[[str], Memory] | None = None,
+) -> dict[str, Any] | None:
     """What `explain THREAD_ID` says: the session's file, stage one, state and the entries
     citing it; a forgotten session or a refused note says so; None for an unknown id."""
     from consolidator.db.records import Eligibility
 
     found = store.sessions.session_rows(Eligibility.of(settings), thread_id=thread_id)
     row = found[0] if found else None
-    standing = Standing.read(store)
+    standing = Standing.read(store, decoded)
     forgotten = row is None and store.threads.is_forgotten(thread_id)
     output = store.outputs.get_stage1_output(thread_id) if row is not None else None
     quarantined = standing.quarantined.get(thread_id, [])

@@ -67,6 +67,7 @@ class Viewer:
     settings: Settings
     guard: Guard
     templates: Environment
+    decoded: overview.DecodedMemory
 
     def page(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
         html = self.templates.get_template(name).render(
@@ -86,13 +87,17 @@ def _viewer(request: Request) -> Viewer:
 
 def projects_page(request: Request) -> Response:
     viewer = _viewer(request)
-    return viewer.page(request, "projects.html", data=overview.projects(viewer.settings))
+    return viewer.page(
+        request,
+        "projects.html",
+        data=overview.projects(viewer.store, viewer.settings, viewer.decoded),
+    )
 
 
 def project_page(request: Request) -> Response:
     viewer = _viewer(request)
     block_id = request.path_params["block_id"]
-    found = overview.project(viewer.store, viewer.settings, block_id)
+    found = overview.project(viewer.store, viewer.settings, viewer.decoded, block_id)
     if found is None:
         return viewer.page(request, "missing.html", 404, what=f"project block {block_id}")
     return viewer.page(request, "project.html", data=found)
@@ -101,7 +106,7 @@ def project_page(request: Request) -> Response:
 def session_page(request: Request) -> Response:
     viewer = _viewer(request)
     thread_id = request.path_params["thread_id"]
-    found = pages.session(viewer.store, viewer.settings, thread_id)
+    found = pages.session(viewer.store, viewer.settings, viewer.decoded, thread_id)
     if found is None:
         return viewer.page(request, "missing.html", 404, what=f"session {thread_id}")
     return viewer.page(request, "session.html", data=found)
@@ -121,7 +126,7 @@ def search_page(request: Request) -> Response:
     viewer = _viewer(request)
     query = request.query_params.get("q", "")
     cwd = request.query_params.get("cwd") or None
-    found = pages.search(viewer.store, viewer.settings, query, cwd)
+    found = pages.search(viewer.store, viewer.settings, viewer.decoded, query, cwd)
     return viewer.page(request, "search.html", data=found)
 
 
@@ -227,5 +232,7 @@ def routes() -> list[BaseRoute]:
 
 def build_app(store: Store, settings: Settings, guard: Guard) -> Starlette:
     app = Starlette(routes=routes(), middleware=[Middleware(GuardMiddleware, guard=guard)])
-    app.state.viewer = Viewer(store, settings, guard, template_environment())
+    app.state.viewer = Viewer(
+        store, settings, guard, template_environment(), overview.DecodedMemory()
+    )
     return app

@@ -2,9 +2,8 @@
 would inject in its folder now, and each entry with where it came from and whether the
 folder still bears it out.
 
-The memory is read as `context` reads it (`read_memory`, a read-only connection) and the
-digest is `build_context`'s own, so the page shows the exact text an agent starting there
-is given.
+The digest is `build_context`'s own, given the memory `context` reads from the database, so
+the page shows the exact text an agent starting there is given.
 """
 
 from __future__ import annotations
@@ -22,10 +21,10 @@ from consolidator.face.context import (
     LoadedMemory,
     build_context,
     provenance,
-    read_memory,
 )
 from consolidator.memory import facts
-from consolidator.memory.blocks import Block, Bullet, Section, Task
+from consolidator.memory.blocks import Block, Bullet, Memory, Section, Task
+from consolidator.memory.codec import decode
 from consolidator.memory.scope import is_user_wide
 from consolidator.verify.entry import EntryChecker
 
@@ -39,8 +38,8 @@ SECTION_NAMES: Final[tuple[tuple[Section, str], ...]] = (
     ("failures", "Failures and how to do differently"),
     ("knowledge", "Reusable knowledge"),
 )
-# How long `context` waits for a locked database before it falls back to MEMORY.md.
-READ_WAIT_SECONDS: Final = 2.0
+# How many memory documents (the current one, the newest pending one) stay decoded.
+DECODED_KEPT: Final = 4
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,30 @@ class Projects:
     projects: tuple[ProjectSummary, ...]
 
 
-def load_memory(settings: Settings) -> LoadedMemory:
-    return read_memory(settings.db_url, settings.memory_dir, wait_seconds=READ_WAIT_SECONDS)
+class DecodedMemory:
+    """Memory documents decoded once per content: decoding a large memory costs more than a
+    page may take, and the document only changes when the memory does. Keyed by the whole
+    document, so a forget that rewrites a version in place is never served stale."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Memory] = {}
+
+    def __call__(self, memory_json: str) -> Memory:
+        memory = self._kept.get(memory_json)
+        if memory is None:
+            memory = decode(memory_json)
+            kept = dict(list(self._kept.items())[-(DECODED_KEPT - 1) :])
+            kept[memory_json] = memory
+            self._kept = kept
+        return memory
+
+
+def load_memory(store: Store, decoded: DecodedMemory) -> LoadedMemory:
+    """The current memory from the database, as `context` reads it there."""
+    version = store.versions.current_version()
+    if version is None:
+        return LoadedMemory(Memory(), None, "database")
+    return LoadedMemory(decoded(version.memory_json), version.version, "database")
 
 
 def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Injected:
@@ -96,8 +117,8 @@ def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Inject
     return Injected.of(context, DEFAULT_MAX_BYTES)
 
 
-def projects(settings: Settings) -> Projects:
-    loaded = load_memory(settings)
+def projects(store: Store, settings: Settings, decoded: DecodedMemory) -> Projects:
+    loaded = load_memory(store, decoded)
     found = tuple(
         ProjectSummary(
             block_id=block.block_id,
@@ -143,10 +164,12 @@ class Project:
     injected: Injected | None
 
 
-def project(store: Store, settings: Settings, block_id: str) -> Project | None:
+def project(
+    store: Store, settings: Settings, decoded: DecodedMemory, block_id: str
+) -> Project | None:
     """One block as the agent sees it, each entry with its origin, sightings, the sessions it
     cites and the repository check's verdict; None when the current memory has no such block."""
-    loaded = load_memory(settings)
+    loaded = load_memory(store, decoded)
     block = loaded.memory.block(block_id)
     if block is None:
         return None

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from consolidator.face.explain import explained
 from consolidator.face.recall import recall
-from consolidator.face.ui.overview import load_memory
+from consolidator.face.ui.overview import DecodedMemory, load_memory
 from consolidator.memory.scope import is_user_wide
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.records import QuarantineItem, VersionRecord
+    from consolidator.db.records import QuarantineItem
     from consolidator.db.skills import SkillRecord
     from consolidator.db.store import (
         HeldNoteRecord,
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         StatusSnapshot,
         Store,
     )
+    from consolidator.db.versions import VersionSummary
     from consolidator.memory.delta import Change
 
 QUARANTINE_SHOWN: Final = 200
@@ -33,9 +34,11 @@ SEARCH_HITS: Final = 20
 _MATCH: Final = re.compile(r"\[([^\[\]]+)\]")
 
 
-def session(store: Store, settings: Settings, thread_id: str) -> dict[str, Any] | None:
+def session(
+    store: Store, settings: Settings, decoded: DecodedMemory, thread_id: str
+) -> dict[str, Any] | None:
     """What `explain THREAD_ID` says; None for an id nothing is known under."""
-    return explained(store, settings, thread_id)
+    return explained(store, settings, thread_id, decoded)
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,8 @@ def skill_diff(record: SkillRecord) -> str:
     )
 
 
-def history(store: Store) -> tuple[VersionRecord, ...]:
-    return tuple(store.versions.list_versions(limit=HISTORY_SHOWN))
+def history(store: Store) -> tuple[VersionSummary, ...]:
+    return tuple(store.versions.version_summaries(limit=HISTORY_SHOWN))
 
 
 @dataclass(frozen=True)
@@ -127,10 +130,12 @@ class Search:
     hits: tuple[SearchHit, ...]
 
 
-def search(store: Store, settings: Settings, query: str, cwd: str | None) -> Search:
+def search(
+    store: Store, settings: Settings, decoded: DecodedMemory, query: str, cwd: str | None
+) -> Search:
     """`search QUERY [--cwd DIR]`: the sessions that best match, scoped as `context` scopes
     a folder, each snippet split into plain text and matches."""
-    loaded = load_memory(settings)
+    loaded = load_memory(store, decoded)
     folders = tuple(
         sorted(
             {
@@ -197,7 +202,7 @@ def status(store: Store, settings: Settings) -> Status:
     return Status(snapshot, settings.backend, token_use(history(store)))
 
 
-def token_use(versions: tuple[VersionRecord, ...]) -> tuple[TokenUse, ...]:
+def token_use(versions: tuple[VersionSummary, ...]) -> tuple[TokenUse, ...]:
     totals: dict[tuple[str, str], list[int]] = {}
     for version in versions:
         if not (version.input_tokens or version.output_tokens):
