@@ -16,7 +16,7 @@ from consolidator.memory.scope import is_user_wide
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.records import QuarantineItem
+    from consolidator.db.records import QuarantineItem, VersionSummary
     from consolidator.db.skills import SkillRecord
     from consolidator.db.store import (
         HeldNoteRecord,
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         StatusSnapshot,
         Store,
     )
-    from consolidator.db.versions import VersionSummary
     from consolidator.memory.delta import Change
 
 QUARANTINE_SHOWN: Final = 200
