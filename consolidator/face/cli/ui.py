@@ -38,8 +38,9 @@ def ui_command(port: int, read_only: bool, **params: Any) -> None:
             read_only=read_only,
             announce=lambda url: click.echo(url),
         )
-    except OSError as exc:
-        raise click.UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    except KeyboardInterrupt:
+        # Ctrl-C is how a person stops the viewer: the server has shut down cleanly.
+        return
 
 
 COMMANDS = (ui_command,)

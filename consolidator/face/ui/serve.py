@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from consolidator.core.errors import ConfigError
 from consolidator.face.ui.guard import LOOPBACK, Guard, new_token
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ def serve(
     from consolidator.db import opened_store
 
     prepare_state_dir(settings.home)
-    listening = loopback_socket(port)
+    try:
+        listening = loopback_socket(port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from None
     guard = Guard(new_token(), listening.getsockname()[1], read_only)
     with opened_store(settings) as store:
         server = _server(store, settings, guard)
