@@ -86,13 +86,14 @@ def viewer_settings(cli: Cli, **extra: str) -> Settings:
     return build_settings(explicit, environ={})
 
 
-def consolidated(cli: Cli) -> Cli:
-    """The example sessions copied into `cli`'s sessions folder and consolidated."""
+def consolidated(cli: Cli, *run_options: str) -> Cli:
+    """The example sessions copied into `cli`'s sessions folder and consolidated (`run` with
+    `run_options`)."""
     for rollout in EXAMPLES.rglob("*.jsonl"):
         target = cli.sessions / rollout.relative_to(EXAMPLES)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(rollout, target)
-    cli("run")
+    cli("run", *run_options)
     return cli
 
 

@@ -114,6 +114,22 @@ def test_an_approved_note_is_in_the_next_runs_memory(browser: Browser, cli: Cli)
     assert NOTE_WORDS in context_at(cli, BILLING_CWD)
 
 
+def test_a_pending_version_is_reviewed_as_a_diff_and_approved(browser: Browser, cli: Cli) -> None:
+    consolidated(cli, "--review", "on")
+    assert BILLING_QUOTE not in context_at(cli, BILLING_CWD)
+    with signed_in(browser, viewer_settings(cli, review="on")) as opened:
+        page = opened.page
+        opened.goto("/review")
+        pending = page.locator("article.pending").first
+        assert BILLING_QUOTE in " ".join(pending.locator("ul.diff li.added").all_inner_texts())
+        assert pending.locator(f"a.session[href='/session/{BILLING_ID}']").count() >= 1
+        pending.get_by_role("button", name="Approve").click()
+        assert "approved and published" in page.inner_text("#outcome")
+        opened.goto("/history")
+        assert page.locator("tbody tr").count() == 1
+    assert BILLING_QUOTE in context_at(cli, BILLING_CWD)
+
+
 def test_a_forgotten_session_leaves_the_project_page_and_context(
     browser: Browser, cli: Cli
 ) -> None:
