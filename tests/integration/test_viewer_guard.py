@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 from consolidator.core.config import Settings, build_settings
+from consolidator.db import opened_store
 from consolidator.face.ui.guard import Guard
 from consolidator.face.ui.pages import highlighted
 from consolidator.face.ui.serve import running
@@ -99,6 +100,21 @@ def test_a_change_needs_the_csrf_token_and_the_viewers_origin(guard: Guard) -> N
     referer = {"Referer": f"http://localhost:{guard.port}/review"}
     assert request(guard, "POST", path, headers=referer, form=token).status == 409
     assert request(guard, "PUT", path, headers=origin, form=token).status == 405
+
+
+def test_clear_all_asks_first_and_clears_once_confirmed(guard: Guard, settings: Settings) -> None:
+    with opened_store(settings) as store:
+        store.held_notes.hold_note("note-kept", "a note to keep", None, "mcp")
+    origin = {"Origin": f"http://127.0.0.1:{guard.port}"}
+    asked = request(guard, "POST", "/clear-all", headers=origin, form={"csrf": guard.csrf_token})
+    assert asked.status == 200
+    with opened_store(settings) as store:
+        assert [n.note_id for n in store.held_notes.held_notes()] == ["note-kept"]
+
+    confirmed = {"csrf": guard.csrf_token, "confirmed": "yes"}
+    assert request(guard, "POST", "/clear-all", headers=origin, form=confirmed).status == 200
+    with opened_store(settings) as store:
+        assert store.held_notes.held_notes() == []
 
 
 def test_read_only_refuses_every_change(settings: Settings) -> None:

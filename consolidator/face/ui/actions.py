@@ -81,7 +81,7 @@ def reject_version(store: Store, pending_id: int, reason: str | None) -> Done:
     return Done(f"pending version {pending_id} rejected", "/review")
 
 
-def approve_note(store: Store, settings: Settings, note_id: str) -> Done:
+def approve_note(settings: Settings, note_id: str) -> Done:
     from consolidator.phases import add_note
 
     outcome = add_note.approve_note(settings, note_id)

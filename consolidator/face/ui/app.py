@@ -192,7 +192,7 @@ def routes() -> list[BaseRoute]:
         ),
         Route(
             "/review/note/{note_id}/approve",
-            p(lambda v, a, f: actions.approve_note(v.store, v.settings, a["note_id"])),
+            p(lambda v, a, f: actions.approve_note(v.settings, a["note_id"])),
             methods=["POST"],
         ),
         Route(

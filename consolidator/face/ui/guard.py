@@ -18,7 +18,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -103,7 +103,7 @@ class Guard:
         cookie = SimpleCookie()
         try:
             cookie.load(header)
-        except Exception:
+        except CookieError:
             return False
         morsel = cookie.get(self.cookie_name)
         return morsel is not None and hmac.compare_digest(morsel.value, self.token)
