@@ -150,6 +150,15 @@ def test_a_forgotten_session_leaves_the_project_page_and_context(
         assert BILLING_QUOTE not in page.inner_text("main")
         opened.goto("/")
         assert BILLING_QUOTE not in page.inner_text("main")
+        assert BILLING_QUOTE not in context_at(cli, BILLING_CWD)
+
+        # Rolling back to the version before the forget keeps the session forgotten.
+        opened.goto("/history")
+        before = page.locator("tbody tr").count()
+        page.locator("tbody tr").last.get_by_role("button", name="Roll back to this").click()
+        assert "restored as version" in page.inner_text("#outcome")
+        opened.goto("/history")
+        assert page.locator("tbody tr").count() == before + 1
     assert BILLING_QUOTE not in context_at(cli, BILLING_CWD)
 
 
