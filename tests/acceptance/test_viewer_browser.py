@@ -168,7 +168,7 @@ def test_a_forget_that_is_not_confirmed_changes_nothing(browser: Browser, cli: C
         opened.accept_confirm = False
         opened.goto(f"/session/{BILLING_ID}")
         opened.page.get_by_role("button", name="Forget this session").click()
-        opened.page.wait_for_timeout(300)
+        opened.page.wait_for_load_state("networkidle")
         assert opened.page.url.endswith(f"/session/{BILLING_ID}")
         assert opened.page.locator("#outcome").count() == 0
         assert any(BILLING_ID in message for message in opened.dialogs)
