@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
@@ -25,7 +25,7 @@ from consolidator.face.context import (
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Memory, Section, Task
 from consolidator.memory.codec import decode
-from consolidator.memory.scope import is_user_wide
+from consolidator.memory.scope import is_user_wide, normalise_cwd
 from consolidator.verify.entry import EntryChecker
 
 if TYPE_CHECKING:
@@ -117,8 +117,30 @@ def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Inject
     return Injected.of(context, DEFAULT_MAX_BYTES)
 
 
+def injected_in_each_folder(settings: Settings, loaded: LoadedMemory) -> dict[str, Injected]:
+    """What `context` injects in the folder of each project block, computed once a folder.
+
+    For a block's own folder the nearest folder at or above it is that folder itself, so
+    `context` there reads only the user-wide blocks and the blocks of exactly that folder:
+    each digest is built from those alone, which gives the same text without scoping the
+    whole memory once per folder.
+    """
+    blocks = loaded.memory.blocks
+    scopes = [None if is_user_wide(b) else normalise_cwd(b.applies_to_cwd or "") for b in blocks]
+    found: dict[str, Injected] = {}
+    for block, scope in zip(blocks, scopes, strict=True):
+        if scope is None or not block.applies_to_cwd or block.applies_to_cwd in found:
+            continue
+        seen = Memory(tuple(b for b, s in zip(blocks, scopes, strict=True) if s in (None, scope)))
+        found[block.applies_to_cwd] = injected_at(
+            settings, replace(loaded, memory=seen), block.applies_to_cwd
+        )
+    return found
+
+
 def projects(store: Store, settings: Settings, decoded: DecodedMemory) -> Projects:
     loaded = load_memory(store, decoded)
+    injected = injected_in_each_folder(settings, loaded)
     found = tuple(
         ProjectSummary(
             block_id=block.block_id,
@@ -130,11 +152,7 @@ def projects(store: Store, settings: Settings, decoded: DecodedMemory) -> Projec
             },
             last_update=_last_update(block.tasks),
             sessions=len(_sessions_of(block.tasks)),
-            injected=(
-                None
-                if is_user_wide(block) or not block.applies_to_cwd
-                else injected_at(settings, loaded, block.applies_to_cwd)
-            ),
+            injected=None if is_user_wide(block) else injected.get(block.applies_to_cwd or ""),
         )
         for block in loaded.memory.blocks
     )
