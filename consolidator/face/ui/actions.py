@@ -55,6 +55,16 @@ def _published(write: Callable[[], object]) -> str | None:
     return None
 
 
+def _purge(complete: bool) -> str:
+    """What the message adds when the deleted text may still sit in the database file."""
+    if complete:
+        return ""
+    return (
+        "; another process is reading the database, so the deleted text may remain in its"
+        " file until the next run or daemon pass completes the purge"
+    )
+
+
 def _publish(store: Store, settings: Settings) -> None:
     from consolidator.phases.worker import publish_current
 
@@ -133,10 +143,10 @@ def forget(store: Store, settings: Settings, thread_id: str) -> Done:
                 drop_backups(settings.memory_dir, mentioning=mentioned)
 
         problem = _published(unpublish_thread)
-        store.admin.purge_free_space()
+        complete = store.admin.purge_free_space()
     with_linked = f", with {len(linked)} linked thread(s)" if linked else ""
     said = "forgotten" if forgotten else "already forgotten"
-    return Done(f"session {thread_id}: {said}{with_linked}", "/", problem)
+    return Done(f"session {thread_id}: {said}{with_linked}{_purge(complete)}", "/", problem)
 
 
 def rollback(store: Store, settings: Settings, version: int) -> Done:
@@ -155,10 +165,11 @@ def clear_all(store: Store, settings: Settings) -> Done:
     with _changing_memory(settings):
         report = store.admin.clear_all()
         problem = _published(lambda: unpublish(settings.memory_dir))
-        store.admin.purge_free_space()
+        complete = store.admin.purge_free_space()
     return Done(
         f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
-        f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads",
+        f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
+        + _purge(complete),
         "/status",
         problem,
     )
