@@ -71,6 +71,10 @@ def test_only_the_printed_token_opens_the_viewer(guard: Guard) -> None:
     assert cookie.startswith(f"{guard.cookie_name}={guard.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
 
+    elsewhere = request(guard, "GET", f"//evil.example/?token={guard.token}", cookie=False)
+    assert elsewhere.status == 303
+    assert elsewhere.getheader("location") == "/evil.example/"
+
     page = request(guard, "GET", "/")
     assert page.status == 200
     assert "script-src 'self'" in (page.getheader("content-security-policy") or "")

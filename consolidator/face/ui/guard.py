@@ -172,7 +172,9 @@ async def _send_cookie(scope: Scope, send: Send, guard: Guard) -> None:
         for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"))
         if k != TOKEN_PARAMETER
     ]
-    target = quote(scope.get("path", "/")) + (f"?{urlencode(query)}" if query else "")
+    # One leading slash: `//host` would send the browser to another site.
+    path = "/" + str(scope.get("path", "/")).lstrip("/")
+    target = quote(path) + (f"?{urlencode(query)}" if query else "")
     cookie = f"{guard.cookie_name}={guard.token}; HttpOnly; SameSite=Strict; Path=/"
     await send(
         {
