@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -86,7 +87,7 @@ def running(settings: Settings, *, read_only: bool = False) -> Iterator[Guard]:
         thread.start()
         try:
             while not server.started and thread.is_alive():
-                threading.Event().wait(0.01)
+                time.sleep(0.01)
             yield guard
         finally:
             server.should_exit = True
