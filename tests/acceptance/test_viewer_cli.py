@@ -24,25 +24,25 @@ pytestmark = pytest.mark.slow
 
 @contextmanager
 def viewer(home: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [*CLI, "ui", "--port", "0", *args],
         env=clean_env(CONSOLIDATOR_HOME=str(home)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first_line = process.stdout.readline().strip()
-        yield first_line, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    ) as process:
+        try:
+            assert process.stdout is not None
+            first_line = process.stdout.readline().strip()
+            yield first_line, process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def opener() -> urllib.request.OpenerDirector:
@@ -57,16 +57,16 @@ def test_the_first_line_is_the_url_that_opens_the_projects(home_with_memory: Pat
         assert parts.scheme == "http" and parts.hostname == "127.0.0.1"
         assert parts.query.startswith("token=") and len(parts.query) > 30
 
-        browser = opener()
-        page = browser.open(url, timeout=30)
-        assert page.status == 200
-        assert "token=" not in page.url
-        html = page.read().decode()
+        with opener().open(url, timeout=30) as page:
+            assert page.status == 200
+            assert "token=" not in page.url
+            html = page.read().decode()
         assert "<h1>Projects</h1>" in html and "/home/dev/projects/billing-api" in html
 
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"http://127.0.0.1:{parts.port}/", timeout=30)
         assert refused.value.code == 403
+        refused.value.close()
 
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=20) == 0
@@ -78,7 +78,8 @@ def test_read_only_refuses_a_change(home_with_memory: Path) -> None:
     with viewer(home_with_memory, "--read-only") as (url, _process):
         port = urlsplit(url).port
         browser = opener()
-        assert "read-only" in browser.open(url, timeout=30).read().decode()
+        with browser.open(url, timeout=30) as page:
+            assert "read-only" in page.read().decode()
         change = urllib.request.Request(
             f"http://127.0.0.1:{port}/clear-all",
             data=b"confirmed=yes",
@@ -88,6 +89,7 @@ def test_read_only_refuses_a_change(home_with_memory: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             browser.open(change, timeout=30)
         assert refused.value.code == 403
+        refused.value.close()
     shown = run_command(
         [*CLI, "show"], clean_env(CONSOLIDATOR_HOME=str(home_with_memory)), timeout=120
     )
