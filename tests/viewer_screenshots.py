@@ -1,11 +1,13 @@
 """Screenshots of the viewer's main pages for docs/viewer.md, taken on the README's demo home
-(the example sessions, consolidated offline) with a note an agent left waiting for approval.
+(the example sessions, consolidated offline, the last one under review) with a note an agent
+left waiting for approval.
 
     .venv/bin/python -m tests.viewer_screenshots docs/images
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -24,34 +26,38 @@ NOTE = (
 )
 
 
-def demo_home(home: Path) -> None:
+def run(home: Path, sessions: Path, *options: str) -> None:
+    flags = ["--min-idle-seconds", "0", "--max-age-days", "0", "--phase2-cooldown-seconds", "0"]
     try:
-        main(
-            [
-                "run",
-                "--quiet",
-                "--sessions",
-                str(EXAMPLES),
-                "--home",
-                str(home),
-                "--min-idle-seconds",
-                "0",
-                "--max-age-days",
-                "0",
-            ]
-        )
+        main(["run", "--quiet", "--sessions", str(sessions), "--home", str(home), *flags, *options])
     except SystemExit as exc:
         if exc.code:
             raise
 
 
+def demo_home(home: Path, sessions: Path) -> None:
+    """The demo home, its last session consolidated under review so that one version waits."""
+    shutil.copytree(EXAMPLES, sessions)
+    last = sorted(sessions.rglob("*.jsonl"))[-1]
+    held_back = last.rename(last.with_suffix(".later"))
+    run(home, sessions)
+    held_back.rename(last)
+    run(home, sessions, "--review", "on")
+
+
 def take(target: Path) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        home = Path(scratch) / "state"
-        demo_home(home)
+        home, sessions = Path(scratch) / "state", Path(scratch) / "sessions"
+        demo_home(home, sessions)
         settings = build_settings(
-            {"home": str(home), "sessions": [str(EXAMPLES)], "backend": "extractive"}, environ={}
+            {
+                "home": str(home),
+                "sessions": [str(sessions)],
+                "backend": "extractive",
+                "review": "on",
+            },
+            environ={},
         )
         add_note(settings, NOTE, cwd=BILLING_CWD, origin="mcp", hold=True)
         with opened_store(settings) as store:
