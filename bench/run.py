@@ -39,6 +39,7 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     quality,
     s1_fast_start,
     s2_mcp_start,
+    s3_viewer_pages,
 )
 from bench.common import Config, Result, machine_facts  # noqa: E402
 
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[Config], list[Result]]]] = {
     "P10": ("full-text session search at 100,000 sessions", p10_search.run),
     "S1": ("session-start wall time of context and --version", s1_fast_start.run),
     "S2": ("MCP server start: wall time to the initialize answer", s2_mcp_start.run),
+    "S3": ("viewer pages at 1,000 sessions and 100 blocks", s3_viewer_pages.run),
     "Q": ("memory quality of the offline backend over a 60-day corpus (Q1-Q11)", quality.run),
 }
 
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="ID",
-        help="run only this benchmark (P1..P7, P9, P10, S1, S2, Q for Q1-Q11); repeat for more",
+        help="run only this benchmark (P1..P7, P9, P10, S1, S2, S3, Q for Q1-Q11); repeat for more",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the generated data folder")

@@ -239,6 +239,16 @@ class VersionRecord(VersionFields):
 
 
 @dataclass(frozen=True)
+class VersionSummary(VersionFields):
+    """A version as a list of versions shows it: what made it and what it changed, without
+    its content."""
+
+    version: int
+    quarantined: int
+    evicted: int
+
+
+@dataclass(frozen=True)
 class Phase2Inputs:
     """`changed` is in change-log order; `change_seq` maps each changed thread to its latest
     change's sequence number, so a run may commit a prefix and advance the watermark to it."""

@@ -41,7 +41,7 @@ from consolidator.db.base import (
     lock_memory_writes,
 )
 from consolidator.db.blocks import block_values, write_block_list
-from consolidator.db.records import VersionRecord
+from consolidator.db.records import VersionRecord, VersionSummary
 from consolidator.db.schema import (
     Counter,
     MemoryBlock,
@@ -72,6 +72,9 @@ _NAMED_PER_QUERY = 50
 _VERSION_ROW_FIELDS = tuple(
     f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
 )
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(VersionSummary))
 
 
 def owe_purge(connection: Connection) -> None:
@@ -448,6 +451,17 @@ class VersionRepository:
                 select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
             ).all()
             return versions_of(connection, rows)
+
+    def version_summaries(self, *, limit: int = 50) -> list[VersionSummary]:
+        """The newest `limit` versions, newest first, from the version rows alone: no block
+        is read, so a long history of a large memory lists as fast as a short one."""
+        with self.db.read() as connection:
+            rows = connection.execute(
+                select(VERSIONS).order_by(MemoryVersion.version.desc()).limit(limit)
+            ).all()
+        return [
+            VersionSummary(**{name: getattr(row, name) for name in _SUMMARY_FIELDS}) for row in rows
+        ]
 
     @contention_retry
     def rollback(self, version: int) -> int:

@@ -36,6 +36,8 @@ WHEEL_MEMBERS = (
     "consolidator/_migrations/versions/0001_initial.py",
     "consolidator/py.typed",
     "consolidator/face/cli/__init__.py",
+    "consolidator/face/ui/templates/base.html",
+    "consolidator/face/ui/static/viewer.js",
 )
 BUILD_TIMEOUT = 180
 INSTALL_TIMEOUT = 240

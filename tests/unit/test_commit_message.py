@@ -36,7 +36,10 @@ def test_git_comments_and_trailing_blank_lines_are_not_the_message() -> None:
     ("message", "problem"),
     [
         ("x" * 73 + "\n\nbody\n", "73 characters"),
-        ("Tidy: a kind and its number taken back are distinctive where they are read out\n", "78 characters"),
+        (
+            "Tidy: a kind and its number taken back are distinctive where they are read out\n",
+            "78 characters",
+        ),
         ("Fix the fence.\n\nbody\n", "full stop"),
         ("Fix the fence\nbody right under the subject\n", "second line must be blank"),
         ("\n\nbody\n", "subject) is empty"),

@@ -46,6 +46,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("retry", "quarantine", "skills", "review", "approve", "reject"), "review"),
     "status": "status",
     **dict.fromkeys(("install", "uninstall", "doctor"), "agents"),
+    "ui": "ui",
 }
 
 
