@@ -91,8 +91,7 @@ _JOINED_START: Final = re.compile(
     r"^(?:and|or|but|nor|which|whose|whereas|plus|as well as|etc)\b", re.IGNORECASE
 )
 _DANGLING_END: Final = re.compile(
-    r"\b(?:and|or|but|the|an|to|of|with|for|from|i|my|your|our|their|should|would|could|"
-    r"can|will|which)$",
+    r"\b(?:and|or|but|nor|the|an|my|your|our|their)$",
     re.IGNORECASE,
 )
 _LEAD_IN: Final = re.compile(

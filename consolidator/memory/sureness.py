@@ -12,10 +12,12 @@ The evidence, each a finder in `FINDERS`:
   tool: written to be remembered, not read out of what was said);
 - `model_judgment`: a model curated it (its wording is traced to no session: the offline
   reader always records the session behind its words), so its judgment stands;
-- `standing_instruction`: a preference stated as a standing rule (always, never, don't,
-  prefer X over Y, use X not Y), not one bound to the moment ("until", "for now");
-- `current_value`: knowledge the user stated with a value (a number, a path, a name, a
-  handle, a ticket), of the project rather than of "you" or "it", not hedged and not taken
+- `standing_instruction`: a preference stated as a standing rule (`memory.standing`: always,
+  never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm), not one bound
+  to the moment ("until", "for now");
+- `current_value`: knowledge the user stated as the project's state (or a tool's output
+  showed, with a value), not hedged, not the agent's own state ("you have ..."), about "it"
+  or "this" only with a value (a number, a path, a name, a handle, a ticket), and not taken
   back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
@@ -38,6 +40,7 @@ from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Section
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.shape import NotProse, is_refused, not_prose
+from consolidator.memory.standing import standing_form
 
 EvidenceKind = Literal[
     "note",
@@ -112,76 +115,66 @@ def _model_judgment(entry: Entry) -> Evidence | None:
     return Evidence("model_judgment", "curated by the consolidation model")
 
 
-# What opens a standing rule, once a lead-in ("pls", "one more:") is off.
-_LEAD_IN: Final = re.compile(
-    r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|one more|oh|hey)\b[\s,:;.!-]*)+", re.I
-)
-_RULE_OPENING: Final = re.compile(
-    r"^(?:always|never|don'?t|do not|avoid|prefer|no more|stop)\b", re.IGNORECASE
-)
-_RULE_ANYWHERE: Final = re.compile(
-    r"(?<!as )(?<!like )\b(?:always|never)\b|\bprefer\b", re.IGNORECASE
-)
-# One thing chosen over another: "use uv not pip", "pnpm only, not npm", "X instead of Y".
-_CHOICE: Final = re.compile(
-    r"(?:,\s*|\s)(?:not|never)\s+(?!(?:the|a|an|yet|sure|working|found|needed|set)\b)\S"
-    r"|\b(?:instead of|rather than|over)\s+\S",
-    re.IGNORECASE,
-)
-# Bound to the moment, not standing: "don't stop until ...", "for now".
-_MOMENT: Final = re.compile(
-    r"\buntil\b|\bfor now\b|\bthis time\b|\bright now\b|\btoday\b|\byet\b", re.IGNORECASE
-)
-MAX_RULE_WORDS: Final = 24
-MAX_CHOICE_WORDS: Final = 12
-
-
 def is_standing_instruction(said: str) -> bool:
     """Whether the words a preference quotes are stated as a standing rule."""
-    text = _LEAD_IN.sub("", " ".join(said.split())).strip()
-    if not text or _MOMENT.search(text):
-        return False
-    count = len(text.split())
-    if _RULE_OPENING.match(text):
-        return True
-    if count <= MAX_RULE_WORDS and _RULE_ANYWHERE.search(text):
-        return True
-    return count <= MAX_CHOICE_WORDS and _CHOICE.search(text) is not None
+    return standing_form(said) is not None
 
 
 def _standing_instruction(entry: Entry) -> Evidence | None:
     if entry.section != "preferences":
         return None
     said = facts.asked_quote(entry.bullet.text) or facts.unmarked(entry.bullet.text)
-    if not is_standing_instruction(said):
+    form = standing_form(said)
+    if form is None:
         return None
     scope = "every project" if is_user_wide(entry.block) else f"in {entry.block.applies_to_cwd}"
-    return Evidence("standing_instruction", f"stated as a standing instruction, {scope}")
+    return Evidence("standing_instruction", f"stated as a standing rule ({form}), {scope}")
 
 
 _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
-_NOT_THE_PROJECT: Final = re.compile(
-    r"^(?:you|i|it|it's|its|this|that|these|those|there|he|she|they)\b", re.IGNORECASE
+# A sentence about "it" or "this" says something only with a value in it.
+_PRONOUN_SUBJECT: Final = re.compile(
+    r"^(?:i|it|it's|its|this|that|these|those|there|he|she|they)\b", re.IGNORECASE
 )
+# What the agent has or is, not the project: "you have 100% coverage".
+_THE_AGENT_S_STATE: Final = re.compile(r"^you\s+(?:have|had|are|were|got)\b", re.IGNORECASE)
 _HEDGE: Final = re.compile(
     r"\b(?:maybe|might|probably|perhaps|i think|i guess|not sure|would|could)\b", re.IGNORECASE
+)
+_LEAD_IN: Final = re.compile(
+    r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey)\b[\s,:;.!-]*)+", re.IGNORECASE
 )
 
 
 def _current_value(entry: Entry) -> Evidence | None:
+    """Knowledge the user stated (or a tool's output showed, with a value), undisputed."""
     bullet = entry.bullet
-    if entry.section != "knowledge" or bullet.origin not in ("user", "note"):
+    if entry.section != "knowledge" or bullet.origin not in ("user", "note", "tool"):
         return None
     text = bullet.text
-    if facts.unmarked(text) != text:
-        return None  # disputed: another value stands beside it
-    said = _LEAD_IN.sub("", text).strip()
-    if _NOT_THE_PROJECT.match(said) or _HEDGE.search(said):
+    if _older_of_two(text):
+        return None  # a later value of the same subject stands beside it
+    said = _LEAD_IN.sub("", facts.unmarked(text)).strip()
+    if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
-    if not values:
+    if not values and (bullet.origin == "tool" or _PRONOUN_SUBJECT.match(said)):
         return None
-    return Evidence("current_value", f"the user stated {values[0]} as the current value")
+    who = "a tool's output showed it" if bullet.origin == "tool" else "the user stated it"
+    return Evidence("current_value", f"{who} as the project's current state")
+
+
+# `[possible conflict 2026-10-02 with "..." of 2026-10-11]`: this one's day, then the other's.
+_CONFLICT_DAYS: Final = re.compile(
+    r'^\s*\[possible conflict (?P<day>\S+) with ".*" of (?P<other>\S+)\]'
+)
+
+
+def _older_of_two(text: str) -> bool:
+    """Marked as possibly in conflict with a value said on a later day: that one is current.
+    Two values said the same day (`[conflicting ...]`) are both shown, marked: neither won."""
+    match = _CONFLICT_DAYS.match(text)
+    return match is not None and match["day"] < match["other"]
 
 
 # A failure entry of the offline reader: the command, its error, and what fixed it.

@@ -154,6 +154,11 @@ def test_a_test_run_fixed_by_the_last_command_before_it_passed_is_not_sure() -> 
         "pls pnpm, not npm, for the install",
         "Run the tests with `make check`, not pytest direct",
         "I prefer small commits over big ones",
+        "from now on run `make lint` before you say you're done",
+        "no force pushes to main please",
+        "keep PRs small, one concern each",
+        "star imports are a no-go in this codebase",
+        "commit messages should be in the imperative mood",
         "If you need to know whether a variable is set, use `grep -c '^AWS_' .env` or similar,"
         " never print the values.",
     ],
@@ -224,3 +229,20 @@ def test_every_format_ends_with_how_to_search_the_rest(output: str) -> None:
     printed = render_for(context, output)
     assert "search_memory" in printed and "search_sessions" in printed
     assert "consolidator search" in printed
+
+
+def test_an_older_value_in_possible_conflict_is_left_to_search_a_same_day_dispute_is_shown() -> (
+    None
+):
+    older = '[possible conflict 2026-10-02 with "Staging db moved, its 6544 now." of 2026-10-11] '
+    block = _block(
+        knowledge=(
+            _said(older + "Staging db is on port 6543."),
+            _said("Staging db moved, its 6544 now."),
+            _said("[conflicting 2026-03-02] The worker pool size is 8"),
+            _said("[conflicting 2026-03-02] Worker pool size is 16"),
+        )
+    )
+    shown = _context(block).markdown
+    assert "port 6543" not in shown and "its 6544 now" in shown
+    assert "pool size is 8" in shown and "pool size is 16" in shown
