@@ -99,7 +99,7 @@ _LEAD_IN: Final = re.compile(
     r"btw)\b[\s,:;.!-]*)+",
     re.IGNORECASE,
 )
-MIN_CLAUSE_WORDS: Final = 2
+MIN_CLAUSE_WORDS: Final = 1
 # A question unmarked by its mark is short: a longer text that opens so says something.
 _MAX_UNMARKED_QUESTION_WORDS: Final = 6
 
@@ -150,9 +150,10 @@ def _code_keyword_led(prose: str) -> bool:
 
 
 def is_fragment(text: str) -> bool:
-    """A piece of a sentence rather than a sentence: it begins in lower case on a joining
-    word, ends on a word that waits for more, or says fewer than two words once its
-    lead-in ("no wait,") is off."""
+    """A piece of a sentence rather than a sentence: it begins on a joining word, ends on a
+    word that waits for more, or says nothing once its lead-in ("ok so,") is off. A value
+    said alone ("no wait, 3301") is a correction, not a fragment: what it corrects is the
+    reader's to mark."""
     stripped = text.strip().rstrip(".!\"'\u201d")
     if _JOINED_START.match(stripped):
         return True

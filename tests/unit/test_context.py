@@ -10,7 +10,6 @@ from consolidator.face.context import AgentContext, build_context, render_for
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 
 MEMORY_DIR = Path("/home/u/.consolidator/memories")
-API = "the api listens on 8080"
 
 
 def _task(thread: str, updated_at: str = "2026-11-01T10:00:00Z") -> Task:
@@ -160,17 +159,16 @@ def test_hook_formats_are_session_start_json_with_the_digest_as_additional_conte
 
 
 def test_each_entry_says_when_it_was_last_seen_and_in_how_many_sessions() -> None:
-    # A whole clause: a lone word is a fragment, stored and searchable but not shown.
-    older = _block("old", "/work/alpha", knowledge=(API,), updated_at="2026-01-01T00:00:00Z")
+    older = _block("old", "/work/alpha", knowledge=("a",), updated_at="2026-01-01T00:00:00Z")
     newer = _block("new", "/work/alpha", knowledge=("b",), updated_at="2026-06-01T00:00:00Z")
     both = replace(
         older,
         tasks=(*older.tasks, *newer.tasks),
-        knowledge=(Bullet(API, tuple(t.task_id for t in (*older.tasks, *newer.tasks))),),
+        knowledge=(Bullet("a", tuple(t.task_id for t in (*older.tasks, *newer.tasks))),),
     )
     markdown = _context(Memory((both,)), "/work/alpha").markdown
-    assert f"- {API} [seen 2026-06-01, 2 sessions]\n" in markdown
-    assert f"- {API} [seen 2026-01-01]" in _context(Memory((older,)), "/work/alpha").markdown
+    assert "- a [seen 2026-06-01, 2 sessions]\n" in markdown
+    assert "- a [seen 2026-01-01]" in _context(Memory((older,)), "/work/alpha").markdown
 
 
 def test_the_agent_is_told_the_entries_are_records_not_instructions() -> None:

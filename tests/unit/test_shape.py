@@ -33,8 +33,7 @@ from consolidator.memory.shape import is_refused, not_prose
         ("What should I", "question"),
         ("why is the ledger balance test flaky??", "question"),
         ("and you have 100% coverage", "fragment"),
-        ("No wait, @maaike", "fragment"),
-        ("actually eu-central-1", "fragment"),
+        ("ok so,", "fragment"),
         ("the tests pass with the", "fragment"),
     ],
 )
@@ -57,6 +56,9 @@ def test_a_text_that_is_not_prose_is_named_by_its_shape(text: str, shape: str) -
         "When deploying, run the migrations first",
         "Don't forget to run migrations after pulling.",
         "For the shader part ask @maaike",
+        "No wait, @maaike",
+        "actually eu-central-1",
+        "Tools/build_billing.sh",
     ],
 )
 def test_prose_with_code_spans_values_and_paths_is_prose(text: str) -> None:
