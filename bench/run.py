@@ -37,6 +37,8 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     p9_scale,
     p10_search,
     quality,
+    quality_heldout,
+    quality_precision,
     s1_fast_start,
     s2_mcp_start,
     s3_viewer_pages,
@@ -57,6 +59,8 @@ BENCHMARKS: dict[str, tuple[str, Callable[[Config], list[Result]]]] = {
     "S2": ("MCP server start: wall time to the initialize answer", s2_mcp_start.run),
     "S3": ("viewer pages at 1,000 sessions and 100 blocks", s3_viewer_pages.run),
     "Q": ("memory quality of the offline backend over a 60-day corpus (Q1-Q11)", quality.run),
+    "QC": ("real sessions: precision of what context shows", quality_precision.run),
+    "QH": ("held-out: memory quality on sessions no rule was tuned on", quality_heldout.run),
 }
 
 
@@ -67,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="ID",
-        help="run only this benchmark (P1..P7, P9, P10, S1, S2, S3, Q for Q1-Q11); repeat for more",
+        help="run only this benchmark (P1..P7, P9, P10, S1, S2, S3, Q for Q1-Q11, QH for the "
+        "held-out part, QC for context precision); repeat for more",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the generated data folder")

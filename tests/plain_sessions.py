@@ -212,6 +212,20 @@ def context_entries(seen: Seen, project: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("- ")]
 
 
+def _sure(seen: Seen, root: Path, project: str, value: str) -> bool:
+    """Whether an entry giving `value` is sure enough for `context` to show it."""
+    from consolidator.memory.blocks import Memory
+    from consolidator.memory.sureness import Entry, judge
+
+    memory = Memory.from_dict({"blocks": _blocks_for(seen, root, project)})
+    return any(
+        judge(Entry(block, section, bullet)).sure
+        for block in memory.blocks
+        for section, bullet in block.bullets()
+        if _has([bullet.text], value)
+    )
+
+
 def _has_task(seen: Seen, root: Path, project: str) -> bool:
     folder = str(root / project)
     return any(
@@ -250,8 +264,8 @@ def case_misses(
     for value in shown:
         if not _has(bullets, value):
             found.append(f"{value!r} not in {section or 'any section'}")
-        if not _has(lines, value):
-            found.append(f"{value!r} not in context")
+        if not _has(lines, value) and _sure(seen, root, project, value):
+            found.append(f"{value!r} not in context")  # the rest is found by search
     for value in gone:
         unmarked = [
             text

@@ -6,11 +6,16 @@ memory it is empty, with a database it cannot read it falls back to the publishe
 `MEMORY.md`, or to nothing, and with settings it cannot use it gives nothing, each time saying
 why in one line.
 
+Only what is sure is shown (`memory.sureness.judge`: a standing instruction, a current value
+the user stated, a fix exit codes confirmed, an entry several sessions saw, a note, what the
+repository bears out, what a model curated), and only when it is a whole clause of prose
+(`memory.shape`). The rest stays stored and is found by search; the last line says how.
+
 Entries are taken in order of use to an agent until the byte budget is spent, each one whole:
 user-wide preferences; the nearest project's preferences, failures and reusable knowledge;
 pointers to the rollout summaries behind them (newest first); then the rest of the user-wide
 entries. An entry marked superseded is left out: a newer value stands beside it. The last
-lines count what was left out and name the command that shows all of it.
+lines count what was left out and name the commands that show or search all of it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from consolidator.memory import facts
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
+from consolidator.memory.sureness import Entry, Evidence, judge
 from consolidator.verify.entry import EntryChecker
 
 ContextFormat = Literal["markdown", "json", "claude-hook", "codex-hook"]
@@ -64,6 +70,24 @@ class SummaryPointer:
 
 
 @dataclass(frozen=True)
+class ShownEntry:
+    """One entry the digest shows, with the evidence that made it sure enough to show."""
+
+    block_id: str
+    section: Section
+    text: str
+    evidence: tuple[Evidence, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "block_id": self.block_id,
+            "section": self.section,
+            "text": self.text,
+            "evidence": [evidence.as_json() for evidence in self.evidence],
+        }
+
+
+@dataclass(frozen=True)
 class AgentContext:
     """The digest for one folder; `markdown` is empty when there is nothing to say."""
 
@@ -76,6 +100,9 @@ class AgentContext:
     omitted: int
     failed_checks: tuple[FailedCheck, ...] = ()
     left_out_failing: int = 0
+    entries: tuple[ShownEntry, ...] = ()
+    # Stored entries not shown, as nothing makes them sure: found by search.
+    searchable: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +113,8 @@ class AgentContext:
             "omitted": self.omitted,
             "failed_checks": [check.__dict__ for check in self.failed_checks],
             "left_out_failing": self.left_out_failing,
+            "searchable": self.searchable,
+            "entries": [entry.as_json() for entry in self.entries],
             "blocks": list(self.block_ids),
             "rollout_summaries": [pointer.__dict__ for pointer in self.summaries],
             "markdown": self.markdown,
@@ -109,38 +138,52 @@ class FailedCheck:
     reason: str
 
 
+@dataclass(frozen=True)
+class _Line:
+    """A line the digest may show, and the entry it shows (none for a pointer)."""
+
+    text: str
+    entry: ShownEntry | None = None
+
+
 @dataclass
 class _Checks:
-    """Each project entry as the agent should read it: unmarked when the folder does not
-    contradict it, marked with the reason when it does, and left out (counted) once
-    `MAX_FAILING_SHOWN` contradicted entries are already shown."""
+    """Each entry as the agent should read it: left out (counted as searchable) unless it is
+    sure, unmarked when the folder does not contradict it, marked with the reason when it
+    does, and left out (counted) once `MAX_FAILING_SHOWN` contradicted entries are shown."""
 
     checker: EntryChecker | None
     failed: list[FailedCheck] = field(default_factory=list)
     left_out: int = 0
+    searchable: int = 0
 
-    def entries(self, block: Block, bullets: Iterable[Bullet]) -> Iterator[str]:
+    def entries(self, block: Block, section: Section, bullets: Iterable[Bullet]) -> Iterator[_Line]:
         folder = None if is_user_wide(block) else block.applies_to_cwd
         for bullet in bullets:
             if facts.is_superseded(bullet.text):
                 continue  # a newer value is shown; MEMORY.md keeps this one, marked
             plain = one_line(bullet.text)
-            text = " ".join(filter(None, (plain, witnessed(block, bullet))))
-            if self.checker is None or folder is None:
-                yield text
+            verdict = None
+            if self.checker is not None and folder is not None:
+                verdict = self.checker.verdict(folder, bullet.text)
+            holds = verdict is not None and verdict.status == "holds"
+            judgment = judge(Entry(block, section, bullet, repository_holds=holds))
+            if not judgment.sure:
+                self.searchable += 1
                 continue
-            verdict = self.checker.verdict(folder, bullet.text)
-            if verdict.status != "fails":
-                yield text
+            shown = ShownEntry(block.block_id, section, plain, judgment.evidence)
+            text = " ".join(filter(None, (plain, witnessed(block, bullet))))
+            if verdict is None or verdict.status != "fails":
+                yield _Line(text, shown)
             elif len(self.failed) >= MAX_FAILING_SHOWN:
                 self.left_out += 1
             else:
                 self.failed.append(FailedCheck(block.block_id, plain, verdict.reason))
-                yield f"{text} [repository check: {verdict.reason}]"
+                yield _Line(f"{text} [repository check: {verdict.reason}]", shown)
 
-    def entries_of(self, blocks: Iterable[Block], section: Section) -> Iterator[str]:
+    def entries_of(self, blocks: Iterable[Block], section: Section) -> Iterator[_Line]:
         for block in blocks:
-            yield from self.entries(block, block.section(section))
+            yield from self.entries(block, section, block.section(section))
 
 
 @dataclass(frozen=True)
@@ -186,6 +229,7 @@ class _Budget:
     used: int = 0
     omitted: int = 0
     pending: list[str] = field(default_factory=list)
+    shown: list[ShownEntry] = field(default_factory=list)
 
     def fits(self, lines: Iterable[str]) -> bool:
         return self.used + sum(len(line.encode("utf-8")) + 1 for line in lines) <= self.limit
@@ -198,14 +242,16 @@ class _Budget:
         """A heading written only once an entry below it fits."""
         self.pending = ["", line]
 
-    def add_group(self, heading: str | None, entries: Iterable[str]) -> None:
+    def add_group(self, heading: str | None, entries: Iterable[_Line]) -> None:
         """Entries as bullets under `heading`, which is written only when one of them fits."""
         opening = [*self.pending, *(["", heading] if heading else [])]
         for entry in entries:
-            line = f"- {entry}"
+            line = f"- {entry.text}"
             if self.fits([*opening, line]):
                 self.add(*opening, line)
                 opening, self.pending = [], []
+                if entry.entry is not None:
+                    self.shown.append(entry.entry)
             else:
                 self.omitted += 1
 
@@ -229,7 +275,12 @@ def build_context(
         return AgentContext(cwd, version, source, "", (), (), 0)
     footer = f"(more in `consolidator show --cwd {cwd}`)"
     stale_line = _superseded_line((*user_wide, *projects), footer)
-    reserved = len(footer.encode("utf-8")) + 96 + len(stale_line.encode("utf-8")) + 2
+    # The closing line is always written; room for it (with any count) is kept aside.
+    scoped = (*user_wide, *projects)
+    most = sum(len(b.section(name)) for b in scoped for name in SECTIONS)
+    most += sum(len(task.citations) for b in scoped for task in b.tasks)
+    reserved = len(closing_line(most, footer).encode("utf-8")) + 2
+    reserved += len(stale_line.encode("utf-8")) + 2
     budget = _Budget(limit=max(max_bytes - reserved, 0))
     checks = _Checks(checker)
     budget.add(f"# Memory for {cwd}", CONTEXT_PREAMBLE)
@@ -244,12 +295,14 @@ def build_context(
             bullets = block.section(section)
             if section == "preferences":
                 bullets = tuple(b for b in bullets if _said(b.text) not in everywhere)
-            budget.add_group(f"### {_SECTION_TITLES[section]}", checks.entries(block, bullets))
+            budget.add_group(
+                f"### {_SECTION_TITLES[section]}", checks.entries(block, section, bullets)
+            )
     budget.pending = []
     pointers = tuple(_summary_pointers(projects or user_wide, memory_dir))
     budget.add_group(
         "## Past sessions (rollout summaries, newest first)",
-        (f"{p.path} ({p.updated_at}): {p.task}" for p in pointers),
+        (_Line(f"{p.path} ({p.updated_at}): {p.task}") for p in pointers),
     )
     for section in ("failures", "knowledge"):
         budget.add_group(
@@ -257,16 +310,12 @@ def build_context(
             checks.entries_of(user_wide, section),
         )
     lines = budget.lines
+    tail = [*(["", stale_line] if stale_line else []), "", closing_line(budget.omitted, footer)]
     if checks.left_out:
-        lines = [
-            *lines,
-            "",
-            f"{checks.left_out} more entries left out: the repository no longer matches them",
-        ]
-    if stale_line:
-        lines = [*lines, "", stale_line]
-    if budget.omitted:
-        lines = [*lines, "", f"{budget.omitted} more entries did not fit {footer}"]
+        failing = f"{checks.left_out} more entries left out: the repository no longer matches them"
+        if len("\n".join([*lines, "", failing, *tail]).encode("utf-8")) < max_bytes:
+            lines = [*lines, "", failing]  # otherwise only counted (`left_out_failing`)
+    lines = [*lines, *tail]
     markdown = "\n".join(lines) + "\n"
     if len(markdown.encode("utf-8")) > max_bytes:
         markdown = ""
@@ -280,7 +329,18 @@ def build_context(
         omitted=budget.omitted,
         failed_checks=tuple(checks.failed),
         left_out_failing=checks.left_out,
+        entries=tuple(budget.shown),
+        searchable=checks.searchable,
     )
+
+
+def closing_line(omitted: int, footer: str) -> str:
+    """The last line of every digest: what did not fit, if anything, and how the agent finds
+    what is stored but not shown. Short, as every session's budget pays for it."""
+    search = "search the rest: MCP `search_memory`/`search_sessions`, `consolidator search`"
+    if omitted:
+        return f"{omitted} more entries did not fit {footer}; {search}."
+    return f"{search[0].upper()}{search[1:]}."
 
 
 def _superseded_line(blocks: Iterable[Block], footer: str) -> str:

@@ -1,0 +1,259 @@
+"""Whether an entry is sure enough to hand to an agent at session start, and why.
+
+Storing, injecting and retrieving are three decisions. The memory keeps what might help;
+`context` injects only what is sure, by evidence that can be named; everything else stays
+stored, cited, forgettable and found by search. `judge` is that rule, in one place. It returns
+every piece of evidence it found (so `context --format json` can say why an entry was shown)
+and the shape that keeps it out however sure it is (`memory.shape`): an entry must be a whole
+clause of prose, whichever backend wrote it.
+
+The evidence, each a finder in `FINDERS`:
+- `note`: the user put it in a `consolidator note` (or an agent wrote it with the add-a-note
+  tool: written to be remembered, not read out of what was said);
+- `model_judgment`: a model curated it (its wording is traced to no session: the offline
+  reader always records the session behind its words), so its judgment stands;
+- `standing_instruction`: a preference stated as a standing rule (`memory.standing`: always,
+  never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm), not one bound
+  to the moment ("until", "for now");
+- `current_value`: knowledge the user stated as the project's state (or a tool's output
+  showed, with a value), not hedged, not the agent's own state ("you have ..."), about "it"
+  or "this" only with a value (a number, a path, a name, a handle, a ticket), and not taken
+  back or disputed;
+- `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
+  when the failure was no test run's tally (the ordinary loop of edit and run again, whose
+  fix the exit codes cannot name) and the fix names no value the memory marks superseded;
+- `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed;
+- `repository_check`: the project folder bears out what it names.
+
+A kind of rule recorded per witness can join as one more finder, without changing the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal
+
+from consolidator.memory import facts
+from consolidator.memory.blocks import Block, Bullet, Section
+from consolidator.memory.scope import is_user_wide
+from consolidator.memory.shape import NotProse, is_refused, not_prose
+from consolidator.memory.standing import standing_form
+
+EvidenceKind = Literal[
+    "note",
+    "model_judgment",
+    "standing_instruction",
+    "current_value",
+    "confirmed_fix",
+    "several_sessions",
+    "repository_check",
+]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: EvidenceKind
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry as the rule reads it: where it is, what it is, and whether the repository
+    check (when one ran) bears it out."""
+
+    block: Block
+    section: Section
+    bullet: Bullet
+    repository_holds: bool = False
+
+
+@dataclass(frozen=True)
+class Judgment:
+    evidence: tuple[Evidence, ...]
+    not_prose: NotProse | None = None
+
+    @property
+    def sure(self) -> bool:
+        return self.not_prose is None and bool(self.evidence)
+
+
+def judge(entry: Entry) -> Judgment:
+    """The evidence that `entry` is sure, and the shape that keeps it out if it has one.
+    An entry marked superseded is never sure: a newer value stands beside it."""
+    if facts.is_superseded(entry.bullet.text):
+        return Judgment(())
+    shape = _shape(entry)
+    found = tuple(evidence for finder in FINDERS if (evidence := finder(entry)) is not None)
+    return Judgment(found, shape)
+
+
+def _shape(entry: Entry) -> NotProse | None:
+    text = entry.bullet.text
+    if entry.section == "failures":
+        return "refused" if is_refused(text) else None
+    return not_prose(facts.asked_quote(text) or facts.unmarked(text))
+
+
+def _note(entry: Entry) -> Evidence | None:
+    origins = {origin for _, origin in entry.bullet.origins}
+    if "note" in origins:
+        return Evidence("note", "the user's note")
+    if "agent_note" in origins:
+        return Evidence("note", "an agent's note, written to be remembered")
+    return None
+
+
+def _model_judgment(entry: Entry) -> Evidence | None:
+    if entry.bullet.sources:
+        return None
+    return Evidence("model_judgment", "curated by the consolidation model")
+
+
+def is_standing_instruction(said: str) -> bool:
+    """Whether the words a preference quotes are stated as a standing rule."""
+    return standing_form(said) is not None
+
+
+def _standing_instruction(entry: Entry) -> Evidence | None:
+    if entry.section != "preferences":
+        return None
+    said = facts.asked_quote(entry.bullet.text) or facts.unmarked(entry.bullet.text)
+    form = standing_form(said)
+    if form is None:
+        return None
+    scope = "every project" if is_user_wide(entry.block) else f"in {entry.block.applies_to_cwd}"
+    return Evidence("standing_instruction", f"stated as a standing rule ({form}), {scope}")
+
+
+_HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
+# A sentence about "it" or "this" says something only with a value in it.
+_PRONOUN_SUBJECT: Final = re.compile(
+    r"^(?:i|it|it's|its|this|that|these|those|there|he|she|they)\b", re.IGNORECASE
+)
+# What the agent has or is, not the project: "you have 100% coverage".
+_THE_AGENT_S_STATE: Final = re.compile(r"^you\s+(?:have|had|are|were|got)\b", re.IGNORECASE)
+_HEDGE: Final = re.compile(
+    r"\b(?:maybe|might|probably|perhaps|i think|i guess|not sure|would|could)\b", re.IGNORECASE
+)
+_LEAD_IN: Final = re.compile(
+    r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey)\b[\s,:;.!-]*)+", re.IGNORECASE
+)
+
+
+def _current_value(entry: Entry) -> Evidence | None:
+    """Knowledge the user stated (or a tool's output showed, with a value), undisputed."""
+    bullet = entry.bullet
+    if entry.section != "knowledge" or bullet.origin not in ("user", "note", "tool"):
+        return None
+    text = bullet.text
+    if _older_of_two(text):
+        return None  # a later value of the same subject stands beside it
+    said = _LEAD_IN.sub("", facts.unmarked(text)).strip()
+    if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
+        return None
+    values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
+    if not values and (bullet.origin == "tool" or _PRONOUN_SUBJECT.match(said)):
+        return None
+    who = "a tool's output showed it" if bullet.origin == "tool" else "the user stated it"
+    return Evidence("current_value", f"{who} as the project's current state")
+
+
+# `[possible conflict 2026-10-02 with "..." of 2026-10-11]`: this one's day, then the other's.
+_CONFLICT_DAYS: Final = re.compile(
+    r'^\s*\[possible conflict (?P<day>\S+) with ".*" of (?P<other>\S+)\]'
+)
+
+
+def _older_of_two(text: str) -> bool:
+    """Marked as possibly in conflict with a value said on a later day: that one is current.
+    Two values said the same day (`[conflicting ...]`) are both shown, marked: neither won."""
+    match = _CONFLICT_DAYS.match(text)
+    return match is not None and match["day"] < match["other"]
+
+
+# A failure entry of the offline reader: the command, its error, and what fixed it.
+_FIXED: Final = re.compile(r" -> (?:fixed by|fixed in) ")
+# A test run's tally: which edit made it pass, exit codes cannot tell.
+_TALLY: Final = re.compile(
+    r"\b\d+\s+(?:doctests?|tests?|examples?|specs?)\b[^)]*?\b\d+\s+(?:failures?|failed|errors?)\b"
+    r"|\b\d+\s+passed\b[^)]*?\b\d+\s+failed\b|\b\d+\s+failed\b[^)]*?\b\d+\s+passed\b"
+    r"|\btests?:?\s+\d+\s+failed\b",
+    re.IGNORECASE,
+)
+
+
+def _confirmed_fix(entry: Entry) -> Evidence | None:
+    if entry.section != "failures" or not entry.bullet.sources:
+        return None
+    text = entry.bullet.text
+    found = list(_FIXED.finditer(text))
+    if not found or " failed (" not in text:
+        return None
+    error = text[text.index(" failed (") : found[-1].start()]
+    if _TALLY.search(error):
+        return None
+    fix = text[found[-1].end() :]
+    if _value_tokens(fix) & stale_values(entry.block):
+        return None  # the fix uses a value the memory says is no longer current
+    return Evidence("confirmed_fix", "exit codes: it failed, and passed after the fix")
+
+
+def _several_sessions(entry: Entry) -> Evidence | None:
+    if entry.section == "preferences" or facts.unmarked(entry.bullet.text) != entry.bullet.text:
+        return None
+    cited = {task.task_id: task for task in entry.block.tasks}
+    threads = {
+        thread
+        for task_id in entry.bullet.task_ids
+        if task_id in cited
+        for thread in cited[task_id].thread_ids
+    }
+    if len(threads) < 2:
+        return None
+    return Evidence("several_sessions", f"seen in {len(threads)} sessions")
+
+
+def _repository_check(entry: Entry) -> Evidence | None:
+    if not entry.repository_holds:
+        return None
+    return Evidence("repository_check", "the project folder bears it out")
+
+
+FINDERS: Final[tuple[Callable[[Entry], Evidence | None], ...]] = (
+    _note,
+    _model_judgment,
+    _standing_instruction,
+    _current_value,
+    _confirmed_fix,
+    _several_sessions,
+    _repository_check,
+)
+
+_VALUE_TOKEN: Final = re.compile(r"[\w@~][\w.:/@~-]*\w")
+
+
+def _value_tokens(text: str) -> frozenset[str]:
+    return frozenset(
+        token
+        for token in _VALUE_TOKEN.findall(text.lower())
+        if any(c.isdigit() for c in token) or any(c in token for c in "/._~@")
+    )
+
+
+@lru_cache(maxsize=1024)
+def stale_values(block: Block) -> frozenset[str]:
+    """The values that only entries marked superseded still hold: no longer current."""
+    stale: set[str] = set()
+    live: set[str] = set()
+    for section, bullet in block.bullets():
+        if facts.is_superseded(bullet.text):
+            stale.update(_value_tokens(facts.unmarked(bullet.text)))
+        elif section != "failures":  # a fix that uses a value does not make it current
+            live.update(_value_tokens(bullet.text))
+    return frozenset(stale - live)

@@ -1,0 +1,248 @@
+"""What `context` injects is what is sure: each entry shown names its evidence, the rest is
+stored and searchable, and a model's entries keep its judgment but not a pasted shape. The
+false entries below are in the words they were found in on real sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from consolidator.face.context import AgentContext, build_context, render_for
+from consolidator.memory.blocks import Block, Bullet, Memory, Origin, Section, Task, ThreadCitation
+from consolidator.memory.sureness import Entry, is_standing_instruction, judge
+
+PROJECT = "/work/shop"
+
+
+def _task(thread: str) -> Task:
+    citation = ThreadCitation(
+        thread, f"rollout_summaries/{thread}.md", PROJECT, "/s.jsonl", "2026-11-01T10:00:00Z"
+    )
+    return Task(f"t-{thread}", f"work in {thread}", (citation,))
+
+
+def _said(text: str, origin: Origin = "user", threads: tuple[str, ...] = ("a",)) -> Bullet:
+    """A bullet as the offline reader stores it: its wording traced to the sessions."""
+    return Bullet(
+        text,
+        tuple(f"t-{t}" for t in threads),
+        tuple((t, text) for t in threads),
+        tuple((t, origin) for t in threads),
+    )
+
+
+def _block(
+    cwd: str | None = PROJECT, threads: tuple[str, ...] = ("a",), **sections: tuple[Bullet, ...]
+) -> Block:
+    return Block(
+        block_id="general" if cwd is None else "shop",
+        title="shop",
+        scope="",
+        applies_to_cwd=cwd,
+        reuse_rule="",
+        tasks=tuple(_task(t) for t in threads),
+        **sections,
+    )
+
+
+def _context(*blocks: Block) -> AgentContext:
+    return build_context(
+        Memory(blocks),
+        cwd=PROJECT,
+        memory_dir=Path("/m"),
+        max_bytes=20_000,
+        version=1,
+        source="database",
+    )
+
+
+def _pref(quote: str, where: str = "working in shop") -> str:
+    return f'when {where}, the user asked: "{quote}"'
+
+
+def test_the_false_entries_found_on_real_sessions_are_not_injected() -> None:
+    asked = ("a", "b", "c", "d", "e", "f", "g")
+    everywhere = _block(
+        None,
+        threads=asked,
+        preferences=(
+            _said(_pref("What should I", "in every project"), threads=asked),
+            _said(
+                _pref("no hurry on this one, just want it before friday.", "in every project"),
+                threads=("a", "b"),
+            ),
+        ),
+    )
+    project = _block(
+        preferences=(
+            _said(
+                _pref(
+                    "Don't stop until all functions are ported, tests pass, and you have"
+                    " 100% coverage"
+                )
+            ),
+            _said(_pref("It's bad idea, since entire converation will be proceed every time.")),
+        ),
+        knowledge=(
+            _said("You have 100% coverage."),
+            _said("Const currentMessage = messages[currentIndex]"),
+            _said("We offer a 14-day free trial"),
+        ),
+        failures=(
+            _said(
+                "`rm -rf dist` failed (The user doesn't want to proceed with this tool use.)"
+                " -> passed when run again",
+                "tool",
+            ),
+        ),
+    )
+    context = _context(everywhere, project)
+    entries = [
+        line
+        for line in context.markdown.splitlines()
+        if line.startswith("- ") and "rollout_summaries/" not in line
+    ]
+    assert entries == []
+    assert context.searchable == 8
+    assert context.markdown.rstrip().endswith("`consolidator search`.")
+
+
+def test_a_fix_that_uses_a_value_taken_back_is_not_injected() -> None:
+    block = _block(
+        threads=("a", "b"),
+        knowledge=(
+            _said("[superseded 2026-11-02] The staging db listens on port 6543."),
+            _said("The staging db listens on port 6544 now.", threads=("b",)),
+        ),
+        failures=(
+            _said("`psql -p 5432` failed (connection refused) -> fixed by `psql -p 6543`", "tool"),
+            _said(
+                "`psql -h db -p 5432` failed (connection refused) -> fixed by `psql -h db -p 6544`",
+                "tool",
+                ("b",),
+            ),
+        ),
+    )
+    shown = _context(block).markdown
+    assert "psql -h db -p 6544" in shown and "port 6544 now" in shown
+    assert "psql -p 6543" not in shown and "port 6543" not in shown
+
+
+def test_a_test_run_fixed_by_the_last_command_before_it_passed_is_not_sure() -> None:
+    tally = (
+        "`mix test 2>&1` failed (14 doctests, 127 tests, 12 failures)"
+        " -> fixed by `mix deps.get 2>&1`"
+    )
+    build = (
+        "`node assets/build.js` failed (Error: Build failed with 1 error:)"
+        " -> fixed by `cd assets && node build.js`"
+    )
+    shown = _context(_block(failures=(_said(tally, "tool"), _said(build, "tool")))).markdown
+    assert "mix deps.get" not in shown
+    assert "cd assets && node build.js" in shown
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Always run migrations after pulling.",
+        "Don't forget to run migrations after pulling.",
+        "Never forget to tag the release",
+        "always use uv, never pip",
+        "pls pnpm, not npm, for the install",
+        "Run the tests with `make check`, not pytest direct",
+        "I prefer small commits over big ones",
+        "from now on run `make lint` before you say you're done",
+        "no force pushes to main please",
+        "keep PRs small, one concern each",
+        "star imports are a no-go in this codebase",
+        "commit messages should be in the imperative mood",
+        "If you need to know whether a variable is set, use `grep -c '^AWS_' .env` or similar,"
+        " never print the values.",
+    ],
+)
+def test_a_standing_instruction_is_sure(quote: str) -> None:
+    assert is_standing_instruction(quote)
+    judgment = judge(Entry(_block(), "preferences", _said(_pref(quote))))
+    assert judgment.sure
+    assert [e.kind for e in judgment.evidence] == ["standing_instruction"]
+    assert "in /work/shop" in judgment.evidence[0].detail
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Finish up the users work by rigging up the chatbot-ui to use lmstudio instead of their"
+        " initial implementatiion of ollama.",
+        "Vite is on 5173 as always.",
+        "Don't stop until all functions are ported",
+        "no hurry on this one, just want it before friday.",
+        "use the new endpoint for now",
+    ],
+)
+def test_a_request_of_the_moment_is_not_a_standing_instruction(quote: str) -> None:
+    assert not is_standing_instruction(quote)
+
+
+def _evidence(section: Section, bullet: Bullet, block: Block | None = None) -> list[str]:
+    return [e.kind for e in judge(Entry(block or _block(), section, bullet)).evidence]
+
+
+def test_each_kind_of_evidence_is_named() -> None:
+    assert _evidence("knowledge", _said("The staging db listens on port 6544.")) == [
+        "current_value"
+    ]
+    assert _evidence("knowledge", _said("For the shader part ask @maaike")) == ["current_value"]
+    assert _evidence("knowledge", _said("The staging bucket is acme_assets.", "note")) == [
+        "note",
+        "current_value",
+    ]
+    two = _block(threads=("a", "b"))
+    concluded = _said("ROUND_HALF_EVEN moves two totals by a cent.", "agent", ("a", "b"))
+    assert _evidence("knowledge", concluded, two) == ["several_sessions"]
+    assert _evidence("knowledge", _said("ROUND_HALF_EVEN moves two totals.", "agent")) == []
+    assert _evidence("knowledge", _said("It might be on port 6544.")) == []
+    held = judge(
+        Entry(_block(), "knowledge", _said("scripts/sync.sh runs the upload.", "agent"), True)
+    )
+    assert [e.kind for e in held.evidence] == ["repository_check"]
+
+
+def test_a_model_s_entries_keep_its_judgment_but_not_a_pasted_shape() -> None:
+    curated = Bullet("Billing exports run nightly from the worker.", ("t-a",))
+    pasted = Bullet("const total = lines.reduce(sum, 0);", ("t-a",))
+    context = _context(_block(knowledge=(curated, pasted)))
+    assert "Billing exports run nightly" in context.markdown
+    assert "lines.reduce" not in context.markdown
+    (entry,) = json.loads(render_for(context, "json"))["entries"]
+    assert entry["evidence"] == [
+        {"kind": "model_judgment", "detail": "curated by the consolidation model"}
+    ]
+    assert json.loads(render_for(context, "json"))["searchable"] == 1
+
+
+@pytest.mark.parametrize("output", ["markdown", "claude-hook", "codex-hook"])
+def test_every_format_ends_with_how_to_search_the_rest(output: str) -> None:
+    context = _context(_block(knowledge=(_said("The api listens on 8080."),)))
+    printed = render_for(context, output)
+    assert "search_memory" in printed and "search_sessions" in printed
+    assert "consolidator search" in printed
+
+
+def test_an_older_value_in_possible_conflict_is_left_to_search_a_same_day_dispute_is_shown() -> (
+    None
+):
+    older = '[possible conflict 2026-10-02 with "Staging db moved, its 6544 now." of 2026-10-11] '
+    block = _block(
+        knowledge=(
+            _said(older + "Staging db is on port 6543."),
+            _said("Staging db moved, its 6544 now."),
+            _said("[conflicting 2026-03-02] The worker pool size is 8"),
+            _said("[conflicting 2026-03-02] Worker pool size is 16"),
+        )
+    )
+    shown = _context(block).markdown
+    assert "port 6543" not in shown and "its 6544 now" in shown
+    assert "pool size is 8" in shown and "pool size is 16" in shown
