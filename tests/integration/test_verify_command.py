@@ -5,6 +5,7 @@ databases."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -21,13 +22,13 @@ from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import decode
 from consolidator.phases.add_note import add_check_note
-from consolidator.phases.note_files import drop_gone_notes
+from consolidator.phases.note_files import sweep_notes
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.sources.note import CheckFindings
 from tests.careful_model import CarefulModel
 from tests.factories import LEASE, add_output, result_of
 from tests.fake_openai import FakeOpenAI
-from tests.hostile import Cli, make_cli
+from tests.hostile import BILLING_ID, Cli, clone_rollout, make_cli
 from tests.stored_text import database_text
 
 STALE = "Run migrations with tools/run_migrations.sh before the tests"
@@ -171,7 +172,7 @@ def test_failing_entries_are_taken_out_by_the_next_run_citing_the_check(
 
     # A session whose file vanished takes its check with it too.
     assert Store(engine).threads.mark_deleted(["new-session"]) == 1
-    drop_gone_notes(build_settings({"home": str(cli.home), "db": cli.db_url}), Store(engine))
+    sweep_notes(build_settings({"home": str(cli.home), "db": cli.db_url}), Store(engine))
     assert not list(notes.glob("note-*.jsonl"))
     assert "make lint" not in database_text(engine)
 
@@ -327,3 +328,33 @@ def test_a_deeply_nested_file_neither_stops_the_hook_nor_verify(
     by_folder = {b["cwd"]: b for b in report["blocks"]}
     assert by_folder[str(folder)]["entries"][0]["status"] == "unchecked"
     assert by_folder[str(other)]["fails"] == 3, "the other project is still checked"
+
+
+@pytest.mark.slow
+def test_a_correct_repository_check_that_shrinks_a_small_memory_does_not_wedge_phase_two(
+    cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    """The check's removals exceed the shrink fraction of this small memory: the check is
+    set aside with its reason, and an unrelated project's new session still lands."""
+    folder = project(tmp_path / "shop")
+    cli("db", "upgrade")
+    commit(Store(engine), memory_for(folder))
+    fed = cli("verify", "--json").json()
+    assert isinstance(fed, dict) and len(fed["fed"]) == 2
+    clone_rollout(cli.sessions / "billing.jsonl", session_id=BILLING_ID, cwd="/srv/billing")
+
+    cli("run", "--max-shrink-fraction", "0.05")
+    cli("run", "--max-shrink-fraction", "0.05")
+
+    shown = cli("show", "--json").json()
+    assert isinstance(shown, dict)
+    assert "/srv/billing" in shown["markdown"], "the unrelated session landed"
+    status = cli("status", "--json").json()
+    assert isinstance(status, dict)
+    reasons = [entry["reason"] for entry in status["set_aside"]]
+    assert reasons and all("would remove" in reason for reason in reasons), status["set_aside"]
+    set_aside = {entry["thread_id"] for entry in status["set_aside"]}
+    assert set_aside <= {note["thread_id"] for note in fed["fed"]}
+    sessions = cli("sessions", "--json").json()
+    assert isinstance(sessions, (dict, list))
+    assert "set_aside" in json.dumps(sessions)
