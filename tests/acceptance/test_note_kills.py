@@ -36,6 +36,16 @@ def unowned(folder: Path, engine: Engine) -> list[str]:
     return [name for name in files if name.lstrip(".").split(".")[0] not in live]
 
 
+def sweep_command(chance: random.Random, folder: Path, engine: Engine) -> tuple[str, ...]:
+    """`forget` of a live note, `clear-all` or `run`, at random."""
+    name = chance.choice(SWEEPERS)
+    if name == "clear-all":
+        return (name, "--yes")
+    named = {p.stem for p in folder.glob("note-*.jsonl")}
+    live = sorted(Store(engine).threads.live_thread_ids(named))
+    return ("forget", chance.choice(live)) if name == "forget" and live else ("run",)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_random_kills_of_note_never_leave_a_file_no_live_row_owns(
@@ -79,7 +89,7 @@ def test_random_kills_of_note_never_leave_a_file_no_live_row_owns(
                 if writer.poll() is None:
                     os.kill(writer.pid, signal.SIGKILL)
                 assert writer.wait(timeout=30) in (0, -signal.SIGKILL)
-            sweeper = chance.choice(SWEEPERS)
+            sweeper = sweep_command(chance, home / NOTES_DIR, engine)
             run_command([*CLI, *sweeper, *where], env, timeout=120)
             left = unowned(home / NOTES_DIR, engine)
             assert left == [], f"seed {seed}, round {round_number}, after {sweeper[0]}: {left}"
