@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from consolidator.phases.add_note import add_check_note
 from consolidator.phases.note_files import sweep_notes
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.sources.note import CheckFindings
+from consolidator.verify.folder import Limits
 from tests.careful_model import CarefulModel
 from tests.factories import LEASE, add_output, result_of
 from tests.fake_openai import FakeOpenAI
@@ -358,3 +360,40 @@ def test_a_correct_repository_check_that_shrinks_a_small_memory_does_not_wedge_p
     sessions = cli("sessions", "--json").json()
     assert isinstance(sessions, (dict, list))
     assert "set_aside" in json.dumps(sessions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "text", "entry"),
+    [
+        ("justfile", "a" + " " * 4096, "deploy with `just deploy`"),
+        ("Makefile", "a" + " " * (500 * 1024), MAKE_CHECK),
+    ],
+    ids=["4 KB justfile", "500 KB Makefile of blanks"],
+)
+def test_a_hostile_justfile_or_makefile_keeps_context_within_the_check_budget(
+    cli: Cli, engine: Engine, tmp_path: Path, name: str, text: str, entry: str
+) -> None:
+    plain, hostile = tmp_path / "plain", tmp_path / "hostile"
+    plain.mkdir()
+    hostile.mkdir()
+    (hostile / name).write_text(text, encoding="utf-8")
+    cli("db", "upgrade")
+    store = Store(engine)
+    add_output(store, "old-session", "old")
+    claim = store.phase_two.try_claim_phase2(lease_seconds=LEASE)
+    assert claim.claimed
+    both = Memory(
+        (*make_check_memory(plain, entry).blocks, *make_check_memory(hostile, entry).blocks)
+    )
+    assert store.consolidation.commit_phase2(claim, result_of(both), cooldown_seconds=0).committed
+
+    started = time.monotonic()
+    cli("context", "--cwd", str(plain), "--format", "claude-hook")
+    baseline = time.monotonic() - started
+    started = time.monotonic()
+    hook = cli("context", "--cwd", str(hostile), "--format", "claude-hook")
+    spent = time.monotonic() - started
+
+    assert entry in hook.out
+    assert spent - baseline < Limits().budget_seconds + 2.0, (spent, baseline)
