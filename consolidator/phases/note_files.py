@@ -130,16 +130,17 @@ def _note_line(note: NoteFile) -> str:
 def _staged_with_header(folder: Path, note_id: str, line: str) -> tuple[Path, RolloutHeader]:
     """A staged file and the header read from it, under the name the note will have. A sweep
     may take a staged file before its thread is registered; it is written again then."""
-    for attempt in range(_ATTEMPTS):
+    attempts = 0
+    while True:
         staged = _stage(folder, note_id, line)
         try:
             header = read_header(staged)
         except FileNotFoundError:
-            if attempt == _ATTEMPTS - 1:
+            attempts += 1
+            if attempts >= _ATTEMPTS:
                 raise
             continue
         return staged, replace(header, path=str(folder.absolute() / f"{note_id}.jsonl"))
-    raise AssertionError("unreachable")
 
 
 def _stage(folder: Path, note_id: str, line: str) -> Path:

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from consolidator.core.config import build_settings
 from consolidator.db.engine import create_db_engine
 from consolidator.db.store import Store
-from consolidator.phases.add_note import add_check_note
+from consolidator.phases.add_note import NoteOutcome, add_check_note
 from consolidator.phases.note_files import NOTES_DIR
 from consolidator.sources.note import CheckFindings, note_record
 from tests.factories import add_output
@@ -49,7 +49,7 @@ def unowned_files(cli: Cli, engine: Engine) -> list[str]:
     return [name for name in files if name.lstrip(".").split(".")[0] not in live]
 
 
-def check_of(cli: Cli, parent: str) -> object:
+def check_of(cli: Cli, parent: str) -> NoteOutcome:
     settings = build_settings(
         {"home": str(cli.home), "db": cli.db_url, "backend": "extractive"}, environ={}
     )
@@ -70,7 +70,7 @@ def test_a_forget_during_verify_leaves_no_note(cli: Cli, engine: Engine) -> None
 
     outcome = check_of(cli, "old-session")
 
-    assert getattr(outcome, "status", None) == "rejected", outcome
+    assert outcome.status == "rejected", outcome
     folder = notes_folder(cli)
     left = [p for p in folder.iterdir()] if folder.is_dir() else []
     assert left == [], "the check quotes the forgotten session"
