@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from consolidator.db.ports import NotesStore
 
 MAX_NOTE_CHARS: Final = 4000
-_FORGOTTEN: Final = "the session the note belongs to was forgotten while it was being added"
+_FORGOTTEN: Final = "the note, or the session it belongs to, was forgotten while it was being added"
 _REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
 
 
