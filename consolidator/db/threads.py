@@ -39,6 +39,9 @@ from consolidator.db.schema import Job, Thread
 from consolidator.db.statements import THREADS, TOMBSTONE, from_source
 from consolidator.sources.items import RolloutHeader
 
+# Ids per IN list: well under SQLite's limit on bound parameters.
+_ID_BATCH = 500
+
 
 @dataclass(frozen=True)
 class ThreadRepository:
@@ -173,16 +176,22 @@ class ThreadRepository:
             # A repository check's note quotes the session it names as parent: it goes too.
             return delete_vanished(connection, vanished, now)
 
-    def inputs_gone(self, thread_ids: Iterable[str]) -> set[str]:
-        """Which of `thread_ids` were forgotten or deleted: their files may go."""
+    def live_thread_ids(self, thread_ids: Iterable[str]) -> set[str]:
+        """Which of `thread_ids` name a live thread (active or bad): a file of ours whose
+        thread is not among them (forgotten, deleted, cleared, or never registered) may go."""
+        wanted = sorted(set(thread_ids))
+        live: set[str] = set()
         with self.db.read() as connection:
-            return {
-                thread_id
-                for thread_id in thread_ids
-                if tombstoned(connection, thread_id)
-                or connection.execute(TOMBSTONE, {"tombstone": thread_id}).scalar()
-                == ThreadState.DELETED.value
-            }
+            for start in range(0, len(wanted), _ID_BATCH):
+                batch = wanted[start : start + _ID_BATCH]
+                live.update(
+                    connection.execute(
+                        select(Thread.thread_id).where(
+                            Thread.thread_id.in_(batch), Thread.state.in_(LIVE_STATES)
+                        )
+                    ).scalars()
+                )
+        return live
 
     @contention_retry
     def hold_deletions(self, thread_ids: Iterable[str], source_id: str | None) -> int:

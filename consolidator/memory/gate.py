@@ -344,7 +344,8 @@ def check(
     if lost := shrinks_too_much(base, proposed, policy):
         raise ShrinkRefused(
             f"the result would remove {lost:.0%} of the memory (limit "
-            f"{policy.max_shrink_fraction:.0%}); re-run `phase2 --allow-shrink` if intended"
+            f"{policy.max_shrink_fraction:.0%}); if intended, `retry` the input and run "
+            "`phase2 --allow-shrink`"
         )
     unfitted, quarantined = quarantine_unsafe(proposed, admitted=base)
     memory, evicted = enforce_budget(

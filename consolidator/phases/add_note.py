@@ -6,34 +6,30 @@ become an input at all: it is kept in the quarantine, where `consolidator quaran
 it, and the caller is told why.
 A note an agent wrote is held for a person's approval first (`hold`; see
 `approve_note`), unless the user trusts agents' notes.
-Any other note is written to `$CONSOLIDATOR_HOME/notes/<id>.jsonl` (0600, atomically),
-registered as a thread of source `note` and extracted at once; the next phase-two pass
+Any other note is written to `$CONSOLIDATOR_HOME/notes/<id>.jsonl` (0600) together with its
+thread of source `note` (see `note_files`), and extracted at once; the next phase-two pass
 consolidates it, cited, and `consolidator forget <id>` removes it like a session.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from consolidator.core.config import Settings
 from consolidator.db import opened_store
-from consolidator.phases.note_files import NOTES_DIR
+from consolidator.phases.note_files import NoteFile, write_note
 from consolidator.security.private_spans import drop_private_spans
 from consolidator.security.redaction import redact
 from consolidator.security.threats import scan_threats
-from consolidator.sources.note import CHECK_ORIGIN, CheckFindings, check_text, note_record
+from consolidator.sources.note import CHECK_ORIGIN, CheckFindings, check_text
 
 if TYPE_CHECKING:
     from consolidator.db.ports import NotesStore
 
 MAX_NOTE_CHARS: Final = 4000
+_FORGOTTEN: Final = "the note, or the session it belongs to, was forgotten while it was being added"
 _REFUSED: Final = frozenset({"injection", "exfiltration", "invisible_unicode"})
 
 
@@ -115,60 +111,22 @@ def approve_note(settings: Settings, note_id: str) -> NoteOutcome | None:
         return outcome
 
 
-@dataclass(frozen=True)
-class NoteFile:
-    """What a note's file holds."""
-
-    note_id: str
-    text: str
-    cwd: str | None
-    origin: str
-    parent: str | None = None
-
-
 def _accept(store: NotesStore, settings: Settings, note: NoteFile, redacted: int) -> NoteOutcome:
     from consolidator.backends.factory import make_backend
-    from consolidator.phases.scan import register_file
     from consolidator.phases.stage_one.run import process_one
     from consolidator.phases.worker import stage1_options
 
-    path = _write_note(settings.home / NOTES_DIR, note)
-    _change, thread_id = register_file(
-        store,
-        str(path),
-        ingested=True,
-        retry_budget=settings.stage1_retry_budget,
-        source_id=settings.source_id,
-    )
-    claim, result = process_one(store, make_backend(settings), thread_id, stage1_options(settings))
-    thread = store.threads.get_thread(thread_id)
-    if thread is not None and thread.problem:
-        return NoteOutcome("rejected", thread_id, redacted, thread.problem)
-    stage1 = result.value if result is not None else claim.outcome.value
-    return NoteOutcome("accepted", thread_id, redacted, None, stage1)
-
-
-def _write_note(folder: Path, note: NoteFile) -> Path:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    record = note_record(
-        note.note_id,
-        text=note.text,
-        cwd=note.cwd,
-        timestamp=stamp,
-        origin=note.origin,
-        parent=note.parent,
-    )
-    path = folder / f"{note.note_id}.jsonl"
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=".note-", suffix=".tmp")
+    if not write_note(store, settings, note):
+        return NoteOutcome("rejected", note.note_id, redacted, _FORGOTTEN)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), 0o600)
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
+        claim, result = process_one(
+            store, make_backend(settings), note.note_id, stage1_options(settings)
+        )
+    except KeyError:
+        # Forgotten between its registration and its extraction: the forget took its file.
+        return NoteOutcome("rejected", note.note_id, redacted, _FORGOTTEN)
+    thread = store.threads.get_thread(note.note_id)
+    if thread is not None and thread.problem:
+        return NoteOutcome("rejected", note.note_id, redacted, thread.problem)
+    stage1 = result.value if result is not None else claim.outcome.value
+    return NoteOutcome("accepted", note.note_id, redacted, None, stage1)

@@ -19,7 +19,7 @@ from consolidator.db.ports import WorkerStore
 from consolidator.db.records import Eligibility, Stage1Waiting
 from consolidator.memory.bounds import GrowthLimits
 from consolidator.phases.leases import Heartbeat
-from consolidator.phases.note_files import drop_gone_notes
+from consolidator.phases.note_files import sweep_notes
 from consolidator.phases.phase_two.run import Phase2Options, Phase2Report, run_phase_two
 from consolidator.phases.publish.from_store import publish
 from consolidator.phases.publish.projection import ProjectionReport
@@ -108,7 +108,11 @@ class PassReport:
 def scan_sessions(
     store: WorkerStore, settings: Settings, *, confirm_deletions: bool = False
 ) -> ScanReport:
-    """Scan, log what could not be read, and scrub the space of inputs that vanished."""
+    """Scan, log what could not be read, and scrub the space of inputs that vanished. The
+    notes folder is swept first, so a note killed before its file had its name is named
+    before the scan could take it for a vanished file, and again after a scan that forgot
+    (a check note goes with the session it quotes)."""
+    sweep_notes(settings, store)
     report = scan(
         store,
         settings.sessions_dirs,
@@ -120,7 +124,7 @@ def scan_sessions(
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})
     if report.forgot_any:
-        drop_gone_notes(settings, store)
+        sweep_notes(settings, store)
         store.admin.purge_free_space()
     return report
 

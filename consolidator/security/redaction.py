@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from consolidator.security.config_files import config_file_spans
 from consolidator.security.credentials import credential_spans
 from consolidator.security.hidden import (
     encoded_spans,
@@ -20,7 +21,12 @@ from consolidator.security.hidden import (
 )
 from consolidator.security.pem import pem_spans
 from consolidator.security.spans import PLACEHOLDER, Scan, Span, surrounding_lines
-from consolidator.security.tokens import detect_secrets_spans, header_spans, token_spans
+from consolidator.security.tokens import (
+    detect_secrets_spans,
+    header_spans,
+    token_spans,
+    wrapped_token_spans,
+)
 
 # Enough for any single fixed point seen in practice; the loop normally stops after one pass
 # that finds nothing, and exists so that redact() is idempotent by construction.
@@ -131,5 +137,7 @@ def _written_spans(text: str) -> list[Span]:
     spans.extend(token_spans(scan))
     spans.extend(header_spans(scan))
     spans.extend(credential_spans(scan))
+    spans.extend(config_file_spans(scan))
+    spans.extend(wrapped_token_spans(scan))
     spans.extend(prose_spans(scan))
     return spans

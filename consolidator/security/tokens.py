@@ -204,6 +204,40 @@ def header_spans(scan: Scan) -> Iterator[Span]:
         yield m.start(1), m.end(1), "authorization header"
 
 
+# A token with a known prefix cut by a line break (a terminal or an editor wrapped it): the
+# piece before the break, the break, and the piece after it.
+_WRAPPED = re.compile(
+    r"(?:gh[pousr]_|github_pat_|gl(?:pat|dt|ft|rt)-|sk-|sk_live_|sk_test_|xox[abposre]-|hf_)"
+    r"[A-Za-z0-9_-]{0,255}(?P<joint>\r?\n[ \t]{0,16})[A-Za-z0-9_-]{1,255}"
+)
+_WRAPPED_ANCHORS = (_PREFIXES_LOWER_G, _PREFIXES_LOWER_S, _STRIPE_PREFIX, _PREFIXES_X, _PREFIXES_H)
+
+
+def wrapped_token_spans(scan: Scan) -> Iterator[Span]:
+    """A token split over two lines: its pieces joined are read by the same plugins and
+    patterns as any token, and a finding that reaches past the break takes both pieces."""
+    text = scan.text
+    for start, end in scan.windows(_WRAPPED_ANCHORS):
+        for m in _WRAPPED.finditer(text, start, end):
+            if not at_word_start(text, m):
+                continue
+            joint_start, joint_end = m.span("joint")
+            joined = text[m.start() : joint_start] + text[joint_end : m.end()]
+            head = joint_start - m.start()
+            if _finding_reaches(joined, head):
+                yield m.start(), m.end(), "wrapped token"
+
+
+def _finding_reaches(joined: str, head: int) -> bool:
+    """Whether a token plugin or pattern finds, in `joined`, a token longer than `head`."""
+    for plugin in _DETECT_SECRETS_PLUGINS:
+        for raw in plugin.detector.analyze_string(joined):
+            found = joined.find(str(raw))
+            if found != -1 and found + len(str(raw)) > head:
+                return True
+    return any(m.end() > head for token in _TOKEN_PATTERNS for m in token.regex.finditer(joined))
+
+
 def detect_secrets_spans(scan: Scan) -> Iterator[Span]:
     text = scan.text
     values: dict[str, str] = {}

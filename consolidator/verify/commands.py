@@ -10,9 +10,7 @@ environments) is left unchecked rather than failed.
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -37,12 +35,19 @@ _PATTERNS: Final = tuple(
     for tool, code, prose in _COMMAND_SHAPES
 )
 _CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
-_MAKE_TARGET: Final = re.compile(r"^([^\s:#=%][^:#=]*?)\s*::?(?!=)", re.MULTILINE)
-_MAKE_INCLUDE: Final = re.compile(r"^-?include\s+(.+)$", re.MULTILINE)
-_JUST_RECIPE: Final = re.compile(r"^@?([A-Za-z0-9_][\w-]*)(?:\s+[^:\n]*)?\s*:(?!=)", re.MULTILINE)
-_TOX_SECTION: Final = re.compile(r"^\[testenv:([^\]]+)\]", re.MULTILINE)
-_TOX_ENVLIST: Final = re.compile(r"^env_?list\s*=\s*((?:.*\n?)(?:[ \t]+.*\n?)*)", re.MULTILINE)
+# Patterns read from repository files (which may be hostile) are linear: no quantifier
+# nested in another, and no two neighbouring ones that can take the same character, so each
+# line is read a bounded number of times whatever it holds.
+_MAKE_TARGET: Final = re.compile(r"^([^\s:#=%][^:#=\n]*)::?(?!=)", re.MULTILINE)
+_MAKE_INCLUDE: Final = re.compile(r"^-?include[ \t]+([^\n]+)$", re.MULTILINE)
+_JUST_RECIPE: Final = re.compile(r"^@?([A-Za-z0-9_][\w-]*)(?:[ \t][^:\n]*)?:(?!=)", re.MULTILINE)
+_JUST_IMPORT: Final = re.compile(r"^(?:import|mod)\b", re.MULTILINE)
+_TOX_SECTION: Final = re.compile(r"^\[testenv:([^\]\n]+)\]", re.MULTILINE)
+_TOX_ENVLIST: Final = re.compile(r"env_?list[ \t]*=")
+_MAX_ENVLIST_LINES: Final = 256
+_TOX_SEPARATOR: Final = re.compile(r"[,\s]+")
 _GENERATED_TOX: Final = re.compile(r"^py(?:\d+|py\d*)?(?:-.*)?$")
+_DEPENDENCY_NAME_END: Final = re.compile(r"[\s<>=!~\[;(]")
 _PYTHON_RUNNERS: Final = frozenset({"python", "python3", "pytest", "pip"})
 
 
@@ -101,16 +106,26 @@ def _check_command(view: FolderView, command: NamedCommand) -> Finding:
 
 
 def _make(view: FolderView, target: str) -> bool | str | None:
-    for name in ("GNUmakefile", "makefile", "Makefile"):
-        text = view.read(name).text
-        if text is not None:
-            break
-    else:
-        return "no Makefile now"
+    text = _first_of(view, ("GNUmakefile", "makefile", "Makefile"))
+    if not isinstance(text, str):
+        return "no Makefile now" if text else None
     targets, certain = _make_targets(view, text, depth=0)
     if target in targets:
         return True
     return "no such target now" if certain else None
+
+
+def _first_of(view: FolderView, names: tuple[str, ...]) -> str | bool:
+    """The text of the first of `names` the folder has; else True when none of them is
+    there at all, False when one is there but was not read (too large, outside the folder,
+    unreadable): then nothing can be said of what it holds."""
+    absent = True
+    for name in names:
+        found = view.read(name)
+        if found.text is not None:
+            return found.text
+        absent = absent and found.absent
+    return absent
 
 
 def _make_targets(view: FolderView, text: str, *, depth: int) -> tuple[set[str], bool]:
@@ -131,26 +146,19 @@ def _make_targets(view: FolderView, text: str, *, depth: int) -> tuple[set[str],
 
 
 def _npm(view: FolderView, script: str) -> bool | str | None:
-    text = view.read("package.json").text
-    if text is None:
+    if view.read("package.json").absent:
         return "no package.json now"
-    try:
-        scripts = json.loads(text).get("scripts") or {}
-    except (ValueError, AttributeError):
-        return None
+    scripts = (view.document("package.json") or {}).get("scripts")
     if not isinstance(scripts, dict):
         return None
     return True if script in scripts else "no such script in package.json now"
 
 
 def _just(view: FolderView, recipe: str) -> bool | str | None:
-    for name in ("justfile", "Justfile", ".justfile"):
-        text = view.read(name).text
-        if text is not None:
-            break
-    else:
-        return "no justfile now"
-    if re.search(r"^(?:import|mod)\b", text, re.MULTILINE):
+    text = _first_of(view, ("justfile", "Justfile", ".justfile"))
+    if not isinstance(text, str):
+        return "no justfile now" if text else None
+    if _JUST_IMPORT.search(text):
         return True if recipe in _JUST_RECIPE.findall(text) else None
     return True if recipe in _JUST_RECIPE.findall(text) else "no such recipe now"
 
@@ -160,24 +168,37 @@ def _tox(view: FolderView, env: str) -> bool | str | None:
     if text is None:
         return None
     envs = set(_TOX_SECTION.findall(text))
-    for listing in _TOX_ENVLIST.findall(text):
-        envs |= {e.strip() for e in re.split(r"[,\s]+", listing) if e.strip()}
+    for listing in _tox_envlists(text):
+        envs |= {e.strip() for e in _TOX_SEPARATOR.split(listing) if e.strip()}
     if env in envs or any("{" in e for e in envs):
         return True if env in envs else None
     return None if _GENERATED_TOX.match(env) else "no such tox env now"
 
 
+def _tox_envlists(text: str) -> Iterator[str]:
+    """Each `envlist =` value, with the indented lines that continue it."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        found = _TOX_ENVLIST.match(line)
+        if found is None:
+            continue
+        listing = [line[found.end() :]]
+        for more in lines[index + 1 : index + 1 + _MAX_ENVLIST_LINES]:
+            if not more[:1].isspace() or not more.strip():
+                break
+            listing.append(more)
+        yield "\n".join(listing)
+
+
 def _uv(view: FolderView, name: str) -> bool | str | None:
     if name in _PYTHON_RUNNERS or name.endswith(".py") or "/" in name:
         return None
-    text = view.read("pyproject.toml").text
-    if text is None:
-        return None
-    try:
-        project = tomllib.loads(text).get("project", {})
-    except tomllib.TOMLDecodeError:
+    project = (view.document("pyproject.toml") or {}).get("project")
+    if not isinstance(project, dict):
         return None
     scripts = project.get("scripts") or {}
+    if not isinstance(scripts, dict):
+        return None
     if name in scripts:
         return True
     if not scripts or _is_dependency(project, name):
@@ -186,11 +207,14 @@ def _uv(view: FolderView, name: str) -> bool | str | None:
 
 
 def _is_dependency(project: dict[str, object], name: str) -> bool:
-    declared: list[object] = list(project.get("dependencies") or [])  # type: ignore[call-overload]
-    for extra in (project.get("optional-dependencies") or {}).values():  # type: ignore[attr-defined]
-        declared += list(extra)
+    declared = list(_strings(project.get("dependencies")))
+    extras = project.get("optional-dependencies")
+    for extra in extras.values() if isinstance(extras, dict) else ():
+        declared += _strings(extra)
     wanted = name.lower().replace("_", "-")
-    return any(
-        isinstance(d, str) and re.split(r"[\s<>=!~\[;(]", d, maxsplit=1)[0].lower() == wanted
-        for d in declared
-    )
+    return any(_DEPENDENCY_NAME_END.split(d, maxsplit=1)[0].lower() == wanted for d in declared)
+
+
+def _strings(value: object) -> list[str]:
+    """The strings of a TOML array; nothing when `value` is not one."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from consolidator.verify.folder import FolderView, Limits
 from consolidator.verify.outcome import UNCHECKED, Finding, Verdict, verdict_of
 from consolidator.verify.paths import check_path, named_paths
 from consolidator.verify.runtimes import check_version
+
+log = logging.getLogger(__name__)
 
 
 def verify_text(view: FolderView, text: str) -> Verdict:
@@ -59,5 +62,19 @@ class EntryChecker:
             return UNCHECKED
         key = (folder, text)
         if key not in self._verdicts:
-            self._verdicts[key] = verify_text(self._views.for_folder(folder), text)
+            self._verdicts[key] = self._checked(folder, text)
         return self._verdicts[key]
+
+    def _checked(self, folder: str, text: str) -> Verdict:
+        """A check is a lead for an agent's session start and for `verify`: whatever a
+        hostile folder holds, it answers "unchecked" rather than stopping either."""
+        try:
+            return verify_text(self._views.for_folder(folder), text)
+        except Exception:
+            log.warning(
+                "checking an entry against %s failed",
+                folder,
+                exc_info=True,
+                extra={"action": "verify_failed"},
+            )
+            return UNCHECKED

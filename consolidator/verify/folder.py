@@ -3,13 +3,18 @@
 Everything is resolved inside the folder: a path (or a symlink on the way to it) that leads
 outside is reported as leaving it and never read. Files over a size cap are not read, the walk
 that looks for a moved file stops after a number of entries, and every operation stops once
-the time budget is spent, so the answer is "unchecked" rather than slow.
+the time budget is spent, so the answer is "unchecked" rather than slow. A file the view did
+not read (too large, outside the folder, unreadable, not a regular file, out of time) is never
+taken for an absent one: only a name that is not there at all is absent. A JSON or TOML file
+that cannot be parsed (malformed, or nested deeper than the parser recurses) is unread too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +41,14 @@ class Limits:
 
 @dataclass(frozen=True)
 class ReadResult:
+    """A file's text, or None with why it was not read; None with no reason: it is absent."""
+
     text: str | None
     skipped: str | None = None
+
+    @property
+    def absent(self) -> bool:
+        return self.text is None and self.skipped is None
 
 
 @dataclass
@@ -50,6 +61,7 @@ class FolderView:
     _real_root: str = ""
     _deadline: float = 0.0
     _reads: dict[str, ReadResult] = field(default_factory=dict)
+    _documents: dict[str, dict[str, object] | None] = field(default_factory=dict)
     _answers: dict[tuple[str, str], object] = field(default_factory=dict)
     _names: dict[str, list[str]] | None = None
     _walk_complete: bool = False
@@ -86,7 +98,13 @@ class FolderView:
         real = self._inside(relative)
         if real is None:
             return "outside"
-        return "present" if os.path.lexists(real) else "missing"
+        try:
+            os.lstat(real)
+        except FileNotFoundError:
+            return "missing"
+        except OSError:
+            return "unchecked"
+        return "present"
 
     def read(self, relative: str) -> ReadResult:
         """The text of a file inside the folder, or None with why it was not read."""
@@ -103,14 +121,33 @@ class FolderView:
         if real is None:
             return ReadResult(None, "leaves the folder")
         try:
-            if not real.is_file():
+            if not real.exists():
                 return ReadResult(None)
+            if not real.is_file():
+                return ReadResult(None, f"{relative} not a regular file")
             if real.stat().st_size > self.limits.max_file_bytes:
                 return ReadResult(None, f"{relative} too large to read")
             with real.open(encoding="utf-8", errors="replace") as handle:
                 return ReadResult(handle.read(self.limits.max_file_bytes))
         except OSError:
             return ReadResult(None, f"{relative} unreadable")
+
+    def document(self, relative: str) -> dict[str, object] | None:
+        """A JSON or TOML file's top-level table (by its extension), or None when the file
+        is absent, unread, cannot be parsed or is not a table at its top."""
+        if relative not in self._documents:
+            self._documents[relative] = self._parsed(relative)
+        return self._documents[relative]
+
+    def _parsed(self, relative: str) -> dict[str, object] | None:
+        text = self.read(relative).text
+        if text is None:
+            return None
+        try:
+            parsed = tomllib.loads(text) if relative.endswith(".toml") else json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        return parsed if isinstance(parsed, dict) else None
 
     def listing(self, relative: str) -> list[str]:
         """The names in a folder inside the view (empty when it is not one)."""

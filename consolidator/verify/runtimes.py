@@ -11,9 +11,7 @@ changed a runtime to.
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -181,12 +179,7 @@ def _line_values(name: str, text: str, runtime: Runtime) -> Iterator[RepoValue]:
                 if version:
                     yield RepoValue(version.group(0), False)
     elif name == "Dockerfile" and runtime in _IMAGES:
-        pattern = re.compile(
-            rf"^FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:{'|'.join(_IMAGES[runtime])}):v?"
-            r"(\d+(?:\.\d+){0,2})",
-            re.IGNORECASE | re.MULTILINE,
-        )
-        pins = pattern.findall(text)
+        pins = [pin for line in text.splitlines() if (pin := _image_pin(line, runtime))]
         if pins:
             yield RepoValue(pins[-1], False)
     elif name == "go.mod" and runtime == "go":
@@ -194,6 +187,20 @@ def _line_values(name: str, text: str, runtime: Runtime) -> Iterator[RepoValue]:
             match = go_pattern.search(text)
             if match:
                 yield RepoValue(match.group(1), False)
+
+
+def _image_pin(line: str, runtime: Runtime) -> str | None:
+    """The version a Dockerfile's `FROM [--flag...] [registry/]image:tag` line pins, read by
+    splitting the line rather than by a pattern, so a hostile line costs one pass."""
+    words = line.split()
+    if len(words) < 2 or words[0].upper() != "FROM":
+        return None
+    image = next((word for word in words[1:] if not word.startswith("--")), "")
+    name, _, tag = image.rpartition("/")[2].partition(":")
+    if name.lower() not in _IMAGES[runtime]:
+        return None
+    version = _VERSION.match(tag.removeprefix("v"))
+    return version.group(0) if version else None
 
 
 def _first_line_version(view: FolderView, name: str) -> Iterator[RepoValue]:
@@ -221,28 +228,20 @@ def _pinning_first_lines(view: FolderView, runtime: Runtime) -> Iterator[RepoVal
 def _python(view: FolderView) -> Iterator[RepoValue]:
     yield from _pinning_first_lines(view, "python")
     yield from _tool_versions(view, "python")
-    text = view.read("pyproject.toml").text
-    if text is not None:
-        try:
-            required = tomllib.loads(text).get("project", {}).get("requires-python")
-        except tomllib.TOMLDecodeError:
-            required = None
-        if isinstance(required, str) and required.strip():
-            yield RepoValue(required.strip(), True)
+    project = (view.document("pyproject.toml") or {}).get("project")
+    required = project.get("requires-python") if isinstance(project, dict) else None
+    if isinstance(required, str) and required.strip():
+        yield RepoValue(required.strip(), True)
     yield from _docker_from(view, "python")
 
 
 def _node(view: FolderView) -> Iterator[RepoValue]:
     yield from _pinning_first_lines(view, "node")
     yield from _tool_versions(view, "node")
-    text = view.read("package.json").text
-    if text is not None:
-        try:
-            engine = (json.loads(text).get("engines") or {}).get("node")
-        except (ValueError, AttributeError):
-            engine = None
-        if isinstance(engine, str) and engine.strip():
-            yield RepoValue(engine.strip(), True)
+    engines = (view.document("package.json") or {}).get("engines")
+    engine = engines.get("node") if isinstance(engines, dict) else None
+    if isinstance(engine, str) and engine.strip():
+        yield RepoValue(engine.strip(), True)
     yield from _docker_from(view, "node")
 
 
@@ -254,14 +253,10 @@ def _go(view: FolderView) -> Iterator[RepoValue]:
 
 def _rust(view: FolderView) -> Iterator[RepoValue]:
     yield from _pinning_first_lines(view, "rust")
-    text = view.read("rust-toolchain.toml").text
-    if text is not None:
-        try:
-            channel = tomllib.loads(text).get("toolchain", {}).get("channel")
-        except tomllib.TOMLDecodeError:
-            channel = None
-        if isinstance(channel, str) and _VERSION.fullmatch(channel):
-            yield RepoValue(channel, False)
+    toolchain = (view.document("rust-toolchain.toml") or {}).get("toolchain")
+    channel = toolchain.get("channel") if isinstance(toolchain, dict) else None
+    if isinstance(channel, str) and _VERSION.fullmatch(channel):
+        yield RepoValue(channel, False)
     yield from _tool_versions(view, "rust")
 
 

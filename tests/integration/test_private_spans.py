@@ -9,6 +9,7 @@ The spans are placed in a real published Claude Code session (`tests/fixtures/re
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ WITHHELD = (
     "+1 415 555 0187",
     "the vendor contract with Norsk Kabel ends in March",
     "Priya has not been told about the reorg",
+    # After a span nested in another: still inside the outer one.
+    "the Lisbon office closes in June",
 )
 
 
@@ -61,7 +64,8 @@ REAL_SESSION = (
 # arguments, and a plain message), after the text shown.
 SPANS = {
     "create TODO app by Next.js</command-args>": (
-        f"create TODO app by Next.js <private>ask {WITHHELD[0]} at {WITHHELD[1]}</private>"
+        f"create TODO app by Next.js <private>ask {WITHHELD[0]} <private>at</private>"
+        f" {WITHHELD[1]}, {WITHHELD[4]}</private>"
         " before merging</command-args>"
     ),
     "Thanks! Please update CLAUDE.md for current changes": (
@@ -107,10 +111,13 @@ def assert_withheld_everywhere(
 ) -> None:
     stored = database_text(engine)
     on_disk = sqlite_file_bytes(db_url) + b"".join(directory_bytes(f) for f in folders)
+    names = " ".join(str(p) for f in folders for p in f.rglob("*")).lower()
     for text in WITHHELD:
         assert text not in stored, f"{text!r} is stored in the database"
         assert text.encode() not in on_disk, f"{text!r} is in a file"
         assert text.encode() not in sent, f"{text!r} was sent to the model"
+        slug = "-".join(re.findall(r"[a-z0-9]+", text.lower())[-2:])
+        assert slug not in names, f"{text!r} names a file"
 
 
 def consolidate(store: Store, backend: Backend, sessions: Path, memory_dir: Path) -> None:

@@ -26,6 +26,15 @@ CASES = {
         "fix the flaky test [private]",
     ),
     "a stray closing tag": ("done </private> next", "done  next"),
+    "nested": ("<private>a <private>b</private> c</private>", "[private]"),
+    "nested, then text": (
+        "call <private>Dana <private>(cell)</private> about the lien</private> after lunch",
+        "call [private] after lunch",
+    ),
+    "nested, the outer never closed": (
+        "ship it <private>x <private>y</private> z",
+        "ship it [private]",
+    ),
 }
 
 

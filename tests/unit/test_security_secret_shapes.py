@@ -212,3 +212,59 @@ def test_a_scan_for_some_kinds_reports_only_those() -> None:
         "injection"
     ]
     assert [t.kind for t in threats.scan_threats(text, {"secret"})] == ["secret"]
+
+
+EVERYDAY_FORMATS = {
+    ".netrc line": ("machine h login u password p", "password p", "login u"),
+    ".netrc entry over lines": (
+        "machine api.example.com\n  login alice\n  password Hunter2hunter\n",
+        "Hunter2hunter",
+        "login alice",
+    ),
+    ".pgpass line": (
+        "cat ~/.pgpass\ndb.internal:5432:shop:alice:Sup3rS3cret\n",
+        "Sup3rS3cret",
+        "db.internal:5432:shop:alice:",
+    ),
+    "Docker config auth": (
+        '{"auths": {"ghcr.io": {"auth": "YWxpY2U6czNjcmV0UGFzcw=="}}}',
+        "YWxpY2U6czNjcmV0UGFzcw==",
+        "ghcr.io",
+    ),
+    "Docker config auth in tool-call arguments": (
+        json.dumps({"input": '{"auths": {"ghcr.io": {"auth": "YWxpY2U6czNjcmV0UGFzcw=="}}}'}),
+        "YWxpY2U6czNjcmV0UGFzcw==",
+        "ghcr.io",
+    ),
+    "ghp_ token wrapped over two lines": (
+        "export GH=ghp_abcdefghijklmnopqrstuvwxyz\n0123456789AB and retry",
+        "0123456789AB",
+        "and retry",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EVERYDAY_FORMATS))
+def test_everyday_credential_formats_are_redacted(case: str) -> None:
+    text, secret, kept = EVERYDAY_FORMATS[case]
+    redacted = redact(text).text
+    assert secret not in redacted, redacted
+    assert kept in redacted and PLACEHOLDER in redacted
+    assert redact(redacted).text == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the machine learning password policy is strict",
+        "default login shell is zsh",
+        "MAC 00:11:22:33:44:55 and time 10:20:30:40:50",
+        "listen on 127.0.0.1:8080:80 for the proxy",
+        '{"auth": "oauth2"}',
+        "the sk-learn\nmodule",
+        "ghp_ tokens are\nrevoked on push",
+        "machine h login u password $NETRC_PASSWORD",
+    ],
+)
+def test_text_near_the_everyday_formats_survives(text: str) -> None:
+    assert redact(text).text == text

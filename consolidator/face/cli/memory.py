@@ -303,7 +303,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
     The session may be named by its rollout file too. One no scan has registered yet (a
     session id, or a file not read so far) is recorded as forgotten, so it is never extracted.
     """
-    from consolidator.phases.note_files import drop_gone_notes
+    from consolidator.phases.note_files import sweep_notes
     from consolidator.phases.publish.from_store import drop_backups
 
     inv = invocation(params)
@@ -311,6 +311,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
         thread_id, unseen = session_named(store, thread_id)
         if unseen:
             recorded = store.admin.forget_unseen(thread_id)
+            sweep_notes(inv.settings, store)
             inv.emit(
                 {"thread_id": thread_id, "forgotten": recorded, "never_scanned": True},
                 lambda: inv.console.print(
@@ -320,7 +321,7 @@ def forget_command(thread_id: str, **params: Any) -> None:
             return
         linked = store.threads.linked_thread_ids(thread_id)
         forgotten = store.admin.forget_thread(thread_id)
-        drop_gone_notes(inv.settings, store)
+        sweep_notes(inv.settings, store)
 
         def unpublish_thread() -> None:
             publish_memory(inv, store)
@@ -358,6 +359,7 @@ def clear_all_command(yes: bool, **params: Any) -> None:
     """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
     then empty the memory directory. Sessions still on disk are read again by the next run;
     forgotten ones stay forgotten."""
+    from consolidator.phases.note_files import sweep_notes
     from consolidator.phases.publish.from_store import unpublish
 
     inv = invocation(params)
@@ -369,6 +371,7 @@ def clear_all_command(yes: bool, **params: Any) -> None:
         )
     with changing_memory(inv) as store:
         report = store.admin.clear_all()
+        sweep_notes(inv.settings, store)
         problem = publish_committed(lambda: unpublish(inv.settings.memory_dir))
         complete = store.admin.purge_free_space()
     inv.emit(

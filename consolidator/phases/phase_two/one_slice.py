@@ -21,7 +21,7 @@ from consolidator.db.ports import PhaseTwoStore
 from consolidator.db.records import QuarantineItem, Stage1Record
 from consolidator.memory.blocks import Memory, ThreadCitation
 from consolidator.memory.codec import summary_stem
-from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, ShrinkRefused, judge
+from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, judge
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two.report import Phase2Options, Phase2Report
 from consolidator.phases.phase_two.slices import BLOCKS_SHARE, SliceBudget, blocks_to_show
@@ -128,7 +128,10 @@ def consolidate_piece(
     report: Phase2Report,
 ) -> GateOutcome:
     """One model call for one slice, applied and gated; `SliceRefused` when its inputs may
-    be the cause. Outages, settings and policy refusals (shrink) end the run."""
+    be the cause, a result that would shrink the memory past the policy included (one input,
+    such as a repository check taking out most of a small memory, asks for it: narrowed to
+    that input, it is set aside with the reason while the others commit). Outages and
+    settings end the run."""
     request = _request(memory, piece, options, budget)
     try:
         result = backend.consolidate(request)
@@ -148,8 +151,6 @@ def consolidate_piece(
             live_thread_ids=store.outputs.live_thread_ids,
             policy=gate_policy(options, store),
         )
-    except ShrinkRefused:
-        raise
     except GateRefused as exc:
         raise SliceRefused(str(exc), kind="answer") from exc
 
