@@ -125,7 +125,7 @@ def decide_skill(store: Store, settings: Settings, name: str, approve: bool) -> 
 def forget(store: Store, settings: Settings, thread_id: str) -> Done:
     """`forget THREAD_ID`: the session and the threads linked to it leave every place they
     live, the folder is rewritten and its backups that mention them go."""
-    from consolidator.phases.note_files import drop_gone_notes
+    from consolidator.phases.note_files import sweep_notes
     from consolidator.phases.publish.from_store import drop_backups
 
     if store.threads.get_thread(thread_id) is None and not store.threads.linked_thread_ids(
@@ -135,7 +135,7 @@ def forget(store: Store, settings: Settings, thread_id: str) -> Done:
     with _changing_memory(settings):
         linked = store.threads.linked_thread_ids(thread_id)
         forgotten = store.admin.forget_thread(thread_id)
-        drop_gone_notes(settings, store)
+        sweep_notes(settings, store)
 
         def unpublish_thread() -> None:
             _publish(store, settings)
@@ -160,10 +160,12 @@ def rollback(store: Store, settings: Settings, version: int) -> Done:
 
 
 def clear_all(store: Store, settings: Settings) -> Done:
+    from consolidator.phases.note_files import sweep_notes
     from consolidator.phases.publish.from_store import unpublish
 
     with _changing_memory(settings):
         report = store.admin.clear_all()
+        sweep_notes(settings, store)
         problem = _published(lambda: unpublish(settings.memory_dir))
         complete = store.admin.purge_free_space()
     return Done(
