@@ -11,13 +11,12 @@ import pytest
 
 from consolidator.core.errors import ConfigError
 from consolidator.face.agents.documents import apply, backup_path
+from consolidator.face.agents.edits import plan_install, plan_uninstall
 from consolidator.face.agents.wiring import (
     Agent,
     Launcher,
     Scope,
     Target,
-    plan_install,
-    plan_uninstall,
     target,
 )
 

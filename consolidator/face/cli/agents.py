@@ -118,7 +118,8 @@ def install_command(
     review a new hook once (/hooks in codex).
     """
     from consolidator.face.agents.documents import apply
-    from consolidator.face.agents.wiring import plan_install, target
+    from consolidator.face.agents.edits import plan_install
+    from consolidator.face.agents.wiring import target
 
     config_file = params.get("config_file")
     inv = invocation(params)
@@ -152,7 +153,8 @@ def uninstall_command(
     copy install kept; a file install created and that holds nothing else is deleted.
     """
     from consolidator.face.agents.documents import apply, backup_path
-    from consolidator.face.agents.wiring import plan_uninstall, target
+    from consolidator.face.agents.edits import plan_uninstall
+    from consolidator.face.agents.wiring import target
 
     inv = invocation(params)
     where = target(agent, scope, (project or Path.cwd()).absolute(), os.environ)
