@@ -64,8 +64,8 @@ def test_doctor_fails_with_the_fix_until_the_hook_runs(tmp_path: Path) -> None:
     executable = shlex.split(json.loads(hook.removeprefix("command = ")))[0]
     config.write_text(text.replace(executable, str(tmp_path / "gone" / "consolidator")))
     broken = run_cli("doctor", "codex", "--project", str(project), home=state, env=env, check=1)
-    assert "is not an executable file" in broken.stdout
-    assert "fix: consolidator install codex" in broken.stdout
+    assert "is not the one this installation writes, so doctor did not run it" in broken.stdout
+    assert "`consolidator install codex` replaces it" in broken.stdout
 
 
 def test_doctor_names_the_migration_for_a_postgresql_database_never_migrated(

@@ -41,8 +41,11 @@ class Launcher:
     argv: tuple[str, ...]
     options: tuple[str, ...] = ()
 
+    def hook_argv(self, agent: Agent) -> tuple[str, ...]:
+        return (*self.argv, "context", "--format", HOOK_FORMAT[agent], *self.options)
+
     def hook_command(self, agent: Agent) -> str:
-        return shlex.join([*self.argv, "context", "--format", HOOK_FORMAT[agent], *self.options])
+        return shlex.join(self.hook_argv(agent))
 
     def server_argv(self) -> tuple[str, ...]:
         return (*self.argv, "mcp", *self.options)

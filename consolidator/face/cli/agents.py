@@ -188,8 +188,13 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
 
     inv = invocation(params)
     folder = (project or Path.cwd()).absolute()
+    launcher = _launcher(inv, params.get("config_file"))
     checks = [
-        *(check for agent in agents or AGENTS for check in check_agent(agent, folder, os.environ)),
+        *(
+            check
+            for agent in agents or AGENTS
+            for check in check_agent(agent, folder, os.environ, launcher)
+        ),
         check_database(
             inv.settings.db_url, inv.settings.memory_dir, inv.settings.db_url_for_display
         ),
