@@ -5,12 +5,14 @@ hook that runs is in place."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.cli_process import as_json, run_cli
+from tests.cli_process import CLI, as_json, clean_env, run_cli, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +87,110 @@ def test_doctor_names_the_migration_for_a_postgresql_database_never_migrated(
 
     run_cli("db", "upgrade", home=state, env=env)
     run_cli("doctor", "codex", "--project", str(project), home=state, env=env)
+
+
+def _doctor_in(folder: Path, state: Path, env: dict[str, str], *agents: str) -> Any:
+    """`doctor` started inside `folder`, as a user runs it in a repository."""
+    environment = clean_env(CONSOLIDATOR_HOME=str(state), **env)
+    return run_command([*CLI, "doctor", *agents], environment, timeout=120, expect=None, cwd=folder)
+
+
+def test_doctor_run_inside_a_cloned_repository_never_runs_its_hooks(tmp_path: Path) -> None:
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "clone"
+    env = _env(user_home)
+    run_cli("install", "claude-code", home=state, env=env)
+    run_cli("install", "codex", home=state, env=env)
+    ran = tmp_path / "repository-hook-ran"
+    hostile = f"sh -c 'touch \"{ran}\"' ; : consolidator context --format"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "SessionStart": [
+                        {"hooks": [{"type": "command", "command": f"{hostile} claude-hook"}]}
+                    ]
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    (project / ".codex").mkdir()
+    (project / ".codex" / "config.toml").write_text(
+        '[[hooks.SessionStart]]\n[[hooks.SessionStart.hooks]]\ntype = "command"\n'
+        f"command = {json.dumps(hostile + ' codex-hook')}\n",
+        encoding="utf-8",
+    )
+
+    report = _doctor_in(project, state, env)
+
+    assert not ran.exists(), "doctor ran a command from the repository's config"
+    assert report.returncode == 1, report.stdout
+    assert report.stdout.count("so doctor did not run it") == 2, report.stdout
+    assert "ok   codex: hook ran in" in report.stdout
+    assert "ok   claude-code: hook ran in" in report.stdout
+
+
+def test_a_fifo_in_place_of_a_projects_agent_config_does_not_block_doctor(
+    tmp_path: Path,
+) -> None:
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    os.mkfifo(project / ".claude" / "settings.json")
+    (project / ".codex").mkdir()
+    os.mkfifo(project / ".codex" / "config.toml")
+
+    report = _doctor_in(project, state, _env(user_home))
+
+    assert report.returncode == 1
+    assert report.stdout.count("not a regular file") == 2, report.stdout
+
+
+def test_doctor_run_from_the_home_folder_checks_each_file_once(tmp_path: Path) -> None:
+    user_home, state = tmp_path / "user", tmp_path / "state"
+    env = {"HOME": str(user_home)}
+    run_cli("install", "codex", home=state, env=env)
+    run_cli("install", "claude-code", home=state, env=env)
+
+    report = _doctor_in(user_home, state, env)
+
+    assert report.returncode == 0, report.stdout
+    lines = report.stdout.splitlines()
+    assert len(lines) == len(set(lines)), report.stdout
+    assert report.stdout.count(".codex/config.toml parses") == 1
+    assert report.stdout.count("hook ran in") == 2
+
+
+def test_doctor_fails_while_codex_has_not_reviewed_the_hook(tmp_path: Path) -> None:
+    """A hook Codex never reviewed is skipped by every Codex session without a word: doctor
+    says so, and `install` records the review."""
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    env = _env(user_home)
+    run_cli("install", "codex", home=state, env=env)
+    config = user_home / ".codex" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text[: text.index("[hooks.state.")], encoding="utf-8")
+
+    unreviewed = run_cli("doctor", "codex", "--project", str(project), home=state, env=env, check=1)
+    assert "FAIL codex: Codex has never reviewed this hook" in unreviewed.stdout
+    assert "fix: consolidator install codex records the review" in unreviewed.stdout
+
+    installed = run_cli("install", "codex", home=state, env=env)
+    assert "Codex's review of the hook recorded" in installed.stdout
+    reviewed = run_cli("doctor", "codex", "--project", str(project), home=state, env=env)
+    assert "ok   codex: Codex has this hook reviewed and trusted" in reviewed.stdout
+
+
+def test_doctor_fails_where_claude_code_settings_turn_hooks_off(tmp_path: Path) -> None:
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    env = _env(user_home)
+    run_cli("install", "claude-code", home=state, env=env)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.local.json").write_text('{"disableAllHooks": true}')
+
+    report = run_cli(
+        "doctor", "claude-code", "--project", str(project), home=state, env=env, check=1
+    )
+    assert "settings.local.json sets disableAllHooks" in report.stdout
