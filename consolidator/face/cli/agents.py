@@ -114,8 +114,10 @@ def install_command(
     The entries run this installation's executable by its absolute path, with --home or
     --config when this command was given them. Everything else in the agent's config is kept;
     the file as it was is kept beside it (*.consolidator-backup) until `uninstall` puts it back.
-    Running it again changes nothing, or replaces an older consolidator entry. Codex asks to
-    review a new hook once (/hooks in codex).
+    Running it again changes nothing, or replaces an older consolidator entry. For Codex's
+    own config it also records Codex's review of the hook (what trusting it in /hooks
+    records), without which Codex skips the hook silently; a project's hook (--scope project)
+    is left for you to review in Codex.
     """
     from consolidator.face.agents.documents import apply
     from consolidator.face.agents.edits import plan_install
@@ -129,6 +131,12 @@ def install_command(
         for edit in edits:
             apply(edit, back_up=True)
     _show(inv, edits, dry_run=dry_run)
+    if agent == "codex" and scope == "project" and not inv.quiet:
+        click.echo(
+            f"one step left: Codex runs a project's hook only once you trust it; open codex in "
+            f"{where.hooks.parent.parent}, trust the folder, type /hooks and trust the hook "
+            "(`consolidator doctor` checks it)"
+        )
     unseen = _unseen_variables()
     if unseen and not inv.quiet:
         click.echo(
