@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
+import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli_process import CLI, as_json, clean_env, run_cli, run_command
+from tests.npm_cli import EXAMPLE_CWD, EXAMPLE_ROLLOUT, PROJECT_QUOTE
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +198,55 @@ def test_doctor_fails_where_claude_code_settings_turn_hooks_off(tmp_path: Path) 
         "doctor", "claude-code", "--project", str(project), home=state, env=env, check=1
     )
     assert "settings.local.json sets disableAllHooks" in report.stdout
+
+
+def test_after_install_a_new_sessions_memory_is_consolidated_within_one_cooldown(
+    tmp_path: Path,
+) -> None:
+    """No service manager runs here, so install leaves it to the session-start hook: the
+    next session start, with no other command, starts a pass in the background and the memory
+    of the session before it is there within one interval."""
+    user_home, state, sessions = tmp_path / "user", tmp_path / "state", tmp_path / "sessions"
+    project = tmp_path / "work" / "billing-api"
+    project.mkdir(parents=True)
+    sessions.mkdir()
+    state.mkdir()
+    (state / "config.toml").write_text(
+        f"scan_interval_seconds = 5\nmin_idle_seconds = 0\nmax_age_days = 0\n"
+        f"sessions = [{json.dumps(str(sessions))}]\n",
+        encoding="utf-8",
+    )
+    env = {**_env(user_home), "XDG_RUNTIME_DIR": str(tmp_path / "no-service-manager")}
+    installed = run_cli("install", "codex", home=state, env=env)
+    assert "keeping the memory fresh: no service manager runs here, so the session-start hook" in (
+        installed.stdout
+    )
+    rollout = EXAMPLE_ROLLOUT.read_text(encoding="utf-8").replace(EXAMPLE_CWD, str(project))
+    (sessions / EXAMPLE_ROLLOUT.name).write_text(rollout, encoding="utf-8")
+    config = tomllib.loads((user_home / ".codex" / "config.toml").read_text(encoding="utf-8"))
+    command = config["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+    started = time.monotonic()
+    subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps(
+            {"hook_event_name": "SessionStart", "source": "startup", "cwd": str(project)}
+        ),
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert time.monotonic() - started < 10, "the session start waited for the pass"
+    while PROJECT_QUOTE not in run_cli("context", "--cwd", str(project), home=state).stdout:
+        assert time.monotonic() - started < 5 + 60, "no pass consolidated the new session"
+        time.sleep(1)
+
+    status = run_cli("status", home=state, env=env)
+    assert "kept fresh by: the agents' session-start hook (last pass started" in status.stdout
+    removed = run_cli("uninstall", "codex", home=state, env=env)
+    assert "no longer kept fresh by hook" in removed.stdout
+    assert not (state / "keep-fresh.json").exists()
+    status = run_cli("status", home=state, env=env)
+    assert "kept fresh by: nothing set up here" in status.stdout

@@ -54,6 +54,18 @@ def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
     return this_installation(tuple(options))
 
 
+def _keep_fresh(inv: Invocation, agent: Agent, config_file: Path | None, *, dry_run: bool) -> None:
+    """Say in one line what will keep this home's memory fresh, then set it up."""
+    from consolidator.face.agents.freshness import choose_keeper, keep_fresh
+
+    plan = choose_keeper(os.environ, inv.settings.scan_interval_seconds)
+    if not inv.quiet:
+        click.echo(f"keeping the memory fresh{' (dry run)' if dry_run else ''}: {plan.says}")
+    if not dry_run:
+        launcher = _launcher(inv, config_file)
+        keep_fresh(inv.settings.home, agent, plan, (*launcher.argv, "daemon", *launcher.options))
+
+
 def _unseen_variables() -> list[str]:
     return sorted(
         name
@@ -131,6 +143,7 @@ def install_command(
         for edit in edits:
             apply(edit, back_up=True)
     _show(inv, edits, dry_run=dry_run)
+    _keep_fresh(inv, agent, config_file, dry_run=dry_run)
     if agent == "codex" and scope == "project" and not inv.quiet:
         click.echo(
             f"one step left: Codex runs a project's hook only once you trust it; open codex in "
@@ -171,6 +184,12 @@ def uninstall_command(
         for edit in edits:
             apply(edit, back_up=False)
     _show(inv, edits, dry_run=dry_run)
+    if not dry_run:
+        from consolidator.face.agents.freshness import stop_keeping_fresh
+
+        stopped = stop_keeping_fresh(inv.settings.home, agent)
+        if stopped and not inv.quiet:
+            click.echo(f"no longer kept fresh by {stopped}: no agent is wired to this home")
     kept = [edit.path for edit in edits if backup_path(edit.path).exists()]
     if kept and not dry_run and not inv.quiet:
         for path in kept:
@@ -193,16 +212,19 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
     failure says what to do.
     """
     from consolidator.face.agents.doctor import check_agent, check_database
+    from consolidator.face.agents.freshness import no_pass_started
 
     inv = invocation(params)
     folder = (project or Path.cwd()).absolute()
     launcher = _launcher(inv, params.get("config_file"))
-    checks = [
-        *(
+    with no_pass_started(inv.settings.home):
+        agent_checks = [
             check
             for agent in agents or AGENTS
             for check in check_agent(agent, folder, os.environ, launcher)
-        ),
+        ]
+    checks = [
+        *agent_checks,
         check_database(
             inv.settings.db_url, inv.settings.memory_dir, inv.settings.db_url_for_display
         ),
