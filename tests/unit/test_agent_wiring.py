@@ -321,3 +321,27 @@ def test_install_records_codex_review_of_its_hook_as_codex_reads_it(tmp_path: Pa
     assert parsed["hooks"]["state"] == {ours.key: {"trusted_hash": ours.hash}}
     _uninstall(codex)
     assert codex.hooks.read_bytes() == CODEX_CONFIG
+
+
+def test_uninstall_keeps_codex_reviews_of_the_users_hooks_that_move_up(tmp_path: Path) -> None:
+    """Codex keys a review by the hook's place: a hook the user added after consolidator's
+    moves up when consolidator's goes, and its review moves with it."""
+    where = _where(tmp_path, "codex")
+    where.hooks.parent.mkdir(parents=True)
+    where.hooks.write_bytes(CODEX_CONFIG)
+    _install(where, with_server=False)
+    assert where.trust_source is not None
+    later = f"{where.trust_source}:session_start:2:0"
+    with where.hooks.open("a", encoding="utf-8") as stream:
+        stream.write(
+            '\n[[hooks.SessionStart]]\nmatcher = "startup"\n[[hooks.SessionStart.hooks]]\n'
+            f'type = "command"\ncommand = "echo later"\n\n[hooks.state."{later}"]\n'
+            'trusted_hash = "sha256:users-own-review"\n'
+        )
+
+    _uninstall(where)
+    parsed = tomllib.loads(where.hooks.read_text(encoding="utf-8"))
+    assert _commands(parsed) == ["echo welcome", "echo later"]
+    assert parsed["hooks"]["state"] == {
+        f"{where.trust_source}:session_start:1:0": {"trusted_hash": "sha256:users-own-review"}
+    }

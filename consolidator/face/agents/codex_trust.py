@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -121,3 +121,48 @@ def forget_trust(user_document: Any, hook: HookIdentity) -> bool:
     if not states:
         del hooks["state"]
     return True
+
+
+def positions(
+    groups: Any, is_ours: Callable[[Any], bool]
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """Where each hook that is not ours will sit once ours are taken out of `groups`: a
+    review is keyed by position, so a hook that moves keeps its review only if it moves too."""
+    moved: dict[tuple[int, int], tuple[int, int]] = {}
+    new_group = 0
+    for group_index, group in enumerate(groups or []):
+        handlers = group.get("hooks") if isinstance(group, Mapping) else None
+        kept = 0
+        for handler_index, handler in enumerate(handlers if isinstance(handlers, list) else []):
+            if isinstance(handler, Mapping) and is_ours(handler):
+                continue
+            moved[(group_index, handler_index)] = (new_group, kept)
+            kept += 1
+        if kept or not isinstance(handlers, list):
+            new_group += 1
+    return moved
+
+
+def move_reviews(
+    user_document: Any, source: Path, moved: Mapping[tuple[int, int], tuple[int, int]]
+) -> None:
+    """Re-key the reviews of the hooks in `source` that `moved` places elsewhere."""
+    states = _states(user_document)
+    if not isinstance(states, MutableMapping):
+        return
+    prefix = f"{source}:{EVENT_KEY}:"
+    renames: dict[str, str] = {}
+    for key in list(states):
+        if not key.startswith(prefix):
+            continue
+        group, _, handler = key.removeprefix(prefix).partition(":")
+        if not (group.isdigit() and handler.isdigit()):
+            continue
+        place = moved.get((int(group), int(handler)))
+        if place is not None and place != (int(group), int(handler)):
+            renames[key] = f"{prefix}{place[0]}:{place[1]}"
+    values = {old: states[old] for old in renames}
+    for old in renames:
+        del states[old]
+    for old, new in renames.items():
+        states[new] = values[old]

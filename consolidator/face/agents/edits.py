@@ -20,7 +20,12 @@ import tomlkit
 
 from consolidator.core.errors import ConfigError
 from consolidator.face.agents import Agent
-from consolidator.face.agents.codex_trust import forget_trust, record_trust
+from consolidator.face.agents.codex_trust import (
+    forget_trust,
+    move_reviews,
+    positions,
+    record_trust,
+)
 from consolidator.face.agents.documents import (
     Edit,
     backup_path,
@@ -52,11 +57,15 @@ from consolidator.face.agents.wiring import (
 )
 
 
-def _remove_hooks(document: Any, agent: Agent) -> int:
-    """Take consolidator's hooks out, and a group, list or table they leave empty."""
+def _remove_hooks(document: Any, agent: Agent, trust_source: Path | None = None) -> int:
+    """Take consolidator's hooks out, and a group, list or table they leave empty; with
+    `trust_source`, the reviews of the hooks that move with it."""
     groups = session_start(document, create=False)
     if not groups:
         return 0
+    if trust_source is not None:
+        moved = positions(groups, lambda hook: is_our_hook(hook.get("command"), agent))
+        move_reviews(document, trust_source, moved)
     removed = 0
     for index in reversed(range(len(groups))):
         hooks = groups[index].get("hooks") if isinstance(groups[index], Mapping) else None
@@ -121,7 +130,7 @@ def _install_into(
         wanted = HookEntry(command, HOOK_TIMEOUT_SECONDS, HOOK_MATCHER[agent])
         found = [(hook.command, hook.timeout, hook.matcher) for hook in our_hooks(document, agent)]
         if found != [(wanted.command, wanted.timeout, wanted.matcher)]:
-            replaced = _remove_hooks(document, agent)
+            replaced = _remove_hooks(document, agent, where.trust_source)
             _add_hook(document, agent, command)
             actions.append(f"SessionStart hook {'replaced' if replaced else 'added'}: {command}")
         if where.trust_source is not None:
@@ -159,7 +168,7 @@ def _take_out(where: Target, path: Path, document: Any) -> list[str]:
         if where.trust_source is not None:
             for hook in hooks:
                 forget_trust(document, hook.identity(where.trust_source))
-        if count := _remove_hooks(document, where.agent):
+        if count := _remove_hooks(document, where.agent, where.trust_source):
             actions.append(f"SessionStart hook removed ({count})")
     if path == where.servers and _remove_server(document, path):
         actions.append(f"MCP server {SERVER_NAME!r} removed")
