@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from consolidator.face.agents.freshness import KeeperPlan, keep_fresh, start_pass_if_due
 from tests.cli_process import CLI, as_json, clean_env, run_cli, run_command
 from tests.npm_cli import EXAMPLE_CWD, EXAMPLE_ROLLOUT, PROJECT_QUOTE
 
@@ -250,3 +251,22 @@ def test_after_install_a_new_sessions_memory_is_consolidated_within_one_cooldown
     assert not (state / "keep-fresh.json").exists()
     status = run_cli("status", home=state, env=env)
     assert "kept fresh by: nothing set up here" in status.stdout
+
+
+def test_two_session_starts_at_once_start_one_pass_and_none_within_the_interval(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "state"
+    home.mkdir()
+    plan = KeeperPlan("hook", None, "the hook")
+    keep_fresh(home, "codex", plan, ("unused",))
+    marker = tmp_path / "passes"
+    slow_pass = ("sh", "-c", f'echo started >> "{marker}"; sleep 3')
+
+    assert start_pass_if_due(home, slow_pass, 0)
+    assert not start_pass_if_due(home, slow_pass, 0), "a pass is in progress"
+    assert not start_pass_if_due(home, slow_pass, 3600), "the interval has not passed"
+    time.sleep(4)
+    assert start_pass_if_due(home, slow_pass, 0), "the pass ended and the interval passed"
+    time.sleep(1)
+    assert marker.read_text().count("started") == 2

@@ -194,21 +194,33 @@ def start_pass_if_due(home: Path, run_argv: tuple[str, ...], interval_seconds: i
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         started.touch()
-        with open(home / LOG_FILE, "wb") as log:
-            subprocess.Popen(
-                list(run_argv),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=home,
-                start_new_session=True,
-                pass_fds=(descriptor,),
-            )
+        _spawn_detached(run_argv, home / LOG_FILE, descriptor)
         return True
     except OSError:
         return False
     finally:
         os.close(descriptor)
+
+
+def _spawn_detached(argv: tuple[str, ...], log: Path, lock: int) -> None:
+    """`argv` in a session of its own, its output in `log`, holding `lock` (inherited) until
+    it exits; nothing of it stays with the caller, which returns at once."""
+    output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.set_inheritable(lock, True)
+        os.posix_spawnp(
+            argv[0],
+            list(argv),
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, output, 1),
+                (os.POSIX_SPAWN_DUP2, output, 2),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(output)
 
 
 @contextmanager

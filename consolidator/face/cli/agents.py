@@ -54,12 +54,17 @@ def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
     return this_installation(tuple(options))
 
 
+def _says(inv: Invocation) -> bool:
+    """Whether a sentence for a person may go to stdout (not under --quiet or --json)."""
+    return not (inv.quiet or inv.json_output)
+
+
 def _keep_fresh(inv: Invocation, agent: Agent, config_file: Path | None, *, dry_run: bool) -> None:
     """Say in one line what will keep this home's memory fresh, then set it up."""
     from consolidator.face.agents.freshness import choose_keeper, keep_fresh
 
     plan = choose_keeper(os.environ, inv.settings.scan_interval_seconds)
-    if not inv.quiet:
+    if _says(inv):
         click.echo(f"keeping the memory fresh{' (dry run)' if dry_run else ''}: {plan.says}")
     if not dry_run:
         launcher = _launcher(inv, config_file)
@@ -144,7 +149,7 @@ def install_command(
             apply(edit, back_up=True)
     _show(inv, edits, dry_run=dry_run)
     _keep_fresh(inv, agent, config_file, dry_run=dry_run)
-    if agent == "codex" and scope == "project" and not inv.quiet:
+    if agent == "codex" and scope == "project" and _says(inv):
         click.echo(
             f"one step left: Codex runs a project's hook only once you trust it; open codex in "
             f"{where.hooks.parent.parent}, trust the folder, type /hooks and trust the hook "
@@ -188,7 +193,7 @@ def uninstall_command(
         from consolidator.face.agents.freshness import stop_keeping_fresh
 
         stopped = stop_keeping_fresh(inv.settings.home, agent)
-        if stopped and not inv.quiet:
+        if stopped and _says(inv):
             click.echo(f"no longer kept fresh by {stopped}: no agent is wired to this home")
     kept = [edit.path for edit in edits if backup_path(edit.path).exists()]
     if kept and not dry_run and not inv.quiet:
