@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidator.face.agents.wiring import this_installation
+from consolidator.face.agents.launcher import this_installation
 from tests.cli_process import clean_env, run_cli
 from tests.fake_openai import FakeOpenAI
 from tests.npm_cli import PROJECT_QUOTE, THREAD_ID, npm_binary, remembered_project

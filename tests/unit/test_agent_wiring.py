@@ -13,10 +13,10 @@ import pytest
 from consolidator.core.errors import ConfigError
 from consolidator.face.agents.documents import apply, backup_path
 from consolidator.face.agents.edits import plan_install, plan_uninstall
+from consolidator.face.agents.launcher import Launcher
 from consolidator.face.agents.wiring import (
     Agent,
     HookEntry,
-    Launcher,
     Scope,
     Target,
     our_hooks,

@@ -27,9 +27,9 @@ from consolidator.face.agents import SCOPES, Agent, Scope
 from consolidator.face.agents.agent_rules import agent_runs_hook
 from consolidator.face.agents.checks import Check, FoundHook
 from consolidator.face.agents.documents import parse, read_bytes
+from consolidator.face.agents.launcher import Launcher
 from consolidator.face.agents.wiring import (
     HOOK_TIMEOUT_SECONDS,
-    Launcher,
     our_hooks,
     our_server,
     target,

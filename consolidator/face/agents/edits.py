@@ -40,13 +40,13 @@ from consolidator.face.agents.documents import (
     read_bytes,
     render,
 )
+from consolidator.face.agents.launcher import Launcher
 from consolidator.face.agents.merge import take_back
 from consolidator.face.agents.wiring import (
     HOOK_MATCHER,
     HOOK_TIMEOUT_SECONDS,
     SERVER_NAME,
     HookEntry,
-    Launcher,
     Target,
     is_our_hook,
     our_hooks,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import plistlib
 import shlex
 import shutil
 import subprocess
@@ -162,6 +161,8 @@ def _systemctl(*args: str) -> None:
 
 
 def _start_launchd(plist: Path, daemon_argv: tuple[str, ...]) -> None:
+    import plistlib
+
     plist.parent.mkdir(parents=True, exist_ok=True)
     agent = {
         "Label": LAUNCHD_LABEL,

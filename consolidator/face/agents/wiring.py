@@ -11,9 +11,6 @@ this installation writes it is ever run by `doctor`.
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,42 +20,14 @@ from consolidator.core.errors import ConfigError
 from consolidator.face.agents import Agent, Scope
 from consolidator.face.agents.codex_trust import HookIdentity, user_config_source
 from consolidator.face.agents.documents import kind_of, new_list, new_section, plain
+from consolidator.face.agents.launcher import HOOK_FORMAT, Launcher
 
 SERVER_NAME = "consolidator"
 HOOK_TIMEOUT_SECONDS = 30
 MCP_STARTUP_SECONDS = 30
-HOOK_FORMAT: dict[Agent, str] = {"codex": "codex-hook", "claude-code": "claude-hook"}
 # A resumed session already holds the memory it was given at its start; a cleared or
 # compacted Claude Code session has lost it.
 HOOK_MATCHER: dict[Agent, str] = {"codex": "startup", "claude-code": "startup|clear|compact"}
-
-
-@dataclass(frozen=True)
-class Launcher:
-    """How an agent starts this installation: its executable and the options that point it at
-    the same state directory as the command that wrote the entry."""
-
-    argv: tuple[str, ...]
-    options: tuple[str, ...] = ()
-
-    def hook_argv(self, agent: Agent) -> tuple[str, ...]:
-        return (*self.argv, "context", "--format", HOOK_FORMAT[agent], *self.options)
-
-    def hook_command(self, agent: Agent) -> str:
-        return shlex.join(self.hook_argv(agent))
-
-    def server_argv(self) -> tuple[str, ...]:
-        return (*self.argv, "mcp", *self.options)
-
-
-def this_installation(options: tuple[str, ...] = ()) -> Launcher:
-    """The `consolidator` script beside the running interpreter when there is one (a virtual
-    environment's bin folder), else the interpreter with `-m consolidator`."""
-    interpreter = Path(sys.executable).absolute()
-    script = interpreter.parent / "consolidator"
-    if script.is_file() and os.access(script, os.X_OK):
-        return Launcher((str(script),), options)
-    return Launcher((str(interpreter), "-m", "consolidator"), options)
 
 
 @dataclass(frozen=True)

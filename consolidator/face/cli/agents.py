@@ -19,7 +19,7 @@ from consolidator.face.cli.common import Invocation, common_options, invocation
 # commands runs, so that every other command, an agent's session start above all, never pays.
 if TYPE_CHECKING:
     from consolidator.face.agents.documents import Edit
-    from consolidator.face.agents.wiring import Launcher
+    from consolidator.face.agents.launcher import Launcher
 
 # Variables a hook started by the agent will not see unless the agent's own environment has
 # them; the state directory is passed on the command line instead.
@@ -43,7 +43,7 @@ _project_option = click.option(
 
 
 def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
-    from consolidator.face.agents.wiring import this_installation
+    from consolidator.face.agents.launcher import this_installation
 
     options: list[str] = []
     default_home = setting_spec("home").parse(setting_default("home"), Path.home())

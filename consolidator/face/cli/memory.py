@@ -185,7 +185,7 @@ def context_command(
 def _keep_fresh_from_the_hook(settings: Settings, config_file: Path | None) -> None:
     """Where the hook keeps this home fresh, start a background pass when one is due."""
     from consolidator.face.agents.freshness import start_pass_if_due
-    from consolidator.face.agents.wiring import this_installation
+    from consolidator.face.agents.launcher import this_installation
 
     options = ["--home", str(settings.home), "--quiet"]
     if config_file is not None:
