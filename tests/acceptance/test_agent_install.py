@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from consolidator.face.agents.codex_trust import project_config_source
 from consolidator.face.agents.freshness import KeeperPlan, keep_fresh, start_pass_if_due
+from consolidator.face.agents.wiring import our_hooks
 from tests.cli_process import CLI, as_json, clean_env, run_cli, run_command
 from tests.npm_cli import EXAMPLE_CWD, EXAMPLE_ROLLOUT, PROJECT_QUOTE
 
@@ -270,3 +272,36 @@ def test_two_session_starts_at_once_start_one_pass_and_none_within_the_interval(
     assert start_pass_if_due(home, slow_pass, 0), "the pass ended and the interval passed"
     time.sleep(1)
     assert marker.read_text().count("started") == 2
+
+
+def test_install_codex_for_a_project_names_the_step_codex_requires_and_doctor_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """A project's hook is the user's to review in Codex: install ends with the step, and
+    doctor fails until Codex's records (the folder trusted, the hook reviewed) say it is done."""
+    user_home, state, project = tmp_path / "user", tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    env = _env(user_home)
+    installed = run_cli(
+        "install", "codex", "--scope", "project", "--project", str(project), home=state, env=env
+    )
+    assert (
+        "one step left: Codex runs a project's hook only once you trust it; "
+        f"open codex in {project}" in installed.stdout
+    )
+
+    before = run_cli("doctor", "codex", "--project", str(project), home=state, env=env, check=1)
+    assert "FAIL codex: Codex has never reviewed this hook" in before.stdout
+    assert f"FAIL codex: Codex does not trust the folder {project.resolve()}" in before.stdout
+
+    config = tomllib.loads((project / ".codex" / "config.toml").read_text(encoding="utf-8"))
+    hook = our_hooks(config, "codex")[0]
+    review = hook.identity(project_config_source(project / ".codex" / "config.toml"))
+    (user_home / ".codex").mkdir(parents=True)
+    (user_home / ".codex" / "config.toml").write_text(
+        f'[projects."{project.resolve()}"]\ntrust_level = "trusted"\n\n'
+        f'[hooks.state."{review.key}"]\ntrusted_hash = "{review.hash}"\n',
+        encoding="utf-8",
+    )
+    after = run_cli("doctor", "codex", "--project", str(project), home=state, env=env)
+    assert "ok   codex: Codex has this hook reviewed and trusted" in after.stdout
