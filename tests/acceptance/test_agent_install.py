@@ -25,7 +25,13 @@ pytestmark = pytest.mark.slow
 
 
 def _env(user_home: Path) -> dict[str, str]:
-    return {"HOME": str(user_home), "CODEX_HOME": str(user_home / ".codex")}
+    """The agents' homes under `user_home`, and no reachable service manager: a test never
+    enables a unit in the service manager of the machine it runs on."""
+    return {
+        "HOME": str(user_home),
+        "CODEX_HOME": str(user_home / ".codex"),
+        "XDG_RUNTIME_DIR": str(user_home.parent / "no-service-manager"),
+    }
 
 
 def test_a_dry_run_shows_the_diff_and_writes_nothing(tmp_path: Path) -> None:
@@ -155,7 +161,8 @@ def test_a_fifo_in_place_of_a_projects_agent_config_does_not_block_doctor(
 
 def test_doctor_run_from_the_home_folder_checks_each_file_once(tmp_path: Path) -> None:
     user_home, state = tmp_path / "user", tmp_path / "state"
-    env = {"HOME": str(user_home)}
+    env = {**_env(user_home)}
+    del env["CODEX_HOME"]
     run_cli("install", "codex", home=state, env=env)
     run_cli("install", "claude-code", home=state, env=env)
 
@@ -249,7 +256,7 @@ def test_after_install_a_new_sessions_memory_is_consolidated_within_one_cooldown
     status = run_cli("status", home=state, env=env)
     assert "kept fresh by: the agents' session-start hook (last pass started" in status.stdout
     removed = run_cli("uninstall", "codex", home=state, env=env)
-    assert "no longer kept fresh by hook" in removed.stdout
+    assert "no longer kept fresh by the session-start hook" in removed.stdout
     assert not (state / "keep-fresh.json").exists()
     status = run_cli("status", home=state, env=env)
     assert "kept fresh by: nothing set up here" in status.stdout

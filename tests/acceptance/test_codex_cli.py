@@ -74,7 +74,11 @@ command = "true"
 
 
 def _agent_env(codex_home: Path) -> dict[str, str]:
-    return {"CODEX_HOME": str(codex_home), "HOME": str(codex_home.parent)}
+    return {
+        "CODEX_HOME": str(codex_home),
+        "HOME": str(codex_home.parent),
+        "XDG_RUNTIME_DIR": str(codex_home.parent / "no-service-manager"),
+    }
 
 
 def _codex_exec(

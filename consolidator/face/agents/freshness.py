@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from consolidator.core.private_files import write_atomically
+from consolidator.core.private_files import prepare_state_dir, write_atomically
 
 KEEPER_FILE = "keep-fresh.json"
 LOCK_FILE = "keep-fresh.lock"
@@ -38,6 +38,11 @@ LOG_FILE = "keep-fresh.log"
 SYSTEMD_UNIT = "consolidator.service"
 LAUNCHD_LABEL = "dev.consolidator.daemon"
 Keeper = Literal["systemd", "launchd", "hook"]
+KEEPER_NAMES: dict[str, str] = {
+    "systemd": "the systemd user unit",
+    "launchd": "the launchd agent",
+    "hook": "the session-start hook",
+}
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ def keep_fresh(home: Path, agent: str, plan: KeeperPlan, daemon_argv: tuple[str,
         if plan.kind == "launchd" and plan.service_file is not None:
             _start_launchd(plan.service_file, daemon_argv)
         keeper = {"by": plan.kind, "service_file": str(plan.service_file or "")}
-    home.mkdir(parents=True, exist_ok=True)
+    prepare_state_dir(home)
     write_atomically(home / KEEPER_FILE, _dump({**keeper, "agents": agents}))
     return first
 
@@ -126,7 +131,7 @@ def stop_keeping_fresh(home: Path, agent: str) -> str | None:
     if keeper.get("by") == "launchd" and service_file is not None:
         _stop_launchd(service_file)
     (home / KEEPER_FILE).unlink(missing_ok=True)
-    return str(keeper.get("by"))
+    return KEEPER_NAMES.get(str(keeper.get("by")), str(keeper.get("by")))
 
 
 def _agents(keeper: Mapping[str, object]) -> list[str]:
