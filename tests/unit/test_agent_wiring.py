@@ -9,9 +9,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import tomlkit
 
 from consolidator.core.errors import ConfigError
-from consolidator.face.agents.documents import apply, backup_path
+from consolidator.face.agents.documents import apply, backup_path, render
 from consolidator.face.agents.edits import plan_install, plan_uninstall
 from consolidator.face.agents.launcher import Launcher
 from consolidator.face.agents.wiring import (
@@ -202,6 +203,8 @@ def test_a_config_it_cannot_read_is_left_untouched(
         b'model = "m"\n\n[hooks]\nSessionStart = [{ matcher = "startup", hooks = [{ type = '
         b'"command", command = "true" }] }]\n\n[tui]\nnotifications = true\n',
         b"hooks.SessionStart = []\n",
+        b'hooks.SessionStart = []\nmodel = "gpt-5"\n\n[tui]\nnotifications = true\n',
+        b'mcp_servers.docs.command = "docs-server"\nmodel = "gpt-5"\n',
         b"mcp_servers = {}\nhooks = {}\n",
         b'[hooks]\n[hooks.state."/elsewhere/config.toml:session_start:0:0"]\nenabled = false\n',
     ],
@@ -224,16 +227,20 @@ def test_install_codex_on_a_valid_config_whose_hooks_are_inline_writes_valid_tom
     assert where.hooks.read_bytes() == config
 
 
-def test_a_toml_shape_it_cannot_extend_safely_is_refused_before_writing(tmp_path: Path) -> None:
-    """Dotted keys followed by other keys: a table added after them would land under the
-    wrong key, so the edit is refused (exit 2 from the command) and the file kept."""
-    where = _where(tmp_path, "codex")
-    where.hooks.parent.mkdir(parents=True)
-    config = b'hooks.SessionStart = []\nmodel = "gpt-5"\n'
-    where.hooks.write_bytes(config)
+def test_a_toml_edit_that_would_not_read_back_as_meant_is_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """The last guard: a rendering a strict parser reads differently (here a table with a
+    header put inside dotted keys, which would land under the wrong key) stops the command
+    (exit 2) before anything is written."""
+    path = tmp_path / "config.toml"
+    document = tomlkit.parse('hooks.SessionStart = []\nmodel = "gpt-5"\n')
+    state = tomlkit.table(is_super_table=True)
+    document["hooks"]["state"] = state
+    state["k"] = tomlkit.table()
+    state["k"]["trusted_hash"] = "sha256:x"
     with pytest.raises(ConfigError, match="cannot edit safely"):
-        plan_install(where, LAUNCHER, with_server=False)
-    assert where.hooks.read_bytes() == config
+        render(path, document)
 
 
 def test_uninstall_keeps_comments_added_after_install_and_one_above_a_later_section(

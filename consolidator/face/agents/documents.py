@@ -140,6 +140,23 @@ def is_inline(container: Any) -> bool:
     return isinstance(container, tomlkit.items.InlineTable | tomlkit.items.Array)
 
 
+def _on_one_line(document: Any, parent: Any) -> bool:
+    """Whether what goes into `parent` must be written on one line: `parent` is itself, or it
+    is a table written as dotted keys (`hooks.SessionStart = []`), where a table with a header
+    would land after the keys that follow it."""
+    return is_inline(parent) or any(parent is table for table in _dotted_tables(document))
+
+
+def _dotted_tables(container: Any) -> list[Any]:
+    found: list[Any] = []
+    for key, item in getattr(container, "body", []):
+        if isinstance(item, tomlkit.items.Table):
+            if key is not None and key.is_dotted():
+                found.append(item)
+            found.extend(_dotted_tables(item.value))
+    return found
+
+
 def inline(value: Any) -> Any:
     """`value` (plain dicts, lists and scalars) as TOML written on one line."""
     if isinstance(value, dict):
@@ -160,7 +177,9 @@ def new_section(document: Any, parent: Any) -> Any:
     header of its own, or `{}` inside a one-line table)."""
     if not is_toml(document):
         return {}
-    return tomlkit.inline_table() if is_inline(parent) else tomlkit.table(is_super_table=True)
+    if _on_one_line(document, parent):
+        return tomlkit.inline_table()
+    return tomlkit.table(is_super_table=True)
 
 
 def new_list(document: Any, parent: Any) -> Any:
@@ -168,7 +187,7 @@ def new_list(document: Any, parent: Any) -> Any:
     `[]` inside a one-line table)."""
     if not is_toml(document):
         return []
-    return tomlkit.array() if is_inline(parent) else tomlkit.aot()
+    return tomlkit.array() if _on_one_line(document, parent) else tomlkit.aot()
 
 
 def new_table(document: Any, parent: Any, values: dict[str, Any], *, spaced: bool = False) -> Any:
@@ -176,7 +195,7 @@ def new_table(document: Any, parent: Any, values: dict[str, Any], *, spaced: boo
     TOML table with a header."""
     if not is_toml(document):
         return dict(values)
-    if is_inline(parent):
+    if _on_one_line(document, parent):
         return inline(plain(values))
     table = tomlkit.table()
     table.update(values)
