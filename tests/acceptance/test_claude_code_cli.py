@@ -90,7 +90,7 @@ def test_claude_code_sessions_start_with_the_projects_memory_until_it_is_forgott
     settings = user_home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
     settings.write_bytes(USERS_SETTINGS)
-    agent_env = {"HOME": str(user_home)}
+    agent_env = {"HOME": str(user_home), "XDG_RUNTIME_DIR": str(tmp_path / "no-service-manager")}
     run_cli("install", "claude-code", "--mcp", home=home, env=agent_env)
     installed = json.loads(settings.read_text(encoding="utf-8"))
     assert installed["permissions"] == {"allow": ["Bash(ls:*)"]}
@@ -122,7 +122,8 @@ def test_a_continued_claude_code_session_holds_the_memory_once(
     remembered = remembered_project(tmp_path)
     user_home = tmp_path / "user"
     user_home.mkdir()
-    run_cli("install", "claude-code", home=remembered.home, env={"HOME": str(user_home)})
+    agent_env = {"HOME": str(user_home), "XDG_RUNTIME_DIR": str(tmp_path / "no-service-manager")}
+    run_cli("install", "claude-code", home=remembered.home, env=agent_env)
     folder = remembered.project / "src"
     with FakeAnthropic() as server:
         assert _claude(claude_binary, user_home, server, folder).count(PROJECT_QUOTE.encode()) == 1

@@ -4,12 +4,14 @@ through a SessionStart hook, and a forget takes it out of the next one.
 Codex (from the npm registry, pinned) talks to the tests' local OpenAI-compatible server over
 the streamed Responses API, so the test reads exactly what Codex sent as its first request. Its
 home, config and sessions live in a temporary folder; the sandbox stays read-only and approval
-is never asked. Where the npm registry cannot be reached the test is skipped, except under
+is never asked. Codex's hook-trust bypass is never passed: a hook runs only as Codex would run
+it for a user, reviewed. Where the npm registry cannot be reached the test is skipped, except under
 CI=true, where that is a failure.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from consolidator.face.agents.launcher import this_installation
 from tests.cli_process import clean_env, run_cli
 from tests.fake_openai import FakeOpenAI
 from tests.npm_cli import PROJECT_QUOTE, THREAD_ID, npm_binary, remembered_project
@@ -71,7 +74,11 @@ command = "true"
 
 
 def _agent_env(codex_home: Path) -> dict[str, str]:
-    return {"CODEX_HOME": str(codex_home), "HOME": str(codex_home.parent)}
+    return {
+        "CODEX_HOME": str(codex_home),
+        "HOME": str(codex_home.parent),
+        "XDG_RUNTIME_DIR": str(codex_home.parent / "no-service-manager"),
+    }
 
 
 def _codex_exec(
@@ -93,7 +100,6 @@ def _codex_exec(
             str(binary),
             "exec",
             "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
             "-C",
             str(project),
             *(command or ("--ephemeral", "What should I keep in mind here?")),
@@ -178,4 +184,52 @@ def test_a_resumed_codex_session_holds_the_memory_once(
     assert _first_request(model_server, 0).count(PROJECT_QUOTE.encode()) == 1
     seen = len(model_server.log)
     _codex_exec(codex_binary, codex_home, folder, "resume", "--last", "And what next?")
+    assert _first_request(model_server, seen).count(PROJECT_QUOTE.encode()) == 1
+
+
+def test_a_hook_codex_never_reviewed_gives_no_memory_and_doctor_says_so_until_install(
+    tmp_path: Path, codex_binary: Path, model_server: FakeOpenAI
+) -> None:
+    """The hook written by hand (or by an install that did not record Codex's review) is
+    skipped by Codex without a word; doctor fails on it, and `install codex` is the one step
+    after which the first request of the next session carries the memory."""
+    remembered = remembered_project(tmp_path)
+    codex_home = tmp_path / "codex-home" / ".codex"
+    codex_home.mkdir(parents=True)
+    hook = this_installation(("--home", str(remembered.home))).hook_command("codex")
+    (codex_home / "config.toml").write_text(
+        _users_config(model_server)
+        + f'\n[[hooks.SessionStart]]\nmatcher = "startup"\n[[hooks.SessionStart.hooks]]\n'
+        f'type = "command"\ncommand = {json.dumps(hook)}\ntimeout = 30\n',
+        encoding="utf-8",
+    )
+    folder = remembered.project / "src"
+
+    _codex_exec(codex_binary, codex_home, folder)
+    assert PROJECT_QUOTE.encode() not in _first_request(model_server, 0)
+    doctor = run_cli(
+        "doctor",
+        "codex",
+        "--project",
+        str(folder),
+        home=remembered.home,
+        env=_agent_env(codex_home),
+        check=1,
+    )
+    assert "FAIL codex: Codex has never reviewed this hook" in doctor.stdout, doctor.stdout
+
+    installed = run_cli("install", "codex", home=remembered.home, env=_agent_env(codex_home))
+    assert "Codex's review of the hook recorded" in installed.stdout
+    assert "SessionStart hook" not in installed.stdout, "the hook itself was already right"
+    doctor = run_cli(
+        "doctor",
+        "codex",
+        "--project",
+        str(folder),
+        home=remembered.home,
+        env=_agent_env(codex_home),
+    )
+    assert "Codex has this hook reviewed and trusted" in doctor.stdout, doctor.stdout
+    seen = len(model_server.log)
+    _codex_exec(codex_binary, codex_home, folder)
     assert _first_request(model_server, seen).count(PROJECT_QUOTE.encode()) == 1

@@ -19,7 +19,7 @@ from consolidator.face.cli.common import Invocation, common_options, invocation
 # commands runs, so that every other command, an agent's session start above all, never pays.
 if TYPE_CHECKING:
     from consolidator.face.agents.documents import Edit
-    from consolidator.face.agents.wiring import Launcher
+    from consolidator.face.agents.launcher import Launcher
 
 # Variables a hook started by the agent will not see unless the agent's own environment has
 # them; the state directory is passed on the command line instead.
@@ -43,7 +43,7 @@ _project_option = click.option(
 
 
 def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
-    from consolidator.face.agents.wiring import this_installation
+    from consolidator.face.agents.launcher import this_installation
 
     options: list[str] = []
     default_home = setting_spec("home").parse(setting_default("home"), Path.home())
@@ -52,6 +52,23 @@ def _launcher(inv: Invocation, config_file: Path | None) -> Launcher:
     if config_file is not None:
         options += ["--config", str(config_file.expanduser().absolute())]
     return this_installation(tuple(options))
+
+
+def _says(inv: Invocation) -> bool:
+    """Whether a sentence for a person may go to stdout (not under --quiet or --json)."""
+    return not (inv.quiet or inv.json_output)
+
+
+def _keep_fresh(inv: Invocation, agent: Agent, config_file: Path | None, *, dry_run: bool) -> None:
+    """Say in one line what will keep this home's memory fresh, then set it up."""
+    from consolidator.face.agents.freshness import choose_keeper, keep_fresh
+
+    plan = choose_keeper(os.environ, inv.settings.scan_interval_seconds)
+    if _says(inv):
+        click.echo(f"keeping the memory fresh{' (dry run)' if dry_run else ''}: {plan.says}")
+    if not dry_run:
+        launcher = _launcher(inv, config_file)
+        keep_fresh(inv.settings.home, agent, plan, (*launcher.argv, "daemon", *launcher.options))
 
 
 def _unseen_variables() -> list[str]:
@@ -114,11 +131,14 @@ def install_command(
     The entries run this installation's executable by its absolute path, with --home or
     --config when this command was given them. Everything else in the agent's config is kept;
     the file as it was is kept beside it (*.consolidator-backup) until `uninstall` puts it back.
-    Running it again changes nothing, or replaces an older consolidator entry. Codex asks to
-    review a new hook once (/hooks in codex).
+    Running it again changes nothing, or replaces an older consolidator entry. For Codex's
+    own config it also records Codex's review of the hook (what trusting it in /hooks
+    records), without which Codex skips the hook silently; a project's hook (--scope project)
+    is left for you to review in Codex.
     """
     from consolidator.face.agents.documents import apply
-    from consolidator.face.agents.wiring import plan_install, target
+    from consolidator.face.agents.edits import plan_install
+    from consolidator.face.agents.wiring import target
 
     config_file = params.get("config_file")
     inv = invocation(params)
@@ -128,6 +148,13 @@ def install_command(
         for edit in edits:
             apply(edit, back_up=True)
     _show(inv, edits, dry_run=dry_run)
+    _keep_fresh(inv, agent, config_file, dry_run=dry_run)
+    if agent == "codex" and scope == "project" and _says(inv):
+        click.echo(
+            f"one step left: Codex runs a project's hook only once you trust it; open codex in "
+            f"{where.hooks.parent.parent}, trust the folder, type /hooks and trust the hook "
+            "(`consolidator doctor` checks it)"
+        )
     unseen = _unseen_variables()
     if unseen and not inv.quiet:
         click.echo(
@@ -152,7 +179,8 @@ def uninstall_command(
     copy install kept; a file install created and that holds nothing else is deleted.
     """
     from consolidator.face.agents.documents import apply, backup_path
-    from consolidator.face.agents.wiring import plan_uninstall, target
+    from consolidator.face.agents.edits import plan_uninstall
+    from consolidator.face.agents.wiring import target
 
     inv = invocation(params)
     where = target(agent, scope, (project or Path.cwd()).absolute(), os.environ)
@@ -161,6 +189,12 @@ def uninstall_command(
         for edit in edits:
             apply(edit, back_up=False)
     _show(inv, edits, dry_run=dry_run)
+    if not dry_run:
+        from consolidator.face.agents.freshness import stop_keeping_fresh
+
+        stopped = stop_keeping_fresh(inv.settings.home, agent)
+        if stopped and _says(inv):
+            click.echo(f"no longer kept fresh by {stopped}: no agent is wired to this home")
     kept = [edit.path for edit in edits if backup_path(edit.path).exists()]
     if kept and not dry_run and not inv.quiet:
         for path in kept:
@@ -183,11 +217,19 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
     failure says what to do.
     """
     from consolidator.face.agents.doctor import check_agent, check_database
+    from consolidator.face.agents.freshness import no_pass_started
 
     inv = invocation(params)
     folder = (project or Path.cwd()).absolute()
+    launcher = _launcher(inv, params.get("config_file"))
+    with no_pass_started(inv.settings.home):
+        agent_checks = [
+            check
+            for agent in agents or AGENTS
+            for check in check_agent(agent, folder, os.environ, launcher)
+        ]
     checks = [
-        *(check for agent in agents or AGENTS for check in check_agent(agent, folder, os.environ)),
+        *agent_checks,
         check_database(
             inv.settings.db_url, inv.settings.memory_dir, inv.settings.db_url_for_display
         ),

@@ -38,6 +38,7 @@ from consolidator.face.context import (
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
 if TYPE_CHECKING:
+    from consolidator.core.config import Settings
     from consolidator.phases.stage_one.run import ThreadResult
 
 
@@ -177,6 +178,22 @@ def context_command(
         checker=EntryChecker(),
     )
     click.echo(render_for(context, output_format), nl=False)
+    if output_format in ("claude-hook", "codex-hook"):
+        _keep_fresh_from_the_hook(settings, params.get("config_file"))
+
+
+def _keep_fresh_from_the_hook(settings: Settings, config_file: Path | None) -> None:
+    """Where the hook keeps this home fresh, start a background pass when one is due."""
+    from consolidator.face.agents.freshness import start_pass_if_due
+    from consolidator.face.agents.launcher import this_installation
+
+    options = ["--home", str(settings.home), "--quiet"]
+    if config_file is not None:
+        options += ["--config", str(config_file.expanduser().absolute())]
+    launcher = this_installation(tuple(options))
+    start_pass_if_due(
+        settings.home, (*launcher.argv, "run", *launcher.options), settings.scan_interval_seconds
+    )
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,14 @@ def status_command(**params: Any) -> None:
             Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN
         )
     view = StatusView.of(snapshot, inv.settings)
-    payload = status_payload(view, inv.settings)
+    from consolidator.face.agents.freshness import describe
+
+    kept_fresh = describe(inv.settings.home)
+    payload = {**status_payload(view, inv.settings), "kept_fresh": kept_fresh}
 
     def human() -> None:
         inv.console.print(_status_table(view, payload, inv.settings))
+        inv.console.print(kept_fresh, markup=False)
         for line in _status_lines(view, inv.settings):
             inv.console.print(line, markup=False)
 
