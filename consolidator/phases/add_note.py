@@ -140,7 +140,8 @@ def _accept(store: NotesStore, settings: Settings, note: NoteFile, redacted: int
         retry_budget=settings.stage1_retry_budget,
         source_id=settings.source_id,
     )
-    claim, result = process_one(store, make_backend(settings), thread_id, stage1_options(settings))
+    backend = make_backend(settings, store.tokens)
+    claim, result = process_one(store, backend, thread_id, stage1_options(settings))
     thread = store.threads.get_thread(thread_id)
     if thread is not None and thread.problem:
         return NoteOutcome("rejected", thread_id, redacted, thread.problem)

@@ -35,18 +35,21 @@ if TYPE_CHECKING:
 def status_command(**params: Any) -> None:
     """Show threads, stage-one backlog, leases, the last run and recent problems."""
     from consolidator.db.records import Eligibility
+    from consolidator.face.cli.token_status import token_lines, token_payload
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
         snapshot = store.status.status_snapshot(
             Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN
         )
+        tokens = token_payload(store, inv.settings)
     view = StatusView.of(snapshot, inv.settings)
     payload = status_payload(view, inv.settings)
+    payload["tokens"] = tokens
 
     def human() -> None:
         inv.console.print(_status_table(view, payload, inv.settings))
-        for line in _status_lines(view, inv.settings):
+        for line in [*_status_lines(view, inv.settings), *token_lines(tokens)]:
             inv.console.print(line, markup=False)
 
     inv.emit(payload, human)
