@@ -76,6 +76,7 @@ def _env(
         DISABLE_AUTOUPDATER="1",
     )
     env.update(extra)
+    run_command([*PYTHON_CLI, "db", "upgrade"], env, timeout=120)
     return env
 
 

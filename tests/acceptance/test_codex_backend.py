@@ -96,6 +96,7 @@ def _env(
         **{API_KEY_ENV: "local-test-key"},
     )
     env.update(extra)
+    run_command([*PYTHON_CLI, "db", "upgrade"], env, timeout=120)
     return env
 
 
