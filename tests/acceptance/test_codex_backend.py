@@ -113,6 +113,14 @@ def test_codex_backend_commits_memory_and_leaves_no_session_of_its_own(
     server, agent_model = model
     codex_home = _codex_home(tmp_path, server)
     env = _env(tmp_path, db_url, codex_binary, codex_home)
+    del env["CONSOLIDATOR_BACKEND"]
+    installed = run_command([*PYTHON_CLI, "install", "codex", "--as-backend"], env, timeout=120)
+    assert "tokens a day" in installed.stderr and "codex login" in installed.stderr
+    config = (tmp_path / "consolidator" / "config.toml").read_text(encoding="utf-8")
+    assert 'backend = "codex"' in config
+    doctor = run_command([*PYTHON_CLI, "doctor", "codex"], env, timeout=300)
+    assert "model fake-model answered a schema-bound probe" in doctor.stdout, doctor.stdout
+    assert "daily token budget 1,000,000" in doctor.stdout
 
     first = _cli(env, "run")
     assert first["stage1"]["succeeded"] == 4, first
@@ -179,5 +187,7 @@ def test_codex_backend_stops_at_the_daily_budget_and_names_codex_login(
     del logged_out[API_KEY_ENV]
     result = run_command([*PYTHON_CLI, "run"], logged_out, timeout=600, expect=None)
     assert result.returncode != 0
+    doctor = run_command([*PYTHON_CLI, "doctor", "codex"], logged_out, timeout=300, expect=1)
+    assert "FAIL backend codex" in doctor.stdout and "codex login" in doctor.stdout
     problem = [line for line in result.stderr.splitlines() if "codex login" in line]
     assert len(problem) >= 1, result.stderr
