@@ -181,7 +181,7 @@ class AgentCLIBackend(SchemaCallingBackend):
                 self._learn_overhead(ceiling, spent)
         assert run is not None
         if run.error is not None:
-            raise self._classify(run.error, cut_off=run.cut_off)
+            raise self.classify(run.error, cut_off=run.cut_off)
         if not run.text:
             raise InvalidModelOutput(f"{self.cli.program} gave no answer")
         try:
@@ -233,7 +233,7 @@ class AgentCLIBackend(SchemaCallingBackend):
                 _kill_group(process)
         return self.cli.read(process.returncode, stdout, stderr)
 
-    def _classify(self, error: str, *, cut_off: bool) -> Exception:
+    def classify(self, error: str, *, cut_off: bool = False) -> Exception:
         """The pipeline's failure class for a CLI's error message."""
         program, login = self.cli.program, self.cli.login_command
         reason = _reason(error)
