@@ -2,7 +2,8 @@
 Code (the Messages API with its structured-output tool) send them, read back as the pipeline's
 request (which schema, which prompt) and answered by `CarefulModel`.
 
-An agent CLI names the answer's schema its own way (`codex_output_schema`, a tool), so the
+The `openai` backend's own requests are passed on as they are. An agent CLI names the answer's
+schema its own way (`codex_output_schema`, a tool), so the
 schema is told by its properties; the prompt is the user message the CLI passed on, without
 the context it adds around it.
 """
@@ -55,6 +56,10 @@ class AgentModel:
         self.schemas: list[str] = []
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "response_format" in body:
+            # The openai backend's own request, for a comparison on the same server.
+            self.schemas.append(str(body["response_format"]["json_schema"]["name"]))
+            return self.careful(body)
         name, prompt = _claude_request(body) if "messages" in body else _codex_request(body)
         self.schemas.append(name)
         if name == "agent_backend_probe":
