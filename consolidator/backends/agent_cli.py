@@ -58,6 +58,9 @@ _SERVER_FAULT = re.compile(
     r"|internal server error|bad gateway|reconnecting|error sending request",
     re.IGNORECASE,
 )
+_UNKNOWN_OPTION = re.compile(
+    r"unknown option|unrecognized option|unexpected argument|unknown argument", re.IGNORECASE
+)
 _UNKNOWN_MODEL = re.compile(
     r"\b404\b|model.{0,40}(not found|does not exist|not supported|unknown|invalid)"
     r"|unknown model|not_found_error",
@@ -248,6 +251,11 @@ class AgentCLIBackend(SchemaCallingBackend):
             return TransientFailure(
                 f"{program} is rate-limited or out of quota ({reason}); the work is tried again"
                 f" later (`{login}` switches the account)"
+            )
+        if _UNKNOWN_OPTION.search(error):
+            return ModelMisconfigured(
+                f"{program} does not take an option the backend needs, so it is older than the"
+                f" backend supports ({reason}): update it"
             )
         if _UNKNOWN_MODEL.search(error):
             return ModelMisconfigured(

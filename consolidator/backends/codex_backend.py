@@ -48,7 +48,8 @@ class CodexCLI:
     ) -> list[str]:
         schema_file = workdir / SCHEMA_FILE
         schema_file.write_text(json.dumps(schema), encoding="utf-8")
-        disabled = [part for name in DISABLED_FEATURES for part in ("--disable", name)]
+        # As config overrides, not `--disable`: a Codex without one of them ignores it.
+        disabled = [part for name in DISABLED_FEATURES for part in ("-c", f"features.{name}=false")]
         return [
             executable,
             "exec",

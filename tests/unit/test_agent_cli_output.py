@@ -5,6 +5,7 @@ rate-limited CLI as an outage naming the command that fixes it, never a bad inpu
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,21 @@ def test_each_cli_error_lands_in_one_failure_class(error: str, kind: type[Except
     assert type(failure) is kind, failure
     if isinstance(failure, TransientFailure):
         assert "codex login" in str(failure) or "codex:" in str(failure)
+
+
+def test_the_backends_runs_keep_no_session_and_run_no_hook(tmp_path: Path) -> None:
+    codex = CodexCLI().command("codex", "small", {"type": "object"}, tmp_path)
+    assert "--ephemeral" in codex and codex[codex.index("--sandbox") + 1] == "read-only"
+    assert {"features.hooks=false", "features.memories=false"} <= set(codex)
+    assert codex[codex.index("--cd") + 1] == str(tmp_path)
+    claude = ClaudeCodeCLI().command("claude", "haiku", {"type": "object"}, tmp_path)
+    assert "--no-session-persistence" in claude and "--strict-mcp-config" in claude
+    assert json.loads(claude[claude.index("--settings") + 1]) == {"disableAllHooks": True}
+    assert claude[claude.index("--tools") + 1] == ""
+
+
+def test_a_claude_code_without_an_option_the_backend_needs_asks_for_an_update() -> None:
+    failure = _backend(ClaudeCodeCLI(), "claude-code").classify(
+        "error: unknown option '--no-session-persistence'"
+    )
+    assert isinstance(failure, ModelMisconfigured) and "update it" in str(failure)
