@@ -166,12 +166,13 @@ class AgentCLIBackend(SchemaCallingBackend):
     def _attempt(
         self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: Attempts
     ) -> dict[str, Any]:
+        executable = self.locate()
         ceiling = call_ceiling(prompt, self._overhead_tokens, self.config.max_output_tokens)
         day = self.budget.reserve(ceiling)
         attempts.sent += 1
         run: AgentRun | None = None
         try:
-            run = self._run(prompt, schema)
+            run = self._run(executable, prompt, schema)
         finally:
             spent = run.usage if run is not None and run.usage is not None else None
             # A run that reported nothing (killed at the timeout) is counted at its ceiling.
@@ -200,9 +201,8 @@ class AgentCLIBackend(SchemaCallingBackend):
         if excess > 0:
             self._overhead_tokens += excess
 
-    def _run(self, prompt: str, schema: Mapping[str, Any]) -> AgentRun:
+    def _run(self, executable: str, prompt: str, schema: Mapping[str, Any]) -> AgentRun:
         """One CLI run in a fresh empty folder; the process group is killed at the timeout."""
-        executable = self.locate()
         with tempfile.TemporaryDirectory(prefix="consolidator-agent-") as folder:
             workdir = Path(folder)
             argv = self.cli.command(executable, self.model, wire_schema(schema), workdir)
