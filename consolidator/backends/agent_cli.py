@@ -148,7 +148,7 @@ class AgentCLIBackend(SchemaCallingBackend):
     def check_access(self) -> None:
         """Before a pass claims work: the CLI is there and today's budget is not spent."""
         self.locate()
-        self.budget.check_room()
+        self.budget.check_room(self._overhead_tokens + self.config.max_output_tokens)
 
     def locate(self) -> str:
         """The CLI's path, or `AgentMissing` naming how to install or point at it."""

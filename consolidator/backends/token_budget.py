@@ -89,13 +89,14 @@ class DailyBudget:
         if self.ledger is not None:
             self.ledger.settle(day, phase_of(schema_name), reserved, spent)
 
-    def check_room(self) -> None:
-        """`BudgetSpent` when today's budget is already used up (before a pass claims work)."""
+    def check_room(self, smallest_call: int) -> None:
+        """`BudgetSpent` when today's budget has no room left for even the smallest call
+        (before a pass claims work, so that no session is claimed only to wait)."""
         if self.ledger is None:
             return
         day = today()
         spent = self.ledger.spent_on(day)
-        if spent >= self.limit:
+        if spent + smallest_call > self.limit:
             raise BudgetSpent(
                 f"the daily token budget is spent: {spent} of {self.limit} tokens used on"
                 f" {day.isoformat()} (UTC); work waits until"

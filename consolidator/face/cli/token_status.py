@@ -23,7 +23,8 @@ def token_payload(store: Store, settings: Settings) -> dict[str, Any]:
     spent = store.tokens.spent_on(day)
     budgeted = settings.resolved_backend() in AGENT_BACKENDS
     budget = settings.daily_token_budget if budgeted else None
-    waiting = budget is not None and spent >= budget
+    # Waiting for sure: not even a whole answer fits in what is left of today's budget.
+    waiting = budget is not None and spent + settings.max_output_tokens > budget
     return {
         "today": spent,
         "budget": budget,
