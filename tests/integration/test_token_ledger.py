@@ -65,3 +65,18 @@ def test_a_call_that_does_not_fit_today_names_the_figure_and_when_work_resumes(
         raise AssertionError("a reservation past the budget was granted")
     assert "950 of 1000 tokens" in message and "00:00 UTC" in message
     assert store.tokens.spent_on(today()) == 950
+
+
+def test_no_work_is_claimed_once_not_even_the_smallest_call_fits(store: Store) -> None:
+    budget = DailyBudget(store.tokens, 10_000)
+    day = budget.reserve(9_000)
+    budget.settle(day, "consolidation", 9_000, Usage(7_000, 500, 1))
+    budget.check_room(2_000)
+    try:
+        budget.check_room(3_000)
+    except BudgetSpent as exc:
+        assert "7500 of 10000 tokens" in str(exc)
+    else:
+        raise AssertionError("the pass would claim work no call can do today")
+    rows = store.tokens.by_day(1)
+    assert [(row.phase, row.input_tokens, row.calls) for row in rows] == [("phase2", 7_000, 1)]
