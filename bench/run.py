@@ -36,6 +36,7 @@ from bench import (  # noqa: E402  (the repository root must be importable first
     p7_claim_latency,
     p9_scale,
     p10_search,
+    p11_codex_tokens,
     quality,
     quality_heldout,
     quality_precision,
@@ -55,6 +56,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[Config], list[Result]]]] = {
     "P7": ("phase-two claim latency, 16 processes", p7_claim_latency.run),
     "P9": ("100,000 rollouts: first scan, stage-one claim latency", p9_scale.run),
     "P10": ("full-text session search at 100,000 sessions", p10_search.run),
+    "P11": ("tokens through the codex backend vs the openai backend", p11_codex_tokens.run),
     "S1": ("session-start wall time of context and --version", s1_fast_start.run),
     "S2": ("MCP server start: wall time to the initialize answer", s2_mcp_start.run),
     "S3": ("viewer pages at 1,000 sessions and 100 blocks", s3_viewer_pages.run),
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="ID",
-        help="run only this benchmark (P1..P7, P9, P10, S1, S2, S3, Q for Q1-Q11, QH for the "
+        help="run only this benchmark (P1..P7, P9..P11, S1, S2, S3, Q for Q1-Q11, QH for the "
         "held-out part, QC for context precision); repeat for more",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")

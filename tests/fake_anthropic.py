@@ -3,12 +3,20 @@
 It answers every `POST /v1/messages` with one short assistant text, streamed (SSE) when the
 request asks for it as Claude Code does, and records each request's raw body so a test can
 read exactly what the agent sent to its model.
+
+With a `responder`, a request that offers Claude Code's `StructuredOutput` tool (what
+`claude -p --json-schema` sends) is answered by a call of that tool whose input is the
+responder's answer to the request, with usage counted at four characters a token; the request
+that returns the tool's result is answered with a short text. A `status` makes every request
+fail with that HTTP status, as a provider refusing the key does.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,9 +28,17 @@ class AnthropicRequest:
     raw: bytes
 
 
+STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class FakeAnthropic:
-    def __init__(self, answer: str = "Noted.") -> None:
+    def __init__(
+        self, answer: str = "Noted.", responder: Responder | None = None, status: int = 0
+    ) -> None:
         self.answer = answer
+        self.responder = responder
+        self.status = status
         self._lock = threading.Lock()
         self._log: list[AnthropicRequest] = []
         handler = type("_Bound", (_Handler,), {"owner": self})
@@ -77,6 +93,16 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/v1/messages":
             self._send(200, b'{"input_tokens": 10}', "application/json")
             return
+        if self.owner.status:
+            refusal = {
+                "type": "error",
+                "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+            }
+            self._send(self.owner.status, json.dumps(refusal).encode(), "application/json")
+            return
+        if self.owner.responder is not None and _offers_structured_output(request):
+            self._answer_structured(request, len(raw))
+            return
         message = {
             "id": "msg_fake",
             "type": "message",
@@ -93,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200, json.dumps({**whole, "stop_reason": "end_turn"}).encode(), "application/json"
             )
             return
-        events = [
+        events: list[dict[str, Any]] = [
             {"type": "message_start", "message": message},
             {
                 "type": "content_block_start",
@@ -118,6 +144,50 @@ class _Handler(BaseHTTPRequestHandler):
         )
         self._send(200, data, "text/event-stream")
 
+    def _answer_structured(self, request: dict[str, Any], request_bytes: int) -> None:
+        """A call of the structured-output tool, or a closing text once its result is back."""
+        assert self.owner.responder is not None
+        if _returns_tool_result(request):
+            block: dict[str, Any] = {"type": "text", "text": ""}
+            delta: dict[str, Any] = {"type": "text_delta", "text": "Done."}
+            stop, produced = "end_turn", "Done."
+        else:
+            produced = json.dumps(self.owner.responder(request))
+            block = {
+                "type": "tool_use",
+                "id": f"toolu_{uuid.uuid4().hex[:24]}",
+                "name": STRUCTURED_OUTPUT_TOOL,
+                "input": {},
+            }
+            delta = {"type": "input_json_delta", "partial_json": produced}
+            stop = "tool_use"
+        message = {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "claude"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": max(1, request_bytes // 4), "output_tokens": 1},
+        }
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": block},
+            {"type": "content_block_delta", "index": 0, "delta": delta},
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": max(1, len(produced) // 4)},
+            },
+            {"type": "message_stop"},
+        ]
+        data = b"".join(
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+        )
+        self._send(200, data, "text/event-stream")
+
     def _send(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -125,3 +195,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
+
+
+def _offers_structured_output(request: dict[str, Any]) -> bool:
+    tools = request.get("tools") or []
+    return any(tool.get("name") == STRUCTURED_OUTPUT_TOOL for tool in tools)
+
+
+def _returns_tool_result(request: dict[str, Any]) -> bool:
+    messages = request.get("messages") or []
+    if not messages:
+        return False
+    content = messages[-1].get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content
+    )

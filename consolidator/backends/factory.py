@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from consolidator.backends.base import Backend
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.core.config import Settings
+from consolidator.backends.token_budget import TokenLedger
+from consolidator.core.config import DEFAULT_MODEL, Settings
 from consolidator.core.errors import ConfigError
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
-def make_backend(settings: Settings) -> Backend:
-    """`auto` resolves to `openai` when an API key or base URL is configured, else offline."""
-    if settings.resolved_backend() == "extractive":
+def make_backend(settings: Settings, ledger: TokenLedger | None = None) -> Backend:
+    """`auto` resolves to `openai` when an API key or base URL is configured, else offline.
+
+    The agent backends keep their daily token budget in `ledger`, which every worker on the
+    database shares; without one (a caller with no database) the budget is not kept."""
+    resolved = settings.resolved_backend()
+    if resolved == "extractive":
         return ExtractiveBackend()
+    if resolved in ("codex", "claude-code"):
+        return make_agent_backend(settings, ledger)
     if not settings.openai_api_key and not settings.openai_base_url:
         raise ConfigError(
             f"the openai backend needs OPENAI_API_KEY for {DEFAULT_OPENAI_BASE_URL} "
@@ -34,3 +41,23 @@ def make_backend(settings: Settings) -> Backend:
             output_limit_parameter=settings.output_limit_parameter,
         )
     )
+
+
+def make_agent_backend(settings: Settings, ledger: TokenLedger | None) -> Backend:
+    """The `codex` or `claude-code` backend: the agent's CLI as the user configured it."""
+    from consolidator.backends.agent_cli import AgentCLI, AgentCLIBackend, AgentCLIConfig
+    from consolidator.backends.claude_code_backend import DEFAULT_CLAUDE_MODEL, ClaudeCodeCLI
+    from consolidator.backends.codex_backend import CodexCLI
+
+    cli: AgentCLI = CodexCLI() if settings.backend == "codex" else ClaudeCodeCLI()
+    model = settings.model
+    if settings.backend == "claude-code" and model == DEFAULT_MODEL:
+        model = DEFAULT_CLAUDE_MODEL
+    config = AgentCLIConfig(
+        model=model,
+        executable=settings.agent_cli or cli.program,
+        timeout_seconds=settings.model_timeout_seconds,
+        max_output_tokens=settings.max_output_tokens,
+        daily_token_budget=settings.daily_token_budget,
+    )
+    return AgentCLIBackend(settings.backend, cli, config, ledger)

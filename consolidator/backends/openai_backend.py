@@ -1,17 +1,17 @@
 """The `openai` backend: structured JSON answers from any OpenAI-compatible endpoint.
 
 This module is the transport: one HTTP request per attempt over the `openai` SDK, with the
-SDK's own retries off. The retry policy and the accounting of a call are in `calls`, the
-prompts in `prompts`, the answer's schema check in `answers` and the reading of HTTP statuses
-in `endpoint`. A model's answer is untrusted: an answer that breaks its schema is retried like
-a transient fault, because sampling again usually fixes it.
+SDK's own retries off. The pipeline's requests and the failure class of a call are in
+`schema_calls`, the retry policy and the accounting of a call in `calls`, the prompts in
+`prompts`, the answer's schema check in `answers` and the reading of HTTP statuses in
+`endpoint`. A model's answer is untrusted: an answer that breaks its schema is retried like a
+transient fault, because sampling again usually fixes it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
@@ -19,25 +19,17 @@ import openai
 from openai.types.responses import ResponseFormatTextConfigParam
 from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
-from consolidator.backends.answers import answer_to_changes, parse_json_answer, wire_schema
+from consolidator.backends.answers import parse_json_answer, wire_schema
 from consolidator.backends.base import (
     AnswerCutOff,
     BackendError,
-    ConsolidationRequest,
-    ConsolidationResult,
     InputRefused,
     InvalidModelOutput,
     ModelAccessDenied,
     ModelMisconfigured,
     ModelUnavailable,
-    ServerErrorRepeated,
-    Stage1Input,
-    Stage1Result,
-    SummaryRequest,
-    SummaryResult,
-    Usage,
 )
-from consolidator.backends.calls import Attempts, TransientFailure, log_call, retrying
+from consolidator.backends.calls import Attempts, TransientFailure
 from consolidator.backends.endpoint import (
     ACCESS_DENIED_STATUS,
     describe_status,
@@ -48,17 +40,9 @@ from consolidator.backends.endpoint import (
     retry_after_seconds,
     scrub,
 )
-from consolidator.backends.prompts import (
-    CONSOLIDATION,
-    MEMORY_SUMMARY,
-    STAGE_ONE,
-    render_consolidation_prompt,
-    render_stage_one_prompt,
-    render_summary_prompt,
-    with_schema_in_prompt,
-)
+from consolidator.backends.prompts import with_schema_in_prompt
+from consolidator.backends.schema_calls import SchemaCallingBackend
 from consolidator.core.config import OutputLimitParameter, StructuredOutput
-from consolidator.core.resources import load_schema
 
 # The access check before a pass: short, so a dead endpoint does not hold the pass up.
 _ACCESS_CHECK_TIMEOUT_SECONDS = 10.0
@@ -92,7 +76,7 @@ class OpenAIConfig:
             raise ValueError("timeout_seconds and max_output_tokens must be positive")
 
 
-class OpenAIBackend:
+class OpenAIBackend(SchemaCallingBackend):
     """Stage-one extraction and generic schema-checked JSON calls over the `openai` SDK.
 
     Safe to share between threads: every call's state lives on its own stack.
@@ -100,6 +84,7 @@ class OpenAIBackend:
 
     name = "openai"
     has_context_window = True
+    config: OpenAIConfig
 
     def __init__(self, config: OpenAIConfig) -> None:
         self.config = config
@@ -157,101 +142,6 @@ class OpenAIBackend:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-    def extract(self, rollout: Stage1Input) -> Stage1Result:
-        answer, usage = self.complete_json(
-            render_stage_one_prompt(rollout), STAGE_ONE, load_schema(STAGE_ONE)
-        )
-        return Stage1Result(
-            rollout_summary=answer["rollout_summary"],
-            rollout_slug=answer["rollout_slug"],
-            raw_memory=answer["raw_memory"],
-            usage=usage,
-        )
-
-    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
-        """One consolidation call. A broken or cut-off answer is not re-sent as is: phase two
-        asks again with the refusal reason, or with fewer inputs, so no identical request
-        that already failed is repeated."""
-        answer, usage = self.complete_json(
-            render_consolidation_prompt(request),
-            CONSOLIDATION,
-            load_schema(CONSOLIDATION),
-            retry_answers=False,
-        )
-        try:
-            upserts, deletions = answer_to_changes(answer, request)
-        except ValueError as exc:
-            raise InvalidModelOutput(f"consolidation answer refused: {exc}") from exc
-        return ConsolidationResult(tuple(upserts), tuple(deletions), usage)
-
-    def write_summary(self, request: SummaryRequest) -> SummaryResult:
-        """One call for `memory_summary.md`. Like a consolidation answer, a broken or cut-off
-        one is not re-sent: the caller publishes the rendered summary instead."""
-        answer, usage = self.complete_json(
-            render_summary_prompt(request),
-            MEMORY_SUMMARY,
-            load_schema(MEMORY_SUMMARY),
-            retry_answers=False,
-        )
-        text: str = answer["memory_summary"]
-        return SummaryResult(text if text.endswith("\n") else text + "\n", usage)
-
-    def complete_json(
-        self,
-        system_or_prompt: str,
-        schema_name: str,
-        schema: dict[str, Any],
-        *,
-        retry_answers: bool = True,
-    ) -> tuple[dict[str, Any], Usage]:
-        """Ask for a JSON object matching `schema` and return it with the usage of all attempts.
-
-        With `retry_answers=False` only transport faults are retried: an answer that breaks
-        the schema or is cut off is raised at once, for a caller that changes the request.
-
-        Raises at once, never re-sending: `ModelMisconfigured` when the endpoint refuses how
-        it is asked (401, 403, unknown model, unsupported parameter) and `InputRefused` when
-        it refuses what this request carries (any other 4xx). Raises `InvalidModelOutput`
-        when every attempt answered with something the schema does not allow,
-        `ServerErrorRepeated` when the attempts ran out on server errors and `ModelUnavailable`
-        when they ran out on rate limits, timeouts or connection failures.
-        """
-        attempts = Attempts()
-        started = time.monotonic()
-        policy = retrying(
-            max_attempts=self.config.max_attempts,
-            initial_wait_seconds=self.config.initial_retry_wait_seconds,
-            max_wait_seconds=self.config.max_retry_wait_seconds,
-            retry_answers=retry_answers,
-            model=self.model,
-            schema_name=schema_name,
-        )
-        error: BackendError | None = None
-        answered = False
-        try:
-            answer = policy(self._attempt, system_or_prompt, schema_name, schema, attempts)
-            answered = True
-        except TransientFailure as exc:
-            unavailable = ServerErrorRepeated if exc.server_error else ModelUnavailable
-            error = unavailable(self._gave_up(attempts, exc.reason))
-        except AnswerCutOff as exc:
-            error = AnswerCutOff(self._gave_up(attempts, str(exc)))
-        except InvalidModelOutput as exc:
-            error = InvalidModelOutput(self._gave_up(attempts, str(exc)))
-        except BackendError as exc:
-            error = exc
-        finally:
-            log_call(
-                schema_name=schema_name,
-                model=self.model,
-                attempts=attempts,
-                latency_seconds=time.monotonic() - started,
-                error=None if answered else str(error or "the call was interrupted"),
-            )
-        if error is not None:
-            raise error from None
-        return answer, attempts.usage()
 
     def _attempt(
         self, prompt: str, schema_name: str, schema: dict[str, Any], attempts: Attempts

@@ -11,7 +11,6 @@ equal).
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import math
 import os
 import socket
@@ -20,13 +19,20 @@ from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from consolidator.core.database_url import BadDatabaseURL, normalize_url, redact_url
 from consolidator.core.errors import ConfigError
+from consolidator.core.urls import is_loopback_url
 
-BackendChoice = Literal["auto", "openai", "extractive"]
-BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "openai", "extractive")
+BackendChoice = Literal["auto", "openai", "extractive", "codex", "claude-code"]
+BACKEND_CHOICES: tuple[BackendChoice, ...] = (
+    "auto",
+    "openai",
+    "extractive",
+    "codex",
+    "claude-code",
+)
+ResolvedBackend = Literal["openai", "extractive", "codex", "claude-code"]
 DEFAULT_MODEL = "gpt-5-mini"
 # The extractive backend's phase-two cooldown unless one is set: its runs cost nothing.
 OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
@@ -217,11 +223,18 @@ class Settings:
     )
     backend: BackendChoice = setting(
         "auto",
-        "auto, openai or extractive. auto = openai when OPENAI_API_KEY or "
-        "OPENAI_BASE_URL is set, else extractive (offline).",
+        "auto, openai, extractive, codex or claude-code (the agent CLI you are logged in to, "
+        "see docs/backends.md). auto = openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, "
+        "else extractive (offline).",
         choices=BACKEND_CHOICES,
     )
-    model: str = setting(DEFAULT_MODEL, "Model name for the openai backend.")
+    model: str = setting(DEFAULT_MODEL, "Model name (claude-code: haiku unless set).")
+    daily_token_budget: int = positive(
+        1_000_000,
+        "codex and claude-code: tokens per UTC day that stage one and phase two may spend "
+        "together; work past it waits for the next day.",
+    )
+    agent_cli: str = setting("", "codex, claude-code: the agent's program (default: on PATH).")
     min_idle_seconds: int = count(
         3600, "A rollout must be idle this long before stage one reads it."
     )
@@ -341,7 +354,7 @@ class Settings:
     def db_url_for_display(self) -> str:
         return redact_url(self.db_url)
 
-    def resolved_backend(self) -> Literal["openai", "extractive"]:
+    def resolved_backend(self) -> ResolvedBackend:
         if self.backend != "auto":
             return self.backend
         return "openai" if (self.openai_api_key or self.openai_base_url) else "extractive"
@@ -440,19 +453,6 @@ def build_settings(
     if "model_timeout_seconds" not in raw and is_loopback_url(settings.openai_base_url):
         settings = replace(settings, model_timeout_seconds=LOCAL_MODEL_TIMEOUT_SECONDS)
     return settings
-
-
-def is_loopback_url(url: str | None) -> bool:
-    """Whether `url` names a server on this machine."""
-    if not url:
-        return False
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_together(values: Mapping[str, Any]) -> None:

@@ -36,6 +36,7 @@ from consolidator.db.records import (
     ThreadRecord,
     VersionRecord,
 )
+from consolidator.db.usage import TokenLedgerRepository
 from consolidator.skills.skill import Skill
 from consolidator.sources.items import RolloutHeader
 
@@ -350,10 +351,14 @@ class PublishStore(UsageStore, SkillStore, Protocol):
 
 
 class NotesStore(StageOneStore, Protocol):
-    """What adding a note needs: it is registered and extracted as a session is, or held."""
+    """What adding a note needs: it is registered and extracted as a session is, or held,
+    within the agent backends' token budget."""
 
     @property
     def held_notes(self) -> HeldNotes: ...
+
+    @property
+    def tokens(self) -> TokenLedgerRepository: ...
 
     @property
     def quarantine(self) -> Quarantine: ...

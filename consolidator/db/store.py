@@ -51,7 +51,7 @@ from consolidator.db.sessions import SessionReader
 from consolidator.db.skills import SkillRepository
 from consolidator.db.status import StatusReader
 from consolidator.db.threads import ThreadRepository
-from consolidator.db.usage import UsageRepository
+from consolidator.db.usage import TokenLedgerRepository, UsageRepository
 from consolidator.db.versions import VersionRepository
 
 
@@ -79,6 +79,7 @@ class Store:
         self.pending = PendingRepository(db)
         self.skills = SkillRepository(db)
         self.usage = UsageRepository(db)
+        self.tokens = TokenLedgerRepository(db)
         self.search = SearchRepository(db)
         self.sessions = SessionReader(db)
         self.held_notes = HeldNoteRepository(db)

@@ -1,4 +1,5 @@
-"""Usage rows: which later session used which remembered one, and when.
+"""Usage rows: which later session used which remembered one, and when; and the tokens the
+model backends spent, per UTC day and phase (`TokenLedgerRepository`).
 
 `record_uses` replaces everything one user session's rollout says it used, in one
 transaction, so a rollout read again (it grew, or stage one retried it) never counts twice;
@@ -10,13 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
+from typing import Protocol
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from consolidator.db.base import Database, contention_retry
 from consolidator.db.records import ThreadState, ThreadUsage
-from consolidator.db.schema import MemoryUse, Stage1Output, Thread
+from consolidator.db.schema import Counter, MemoryUse, Stage1Output, Thread
+from consolidator.db.statements import insert_ignore_statement
+
+# Counter names of the token ledger: `tokens/DAY` is the day's spend plus what calls in flight
+# reserved (what the budget is checked against); `tokens/DAY/PHASE/in|out|calls` what the
+# model backends reported per phase.
+_TOKENS = "tokens/"
+_PARTS = ("in", "out", "calls")
 
 
 @dataclass(frozen=True)
@@ -115,3 +124,99 @@ def usage_ranking_of(
     return [ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in most], [
         ThreadUsage(r[0], int(r[1]), r[2], r[3]) for r in least
     ]
+
+
+class SpentTokens(Protocol):
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+    @property
+    def calls(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class TokenDay:
+    """What one phase spent on one UTC day."""
+
+    day: str
+    phase: str
+    input_tokens: int
+    output_tokens: int
+    calls: int
+
+
+@dataclass(frozen=True)
+class TokenLedgerRepository:
+    """The daily token budget's ledger, in `counters` rows all workers share.
+
+    - `reserve`: one guarded UPDATE adds the reservation only while the day's total stays
+      within the limit; True means it was added, False that nothing was.
+    - `settle`: in one transaction, the day's total trades the reservation for what was
+      spent, and the phase's figures grow by it.
+    A clear-all leaves the ledger: it records spend, not memory.
+    """
+
+    db: Database
+
+    @contention_retry
+    def reserve(self, day: date, tokens: int, limit: int) -> bool:
+        name = _TOKENS + day.isoformat()
+        with self.db.write() as connection:
+            _ensure(connection, self.db.sqlite, name)
+            added = connection.execute(
+                update(Counter)
+                .where(Counter.name == name, Counter.value + tokens <= limit)
+                .values(value=Counter.value + tokens)
+            )
+            return added.rowcount == 1
+
+    @contention_retry
+    def settle(self, day: date, phase: str, reserved: int, spent: SpentTokens) -> None:
+        prefix = f"{_TOKENS}{day.isoformat()}"
+        spent_total = spent.input_tokens + spent.output_tokens
+        amounts = {
+            prefix: spent_total - reserved,
+            f"{prefix}/{phase}/in": spent.input_tokens,
+            f"{prefix}/{phase}/out": spent.output_tokens,
+            f"{prefix}/{phase}/calls": spent.calls,
+        }
+        with self.db.write() as connection:
+            for name, amount in amounts.items():
+                _ensure(connection, self.db.sqlite, name)
+                connection.execute(
+                    update(Counter).where(Counter.name == name).values(value=Counter.value + amount)
+                )
+
+    def spent_on(self, day: date) -> int:
+        """The day's tokens spent and reserved."""
+        with self.db.read() as connection:
+            value = connection.execute(
+                select(Counter.value).where(Counter.name == _TOKENS + day.isoformat())
+            ).scalar()
+        return int(value or 0)
+
+    def by_day(self, days: int) -> list[TokenDay]:
+        """The last `days` days with any spend, newest first, each phase on its own row."""
+        with self.db.read() as connection:
+            rows = connection.execute(
+                select(Counter.name, Counter.value).where(Counter.name.like(_TOKENS + "%/%/%"))
+            ).all()
+        figures: dict[tuple[str, str], dict[str, int]] = {}
+        for name, value in rows:
+            _, day, phase, part = name.split("/")
+            if part in _PARTS:
+                figures.setdefault((day, phase), {})[part] = int(value)
+        shown = sorted({day for day, _ in figures}, reverse=True)[:days]
+        return [
+            TokenDay(day, phase, parts.get("in", 0), parts.get("out", 0), parts.get("calls", 0))
+            for (day, phase), parts in sorted(figures.items(), key=lambda k: (k[0][0], k[0][1]))
+            if day in shown
+        ][::-1]
+
+
+def _ensure(connection: Connection, on_sqlite: bool, name: str) -> None:
+    """The counter `name` exists (at 0 when it is new)."""
+    connection.execute(insert_ignore_statement(Counter, on_sqlite), {"name": name, "value": 0})

@@ -375,10 +375,11 @@ def run_daemon(
     )
     abandoned = False
     try:
+        store = Store(engine, deadlines=DeadlineLengths.of(settings))
         daemon = Daemon(
             settings,
-            Store(engine, deadlines=DeadlineLengths.of(settings)),
-            make_backend(settings),
+            store,
+            make_backend(settings, store.tokens),
             metrics_address=None if metrics_port is None else (metrics_host, metrics_port),
             clock=clock,
         )

@@ -120,7 +120,7 @@ def _accept(store: NotesStore, settings: Settings, note: NoteFile, redacted: int
         return NoteOutcome("rejected", note.note_id, redacted, _FORGOTTEN)
     try:
         claim, result = process_one(
-            store, make_backend(settings), note.note_id, stage1_options(settings)
+            store, make_backend(settings, store.tokens), note.note_id, stage1_options(settings)
         )
     except KeyError:
         # Forgotten between its registration and its extraction: the forget took its file.

@@ -116,6 +116,13 @@ def _diff(edit: Edit) -> str:
 @_project_option
 @click.option("--mcp", "with_server", is_flag=True, help="Add the MCP server entry as well.")
 @click.option("--dry-run", is_flag=True, help="Show the changes as a diff; write nothing.")
+@click.option(
+    "--as-backend",
+    "as_backend",
+    is_flag=True,
+    help="Also make AGENT's CLI the model backend (backend in config.toml), after saying what "
+    "it costs.",
+)
 @common_options
 def install_command(
     agent: Agent,
@@ -123,6 +130,7 @@ def install_command(
     project: Path | None,
     with_server: bool,
     dry_run: bool,
+    as_backend: bool,
     **params: Any,
 ) -> None:
     """Wire AGENT (codex or claude-code) to the memory: a SessionStart hook that gives every new
@@ -155,6 +163,8 @@ def install_command(
             f"{where.hooks.parent.parent}, trust the folder, type /hooks and trust the hook "
             "(`consolidator doctor` checks it)"
         )
+    if as_backend:
+        _set_backend(inv, agent, config_file, dry_run=dry_run)
     unseen = _unseen_variables()
     if unseen and not inv.quiet:
         click.echo(
@@ -162,6 +172,17 @@ def install_command(
             f"those settings in {inv.settings.home / 'config.toml'} so the hook uses them too",
             err=True,
         )
+
+
+def _set_backend(inv: Invocation, agent: Agent, config_file: Path | None, *, dry_run: bool) -> None:
+    from consolidator.face.agents.backend_setup import cost_sentence, set_backend
+
+    target_file = config_file or inv.settings.home / "config.toml"
+    click.echo(cost_sentence(agent, inv.settings), err=True)
+    if dry_run:
+        click.echo(f"{target_file}: would set backend = {agent!r}", err=True)
+    elif set_backend(target_file, agent):
+        click.echo(f"{target_file}: backend = {agent!r}", err=True)
 
 
 @click.command("uninstall")
@@ -213,9 +234,12 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
     """Check the wiring of AGENTS (default: both) as the agent will use it: its config files
     parse, a consolidator SessionStart hook is there, its executable exists, the hook runs with
     a SessionStart input in the project folder and answers within its timeout, the MCP
-    server's executable exists, and the database can be read. Exit 1 when a check fails; each
-    failure says what to do.
+    server's executable exists, and the database can be read. With the codex or claude-code
+    backend, its CLI runs, is logged in and answers a one-line probe within its timeout (the
+    model and the daily token budget are shown). Exit 1 when a check fails; each failure says
+    what to do.
     """
+    from consolidator.face.agents.backend_setup import check_backend
     from consolidator.face.agents.doctor import check_agent, check_database
     from consolidator.face.agents.freshness import no_pass_started
 
@@ -233,6 +257,7 @@ def doctor_command(agents: tuple[Agent, ...], project: Path | None, **params: An
         check_database(
             inv.settings.db_url, inv.settings.memory_dir, inv.settings.db_url_for_display
         ),
+        *check_backend(inv.settings),
     ]
 
     def human() -> None:

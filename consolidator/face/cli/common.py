@@ -246,10 +246,11 @@ def fail_unpublished(inv: Invocation, done: str, problem: str | None) -> None:
     )
 
 
-def backend_for(inv: Invocation) -> Backend:
+def backend_for(inv: Invocation, store: Store | None = None) -> Backend:
+    """The configured backend; an agent backend keeps its token budget in `store`."""
     from consolidator.backends.factory import make_backend
 
-    backend = make_backend(inv.settings)
+    backend = make_backend(inv.settings, store.tokens if store is not None else None)
     if inv.settings.backend == "auto":
         log.info(
             "backend auto -> %s (%s)",
@@ -262,12 +263,12 @@ def backend_for(inv: Invocation) -> Backend:
     return backend
 
 
-def checked_backend_for(inv: Invocation) -> Backend:
+def checked_backend_for(inv: Invocation, store: Store | None = None) -> Backend:
     """The backend, once its endpoint accepted the key (for the commands that go straight to
     phase two): a refused key is exit 2 and a down endpoint exit 1, each naming the endpoint,
     before the phase-two lease is taken."""
     from consolidator.backends.base import check_model_access
 
-    backend = backend_for(inv)
+    backend = backend_for(inv, store)
     check_model_access(backend)
     return backend

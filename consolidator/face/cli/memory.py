@@ -435,7 +435,7 @@ def ingest_command(file: Path, **params: Any) -> None:
         outcome = "skipped_bad_input"
         if change not in (ThreadChange.BAD, ThreadChange.BAD_FORGOTTEN):
             claim, result = process_one(
-                store, backend_for(inv), thread_id, stage1_options(inv.settings)
+                store, backend_for(inv, store), thread_id, stage1_options(inv.settings)
             )
             outcome = claim.outcome.value
         thread = store.threads.get_thread(thread_id)

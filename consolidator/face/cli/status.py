@@ -36,22 +36,24 @@ if TYPE_CHECKING:
 def status_command(**params: Any) -> None:
     """Show threads, stage-one backlog, leases, the last run and recent problems."""
     from consolidator.db.records import Eligibility
+    from consolidator.face.cli.token_status import token_lines, token_payload
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
         snapshot = store.status.status_snapshot(
             Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN
         )
+        tokens = token_payload(store, inv.settings)
     view = StatusView.of(snapshot, inv.settings)
     from consolidator.face.agents.freshness import describe
 
     kept_fresh = describe(inv.settings.home)
-    payload = {**status_payload(view, inv.settings), "kept_fresh": kept_fresh}
+    payload = {**status_payload(view, inv.settings), "kept_fresh": kept_fresh, "tokens": tokens}
 
     def human() -> None:
         inv.console.print(_status_table(view, payload, inv.settings))
         inv.console.print(kept_fresh, markup=False)
-        for line in _status_lines(view, inv.settings):
+        for line in [*_status_lines(view, inv.settings), *token_lines(tokens)]:
             inv.console.print(line, markup=False)
 
     inv.emit(payload, human)

@@ -211,7 +211,7 @@ def _do_stage1(inv: Invocation, store: Store) -> Stage1Report:
     from consolidator.phases.stage_one.run import Stage1Report, run_stage_one
     from consolidator.phases.worker import checked_model_access, stage1_options
 
-    backend = backend_for(inv)
+    backend = backend_for(inv, store)
     try:
         checked_model_access(store, backend)
     except ModelUnavailable as exc:
@@ -266,7 +266,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        backend = backend_for(inv)
+        backend = backend_for(inv, store)
         with _progress(inv) as hooks:
             report = interruptible(
                 inv,
@@ -367,7 +367,7 @@ def _phase_two_command(params: dict[str, Any], *, allow_shrink: bool, rebuild: b
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
-        backend = checked_backend_for(inv)
+        backend = checked_backend_for(inv, store)
         report = interruptible(
             inv,
             store,
