@@ -43,7 +43,7 @@ from consolidator.memory.offline_notes import (
     ExtractiveNotes,
     parse_raw_memory,
 )
-from consolidator.memory.render import one_line
+from consolidator.memory.text import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.

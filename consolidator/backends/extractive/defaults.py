@@ -24,6 +24,7 @@ from consolidator.memory.text import clip, words
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
 MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
+THIS_PROJECT: Final = "in this project"
 
 _RULE_FORM = words(
     """
@@ -121,9 +122,17 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
 def _holds_everywhere(group: list[_Stated]) -> bool:
     """Said for every project, or given in two or more projects where neither time was tied
     to the project it was said in ("in this repo", "here"): such a rule stays home."""
-    if any(EVERY_PROJECT_SCOPE.search(s.quote) for s in group):
+    if any(scope_of(s.quote) == EVERY_PROJECT for s in group):
         return True
-    return len({s.cwd for s in group if not ONE_PROJECT_SCOPE.search(s.quote)}) >= 2
+    return len({s.cwd for s in group if scope_of(s.quote) != THIS_PROJECT}) >= 2
+
+
+def scope_of(quote: str) -> str:
+    """Where the user said a standing instruction holds: every project, this one, or "" when
+    the words do not say."""
+    if EVERY_PROJECT_SCOPE.search(quote):
+        return EVERY_PROJECT
+    return THIS_PROJECT if ONE_PROJECT_SCOPE.search(quote) else ""
 
 
 def _same_instruction(first: str, second: str) -> bool:
@@ -142,16 +151,8 @@ def _names(text: str) -> frozenset[str]:
     form (always, never, prefer, instead), folded to a stem so "commit" is "committing".
     Remembered by text, as `_plain`: every instruction is compared with every group's first."""
     text = _MAKE_SURE.sub(" ", text.casefold())
-    return frozenset(
-        _stem(word) for word in re.findall(r"[a-z0-9][a-z0-9+_-]*", text) if word not in _RULE_FORM
-    )
-
-
-def _stem(word: str) -> str:
-    for ending in ("ing", "es", "s", "ed"):
-        if len(word) > len(ending) + 3 and word.endswith(ending):
-            return word[: -len(ending)]
-    return word
+    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", text)
+    return frozenset(facts.stem(word) for word in named if word not in _RULE_FORM)
 
 
 @lru_cache(maxsize=4096)

@@ -15,6 +15,7 @@ from consolidator.backends.extractive.resources import (
     RESOURCE,
     names_person,
 )
+from consolidator.backends.extractive.rules import rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.shapes import (
@@ -48,80 +49,28 @@ from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_STATEMENTS = 8
-# A default the user sets for future work, wherever it is said (the opening message too).
-_INSTRUCTION = re.compile(
-    r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
-    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to)|"
-    r"(?:i|we)(?:'d| would) rather|(?:it's|it is|is) better (?:to|if))\b",
-    re.IGNORECASE,
-)
+_INSTRUCTION = rule("instruction.standing-word")
 _PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
 _OWNER = r"(?:(?:my|our|the|of|your)\s+)*"
-# Words that give an instruction every project as its scope: such a sentence is a default.
-EVERY_PROJECT_SCOPE = re.compile(
-    rf"\b(?:all|every|each|any)\s+(?:single\s+)?{_OWNER}{_PLACES}\b"
-    rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
-    rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
-    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b|^(?:in general|generally)\b",
-    re.IGNORECASE,
-)
-# Words that tie an instruction to the project it was said in: it never leaves that project.
-ONE_PROJECT_SCOPE = re.compile(
-    rf"\b(?:in|for|on|of)\s+this\s+(?:{_PLACES[3:-1]}|box|machine|checkout)\b|\bhere\b"
-    r"|\b(?:our|the|this)\s+(?:\w+\s+)?(?:runner|box|machine|image|setup|environment)\b[^.]*"
-    r"\b(?:broken|can't|cannot|doesn't|won't|fails?)\b",
-    re.IGNORECASE,
-)
-# Words that introduce a fact the user wants known, not a request.
-_FACT_CUE = re.compile(
-    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads[ -]up|remember(?: that)?|"
-    r"correction|for the record|just so you know)\b[\s,:;-]*",
-    re.IGNORECASE,
-)
-_CONCLUSION_CUE = re.compile(
-    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
-    r"the (?:issue|problem|bug|cause)(?: (?:was|is)|(?=:))|the fix (?:was|is)|"
-    r"(?:i|we) (?:found|noticed|discovered|confirmed|verified)(?: out)?(?= that| the(?:\s+\S+){4})|"
-    r"(?:it )?(?:looks|seems) like(?= (?:the|this|that|our|your|`))|apparently)\b"
-    r"[\s,:;-]*(?:that\b\s*)?",
-    re.IGNORECASE,
-)
+EVERY_PROJECT_SCOPE = rule("scope.every-project")
+ONE_PROJECT_SCOPE = rule("scope.one-project")
+_FACT_CUE = rule("fact.cue")
+_CONCLUSION_CUE = rule("conclusion.cue")
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
-# Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
-# Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
-DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
-_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
-# Word order of a question without its mark: an auxiliary before its subject, or "whether".
-_INVERTED = re.compile(
-    r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
-    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b(?!\s+(?:please\s+)?not\b)"
-    r"|^(?:[\w']+\s+){0,2}whether\b",
-    re.IGNORECASE,
-)
-_THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
-_ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
-# A problem going on as the user writes ("the CI keeps timing out", "login is broken"): in
-# the opening request it is what the session is for.
-_TROUBLE_AT_HAND = re.compile(
-    r"\b(?:keeps?|kept|started|starts)\s+\w+ing\b|\b(?:fails?|failing|crash(?:es|ing)?)\s+"
-    r"(?:randomly|intermittently|sometimes|again|on ci|in ci|locally)\b|\bnot working\b"
-    r"|\b(?:doesn't|does not|isn't|is not)\s+work(?:ing)?\b"
-    r"|\b(?:is|are)\s+(?:broken|failing|down|hanging|stuck)\b(?!\s+(?:when|if|unless|without)\b)",
-    re.IGNORECASE,
-)
-# What the writer will do or has done ("I will now ...", "we'll now ..."), not the project.
-_FIRST_PERSON = re.compile(
-    r"^(?:i|i'll|i'm|i've|i'd|we'll|we will|we're going to|let's)\b", re.IGNORECASE
-)
-# A slash command typed to the client (`/init`, `/review src`), not a statement.
-_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s|$)")
-_FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
+DOUBLED_MARK = rule("structure.doubled-mark")
+_CLAUSE_BREAK = rule("structure.clause-break")
+_INVERTED = rule("drop.inverted-question")
+_ONLY_REDACTED = rule("structure.only-redacted")
+_TROUBLE_AT_HAND = rule("drop.trouble-at-hand")
+_SLASH_COMMAND = rule("drop.slash-command")
+_FIRST_PERSON = rule("drop.first-person")
+_THERE_IS = rule("fact.there-is")
+_FILE_LINE = rule("conclusion.file-line")
 
 
-# An aside in brackets long enough to say something of its own ("(we moved the cache host)").
-_ASIDE = re.compile(r"\s*\(([^()]*\w\s+\w[^()]*\s\w[^()]*)\)")
-_CLAUSE_START = re.compile(r"[,;]\s+")
+_ASIDE = rule("structure.aside")
+_CLAUSE_START = rule("structure.clause-start")
 
 
 def _units(sentence: str) -> list[str]:
@@ -250,9 +199,7 @@ class UserStatements:
     revoked: list[str]
 
 
-# A short label before a colon that only announces what follows ("Quick context before we
-# start:", "Some background:"): the sentence is what follows it.
-_LABEL = re.compile(r"^(?P<label>[^:`/\d]{1,60}?):\s+(?P<rest>\S.*)$")
+_LABEL = rule("structure.label")
 _MAX_LABEL_WORDS = 6
 _MIN_LABELLED_WORDS = 4
 
@@ -412,11 +359,8 @@ def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
     return True
 
 
-# An order on what was just named ("make it 240", "set it to 45s"): the work at hand.
-_ORDER_ON_IT = re.compile(r"^[a-z]+\s+(?:it|them)\s+(?:to\s+)?\S", re.IGNORECASE)
-_SUBJECT_PHRASE = re.compile(
-    r"^(?P<subject>(?:[\w.-]+\s+){0,3}[\w.-]+)\s+(?:is|are|was|were|isn't|aren't)\b", re.I
-)
+_ORDER_ON_IT = rule("drop.order-on-it")
+_SUBJECT_PHRASE = rule("structure.subject-phrase")
 
 
 def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
@@ -430,7 +374,7 @@ def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
     return found
 
 
-_IT_IS = re.compile(r"^it(?:'s|\s+is)\s+", re.IGNORECASE)
+_IT_IS = rule("structure.it-is")
 
 
 def _pointing_to(clause: str, topic: str) -> str:
@@ -460,14 +404,7 @@ def agent_statements(message: str) -> tuple[list[str], list[str]]:
     return _kept(facts), _kept(conclusions)
 
 
-# An agent's account of its own work ("I updated ...", "Wired the chart into ...", "Here is
-# ...", "`pytest tests` passes").
-_NARRATION = re.compile(
-    rf"{_FIRST_PERSON.pattern}|^(?:we|we've|let me|you|your|here|this|that|these|those|it|"
-    r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b|^[a-z]+ed\b"
-    r"|\b(?:passes|passed|succeeds|succeeded)\b",
-    re.IGNORECASE,
-)
+_NARRATION = rule("drop.narration")
 _MAX_AGENT_FINDINGS = 2
 
 

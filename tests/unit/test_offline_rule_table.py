@@ -1,0 +1,43 @@
+"""The offline reader's rule table: every rule reads its examples and none of its
+counter-examples, and every rule is needed: switched off, at least one of its own examples is
+read otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidator.backends.extractive.defaults import scope_of
+from consolidator.backends.extractive.rules import Rule, table, without_rules
+from consolidator.backends.extractive.statements import agent_statements, user_statements
+
+RULES = table()
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_each_rule_reads_its_examples_and_none_of_its_counter_examples(rule: Rule) -> None:
+    assert rule.examples, f"{rule.id} has no example"
+    assert rule.counter_examples, f"{rule.id} has no counter-example"
+    assert [e for e in rule.examples if not rule.reads(e)] == []
+    assert [e for e in rule.counter_examples if rule.reads(e)] == []
+
+
+def _reading(sentence: str) -> object:
+    """Everything the reader makes of `sentence`: as the opening request, as a later remark,
+    as the agent's final message, and where an instruction in it holds."""
+    opening = user_statements([sentence])
+    later = user_statements(["can you have a look at this", sentence])
+    return (opening, later, agent_statements(sentence), [scope_of(i) for i in later.instructions])
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+def test_each_rule_is_needed_by_one_of_its_own_examples(rule: Rule) -> None:
+    with_it = [_reading(example) for example in rule.examples]
+    with without_rules(rule.id):
+        without_it = [_reading(example) for example in rule.examples]
+    assert with_it != without_it, f"no example of {rule.id} needs it: delete it or add one"
+
+
+def test_the_table_ids_are_unique_and_named_by_kind() -> None:
+    ids = [rule.id for rule in RULES]
+    assert len(ids) == len(set(ids))
+    assert all(rule.id.startswith(rule.kind + ".") for rule in RULES)
