@@ -41,3 +41,27 @@ def test_the_table_ids_are_unique_and_named_by_kind() -> None:
     ids = [rule.id for rule in RULES]
     assert len(ids) == len(set(ids))
     assert all(rule.id.startswith(rule.kind + ".") for rule in RULES)
+
+
+def test_a_stored_entry_keeps_its_rules_and_older_stored_entries_read_without_them() -> None:
+    from consolidator.memory.blocks import (
+        Block,
+        Bullet,
+        Task,
+        ThreadCitation,
+        block_from_dict,
+        block_to_dict,
+    )
+    from consolidator.memory.forget import prune_bullets
+
+    citation = ThreadCitation("a", "rollout_summaries/a.md", "/p", "/s", "2026-11-01T00:00:00Z")
+    bullet = Bullet("Port is 8081", ("t-a",), rules=(("a", "shape.value"), ("b", "fact.cue")))
+    block = Block("p-1", "p", "scope", "/p", "reuse", (Task("t-a", "T", (citation,)),))
+    block = Block(block.block_id, "p", "s", "/p", "r", block.tasks, knowledge=(bullet,))
+
+    stored = block_to_dict(block)
+    assert block_from_dict(stored) == block
+    del stored["knowledge"][0]["rules"]
+    assert block_from_dict(stored).knowledge[0].rules == ()
+    [kept] = prune_bullets((bullet,), {"t-a"}, {"b"})
+    assert kept.rules == (("a", "shape.value"),)

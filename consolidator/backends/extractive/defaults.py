@@ -47,6 +47,7 @@ class _Stated:
     cwd: str
     citations: tuple[ThreadCitation, ...]
     origins: tuple[tuple[str, Origin], ...]
+    rules: tuple[tuple[str, str], ...]
 
 
 def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
@@ -85,6 +86,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
                 tuple(dict.fromkeys(sources)),
                 tuple(dict.fromkeys(origin for s in group for origin in s.origins)),
+                tuple(dict.fromkeys(rule for s in group for rule in s.rules)),
             )
         )
     return Block(
@@ -115,7 +117,9 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                 for citation in tasks[task_id].citations
             )
             if citations:
-                stated.append(_Stated(quote, block.applies_to_cwd, citations, bullet.origins))
+                stated.append(
+                    _Stated(quote, block.applies_to_cwd, citations, bullet.origins, bullet.rules)
+                )
     return stated
 
 

@@ -19,7 +19,13 @@ _PERSON_MIN_WORDS = 4
 
 def names_person(text: str) -> bool:
     """Whether `text` names someone to ask, by handle or by name after a word of asking."""
-    return bool(
-        _PERSON.search(text)
-        or (_NAMED_PERSON.search(text) and len(text.split()) >= _PERSON_MIN_WORDS)
-    )
+    return bool(person_rule(text))
+
+
+def person_rule(text: str) -> str:
+    """The rule that reads someone to ask in `text`, "" when none does."""
+    if _PERSON.search(text):
+        return _PERSON.id
+    if _NAMED_PERSON.search(text) and len(text.split()) >= _PERSON_MIN_WORDS:
+        return _NAMED_PERSON.id
+    return ""

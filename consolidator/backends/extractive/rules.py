@@ -20,6 +20,12 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Final
 
+# What an entry read from evidence rather than from a sentence is named after: a note handed
+# over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
+# exit codes (evidence.exit-code), a value a session's edit changed (evidence.edit).
+EVIDENCE: Final = "evidence"
+EXIT_CODES: Final = f"{EVIDENCE}.exit-code"
+EDIT: Final = f"{EVIDENCE}.edit"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _TABLE: Final = "rules.json"
 _CLAUSES: Final = re.compile(r"[,;:]\s+")
@@ -103,6 +109,11 @@ def rule(rule_id: str) -> Rule:
     if found is None:
         raise KeyError(rule_id)
     return found
+
+
+def first_of(text: str, *rules: Rule) -> str:
+    """The id of the first of `rules` that finds something in `text`, "" when none does."""
+    return next((found.id for found in rules if found.search(text)), "")
 
 
 @contextmanager

@@ -6,7 +6,7 @@ order to make one new thing, which is the work at hand."""
 
 from __future__ import annotations
 
-from consolidator.backends.extractive.rules import rule
+from consolidator.backends.extractive.rules import first_of, rule
 
 VALUE = rule("shape.value")
 _DECLARATIVE_START = rule("shape.declarative-start")
@@ -26,19 +26,25 @@ CODEBASE_SCOPE = rule("instruction.codebase-scope")
 _NORM = rule("instruction.norm")
 
 
-def shaped_as_rule(said: str) -> bool:
-    """Whether an order (not a statement about the project) is shaped as a standing rule."""
-    return bool(
-        _PROHIBITION.match(said)
-        or (_CHOICE.search(said) and not ONE_NEW_THING.match(said))
-        or _TOOL_CHOSEN.match(said)
-        or _HABIT.search(said)
-        or _NORM.search(said)
-    )
+def shaped_as_rule(said: str) -> str:
+    """The rule by which an order (not a statement about the project) is shaped as a
+    standing rule, "" when it is not."""
+    if _PROHIBITION.match(said):
+        return _PROHIBITION.id
+    if _CHOICE.search(said) and not ONE_NEW_THING.match(said):
+        return _CHOICE.id
+    if _TOOL_CHOSEN.match(said):
+        return _TOOL_CHOSEN.id
+    return first_of(said, _HABIT, _NORM)
 
 
 def declarative(sentence: str) -> bool:
-    return bool(_DECLARATIVE_START.search(sentence) or _SUBJECT_THEN_VERB.search(sentence))
+    return bool(declarative_rule(sentence))
+
+
+def declarative_rule(sentence: str) -> str:
+    """The rule that reads `sentence` as about something, "" for an order."""
+    return first_of(sentence, _DECLARATIVE_START, _SUBJECT_THEN_VERB)
 
 
 def plainly_stated(clause: str) -> bool:

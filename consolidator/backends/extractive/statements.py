@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.resources import (
     AT_HAND,
@@ -14,8 +14,9 @@ from consolidator.backends.extractive.resources import (
     NAME_DOES,
     RESOURCE,
     names_person,
+    person_rule,
 )
-from consolidator.backends.extractive.rules import rule
+from consolidator.backends.extractive.rules import first_of, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.shapes import (
@@ -27,6 +28,7 @@ from consolidator.backends.extractive.shapes import (
     VAGUE_SUBJECT,
     VALUE,
     declarative,
+    declarative_rule,
     plainly_stated,
     shaped_as_rule,
 )
@@ -41,6 +43,7 @@ from consolidator.backends.extractive.taking_back import (
     WAS_OLD,
     forgets,
     negated_values,
+    taken_back_rule,
     taken_back_topic,
     takes_back,
 )
@@ -197,6 +200,13 @@ class UserStatements:
     instructions: list[str]
     facts: list[str]
     revoked: list[str]
+    # The rule of the table that read each instruction and fact, by its text.
+    rules: dict[str, str] = field(default_factory=dict)
+
+    def add(self, into: list[str], text: str, rule_id: str) -> None:
+        if text:
+            into.append(text)
+            self.rules.setdefault(text, rule_id)
 
 
 _LABEL = rule("structure.label")
@@ -239,7 +249,9 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
                 continue  # it introduces what follows ("A few ground rules for this repo:")
             for unit in _units(_without_label(strip_lead_in(sentence))):
                 _read_unit(strip_lead_in(unit), number, read)
-    return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
+    return UserStatements(
+        _kept(read.instructions), _kept(read.facts), _kept(read.revoked), read.rules
+    )
 
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
@@ -255,108 +267,114 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     ):
         return
     read.revoked.extend(negated_values(bare))
-    if _correction(bare, read.facts, read.revoked):
+    if _correction(bare, read):
         return
     cue = _FACT_CUE.match(bare)
     said = bare[cue.end() :] if cue else bare
-    if _is_default(bare, said):
-        read.instructions.append(_statement(said))
+    if default := _is_default(bare, said):
+        read.add(read.instructions, _statement(said), default)
     elif number == 0 and not cue and _TROUBLE_AT_HAND.search(said):
         return  # the problem the session was opened for, not knowledge for later
-    elif (
-        (cue and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)))
-        or _names_resource(said)
-        or (
-            _is_statement(said)
-            and (
-                number
-                or VALUE.search(said)
-                or names_person(said)
-                or NAME_DOES.match(said)
-                or (facts.says_change(said) and not _FIRST_PERSON.match(said))
-            )
-        )
-    ):
-        read.facts.append(_statement(said))
+    elif fact := _fact_rule(said, cue is not None, number):
+        read.add(read.facts, _statement(said), fact)
 
 
-def _names_resource(said: str) -> bool:
+def _fact_rule(said: str, cued: bool, number: int) -> str:
+    """The rule that reads `said` as a fact about the project, "" when none does."""
+    if cued and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)):
+        return _FACT_CUE.id
+    if resource := _names_resource(said):
+        return resource
+    stated = _is_statement(said)
+    if not stated:
+        return ""
+    if NAME_DOES.match(said):
+        return NAME_DOES.id
+    changed = facts.says_change(said) and not _FIRST_PERSON.match(said)
+    return stated if number or changed or VALUE.search(said) or person_rule(said) else ""
+
+
+def _names_resource(said: str) -> str:
     """A statement naming a resource of the project; an order only when it says how a thing
     is done there (a host, port, folder, ticket, version, tag or a command to do it with),
     not when it is about the work at hand."""
     if declarative(said):
-        return bool(RESOURCE.search(said))
-    return bool(HOW_TO.search(said)) and not AT_HAND.search(said)
+        return RESOURCE.id if RESOURCE.search(said) else ""
+    return HOW_TO.id if HOW_TO.search(said) and not AT_HAND.search(said) else ""
 
 
 def _kept(statements: list[str]) -> list[str]:
     return dedupe(statement for statement in statements if statement)
 
 
-def _is_default(sentence: str, said: str) -> bool:
+def _is_default(sentence: str, said: str) -> str:
     """A default for future work: said with the usual words, or shaped as a standing rule (a
     prohibition, a choice of one tool over another, an obligation, a habit) when the sentence
-    is not a statement about the project; scoped to the codebase or to every project."""
-    if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
-        return True
+    is not a statement about the project; scoped to the codebase or to every project. The
+    id of the rule that reads it so, "" when none does."""
+    if said_so := first_of(sentence, _INSTRUCTION, EVERY_PROJECT_SCOPE):
+        return said_so
     if RULED_OUT.match(said):
-        return True
+        return RULED_OUT.id
     if names_person(said) or (RESOURCE.search(said) and declarative(said)):
-        return False  # who to ask, or what a named resource is, is a fact about the project
-    if (
-        CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said)
-    ) or OBLIGATION.match(said):
-        return True
+        return ""  # who to ask, or what a named resource is, is a fact about the project
+    if CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said):
+        return CODEBASE_SCOPE.id
+    if OBLIGATION.match(said):
+        return OBLIGATION.id
     if declarative(said):
         # A reason with no value, then the rule it gives ("this box has a broken docker, use
         # podman here"): the sentence is the rule.
         rest = _CLAUSE_START.split(said, maxsplit=1)[1:]
         plain = not (VALUE.search(said) or facts.says_change(said) or NAME_DOES.match(said))
-        return bool(rest and plain and shaped_as_rule(rest[0]))
+        return shaped_as_rule(rest[0]) if rest and plain else ""
     return shaped_as_rule(said)
 
 
-def _is_statement(sentence: str) -> bool:
+def _is_statement(sentence: str) -> str:
     """A statement about the project: a subject and what it is or does. One with a value or
     a person to ask is kept however short; one without needs a few words and a subject
-    that is more than a pronoun ("it works now" says nothing for later)."""
-    if names_person(sentence):
-        return True
+    that is more than a pronoun ("it works now" says nothing for later). The id of the rule
+    that reads its subject and verb (or the person), "" when it is none."""
+    if person := person_rule(sentence):
+        return person
     clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
     stated = [clause for clause in clauses if declarative(clause)]
-    if not stated:
-        return False
     # The value must be in what is stated, not in an order beside it ("make it 240, ...").
     if any(VALUE.search(clause) for clause in stated):
-        return True
-    return any(plainly_stated(clause) for clause in stated)
+        return declarative_rule(stated[0])
+    plain = next((clause for clause in stated if plainly_stated(clause)), "")
+    return declarative_rule(plain) if plain else ""
 
 
-def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
+def _correction(sentence: str, read: UserStatements) -> bool:
     """Read `sentence` as a correction, clause by clause: the topics it takes back go to
     `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
     gone = bool(GONE.search(sentence))
     topics = [taken_back_topic(clause, gone) for clause in clauses]
-    retracted = [
-        bool(RETRACTION.search(c) or WAS_OLD.search(c) or SCRATCHED.match(c)) for c in clauses
-    ]
+    retracted = [first_of(c, RETRACTION, WAS_OLD) or _scratched(c) for c in clauses]
     if all(topic is None for topic in topics) and not any(retracted):
         return False
     named = ""
+    by = next((r for r in retracted if r), "") or taken_back_rule(sentence)
     for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
-        revoked.extend(negated_values(clause))
+        read.revoked.extend(negated_values(clause))
         if topic == "":
-            revoked.extend(_subjects_beside(clause, clauses))
+            read.revoked.extend(_subjects_beside(clause, clauses))
         elif topic is not None:
-            revoked.append(topic)
+            read.revoked.append(topic)
             named = topic if forgets(clause) else ""
         elif not retraction and not NEGATION.match(clause):
             said = _pointing_to(clause, named)
             stated = VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said))
             if stated and not _ORDER_ON_IT.match(said):
-                facts.append(_statement(said))
+                read.add(read.facts, _statement(said), by)
     return True
+
+
+def _scratched(clause: str) -> str:
+    return SCRATCHED.id if SCRATCHED.match(clause) else ""
 
 
 _ORDER_ON_IT = rule("drop.order-on-it")
@@ -385,23 +403,25 @@ def _pointing_to(clause: str, topic: str) -> str:
     return clause
 
 
-def agent_statements(message: str) -> tuple[list[str], list[str]]:
-    """Facts the agent pointed out and the conclusions it reached in its final message."""
-    facts: list[str] = []
-    conclusions: list[str] = []
+def agent_statements(
+    message: str, rules: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """Facts the agent pointed out and the conclusions it reached in its final message; the
+    rule that read each goes into `rules`, by its text, when given."""
+    read = UserStatements([], [], [], {} if rules is None else rules)
     for sentence in sentences(message):
         bare = strip_lead_in(sentence)
         if is_question(bare):
             continue
         if match := _CONCLUSION_CUE.match(bare):
-            conclusions.append(_statement(bare[match.end() :], user=False))
+            read.add(read.revoked, _statement(bare[match.end() :], user=False), _CONCLUSION_CUE.id)
         elif _FILE_LINE.search(bare):
-            conclusions.append(_statement(bare, user=False))
+            read.add(read.revoked, _statement(bare, user=False), _FILE_LINE.id)
         elif (cue := _FACT_CUE.match(bare)) and _said_with_cue(bare[cue.end() :]):
-            facts.append(_statement(bare[cue.end() :], user=False))
-        elif _how_the_project_is(bare) and len(facts) < _MAX_AGENT_FINDINGS:
-            facts.append(_statement(bare, user=False))
-    return _kept(facts), _kept(conclusions)
+            read.add(read.facts, _statement(bare[cue.end() :], user=False), _FACT_CUE.id)
+        elif _how_the_project_is(bare) and len(read.facts) < _MAX_AGENT_FINDINGS:
+            read.add(read.facts, _statement(bare, user=False), VALUE.id)
+    return _kept(read.facts), _kept(read.revoked)
 
 
 _NARRATION = rule("drop.narration")

@@ -114,6 +114,7 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
                 else ()
             ),
             origins=tuple(dict.fromkeys(first.origins + bullet.origins)),
+            rules=tuple(dict.fromkeys(first.rules + bullet.rules)),
         )
     return tuple(kept)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from consolidator.backends.extractive.rules import rule
+from consolidator.backends.extractive.rules import first_of, rule
 
 NOT_VALUE = rule("take-back.not-value")
 NOT_BUT = rule("take-back.not-but")
@@ -54,6 +54,11 @@ def negated_values(sentence: str) -> list[str]:
 def _distinctive(value: str) -> bool:
     """A value of a few words is distinctive when one of its words is."""
     return any(_DISTINCTIVE.match(word) for word in value.split())
+
+
+def taken_back_rule(sentence: str) -> str:
+    """The rule that reads `sentence` as taking a topic back, "" when none does."""
+    return first_of(sentence, _FORGET, _DROPPED, _LET_GO, _WRONG_ABOUT, _STOP_DOING)
 
 
 def taken_back_topic(clause: str, gone: bool) -> str | None:

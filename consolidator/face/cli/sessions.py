@@ -236,7 +236,7 @@ def explain_command(thread_id: str, **params: Any) -> None:
 
 def _citations(memory: Memory, thread_id: str) -> list[dict[str, Any]]:
     """The blocks of `memory` that cite the thread: the tasks that cite it, and the entries
-    that cite those tasks."""
+    that cite those tasks, each with the offline reader's rule that read it from the thread."""
     found = []
     for block in memory.blocks:
         tasks = [task for task in block.tasks if thread_id in task.thread_ids]
@@ -244,7 +244,11 @@ def _citations(memory: Memory, thread_id: str) -> list[dict[str, Any]]:
             continue
         task_ids = {task.task_id for task in tasks}
         entries = [
-            {"section": section, "text": bullet.text}
+            {
+                "section": section,
+                "text": bullet.text,
+                "rule": next((rule for t, rule in bullet.rules if t == thread_id), None),
+            }
             for section, bullet in block.bullets()
             if task_ids & set(bullet.task_ids)
         ]
@@ -273,7 +277,11 @@ def _print_explain(inv: Any, payload: dict[str, Any]) -> None:
     for block in payload["cited_by"]:
         lines.append(f"cited by block {block['block_id']}: {block['title']}")
         lines.extend(f"  task: {title}" for title in block["tasks"])
-        lines.extend(f"  {entry['section']}: {entry['text']}" for entry in block["entries"])
+        lines.extend(
+            f"  {entry['section']}: {entry['text']}"
+            + (f" (rule {entry['rule']})" if entry["rule"] else "")
+            for entry in block["entries"]
+        )
     lines.extend(f"quarantined: {reason}" for reason in payload["quarantined"])
     for line in lines:
         inv.console.print(line, markup=False)
