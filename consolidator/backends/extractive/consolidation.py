@@ -32,6 +32,7 @@ from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
+    mark_stale_fixes,
     mark_superseded,
     merge_superseded,
 )
@@ -440,6 +441,7 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
                 same_failure,
             ),
         )
+        block = replace(block, failures=mark_stale_fixes(block.failures, block.knowledge, day))
         blocks[block_id] = block
         if block_id not in changed:
             changed.append(block_id)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from consolidator.backends.extractive.rules import EVIDENCE
 from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
@@ -33,6 +34,8 @@ _RULE_FORM = words(
     prefer rather instead than over use using keep every each time when whenever remember
     before after any more anymore should must need needs have has to can don t won also"""
 )
+# The kinds of rule whose entries may hold in every project.
+_STANDING_KINDS: Final = frozenset(("instruction", "reminder", "scope", EVIDENCE))
 _MAKE_SURE = re.compile(r"\bmake sure\b")
 
 
@@ -108,7 +111,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
         tasks = {task.task_id: task for task in block.tasks}
         for bullet in block.preferences:
             quote = facts.asked_quote(bullet.text)
-            if quote is None:
+            if quote is None or not _standing(bullet):
                 continue
             citations = tuple(
                 citation
@@ -121,6 +124,14 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                     _Stated(quote, block.applies_to_cwd, citations, bullet.origins, bullet.rules)
                 )
     return stated
+
+
+def _standing(bullet: Bullet) -> bool:
+    """Whether the bullet is a standing instruction by the rules that read it: a rule of a
+    standing kind, or evidence (a note); a bullet whose rules are not known (a model wrote
+    it, or it was stored before rules were) is taken as it is."""
+    kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
+    return not kinds or bool(kinds & _STANDING_KINDS)
 
 
 def _holds_everywhere(group: list[_Stated]) -> bool:

@@ -110,6 +110,12 @@ _FIXED_IN = " -> fixed in "
 _PASSED_AGAIN = " -> passed when run again"
 
 
+def fix_of(text: str) -> str:
+    """The command a failure's bullet says fixed it, "" when none did."""
+    at = text.rfind(_FIXED_BY)
+    return text[at + len(_FIXED_BY) :] if at != -1 else ""
+
+
 def same_failure(old: str, new: str) -> bool:
     """One bullet per command family and fix: the error line and the agent's words may
     differ between sessions, and so may how the command was run."""

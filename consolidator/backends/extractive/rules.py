@@ -28,7 +28,7 @@ EXIT_CODES: Final = f"{EVIDENCE}.exit-code"
 EDIT: Final = f"{EVIDENCE}.edit"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _TABLE: Final = "rules.json"
-_CLAUSES: Final = re.compile(r"[,;:]\s+")
+_CLAUSES: Final = re.compile(r"[,;:.]\s+")
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,9 @@ def sentences(text: str) -> list[str]:
             continue
         for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
             for part in _lower_starts(segment):
-                sentences.extend(s.strip() for s in _CUE_BREAK.split(part) if s and s.strip())
+                # A question is asked whole: "What should I keep in mind here?" holds no cue.
+                cut = [part] if is_question(part) else _CUE_BREAK.split(part)
+                sentences.extend(s.strip() for s in cut if s and s.strip())
     return sentences
 
 

@@ -43,6 +43,7 @@ from consolidator.backends.extractive.taking_back import (
     WAS_OLD,
     forgets,
     negated_values,
+    replaced_value,
     taken_back_rule,
     taken_back_topic,
     takes_back,
@@ -68,6 +69,9 @@ _ONLY_REDACTED = rule("structure.only-redacted")
 _TROUBLE_AT_HAND = rule("drop.trouble-at-hand")
 _SLASH_COMMAND = rule("drop.slash-command")
 _FIRST_PERSON = rule("drop.first-person")
+_JOINED = rule("structure.joined-clause")
+_REMINDER = rule("reminder.dont-forget")
+_VALUE_ONLY = rule("correction.value-only")
 _THERE_IS = rule("fact.there-is")
 _FILE_LINE = rule("conclusion.file-line")
 
@@ -120,6 +124,8 @@ def _without_request(sentence: str) -> str:
     if RESOURCE.search(first) or declarative(sentence) or takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
+        if _JOINED.match(sentence[start:]):
+            continue  # "..., and you have 100% coverage" is no clause of its own
         rest = strip_lead_in(sentence[start:])
         if (
             _stands_alone(rest)
@@ -207,6 +213,10 @@ class UserStatements:
         if text:
             into.append(text)
             self.rules.setdefault(text, rule_id)
+            self.latest[:] = [(into, text)]
+
+    # The entry read last, which a correction giving only a value corrects.
+    latest: list[tuple[list[str], str]] = field(default_factory=list)
 
 
 _LABEL = rule("structure.label")
@@ -247,6 +257,8 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
         for sentence in sentences(message):
             if sentence.endswith(":"):
                 continue  # it introduces what follows ("A few ground rules for this repo:")
+            if _corrected(sentence, read):
+                continue
             for unit in _units(_without_label(strip_lead_in(sentence))):
                 _read_unit(strip_lead_in(unit), number, read)
     return UserStatements(
@@ -267,6 +279,10 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     ):
         return
     read.revoked.extend(negated_values(bare))
+    if reminder := _REMINDER.match(bare):
+        # "don't forget to X" repeats the rule X: it reinforces it, never takes it back.
+        read.add(read.instructions, _statement(bare[reminder.end() :]), _REMINDER.id)
+        return
     if _correction(bare, read):
         return
     cue = _FACT_CUE.match(bare)
@@ -292,6 +308,24 @@ def _fact_rule(said: str, cued: bool, number: int) -> str:
         return NAME_DOES.id
     changed = facts.says_change(said) and not _FIRST_PERSON.match(said)
     return stated if number or changed or VALUE.search(said) or person_rule(said) else ""
+
+
+def _corrected(sentence: str, read: UserStatements) -> bool:
+    """Read `sentence` as a correction with no cue word ("no wait, 3301", "actually
+    @maaike"): it gives a value of the same kind as one in the entry read last, which it
+    replaces there; the old value is taken back."""
+    lead = _VALUE_ONLY.match(sentence)
+    if lead is None or not read.latest:
+        return False
+    into, previous = read.latest[0]
+    replaced = replaced_value(previous, sentence[lead.end() :])
+    if replaced is None:
+        return False
+    new_text, old_value = replaced
+    into.remove(previous)
+    read.revoked.append(old_value)
+    read.add(into, new_text, _VALUE_ONLY.id)
+    return True
 
 
 def _names_resource(said: str) -> str:

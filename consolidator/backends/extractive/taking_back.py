@@ -7,12 +7,15 @@ from __future__ import annotations
 import re
 
 from consolidator.backends.extractive.rules import first_of, rule
+from consolidator.memory.lexicon import values_by_kind
 
 NOT_VALUE = rule("take-back.not-value")
 NOT_BUT = rule("take-back.not-but")
 TRAILING_NOT = rule("take-back.trailing-not")
 _KIND_NOT_NUMBER = rule("take-back.kind-not-number")
 NEGATION = rule("take-back.negation")
+# A correction that gives only a value says it in a word or two ("no wait, 3301").
+_MAX_CORRECTION_WORDS = 3
 WAS_OLD = rule("take-back.was-old")
 SCRATCHED = rule("take-back.scratched")
 _DISTINCTIVE = rule("shape.distinctive")
@@ -85,3 +88,18 @@ def taken_back_topic(clause: str, gone: bool) -> str | None:
         flags=re.I,
     )
     return _OVER.sub("", re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE))
+
+
+def replaced_value(previous: str, correction: str) -> tuple[str, str] | None:
+    """`previous` with its last value of the kind `correction` gives in place of that value,
+    and the value replaced; None when `correction` is not one value alone, or `previous`
+    has none of its kind."""
+    given = values_by_kind(correction)
+    if len(given) != 1 or len(correction.split()) > _MAX_CORRECTION_WORDS:
+        return None
+    kind, new = given[0]
+    old = next((value for k, value in reversed(values_by_kind(previous)) if k == kind), None)
+    if old is None or old == new:
+        return None
+    at = previous.rindex(old)
+    return previous[:at] + new + previous[at + len(old) :], old
