@@ -25,7 +25,7 @@ def _memory(*sessions: Said) -> Memory:
     inputs = []
     for number, (project, day, items) in enumerate(sessions):
         cwd = f"/home/dev/{project}"
-        result = ExtractiveBackend().extract(rollout(*items, agent("Done."), cwd=cwd))
+        read = ExtractiveBackend().extract(rollout(*items, agent("Done."), cwd=cwd))
         inputs.append(
             ConsolidationInput(
                 thread_id=f"s{number}",
@@ -33,9 +33,9 @@ def _memory(*sessions: Said) -> Memory:
                 git_branch="main",
                 rollout_path=f"/s/s{number}.jsonl",
                 updated_at=f"2026-11-{day}T00:00:00Z",
-                rollout_slug=result.rollout_slug,
-                rollout_summary=result.rollout_summary,
-                raw_memory=result.raw_memory,
+                rollout_slug=read.rollout_slug,
+                rollout_summary=read.rollout_summary,
+                raw_memory=read.raw_memory,
             )
         )
     result = consolidate_extractively(request(Memory(), *inputs))
