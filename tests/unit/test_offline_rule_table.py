@@ -65,3 +65,15 @@ def test_a_stored_entry_keeps_its_rules_and_older_stored_entries_read_without_th
     assert block_from_dict(stored).knowledge[0].rules == ()
     [kept] = prune_bullets((bullet,), {"t-a"}, {"b"})
     assert kept.rules == (("a", "shape.value"),)
+
+
+def test_the_docs_show_the_table_as_it_is() -> None:
+    from pathlib import Path
+
+    from consolidator.backends.extractive.rules import DOC_END, DOC_START, table_in_markdown
+
+    doc = (Path(__file__).parents[2] / "docs" / "backends.md").read_text(encoding="utf-8")
+    start, end = doc.index(DOC_START), doc.index(DOC_END) + len(DOC_END) + 1
+    assert doc[start:end] == table_in_markdown(), (
+        "docs/backends.md is out of date: run python -m consolidator.backends.extractive.rules"
+    )

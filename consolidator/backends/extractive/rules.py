@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +27,11 @@ from typing import Final
 EVIDENCE: Final = "evidence"
 EXIT_CODES: Final = f"{EVIDENCE}.exit-code"
 EDIT: Final = f"{EVIDENCE}.edit"
+DOC_START: Final = (
+    "<!-- The offline reader's rules, made from consolidator/backends/extractive/rules.json "
+    "by `python -m consolidator.backends.extractive.rules`: edit the table, not this. -->"
+)
+DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _TABLE: Final = "rules.json"
 _CLAUSES: Final = re.compile(r"[,;:.]\s+")
@@ -116,6 +122,21 @@ def first_of(text: str, *rules: Rule) -> str:
     return next((found.id for found in rules if found.search(text)), "")
 
 
+def table_in_markdown() -> str:
+    """The table as the offline reader's section of `docs/backends.md` shows it: each kind
+    of rule, then each rule with what it reads, one example and one counter-example."""
+    lines = [DOC_START, ""]
+    kinds = dict.fromkeys(row.kind for row in table())
+    for kind in kinds:
+        lines.append(f"- **{kind}**")
+        for row in (found for found in table() if found.kind == kind):
+            lines.append(
+                f"  - `{row.id}` ({row.precedence}): {row.describe} "
+                f'Reads "{row.examples[0]}", not "{row.counter_examples[0]}".'
+            )
+    return "\n".join([*lines, "", DOC_END]) + "\n"
+
+
 @contextmanager
 def without_rules(*rule_ids: str) -> Iterator[None]:
     """Read as if the table had no rules `rule_ids` while the block runs."""
@@ -124,3 +145,7 @@ def without_rules(*rule_ids: str) -> Iterator[None]:
         yield
     finally:
         _SWITCHED_OFF.reset(token)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(table_in_markdown())
