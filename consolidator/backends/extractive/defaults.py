@@ -15,25 +15,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.backends.extractive.rules import EVIDENCE
+from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
-from consolidator.memory.text import clip, words
+from consolidator.memory.text import clip
 
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
 MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
 THIS_PROJECT: Final = "in this project"
 
-_RULE_FORM = words(
-    """
-    a an the to of in on for and or is are be it its this that with by as at from into
-    i we you me my our your please always never ever don't dont do does not no only just
-    prefer rather instead than over use using keep every each time when whenever remember
-    before after any more anymore should must need needs have has to can don t won also"""
-)
+_RULE_FORM = word_list("rule-form")
 # The kinds of rule whose entries may hold in every project.
 _STANDING_KINDS: Final = frozenset(("instruction", "reminder", "scope", EVIDENCE))
 _MAKE_SURE = re.compile(r"\bmake sure\b")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Final
 
@@ -34,6 +34,7 @@ DOC_START: Final = (
 DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _TABLE: Final = "rules.json"
+_WORDS: Final = "words.json"
 _CLAUSES: Final = re.compile(r"[,;:.]\s+")
 
 
@@ -115,6 +116,13 @@ def rule(rule_id: str) -> Rule:
     if found is None:
         raise KeyError(rule_id)
     return found
+
+
+@cache
+def word_list(name: str) -> frozenset[str]:
+    """One of the word lists the reader reads by (`words.json` beside the table)."""
+    data = json.loads(files(__package__).joinpath(_WORDS).read_text(encoding="utf-8"))
+    return frozenset(data["words"][name])
 
 
 def first_of(text: str, *rules: Rule) -> str:

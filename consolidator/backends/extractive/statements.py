@@ -442,20 +442,23 @@ def agent_statements(
 ) -> tuple[list[str], list[str]]:
     """Facts the agent pointed out and the conclusions it reached in its final message; the
     rule that read each goes into `rules`, by its text, when given."""
+    # The agent's findings are read as the user's facts, its conclusions in place of what
+    # the user takes back: an agent takes nothing back.
     read = UserStatements([], [], [], {} if rules is None else rules)
+    conclusions = read.revoked
     for sentence in sentences(message):
         bare = strip_lead_in(sentence)
         if is_question(bare):
             continue
         if match := _CONCLUSION_CUE.match(bare):
-            read.add(read.revoked, _statement(bare[match.end() :], user=False), _CONCLUSION_CUE.id)
+            read.add(conclusions, _statement(bare[match.end() :], user=False), _CONCLUSION_CUE.id)
         elif _FILE_LINE.search(bare):
-            read.add(read.revoked, _statement(bare, user=False), _FILE_LINE.id)
+            read.add(conclusions, _statement(bare, user=False), _FILE_LINE.id)
         elif (cue := _FACT_CUE.match(bare)) and _said_with_cue(bare[cue.end() :]):
             read.add(read.facts, _statement(bare[cue.end() :], user=False), _FACT_CUE.id)
         elif _how_the_project_is(bare) and len(read.facts) < _MAX_AGENT_FINDINGS:
             read.add(read.facts, _statement(bare, user=False), VALUE.id)
-    return _kept(read.facts), _kept(read.revoked)
+    return _kept(read.facts), _kept(conclusions)
 
 
 _NARRATION = rule("drop.narration")
