@@ -146,3 +146,13 @@ def test_a_correction_without_a_cue_word_replaces_the_value_before_it() -> None:
 def test_a_rule_said_in_general_in_one_project_holds_everywhere() -> None:
     memory = _memory(_said("cli", "01", "Fix the flags.", "in general, always use uv, never pip"))
     assert any(block.block_id == USER_DEFAULTS_BLOCK_ID for block in memory.blocks)
+
+
+def test_a_person_to_ask_said_anew_supersedes_the_one_before() -> None:
+    memory = _memory(
+        _said("game", "01", "Fix the shader build.", "For the shader part ask @lotte"),
+        _said("game", "02", "Fix the lighting.", "For the shader part ask @maaike"),
+    )
+    knowledge = _texts(memory, "knowledge")
+    assert [t for t in knowledge if "@lotte" in t and not is_superseded(t)] == [], knowledge
+    assert [t for t in knowledge if "@maaike" in t and not is_superseded(t)], knowledge
