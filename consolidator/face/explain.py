@@ -142,7 +142,7 @@ def session_json(row: SessionRow, state: str, reason: str) -> dict[str, Any]:
 
 def citations(memory: Memory, thread_id: str) -> list[dict[str, Any]]:
     """The blocks of `memory` that cite the thread: the tasks that cite it, and the entries
-    that cite those tasks."""
+    that cite those tasks, each with the offline reader's rule that read it from the thread."""
     found = []
     for block in memory.blocks:
         tasks = [task for task in block.tasks if thread_id in task.thread_ids]
@@ -150,7 +150,11 @@ def citations(memory: Memory, thread_id: str) -> list[dict[str, Any]]:
             continue
         task_ids = {task.task_id for task in tasks}
         entries = [
-            {"section": section, "text": bullet.text}
+            {
+                "section": section,
+                "text": bullet.text,
+                "rule": next((rule for t, rule in bullet.rules if t == thread_id), None),
+            }
             for section, bullet in block.bullets()
             if task_ids & set(bullet.task_ids)
         ]

@@ -95,12 +95,17 @@ class Bullet:
     `origins` holds, when known, where each witnessing session had the bullet from (the user
     said it, a tool showed it, the agent concluded it, a note); forgetting a session drops its
     origin with its wording.
+
+    `rules` holds, for an entry the offline reader wrote, the rule of its table that read it
+    from each witnessing session (`(thread_id, rule_id)`), so an entry can be traced to the
+    rule behind it; forgetting a session drops its rule with its origin.
     """
 
     text: str
     task_ids: tuple[str, ...]
     sources: tuple[tuple[str, str], ...] = ()
     origins: tuple[tuple[str, Origin], ...] = ()
+    rules: tuple[tuple[str, str], ...] = ()
 
     @property
     def origin(self) -> Origin | None:
@@ -314,6 +319,7 @@ def block_to_dict(block: Block) -> dict[str, Any]:
                 "task_ids": list(bullet.task_ids),
                 **({"sources": [list(s) for s in bullet.sources]} if bullet.sources else {}),
                 **({"origins": [list(o) for o in bullet.origins]} if bullet.origins else {}),
+                **({"rules": [list(r) for r in bullet.rules]} if bullet.rules else {}),
             }
             for bullet in block.section(name)
         ]
@@ -387,7 +393,13 @@ def _block_from_dict(reader: _Reader) -> Block:
 
 def _bullets_from(reader: _Reader, key: Section) -> tuple[Bullet, ...]:
     return tuple(
-        Bullet(b.string("text"), b.strings("task_ids"), b.pairs("sources"), b.origins("origins"))
+        Bullet(
+            b.string("text"),
+            b.strings("task_ids"),
+            b.pairs("sources"),
+            b.origins("origins"),
+            b.pairs("rules"),
+        )
         for b in reader.objects(key)
     )
 

@@ -27,7 +27,7 @@ _MARKED = re.compile(
 )
 _CONFLICT_QUOTE = re.compile(r'^\s*\[possible conflict [^\]"]* with "(?P<quote>[^"]*)" of [^\]]*\]')
 _QUOTED_CHARS: Final = 80
-_TOKEN = re.compile(r"[a-z0-9_~][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
+_TOKEN = re.compile(r"[a-z0-9_~@][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
 _SAME_SUBJECT: Final = 0.6
 CHANGE = re.compile(
     r"\b(?:now|nowadays|these days|any ?more|no longer|moved|switched|changed|migrated|upgraded|"
@@ -137,9 +137,9 @@ def unmarked(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
-    """The subject words and the values of `text`: a token with a digit, a path or a dotted
-    name is a value, and so is a code span whole (`make lint` and `tox -e lint` are two
-    commands, not mostly the same words)."""
+    """The subject words and the values of `text`: a token with a digit, a path, a dotted
+    name or a person's handle (`@maaike`) is a value, and so is a code span whole (`make
+    lint` and `tox -e lint` are two commands, not mostly the same words)."""
     plain = unmarked(text).lower()
     values: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(plain)}
     subject: set[str] = set()
@@ -148,7 +148,7 @@ def read(text: str) -> Reading:
         token = raw.rstrip(".:/-")
         if not token or token in STOPWORDS:
             continue
-        if any(c.isdigit() for c in token) or any(c in token for c in "/._~"):
+        if any(c.isdigit() for c in token) or any(c in token for c in "/._~@"):
             values.add(token)
             continue
         word = stem(SHORT_FORMS.get(token, token))

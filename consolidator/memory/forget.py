@@ -105,7 +105,7 @@ def prune_bullets(
     bullets: tuple[Bullet, ...], live: set[str], forgotten: Collection[str]
 ) -> tuple[Bullet, ...]:
     """The bullets that still cite a live task, each in the words of a session that is not
-    forgotten and with only such sessions' origins; the same tuple object when nothing
+    forgotten and with only such sessions' origins and rules; the same tuple object when nothing
     changed."""
     kept: list[Bullet] = []
     changed = False
@@ -113,18 +113,20 @@ def prune_bullets(
         refs = tuple(task_id for task_id in bullet.task_ids if task_id in live)
         sources = tuple(source for source in bullet.sources if source[0] not in forgotten)
         origins = tuple(origin for origin in bullet.origins if origin[0] not in forgotten)
+        rules = tuple(rule for rule in bullet.rules if rule[0] not in forgotten)
         if (
             refs
             and len(refs) == len(bullet.task_ids)
             and len(sources) == len(bullet.sources)
             and len(origins) == len(bullet.origins)
+            and len(rules) == len(bullet.rules)
         ):
             kept.append(bullet)
             continue
         changed = True
         reworded = _in_remaining_words(bullet, sources) if refs else None
         if reworded is not None:
-            kept.append(replace(reworded, task_ids=refs, origins=origins))
+            kept.append(replace(reworded, task_ids=refs, origins=origins, rules=rules))
     return _without_lost_conflicts(tuple(kept)) if changed else bullets
 
 

@@ -25,6 +25,7 @@ _HEADING_CONCLUSIONS = "### Agent concluded"
 _HEADING_REVOKED = "### User took back"
 _HEADING_OUTDATED = "### Repository states otherwise"
 _HEADING_EDITED = "### Values edited"
+_HEADING_RULES = "### Read by rule"
 _STATEMENT_SECTIONS = {
     _HEADING_INSTRUCTIONS.lower(): "instructions",
     _HEADING_FACTS.lower(): "facts",
@@ -100,6 +101,13 @@ class ExtractiveNotes:
     noted_by: str = ""
     # The values the session's edits changed, in the order they were made.
     edited: tuple[EditedValue, ...] = ()
+    # The rule of the offline reader's table that read each instruction, fact and
+    # conclusion: (its text, the rule's id).
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def rule_of(self, text: str) -> str:
+        """The id of the rule that read `text`, "" when the notes do not say."""
+        return next((rule for said, rule in self.rules if said == text), "")
 
     @property
     def states_something(self) -> bool:
@@ -148,6 +156,9 @@ def render_raw_memory(notes: ExtractiveNotes) -> str:
     if notes.edited:
         lines.append(_HEADING_EDITED)
         lines.extend(f"- {_edited_line(edit)}" for edit in notes.edited)
+    if notes.rules:
+        lines.append(_HEADING_RULES)
+        lines.extend(f'- {one_line(rule)} "{one_line(text)}"' for text, rule in notes.rules)
     if notes.files:
         lines.append(_HEADING_FILES)
         lines.extend(f"- {one_line(path)}" for path in notes.files)
@@ -163,24 +174,13 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
     Never raises: a raw memory written by another backend is free Markdown, and the caller
     falls back to other fields when the notes come back empty.
     """
-    lines = text.splitlines()
-    fields: dict[str, str] = {}
-    body = lines
-    if lines and lines[0].strip() == "---":
-        for index, line in enumerate(lines[1:], start=1):
-            if line.strip() == "---":
-                body = lines[index + 1 :]
-                break
-            key, colon, value = line.partition(":")
-            if colon:
-                fields[key.strip()] = value.strip()
-        else:
-            body = []
+    fields, body = _front_matter(text.splitlines())
     quotes: list[str] = []
     failures: list[FailureNote] = []
     files: list[str] = []
     commands: list[str] = []
     edited: list[EditedValue] = []
+    rules: list[tuple[str, str]] = []
     statements: dict[str, list[str]] = {name: [] for name in _STATEMENT_SECTIONS.values()}
     section = ""
     for line in body:
@@ -202,6 +202,10 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
             failure = _parse_failure(item)
             if failure is not None:
                 failures.append(failure)
+        elif section == _HEADING_RULES.lower():
+            rule, _, said = item.partition(" ")
+            if len(said) >= 2 and said[0] == said[-1] == '"':
+                rules.append((said[1:-1], rule))
         elif section == _HEADING_FILES.lower():
             files.append(item)
         elif section == _HEADING_EDITED.lower():
@@ -235,7 +239,22 @@ def parse_raw_memory(text: str) -> ExtractiveNotes:
         outdated=tuple(statements["outdated"]),
         noted_by=fields.get("noted_by", ""),
         edited=tuple(edited),
+        rules=tuple(rules),
     )
+
+
+def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The fields between the opening `---` lines, and the lines after them."""
+    fields: dict[str, str] = {}
+    if not lines or lines[0].strip() != "---":
+        return fields, lines
+    for index, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            return fields, lines[index + 1 :]
+        key, colon, value = line.partition(":")
+        if colon:
+            fields[key.strip()] = value.strip()
+    return fields, []
 
 
 def _edited_line(edit: EditedValue) -> str:

@@ -31,6 +31,7 @@ from consolidator.memory.facts import (
     stem,
     unmarked,
 )
+from consolidator.memory.lexicon import TOOL_AT, VERSION, shaped_in
 
 # Two values of one subject need more of the words shared than one fact in two wordings,
 # unless one of the statements says the value changed.
@@ -121,35 +122,6 @@ _VALUE_KINDS: Final = {
     "name": frozenset({"name"}),
     "region": frozenset({"region"}),
 }
-_HOST: Final = re.compile(
-    r"\b(?:[a-z][\w-]*\.)+(?:internal|lan|local|corp|intra|net|com|org|io|dev|cloud)\b(?![\w-]|[./][\w-])"
-)
-_PORT: Final = re.compile(
-    r"(?:\bports?\s+|(?<!\S)-p\s*|(?<=[a-z]):|(?<!\S):|\bon\s+)(\d{2,5})\b(?!\w|\.\d)"
-)
-# A bare number beside the word "port" ("the api port is 8081 now").
-_BARE_PORT: Final = re.compile(r"(?<![\w.:/-])(\d{2,5})(?![\w:/-]|\.\d)")
-_PORT_WORD: Final = re.compile(r"\bports?\b")
-# A dotted version, with the bound of a range it is said with (">=3.9" names no one version).
-_VERSION: Final = re.compile(
-    r"(?<![\w./-])(?P<bound>[=<>^~]*)v?(?P<version>\d+\.\d+(?:\.\d+)?)(?![\w/-]|\.\w)"
-)
-# What a thing is called ("the assets bucket is called assets-prod").
-_NAMED: Final = re.compile(r"\b(?:called|named)\s+`?([a-z0-9][\w.-]*[a-z0-9])`?")
-# A cloud region ("eu-west-1", "us-east-2").
-_REGION: Final = re.compile(r"\b[a-z]{2}-(?:north|south|east|west|central)(?:east|west)?-\d\b")
-_PATH: Final = re.compile(r"(?<![\w./:-])((?:[\w.~-]+/)+[\w.-]*)")
-_SCRIPT: Final = re.compile(r"(?:^|/)(?:scripts?|tools|bin)/|\.(?:sh|bash|zsh|py|rb|pl|js|ts)$")
-# A tool named right before its version ("python 3.12", "expo 52"): the tool's version is
-# the subject.
-_TOOL_AT: Final = re.compile(
-    r"\b(?P<tool>[a-z][a-z+-]{1,30})\s+v?(?P<version>\d+(?:\.\d+){0,2})(?!\w|\.\w)"
-)
-# A command a script's work is done with: a task runner's target, or a code span.
-_COMMAND: Final = re.compile(
-    r"\b(?:make|just|rake|task|npm run|pnpm|yarn|bun run|tox -e|nox -s)\s+[a-z][\w:.-]*"
-    r"|`[^`\n]+`"
-)
 # Words that end a subject's phrase when read back from its head noun.
 _PHRASE_BREAK: Final = frozenset(
     ("about", "regarding", "over", "under", "via", "through", "what", "said", "new", "old")
@@ -185,7 +157,7 @@ def subject_of(text: str) -> Subject | None:
             qualifiers.append(stem(word))
         if qualifiers:
             return Subject(kind, frozenset(qualifiers))
-    dotted = (m for m in _TOOL_AT.finditer(unmarked(text).lower()) if "." in m["version"])
+    dotted = (m for m in TOOL_AT.finditer(unmarked(text).lower()) if "." in m["version"])
     tool = next(dotted, None)
     if tool and tool["tool"] not in STOPWORDS:
         return Subject("version", frozenset({stem(tool["tool"])}))
@@ -204,7 +176,7 @@ def _changed_thing(tokens: list[str], plain: str) -> Subject | None:
         (i for i, token in enumerate(tokens) if CHANGE.fullmatch(token) or token in _SAYS_WHERE),
         None,
     )
-    kinds = {kind for kind, _ in _shaped_values(plain)}
+    kinds = {kind for kind, _ in shaped_in(plain)}
     if change is None or len(kinds) != 1 or any(token in _HEAD_KINDS for token in tokens):
         return None  # a noun of a kind was there to name the subject, and named none
     qualifiers: list[str] = []
@@ -219,9 +191,7 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
     """The values `text` gives that a subject of `kind` may have, by their shape."""
     wanted = _VALUE_KINDS.get(kind, frozenset())
     return frozenset(
-        value
-        for value_kind, value in _shaped_values(unmarked(text).lower())
-        if value_kind in wanted
+        value for value_kind, value in shaped_in(unmarked(text).lower()) if value_kind in wanted
     )
 
 
@@ -272,7 +242,7 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
     a `key` ("port", "host"), gives it as that: it names the key or the value has the shape
     of the kind the key names."""
     plain, wanted = unmarked(text).lower(), value.lower()
-    shaped = _shaped_values(plain)
+    shaped = shaped_in(plain)
     if wanted not in read(text).values and all(found != wanted for _, found in shaped):
         return False
     if not key:
@@ -285,23 +255,7 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
 def shaped_values(text: str) -> frozenset[tuple[str, str]]:
     """The values `text` gives, each with the kind its shape says it is ("host", "port",
     "version", "script", "path", "name", "region")."""
-    return frozenset(_shaped_values(unmarked(text).lower()))
-
-
-def _shaped_values(text: str) -> list[tuple[str, str]]:
-    found = [("host", m.group(0)) for m in _HOST.finditer(text)]
-    found += [("port", m.group(1)) for m in _PORT.finditer(text)]
-    if _PORT_WORD.search(text):
-        found += [("port", m.group(1)) for m in _BARE_PORT.finditer(text)]
-    found += [("version", m["version"]) for m in _VERSION.finditer(text) if not m["bound"]]
-    found += [("script", m.group(0).strip("`")) for m in _COMMAND.finditer(text)]
-    found += [("name", m.group(1)) for m in _NAMED.finditer(text)]
-    found += [("region", m.group(0)) for m in _REGION.finditer(text)]
-    for match in _PATH.finditer(text):
-        path = match.group(1).rstrip(".")
-        if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:
-            found.append(("script" if _SCRIPT.search(path) else "path", path))
-    return found
+    return frozenset(shaped_in(unmarked(text).lower()))
 
 
 def _alike(word: str, other: str) -> bool:
@@ -344,7 +298,7 @@ def _tool_versions(text: str) -> dict[str, str]:
     runtime by the name `core.runtime_names` gives it ("nodejs 20" is node's)."""
     said = {
         match["tool"]: match["version"]
-        for match in _TOOL_AT.finditer(text.lower())
+        for match in TOOL_AT.finditer(text.lower())
         if runtime_named(match["tool"]) is None
     }
     return said | {stated.runtime: stated.version for stated in stated_versions(text)}
@@ -373,4 +327,4 @@ def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     stated = [found for found in stated_versions(plain) if found.runtime == runtime]
     if stated or runtime not in map(runtime_named, re.findall(r"[a-z]+", plain.lower())):
         return stated
-    return [StatedVersion(runtime, m["version"]) for m in _VERSION.finditer(plain)]
+    return [StatedVersion(runtime, m["version"]) for m in VERSION.finditer(plain)]

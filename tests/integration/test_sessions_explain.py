@@ -71,6 +71,29 @@ def test_a_consolidated_session_is_in_memory_and_explained_down_to_its_entries(c
     assert f"cited by block {block['block_id']}" in human and BILLING_QUOTE in human
 
 
+def test_each_entry_names_the_rule_that_read_it_in_explain_and_show(cli: Cli) -> None:
+    from consolidator.backends.extractive.rules import EVIDENCE, table
+
+    clone_rollout(cli.sessions / "billing.jsonl")
+    cli("run")
+
+    [block] = explain(cli, BILLING_ID)["cited_by"]
+    known = {rule.id for rule in table()}
+    rules = [entry["rule"] for entry in block["entries"]]
+    assert rules and all(r in known or r.startswith(EVIDENCE + ".") for r in rules), rules
+    assert f"(rule {rules[0]})" in cli("explain", BILLING_ID).out
+    shown = cli("show", "--json").json()
+    assert isinstance(shown, dict)
+    stored = [
+        rule
+        for stored_block in shown["memory"]["blocks"]
+        for section in ("preferences", "knowledge", "failures")
+        for bullet in stored_block[section]
+        for _, rule in bullet.get("rules", [])
+    ]
+    assert sorted(stored) == sorted(rules)
+
+
 def test_sessions_before_stage_one_are_pending_and_after_it_wait_for_phase_two(
     cli: Cli, store: Store
 ) -> None:

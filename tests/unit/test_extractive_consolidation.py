@@ -75,14 +75,14 @@ def test_the_offline_result_passes_the_checks_a_model_answer_must_pass() -> None
     }
 
     assert check_answer(answer, load_schema("consolidation")) == answer
-    # The answer's shape carries no per-session wording (that stays with the offline blocks);
-    # its origin, stated per bullet, comes back as each cited session's.
+    # The answer's shape carries no per-session wording and no offline rule (those stay with
+    # the offline blocks); its origin, stated per bullet, comes back as each cited session's.
     untraced = [
         replace(
             block,
-            preferences=tuple(replace(b, sources=()) for b in block.preferences),
-            knowledge=tuple(replace(b, sources=()) for b in block.knowledge),
-            failures=tuple(replace(b, sources=()) for b in block.failures),
+            preferences=tuple(replace(b, sources=(), rules=()) for b in block.preferences),
+            knowledge=tuple(replace(b, sources=(), rules=()) for b in block.knowledge),
+            failures=tuple(replace(b, sources=(), rules=()) for b in block.failures),
         )
         for block in result.upserts
     ]

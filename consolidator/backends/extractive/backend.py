@@ -28,6 +28,7 @@ from consolidator.backends.extractive.prose import (
     summarise,
     top_keywords,
 )
+from consolidator.backends.extractive.rules import EVIDENCE
 from consolidator.backends.extractive.sentences import answer_words
 from consolidator.backends.extractive.session import (
     MAX_QUOTE_CHARS,
@@ -120,15 +121,20 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     instructions, facts = spoken.instructions, spoken.facts
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
     facts = dedupe([*noted, *facts])
+    rules = {text: f"{EVIDENCE}.{session.noted_by}" for text in noted} | spoken.rules
     conclusions: list[str] = []
     if session.last_agent_message:
-        agent_facts, conclusions = agent_statements(session.last_agent_message)
+        agent_facts, conclusions = agent_statements(session.last_agent_message, rules)
         if outcome == OUTCOME_PARTIAL:
             # A conclusion the session's own commands contradicted is not verified.
             conclusions = []
         # What the agent said is its own, whoever stated it first: not a fact the user gave.
         conclusions = dedupe([*conclusions, *agent_facts])
         conclusions = [c for c in conclusions if c not in facts]
+    instructions = instructions[:MAX_STATEMENTS]
+    facts = facts[:MAX_STATEMENTS]
+    conclusions = conclusions[:MAX_STATEMENTS]
+    kept = dedupe([*instructions, *facts, *conclusions])
     return ExtractiveNotes(
         description=describe(session, outcome, edited, rollout.cwd),
         task=session.task,
@@ -140,13 +146,14 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         failures=explain_failures(session.failures, session.last_agent_message),
         files=tuple(files),
         commands=tuple(_commands_run(session)),
-        instructions=tuple(instructions[:MAX_STATEMENTS]),
-        facts=tuple(facts[:MAX_STATEMENTS]),
-        conclusions=tuple(conclusions[:MAX_STATEMENTS]),
+        instructions=tuple(instructions),
+        facts=tuple(facts),
+        conclusions=tuple(conclusions),
         revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:MAX_STATEMENTS]),
         outdated=tuple(dedupe(session.outdated)[:MAX_STATEMENTS]),
         noted_by=session.noted_by,
         edited=tuple(_edited_values(session)),
+        rules=tuple((text, rules[text]) for text in kept if text in rules),
     )
 
 

@@ -15,8 +15,9 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import RENAMED, EditedValue
-from consolidator.memory.text import one_line, words
+from consolidator.memory.text import one_line
 from consolidator.security.redaction import redact
 from consolidator.verify.runtimes import Pin, pinned_in_line
 
@@ -24,7 +25,7 @@ Relative = Callable[[str], str]
 
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$")
 _PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
-_CONFIG_EXTENSIONS = words("yml yaml toml ini cfg conf env json json5 properties hcl tfvars")
+_CONFIG_EXTENSIONS = word_list("config-extensions")
 _CONFIG_NAMES = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
 # `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
 _SETTING = re.compile(

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from consolidator.backends.extractive.changes import patch_edits, shell_edits, tool_edits
+from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import EditedValue
-from consolidator.memory.text import clip, dedupe, one_line, words
+from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
 
@@ -47,30 +48,11 @@ _SHELL_TOOLS = frozenset(
 _TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
-_READ_ONLY_TOOLS = words(
-    """
-    read view grep glob ls webfetch websearch web_search todowrite todoread update_plan
-    view_image notebookread task
-    """
-)
-_PROBES = words(
-    """
-    ls cat head tail less more grep egrep fgrep rg ag find fd wc echo printf pwd which
-    whereis type stat file tree test [ true env printenv date whoami id uname nl
-    """
-)
-_GIT_PROBES = words(
-    """
-    status diff log show branch rev-parse remote blame ls-files
-    """
-)
+_READ_ONLY_TOOLS = word_list("read-only-tools")
+_PROBES = word_list("probes")
+_GIT_PROBES = word_list("git-probes")
 # Programs whose first argument says what was done (`make lint` is not `make build`).
-_SUBCOMMAND_PROGRAMS = words(
-    """
-    npm pnpm yarn bun uv poetry pip pip3 cargo go make git docker kubectl gh dotnet mvn
-    gradle ./gradlew terraform helm hugo just deno rake bundle composer
-    """
-)
+_SUBCOMMAND_PROGRAMS = word_list("subcommand-programs")
 _WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "npx", "uvx", "bunx", "command", "exec"})
 _RUNNER_SUBCOMMANDS = {
     "uv": "run",
@@ -94,14 +76,7 @@ _PATCH_FILE = re.compile(
 )
 _PATCH_RESULT_FILE = re.compile(r"^[AMD] (\S.*?)\s*$", re.M)
 _PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
-_FILE_EXTENSIONS = words(
-    """
-    py pyi ipynb js jsx ts tsx mjs cjs json jsonl toml yaml yml ini cfg conf env md rst txt
-    csv sql sh bash zsh go rs java kt kts scala rb php c h cc cpp hpp cs swift m mm lua pl r
-    dart ex exs erl hs ml clj vue svelte html htm css scss sass less xml gradle lock mod sum
-    tf tfvars proto graphql dockerfile mk cmake nix tsv log patch diff svg tex
-    """
-)
+_FILE_EXTENSIONS = word_list("file-extensions")
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:

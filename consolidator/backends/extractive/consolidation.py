@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from consolidator.backends.base import (
     ConsolidationInput,
@@ -28,9 +28,11 @@ from consolidator.backends.extractive.defaults import (
     user_defaults,
 )
 from consolidator.backends.extractive.explained import failure_bullets, same_failure
+from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
+    mark_stale_fixes,
     mark_superseded,
     merge_superseded,
 )
@@ -43,7 +45,7 @@ from consolidator.memory.offline_notes import (
     ExtractiveNotes,
     parse_raw_memory,
 )
-from consolidator.memory.render import one_line
+from consolidator.memory.text import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
@@ -191,13 +193,25 @@ class _Witness:
     task_id: str
     thread_id: str
     origin: Origin = "user"
+    # The rule that read each entry the session gives, by the entry's text, and the rule of
+    # an entry it does not name.
+    rules: Mapping[str, str] = field(default_factory=dict)
+    fallback: str = ""
 
-    def said(self, origin: Origin) -> _Witness:
-        return replace(self, origin=origin)
+    def said(self, origin: Origin, fallback: str = "") -> _Witness:
+        return replace(self, origin=origin, fallback=fallback)
+
+    def rule(self, text: str) -> tuple[tuple[str, str], ...]:
+        found = self.rules.get(text, self.fallback)
+        return ((self.thread_id, found),) if found else ()
 
     def new_bullet(self, text: str) -> Bullet:
         return Bullet(
-            text, (self.task_id,), ((self.thread_id, text),), ((self.thread_id, self.origin),)
+            text,
+            (self.task_id,),
+            ((self.thread_id, text),),
+            ((self.thread_id, self.origin),),
+            self.rule(text),
         )
 
     def of(self, bullet: Bullet, text: str) -> Bullet:
@@ -214,10 +228,13 @@ class _Witness:
         origins = bullet.origins
         if (self.thread_id, self.origin) not in origins:
             origins = (*origins, (self.thread_id, self.origin))
+        rules = tuple(dict.fromkeys((*bullet.rules, *self.rule(text))))
         shown = bullet.text
         if facts.fuller(shown, text):
             shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
-        return replace(bullet, text=shown, task_ids=task_ids, sources=sources, origins=origins)
+        return replace(
+            bullet, text=shown, task_ids=task_ids, sources=sources, origins=origins, rules=rules
+        )
 
 
 def _lines(texts: Iterable[str]) -> list[str]:
@@ -241,7 +258,7 @@ def _add_facts(
         text = one_line(said)
         if not text:
             continue
-        witness = witness.said(origin)
+        witness = witness.said(origin, EDIT if origin == "agent" else "")
         match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
         if match is not None:
             bullets[match] = witness.of(bullets[match], text)
@@ -343,6 +360,13 @@ def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
     return [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
 
 
+def _rules(notes: ExtractiveNotes, project: str) -> dict[str, str]:
+    """The rule that read each entry the notes give, by the entry's text as it is added."""
+    said = {one_line(text): rule for text, rule in notes.rules}
+    wrapped = zip(_preferences(notes, project), notes.instructions, strict=True)
+    return said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
+
+
 def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
     """What was stated (by the user, or the note's writer) or concluded (by the agent), each
     with who it came from; activity counts and file lists are not knowledge."""
@@ -369,9 +393,10 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         block_id = block_id_for(item.cwd)
         block = blocks.get(block_id) or _new_block(item)
         task_id = task_id_for(item.thread_id)
-        witness = _Witness(task_id, item.thread_id)
         block = _without_thread(block, item.thread_id)
         notes = _notes_for(item)
+        project = _project_name(item.cwd)
+        witness = _Witness(task_id, item.thread_id, rules=_rules(notes, project))
         statements = notes.states_something
         if not statements and not notes.files and not notes.user_quotes:
             if block_id in blocks:  # a re-extracted thread with nothing left: drop its task
@@ -387,14 +412,13 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             citations=(citation,),
             keywords=tuple(notes.keywords),
         )
-        project = _project_name(item.cwd)
         block = _marked_outdated(_revoked(block, notes.revoked), notes.outdated, citation)
         block, edited_knowledge, edited_preferences = _with_edits(block, notes.edited)
         block = replace(
             block,
             tasks=(*block.tasks, task),
             preferences=_add_bullets(
-                _add_bullets(block.preferences, edited_preferences, witness.said("agent")),
+                _add_bullets(block.preferences, edited_preferences, witness.said("agent", EDIT)),
                 _lines(_preferences(notes, project)),
                 witness.said(_author(notes)),
             ),
@@ -411,9 +435,13 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             ),
             knowledge=_add_facts(block, stated, witness, day),
             failures=_add_bullets(
-                block.failures, failure_bullets(notes.failures), witness.said("tool"), same_failure
+                block.failures,
+                failure_bullets(notes.failures),
+                witness.said("tool", EXIT_CODES),
+                same_failure,
             ),
         )
+        block = replace(block, failures=mark_stale_fixes(block.failures, block.knowledge, day))
         blocks[block_id] = block
         if block_id not in changed:
             changed.append(block_id)

@@ -15,23 +15,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
-from consolidator.memory.text import clip, words
+from consolidator.memory.text import clip
 
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
 MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
+THIS_PROJECT: Final = "in this project"
 
-_RULE_FORM = words(
-    """
-    a an the to of in on for and or is are be it its this that with by as at from into
-    i we you me my our your please always never ever don't dont do does not no only just
-    prefer rather instead than over use using keep every each time when whenever remember
-    before after any more anymore should must need needs have has to can don t won also"""
-)
+_RULE_FORM = word_list("rule-form")
+# The kinds of rule whose entries may hold in every project.
+_STANDING_KINDS: Final = frozenset(("instruction", "reminder", "scope", EVIDENCE))
 _MAKE_SURE = re.compile(r"\bmake sure\b")
 
 
@@ -46,6 +44,7 @@ class _Stated:
     cwd: str
     citations: tuple[ThreadCitation, ...]
     origins: tuple[tuple[str, Origin], ...]
+    rules: tuple[tuple[str, str], ...]
 
 
 def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
@@ -84,6 +83,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
                 tuple(dict.fromkeys(sources)),
                 tuple(dict.fromkeys(origin for s in group for origin in s.origins)),
+                tuple(dict.fromkeys(rule for s in group for rule in s.rules)),
             )
         )
     return Block(
@@ -105,7 +105,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
         tasks = {task.task_id: task for task in block.tasks}
         for bullet in block.preferences:
             quote = facts.asked_quote(bullet.text)
-            if quote is None:
+            if quote is None or not _standing(bullet):
                 continue
             citations = tuple(
                 citation
@@ -114,16 +114,34 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                 for citation in tasks[task_id].citations
             )
             if citations:
-                stated.append(_Stated(quote, block.applies_to_cwd, citations, bullet.origins))
+                stated.append(
+                    _Stated(quote, block.applies_to_cwd, citations, bullet.origins, bullet.rules)
+                )
     return stated
+
+
+def _standing(bullet: Bullet) -> bool:
+    """Whether the bullet is a standing instruction by the rules that read it: a rule of a
+    standing kind, or evidence (a note); a bullet whose rules are not known (a model wrote
+    it, or it was stored before rules were) is taken as it is."""
+    kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
+    return not kinds or bool(kinds & _STANDING_KINDS)
 
 
 def _holds_everywhere(group: list[_Stated]) -> bool:
     """Said for every project, or given in two or more projects where neither time was tied
     to the project it was said in ("in this repo", "here"): such a rule stays home."""
-    if any(EVERY_PROJECT_SCOPE.search(s.quote) for s in group):
+    if any(scope_of(s.quote) == EVERY_PROJECT for s in group):
         return True
-    return len({s.cwd for s in group if not ONE_PROJECT_SCOPE.search(s.quote)}) >= 2
+    return len({s.cwd for s in group if scope_of(s.quote) != THIS_PROJECT}) >= 2
+
+
+def scope_of(quote: str) -> str:
+    """Where the user said a standing instruction holds: every project, this one, or "" when
+    the words do not say."""
+    if EVERY_PROJECT_SCOPE.search(quote):
+        return EVERY_PROJECT
+    return THIS_PROJECT if ONE_PROJECT_SCOPE.search(quote) else ""
 
 
 def _same_instruction(first: str, second: str) -> bool:
@@ -142,16 +160,8 @@ def _names(text: str) -> frozenset[str]:
     form (always, never, prefer, instead), folded to a stem so "commit" is "committing".
     Remembered by text, as `_plain`: every instruction is compared with every group's first."""
     text = _MAKE_SURE.sub(" ", text.casefold())
-    return frozenset(
-        _stem(word) for word in re.findall(r"[a-z0-9][a-z0-9+_-]*", text) if word not in _RULE_FORM
-    )
-
-
-def _stem(word: str) -> str:
-    for ending in ("ing", "es", "s", "ed"):
-        if len(word) > len(ending) + 3 and word.endswith(ending):
-            return word[: -len(ending)]
-    return word
+    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", text)
+    return frozenset(facts.stem(word) for word in named if word not in _RULE_FORM)
 
 
 @lru_cache(maxsize=4096)

@@ -9,20 +9,16 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from consolidator.backends.extractive.commands import command_family
+from consolidator.backends.extractive.rules import word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.backends.extractive.statements import DOUBLED_MARK
 from consolidator.memory.offline_notes import FailureNote
-from consolidator.memory.text import clip, code_span, one_line, read_code_span, words
+from consolidator.memory.text import clip, code_span, one_line, read_code_span
 from consolidator.security.redaction import redact
 
 # Words every error line or test run may hold: no sign a sentence is about this failure.
-_ERROR_WORDS = words(
-    """
-    test error fail failed assert assertionerror traceback named module line file found
-    command exit code the and not
-    """
-)
+_ERROR_WORDS = word_list("error-words")
 _MAX_EXPLAINED = 2
 _MIN_EXPLAINED_WORDS = 4
 _PLAIN_FIRST_WORD = re.compile(r"^[a-z](?=[a-z]*\s)")
@@ -108,6 +104,12 @@ _SAID = " -> the agent said: "
 _FIXED_BY = " -> fixed by "
 _FIXED_IN = " -> fixed in "
 _PASSED_AGAIN = " -> passed when run again"
+
+
+def fix_of(text: str) -> str:
+    """The command a failure's bullet says fixed it, "" when none did."""
+    at = text.rfind(_FIXED_BY)
+    return text[at + len(_FIXED_BY) :] if at != -1 else ""
 
 
 def same_failure(old: str, new: str) -> bool:

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from consolidator.backends.extractive.rules import word_list
 from consolidator.backends.extractive.session import Session
 from consolidator.memory.offline_notes import (
     OUTCOME_PARTIAL,
@@ -13,7 +14,7 @@ from consolidator.memory.offline_notes import (
     OUTCOME_UNKNOWN,
     ExtractiveNotes,
 )
-from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line, words
+from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line
 from consolidator.security.redaction import redact
 
 MAX_KEYWORDS = 5
@@ -23,28 +24,8 @@ _MAX_AGENT_NOTE_CHARS = 200
 
 
 _WORD = re.compile(r"[a-z][a-z0-9_+]*[a-z0-9+]")
-_STOPWORDS = words(
-    """
-    a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing don done down during each few for
-    from further get got had has have having he her here hers him his how i if in into is it its
-    just let like me more most my no nor not now of off on once only or other our out over own
-    please same she should so some such than that the their them then there these they this
-    those through to too under until up us use used using very want was we were what when where
-    which while who why will with would you your yours make sure need needs also still instead
-    one two three first last new old see look check thing things way ok okay yes fix fixed
-    bash lc sh zsh run runs cd ls cat sed grep rg echo head tail find wc xargs awk sort uniq tee
-    true false null none dev home tmp usr bin src lib py js ts tsx jsx json md txt yaml yml toml
-    lock cfg ini sh html css log redacted_secret apply_patch begin end patch update file files
-    add added line lines print printf test tests
-    """
-)
-_SLUG_STOPWORDS = words(
-    """
-    a an the to of in on for and or is are it its this that with can you please me my i we
-    be so at by as do does could would should
-    """
-)
+_STOPWORDS = word_list("stopwords")
+_SLUG_STOPWORDS = word_list("slug-stopwords")
 
 
 def judge_outcome(session: Session) -> str:

@@ -7,19 +7,10 @@ import re
 
 import pysbd
 
-_CUE_BREAK = re.compile(
-    r"(?:,\s*|\s+)(?=(?:FYI|Note that|Keep in mind|Heads up|Remember that|Remember:|"
-    r"Correction:)(?!\w))|,\s*(?=(?:btw|by the way|fyi|heads up)\b)",
-    re.IGNORECASE,
-)
-_LEAD_IN = re.compile(
-    r"^(?:also|and|ok|okay|oh|wait|actually|so|hey|hi|hello|please|yes|yeah|yep|yup|nah|nope|sure|right|great|"
-    r"cool|nice|perfect|thanks|thank you)\b[\s,:;.!-]*"
-    r"|^(?:one|a) correction\b[\s,:;.!-]*"
-    r"|^(?:(?:for )?next time|tl;?dr|in short|to sum(?:marize)? up|summary|takeaway|lesson"
-    r"(?: learned)?)\s*[:\u2014-]\s*",
-    re.IGNORECASE,
-)
+from consolidator.backends.extractive.rules import rule
+
+_CUE_BREAK = rule("structure.cue-break")
+_LEAD_IN = rule("structure.lead-in")
 # The marker of a list item ("- ", "* ", "1. ", "2) "), which is no part of what it says.
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 # A paragraph longer than this is pasted output, not something the user said in sentences.
@@ -76,7 +67,9 @@ def sentences(text: str) -> list[str]:
             continue
         for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
             for part in _lower_starts(segment):
-                sentences.extend(s.strip() for s in _CUE_BREAK.split(part) if s and s.strip())
+                # A question is asked whole: "What should I keep in mind here?" holds no cue.
+                cut = [part] if is_question(part) else _CUE_BREAK.split(part)
+                sentences.extend(s.strip() for s in cut if s and s.strip())
     return sentences
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.resources import (
     AT_HAND,
@@ -14,7 +14,9 @@ from consolidator.backends.extractive.resources import (
     NAME_DOES,
     RESOURCE,
     names_person,
+    person_rule,
 )
+from consolidator.backends.extractive.rules import first_of, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
 from consolidator.backends.extractive.shapes import (
@@ -26,6 +28,7 @@ from consolidator.backends.extractive.shapes import (
     VAGUE_SUBJECT,
     VALUE,
     declarative,
+    declarative_rule,
     plainly_stated,
     shaped_as_rule,
 )
@@ -40,6 +43,8 @@ from consolidator.backends.extractive.taking_back import (
     WAS_OLD,
     forgets,
     negated_values,
+    replaced_value,
+    taken_back_rule,
     taken_back_topic,
     takes_back,
 )
@@ -48,80 +53,31 @@ from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_STATEMENTS = 8
-# A default the user sets for future work, wherever it is said (the opening message too).
-_INSTRUCTION = re.compile(
-    r"\b(?:always|never|from now on|from here on|by default|going forward|every time|whenever|"
-    r"in (?:the )?future|do not ever|don't ever|i prefer|we prefer|prefer\s+\S+\s+(?:over|to)|"
-    r"(?:i|we)(?:'d| would) rather|(?:it's|it is|is) better (?:to|if))\b",
-    re.IGNORECASE,
-)
+_INSTRUCTION = rule("instruction.standing-word")
 _PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
 _OWNER = r"(?:(?:my|our|the|of|your)\s+)*"
-# Words that give an instruction every project as its scope: such a sentence is a default.
-EVERY_PROJECT_SCOPE = re.compile(
-    rf"\b(?:all|every|each|any)\s+(?:single\s+)?{_OWNER}{_PLACES}\b"
-    rf"|\bacross\s+(?:all\s+)?{_OWNER}{_PLACES}\b"
-    rf"|\b(?:no matter|regardless of|whatever)\s+(?:the\s+|which\s+|what\s+)?{_PLACES}\b"
-    r"|\beverywhere\b|\bglobally\b|\bas a (?:general )?rule\b|^(?:in general|generally)\b",
-    re.IGNORECASE,
-)
-# Words that tie an instruction to the project it was said in: it never leaves that project.
-ONE_PROJECT_SCOPE = re.compile(
-    rf"\b(?:in|for|on|of)\s+this\s+(?:{_PLACES[3:-1]}|box|machine|checkout)\b|\bhere\b"
-    r"|\b(?:our|the|this)\s+(?:\w+\s+)?(?:runner|box|machine|image|setup|environment)\b[^.]*"
-    r"\b(?:broken|can't|cannot|doesn't|won't|fails?)\b",
-    re.IGNORECASE,
-)
-# Words that introduce a fact the user wants known, not a request.
-_FACT_CUE = re.compile(
-    r"^(?:fyi|note(?: that)?|btw|by the way|keep in mind(?: that)?|heads[ -]up|remember(?: that)?|"
-    r"correction|for the record|just so you know)\b[\s,:;-]*",
-    re.IGNORECASE,
-)
-_CONCLUSION_CUE = re.compile(
-    r"^(?:(?:the )?root cause(?: (?:was|is))?|verified|confirmed|it turns out|turns out|"
-    r"the (?:issue|problem|bug|cause)(?: (?:was|is)|(?=:))|the fix (?:was|is)|"
-    r"(?:i|we) (?:found|noticed|discovered|confirmed|verified)(?: out)?(?= that| the(?:\s+\S+){4})|"
-    r"(?:it )?(?:looks|seems) like(?= (?:the|this|that|our|your|`))|apparently)\b"
-    r"[\s,:;-]*(?:that\b\s*)?",
-    re.IGNORECASE,
-)
+EVERY_PROJECT_SCOPE = rule("scope.every-project")
+ONE_PROJECT_SCOPE = rule("scope.one-project")
+_FACT_CUE = rule("fact.cue")
+_CONCLUSION_CUE = rule("conclusion.cue")
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
-# Parts of one sentence: "that's wrong, the host is b now, forget a" says three things.
-# Two of a mark where one was meant ("done.." or ",,"), never an ellipsis.
-DOUBLED_MARK = re.compile(r"(?<!\.)([.,;])\1(?!\.)")
-_CLAUSE_BREAK = re.compile(r"[,;:]\s+|\s+(?:--?|\u2014)\s+")
-# Word order of a question without its mark: an auxiliary before its subject, or "whether".
-_INVERTED = re.compile(
-    r"^(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|might)\s+"
-    r"(?:we|i|you|it|there|this|that|the|they|our|my|he|she)\b(?!\s+(?:please\s+)?not\b)"
-    r"|^(?:[\w']+\s+){0,2}whether\b",
-    re.IGNORECASE,
-)
-_THERE_IS = re.compile(r"^there(?:'s|\s+is|\s+are)\b", re.IGNORECASE)
-_ONLY_REDACTED = re.compile(r"\[REDACTED[^\]]*\][.!]?")
-# A problem going on as the user writes ("the CI keeps timing out", "login is broken"): in
-# the opening request it is what the session is for.
-_TROUBLE_AT_HAND = re.compile(
-    r"\b(?:keeps?|kept|started|starts)\s+\w+ing\b|\b(?:fails?|failing|crash(?:es|ing)?)\s+"
-    r"(?:randomly|intermittently|sometimes|again|on ci|in ci|locally)\b|\bnot working\b"
-    r"|\b(?:doesn't|does not|isn't|is not)\s+work(?:ing)?\b"
-    r"|\b(?:is|are)\s+(?:broken|failing|down|hanging|stuck)\b(?!\s+(?:when|if|unless|without)\b)",
-    re.IGNORECASE,
-)
-# What the writer will do or has done ("I will now ...", "we'll now ..."), not the project.
-_FIRST_PERSON = re.compile(
-    r"^(?:i|i'll|i'm|i've|i'd|we'll|we will|we're going to|let's)\b", re.IGNORECASE
-)
-# A slash command typed to the client (`/init`, `/review src`), not a statement.
-_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s|$)")
-_FILE_LINE = re.compile(r"[\w./-]+\.[A-Za-z]\w*:\d+")
+DOUBLED_MARK = rule("structure.doubled-mark")
+_CLAUSE_BREAK = rule("structure.clause-break")
+_INVERTED = rule("drop.inverted-question")
+_ONLY_REDACTED = rule("structure.only-redacted")
+_TROUBLE_AT_HAND = rule("drop.trouble-at-hand")
+_SLASH_COMMAND = rule("drop.slash-command")
+_FIRST_PERSON = rule("drop.first-person")
+_JOINED = rule("structure.joined-clause")
+_REMINDER = rule("reminder.dont-forget")
+_VALUE_ONLY = rule("correction.value-only")
+_THERE_IS = rule("fact.there-is")
+_FILE_LINE = rule("conclusion.file-line")
 
 
-# An aside in brackets long enough to say something of its own ("(we moved the cache host)").
-_ASIDE = re.compile(r"\s*\(([^()]*\w\s+\w[^()]*\s\w[^()]*)\)")
-_CLAUSE_START = re.compile(r"[,;]\s+")
+_ASIDE = rule("structure.aside")
+_CLAUSE_START = rule("structure.clause-start")
 
 
 def _units(sentence: str) -> list[str]:
@@ -168,6 +124,8 @@ def _without_request(sentence: str) -> str:
     if RESOURCE.search(first) or declarative(sentence) or takes_back(first) or _scoped(first):
         return sentence
     for start in starts:
+        if _JOINED.match(sentence[start:]):
+            continue  # "..., and you have 100% coverage" is no clause of its own
         rest = strip_lead_in(sentence[start:])
         if (
             _stands_alone(rest)
@@ -248,11 +206,20 @@ class UserStatements:
     instructions: list[str]
     facts: list[str]
     revoked: list[str]
+    # The rule of the table that read each instruction and fact, by its text.
+    rules: dict[str, str] = field(default_factory=dict)
+
+    def add(self, into: list[str], text: str, rule_id: str) -> None:
+        if text:
+            into.append(text)
+            self.rules.setdefault(text, rule_id)
+            self.latest[:] = [(into, text)]
+
+    # The entry read last, which a correction giving only a value corrects.
+    latest: list[tuple[list[str], str]] = field(default_factory=list)
 
 
-# A short label before a colon that only announces what follows ("Quick context before we
-# start:", "Some background:"): the sentence is what follows it.
-_LABEL = re.compile(r"^(?P<label>[^:`/\d]{1,60}?):\s+(?P<rest>\S.*)$")
+_LABEL = rule("structure.label")
 _MAX_LABEL_WORDS = 6
 _MIN_LABELLED_WORDS = 4
 
@@ -290,9 +257,13 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
         for sentence in sentences(message):
             if sentence.endswith(":"):
                 continue  # it introduces what follows ("A few ground rules for this repo:")
+            if _corrected(sentence, read):
+                continue
             for unit in _units(_without_label(strip_lead_in(sentence))):
                 _read_unit(strip_lead_in(unit), number, read)
-    return UserStatements(_kept(read.instructions), _kept(read.facts), _kept(read.revoked))
+    return UserStatements(
+        _kept(read.instructions), _kept(read.facts), _kept(read.revoked), read.rules
+    )
 
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
@@ -308,115 +279,140 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     ):
         return
     read.revoked.extend(negated_values(bare))
-    if _correction(bare, read.facts, read.revoked):
+    if reminder := _REMINDER.match(bare):
+        # "don't forget to X" repeats the rule X: it reinforces it, never takes it back.
+        read.add(read.instructions, _statement(bare[reminder.end() :]), _REMINDER.id)
+        return
+    if _correction(bare, read):
         return
     cue = _FACT_CUE.match(bare)
     said = bare[cue.end() :] if cue else bare
-    if _is_default(bare, said):
-        read.instructions.append(_statement(said))
+    if default := _is_default(bare, said):
+        read.add(read.instructions, _statement(said), default)
     elif number == 0 and not cue and _TROUBLE_AT_HAND.search(said):
         return  # the problem the session was opened for, not knowledge for later
-    elif (
-        (cue and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)))
-        or _names_resource(said)
-        or (
-            _is_statement(said)
-            and (
-                number
-                or VALUE.search(said)
-                or names_person(said)
-                or NAME_DOES.match(said)
-                or (facts.says_change(said) and not _FIRST_PERSON.match(said))
-            )
-        )
-    ):
-        read.facts.append(_statement(said))
+    elif fact := _fact_rule(said, cue is not None, number):
+        read.add(read.facts, _statement(said), fact)
 
 
-def _names_resource(said: str) -> bool:
+def _fact_rule(said: str, cued: bool, number: int) -> str:
+    """The rule that reads `said` as a fact about the project, "" when none does."""
+    if cued and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)):
+        return _FACT_CUE.id
+    if resource := _names_resource(said):
+        return resource
+    stated = _is_statement(said)
+    if not stated:
+        return ""
+    if NAME_DOES.match(said):
+        return NAME_DOES.id
+    changed = facts.says_change(said) and not _FIRST_PERSON.match(said)
+    return stated if number or changed or VALUE.search(said) or person_rule(said) else ""
+
+
+def _corrected(sentence: str, read: UserStatements) -> bool:
+    """Read `sentence` as a correction with no cue word ("no wait, 3301", "actually
+    @maaike"): it gives a value of the same kind as one in the entry read last, which it
+    replaces there; the old value is taken back."""
+    lead = _VALUE_ONLY.match(sentence)
+    if lead is None or not read.latest:
+        return False
+    into, previous = read.latest[0]
+    replaced = replaced_value(previous, sentence[lead.end() :])
+    if replaced is None:
+        return False
+    new_text, old_value = replaced
+    into.remove(previous)
+    read.revoked.append(old_value)
+    read.add(into, new_text, _VALUE_ONLY.id)
+    return True
+
+
+def _names_resource(said: str) -> str:
     """A statement naming a resource of the project; an order only when it says how a thing
     is done there (a host, port, folder, ticket, version, tag or a command to do it with),
     not when it is about the work at hand."""
     if declarative(said):
-        return bool(RESOURCE.search(said))
-    return bool(HOW_TO.search(said)) and not AT_HAND.search(said)
+        return RESOURCE.id if RESOURCE.search(said) else ""
+    return HOW_TO.id if HOW_TO.search(said) and not AT_HAND.search(said) else ""
 
 
 def _kept(statements: list[str]) -> list[str]:
     return dedupe(statement for statement in statements if statement)
 
 
-def _is_default(sentence: str, said: str) -> bool:
+def _is_default(sentence: str, said: str) -> str:
     """A default for future work: said with the usual words, or shaped as a standing rule (a
     prohibition, a choice of one tool over another, an obligation, a habit) when the sentence
-    is not a statement about the project; scoped to the codebase or to every project."""
-    if _INSTRUCTION.search(sentence) or EVERY_PROJECT_SCOPE.search(sentence):
-        return True
+    is not a statement about the project; scoped to the codebase or to every project. The
+    id of the rule that reads it so, "" when none does."""
+    if said_so := first_of(sentence, _INSTRUCTION, EVERY_PROJECT_SCOPE):
+        return said_so
     if RULED_OUT.match(said):
-        return True
+        return RULED_OUT.id
     if names_person(said) or (RESOURCE.search(said) and declarative(said)):
-        return False  # who to ask, or what a named resource is, is a fact about the project
-    if (
-        CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said)
-    ) or OBLIGATION.match(said):
-        return True
+        return ""  # who to ask, or what a named resource is, is a fact about the project
+    if CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said):
+        return CODEBASE_SCOPE.id
+    if OBLIGATION.match(said):
+        return OBLIGATION.id
     if declarative(said):
         # A reason with no value, then the rule it gives ("this box has a broken docker, use
         # podman here"): the sentence is the rule.
         rest = _CLAUSE_START.split(said, maxsplit=1)[1:]
         plain = not (VALUE.search(said) or facts.says_change(said) or NAME_DOES.match(said))
-        return bool(rest and plain and shaped_as_rule(rest[0]))
+        return shaped_as_rule(rest[0]) if rest and plain else ""
     return shaped_as_rule(said)
 
 
-def _is_statement(sentence: str) -> bool:
+def _is_statement(sentence: str) -> str:
     """A statement about the project: a subject and what it is or does. One with a value or
     a person to ask is kept however short; one without needs a few words and a subject
-    that is more than a pronoun ("it works now" says nothing for later)."""
-    if names_person(sentence):
-        return True
+    that is more than a pronoun ("it works now" says nothing for later). The id of the rule
+    that reads its subject and verb (or the person), "" when it is none."""
+    if person := person_rule(sentence):
+        return person
     clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
     stated = [clause for clause in clauses if declarative(clause)]
-    if not stated:
-        return False
     # The value must be in what is stated, not in an order beside it ("make it 240, ...").
     if any(VALUE.search(clause) for clause in stated):
-        return True
-    return any(plainly_stated(clause) for clause in stated)
+        return declarative_rule(stated[0])
+    plain = next((clause for clause in stated if plainly_stated(clause)), "")
+    return declarative_rule(plain) if plain else ""
 
 
-def _correction(sentence: str, facts: list[str], revoked: list[str]) -> bool:
+def _correction(sentence: str, read: UserStatements) -> bool:
     """Read `sentence` as a correction, clause by clause: the topics it takes back go to
     `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
     gone = bool(GONE.search(sentence))
     topics = [taken_back_topic(clause, gone) for clause in clauses]
-    retracted = [
-        bool(RETRACTION.search(c) or WAS_OLD.search(c) or SCRATCHED.match(c)) for c in clauses
-    ]
+    retracted = [first_of(c, RETRACTION, WAS_OLD) or _scratched(c) for c in clauses]
     if all(topic is None for topic in topics) and not any(retracted):
         return False
     named = ""
+    by = next((r for r in retracted if r), "") or taken_back_rule(sentence)
     for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
-        revoked.extend(negated_values(clause))
+        read.revoked.extend(negated_values(clause))
         if topic == "":
-            revoked.extend(_subjects_beside(clause, clauses))
+            read.revoked.extend(_subjects_beside(clause, clauses))
         elif topic is not None:
-            revoked.append(topic)
+            read.revoked.append(topic)
             named = topic if forgets(clause) else ""
         elif not retraction and not NEGATION.match(clause):
             said = _pointing_to(clause, named)
             stated = VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said))
             if stated and not _ORDER_ON_IT.match(said):
-                facts.append(_statement(said))
+                read.add(read.facts, _statement(said), by)
     return True
 
 
-# An order on what was just named ("make it 240", "set it to 45s"): the work at hand.
-_ORDER_ON_IT = re.compile(r"^[a-z]+\s+(?:it|them)\s+(?:to\s+)?\S", re.IGNORECASE)
-_SUBJECT_PHRASE = re.compile(
-    r"^(?P<subject>(?:[\w.-]+\s+){0,3}[\w.-]+)\s+(?:is|are|was|were|isn't|aren't)\b", re.I
-)
+def _scratched(clause: str) -> str:
+    return SCRATCHED.id if SCRATCHED.match(clause) else ""
+
+
+_ORDER_ON_IT = rule("drop.order-on-it")
+_SUBJECT_PHRASE = rule("structure.subject-phrase")
 
 
 def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
@@ -430,7 +426,7 @@ def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
     return found
 
 
-_IT_IS = re.compile(r"^it(?:'s|\s+is)\s+", re.IGNORECASE)
+_IT_IS = rule("structure.it-is")
 
 
 def _pointing_to(clause: str, topic: str) -> str:
@@ -441,33 +437,31 @@ def _pointing_to(clause: str, topic: str) -> str:
     return clause
 
 
-def agent_statements(message: str) -> tuple[list[str], list[str]]:
-    """Facts the agent pointed out and the conclusions it reached in its final message."""
-    facts: list[str] = []
-    conclusions: list[str] = []
+def agent_statements(
+    message: str, rules: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """Facts the agent pointed out and the conclusions it reached in its final message; the
+    rule that read each goes into `rules`, by its text, when given."""
+    # The agent's findings are read as the user's facts, its conclusions in place of what
+    # the user takes back: an agent takes nothing back.
+    read = UserStatements([], [], [], {} if rules is None else rules)
+    conclusions = read.revoked
     for sentence in sentences(message):
         bare = strip_lead_in(sentence)
         if is_question(bare):
             continue
         if match := _CONCLUSION_CUE.match(bare):
-            conclusions.append(_statement(bare[match.end() :], user=False))
+            read.add(conclusions, _statement(bare[match.end() :], user=False), _CONCLUSION_CUE.id)
         elif _FILE_LINE.search(bare):
-            conclusions.append(_statement(bare, user=False))
+            read.add(conclusions, _statement(bare, user=False), _FILE_LINE.id)
         elif (cue := _FACT_CUE.match(bare)) and _said_with_cue(bare[cue.end() :]):
-            facts.append(_statement(bare[cue.end() :], user=False))
-        elif _how_the_project_is(bare) and len(facts) < _MAX_AGENT_FINDINGS:
-            facts.append(_statement(bare, user=False))
-    return _kept(facts), _kept(conclusions)
+            read.add(read.facts, _statement(bare[cue.end() :], user=False), _FACT_CUE.id)
+        elif _how_the_project_is(bare) and len(read.facts) < _MAX_AGENT_FINDINGS:
+            read.add(read.facts, _statement(bare, user=False), VALUE.id)
+    return _kept(read.facts), _kept(conclusions)
 
 
-# An agent's account of its own work ("I updated ...", "Wired the chart into ...", "Here is
-# ...", "`pytest tests` passes").
-_NARRATION = re.compile(
-    rf"{_FIRST_PERSON.pattern}|^(?:we|we've|let me|you|your|here|this|that|these|those|it|"
-    r"all|everything|now|done)\b|\b(?:was|were|has been|have been|had)\b|^[a-z]+ed\b"
-    r"|\b(?:passes|passed|succeeds|succeeded)\b",
-    re.IGNORECASE,
-)
+_NARRATION = rule("drop.narration")
 _MAX_AGENT_FINDINGS = 2
 
 

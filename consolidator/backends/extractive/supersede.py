@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from consolidator.backends.extractive.explained import fix_of
 from consolidator.core.runtime_names import Runtime, runtime_named
 from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import Block, Bullet
@@ -88,6 +89,30 @@ def mark_superseded(
     return tuple(replace(b, text=mark + b.text) if stale(b) else b for b in bullets)
 
 
+def mark_stale_fixes(
+    failures: tuple[Bullet, ...], knowledge: tuple[Bullet, ...], day: str
+) -> tuple[Bullet, ...]:
+    """`failures` with each one whose fix uses a value a newer statement replaced (a port, a
+    host, a version: a value of a superseded entry that no current entry gives) marked
+    superseded on `day`: the fix no longer applies. A failing command that names the old
+    value beside a fix that names the new one is history, and stays as it is."""
+    current = {v for b in knowledge if not facts.is_marked(b.text) for v in _values(b.text)}
+    old = {v for b in knowledge if facts.is_superseded(b.text) for v in _values(b.text)}
+    stale = old - current
+    if not stale:
+        return failures
+    mark = facts.marker(facts.SUPERSEDED, day)
+
+    def replaced(bullet: Bullet) -> bool:
+        return not facts.is_marked(bullet.text) and bool(_values(fix_of(bullet.text)) & stale)
+
+    return tuple(replace(b, text=mark + b.text) if replaced(b) else b for b in failures)
+
+
+def _values(text: str) -> frozenset[tuple[str, str]]:
+    return subjects.shaped_values(facts.unmarked(text))
+
+
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     """`bullets` with the entries marked superseded that gave the same old value in other
     words ("the cache host is cache-a...", "the staging cache box is cache-a...") as one,
@@ -114,6 +139,7 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
                 else ()
             ),
             origins=tuple(dict.fromkeys(first.origins + bullet.origins)),
+            rules=tuple(dict.fromkeys(first.rules + bullet.rules)),
         )
     return tuple(kept)
 

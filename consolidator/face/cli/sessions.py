@@ -96,7 +96,11 @@ def _print_explain(inv: Any, payload: dict[str, Any]) -> None:
     for block in payload["cited_by"]:
         lines.append(f"cited by block {block['block_id']}: {block['title']}")
         lines.extend(f"  task: {title}" for title in block["tasks"])
-        lines.extend(f"  {entry['section']}: {entry['text']}" for entry in block["entries"])
+        lines.extend(
+            f"  {entry['section']}: {entry['text']}"
+            + (f" (rule {entry['rule']})" if entry["rule"] else "")
+            for entry in block["entries"]
+        )
     lines.extend(f"quarantined: {reason}" for reason in payload["quarantined"])
     for line in lines:
         inv.console.print(line, markup=False)
