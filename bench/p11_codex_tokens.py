@@ -31,7 +31,8 @@ from consolidator.backends.codex_backend import CodexCLI
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.openai_backend import OpenAIBackend, OpenAIConfig
 from consolidator.db.engine import create_db_engine
-from consolidator.db.store import Eligibility, Store
+from consolidator.db.records import Eligibility
+from consolidator.db.store import Store
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.input import transcript_budget_chars
