@@ -3,10 +3,10 @@
 - `P10 query <db>`: p50 and p99 of `SearchRepository.search_sessions` (10 hits, two or three
   words from the sessions' own text, one project's scope; the sessions are passages of the real
   published sessions in `tests/fixtures/real`) in a database of 100,000 stored outputs,
-  against the floor of a ranked answer: the same words as one raw ranked query on the same
-  index, issued through the driver (SQLite: FTS5 `MATCH ... ORDER BY bm25 LIMIT 10`;
-  PostgreSQL: `@@ ... ORDER BY ts_rank_cd DESC LIMIT 10`), query by query alternating with
-  the search. Goal: p99 at most 1.5x the floor's p99 and under 50 ms.
+  against the floor of a ranked answer: the same words within the same folder as one raw
+  ranked query on the same index, issued through the driver (SQLite: FTS5 `MATCH ... ORDER
+  BY bm25 LIMIT 10`; PostgreSQL: `@@ ... ORDER BY ts_rank_cd DESC LIMIT 10`), query by query
+  alternating with the search. Goal: p99 at most 1.5x the floor's p99 and under 50 ms.
 - `P10 build <db>`: what keeping the index costs each stored session: the time to store
   outputs with the index less the time without it (the same rows in a copy without the
   index), against stage one's own work on one session besides the model call (read, reduce,
@@ -41,7 +41,7 @@ from bench.common import (
 )
 from bench.data import write_rollout
 from consolidator.db.schema import Stage1Output, Thread
-from consolidator.db.search import SQLITE_TABLE, QueryTerms, SearchScope
+from consolidator.db.search import SQLITE_TABLE, QueryTerms, SearchScope, scope_key
 from consolidator.db.store import ThreadRecord, ThreadState
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 from tests.real_text import real_passages
@@ -131,23 +131,28 @@ def _queries(count: int, seed: int) -> list[QueryTerms]:
     return [QueryTerms.parse(" ".join(rng.sample(words, rng.choice((2, 3))))) for _ in range(count)]
 
 
-def _raw_ranked(engine: Engine) -> Callable[[QueryTerms], object]:
-    """The floor: the query's words as one ranked query on the same index, through the
-    driver alone (no scope, no snippets, no second pass)."""
+def _raw_ranked(engine: Engine, folder: str) -> Callable[[QueryTerms], object]:
+    """The floor: the query's words, within the folder's sessions, as one ranked query on
+    the same index through the driver alone (no second pass, no snippets, no Python)."""
     driver = engine.raw_connection().driver_connection
     assert driver is not None
+    key = scope_key(folder)
     if engine.dialect.name == "sqlite":
         sql = (
             f"SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH ? "
             f"ORDER BY bm25({SQLITE_TABLE}) LIMIT 10"
         )
-        return lambda query: driver.execute(sql, (query.fts5(every=False),)).fetchall()
+        return lambda query: driver.execute(
+            sql, (f'scope_key : ("{key}") AND ({query.fts5(every=False)})',)
+        ).fetchall()
     sql = (
-        "SELECT thread_id FROM stage1_outputs, websearch_to_tsquery('english', %s) AS q "
-        "WHERE search_document @@ q ORDER BY ts_rank_cd(search_document, q) DESC LIMIT 10"
+        "SELECT thread_id FROM stage1_outputs, "
+        "(SELECT websearch_to_tsquery('english', %s) AS query) AS q "
+        "WHERE search_document @@ (q.query && CAST(%s AS tsquery)) "
+        "ORDER BY ts_rank_cd(search_document, q.query) DESC LIMIT 10"
     )
     driver.autocommit = True
-    return lambda query: driver.execute(sql, (query.websearch(every=False),)).fetchall()
+    return lambda query: driver.execute(sql, (query.websearch(every=False), f"'{key}'")).fetchall()
 
 
 def _stage_one_seconds(config: Config) -> float:
@@ -180,7 +185,7 @@ def _results(name: str, url: str, bare_url: str, config: Config, stage_one: floa
 
     queries = _queries(rounds + 1, seed=12)
     scope = SearchScope("/work/project-7")
-    raw = _raw_ranked(store.engine)
+    raw = _raw_ranked(store.engine, scope.folder or "")
     searches: list[float] = []
     floors: list[float] = []
     for query in queries:
