@@ -3,8 +3,10 @@
 - `P10 query <db>`: p50 and p99 of `SearchRepository.search_sessions` (10 hits, two or three
   words from the sessions' own text, one project's scope; the sessions are passages of the real
   published sessions in `tests/fixtures/real`) in a database of 100,000 stored outputs,
-  against the floor of any answer: one stage-one output read by its key in the same database.
-  Goal: p99 at most 20x the floor and under 50 ms.
+  against the floor of a ranked answer: the same words within the same folder as one raw
+  ranked query on the same index, issued through the driver (SQLite: FTS5 `MATCH ... ORDER
+  BY bm25 LIMIT 10`; PostgreSQL: `@@ ... ORDER BY ts_rank_cd DESC LIMIT 10`), query by query
+  alternating with the search. Goal: p99 at most 1.5x the floor's p99 and under 50 ms.
 - `P10 build <db>`: what keeping the index costs each stored session: the time to store
   outputs with the index less the time without it (the same rows in a copy without the
   index), against stage one's own work on one session besides the model call (read, reduce,
@@ -19,7 +21,6 @@ moves them in.
 from __future__ import annotations
 
 import random
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -41,7 +42,7 @@ from bench.common import (
 from bench.data import write_rollout
 from consolidator.db.records import ThreadRecord, ThreadState
 from consolidator.db.schema import Stage1Output, Thread
-from consolidator.db.search import QueryTerms, SearchScope
+from consolidator.db.search import SQLITE_TABLE, QueryTerms, SearchScope, scope_key
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
 from tests.real_text import real_passages
 
@@ -130,14 +131,28 @@ def _queries(count: int, seed: int) -> list[QueryTerms]:
     return [QueryTerms.parse(" ".join(rng.sample(words, rng.choice((2, 3))))) for _ in range(count)]
 
 
-def _latencies(call: Callable[[], object], rounds: int) -> list[float]:
-    call()
-    values = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        call()
-        values.append(time.perf_counter() - started)
-    return values
+def _raw_ranked(engine: Engine, folder: str) -> Callable[[QueryTerms], object]:
+    """The floor: the query's words, within the folder's sessions, as one ranked query on
+    the same index through the driver alone (no second pass, no snippets, no Python)."""
+    driver = engine.raw_connection().driver_connection
+    assert driver is not None
+    key = scope_key(folder)
+    if engine.dialect.name == "sqlite":
+        sql = (
+            f"SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH ? "
+            f"ORDER BY bm25({SQLITE_TABLE}) LIMIT 10"
+        )
+        return lambda query: driver.execute(
+            sql, (f'scope_key : ("{key}") AND ({query.fts5(every=False)})',)
+        ).fetchall()
+    sql = (
+        "SELECT thread_id FROM stage1_outputs, "
+        "(SELECT websearch_to_tsquery('english', %s) AS query) AS q "
+        "WHERE search_document @@ (q.query && CAST(%s AS tsquery)) "
+        "ORDER BY ts_rank_cd(search_document, q.query) DESC LIMIT 10"
+    )
+    driver.autocommit = True
+    return lambda query: driver.execute(sql, (query.websearch(every=False), f"'{key}'")).fetchall()
 
 
 def _stage_one_seconds(config: Config) -> float:
@@ -168,33 +183,33 @@ def _results(name: str, url: str, bare_url: str, config: Config, stage_one: floa
     without_index = _seed(bare.engine, 0, measured, seed=11)
     bare.engine.dispose()
 
-    queries = iter(_queries(rounds + 1, seed=12))
+    queries = _queries(rounds + 1, seed=12)
     scope = SearchScope("/work/project-7")
-    searches = _latencies(
-        lambda: store.search.search_sessions(next(queries), scope, limit=10), rounds
-    )
-    keys = iter(random.Random(13).sample(range(sessions), rounds + 1))
-
-    def by_key() -> object:
-        with store.engine.connect() as connection:
-            return connection.execute(
-                text("SELECT raw_memory FROM stage1_outputs WHERE thread_id = :id"),
-                {"id": _thread_id(next(keys))},
-            ).scalar_one()
-
-    floor = statistics.median(_latencies(by_key, rounds))
+    raw = _raw_ranked(store.engine, scope.folder or "")
+    searches: list[float] = []
+    floors: list[float] = []
+    for query in queries:
+        started = time.perf_counter()
+        store.search.search_sessions(query, scope, limit=10)
+        searches.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        raw(query)
+        floors.append(time.perf_counter() - started)
+    searches, floors = searches[1:], floors[1:]
+    floor = percentile(floors, 0.99)
     store.engine.dispose()
     p50, p99 = percentile(searches, 0.5), percentile(searches, 0.99)
     overhead = max(0.0, (with_index - without_index) / measured)
     return [
         Result(
             id=f"P10 query {name}",
-            title=f"session search p99 at {sessions:,} sessions vs a read by key ({name})",
+            title=f"session search p99 at {sessions:,} sessions vs the raw ranked query ({name})",
             figure=p99 / floor,
             comparison="<=",
-            target=20.0,
+            target=1.5,
             unit="x",
-            detail=f"p50 {ms(p50)}, p99 {ms(p99)} vs {ms(floor)} by key ({rounds} queries)",
+            detail=f"p50 {ms(p50)}, p99 {ms(p99)} vs the raw ranked query's p50 "
+            f"{ms(percentile(floors, 0.5))}, p99 {ms(floor)} ({rounds} queries)",
             data={"sessions": sessions, "p50": round(p50, 6), "p99": round(p99, 6)},
             violation=None if p99 < 0.050 else f"p99 {ms(p99)} over 50 ms",
         ),
@@ -229,7 +244,7 @@ def run(config: Config) -> list[Result]:
                 title="session search (postgresql)",
                 figure=None,
                 comparison="<=",
-                target=20.0,
+                target=1.5,
                 unit="x",
                 detail="",
                 skipped=problem,

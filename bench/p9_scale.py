@@ -1,9 +1,8 @@
 """P9: a large install: 100,000 small rollouts.
 
 - `P9 first scan`: the first scan of a tree of small Codex rollouts (Codex layout, 100 a day),
-  into a fresh SQLite database, against a plain recursive walk that stats every file once.
-  The scan has to open and read the head of every file and record a thread and a job for
-  each, so it cannot come close to the walk; the figure says how far it stays.
+  into a fresh SQLite database, against a plain recursive walk that stats every file once
+  and reads its first line, as the scan must. Goal: at most 10x.
 - `P9 claim <db>`: the median latency of one stage-one claim (`claim_stage1_batch`, limit 1)
   in a database of 100,000 threads against the same claim in one of 1,000, each with 100 jobs
   pending and the rest finished, the steady state of a long-lived install. The claim holds
@@ -48,7 +47,7 @@ _ELIGIBLE = Eligibility(min_idle_seconds=0, max_age_days=0)
 
 
 def _walk(root: str) -> int:
-    """The baseline: every `*.jsonl` file under `root`, stat'ed once."""
+    """The floor: every `*.jsonl` file under `root`, stat'ed once and its first line read."""
     count = 0
     pending = [root]
     while pending:
@@ -58,6 +57,8 @@ def _walk(root: str) -> int:
                     pending.append(entry.path)
                 elif entry.name.endswith(".jsonl"):
                     entry.stat()
+                    with open(entry.path, "rb") as rollout:
+                        rollout.readline()
                     count += 1
     return count
 
@@ -84,10 +85,10 @@ def _first_scan(config: Config) -> Result:
         raise RuntimeError(f"the first scan registered {report.new} of {count} rollouts")
     return Result(
         id="P9 first scan",
-        title=f"first scan of {count} small rollouts vs os.scandir + stat walk",
+        title=f"first scan of {count} small rollouts vs a stat walk reading each first line",
         figure=scan_seconds / baseline,
         comparison="<=",
-        target=100.0,
+        target=10.0,
         unit="x",
         detail=f"scan {scan_seconds:.2f} s ({scan_seconds / count * 1e6:.0f} us a rollout) "
         f"vs walk {ms(baseline)}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from bench.common import Config, Result, installed_start_env
 from bench.quality_corpus import DAYS, PROJECTS, START, Corpus
 from bench.quality_language import ACKNOWLEDGEMENTS
 from bench.quality_real import REAL_SESSIONS, copy_real_sessions
-from bench.quality_results import Scored, results
+from bench.quality_results import PassFloors, Scored, results
 from bench.quality_write import write
 from tests.cli_process import EXAMPLES, clean_env, run_command
 
@@ -67,13 +68,44 @@ class Home:
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def plain_read(root: Path) -> float:
-    """The baseline: walk the tree and read every file once."""
+def json_loads_read(root: Path) -> float:
+    """Q8's floor: a Python loop that json-loads every line of every file of the tree."""
     started = time.perf_counter()
     for directory, _, names in os.walk(root):
         for name in names:
-            (Path(directory) / name).read_bytes()
+            with open(Path(directory) / name, "rb") as lines:
+                for line in lines:
+                    if line.strip():
+                        json.loads(line)
     return time.perf_counter() - started
+
+
+def stat_walk(root: Path) -> float:
+    started = time.perf_counter()
+    for directory, _, names in os.walk(root):
+        for name in names:
+            (Path(directory) / name).stat()
+    return time.perf_counter() - started
+
+
+def python_start(env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+    return time.perf_counter() - started
+
+
+def floors_after(home: Home) -> PassFloors:
+    """Q8's floors on the tree the last pass saw, and a pass that finds nothing new."""
+    json_loads = min(json_loads_read(home.sessions) for _ in range(3))
+    started = time.perf_counter()
+    home.cli("run")
+    idle = time.perf_counter() - started
+    return PassFloors(
+        json_loads=json_loads,
+        idle_pass=idle,
+        python_start=min(python_start(home.env()) for _ in range(3)),
+        stat_walk=min(stat_walk(home.sessions) for _ in range(3)),
+    )
 
 
 def warm_up(workdir: Path) -> None:
@@ -101,11 +133,11 @@ def run(config: Config) -> list[Result]:
         if phase2.get("status") == "failed":
             raise RuntimeError(f"pass {number}: phase two failed: {phase2.get('error')}")
         evicted += int(phase2.get("evicted") or 0)
+    floors = floors_after(daily)
     write(corpus, sessions)
-    baseline = min(plain_read(sessions) for _ in range(3))
     unlimited = Home(config.workdir / "home-unlimited", sessions, UNLIMITED_BUDGET, config.workdir)
     unlimited.cli("run")
-    return score(corpus, daily, unlimited, pass_seconds, baseline, evicted)
+    return score(corpus, daily, unlimited, pass_seconds, floors, evicted)
 
 
 def score(
@@ -113,7 +145,7 @@ def score(
     daily: Home,
     unlimited: Home,
     pass_seconds: list[float],
-    baseline: float,
+    floors: PassFloors,
     evicted: int,
 ) -> list[Result]:
     markdown = daily.memory_md()
@@ -150,7 +182,7 @@ def score(
             foreign=foreign,
             real_missing=real_missing,
             pass_seconds=pass_seconds,
-            baseline=baseline,
+            floors=floors,
             evicted=evicted,
             budget=DEFAULT_BUDGET,
             acknowledgements=ACKNOWLEDGEMENTS,

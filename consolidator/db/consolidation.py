@@ -55,7 +55,7 @@ from consolidator.db.versions import (
     latest_version,
     latest_version_number,
 )
-from consolidator.memory.blocks import diff_summary
+from consolidator.memory.changes import diff_summary
 from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import without_rejected
 

@@ -43,11 +43,12 @@ from sqlalchemy import Connection, delete, or_, select, update
 from consolidator.db import pending as pending_statements
 from consolidator.db import skills as skill_statements
 from consolidator.db.base import insert_ignore, log_change, rowcount
+from consolidator.db.forget_versions import forget_in_summaries, forget_in_versions
 from consolidator.db.held_notes import drop_held_note
 from consolidator.db.quarantine import forget_in_quarantine
 from consolidator.db.records import STAGE1, TOMBSTONE_PREFIX, ThreadState, tombstone_id
 from consolidator.db.schema import Job, MemoryBlockThread, MemoryUse, Stage1Output, Thread
-from consolidator.db.versions import forget_in_summaries, forget_in_versions, owe_purge
+from consolidator.db.versions import owe_purge
 
 
 def forget_session(connection: Connection, thread_id: str, now: datetime) -> bool:

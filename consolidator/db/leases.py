@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select, update
 
 from consolidator.db.base import Database, contention_retry, rowcount
 from consolidator.db.claimable import EXHAUSTED_RETRY_SECONDS, TRANSIENT_RETRY_CAP_SECONDS
+from consolidator.db.driver_statements import driver_connection, driver_statement, write_once
 from consolidator.db.records import Claim, JobRecord, JobStatus, job_record, retry_delay
 from consolidator.db.schema import Job
 from consolidator.db.statements import JOBS, OWNED_BY_CLAIM, fence_parameters
@@ -30,6 +31,20 @@ def fenced_finish(connection: Connection, claim: Claim, **values: Any) -> bool:
         fence_parameters(claim),
     )
     return rowcount(result) == 1
+
+
+# A claim given back before its work started: the attempt is refunded.
+_RELEASE_JOB = (
+    update(Job)
+    .where(OWNED_BY_CLAIM)
+    .values(
+        ownership_token=None,
+        lease_until=None,
+        status=JobStatus.PENDING.value,
+        retry_remaining=Job.retry_remaining + 1,
+        attempts=Job.attempts - 1,
+    )
+)
 
 
 def job_of(connection: Connection, kind: str, job_key: str) -> JobRecord | None:
@@ -123,12 +138,13 @@ class LeaseRepository:
 
     @contention_retry
     def release_job(self, claim: Claim) -> bool:
-        """Give back a claim whose work never started (shutdown); the attempt is refunded."""
+        """Give back a claim whose work never started (shutdown); the attempt is refunded.
+        On SQLite the write lock is held for the fenced UPDATE alone (`driver_statements`)."""
+        if self.db.sqlite:
+            statement = driver_statement(_RELEASE_JOB, self.db.engine.dialect)
+            parameters = statement.parameters(fence_parameters(claim))
+            with driver_connection(self.db.engine) as connection:
+                count, _ = write_once(connection, statement, parameters)
+            return count == 1
         with self.db.write() as connection:
-            return fenced_finish(
-                connection,
-                claim,
-                status=JobStatus.PENDING.value,
-                retry_remaining=Job.retry_remaining + 1,
-                attempts=Job.attempts - 1,
-            )
+            return rowcount(connection.execute(_RELEASE_JOB, fence_parameters(claim))) == 1

@@ -28,7 +28,7 @@ from consolidator.db.base import log_change
 from consolidator.db.blocks import pending_memory, version_memory, write_block_list
 from consolidator.db.schema import MemoryVersion, PendingVersion, PendingVersionBlock
 from consolidator.db.statements import LIVE_OUTPUTS
-from consolidator.memory.blocks import diff_summary
+from consolidator.memory.changes import diff_summary
 from consolidator.memory.codec import StoredMemory
 from consolidator.memory.delta import rebase
 from consolidator.memory.summary import forget_in_summary

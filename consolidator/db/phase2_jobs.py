@@ -4,6 +4,7 @@ that only a live lease refuses), after a read that answers most refusals without
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
@@ -12,22 +13,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, update
+from sqlalchemy import Connection, update
 
 from consolidator.db.base import Database, contention_retry, create_phase2_job
 from consolidator.db.claimable import (
     PHASE2_FORCED_RULE,
     PHASE2_NOTE_RULE,
     PHASE2_RULE,
+    Term,
     moment_parameters,
     refusal,
 )
-from consolidator.db.engine import (
-    READ_ONLY_OPTION,
-    SQLITE_BUSY_TIMEOUT_MS,
-    WRITE_LOCK_PATIENCE_OPTION,
-    WriteLockBusy,
+from consolidator.db.driver_statements import (
+    driver_connection,
+    driver_statement,
+    read_once,
+    write_once,
 )
+from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
 from consolidator.db.leases import job_of, record_failure
 from consolidator.db.outcomes import PHASE2_JOB, RunState, run_state_of
 from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord
@@ -45,6 +48,9 @@ from consolidator.db.statements import (
 CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 
 
+Rule = tuple[Term, ...]
+# SQLite's driver connection, or a SQLAlchemy connection to PostgreSQL in autocommit.
+ClaimConnection = sqlite3.Connection | Connection
 # The guarded UPDATE of each phase-two rule.
 _PHASE2_CLAIMS = {
     PHASE2_RULE: PHASE2_CLAIM,
@@ -131,17 +137,17 @@ class PhaseTwoJobRepository:
     ) -> Claim:
         """One read and, if it shows no refusal, one guarded UPDATE.
 
-        On SQLite an impatient attempt waits only briefly for the write lock and raises
-        `WriteLockBusy`, so that the caller re-reads first: the claimer it queued behind has
-        usually taken the job by then, and the answer is a refusal without any more waiting.
+        On SQLite the statements go straight to the driver (`driver_statements`), so the
+        write lock is held for the UPDATE alone; an impatient attempt waits only briefly for
+        it and raises `WriteLockBusy`, so that the caller re-reads first: the claimer it
+        queued behind has usually taken the job by then, and the answer is a refusal without
+        any more waiting.
         """
         with self._claim_connection() as connection:
-            with self._statement(connection, write=False):
-                state = self._phase2_state(connection)
+            state = self._phase2_state(connection)
             if state is None:
-                with self._statement(connection, write=True):
-                    create_phase2_job(connection)
-                    state = self._phase2_state(connection)
+                self._create_job(connection)
+                state = self._phase2_state(connection)
             assert state is not None
             job, now = state
             moment = self.db.moment(now, lease_seconds=lease_seconds)
@@ -154,62 +160,73 @@ class PhaseTwoJobRepository:
             if refused is not None:
                 return Claim(refused, PHASE2, PHASE2_KEY)
             token = uuid.uuid4().hex
-            if not patient:
-                connection.execution_options(
-                    **{WRITE_LOCK_PATIENCE_OPTION: CLAIM_WRITE_LOCK_PATIENCE_SECONDS}
-                )
-            with self._statement(connection, write=True):
-                row = connection.execute(
-                    _PHASE2_CLAIMS[rule],
-                    {
-                        **moment_parameters(moment),
-                        "claim_token": token,
-                        "claim_lease_until": now + timedelta(seconds=lease_seconds),
-                        "claim_worker": self.db.worker_id,
-                    },
-                ).first()
+            values = {
+                **moment_parameters(moment),
+                "claim_token": token,
+                "claim_lease_until": now + timedelta(seconds=lease_seconds),
+                "claim_worker": self.db.worker_id,
+            }
+            row = self._claim_row(connection, rule, values, patient=patient)
             if row is not None:
                 epoch, watermark = int(row[0]), int(row[1] or 0)
                 return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
-            with self._statement(connection, write=False):
-                state = self._phase2_state(connection)
+            state = self._phase2_state(connection)
             assert state is not None
             # None: lost to a claimer whose run ended before this read (READ COMMITTED).
             outcome = refusal(rule, state[0], moment)
             return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
 
+    def _claim_row(
+        self, connection: ClaimConnection, rule: Rule, values: dict[str, Any], *, patient: bool
+    ) -> Any:
+        """The guarded UPDATE of `rule`: the claimed row's epoch and watermark, or None."""
+        if isinstance(connection, sqlite3.Connection):
+            statement = driver_statement(_PHASE2_CLAIMS[rule], self.db.engine.dialect)
+            parameters = statement.parameters(values)
+            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
+            _, rows = write_once(connection, statement, parameters, patience=patience)
+            return rows[0] if rows else None
+        return connection.execute(_PHASE2_CLAIMS[rule], values).first()
+
     @contextmanager
-    def _claim_connection(self) -> Iterator[Connection]:
+    def _claim_connection(self) -> Iterator[ClaimConnection]:
         """One connection for all of a claim's statements (one pool checkout and ping).
 
-        On PostgreSQL it is in autocommit, so each statement is one round trip instead of
-        three and no transaction stays open while a busy host schedules the process.
+        On SQLite it is the driver's own connection, in autocommit (each read its own
+        transaction, the write `driver_statements.write_once`). On PostgreSQL it is in
+        autocommit too, so each statement is one round trip instead of three and no
+        transaction stays open while a busy host schedules the process.
         """
+        if self.db.sqlite:
+            with driver_connection(self.db.engine) as driver:
+                yield driver
+            return
         with self.db.engine.connect() as connection:
-            if not self.db.sqlite:
-                connection.execution_options(isolation_level="AUTOCOMMIT")
+            connection.execution_options(isolation_level="AUTOCOMMIT")
             yield connection
 
-    @contextmanager
-    def _statement(self, connection: Connection, *, write: bool) -> Iterator[None]:
-        """On SQLite, a read (deferred) or write (immediate) transaction around the block;
-        on PostgreSQL's autocommit connection, nothing: each statement stands alone."""
-        if not self.db.sqlite:
-            yield
-            return
-        connection.execution_options(**{READ_ONLY_OPTION: not write})
-        with connection.begin():
-            yield
+    def _create_job(self, connection: ClaimConnection) -> None:
+        if isinstance(connection, sqlite3.Connection):
+            with self.db.write() as writing:
+                create_phase2_job(writing)
+        else:
+            create_phase2_job(connection)
 
-    def _note_waiting(self, connection: Connection, job: Row[Any]) -> bool:
+    def _note_waiting(self, connection: ClaimConnection, job: Any) -> bool:
         """Whether a note changed after the last success: it does not wait for the cooldown."""
-        with self._statement(connection, write=False):
-            after = job.last_success_watermark or 0
-            return bool(connection.execute(NOTE_WAITING, {"after_seq": after}).scalar_one())
+        after = {"after_seq": job.last_success_watermark or 0}
+        if isinstance(connection, sqlite3.Connection):
+            statement = driver_statement(NOTE_WAITING, self.db.engine.dialect)
+            return bool(read_once(connection, statement, statement.parameters(after))[0][0])
+        return bool(connection.execute(NOTE_WAITING, after).scalar_one())
 
-    def _phase2_state(self, connection: Connection) -> tuple[Row[Any], datetime] | None:
+    def _phase2_state(self, connection: ClaimConnection) -> tuple[Any, datetime] | None:
         """The phase-two job row with the input sequence (`input_seq`), and the time now."""
-        database_clock = self.db.clock is None and not self.db.sqlite
+        if isinstance(connection, sqlite3.Connection):
+            statement = driver_statement(PHASE2_STATE, self.db.engine.dialect)
+            rows = read_once(connection, statement, statement.parameters())
+            return (rows[0], self.db.host_now()) if rows else None
+        database_clock = self.db.clock is None
         row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
         if row is None:
             return None

@@ -34,7 +34,7 @@ from consolidator.db.records import (
 from consolidator.db.schema import PendingVersion
 from consolidator.db.statements import FENCE_PHASE2, live
 from consolidator.db.versions import insert_version
-from consolidator.memory.blocks import diff_summary
+from consolidator.memory.changes import diff_summary
 from consolidator.memory.codec import StoredMemory, forget_with_summary
 from consolidator.memory.delta import signed_digests, without_rejected
 

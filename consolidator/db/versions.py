@@ -1,13 +1,8 @@
-"""Memory versions and the blocks they share, and forgetting threads out of all of them.
+"""Memory versions and the blocks they share.
 
 - A version is an ordered list of block rows; a block stored unchanged is shared by every
-  version holding it (matched by digest), so a version costs only its new blocks.
-- `forget_in_versions` rewrites, in place, every block citing a forgotten thread, so history and
-  rollback cannot bring the content back; when the current version held such a block, a
-  `forget` version follows it, so projections notice. A summary a model wrote for a version
-  loses the forgotten threads' lines the same way, by citation. It runs in the transaction
-  that removed the threads, after the change log's counter lock (see
-  `base.lock_memory_writes`).
+  version holding it (matched by digest), so a version costs only its new blocks. Forgetting
+  threads out of them is `forget_versions`.
 - `rollback` adds a copy of an earlier version as a new one (less threads no longer live) and
   fences off an in-flight phase-two run: `FENCE_PHASE2` clears its token, so its fenced commit
   updates no row and writes nothing.
@@ -15,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -23,15 +18,11 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
-    delete,
     func,
     insert,
-    literal,
-    or_,
     select,
     update,
 )
-from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
 from consolidator.db.base import (
@@ -40,35 +31,29 @@ from consolidator.db.base import (
     insert_ignore,
     lock_memory_writes,
 )
-from consolidator.db.blocks import block_values, write_block_list
+from consolidator.db.blocks import write_block_list
 from consolidator.db.records import VersionRecord, VersionSummary
 from consolidator.db.schema import (
     Counter,
     MemoryBlock,
-    MemoryBlockThread,
     MemoryVersion,
     MemoryVersionBlock,
 )
 from consolidator.db.statements import FENCE_PHASE2, VERSIONS, live
-from consolidator.memory.blocks import Block, Memory, diff_summary
+from consolidator.memory.blocks import Block, Memory
+from consolidator.memory.changes import diff_summary
 from consolidator.memory.codec import (
     StoredMemory,
     decode,
     decode_block,
     encode,
-    encode_block,
     forget_with_summary,
     join_json,
     join_md,
-    joined_bytes,
 )
-from consolidator.memory.forget import forget_threads, tasks_citing
-from consolidator.memory.summary import forget_in_summary
 
 # A counter row saying a forget or clear still waits for its WAL checkpoint (SQLite only).
 PURGE_OWED = "purge_owed"
-# Thread ids looked for in the stored summaries by one query.
-_NAMED_PER_QUERY = 50
 _VERSION_ROW_FIELDS = tuple(
     f for f in fields(VersionRecord) if f.name not in ("memory_json", "content_md")
 )
@@ -96,210 +81,6 @@ def latest_version(connection: Connection) -> VersionRecord | None:
 def numbered_version(connection: Connection, version: int) -> VersionRecord | None:
     row = connection.execute(select(VERSIONS).where(MemoryVersion.version == version)).first()
     return version_of(connection, row)
-
-
-def _linked(
-    connection: Connection,
-    wanted: InstrumentedAttribute[int],
-    key: InstrumentedAttribute[Any],
-    values: Sequence[Any],
-) -> list[int]:
-    """The distinct `wanted` of a link table's rows whose `key` is one of `values`, sorted."""
-    return sorted(connection.execute(select(wanted).where(key.in_(values)).distinct()).scalars())
-
-
-def _prune_blocks(
-    connection: Connection, refs: Sequence[int], thread_ids: Sequence[str]
-) -> tuple[list[Block], list[Block], list[int]]:
-    """Rewrite the block rows `refs` without the threads, in place; return the blocks as they
-    were, as they are now, and the rows left empty (not rewritten: their caller deletes them)."""
-    before: list[Block] = []
-    after: list[Block] = []
-    emptied: list[int] = []
-    for ref, block_json in connection.execute(
-        select(MemoryBlock.id, MemoryBlock.block_json).where(MemoryBlock.id.in_(refs))
-    ).all():
-        old = decode_block(block_json)
-        pruned = forget_threads(Memory((old,)), thread_ids)
-        before.append(old)
-        if not pruned.memory.blocks:
-            emptied.append(ref)
-            continue
-        block = encode_block(pruned.memory.blocks[0])
-        after.append(pruned.memory.blocks[0])
-        connection.execute(
-            update(MemoryBlock).where(MemoryBlock.id == ref).values(**block_values(block))
-        )
-        connection.execute(
-            delete(MemoryBlockThread).where(
-                MemoryBlockThread.block_ref == ref,
-                MemoryBlockThread.thread_id.not_in(sorted(block.thread_ids)),
-            )
-        )
-    return before, after, emptied
-
-
-@dataclass(frozen=True)
-class PrunedVersions:
-    """What pruning threads out of the stored versions touched: how many versions held them,
-    the versions whose written summaries must follow, and the tasks that cited them."""
-
-    affected: int
-    rewritten: list[int]
-    touched_tasks: Collection[tuple[str, str]]
-
-
-def forget_in_versions(
-    connection: Connection, thread_ids: list[str], now: datetime
-) -> PrunedVersions:
-    """Purge the threads from every stored memory version.
-
-    Only the blocks citing the threads are read, pruned and rewritten in place; since
-    versions share block rows, that purges every version holding them, so neither history
-    nor a rollback can bring the content back. When the current version is among them, a
-    `forget` version (the same block list, less the blocks left empty) follows it, so
-    projections notice.
-    """
-    owe_purge(connection)
-    refs = _linked(connection, MemoryBlockThread.block_ref, MemoryBlockThread.thread_id, thread_ids)
-    affected: list[int] = []
-    current_new: int | None = None
-    touched_tasks: Collection[tuple[str, str]] = ()
-    if refs:
-        affected = _linked(
-            connection, MemoryVersionBlock.version, MemoryVersionBlock.block_ref, refs
-        )
-        current = connection.execute(select(func.max(MemoryVersion.version))).scalar()
-        before, after, emptied = _prune_blocks(connection, refs, thread_ids)
-        touched_tasks = tasks_citing(before, thread_ids)
-        touched = list(affected)
-        if current in affected:
-            summary_md = connection.execute(
-                select(MemoryVersion.summary_md).where(MemoryVersion.version == current)
-            ).scalar()
-            summary = _removed_summary(len(thread_ids), Memory(tuple(before)), after)
-            facts = VersionFacts("forget", summary, summary_md=summary_md)
-            version = insert_version_row(connection, facts, now=now)
-            connection.execute(
-                insert(MemoryVersionBlock).from_select(
-                    ["version", "position", "block_ref"],
-                    select(
-                        literal(version),
-                        MemoryVersionBlock.position,
-                        MemoryVersionBlock.block_ref,
-                    ).where(
-                        MemoryVersionBlock.version == current,
-                        MemoryVersionBlock.block_ref.not_in(emptied),
-                    ),
-                )
-            )
-            touched.append(version)
-            current_new = version
-        if emptied:
-            pending_statements.forget_blocks(connection, emptied)
-            connection.execute(
-                delete(MemoryVersionBlock).where(MemoryVersionBlock.block_ref.in_(emptied))
-            )
-            connection.execute(delete(MemoryBlock).where(MemoryBlock.id.in_(emptied)))
-        update_content_bytes(connection, touched)
-        update_diff_summaries(connection, [v for v in touched if v != current_new])
-        pending_statements.settle_after_forget(connection, now)
-    rewritten = [*affected, *([current_new] if current_new is not None else [])]
-    return PrunedVersions(len(affected), rewritten, touched_tasks)
-
-
-def forget_in_summaries(
-    connection: Connection,
-    thread_ids: Sequence[str],
-    versions: Sequence[int],
-    touched_tasks: Collection[tuple[str, str]],
-) -> None:
-    """Filter the written summaries of `versions`, and of any version whose summary names a
-    thread, against each version's memory as it now stands (its blocks already rewritten);
-    `touched_tasks` cited the threads before."""
-    wanted = set(versions)
-    for start in range(0, len(thread_ids), _NAMED_PER_QUERY):
-        chunk = thread_ids[start : start + _NAMED_PER_QUERY]
-        wanted.update(
-            connection.execute(
-                select(MemoryVersion.version).where(
-                    MemoryVersion.summary_md.is_not(None),
-                    or_(*(MemoryVersion.summary_md.contains(t, autoescape=True) for t in chunk)),
-                )
-            ).scalars()
-        )
-    if not wanted:
-        return
-    rows = connection.execute(
-        select(VERSIONS).where(
-            MemoryVersion.version.in_(sorted(wanted)), MemoryVersion.summary_md.is_not(None)
-        )
-    ).all()
-    for record in versions_of(connection, rows):
-        assert record.summary_md is not None
-        memory = decode(record.memory_json)
-        kept = forget_in_summary(record.summary_md, memory, thread_ids, touched_tasks)
-        if kept != record.summary_md:
-            connection.execute(
-                update(MemoryVersion)
-                .where(MemoryVersion.version == record.version)
-                .values(summary_md=kept)
-            )
-
-
-def _removed_summary(sessions: int, before: Memory, after: list[Block]) -> str:
-    """The `history` line of a `forget` version. The versions before it are rewritten without
-    the sessions too, so against them it changes nothing; what it says is what was removed."""
-    removed = diff_summary(before, Memory(tuple(after)))
-    return f"{sessions} session{'' if sessions == 1 else 's'} removed from every version: {removed}"
-
-
-def update_diff_summaries(connection: Connection, versions: list[int]) -> None:
-    """A forget rewrites older versions in place, so what each of them changed against the
-    version before it is counted again from the stored blocks. A `forget` version keeps its
-    line: it already says what it removed, and it equals the version before it."""
-    if not versions:
-        return
-    wanted = sorted({*versions, *(v - 1 for v in versions)})
-    records = {
-        record.version: record
-        for record in versions_of(
-            connection,
-            connection.execute(select(VERSIONS).where(MemoryVersion.version.in_(wanted))).all(),
-        )
-    }
-    for version in versions:
-        record = records.get(version)
-        if record is None or record.kind == "forget":
-            continue
-        previous = records.get(version - 1)
-        if previous is None and version != 1:
-            continue
-        before = decode(previous.memory_json) if previous else Memory(())
-        summary = diff_summary(before, decode(record.memory_json))
-        if record.kind == "rollback":
-            summary = record.diff_summary.split(": ", 1)[0] + ": " + summary
-        connection.execute(
-            update(MemoryVersion)
-            .where(MemoryVersion.version == version)
-            .values(diff_summary=summary)
-        )
-
-
-def update_content_bytes(connection: Connection, versions: list[int]) -> None:
-    per_version: dict[int, list[int]] = {version: [] for version in versions}
-    for version, size in connection.execute(
-        select(MemoryVersionBlock.version, MemoryBlock.content_bytes)
-        .join(MemoryBlock, MemoryBlock.id == MemoryVersionBlock.block_ref)
-        .where(MemoryVersionBlock.version.in_(versions))
-    ):
-        per_version[version].append(size)
-    for version, block_sizes in per_version.items():
-        connection.execute(
-            update(MemoryVersion)
-            .where(MemoryVersion.version == version)
-            .values(content_bytes=joined_bytes(block_sizes))
-        )
 
 
 @dataclass(frozen=True)

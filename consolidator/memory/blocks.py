@@ -17,7 +17,6 @@ verbatim and compared as timestamps only when eviction needs an age.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
@@ -237,51 +236,6 @@ def _id_problems(value: str, seen: set[str]) -> list[str]:
         problems.append("duplicate")
     seen.add(value)
     return problems
-
-
-def diff_summary(old: Memory, new: Memory) -> str:
-    """A one-line change count for logs and `history`, e.g. `+2 blocks, -1 task, +5 bullets`.
-
-    Blocks and tasks are matched by id, citations by (block, task, thread), bullets by their
-    section and text, so a reworded bullet shows as one removed and one added. `~n blocks`
-    counts blocks kept under the same id whose content changed.
-    """
-    old_blocks = {b.block_id: b for b in old.blocks}
-    new_blocks = {b.block_id: b for b in new.blocks}
-    changed = sum(
-        1 for block_id, block in new_blocks.items() if old_blocks.get(block_id, block) != block
-    )
-    old_tasks, old_cites, old_bullets = _identities(old)
-    new_tasks, new_cites, new_bullets = _identities(new)
-    counts = [
-        ("+", len(new_blocks.keys() - old_blocks.keys()), "block"),
-        ("-", len(old_blocks.keys() - new_blocks.keys()), "block"),
-        ("~", changed, "block"),
-        ("+", len(new_tasks - old_tasks), "task"),
-        ("-", len(old_tasks - new_tasks), "task"),
-        ("+", len(new_cites - old_cites), "citation"),
-        ("-", len(old_cites - new_cites), "citation"),
-        ("+", (new_bullets - old_bullets).total(), "bullet"),
-        ("-", (old_bullets - new_bullets).total(), "bullet"),
-    ]
-    parts = [f"{sign}{n} {noun}{'' if n == 1 else 's'}" for sign, n, noun in counts if n]
-    return ", ".join(parts) if parts else "no changes"
-
-
-def _identities(
-    memory: Memory,
-) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]], Counter[tuple[str, str, str]]]:
-    tasks: set[tuple[str, str]] = set()
-    cites: set[tuple[str, str, str]] = set()
-    bullets: Counter[tuple[str, str, str]] = Counter()
-    for block in memory.blocks:
-        for task in block.tasks:
-            tasks.add((block.block_id, task.task_id))
-            for citation in task.citations:
-                cites.add((block.block_id, task.task_id, citation.thread_id))
-        for name, bullet in block.bullets():
-            bullets[(block.block_id, name, bullet.text)] += 1
-    return tasks, cites, bullets
 
 
 def block_to_dict(block: Block) -> dict[str, Any]:

@@ -3,12 +3,15 @@ the blocks that cite the thread, in every version at once."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
+from consolidator.db import forget_versions
 from consolidator.db.schema import MemoryBlock, MemoryBlockThread, MemoryVersionBlock
 from consolidator.db.store import Store
-from consolidator.memory.blocks import Block, Bullet, Memory, Task, diff_summary
-from consolidator.memory.codec import encode
+from consolidator.memory.blocks import Block, Bullet, Memory, Task
+from consolidator.memory.changes import diff_summary
+from consolidator.memory.codec import decode, encode
 from tests.factories import LEASE, add_output, citation, result_of
 from tests.store_reads import get_version
 
@@ -201,3 +204,43 @@ def test_a_version_counts_its_changes_against_the_version_stored_before(driven: 
     assert summaries[1:] == [diff_summary(first, second), diff_summary(second, third)]
     assert summaries[1] == "+1 block, ~1 block, +2 tasks, +2 citations, +3 bullets"
     assert summaries[2] == "-1 block, ~1 block, -1 task, -1 citation, +2 bullets, -4 bullets"
+
+
+def test_a_forget_recounts_history_from_the_blocks_it_rewrote(
+    driven: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each rewritten version's line equals a full count against the version before it, yet
+    the forget decodes no whole version, only the rewritten blocks and their namesakes."""
+    for thread in ("a", "b", "c", "d", "e"):
+        add_output(driven, thread, thread)
+    others = tuple(group(f"other-{n}", "e") for n in range(20))
+    memories = [
+        Memory((group("one", "a", "b"), *others)),
+        Memory((group("one", "a", "b", "c"), group("two", "b"), *others)),
+        Memory((group("one", "a", "c"), group("two", "b", "d", word="note"), *others)),
+    ]
+    versions = [commit(driven, memory) for memory in memories]
+    rolled_back = driven.versions.rollback(versions[0])
+    decoded_blocks: list[str] = []
+    real_decode_block = forget_versions.decode_block
+
+    def counting_decode_block(block_json: str) -> Block:
+        decoded_blocks.append(block_json)
+        return real_decode_block(block_json)
+
+    def refused_decode(memory_json: str) -> Memory:
+        raise AssertionError("a forget decoded a whole version")
+
+    monkeypatch.setattr(forget_versions, "decode_block", counting_decode_block)
+    monkeypatch.setattr(forget_versions, "decode", refused_decode)
+    assert driven.admin.forget_thread("b")
+    monkeypatch.undo()
+
+    assert len(decoded_blocks) <= 6, len(decoded_blocks)
+    lines = {v.version: v.diff_summary for v in driven.versions.list_versions()}
+    stored = {v: decode(get_version(driven, v).memory_json) for v in lines}  # type: ignore[union-attr]
+    for version in (*versions, rolled_back):
+        expected = diff_summary(stored.get(version - 1, Memory()), stored[version])
+        if version == rolled_back:
+            expected = f"rollback to {versions[0]}: {expected}"
+        assert lines[version] == expected, (version, lines)

@@ -15,9 +15,9 @@ from consolidator.memory.blocks import (
     ThreadCitation,
     bullet_count,
     cited_thread_ids,
-    diff_summary,
     invariant_violations,
 )
+from consolidator.memory.changes import diff_summary
 from consolidator.memory.render import (
     parse_memory_md,
     render_block_index,

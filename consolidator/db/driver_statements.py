@@ -1,0 +1,162 @@
+"""Statements handed straight to SQLite's driver, for the writes that hold the write lock.
+
+On SQLite the write lock is the whole database's, so whatever Python runs while a writer holds
+it (building the statement, processing parameters, SQLAlchemy's execution and transaction
+machinery) makes every other writer wait, and on a loaded host the holder is preempted with
+the lock. A `DriverStatement` is compiled once from the SQLAlchemy construct (so the SQL is
+still written in one place, as a construct); its parameters are processed before the lock
+is taken, and `write_once` holds the lock for `BEGIN IMMEDIATE`, the statement, its rows and
+`COMMIT` alone. Reads go the same way to skip the machinery, without any lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import sqlite3
+import time
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Dialect, Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
+
+Processor = Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True)
+class DriverStatement:
+    """A SQLAlchemy statement compiled once for one dialect with `qmark` parameters: its SQL,
+    the value of every parameter position (the statement's own or a name to fill), and the
+    processors that turn values into what the driver stores and rows back into values."""
+
+    sql: str
+    positions: tuple[str, ...]
+    fixed: Mapping[str, Any]
+    bind_processors: Mapping[str, Processor]
+    row_type: type[tuple[Any, ...]]
+    result_processors: tuple[Processor, ...]
+
+    @classmethod
+    def compile(cls, statement: Any, dialect: Dialect) -> DriverStatement:
+        compiled = statement.compile(dialect=dialect)
+        assert isinstance(compiled, SQLCompiler) and compiled.positiontup is not None
+        if "POSTCOMPILE" in compiled.string:
+            raise ValueError("a statement with expanding parameters cannot be compiled once")
+        names = tuple(compiled.positiontup)
+        binds = {name: compiled.binds[name] for name in names}
+        columns = list(statement.exported_columns)
+        fields = [column.key or f"column_{index}" for index, column in enumerate(columns)]
+        return cls(
+            sql=compiled.string,
+            positions=names,
+            fixed={name: bind.value for name, bind in binds.items() if not bind.required},
+            bind_processors={
+                name: bind.type.dialect_impl(dialect).bind_processor(dialect)
+                for name, bind in binds.items()
+            },
+            row_type=namedtuple("DriverRow", fields, rename=True),
+            result_processors=tuple(
+                c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
+            ),
+        )
+
+    def parameters(self, values: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
+        """The driver's parameters: `values` fill the named ones, processed as SQLAlchemy
+        would."""
+        given = values or {}
+        processed = []
+        for name in self.positions:
+            value = given[name] if name in given else self.fixed[name]
+            processor = self.bind_processors[name]
+            processed.append(value if processor is None or value is None else processor(value))
+        return tuple(processed)
+
+    def rows(self, raw: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Driver rows as named rows of values."""
+        return [
+            self.row_type(
+                *(
+                    value if processor is None or value is None else processor(value)
+                    for processor, value in zip(self.result_processors, row, strict=True)
+                )
+            )
+            for row in raw
+        ]
+
+
+@functools.cache
+def driver_statement(statement: Any, dialect: Dialect) -> DriverStatement:
+    """`statement` compiled for `dialect`, once a process."""
+    return DriverStatement.compile(statement, dialect)
+
+
+@contextmanager
+def driver_connection(engine: Engine) -> Iterator[sqlite3.Connection]:
+    """A pooled SQLite connection as the driver's own, in autocommit (no SQLAlchemy
+    `Connection` around it); back to the pool afterwards."""
+    pooled = engine.raw_connection()
+    try:
+        driver = pooled.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        yield driver
+    finally:
+        pooled.close()
+
+
+def read_once(
+    connection: sqlite3.Connection, statement: DriverStatement, parameters: tuple[Any, ...]
+) -> list[Any]:
+    """One read statement, in its own implicit transaction (the driver is in autocommit)."""
+    return statement.rows(connection.execute(statement.sql, parameters).fetchall())
+
+
+def write_once(
+    connection: sqlite3.Connection,
+    statement: DriverStatement,
+    parameters: tuple[Any, ...],
+    *,
+    patience: float | None = None,
+) -> tuple[int, list[tuple[Any, ...]]]:
+    """`BEGIN IMMEDIATE`, the statement, its row count and rows, `COMMIT`: the write lock is
+    held for the SQL alone. The lock is waited for in short, even sleeps (see
+    `engine._begin_immediate`), up to `patience` seconds (then `WriteLockBusy`) or the busy
+    timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry).
+    The caller processes the rows after the lock is gone."""
+    _begin_immediate(connection, patience)
+    try:
+        cursor = connection.execute(statement.sql, parameters)
+        rows = cursor.fetchall()
+        count = cursor.rowcount
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return count, rows
+
+
+def _begin_immediate(connection: sqlite3.Connection, patience: float | None) -> None:
+    wait = SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience
+    deadline = time.monotonic() + wait
+    connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        while True:
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+                if time.monotonic() >= deadline:
+                    if patience is not None:
+                        raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
+                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+            time.sleep(random.uniform(0.0005, 0.0015))
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")

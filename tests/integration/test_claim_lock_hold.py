@@ -1,0 +1,80 @@
+"""A claim holds SQLite's write lock for its SQL alone: no Python of ours or SQLAlchemy's runs
+between `BEGIN IMMEDIATE` and `COMMIT`, so a claimer preempted on a busy host is not holding
+the lock. On PostgreSQL the claim's statements run in autocommit, so no transaction is open
+between them at all; the same claims are checked there for their outcome."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from sqlalchemy import Engine, event
+
+from consolidator.db.engine import create_db_engine
+from consolidator.db.migrate import upgrade
+from consolidator.db.store import Store
+from tests.factories import add_output
+
+
+def _python_calls_under_the_lock(
+    drivers: list[sqlite3.Connection], action: Callable[[], object]
+) -> list[str]:
+    """The Python functions that ran while one of `drivers` had a transaction open."""
+    calls: list[str] = []
+
+    def profile(frame: FrameType, event_name: str, arg: Any) -> None:
+        if event_name == "call" and any(driver.in_transaction for driver in drivers):
+            calls.append(f"{frame.f_code.co_filename}:{frame.f_code.co_qualname}")
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _recording(engine: Engine) -> list[sqlite3.Connection]:
+    drivers: list[sqlite3.Connection] = []
+    event.listen(engine, "connect", lambda driver, _record: drivers.append(driver))
+    return drivers
+
+
+def test_a_sqlite_claim_and_its_release_hold_the_write_lock_for_sql_alone(
+    sqlite_url: str,
+) -> None:
+    engine = create_db_engine(sqlite_url)
+    upgrade(engine)
+    store = Store(engine)
+    add_output(store, "a", "a")
+    # The first claim creates the job row, an ordinary transaction.
+    assert store.leases.release_job(store.phase_two.try_claim_phase2(lease_seconds=600))
+    engine.dispose()
+    drivers = _recording(engine)
+    claims = []
+
+    def claim_and_release() -> None:
+        claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+        claims.append((claim, store.leases.release_job(claim)))
+
+    calls = _python_calls_under_the_lock(drivers, claim_and_release)
+    engine.dispose()
+
+    assert drivers, "the claim opened no connection of its own"
+    ((claim, released),) = claims
+    assert claim.claimed and released
+    assert calls == [], sorted(set(calls))
+
+
+def test_claims_after_a_release_see_the_job_free_again(store: Store) -> None:
+    add_output(store, "a", "a")
+    first = store.phase_two.try_claim_phase2(lease_seconds=600)
+    refused = store.phase_two.try_claim_phase2(lease_seconds=600)
+    assert first.claimed and refused.outcome.value == "skipped_running"
+    assert store.leases.release_job(first)
+    assert not store.leases.release_job(first), "a released claim no longer owns the job"
+    second = store.phase_two.try_claim_phase2(lease_seconds=600)
+    assert second.claimed and second.epoch == (first.epoch or 0) + 1
