@@ -172,10 +172,7 @@ def _scope_keys(connection: Connection, scope: SearchScope) -> tuple[str, ...] |
             {"folder": scope.folder, "below_from": below, "below_to": below[:-1] + "0"},
         ).scalars()
         if (scope.below or folder == scope.folder)
-        and not any(
-            folder == nested or folder.startswith(nested.rstrip("/") + "/")
-            for nested in scope.excluded
-        )
+        and not any(folder == n or folder.startswith(n.rstrip("/") + "/") for n in scope.excluded)
     ]
     if not folders:
         return None
@@ -194,11 +191,9 @@ def _scope_sql(scope: SearchScope, params: dict[str, Any], column: str) -> str:
     clauses: list[str] = []
     if scope.folder is not None:
         params["scope_folder"] = scope.folder
-        if scope.below:
-            params["scope_below"] = _like_prefix(scope.folder)
-            clauses.append(f"({column} = :scope_folder OR {column} LIKE :scope_below ESCAPE '\\')")
-        else:
-            clauses.append(f"{column} = :scope_folder")
+        # Without `below`, the pattern holds no wildcard: it matches the folder alone.
+        params["scope_below"] = _like_prefix(scope.folder)[: None if scope.below else -2]
+        clauses.append(f"({column} = :scope_folder OR {column} LIKE :scope_below ESCAPE '\\')")
     for index, nested in enumerate(scope.excluded):
         params[f"nested_{index}"] = nested
         params[f"nested_below_{index}"] = _like_prefix(nested)

@@ -101,7 +101,7 @@ def test_held_back_sessions_name_the_setting_that_admits_them(cli: Cli, store: S
 
     clone_rollout(cli.sessions / "billing.jsonl")
     cli("scan")
-    standing = Standing.read(store)
+    standing = Standing.of(store.sessions.standing())
     for eligibility, state, setting in (
         (Eligibility(10**9, 0), "not_idle", "CONSOLIDATOR_MIN_IDLE_SECONDS"),
         (Eligibility(0, 1), "too_old", "CONSOLIDATOR_MAX_AGE_DAYS"),

@@ -3,128 +3,17 @@ memory; and one session's whole path from its file to the entries that cite it."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from consolidator.face.cli.common import common_options, invocation, open_store
+from consolidator.face.cli.states import STATES, Standing, at, verdict
 
 if TYPE_CHECKING:
-    from consolidator.core.config import Settings
-    from consolidator.db.store import SessionRow, Store
+    from consolidator.db.store import SessionRow
     from consolidator.memory.blocks import Memory
-
-# Every answer `sessions` gives, in the order a session meets them.
-STATES = (
-    "pending",
-    "not_idle",
-    "too_old",
-    "running",
-    "failed",
-    "exhausted",
-    "nothing_to_remember",
-    "waiting_phase_two",
-    "set_aside",
-    "under_review",
-    "in_memory",
-    "bad",
-    "deleted",
-)
-
-
-@dataclass(frozen=True)
-class Standing:
-    """What the memory and the quarantine say about the sessions: who the current version and
-    the newest pending one cite (thread -> block ids), and who was set aside or had entries
-    quarantined (thread -> reasons)."""
-
-    cited: dict[str, list[str]]
-    under_review: dict[str, list[str]]
-    set_aside: dict[str, str]
-    quarantined: dict[str, list[str]]
-    current: Memory
-
-    @classmethod
-    def read(cls, store: Store) -> Standing:
-        from consolidator.memory.blocks import Memory
-        from consolidator.memory.codec import decode
-
-        version = store.versions.current_version()
-        current = decode(version.memory_json) if version else Memory()
-        pending = store.pending.list_pending()
-        newest = store.pending.pending_content(pending[-1].id) if pending else None
-        reviewed = decode(newest.memory_json) if newest else Memory()
-        quarantined: dict[str, list[str]] = {}
-        for item in store.quarantine.quarantined_entries(limit=100_000):
-            for thread_id in item.thread_ids:
-                quarantined.setdefault(thread_id, []).append(item.reason)
-        return cls(
-            cited=_citing_blocks(current),
-            under_review=_citing_blocks(reviewed),
-            set_aside={
-                entry.thread_id: entry.reason for entry in store.quarantine.set_aside_inputs()
-            },
-            quarantined=quarantined,
-            current=current,
-        )
-
-
-def _citing_blocks(memory: Memory) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for block in memory.blocks:
-        for task in block.tasks:
-            for thread_id in task.thread_ids:
-                blocks = found.setdefault(thread_id, [])
-                if block.block_id not in blocks:
-                    blocks.append(block.block_id)
-    return found
-
-
-def verdict(row: SessionRow, standing: Standing, settings: Settings) -> tuple[str, str]:
-    """(state, why) of one session: the first of `STATES`' conditions, checked from the most
-    final (bad input, in memory) to the earliest (not read yet), that holds."""
-    thread_id = row.thread_id
-    if row.state == "bad":
-        return "bad", f"bad input: {row.problem or 'unreadable'}"
-    if row.state == "deleted":
-        return "deleted", "its file vanished; what it gave was forgotten"
-    if thread_id in standing.cited:
-        return "in_memory", f"cited by block {', '.join(standing.cited[thread_id])}"
-    if thread_id in standing.under_review:
-        return "under_review", "in the newest pending version; `consolidator review`"
-    if thread_id in standing.set_aside:
-        return "set_aside", standing.set_aside[thread_id]
-    if row.job_status == "running":
-        return "running", f"stage one is reading it ({row.worker_id}, until {_at(row.lease_until)})"
-    if row.job_status == "failed":
-        error = row.last_error or "failed"
-        if row.retry_remaining <= 0:
-            return "exhausted", (
-                f"stage one gave up: {error}; tried again after {_at(row.retry_at)}, or now "
-                f"with `consolidator retry {thread_id}`"
-            )
-        return "failed", f"stage one failed: {error}; tried again after {_at(row.retry_at)}"
-    if row.claimable or row.job_status is None:
-        if row.too_old:
-            return "too_old", (
-                f"older than CONSOLIDATOR_MAX_AGE_DAYS ({settings.max_age_days}); raise it, or "
-                "0 for no limit, to read it"
-            )
-        if row.not_idle:
-            return "not_idle", (
-                f"changed within CONSOLIDATOR_MIN_IDLE_SECONDS ({settings.min_idle_seconds}); "
-                "read once it is idle"
-            )
-        return "pending", "stage one reads it at the next run"
-    if row.has_output:
-        return "waiting_phase_two", "stored; the next phase two consolidates it"
-    return "nothing_to_remember", "stage one found nothing worth remembering in it"
-
-
-def _at(moment: Any) -> str:
-    return moment.isoformat(timespec="seconds") if moment else "unknown"
 
 
 def _session_json(row: SessionRow, state: str, reason: str) -> dict[str, Any]:
@@ -134,8 +23,8 @@ def _session_json(row: SessionRow, state: str, reason: str) -> dict[str, Any]:
         "cwd": row.cwd,
         "git_branch": row.git_branch,
         "rollout_path": row.rollout_path,
-        "started_at": _at(row.started_at) if row.started_at else None,
-        "updated_at": _at(row.source_updated_at),
+        "started_at": at(row.started_at) if row.started_at else None,
+        "updated_at": at(row.source_updated_at),
         "state": state,
         "reason": reason,
     }
@@ -157,8 +46,9 @@ def _session_json(row: SessionRow, state: str, reason: str) -> dict[str, Any]:
 @common_options
 def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -> None:
     """List the sessions the worker knows, newest first, each with why it is or is not in
-    memory: waiting (not idle yet, too old, pending), failed, nothing to remember, set aside,
-    under review, in memory, bad input or deleted. `explain THREAD_ID` follows one."""
+    memory: waiting (not idle yet, too old, pending), failed, nothing to remember, waiting for
+    phase two, nothing kept by phase two, dropped, quarantined, set aside, under review, in
+    memory, retired by its agent, bad input or deleted. `explain ID` follows one."""
     from rich.table import Table
     from rich.text import Text
 
@@ -168,7 +58,7 @@ def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -
     folder = str(cwd.expanduser().absolute()) if cwd else None
     with open_store(inv.settings) as store:
         rows = store.sessions.session_rows(Eligibility.of(inv.settings), cwd=folder)
-        standing = Standing.read(store)
+        standing = Standing.of(store.sessions.standing())
     listed = []
     for row in rows:
         state, reason = verdict(row, standing, inv.settings)
@@ -193,18 +83,21 @@ def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -
 
 
 @click.command("explain")
-@click.argument("thread_id")
+@click.argument("thread_id", metavar="ID")
 @common_options
 def explain_command(thread_id: str, **params: Any) -> None:
     """Follow one session from its file to memory: the scan, stage one, phase two, and the
-    blocks, tasks and entries of the current memory that cite it."""
+    blocks, tasks and entries of the current memory that cite it. ID is its thread id or any
+    unique beginning of it of 8 characters or more (as `sessions` shows)."""
     from consolidator.db.records import Eligibility
+    from consolidator.face.cli.ids import full_thread_id
 
     inv = invocation(params)
     with open_store(inv.settings) as store:
+        thread_id = full_thread_id(store, thread_id)
         found = store.sessions.session_rows(Eligibility.of(inv.settings), thread_id=thread_id)
         row = found[0] if found else None
-        standing = Standing.read(store)
+        standing = Standing.of(store.sessions.standing())
         forgotten = row is None and store.threads.is_forgotten(thread_id)
         output = store.outputs.get_stage1_output(thread_id) if row is not None else None
     quarantined = standing.quarantined.get(thread_id, [])
@@ -225,7 +118,7 @@ def explain_command(thread_id: str, **params: Any) -> None:
             "job": row.job_status,
             "attempts": row.attempts,
             "last_error": row.last_error,
-            "output_at": _at(output.generated_at) if output else None,
+            "output_at": at(output.generated_at) if output else None,
             "rollout_summary": output.rollout_summary if output else None,
         },
         "cited_by": _citations(standing.current, thread_id),
