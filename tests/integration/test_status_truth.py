@@ -269,3 +269,36 @@ def test_a_longer_cleanup_period_in_claude_settings_makes_the_vanished_transcrip
 
     assert report["scan"]["retired"] == 0 and report["scan"]["deleted"] == 1
     assert "8088" not in (home.home / "memories" / "MEMORY.md").read_text()
+
+
+def test_explain_forget_and_approve_take_a_unique_id_prefix_of_8_or_more_characters(
+    home: Home,
+) -> None:
+    from consolidator.core.config import build_settings
+    from consolidator.phases.add_note import add_note
+
+    main_session(home)
+    claude_transcript(
+        home,
+        "aaaaaaaa-1111-4111-8111-222222222222",
+        ["The web app listens on port 3000 in development.", "Noted."],
+        cwd="/home/dev/projects/web",
+    )
+    home("run")
+
+    assert home.json("explain", "aaaaaaaa-1111-4111-8111-1")["thread_id"] == SESSION
+    ambiguous = home("explain", "aaaaaaaa", expect=2)
+    assert "begins more than one session id" in ambiguous.err and SESSION in ambiguous.err
+    assert len(ambiguous.err.strip().splitlines()) == 1
+    short = home("explain", "aaaa", expect=2)
+    assert "unknown thread" in short.err
+
+    home("forget", "aaaaaaaa-1111-4111-8111-2")
+    assert "3000" not in (home.home / "memories" / "MEMORY.md").read_text()
+    assert home.json("explain", SESSION[:10])["state"] == "in_memory"
+
+    settings = build_settings({"home": str(home.home), "db": home.db_url}, environ={})
+    note = "Deploys go out on Tuesdays only."
+    held = add_note(settings, note, cwd=PROJECT, origin="mcp", hold=True)
+    approved = home.json("approve", held.note_id[:13])
+    assert approved["status"] == "accepted" and approved["thread_id"] == held.note_id
