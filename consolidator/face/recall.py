@@ -51,6 +51,8 @@ class RecallAnswer:
     query: QueryTerms
     hits: tuple[SessionHit, ...]
     memory_dir: Path
+    # The sessions the query could see.
+    scope: SearchScope
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -83,7 +85,8 @@ def recall(
     """The sessions that best answer `query`, within the scope `memory` gives `cwd`."""
     terms = QueryTerms.parse(query)
     folder = str(Path(cwd).expanduser().absolute()) if cwd is not None else None
+    scope = session_scope(memory, folder)
     hits = store.search.search_sessions(
-        terms, session_scope(memory, folder), since=since, limit=max(1, min(limit, MAX_HITS))
+        terms, scope, since=since, limit=max(1, min(limit, MAX_HITS))
     )
-    return RecallAnswer(folder, terms, tuple(hits), memory_dir)
+    return RecallAnswer(folder, terms, tuple(hits), memory_dir, scope)

@@ -1,6 +1,7 @@
-"""`status` tells the truth: each count is the number of sessions `sessions` lists in that
-state, advice is given only where following it changes the state, and a session Claude Code's
-own cleanup removed keeps its memory. On both databases, through the command line."""
+"""The first hour, through the command line on both databases: `status` tells the truth (each
+count is the number of sessions `sessions` lists in that state, advice only where following it
+changes the state), a session Claude Code's own cleanup removed keeps its memory, ids are
+taken as `sessions` shows them, and `search` says what it searched when nothing matches."""
 
 from __future__ import annotations
 
@@ -302,3 +303,40 @@ def test_explain_forget_and_approve_take_a_unique_id_prefix_of_8_or_more_charact
     held = add_note(settings, note, cwd=PROJECT, origin="mcp", hold=True)
     approved = home.json("approve", held.note_id[:13])
     assert approved["status"] == "accepted" and approved["thread_id"] == held.note_id
+
+
+def test_search_that_finds_nothing_says_what_it_searched_and_suggests_a_wider_query(
+    home: Home,
+) -> None:
+    for index in range(3):
+        clone_rollout(
+            home.sessions / f"old-{index}.jsonl",
+            session_id=f"019a8b2e-5c41-7d13-9f6a-2b7e4c90d1a{index}",
+        )
+    home("run", max_age_days="5")
+
+    found = home("search", "invoice rounding", max_age_days="5").out
+    answer = home.json("search", "invoice rounding", max_age_days="5")
+
+    assert "no session matches" in found
+    assert "0 of the 3 sessions" in found and "3 too_old" in found, found
+    assert "try fewer words" in found
+    assert answer["hits"] == [] and answer["searched"]["with_summary"] == 0
+    assert answer["searched"]["without_summary"] == {"too_old": 3}
+
+
+def test_offline_summaries_share_no_boilerplate_sentence_that_common_words_match(
+    home: Home,
+) -> None:
+    main_session(home)
+    claude_transcript(
+        home,
+        "bbbbbbbb-2222-4222-8222-222222222222",
+        ["The invoices are rendered by the weasyprint sidecar on port 9191.", "Noted."],
+    )
+    home("run")
+
+    for words in ("offline extractive", "quoted", "model"):
+        answer = home.json("search", words)
+        assert answer["hits"] == [], (words, answer["hits"])
+    assert home.json("search", "weasyprint")["hits"]
