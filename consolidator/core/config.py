@@ -184,6 +184,11 @@ def positive(default: float, help: str, *, minimum: float | None = None) -> Any:
     return setting(default, help, kind=type(default), positive=True, minimum=minimum)
 
 
+def switch(help: str) -> Any:
+    """An on/off setting, off unless set."""
+    return setting("off", help, kind=bool, choices=("off", "on"))
+
+
 def fraction(default: float, help: str) -> Any:
     """A share, from 0 to 1."""
     return setting(default, help, kind=float, minimum=0, maximum=1)
@@ -285,20 +290,18 @@ class Settings:
         "threads gone, or the sessions folder missing or empty; `scan --confirm-deletions` "
         "applies them.",
     )
-    review: bool = setting(
-        "off",
+    review: bool = switch(
         "on: a phase-two result waits as a pending version until `approve` (`review` lists "
-        "them); off: it is published at once. Skills wait for approval either way.",
-        kind=bool,
-        choices=("off", "on"),
+        "them); off: it is published at once. Skills wait for approval either way."
     )
-    trust_agent_notes: bool = setting(
-        "off",
+    forget_retired_sessions: bool = switch(
+        "off: a session whose transcript its agent removed after its retention period (Claude "
+        "Code's cleanupPeriodDays) keeps its memory until `forget`; on: it is forgotten."
+    )
+    trust_agent_notes: bool = switch(
         "off: a note an agent adds through MCP waits until a person approves it (`review` "
         "lists it, `approve NOTE_ID` adds it); on: it becomes an input at once, as a user's "
-        "`consolidator note` does.",
-        kind=bool,
-        choices=("off", "on"),
+        "`consolidator note` does."
     )
     prune_unused_days: int = count(
         0,

@@ -69,11 +69,12 @@ class SearchQueryError(ConfigError):
 @dataclass(frozen=True)
 class SearchScope:
     """Which sessions a query may see: those whose cwd is `folder` or below it, but not at or
-    below one of `excluded` (nested projects with memory of their own). `folder` None is
-    every session (an admin's search)."""
+    below one of `excluded` (nested projects with memory of their own); with `below` False,
+    those whose cwd is `folder` alone. `folder` None is every session (an admin's search)."""
 
     folder: str | None
     excluded: tuple[str, ...] = ()
+    below: bool = True
 
 
 @dataclass(frozen=True)
@@ -170,10 +171,8 @@ def _scope_keys(connection: Connection, scope: SearchScope) -> tuple[str, ...] |
             text(_FOLDERS.format(**_FOLDER_ORDER[connection.dialect.name])),
             {"folder": scope.folder, "below_from": below, "below_to": below[:-1] + "0"},
         ).scalars()
-        if not any(
-            folder == nested or folder.startswith(nested.rstrip("/") + "/")
-            for nested in scope.excluded
-        )
+        if (scope.below or folder == scope.folder)
+        and not any(folder == n or folder.startswith(n.rstrip("/") + "/") for n in scope.excluded)
     ]
     if not folders:
         return None
@@ -192,7 +191,8 @@ def _scope_sql(scope: SearchScope, params: dict[str, Any], column: str) -> str:
     clauses: list[str] = []
     if scope.folder is not None:
         params["scope_folder"] = scope.folder
-        params["scope_below"] = _like_prefix(scope.folder)
+        # Without `below`, the pattern holds no wildcard: it matches the folder alone.
+        params["scope_below"] = _like_prefix(scope.folder)[: None if scope.below else -2]
         clauses.append(f"({column} = :scope_folder OR {column} LIKE :scope_below ESCAPE '\\')")
     for index, nested in enumerate(scope.excluded):
         params[f"nested_{index}"] = nested

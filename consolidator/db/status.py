@@ -6,7 +6,10 @@ database, read by one verb in one read transaction, so the two agree figure for 
   COMMITTED would let each statement see a later commit), read-only, so it never waits for
   a writer nor fails for one.
 - Stage-one jobs are classified by the claim's own rule (`claimable.STAGE1_RULE`): what it
-  would refuse, and why.
+  would refuse, and why; a job the rule lets through but whose thread is too old or not idle
+  yet is counted as waiting (`held_back`), never as pending.
+- Every session's row and standing come with it, so `status` counts sessions by the same rule
+  as `sessions` (`face/states.py`).
 - `status_counts` is the counts part alone, for callers that need nothing else.
 """
 
@@ -15,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Connection, bindparam, false, func, or_, select
 
 from consolidator.db.base import Database
 from consolidator.db.blocks import pending_memory
@@ -47,8 +50,10 @@ from consolidator.db.records import (
     VersionRecord,
 )
 from consolidator.db.review import live_pending
-from consolidator.db.schema import Counter, Job, Stage1Output, Thread
-from consolidator.db.threads import scan_index_of
+from consolidator.db.schema import Counter, Job, Stage1Output, Thread, UTCDateTime
+from consolidator.db.sessions import SessionRow, SessionStanding, session_rows_of, standing_of
+from consolidator.db.statements import eligibility_parameters, thread_exists
+from consolidator.db.threads import scan_index_of, unreadable_of
 from consolidator.db.usage import usage_ranking_of
 from consolidator.db.versions import latest_version
 
@@ -74,6 +79,12 @@ class StatusSnapshot:
     held_back: Stage1Waiting
     # The state of each rollout path registered from the worker's source.
     states_by_path: dict[str, str]
+    # Every known session (`sessions`' rows) and what the memory says of them; empty when
+    # the caller asked for counts alone (`/metrics`).
+    sessions: list[SessionRow]
+    standing: SessionStanding | None
+    # Folders or entries the last scan could not read.
+    unreadable: int
 
 
 @dataclass(frozen=True)
@@ -82,10 +93,13 @@ class StatusReader:
 
     db: Database
 
-    def status_snapshot(self, eligibility: Eligibility, *, usage_shown: int) -> StatusSnapshot:
+    def status_snapshot(
+        self, eligibility: Eligibility, *, usage_shown: int, sessions: bool = False
+    ) -> StatusSnapshot:
         """Everything `status` and `/metrics` show, in one read transaction. `eligibility`
         decides which threads count as held back (and whose paths are listed); `usage_shown`
-        how many most and least used threads are ranked."""
+        how many most and least used threads are ranked; `sessions` whether every session's
+        row and standing are read too."""
         with self._snapshot_read() as connection:
             now = self.db.now(connection)
             moment = self.db.moment(now)
@@ -95,12 +109,13 @@ class StatusReader:
                 usage_ranking_of(connection, usage_shown) if usage_shown > 0 else ([], [])
             )
             index = scan_index_of(connection, eligibility.source_id)
+            version = latest_version(connection)
             return StatusSnapshot(
                 now=now,
-                counts=counts_of(connection, moment),
+                counts=counts_of(connection, moment, eligibility),
                 job=job_of(connection, PHASE2, PHASE2_KEY),
                 run_state=run_state_of(connection),
-                version=latest_version(connection),
+                version=version,
                 quarantined=quarantined_count_of(connection),
                 set_aside=set_aside_of(connection),
                 pending=pending,
@@ -110,6 +125,9 @@ class StatusReader:
                 live_outputs=live_output_ids(connection),
                 held_back=waiting_stage1_of(connection, moment, eligibility),
                 states_by_path={path: row[SCAN_STATE] for path, row in index.items()},
+                sessions=session_rows_of(connection, moment, eligibility) if sessions else [],
+                standing=standing_of(connection, version) if sessions else None,
+                unreadable=unreadable_of(connection),
             )
 
     @contextmanager
@@ -123,8 +141,11 @@ class StatusReader:
                 yield connection
 
 
-def counts_of(connection: Connection, moment: Moment) -> StatusCounts:
-    """Threads, stage-one jobs, the watermark and recent problems, as of `moment`."""
+def counts_of(
+    connection: Connection, moment: Moment, eligibility: Eligibility | None = None
+) -> StatusCounts:
+    """Threads, stage-one jobs, the watermark and recent problems, as of `moment`; a job
+    whose thread `eligibility` holds back (too old, not idle) is not pending."""
     thread_states = dict(
         connection.execute(select(Thread.state, func.count()).group_by(Thread.state)).all()
     )
@@ -144,7 +165,9 @@ def counts_of(connection: Connection, moment: Moment) -> StatusCounts:
             Job.lease_until,
             Job.last_success_watermark,
             Job.input_watermark,
-        ).where(Job.kind == STAGE1)
+            _held_back(eligibility).label("held_back"),
+        ).where(Job.kind == STAGE1),
+        _held_parameters(moment, eligibility),
     ).all()
     pending, running, failed, exhausted = _stage1_tally(jobs, moment)
     watermark = connection.execute(
@@ -209,6 +232,27 @@ def _stage1_tally(jobs: Sequence[Any], moment: Moment) -> tuple[int, int, int, i
             exhausted += 1
         elif job.status == JobStatus.FAILED.value:
             failed += 1
-        else:
+        elif not job.held_back:
             pending += 1
     return pending, running, failed, exhausted
+
+
+def _held_back(eligibility: Eligibility | None) -> Any:
+    """Whether the job's thread is too old or not idle yet (false without `eligibility`)."""
+    if eligibility is None:
+        return false()
+    updated = Thread.source_updated_at
+    held = or_(
+        updated > bindparam("claim_idle_before", type_=UTCDateTime()),
+        updated < bindparam("claim_age_after", type_=UTCDateTime()),
+    )
+    return thread_exists(held)
+
+
+def _held_parameters(moment: Moment, eligibility: Eligibility | None) -> dict[str, Any]:
+    if eligibility is None:
+        return {}
+    parameters = eligibility_parameters(moment, eligibility)
+    if eligibility.max_age_days <= 0:
+        parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
+    return {key: parameters[key] for key in ("claim_idle_before", "claim_age_after")}

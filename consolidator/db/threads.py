@@ -36,7 +36,7 @@ from consolidator.db.records import (
     to_watermark,
     tombstone_id,
 )
-from consolidator.db.schema import Job, Thread
+from consolidator.db.schema import Counter, Job, Thread
 from consolidator.db.statements import THREADS, TOMBSTONE, from_source, insert_ignore_statement
 from consolidator.sources.items import RolloutHeader
 
@@ -261,10 +261,46 @@ class ThreadRepository:
         with self.db.read() as connection:
             return linked_to(connection, thread_id)
 
+    @contention_retry
+    def record_unreadable(self, count: int) -> None:
+        """Keep how many folders or entries the last scan could not read, for `status`; a
+        rescan that found the same takes no write lock."""
+        with self.db.read() as connection:
+            if unreadable_of(connection) == count:
+                return
+        with self.db.write() as connection:
+            if not insert_ignore(connection, Counter, {"name": UNREADABLE, "value": count}):
+                connection.execute(
+                    update(Counter).where(Counter.name == UNREADABLE).values(value=count)
+                )
+
+    def sources_of(self, thread_ids: Iterable[str]) -> dict[str, str]:
+        """The source (`codex`, `claude`, ...) of each of `thread_ids` that is known."""
+        wanted = sorted(set(thread_ids))
+        found: dict[str, str] = {}
+        with self.db.read() as connection:
+            for first in range(0, len(wanted), 500):
+                rows = connection.execute(
+                    select(Thread.thread_id, Thread.source).where(
+                        Thread.thread_id.in_(wanted[first : first + 500])
+                    )
+                ).all()
+                found.update((str(row[0]), str(row[1])) for row in rows)
+        return found
+
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         with self.db.read() as connection:
             row = connection.execute(select(THREADS).where(Thread.thread_id == thread_id)).first()
             return None if row is None else thread_record(row)
+
+
+# The counter that holds how many folders or entries the last scan could not read.
+UNREADABLE = "scan_unreadable"
+
+
+def unreadable_of(connection: Connection) -> int:
+    found = connection.execute(select(Counter.value).where(Counter.name == UNREADABLE)).scalar()
+    return int(found or 0)
 
 
 def scan_index_of(connection: Connection, source_id: str | None) -> dict[str, ScanRow]:

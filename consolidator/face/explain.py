@@ -1,11 +1,13 @@
-"""What `sessions` and `explain` say about a session: its state and why, read from the store
-and the memory; the command line prints it and the viewer shows it."""
+"""What `sessions` and `explain` say of one session, built once for the command line and
+the viewer: its file, stage one, its state and why (the rule of `face/states.py`), and the
+entries of the current memory that cite it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from consolidator.face.states import Standing, at, verdict
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
@@ -13,120 +15,9 @@ if TYPE_CHECKING:
     from consolidator.db.store import Store
     from consolidator.memory.blocks import Memory
 
-# Every answer `sessions` gives, in the order a session meets them.
-STATES = (
-    "pending",
-    "not_idle",
-    "too_old",
-    "running",
-    "failed",
-    "exhausted",
-    "nothing_to_remember",
-    "waiting_phase_two",
-    "set_aside",
-    "under_review",
-    "in_memory",
-    "bad",
-    "deleted",
-)
-
-
-@dataclass(frozen=True)
-class Standing:
-    """What the memory and the quarantine say about the sessions: who the current version and
-    the newest pending one cite (thread -> block ids), and who was set aside or had entries
-    quarantined (thread -> reasons)."""
-
-    cited: dict[str, list[str]]
-    under_review: dict[str, list[str]]
-    set_aside: dict[str, str]
-    quarantined: dict[str, list[str]]
-    current: Memory
-
-    @classmethod
-    def read(cls, store: Store, decoded: Callable[[str], Memory] | None = None) -> Standing:
-        """`decoded` turns a memory document into its blocks (the viewer's keeps the last)."""
-        from consolidator.memory.blocks import Memory
-        from consolidator.memory.codec import decode as decode_memory
-
-        decode = decoded or decode_memory
-        version = store.versions.current_version()
-        current = decode(version.memory_json) if version else Memory()
-        pending = store.pending.list_pending()
-        newest = store.pending.pending_content(pending[-1].id) if pending else None
-        reviewed = decode(newest.memory_json) if newest else Memory()
-        quarantined: dict[str, list[str]] = {}
-        for item in store.quarantine.quarantined_entries(limit=100_000):
-            for thread_id in item.thread_ids:
-                quarantined.setdefault(thread_id, []).append(item.reason)
-        return cls(
-            cited=_citing_blocks(current),
-            under_review=_citing_blocks(reviewed),
-            set_aside={
-                entry.thread_id: entry.reason for entry in store.quarantine.set_aside_inputs()
-            },
-            quarantined=quarantined,
-            current=current,
-        )
-
-
-def _citing_blocks(memory: Memory) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for block in memory.blocks:
-        for task in block.tasks:
-            for thread_id in task.thread_ids:
-                blocks = found.setdefault(thread_id, [])
-                if block.block_id not in blocks:
-                    blocks.append(block.block_id)
-    return found
-
-
-def verdict(row: SessionRow, standing: Standing, settings: Settings) -> tuple[str, str]:
-    """(state, why) of one session: the first of `STATES`' conditions, checked from the most
-    final (bad input, in memory) to the earliest (not read yet), that holds."""
-    thread_id = row.thread_id
-    if row.state == "bad":
-        return "bad", f"bad input: {row.problem or 'unreadable'}"
-    if row.state == "deleted":
-        return "deleted", "its file vanished; what it gave was forgotten"
-    if thread_id in standing.cited:
-        return "in_memory", f"cited by block {', '.join(standing.cited[thread_id])}"
-    if thread_id in standing.under_review:
-        return "under_review", "in the newest pending version; `consolidator review`"
-    if thread_id in standing.set_aside:
-        return "set_aside", standing.set_aside[thread_id]
-    if row.job_status == "running":
-        return "running", f"stage one is reading it ({row.worker_id}, until {at(row.lease_until)})"
-    if row.job_status == "failed":
-        error = row.last_error or "failed"
-        if row.retry_remaining <= 0:
-            return "exhausted", (
-                f"stage one gave up: {error}; tried again after {at(row.retry_at)}, or now "
-                f"with `consolidator retry {thread_id}`"
-            )
-        return "failed", f"stage one failed: {error}; tried again after {at(row.retry_at)}"
-    if row.claimable or row.job_status is None:
-        if row.too_old:
-            return "too_old", (
-                f"older than CONSOLIDATOR_MAX_AGE_DAYS ({settings.max_age_days}); raise it, or "
-                "0 for no limit, to read it"
-            )
-        if row.not_idle:
-            return "not_idle", (
-                f"changed within CONSOLIDATOR_MIN_IDLE_SECONDS ({settings.min_idle_seconds}); "
-                "read once it is idle"
-            )
-        return "pending", "stage one reads it at the next run"
-    if row.has_output:
-        return "waiting_phase_two", "stored; the next phase two consolidates it"
-    return "nothing_to_remember", "stage one found nothing worth remembering in it"
-
-
-def at(moment: Any) -> str:
-    return moment.isoformat(timespec="seconds") if moment else "unknown"
-
 
 def session_json(row: SessionRow, state: str, reason: str) -> dict[str, Any]:
+    """One session as `sessions --json` lists it."""
     return {
         "thread_id": row.thread_id,
         "source": row.source,
@@ -176,12 +67,12 @@ def explained(
     decoded: Callable[[str], Memory] | None = None,
 ) -> dict[str, Any] | None:
     """What `explain THREAD_ID` says: the session's file, stage one, state and the entries
-    citing it; a forgotten session or a refused note says so; None for an unknown id."""
+    citing it; a forgotten session or a quarantined note says so; None for an unknown id."""
     from consolidator.db.records import Eligibility
 
     found = store.sessions.session_rows(Eligibility.of(settings), thread_id=thread_id)
     row = found[0] if found else None
-    standing = Standing.read(store, decoded)
+    standing = Standing.of(store.sessions.standing(), decoded)
     forgotten = row is None and store.threads.is_forgotten(thread_id)
     output = store.outputs.get_stage1_output(thread_id) if row is not None else None
     quarantined = standing.quarantined.get(thread_id, [])

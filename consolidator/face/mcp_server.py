@@ -13,10 +13,11 @@ import os
 import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
 
 from consolidator.core.config import Settings
 from consolidator.face.context import provenance, read_memory
@@ -38,6 +39,9 @@ INSTRUCTIONS = (
 
 # The most of an argument an error message quotes back.
 QUOTED_CHARS = 200
+# The bounds of every tool's `limit`, told to a caller that passes another number.
+LIMIT_MIN, LIMIT_MAX = 1, 100
+Limit = Annotated[int, Field(ge=LIMIT_MIN, le=LIMIT_MAX)]
 _GLOB = frozenset("*?[]{}")
 
 
@@ -113,7 +117,7 @@ class MemoryTools:
             query,
             summaries=self._summaries(threads),
             memory_dir=self.settings.memory_dir,
-            limit=max(1, min(limit, 50)),
+            limit=limit,
         )
         return {"cwd": folder, "hits": checked_hits(blocks, [hit.as_json() for hit in hits])}
 
@@ -201,7 +205,7 @@ class MemoryTools:
                     }
                 )
         tasks.sort(key=lambda t: str(t["updated_at"]), reverse=True)
-        return {"cwd": folder, "tasks": tasks[: max(1, min(limit, 100))]}
+        return {"cwd": folder, "tasks": tasks[:limit]}
 
     def add_note(self, text: str, cwd: str | None) -> dict[str, Any]:
         from consolidator.phases.add_note import add_note
@@ -248,12 +252,63 @@ def failed_checks(block: Block, checker: EntryChecker) -> list[dict[str, str]]:
     return found
 
 
+def argument_problem(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """What is wrong with a call's arguments, as one sentence a model can act on, or None.
+
+    Checked before the SDK's own validation, whose message is a validator's dump with a link:
+    an argument the tool does not take, one it needs and did not get, a value of the wrong
+    kind, a `limit` out of bounds and an empty `query` are refused by name."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    takes = ", ".join(properties)
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown:
+        return f"{tool} takes no argument {quoted(unknown[0])}; it takes {takes}"
+    missing = [name for name in schema.get("required", []) if name not in arguments]
+    if missing:
+        return f"{tool} needs the argument {missing[0]!r} (it takes {takes})"
+    for name, value in arguments.items():
+        problem = _value_problem(name, value)
+        if problem:
+            return f"{name} {problem}"
+    return None
+
+
+def _value_problem(name: str, value: object) -> str | None:
+    if name == "limit":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be a whole number from {LIMIT_MIN} to {LIMIT_MAX}, not {quoted(value)}"
+        if not LIMIT_MIN <= value <= LIMIT_MAX:
+            return f"must be from {LIMIT_MIN} to {LIMIT_MAX}; {value} is out of bounds"
+        return None
+    if value is None and name not in ("query", "text", "block_id", "thread_id"):
+        return None
+    if not isinstance(value, str):
+        return f"must be text, not {quoted(value)}"
+    if name == "query" and not value.strip():
+        return "is empty; give the words to search for"
+    return None
+
+
+class CheckedServer(MCPServer):
+    """The SDK's server, with every tool call's arguments checked first (`argument_problem`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        schema = schemas.get(name)
+        if schema is None:
+            raise ToolError(f"no tool {quoted(name)}; the tools are {', '.join(sorted(schemas))}")
+        problem = argument_problem(name, schema, arguments)
+        if problem:
+            raise ToolError(problem)
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(settings: Settings) -> MCPServer:
     tools = MemoryTools(settings)
-    server: MCPServer = MCPServer(name="consolidator", instructions=INSTRUCTIONS)
+    server: MCPServer = CheckedServer(name="consolidator", instructions=INSTRUCTIONS)
 
     @server.tool()
-    def search_memory(query: str, cwd: str | None = None, limit: int = 10) -> dict[str, Any]:
+    def search_memory(query: str, cwd: str | None = None, limit: Limit = 10) -> dict[str, Any]:
         """Keyword search over the consolidated memory that applies to `cwd` (default: the
         server's working directory): preferences, facts and failures, past tasks and their
         session summaries. The memory is small (a few hundred entries at most) and read whole
@@ -262,7 +317,7 @@ def build_server(settings: Settings) -> MCPServer:
 
     @server.tool()
     def search_sessions(
-        query: str, cwd: str | None = None, since: str | None = None, limit: int = 10
+        query: str, cwd: str | None = None, since: str | None = None, limit: Limit = 10
     ) -> dict[str, Any]:
         """Full-text search over every past session of the project that applies to `cwd`
         (default: the server's working directory), including details the consolidated memory
@@ -282,7 +337,7 @@ def build_server(settings: Settings) -> MCPServer:
         return tools.read_rollout_summary(thread_id, cwd)
 
     @server.tool()
-    def list_recent_tasks(cwd: str | None = None, limit: int = 10) -> dict[str, Any]:
+    def list_recent_tasks(cwd: str | None = None, limit: Limit = 10) -> dict[str, Any]:
         """Past tasks in the memory for `cwd`, newest first, with their session summaries."""
         return tools.list_recent_tasks(cwd, limit)
 

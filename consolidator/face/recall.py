@@ -1,9 +1,11 @@
 """Search over every past session, for `consolidator search` and the MCP `search_sessions`.
 
 Scoped as `context` is: a query from a folder sees the sessions of the nearest project at or
-above it (the folder of the nearest memory block, or the folder itself when no block applies)
-and of the folders below it, except those of a nested project with a block of its own; never
-a sibling's. Read-only: the database is opened so that it cannot be written.
+above it (the folder of the nearest memory block) and of the folders below it, except those of
+a nested project with a block of its own; never a sibling's. Where no block applies, `context`
+shows no project, so the query sees the sessions of that very folder alone: from `/` or
+`/home`, the projects below are siblings to each other, not parts of one.
+Read-only: the database is opened so that it cannot be written.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def session_scope(memory: Memory, cwd: str | None) -> SearchScope:
         if not is_user_wide(block)
     }
     target = normalise_cwd(cwd)
-    folder = nearest_scope(projects, target) or target
+    folder = nearest_scope(projects, target)
+    if folder is None:
+        return SearchScope(target, below=False)
     # Projects below the nearest one cannot hold `cwd` (they would be nearer): their sessions
     # are theirs.
     nested = sorted(p for p in projects if p != folder and contains(folder, p))
@@ -47,6 +51,8 @@ class RecallAnswer:
     query: QueryTerms
     hits: tuple[SessionHit, ...]
     memory_dir: Path
+    # The sessions the query could see.
+    scope: SearchScope
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -79,7 +85,8 @@ def recall(
     """The sessions that best answer `query`, within the scope `memory` gives `cwd`."""
     terms = QueryTerms.parse(query)
     folder = str(Path(cwd).expanduser().absolute()) if cwd is not None else None
+    scope = session_scope(memory, folder)
     hits = store.search.search_sessions(
-        terms, session_scope(memory, folder), since=since, limit=max(1, min(limit, MAX_HITS))
+        terms, scope, since=since, limit=max(1, min(limit, MAX_HITS))
     )
-    return RecallAnswer(folder, terms, tuple(hits), memory_dir)
+    return RecallAnswer(folder, terms, tuple(hits), memory_dir, scope)

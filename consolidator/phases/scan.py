@@ -1,7 +1,11 @@
 """Scan: bring the database's idea of the rollouts in line with the files on disk.
 
 A rescan stats every file once and reads only files whose size or mtime changed. A file that
-is gone is a deleted input. Forgetting is not undoable, so a scan that looks like a lost folder
+is gone is a deleted input, unless its agent removed it after its retention period (Claude
+Code's cleanup, see `consolidator.sources.retention`): such a session is retired by the agent
+and keeps its memory, unless the user asked deletion to follow retention.
+
+Forgetting is not undoable, so a scan that looks like a lost folder
 rather than a deliberate deletion (the folder missing or empty while threads are known, or
 more than a set share of the threads gone at once) holds its deletions instead: memory stays
 as it was until the files come back or `scan --confirm-deletions` applies them.
@@ -10,6 +14,7 @@ as it was until the files come back or `scan --confirm-deletions` applies them.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +38,7 @@ from consolidator.sources.discovery import (
 )
 from consolidator.sources.items import RolloutHeader
 from consolidator.sources.reader import read_header, thread_id_from_path
+from consolidator.sources.retention import retention_of, retired_by_agent
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,10 @@ class ScanReport:
     bad_forgotten: int = 0
     held: int = 0
     held_reason: str | None = None
+    # Vanished transcripts their agent removed after its retention period: memory kept.
+    retired: int = 0
+    # Folders or entries that could not be read: what lies in them was not seen.
+    unreadable: int = 0
     warnings: list[str] = field(default_factory=list)
     roots: list[RootScan] = field(default_factory=list)
 
@@ -82,6 +92,8 @@ class ScanReport:
             "bad_forgotten": self.bad_forgotten,
             "held_deletions": self.held,
             "held_reason": self.held_reason,
+            "retired": self.retired,
+            "unreadable": self.unreadable,
             "warnings": self.warnings,
             "roots": [found.as_json() for found in self.roots],
         }
@@ -176,6 +188,7 @@ def scan(
     source_id: str | None = None,
     max_vanish_fraction: float = 0.5,
     confirm_deletions: bool = False,
+    forget_retired: bool = False,
 ) -> ScanReport:
     """Register new and changed rollouts under every root in `sessions`; mark vanished ones
     deleted, or hold them.
@@ -183,7 +196,9 @@ def scan(
     Only threads registered under `source_id` are compared with the disk, so a worker never
     deletes sessions that another host registered from its own folder. The mass-vanish guard
     judges each root on its own: one lost folder holds its deletions while the others' apply.
-    `confirm_deletions` applies deletions that the guard would hold.
+    `confirm_deletions` applies deletions that the guard would hold. A transcript its agent
+    removed after its retention period is left as it is (retired), or, with `forget_retired`,
+    deleted like any other.
     """
     report = ScanReport()
     # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
@@ -206,6 +221,10 @@ def scan(
         report.deleted += store.threads.mark_deleted(replaced)
     for problem in problems:
         report.warnings.append(str(problem))
+    report.unreadable = len(problems)
+    store.threads.record_unreadable(report.unreadable)
+    if not forget_retired:
+        report.retired = _keep_retired(store, unseen)
     vanished, held = _vanished(
         store,
         unseen,
@@ -232,6 +251,24 @@ def scan(
             extra={"action": "deletions_hold_cleared"},
         )
     return report
+
+
+def _keep_retired(store: ThreadStore, unseen: dict[str, ScanRow]) -> int:
+    """Take out of `unseen` the live threads whose transcripts their agent removed after its
+    retention period, so they are not taken for deletions; returns how many."""
+    candidates = [row for row in unseen.values() if _is_live(row) and not row[SCAN_INGESTED]]
+    if not candidates:
+        return 0
+    sources = store.threads.sources_of(row[SCAN_THREAD_ID] for row in candidates)
+    now = time.time()
+    retired = [
+        path
+        for path, _size, mtime_ns, _state, thread_id, _ingested in candidates
+        if retired_by_agent(retention_of(sources.get(thread_id, ""), path), mtime_ns, now)
+    ]
+    for path in retired:
+        del unseen[path]
+    return len(retired)
 
 
 def _distinct_roots(sessions: Path | Sequence[Path]) -> list[Path]:

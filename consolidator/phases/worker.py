@@ -120,6 +120,7 @@ def scan_sessions(
         source_id=settings.source_id,
         max_vanish_fraction=settings.max_vanish_fraction,
         confirm_deletions=confirm_deletions,
+        forget_retired=settings.forget_retired_sessions,
     )
     for warning in report.warnings:
         log.warning("%s", warning, extra={"action": "scan_warning"})

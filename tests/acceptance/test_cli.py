@@ -188,7 +188,7 @@ def test_unreachable_database_exits_3_without_printing_the_password(home: Path) 
     assert "***" in result.stderr
 
 
-def test_every_command_has_help_naming_its_settings(home: Path) -> None:
+def test_every_command_has_help_pointing_to_its_settings(home: Path) -> None:
     commands = [
         ["db", "upgrade"],
         ["scan"],
@@ -207,7 +207,8 @@ def test_every_command_has_help_naming_its_settings(home: Path) -> None:
     ]
     for command in commands:
         text = run_cli(*command, "--help", home=home).stdout
-        assert "CONSOLIDATOR_DB_URL" in text and "--json" in text, command
+        assert "--help-settings" in text and "--json" in text, command
+    assert "CONSOLIDATOR_DB_URL" in run_cli("--help-settings", home=home).stdout
 
 
 def test_postgresql_needs_db_upgrade_then_works(pg_url: str, sessions: Path, home: Path) -> None:

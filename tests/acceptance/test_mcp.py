@@ -289,3 +289,64 @@ def test_the_session_start_hook_in_a_deleted_folder_gives_no_memory_and_exits_0(
     result = run_command(["bash", "-c", script], settings_env(home), timeout=60)
     assert result.returncode == 0 and result.stdout == ""
     assert "no longer exists" in result.stderr
+
+
+def test_limit_minus_5_limit_100000_an_empty_query_and_unknown_arguments_are_refused(
+    home: Path,
+) -> None:
+    answers = call(
+        home,
+        [
+            ("search_memory", {"query": "pytest", "cwd": PROJECT, "limit": -5}),
+            ("search_sessions", {"query": "pytest", "cwd": PROJECT, "limit": 100000}),
+            ("list_recent_tasks", {"cwd": PROJECT, "limit": 0}),
+            ("search_memory", {"query": "", "cwd": PROJECT}),
+            ("search_sessions", {"query": "   ", "cwd": PROJECT}),
+            ("search_memory", {"query": "pytest", "cwd": PROJECT, "scope": "everything"}),
+            ("list_recent_tasks", {"cwd": PROJECT, "limit": 100}),
+        ],
+    )
+    (e1, minus), (e2, huge), (e3, zero), (e4, empty), (e5, blank), (e6, unknown) = answers[:6]
+    for error, message in ((e1, minus), (e2, huge), (e3, zero)):
+        assert error and "limit" in message and "1 to 100" in message, message
+    assert e4 and e5 and "query is empty" in empty and "query is empty" in blank
+    assert e6 and "'scope'" in unknown and "query, cwd, limit" in unknown, unknown
+    error, tasks = answers[6]
+    assert not error and tasks["tasks"]
+
+
+def test_a_missing_argument_is_one_readable_sentence(home: Path) -> None:
+    [(error, message), (e2, note)] = call(
+        home, [("search_memory", {"cwd": PROJECT}), ("add_note", {"cwd": PROJECT})]
+    )
+    assert (
+        error and message == "search_memory needs the argument 'query' (it takes query, cwd, limit)"
+    )
+    assert e2 and "needs the argument 'text'" in note
+    for text in (message, note):
+        assert "http" not in text and "pydantic" not in text and "\n" not in text
+
+
+def test_search_sessions_from_slash_or_home_shows_no_sibling_project_without_a_block(
+    home: Path, sessions: Path
+) -> None:
+    from tests.hostile import clone_rollout
+
+    newcomer = "/home/dev/projects/new-service"
+    clone_rollout(
+        sessions / "new" / "new-service.jsonl",
+        session_id="019b0000-0000-7000-8000-00000000abcd",
+        cwd=newcomer,
+    )
+    consolidator("scan", "--sessions", str(sessions), "--quiet", home=home)
+    consolidator("stage1", "--sessions", str(sessions), "--quiet", home=home)
+    queries = [
+        ("search_sessions", {"query": "pytest invoice", "cwd": folder})
+        for folder in ("/", "/home", "/home/dev/projects", newcomer)
+    ]
+
+    *wide, (error, own) = call(home, queries)
+
+    for error_wide, found in wide:
+        assert not error_wide and found["hits"] == [], found
+    assert not error and {hit["cwd"] for hit in own["hits"]} == {newcomer}

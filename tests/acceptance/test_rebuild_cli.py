@@ -40,7 +40,8 @@ def test_status_counts_sessions_a_rollback_left_out_and_rebuild_restores_them(
     again = as_json(run_cli("run", *args, home=home, env=env))["phase2"]
     assert again["outcome"] == "skipped_up_to_date"
     human = run_cli("status", "--sessions", str(sessions), home=home, env=env).stdout
-    assert f"{len(rest)} live sessions are not in this version" in human
+    assert f"sessions dropped: {len(rest)} in an earlier memory version" in human
+    assert "consolidator rebuild" in human
 
     rebuilt = as_json(run_cli("rebuild", *args, home=home, env=env))
 

@@ -307,6 +307,7 @@ def reference_scan(
         report.deleted += store.threads.mark_deleted(replaced)
     for problem in problems:
         report.warnings.append(str(problem))
+    report.unreadable = len(problems)
     unlisted = tuple(problem.path.rstrip("/") + "/" for problem in problems)
     vanished: list[str] = []
     root_prefix = str(root) + "/"

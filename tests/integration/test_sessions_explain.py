@@ -14,7 +14,7 @@ import pytest
 from consolidator.db.engine import create_db_engine
 from consolidator.db.records import Eligibility, QuarantineItem
 from consolidator.db.store import Store
-from consolidator.face.cli.sessions import STATES
+from consolidator.face.states import STATES
 from tests.factories import write_small_rollout
 from tests.hostile import (
     BILLING_ID,
@@ -120,11 +120,11 @@ def test_sessions_before_stage_one_are_pending_and_after_it_wait_for_phase_two(
 
 def test_held_back_sessions_name_the_setting_that_admits_them(cli: Cli, store: Store) -> None:
     from consolidator.core.config import build_settings
-    from consolidator.face.cli.sessions import Standing, verdict
+    from consolidator.face.states import Standing, verdict
 
     clone_rollout(cli.sessions / "billing.jsonl")
     cli("scan")
-    standing = Standing.read(store)
+    standing = Standing.of(store.sessions.standing())
     for eligibility, state, setting in (
         (Eligibility(10**9, 0), "not_idle", "CONSOLIDATOR_MIN_IDLE_SECONDS"),
         (Eligibility(0, 1), "too_old", "CONSOLIDATOR_MAX_AGE_DAYS"),

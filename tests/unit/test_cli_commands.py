@@ -7,7 +7,7 @@ import importlib
 import pkgutil
 
 import consolidator.face.cli as cli_package
-from consolidator.face.cli import COMMAND_MODULES, cli
+from consolidator.face.cli.boundary import COMMAND_MODULES, cli
 
 
 def test_every_command_of_every_module_is_listed_under_its_own_module() -> None:

@@ -142,14 +142,18 @@ def test_one_declaration_gives_the_flag_the_variable_and_the_config_key(
     assert spec.env == "CONSOLIDATOR_" + spec.attribute.upper()
 
 
-def test_every_setting_is_a_flag_of_every_command_with_its_variable_in_the_help() -> None:
+def test_every_setting_is_a_flag_of_every_command_and_help_settings_lists_each() -> None:
     from click.testing import CliRunner
 
     from consolidator.face.cli import cli
 
-    help_text = CliRunner().invoke(cli, ["status", "--help"], terminal_width=10_000).output
+    listed = CliRunner().invoke(cli, ["--help-settings"], terminal_width=10_000).output
+    status = cli.get_command(cli.make_context("consolidator", ["status"]), "status")
+    assert status is not None
+    flags = {option for param in status.params for option in param.opts}
     for spec in SETTINGS:
-        assert spec.option in help_text and spec.env in help_text, spec.key
+        assert spec.option in listed and spec.env in listed, spec.key
+        assert spec.option in flags, spec.key
 
 
 def test_sessions_default_to_every_agents_folder_as_the_agents_resolve_them(
@@ -210,19 +214,14 @@ def test_an_unknown_variable_near_a_setting_is_named_with_the_setting(tmp_path: 
         build_settings({}, environ=far)
 
 
-def test_a_command_help_shows_its_own_options_first_and_the_settings_in_one_short_group() -> None:
+def test_a_command_help_is_its_own_options_and_one_line_pointing_to_the_settings() -> None:
     from click.testing import CliRunner
 
     from consolidator.face.cli import cli
 
     text = CliRunner().invoke(cli, ["forget", "--help"], terminal_width=80).output
-    lines = text.splitlines()
 
-    assert len(lines) < 70, len(lines)
-    own = text.index("--adopt-memory-files")
-    group = text.index("Settings (every command takes them")
-    assert own < group
-    for spec in SETTINGS:
-        assert any(f"{spec.option} ({spec.env})" in line for line in lines), spec.key
-    # The shared settings are not repeated as paragraphs of their own.
-    assert text.count("CONSOLIDATOR_DB_URL") == 1
+    assert len(text.splitlines()) < 40, text
+    assert "--adopt-memory-files" in text
+    assert "--help-settings" in text and "docs/configuration.md" in text
+    assert "CONSOLIDATOR_DB_URL" not in text and "--db" not in text

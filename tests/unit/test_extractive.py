@@ -327,11 +327,11 @@ def test_the_slug_is_short_kebab_case_from_the_task() -> None:
     assert result.rollout_slug.startswith("fix-flaky-login-test-auth-module")
 
 
-def test_the_summary_is_short_markdown_labelled_as_offline() -> None:
+def test_the_summary_is_short_markdown_with_no_sentence_every_session_shares() -> None:
     summary = ExtractiveBackend().extract(rollout(*INVOICE_SESSION)).rollout_summary
 
-    assert summary.startswith("# Invoice totals are a cent off\n")
-    assert "Offline extractive summary (no model)" in summary
+    assert summary.startswith("# Invoice totals are a cent off\n\n- Task: ")
+    assert "Offline extractive summary" not in summary and "no model" not in summary
     assert "- Outcome: success" in summary
     assert "- Files edited: billing/invoice.py" in summary
     assert len(summary) < 2000

@@ -66,13 +66,7 @@ def top_keywords(session: Session) -> tuple[str, ...]:
 
 def summarise(session: Session, notes: ExtractiveNotes) -> str:
     title = _headline(notes.task) or notes.description
-    lines = [
-        f"# {title}",
-        "",
-        "Offline extractive summary (no model): the user's words and the commands are quoted "
-        "from the session as they were.",
-        "",
-    ]
+    lines = [f"# {title}", ""]
     if notes.task:
         lines.append(f"- Task: {notes.task}")
     lines.append(f"- Outcome: {_outcome_sentence(session, notes.task_outcome)}")

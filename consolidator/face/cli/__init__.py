@@ -1,191 +1,38 @@
-"""The `consolidator` command line: one group of commands per module, one error boundary here.
+"""The `consolidator` command line (`boundary` holds the group and its error boundary).
 
-`common` declares the options every command shares; `work`, `memory`, `review`, `status` and
-the others hold the commands. A command's module is imported when that command runs (or when
-`--help` lists them all): an agent's session start runs `context`, and importing every other
-command's code would add to each start.
-
-Exit codes (`errors`): 0 done (a skip is not an error), 1 the work failed, 2 bad usage or
-configuration, 3 the database is unreachable.
+This module loads nothing at all, so that a Ctrl-C at any moment, even while the command
+line's modules are still loading, ends in one line and exit 1, never a traceback.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
-import logging
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
-import click
-
-from consolidator import __version__
-from consolidator.core.errors import (
-    EXIT_DB_UNAVAILABLE,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    ConsolidatorError,
-)
-from consolidator.face.cli.common import settings_help
-
-log = logging.getLogger(__name__)
-
-
-# Each command's name, and the module of `consolidator.face.cli` whose COMMANDS holds it.
-COMMAND_MODULES: dict[str, str] = {
-    **dict.fromkeys(("db", "scan", "stage1", "run", "phase2", "rebuild", "daemon"), "work"),
-    **dict.fromkeys(
-        ("show", "note", "context", "mcp", "history", "rollback", "forget", "clear-all", "ingest"),
-        "memory",
-    ),
-    "search": "search",
-    **dict.fromkeys(("sessions", "explain"), "sessions"),
-    "verify": "verify",
-    **dict.fromkeys(("retry", "quarantine", "skills", "review", "approve", "reject"), "review"),
-    "status": "status",
-    **dict.fromkeys(("install", "uninstall", "doctor"), "agents"),
-    "ui": "ui",
-}
-
-
-class _CommandsOnDemand(click.Group):
-    """A group whose commands are looked up in COMMAND_MODULES and imported at first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMAND_MODULES)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module_name = COMMAND_MODULES.get(cmd_name)
-        if module_name is None:
-            return None
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        command: click.Command = next(c for c in module.COMMANDS if c.name == cmd_name)
-        _with_settings_group(command)
-        return command
-
-
-@click.group(
-    cls=_CommandsOnDemand,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, prog_name="consolidator")
-def cli() -> None:
-    """Turn finished coding-agent sessions into a long-term, cited MEMORY.md.
-
-    Stage one distils each finished session (rollout) into a stored, redacted summary; phase
-    two consolidates them under a database lease. Every command takes the same settings, listed
-    at the end of its `--help` (flags win over CONSOLIDATOR_* variables, which win over
-    config.toml and defaults).
-
-    \b
-    Quick start (offline, no API key):
-      consolidator run --sessions examples/sessions --home ./state --min-idle-seconds 0 \\
-          --max-age-days 0
-    """
-
-
-def _with_settings_group(command: click.Command) -> None:
-    """After the command's own options, its `--help` names the shared settings in one short
-    group instead of a paragraph each."""
-    listed = settings_help(command.params)
-    if listed:
-        command.epilog = (
-            "Settings (every command takes them; a flag wins over its CONSOLIDATOR_* "
-            "variable, which wins over config.toml; docs/configuration.md explains each):\n\n"
-            + listed
-        )
-    for sub in getattr(command, "commands", {}).values():
-        _with_settings_group(sub)
-
-
-def _fail(message: str, code: int, args: Sequence[str] = (), *, reported: bool = False) -> NoReturn:
-    """One line on stderr (a JSON log line under `--log-format json`) and, under `--json`, a
-    JSON error object on stdout unless the command already printed its JSON report
-    (`reported`), so a script that reads stdout always gets exactly one JSON document."""
-    if "--json" in args and not reported:
-        click.echo(json.dumps({"error": message, "exit_code": code}))
-    if _wants_json_logs(args):
-        from consolidator.face.logs import JsonFormatter
-
-        record = logging.makeLogRecord(
-            {
-                "name": "consolidator",
-                "levelname": "ERROR",
-                "msg": "consolidator: %s",
-                "args": (message,),
-                "action": "command_failed",
-                "exit_code": code,
-            }
-        )
-        click.echo(JsonFormatter().format(record), err=True)
-    else:
-        click.echo(f"consolidator: {message}", err=True)
-    sys.exit(code)
-
-
-def _wants_json_logs(args: Sequence[str]) -> bool:
-    for index, arg in enumerate(args):
-        if arg == "--log-format=json" or (
-            arg == "--log-format" and index + 1 < len(args) and args[index + 1] == "json"
-        ):
-            return True
-    return False
-
-
-def _database_error(exc: Exception) -> str | None:
-    """The first line of a driver's operational error (SQLAlchemy is loaded if one was raised)."""
-    if "sqlalchemy" not in sys.modules:
-        return None
-    from sqlalchemy.exc import OperationalError
-
-    from consolidator.db.engine import driver_reason
-
-    if not isinstance(exc, OperationalError):
-        return None
-    reason = driver_reason(exc)
-    if getattr(exc.orig, "sqlstate", None) == _PG_QUERY_CANCELED:
-        return (
-            f"{reason}: a statement ran or waited for a lock longer than "
-            "CONSOLIDATOR_DB_STATEMENT_TIMEOUT_SECONDS (is a long transaction holding a lock?)"
-        )
-    return reason
-
-
-# PostgreSQL's SQLSTATE for a statement cancelled by `statement_timeout`.
-_PG_QUERY_CANCELED = "57014"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import click
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The error boundary: known errors become one line and an exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """The console script: run the command line, and turn an interrupt that arrives outside
+    its error boundary (while it loads, or as it exits) into the boundary's one line."""
     try:
-        cli.main(args=argv, prog_name="consolidator", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("aborted", EXIT_FAILED, args)
-    except click.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx is not None else "consolidator"
-        _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE, args)
-    except click.ClickException as exc:
-        _fail(exc.format_message(), EXIT_USAGE, args)
-    except ConsolidatorError as exc:
-        _fail(str(exc), exc.exit_code, args, reported=exc.reported)
-    except TimeoutError as exc:
-        _fail(f"timed out: {exc}", EXIT_FAILED, args)
+        from consolidator.face.cli.boundary import run
+
+        run(argv)
     except KeyboardInterrupt:
-        _fail("interrupted", EXIT_FAILED, args)
-    except Exception as exc:
-        if reason := _database_error(exc):
-            _fail(f"database error: {reason}", EXIT_DB_UNAVAILABLE, args)
-        log.debug("unexpected error", exc_info=True)
-        first_line = str(exc).splitlines()[0] if str(exc) else ""
-        _fail(
-            f"unexpected error: {type(exc).__name__}: {first_line}"
-            " (run with --verbose for the traceback)",
-            EXIT_FAILED,
-            args,
-        )
-    sys.exit(EXIT_OK)
+        import signal
+
+        # A second Ctrl-C while this one is reported is not another traceback either.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.write("consolidator: interrupted\n")
+        sys.exit(1)
+
+
+def __getattr__(name: str) -> click.Group:
+    """`cli`, the click group, loaded when asked for."""
+    if name == "cli":
+        from consolidator.face.cli.boundary import cli
+
+        return cli
+    raise AttributeError(name)

@@ -78,8 +78,8 @@ def _help_for(spec_name: str) -> str:
 
 
 class SettingOption(click.Option):
-    """A setting every command takes. A command's `--help` lists these in one short group
-    after its own options (`SettingsHelpCommand`); docs/configuration.md explains each."""
+    """A setting every command takes. A command's `--help` names them in one line, and
+    `consolidator --help-settings` lists them; docs/configuration.md explains each."""
 
     def __init__(self, *args: Any, env: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -87,19 +87,6 @@ class SettingOption(click.Option):
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         return None
-
-
-def settings_help(params: list[click.Parameter], width: int = 90) -> str:
-    """The settings a command takes, each flag with its variable, packed into lines that
-    never break inside a flag (a paragraph click prints as it is)."""
-    pairs = [f"{p.opts[0]} ({p.env})" for p in params if isinstance(p, SettingOption)]
-    lines: list[str] = []
-    for pair in pairs:
-        if lines and len(lines[-1]) + len(pair) + 2 <= width:
-            lines[-1] += f", {pair}"
-        else:
-            lines.append(pair)
-    return "\b\n" + "\n".join(lines) if lines else ""
 
 
 def common_options(func: F) -> F:
@@ -194,9 +181,29 @@ def open_store(settings: Settings) -> Iterator[Store]:
     from consolidator.core.private_files import prepare_state_dir
     from consolidator.db import opened_store
 
+    check_database_folder(settings)
+    log.debug("database %s", settings.db_url_for_display, extra={"action": "database_opened"})
     prepare_state_dir(settings.home)
     with opened_store(settings) as store:
         yield store
+
+
+def check_database_folder(settings: Settings) -> None:
+    """A SQLite database outside the home folder must lie in a folder that exists: a typo in
+    `--db` would otherwise create the folders and a fresh, empty database without a word."""
+    from consolidator.core.database_url import normalize_url
+
+    url = normalize_url(settings.db_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    folder = Path(str(url.database)).expanduser().absolute().parent
+    home = settings.home.expanduser().absolute()
+    if folder.is_dir() or folder.is_relative_to(home):
+        return
+    raise ConfigError(
+        f"the folder of the database {url.database} does not exist (--db or "
+        f"CONSOLIDATOR_DB_URL); create it first, or leave the setting unset for {home}/state.db"
+    )
 
 
 def publish_memory(inv: Invocation, store: Store) -> None:

@@ -1,5 +1,5 @@
-"""What `forget` was given: a thread id, a session id no scan has read yet, or the path of a
-rollout file, resolved to the thread it names."""
+"""What `forget` was given: a thread id or a unique beginning of one, a session id no scan has
+read yet, or the path of a rollout file, resolved to the thread it names."""
 
 from __future__ import annotations
 
@@ -42,7 +42,14 @@ def session_named(store: Store, name: str) -> tuple[str, bool]:
     elif not _SESSION_ID.fullmatch(name):
         if _known(store, name):
             return name, False
-        raise click.UsageError(f"unknown thread {name}; see `consolidator status` or `quarantine`")
+        from consolidator.face.cli.ids import full_thread_id
+
+        full = full_thread_id(store, name)
+        if full != name:
+            return full, False
+        raise click.UsageError(
+            f"unknown thread {name}; see `consolidator sessions` or `quarantine`"
+        )
     return name, not _known(store, name)
 
 

@@ -394,7 +394,8 @@ def _print_pending_diff(inv: Invocation, content: PendingContent, found: Sequenc
 @common_options
 def approve_command(version: str, **params: Any) -> None:
     """Publish a pending version (see `review`) as a new current memory version, or make a
-    note an agent wrote (`note-...`) an input of the next phase two.
+    note an agent wrote (`note-...`, or a unique beginning of its id of 8 characters or more)
+    an input of the next phase two.
 
     The older pending versions are part of it and are superseded; approving one of them later
     is refused (exit 1). A phase-two run in flight is fenced off and runs again on the result.
@@ -403,7 +404,11 @@ def approve_command(version: str, **params: Any) -> None:
 
     inv = invocation(params)
     if version.startswith("note-"):
-        _approve_note(inv, version)
+        from consolidator.face.cli.ids import full_note_id
+
+        with open_store(inv.settings) as store:
+            note_id = full_note_id(store, version)
+        _approve_note(inv, note_id)
         return
     number = _version_number(version)
     with changing_memory(inv) as store:

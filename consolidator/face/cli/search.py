@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from consolidator.core.errors import ConfigError
 from consolidator.face.cli.common import common_options, invocation, open_store
+
+if TYPE_CHECKING:
+    from consolidator.core.config import Settings
+    from consolidator.db.store import Store
+    from consolidator.face.recall import RecallAnswer
 
 
 def _since(value: str | None) -> datetime | None:
@@ -60,11 +66,17 @@ def search_command(
             since=after,
             limit=limit,
         )
+        searched = None if answer.hits else searched_sessions(store, inv.settings, answer)
     payload = answer.as_json()
+    if searched is not None:
+        payload["searched"] = searched.as_json()
+        payload["suggestion"] = wider_query(answer, cwd is not None, after is not None)
 
     def human() -> None:
-        if not payload["hits"]:
-            inv.console.print("no session matches")
+        if searched is not None:
+            inv.console.print(f"no session matches {query[:200]!r}", markup=False)
+            inv.console.print(searched.describe(), markup=False)
+            inv.console.print(payload["suggestion"], markup=False)
             return
         for hit in payload["hits"]:
             inv.console.print(
@@ -75,6 +87,75 @@ def search_command(
             inv.console.print(f"    {hit['rollout_summary']}", markup=False)
 
     inv.emit(payload, human)
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What a search looked through: the sessions in its scope, how many have a stored summary
+    (what the search reads), and why the others have none (state -> count)."""
+
+    scope: str
+    sessions: int
+    with_summary: int
+    without_summary: dict[str, int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "sessions": self.sessions,
+            "with_summary": self.with_summary,
+            "without_summary": self.without_summary,
+        }
+
+    def describe(self) -> str:
+        searched = (
+            f"searched the stored summaries of {self.with_summary} of the {self.sessions} "
+            f"sessions of {self.scope}"
+        )
+        if not self.without_summary:
+            return searched
+        why = ", ".join(f"{n} {state}" for state, n in self.without_summary.items())
+        return (
+            f"{searched}; {self.sessions - self.with_summary} have none yet ({why}; "
+            "`consolidator sessions` says why and what admits them)"
+        )
+
+
+def searched_sessions(store: Store, settings: Settings, answer: RecallAnswer) -> Searched:
+    """The sessions a search with no hit looked through, from the rule `sessions` uses."""
+    from consolidator.db.records import Eligibility
+    from consolidator.face.states import Standing, verdict
+
+    scope = answer.scope
+    rows = store.sessions.session_rows(Eligibility.of(settings), cwd=scope.folder)
+    if scope.folder is not None and not scope.below:
+        rows = [row for row in rows if row.cwd == scope.folder]
+    standing = Standing.of(store.sessions.standing())
+    without: dict[str, int] = {}
+    stored = 0
+    for row in rows:
+        if row.has_output:
+            stored += 1
+            continue
+        state = verdict(row, standing, settings)[0]
+        without[state] = without.get(state, 0) + 1
+    where = "every folder" if scope.folder is None else f"{scope.folder}"
+    return Searched(where, len(rows), stored, without)
+
+
+def wider_query(answer: RecallAnswer, scoped: bool, dated: bool) -> str:
+    """What to try next: fewer words, a phrase as words, no folder, no date."""
+    tries = []
+    if len(answer.query.terms) > 1:
+        tries.append("fewer words (any one of them may match)")
+    if any(" " in term for term in answer.query.terms):
+        tries.append("the words of a phrase without its quotes")
+    if scoped:
+        tries.append("no --cwd (every session)")
+    if dated:
+        tries.append("no --since")
+    tries.append("other words for the same thing")
+    return "try " + ", or ".join(tries)
 
 
 COMMANDS = (search_command,)

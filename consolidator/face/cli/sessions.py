@@ -9,9 +9,8 @@ from typing import Any
 import click
 
 from consolidator.face.cli.common import common_options, invocation, open_store
-from consolidator.face.explain import STATES, Standing, explained, session_json, verdict
-
-__all__ = ["COMMANDS", "STATES", "Standing", "verdict"]
+from consolidator.face.explain import explained, session_json
+from consolidator.face.states import STATES, Standing, verdict
 
 
 @click.command("sessions")
@@ -30,8 +29,9 @@ __all__ = ["COMMANDS", "STATES", "Standing", "verdict"]
 @common_options
 def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -> None:
     """List the sessions the worker knows, newest first, each with why it is or is not in
-    memory: waiting (not idle yet, too old, pending), failed, nothing to remember, set aside,
-    under review, in memory, bad input or deleted. `explain THREAD_ID` follows one."""
+    memory: waiting (not idle yet, too old, pending), failed, nothing to remember, waiting for
+    phase two, nothing kept by phase two, dropped, quarantined, set aside, under review, in
+    memory, retired by its agent, bad input or deleted. `explain ID` follows one."""
     from rich.table import Table
     from rich.text import Text
 
@@ -41,7 +41,7 @@ def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -
     folder = str(cwd.expanduser().absolute()) if cwd else None
     with open_store(inv.settings) as store:
         rows = store.sessions.session_rows(Eligibility.of(inv.settings), cwd=folder)
-        standing = Standing.read(store)
+        standing = Standing.of(store.sessions.standing())
     listed = []
     for row in rows:
         state, reason = verdict(row, standing, inv.settings)
@@ -66,13 +66,17 @@ def sessions_command(cwd: Path | None, states: tuple[str, ...], **params: Any) -
 
 
 @click.command("explain")
-@click.argument("thread_id")
+@click.argument("thread_id", metavar="ID")
 @common_options
 def explain_command(thread_id: str, **params: Any) -> None:
     """Follow one session from its file to memory: the scan, stage one, phase two, and the
-    blocks, tasks and entries of the current memory that cite it."""
+    blocks, tasks and entries of the current memory that cite it. ID is its thread id or any
+    unique beginning of it of 8 characters or more (as `sessions` shows)."""
+    from consolidator.face.cli.ids import full_thread_id
+
     inv = invocation(params)
     with open_store(inv.settings) as store:
+        thread_id = full_thread_id(store, thread_id)
         payload = explained(store, inv.settings, thread_id)
     if payload is None:
         raise click.UsageError(f"unknown thread {thread_id}; see `consolidator sessions`")

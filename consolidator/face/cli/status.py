@@ -41,7 +41,7 @@ def status_command(**params: Any) -> None:
     inv = invocation(params)
     with open_store(inv.settings) as store:
         snapshot = store.status.status_snapshot(
-            Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN
+            Eligibility.of(inv.settings), usage_shown=USAGE_SHOWN, sessions=True
         )
         tokens = token_payload(store, inv.settings)
     view = StatusView.of(snapshot, inv.settings)
@@ -76,9 +76,9 @@ class StatusView:
     pending: list[PendingRecord]
     roots: list[RootCounts]
     held_back: Stage1Waiting
-    # Live sessions neither the current version nor the newest pending one cites (after a
-    # rollback, say): `rebuild`.
-    unrepresented: int
+    # How many sessions are in each state of `sessions` (`face/states.py`).
+    states: dict[str, int]
+    unreadable: int
 
     @property
     def held_problem(self) -> list[tuple[str, str]]:
@@ -89,17 +89,15 @@ class StatusView:
 
     @classmethod
     def of(cls, snapshot: StatusSnapshot, settings: Settings) -> StatusView:
-        from consolidator.memory.blocks import Memory, cited_thread_ids
-        from consolidator.memory.codec import decode
+        from consolidator.face.states import Standing, state_counts
 
-        version, newest = snapshot.version, snapshot.newest_pending_json
-        current = decode(version.memory_json) if version else Memory()
-        waiting = cited_thread_ids(decode(newest)) if newest else frozenset()
+        assert snapshot.standing is not None, "status reads the sessions with its snapshot"
+        standing = Standing.of(snapshot.standing)
         return cls(
             counts=snapshot.counts,
             job=snapshot.job,
-            version=version,
-            current=current,
+            version=snapshot.version,
+            current=standing.current,
             quarantined=snapshot.quarantined,
             set_aside=snapshot.set_aside,
             run_state=snapshot.run_state,
@@ -108,7 +106,8 @@ class StatusView:
             pending=snapshot.pending,
             roots=session_roots(snapshot.states_by_path, settings),
             held_back=snapshot.held_back,
-            unrepresented=len(snapshot.live_outputs - cited_thread_ids(current) - waiting),
+            states=state_counts(snapshot.sessions, standing, settings),
+            unreadable=snapshot.unreadable,
         )
 
 
@@ -143,7 +142,7 @@ def status_payload(snap: StatusView, settings: Settings) -> dict[str, Any]:
             "quarantined": snap.quarantined,
             "folded_tasks": folded_task_count(snap.current),
             "evicted": version.evicted if version else 0,
-            "unrepresented_threads": snap.unrepresented,
+            "unrepresented_threads": snap.states["dropped"],
             "summary": None if version is None else _summary_author(version.summary_md),
         },
         "usage": {
@@ -160,6 +159,9 @@ def status_payload(snap: StatusView, settings: Settings) -> dict[str, Any]:
         "set_aside": [_set_aside_json(entry) for entry in snap.set_aside],
         "held_deletions": counts.held_deletions,
         "waiting": snap.held_back.as_json(),
+        "sessions": snap.states,
+        "unreadable": snap.unreadable,
+        "database": settings.db_url_for_display,
         "sessions_roots": [r.as_json() for r in snap.roots],
         "formats": [
             {"source": source, "format_version": format_version, "threads": n}
@@ -291,8 +293,6 @@ def _memory_rows(snap: StatusView, settings: Settings) -> list[tuple[str, str | 
                 f"{folded} older tasks folded; {version.evicted} entries evicted by this version",
             )
         )
-    if snap.unrepresented:
-        rows.append(("not in memory", _not_in_memory(snap.unrepresented, version, snap.set_aside)))
     if snap.most_used:
         rows.append(("most used", Text("; ".join(_usage_text(u) for u in snap.most_used))))
     if snap.least_used:
@@ -305,10 +305,15 @@ def _memory_rows(snap: StatusView, settings: Settings) -> list[tuple[str, str | 
 def _status_lines(snap: StatusView, settings: Settings) -> list[str]:
     """What follows the table, one line each: what waits, held deletions, set-aside inputs,
     bad input, errors and clock excursions."""
-    from consolidator.face.cli.waiting import waiting_lines
+    from consolidator.face.states import state_lines
 
     counts = snap.counts
-    lines = [*waiting_lines(snap.held_back, settings)]
+    lines = state_lines(snap.states, settings)
+    if snap.unreadable:
+        lines.append(
+            f"unreadable: {snap.unreadable} folders or files the last scan could not read; "
+            "what lies in them was not scanned (`consolidator scan` names them)"
+        )
     lines += [f"held: {path}: {reason}" for path, reason in snap.held_problem]
     if counts.problems or counts.errors or snap.set_aside:
         from consolidator.security.names import one_line  # loads the secret scanner
@@ -423,13 +428,6 @@ def _run_state_rows(state: RunState) -> list[tuple[str, str]]:
         at = state.endpoint_error_at.isoformat() if state.endpoint_error_at else "unknown"
         rows.append(("model endpoint", f"{state.endpoint_error} (at {at})"))
     return rows
-
-
-def _not_in_memory(count: int, version: object, set_aside: list[SetAsideInput]) -> str:
-    if version is not None:
-        return f"{count} live sessions are not in this version; run `rebuild`"
-    aside = f" ({len(set_aside)} set aside, below)" if set_aside else ""
-    return f"{count} live sessions; no version was committed yet{aside}"
 
 
 COMMANDS = (status_command,)

@@ -137,7 +137,13 @@ def _print_scan(inv: Invocation, report: ScanReport) -> None:
     inv.console.print(
         f"scan: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.deleted} deleted, {report.bad} bad"
-        + (f", {report.held} deletions held ({report.held_reason})" if report.held else ""),
+        + (f", {report.held} deletions held ({report.held_reason})" if report.held else "")
+        + (f", {report.retired} retired by their agent (memory kept)" if report.retired else "")
+        + (
+            f", {report.unreadable} unreadable (not scanned; see the warnings above)"
+            if report.unreadable
+            else ""
+        ),
         markup=False,
     )
 
