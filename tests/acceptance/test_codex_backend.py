@@ -4,21 +4,24 @@ tests' local Responses server, an API key in the environment, a SessionStart hoo
 and PostgreSQL.
 
 What the user must be able to rely on: the memory is committed from the model's answers, the
-backend's own runs leave no session for the next scan, no hook runs inside them, forgetting is
-exact, the daily token budget stops work at its figure and says so, and a logged-out Codex is
-one line naming `codex login`.
+backend's own runs leave no session for the next scan, no hook runs inside them (the user's hook
+is reviewed, so their own `codex exec` runs it), forgetting is exact, the daily token budget
+stops work at its figure and says so, and a logged-out Codex is one line naming `codex login`.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomlkit
 
+from consolidator.face.agents.codex_trust import HookIdentity, record_trust, user_config_source
 from tests.agent_backend_model import AgentModel
 from tests.cli_process import EXAMPLES, clean_env, run_command
 from tests.daemon_process import PYTHON_CLI
@@ -45,11 +48,13 @@ def model() -> Iterator[tuple[FakeOpenAI, AgentModel]]:
 
 
 def _codex_home(tmp_path: Path, server: FakeOpenAI) -> Path:
-    """A Codex home as a user has it: their provider, and a hook that leaves a mark."""
+    """A Codex home as a user has it: their provider, and a hook that leaves a mark, reviewed
+    as `/hooks` records it, so that Codex runs it in the user's own sessions."""
     codex_home = tmp_path / "user" / ".codex"
     codex_home.mkdir(parents=True)
     marker = tmp_path / "hook-ran"
-    (codex_home / "config.toml").write_text(
+    config = codex_home / "config.toml"
+    document = tomlkit.parse(
         f"""\
 model_provider = "local"
 
@@ -63,10 +68,35 @@ env_key = "{API_KEY_ENV}"
 [[hooks.SessionStart.hooks]]
 type = "command"
 command = "touch {marker}"
-""",
-        encoding="utf-8",
+"""
     )
+    hook = HookIdentity(
+        source=user_config_source({"CODEX_HOME": str(codex_home)}),
+        group=0,
+        handler=0,
+        matcher=None,
+        command=f"touch {marker}",
+        timeout=None,
+    )
+    assert record_trust(document, hook)
+    config.write_text(tomlkit.dumps(document), encoding="utf-8")
     return codex_home
+
+
+def _users_own_codex_run(codex_binary: Path, env: dict[str, str], folder: Path) -> None:
+    """`codex exec` as the user runs it, with the same home and none of the backend's options."""
+    folder.mkdir()
+    result = subprocess.run(
+        [str(codex_binary), "exec", "--ephemeral", "--skip-git-repo-check", "What is here?"],
+        env=env,
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, (result.stdout, result.stderr)
 
 
 def _env(
@@ -114,6 +144,11 @@ def test_codex_backend_commits_memory_and_leaves_no_session_of_its_own(
     codex_home = _codex_home(tmp_path, server)
     env = _env(tmp_path, db_url, codex_binary, codex_home)
     del env["CONSOLIDATOR_BACKEND"]
+    marker = tmp_path / "hook-ran"
+    _users_own_codex_run(codex_binary, env, tmp_path / "elsewhere")
+    assert marker.exists(), "the user's reviewed hook must run in their own Codex session"
+    marker.unlink()
+    users_requests = len(server.log)
     installed = run_command([*PYTHON_CLI, "install", "codex", "--as-backend"], env, timeout=120)
     assert "tokens a day" in installed.stderr and "codex login" in installed.stderr
     config = (tmp_path / "consolidator" / "config.toml").read_text(encoding="utf-8")
@@ -130,8 +165,8 @@ def test_codex_backend_commits_memory_and_leaves_no_session_of_its_own(
     assert "Written by the careful model" in memory or "proj-" in memory
 
     assert not (codex_home / "sessions").exists() or not any((codex_home / "sessions").rglob("*"))
-    assert not (tmp_path / "hook-ran").exists()
-    requests = [entry.body for entry in server.log if entry.path == "/v1/responses"]
+    assert not marker.exists(), "a hook ran inside the backend's own Codex runs"
+    requests = [e.body for e in server.log[users_requests:] if e.path == "/v1/responses"]
     assert requests and all(
         {tool.get("name") for tool in body.get("tools", [])}.isdisjoint(
             {"exec_command", "shell", "apply_patch", "web_search"}
