@@ -32,8 +32,8 @@ from consolidator.db.driver_statements import (
 )
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
 from consolidator.db.leases import job_of, record_failure
-from consolidator.db.outcomes import PHASE2_JOB, RunState, run_state_of
-from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord
+from consolidator.db.outcomes import PHASE2_JOB, run_state_of
+from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord, RunState
 from consolidator.db.schema import Job
 from consolidator.db.statements import (
     NOTE_WAITING,

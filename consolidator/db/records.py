@@ -1,9 +1,10 @@
 """The records the store hands out and takes in, and the few pure rules about them.
 
 Nothing here touches the database: these are the typed values every verb of `Store` returns
-or accepts (claims, threads, outputs, jobs, versions, status counts), the state names stored
-in the tables, and the small pure functions the verbs share (tombstone keys, watermarks,
-retry delays, and turning a row into a record).
+or accepts (claims, threads, outputs, jobs, versions, pending versions, skills, held notes,
+sessions, the status snapshot), the state names stored in the tables, and the small pure
+functions the verbs share (tombstone keys, watermarks, retry delays, and turning a row into a
+record). Every module of `db/` and every caller imports its records from here.
 """
 
 from __future__ import annotations
@@ -468,3 +469,95 @@ class SetAsideInput:
     reason: str
     attempts: int
     retry_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One known session: the thread, its stage-one job (None before the first scan made
+    one) and whether a stage-one output is stored."""
+
+    thread_id: str
+    source: str
+    cwd: str | None
+    git_branch: str | None
+    rollout_path: str
+    started_at: datetime | None
+    source_updated_at: datetime
+    state: str
+    problem: str | None
+    parent_thread_id: str | None
+    job_status: str | None
+    attempts: int
+    retry_remaining: int
+    last_error: str | None
+    retry_at: datetime | None
+    lease_until: datetime | None
+    worker_id: str | None
+    claimable: bool
+    too_old: bool
+    not_idle: bool
+    has_output: bool
+    generated_at: datetime | None
+    file_mtime_ns: int
+    # The newest change-log entry of the session (None: none), and the newest memory version
+    # that cited it (None: none ever did).
+    change_seq: int | None
+    last_cited_version: int | None
+
+
+@dataclass(frozen=True)
+class SessionStanding:
+    """What the memory and the quarantine say about the sessions, as stored: the current
+    version's memory document, the newest pending version's, the inputs set aside (thread ->
+    reason) and the quarantined entries' reasons (thread -> reasons)."""
+
+    current_json: str | None
+    newest_pending_json: str | None
+    set_aside: dict[str, str]
+    quarantined: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Phase two's last outcome and the model endpoint's last error, as `status` shows them."""
+
+    last_outcome: str | None
+    endpoint_error: str | None
+    endpoint_error_at: datetime | None
+
+    def as_json(self) -> dict[str, str | None]:
+        at = self.endpoint_error_at
+        return {
+            "last_outcome": self.last_outcome,
+            "endpoint_error": self.endpoint_error,
+            "endpoint_error_at": at.isoformat() if at else None,
+        }
+
+
+@dataclass(frozen=True)
+class StatusSnapshot:
+    """The database as `status` and `/metrics` show it, all of one moment (`now`)."""
+
+    now: datetime
+    counts: StatusCounts
+    job: JobRecord | None
+    run_state: RunState
+    version: VersionRecord | None
+    quarantined: int
+    set_aside: list[SetAsideInput]
+    # Pending versions oldest first, and the newest one's memory document (None: none).
+    pending: list[PendingRecord]
+    newest_pending_json: str | None
+    most_used: list[ThreadUsage]
+    least_used: list[ThreadUsage]
+    # Threads with a live stage-one output: what a complete memory would cite.
+    live_outputs: frozenset[str]
+    held_back: Stage1Waiting
+    # The state of each rollout path registered from the worker's source.
+    states_by_path: dict[str, str]
+    # Every known session (`sessions`' rows) and what the memory says of them; empty when
+    # the caller asked for counts alone (`/metrics`).
+    sessions: list[SessionRow]
+    standing: SessionStanding | None
+    # Folders or entries the last scan could not read.
+    unreadable: int

@@ -20,7 +20,14 @@ from consolidator.db.base import Database
 from consolidator.db.blocks import pending_memory
 from consolidator.db.claimable import MOMENT_PARAMETERS, Moment, stage1_claimable
 from consolidator.db.quarantine import set_aside_of
-from consolidator.db.records import STAGE1, Eligibility, ThreadState, VersionRecord
+from consolidator.db.records import (
+    STAGE1,
+    Eligibility,
+    SessionRow,
+    SessionStanding,
+    ThreadState,
+    VersionRecord,
+)
 from consolidator.db.review import live_pending
 from consolidator.db.schema import (
     InputChange,
@@ -82,52 +89,6 @@ SESSION_ROWS = (
     .outerjoin(Stage1Output, Stage1Output.thread_id == Thread.thread_id)
     .where(Thread.state != ThreadState.FORGOTTEN.value)
 )
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    """One known session: the thread, its stage-one job (None before the first scan made
-    one) and whether a stage-one output is stored."""
-
-    thread_id: str
-    source: str
-    cwd: str | None
-    git_branch: str | None
-    rollout_path: str
-    started_at: datetime | None
-    source_updated_at: datetime
-    state: str
-    problem: str | None
-    parent_thread_id: str | None
-    job_status: str | None
-    attempts: int
-    retry_remaining: int
-    last_error: str | None
-    retry_at: datetime | None
-    lease_until: datetime | None
-    worker_id: str | None
-    claimable: bool
-    too_old: bool
-    not_idle: bool
-    has_output: bool
-    generated_at: datetime | None
-    file_mtime_ns: int
-    # The newest change-log entry of the session (None: none), and the newest memory version
-    # that cited it (None: none ever did).
-    change_seq: int | None
-    last_cited_version: int | None
-
-
-@dataclass(frozen=True)
-class SessionStanding:
-    """What the memory and the quarantine say about the sessions, as stored: the current
-    version's memory document, the newest pending version's, the inputs set aside (thread ->
-    reason) and the quarantined entries' reasons (thread -> reasons)."""
-
-    current_json: str | None
-    newest_pending_json: str | None
-    set_aside: dict[str, str]
-    quarantined: dict[str, list[str]]
 
 
 def standing_of(connection: Connection, current: VersionRecord | None) -> SessionStanding:

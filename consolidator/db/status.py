@@ -29,7 +29,7 @@ from consolidator.db.claimable import DEADLINES, STAGE1_RULE, Moment, beyond_hor
 from consolidator.db.engine import READ_ONLY_OPTION
 from consolidator.db.jobs import waiting_stage1_of
 from consolidator.db.leases import job_of
-from consolidator.db.outcomes import RunState, run_state_of
+from consolidator.db.outcomes import run_state_of
 from consolidator.db.outputs import live_output_ids
 from consolidator.db.quarantine import quarantined_count_of, set_aside_of
 from consolidator.db.records import (
@@ -39,52 +39,18 @@ from consolidator.db.records import (
     STAGE1,
     ClaimOutcome,
     Eligibility,
-    JobRecord,
     JobStatus,
-    PendingRecord,
-    SetAsideInput,
-    Stage1Waiting,
     StatusCounts,
+    StatusSnapshot,
     ThreadState,
-    ThreadUsage,
-    VersionRecord,
 )
 from consolidator.db.review import live_pending
 from consolidator.db.schema import Counter, Job, Stage1Output, Thread, UTCDateTime
-from consolidator.db.sessions import SessionRow, SessionStanding, session_rows_of, standing_of
+from consolidator.db.sessions import session_rows_of, standing_of
 from consolidator.db.statements import eligibility_parameters, thread_exists
 from consolidator.db.threads import scan_index_of, unreadable_of
 from consolidator.db.usage import usage_ranking_of
 from consolidator.db.versions import latest_version
-
-
-@dataclass(frozen=True)
-class StatusSnapshot:
-    """The database as `status` and `/metrics` show it, all of one moment (`now`)."""
-
-    now: datetime
-    counts: StatusCounts
-    job: JobRecord | None
-    run_state: RunState
-    version: VersionRecord | None
-    quarantined: int
-    set_aside: list[SetAsideInput]
-    # Pending versions oldest first, and the newest one's memory document (None: none).
-    pending: list[PendingRecord]
-    newest_pending_json: str | None
-    most_used: list[ThreadUsage]
-    least_used: list[ThreadUsage]
-    # Threads with a live stage-one output: what a complete memory would cite.
-    live_outputs: frozenset[str]
-    held_back: Stage1Waiting
-    # The state of each rollout path registered from the worker's source.
-    states_by_path: dict[str, str]
-    # Every known session (`sessions`' rows) and what the memory says of them; empty when
-    # the caller asked for counts alone (`/metrics`).
-    sessions: list[SessionRow]
-    standing: SessionStanding | None
-    # Folders or entries the last scan could not read.
-    unreadable: int
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from consolidator.face.states import Standing, at, verdict
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.sessions import SessionRow
+    from consolidator.db.records import SessionRow
     from consolidator.db.store import Store
     from consolidator.memory.blocks import Memory
 

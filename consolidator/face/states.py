@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
-    from consolidator.db.sessions import SessionRow, SessionStanding
+    from consolidator.db.records import SessionRow, SessionStanding
     from consolidator.memory.blocks import Memory
 
 # Every answer `sessions` gives, in the order a session meets them.

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from consolidator.db.records import Eligibility, JobStatus, StatusCounts
-from consolidator.db.status import StatusSnapshot
+from consolidator.db.records import Eligibility, JobStatus, StatusCounts, StatusSnapshot
 from consolidator.db.store import Store
 from consolidator.face.errors_text import scrub, short_error
 

@@ -12,8 +12,12 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 
-# What may stay over the limits, with its size (empty: nothing is over them).
-KNOWN: dict[str, int] = {}
+# What may stay over the limits, with its size and the reason it is one module.
+KNOWN: dict[str, int] = {
+    # The one home of every record the store's verbs take and return: a catalogue of
+    # dataclasses read by name, which a split would scatter again.
+    "consolidator/db/records.py": 563,
+}
 
 
 def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

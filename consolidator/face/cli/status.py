@@ -17,17 +17,17 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from consolidator.core.config import Settings
-    from consolidator.db.outcomes import RunState
     from consolidator.db.records import (
         JobRecord,
         PendingRecord,
+        RunState,
         SetAsideInput,
         Stage1Waiting,
         StatusCounts,
+        StatusSnapshot,
         ThreadUsage,
         VersionRecord,
     )
-    from consolidator.db.status import StatusSnapshot
     from consolidator.memory.blocks import Memory
 
 

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
         PendingRecord,
         QuarantineItem,
         SkillRecord,
+        StatusSnapshot,
         VersionSummary,
     )
-    from consolidator.db.status import StatusSnapshot
     from consolidator.db.store import Store
     from consolidator.memory.delta import Change
 
