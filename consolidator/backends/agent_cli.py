@@ -39,6 +39,7 @@ from consolidator.backends.schema_calls import SchemaCallingBackend
 from consolidator.backends.token_budget import DailyBudget, TokenLedger, call_ceiling
 from consolidator.security.names import one_line
 from consolidator.security.redaction import redact
+from consolidator.sources.backend_runs import BACKEND_WORKDIR_PREFIX
 
 _MAX_REASON_CHARS = 300
 # How long a killed agent gets to exit before its pipes are abandoned.
@@ -105,6 +106,9 @@ class AgentCLI(Protocol):
     def environment(self, base: Mapping[str, str], max_output_tokens: int) -> dict[str, str]: ...
 
     def read(self, returncode: int, stdout: str, stderr: str) -> AgentRun: ...
+
+    def clear_session(self, workdir: Path, env: Mapping[str, str]) -> None:
+        """Remove whatever session file the run in `workdir` may have left."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ class AgentCLIBackend(SchemaCallingBackend):
 
     def _run(self, executable: str, prompt: str, schema: Mapping[str, Any]) -> AgentRun:
         """One CLI run in a fresh empty folder; the process group is killed at the timeout."""
-        with tempfile.TemporaryDirectory(prefix="consolidator-agent-") as folder:
+        with tempfile.TemporaryDirectory(prefix=BACKEND_WORKDIR_PREFIX) as folder:
             workdir = Path(folder)
             argv = self.cli.command(executable, self.model, wire_schema(schema), workdir)
             env = self.cli.environment(self._environ, self.config.max_output_tokens)
@@ -234,6 +238,7 @@ class AgentCLIBackend(SchemaCallingBackend):
                 ) from None
             finally:
                 _kill_group(process)
+                self.cli.clear_session(workdir, env)
         return self.cli.read(process.returncode, stdout, stderr)
 
     def classify(self, error: str, *, cut_off: bool = False) -> Exception:

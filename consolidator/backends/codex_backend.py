@@ -78,6 +78,9 @@ class CodexCLI:
     def environment(self, base: Mapping[str, str], max_output_tokens: int) -> dict[str, str]:
         return dict(base)
 
+    def clear_session(self, workdir: Path, env: Mapping[str, str]) -> None:
+        """Nothing to clear: `--ephemeral` runs write no rollout."""
+
     def read(self, returncode: int, stdout: str, stderr: str) -> AgentRun:
         """The last agent message, the turn's usage and its error, from `--json` events."""
         text: str | None = None

@@ -31,6 +31,7 @@ from consolidator.db.records import (
     ThreadChange,
     ThreadState,
 )
+from consolidator.sources.backend_runs import is_backend_run
 from consolidator.sources.discovery import (
     DiscoveryProblem,
     discover_rollout_batches,
@@ -330,6 +331,8 @@ def _scan_root(
                 if previous is None:
                     # Listed as bad input; its unknown size makes every rescan try again.
                     reads.append((unreadable_header(path, mtime_ns, why), None, True))
+                continue
+            if is_backend_run(header):
                 continue
             reads.append((header, previous, False))
         for first in range(0, len(reads), REGISTER_BATCH):

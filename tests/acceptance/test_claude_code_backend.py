@@ -118,6 +118,56 @@ def test_claude_code_backend_commits_memory_and_leaves_no_transcript(
     assert leftovers == []
 
 
+def _claude_without_no_session_persistence(tmp_path: Path, claude_binary: Path) -> Path:
+    """A `claude` on PATH as an older Claude Code is: `--help` does not list
+    `--no-session-persistence` and the option is refused; each run's arguments are logged."""
+    folder = tmp_path / "older-claude"
+    folder.mkdir()
+    log = tmp_path / "older-claude.log"
+    wrapper = folder / "claude"
+    wrapper.write_text(
+        f"""#!/bin/sh
+echo "$*" >> {log}
+if [ "$1" = "--help" ]; then
+  {claude_binary} --help | grep -v -- --no-session-persistence
+  exit 0
+fi
+for arg in "$@"; do
+  if [ "$arg" = "--no-session-persistence" ]; then
+    echo "error: unknown option '--no-session-persistence'" >&2
+    exit 1
+  fi
+done
+exec {claude_binary} "$@"
+""",
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    return log
+
+
+def test_a_claude_code_without_no_session_persistence_leaves_no_transcript(
+    tmp_path: Path, db_url: str, claude_binary: Path
+) -> None:
+    log = _claude_without_no_session_persistence(tmp_path, claude_binary)
+    with FakeAnthropic(responder=AgentModel()) as server:
+        env = _env(tmp_path, db_url, claude_binary, server)
+        env.update(
+            CONSOLIDATOR_AGENT_CLI="claude",
+            PATH=f"{tmp_path / 'older-claude'}:{env['PATH']}",
+        )
+        first = _cli(env, "run")
+        second = _cli(env, "run")
+    assert first["stage1"]["succeeded"] == 4, first
+    assert first["phase2"]["status"] == "succeeded", first
+    assert second["stage1"]["claimed"] == 0 and second["scan"]["new"] == 0, second
+    assert second["scan"]["bad"] == 0, second
+    runs = [line for line in log.read_text("utf-8").splitlines() if " -p " in f" {line} "]
+    assert len(runs) >= 5 and not any("--no-session-persistence" in run for run in runs)
+    projects = tmp_path / "user" / ".claude" / "projects"
+    assert not projects.exists() or not any(projects.rglob("*.jsonl"))
+
+
 def test_claude_code_backend_stops_at_the_budget_and_names_claude_login(
     tmp_path: Path, db_url: str, claude_binary: Path
 ) -> None:

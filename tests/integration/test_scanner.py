@@ -9,6 +9,7 @@ must agree on every report and every thread row.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import uuid
@@ -486,3 +487,43 @@ def test_threads_forgotten_before_tombstones_lose_their_names_at_the_next_forget
         store.threads.register_thread(legacy, ingested=False, retry_budget=3)
         is ThreadChange.UNCHANGED
     )
+
+
+# --- the agent backends' own runs -----------------------------------------------------------
+
+
+def _claude_transcript(path: Path, session_id: str, cwd: str) -> None:
+    """A one-turn Claude Code transcript, `cwd` on every line as Claude Code writes it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    common = {"sessionId": session_id, "cwd": cwd, "version": "2.1.197", "gitBranch": ""}
+    lines = [
+        {
+            **common,
+            "type": "user",
+            "timestamp": "2026-11-16T09:14:03.000Z",
+            "message": {"role": "user", "content": "Summarise this session."},
+        },
+        {
+            **common,
+            "type": "assistant",
+            "timestamp": "2026-11-16T09:14:04.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "{}"}]},
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_a_backend_run_transcript_is_never_registered(store: Store, tmp_path: Path) -> None:
+    projects = tmp_path / "projects"
+    user_session, backend_session = str(uuid.uuid4()), str(uuid.uuid4())
+    _claude_transcript(projects / "-work-app" / f"{user_session}.jsonl", user_session, "/work/app")
+    workdir = "/tmp/consolidator-agent-k3x9q1"
+    backend_file = projects / workdir.replace("/", "-") / f"{backend_session}.jsonl"
+    _claude_transcript(backend_file, backend_session, workdir)
+
+    first = scan(store, projects, retry_budget=3)
+    again = scan(store, projects, retry_budget=3)
+
+    assert counts(first) == (1, 0, 0, 0, 0)
+    assert counts(again) == (0, 0, 1, 0, 0)
+    assert [row[0] for row in thread_rows(store)] == [user_session]

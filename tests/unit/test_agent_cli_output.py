@@ -5,6 +5,8 @@ rate-limited CLI as an outage naming the command that fixes it, never a bad inpu
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from consolidator.backends.base import (
     Usage,
 )
 from consolidator.backends.calls import TransientFailure
-from consolidator.backends.claude_code_backend import ClaudeCodeCLI
+from consolidator.backends.claude_code_backend import ClaudeCodeCLI, transcript_folders
 from consolidator.backends.codex_backend import CodexCLI
 
 # What `codex exec --json` 0.171 printed for one answered request (the server's ids cut).
@@ -123,15 +125,49 @@ def test_each_cli_error_lands_in_one_failure_class(error: str, kind: type[Except
         assert "codex login" in str(failure) or "codex:" in str(failure)
 
 
+@pytest.mark.slow
 def test_the_backends_runs_keep_no_session_and_run_no_hook(tmp_path: Path) -> None:
     codex = CodexCLI().command("codex", "small", {"type": "object"}, tmp_path)
     assert "--ephemeral" in codex and codex[codex.index("--sandbox") + 1] == "read-only"
     assert {"features.hooks=false", "features.memories=false"} <= set(codex)
     assert codex[codex.index("--cd") + 1] == str(tmp_path)
-    claude = ClaudeCodeCLI().command("claude", "haiku", {"type": "object"}, tmp_path)
+    current = _claude_whose_help_says(tmp_path / "current", "--no-session-persistence  Disable")
+    claude = ClaudeCodeCLI().command(current, "haiku", {"type": "object"}, tmp_path)
     assert "--no-session-persistence" in claude and "--strict-mcp-config" in claude
     assert json.loads(claude[claude.index("--settings") + 1]) == {"disableAllHooks": True}
     assert claude[claude.index("--tools") + 1] == ""
+
+
+def _claude_whose_help_says(folder: Path, options: str) -> str:
+    folder.mkdir()
+    program = folder / "claude"
+    program.write_text(f"#!/bin/sh\necho 'Usage: claude [options]'\necho '{options}'\n")
+    program.chmod(0o755)
+    return str(program)
+
+
+@pytest.mark.slow
+def test_a_claude_code_whose_help_lacks_an_option_is_not_given_it(tmp_path: Path) -> None:
+    older = _claude_whose_help_says(tmp_path / "older", "--strict-mcp-config  Only use")
+    claude = ClaudeCodeCLI().command(older, "haiku", {"type": "object"}, tmp_path)
+    assert "--no-session-persistence" not in claude and "--strict-mcp-config" in claude
+
+
+def test_claude_codes_transcript_folder_is_named_after_the_work_folder(tmp_path: Path) -> None:
+    workdir = tmp_path / "consolidator-agent-a_b.c"
+    workdir.mkdir()
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    folders = transcript_folders(workdir, env)
+    folder = home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", os.path.realpath(workdir))
+    assert folder in folders and folder.name.endswith("-consolidator-agent-a-b-c")
+    config = tmp_path / "config"
+    moved = transcript_folders(workdir, {**env, "CLAUDE_CONFIG_DIR": str(config)})
+    assert [path.parent for path in moved] == [config / "projects"]
+    folder.mkdir(parents=True)
+    (folder / "session.jsonl").write_text("{}\n")
+    ClaudeCodeCLI().clear_session(workdir, env)
+    assert not folder.exists() and (home / ".claude" / "projects").is_dir()
 
 
 def test_a_claude_code_without_an_option_the_backend_needs_asks_for_an_update() -> None:
