@@ -5,6 +5,7 @@ new user, each tried here as they tried it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -57,6 +58,13 @@ def test_every_command_that_touches_the_database_names_it_in_v_output_password_h
         assert result.returncode == 0, (command, result.stderr)
         assert "database postgresql" in result.stderr and "***" in result.stderr, command
         assert "hunter2secret" not in result.stdout + result.stderr, command
+    context = run_cli(
+        "context", "-v", "--db", with_password, "--cwd", str(tmp_path), home=tmp_path / "home"
+    )
+    assert re.search(r"DEBUG +database postgresql\S*://postgres:\*\*\*@", context.stderr), (
+        context.stderr
+    )
+    assert "hunter2secret" not in context.stdout + context.stderr
     status = run_cli("status", "--db", with_password, home=tmp_path / "home")
     assert "database" in status.stdout and "hunter2secret" not in status.stdout
 

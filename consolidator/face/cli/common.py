@@ -182,10 +182,16 @@ def open_store(settings: Settings) -> Iterator[Store]:
     from consolidator.db import opened_store
 
     check_database_folder(settings)
-    log.debug("database %s", settings.db_url_for_display, extra={"action": "database_opened"})
+    name_database(settings)
     prepare_state_dir(settings.home)
     with opened_store(settings) as store:
         yield store
+
+
+def name_database(settings: Settings) -> None:
+    """Say under `-v` which database a command reads (its password hidden): every command
+    that touches one names it, so a wrong `--db` is seen rather than silently used."""
+    log.debug("database %s", settings.db_url_for_display, extra={"action": "database_opened"})
 
 
 def check_database_folder(settings: Settings) -> None:

@@ -16,6 +16,7 @@ from consolidator.face.cli.common import (
     backend_for,
     common_options,
     invocation,
+    name_database,
     open_store,
 )
 from consolidator.face.context import (
@@ -159,6 +160,7 @@ def context_command(
         return
     from consolidator.verify.entry import EntryChecker
 
+    name_database(settings)
     loaded = read_memory(settings.db_url, settings.memory_dir, wait_seconds=wait_seconds)
     if loaded.problem:
         click.echo(f"consolidator context: {loaded.problem}", err=True)
@@ -229,6 +231,7 @@ def mcp_command(**params: Any) -> None:
     params["json_output"] = False
     params["quiet"] = True
     inv = invocation(params)
+    name_database(inv.settings)
     serve(inv.settings)
 
 
