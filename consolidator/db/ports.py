@@ -17,6 +17,7 @@ from typing import Protocol
 
 from consolidator.db.records import (
     Claim,
+    ClearReport,
     Decision,
     Eligibility,
     HeldNoteRecord,
@@ -86,6 +87,8 @@ class Threads(Protocol):
     def note_read_problem(self, thread_id: str, problem: str | None) -> None: ...
 
     def live_thread_ids(self, thread_ids: Iterable[str]) -> set[str]: ...
+
+    def linked_thread_ids(self, thread_id: str) -> list[str]: ...
 
 
 class Leases(Protocol):
@@ -272,6 +275,8 @@ class Admin(Protocol):
     """
 
     def forget_thread(self, thread_id: str) -> bool: ...
+
+    def clear_all(self) -> ClearReport: ...
 
     def purge_free_space(self, *, wait_seconds: float | None = None) -> bool: ...
 

@@ -21,7 +21,7 @@ lines count what was left out and name the commands that show or search all of i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -30,7 +30,7 @@ from consolidator.memory import facts
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
-from consolidator.memory.sureness import Entry, Evidence, judge
+from consolidator.memory.sureness import Entry, Evidence, Judgment, judge
 from consolidator.verify.entry import EntryChecker
 
 ContextFormat = Literal["markdown", "json", "claude-hook", "codex-hook"]
@@ -153,6 +153,7 @@ class _Checks:
     does, and left out (counted) once `MAX_FAILING_SHOWN` contradicted entries are shown."""
 
     checker: EntryChecker | None
+    judged: Callable[[Entry], Judgment] = judge
     failed: list[FailedCheck] = field(default_factory=list)
     left_out: int = 0
     searchable: int = 0
@@ -167,7 +168,7 @@ class _Checks:
             if self.checker is not None and folder is not None:
                 verdict = self.checker.verdict(folder, bullet.text)
             holds = verdict is not None and verdict.status == "holds"
-            judgment = judge(Entry(block, section, bullet, repository_holds=holds))
+            judgment = self.judged(Entry(block, section, bullet, repository_holds=holds))
             if not judgment.sure:
                 self.searchable += 1
                 continue
@@ -265,10 +266,12 @@ def build_context(
     version: int | None,
     source: Literal["database", "file", "none"],
     checker: EntryChecker | None = None,
+    judged: Callable[[Entry], Judgment] = judge,
 ) -> AgentContext:
     """The digest of `memory` for an agent in `cwd` (absolute), at most `max_bytes` long.
 
     With a `checker`, each project entry is checked against its block's folder first.
+    `judged` is `judge`, or one that remembers its judgments (`Judgments`).
     """
     user_wide, projects = scoped_blocks(memory, cwd)
     if not any(_has_entries(block) for block in (*user_wide, *projects)):
@@ -282,7 +285,7 @@ def build_context(
     reserved = len(closing_line(most, footer).encode("utf-8")) + 2
     reserved += len(stale_line.encode("utf-8")) + 2
     budget = _Budget(limit=max(max_bytes - reserved, 0))
-    checks = _Checks(checker)
+    checks = _Checks(checker, judged)
     budget.add(f"# Memory for {cwd}", CONTEXT_PREAMBLE)
     budget.add_group(
         "## User-wide preferences",

@@ -93,6 +93,24 @@ def judge(entry: Entry) -> Judgment:
     return Judgment(found, shape)
 
 
+class Judgments:
+    """`judge`, remembered per entry while this object is kept: a page that builds many
+    folders' digests from one decoded memory, request after request, judges each entry once.
+    Entries are told apart by the objects they are made of, which the kept keys hold on to,
+    so another memory's entries are never taken for these."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, Section, int, bool], tuple[Entry, Judgment]] = {}
+
+    def __call__(self, entry: Entry) -> Judgment:
+        key = (id(entry.block), entry.section, id(entry.bullet), entry.repository_holds)
+        kept = self._made.get(key)
+        if kept is None:
+            kept = (entry, judge(entry))
+            self._made[key] = kept
+        return kept[1]
+
+
 def _shape(entry: Entry) -> NotProse | None:
     text = entry.bullet.text
     if entry.section == "failures":

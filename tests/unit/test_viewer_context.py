@@ -9,6 +9,7 @@ from consolidator.core.config import build_settings
 from consolidator.face.context import DEFAULT_MAX_BYTES, LoadedMemory, build_context
 from consolidator.face.ui.overview import injected_in_each_folder
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
+from consolidator.memory.sureness import Entry, Judgments, judge
 from consolidator.verify.entry import EntryChecker
 
 
@@ -49,7 +50,10 @@ MEMORY = Memory(
 
 def test_each_folders_digest_is_the_one_context_gives(tmp_path: Path) -> None:
     settings = build_settings({"home": str(tmp_path / "home")}, environ={})
-    found = injected_in_each_folder(settings, LoadedMemory(MEMORY, 3, "database"))
+    judged = Judgments()
+    loaded = LoadedMemory(MEMORY, 3, "database")
+    injected_in_each_folder(settings, loaded, judged)
+    found = injected_in_each_folder(settings, loaded, judged)  # from remembered judgments
 
     folders = [b.applies_to_cwd for b in MEMORY.blocks if b.applies_to_cwd not in (None, "*")]
     assert sorted(found) == sorted(folders)
@@ -69,3 +73,14 @@ def test_each_folders_digest_is_the_one_context_gives(tmp_path: Path) -> None:
     assert "globally" in found["/work/outer/inner"].markdown
     assert "sharing" in found["/work/outer/inner"].markdown
     assert "outer listens" not in found["/work/outer/inner"].markdown
+
+
+def test_a_remembered_judgment_is_the_one_judge_gives() -> None:
+    judged = Judgments()
+    block = MEMORY.blocks[1]
+    for section, bullet in block.bullets():
+        for holds in (False, True):
+            entry = Entry(block, section, bullet, repository_holds=holds)
+            first = judged(entry)
+            assert first == judge(entry)
+            assert judged(Entry(block, section, bullet, repository_holds=holds)) is first

@@ -235,17 +235,11 @@ def changing_memory(inv: Invocation) -> Iterator[Store]:
 
 
 def publish_committed(write: Callable[[], object]) -> str | None:
-    """Run `write`, the publish of a change already committed; the reason it failed, if it did.
+    """Run `write`, the publish of a change already committed; the reason it failed, if it
+    did (`phases.erase.published`)."""
+    from consolidator.phases.erase import published
 
-    The folder was checked before the commit, so a failure here is a folder changed since
-    (made read-only, a part replaced): the change stays committed and the next `run` or
-    daemon pass, which rewrites the folder from the database, repairs it.
-    """
-    try:
-        write()
-    except (ConfigError, OSError) as exc:
-        return str(exc)
-    return None
+    return published(write)
 
 
 def fail_unpublished(inv: Invocation, done: str, problem: str | None) -> None:

@@ -58,8 +58,8 @@ def forget_command(thread_id: str, **params: Any) -> None:
     The session may be named by its rollout file too. One no scan has registered yet (a
     session id, or a file not read so far) is recorded as forgotten, so it is never extracted.
     """
+    from consolidator.phases.erase import forget_session
     from consolidator.phases.note_files import sweep_notes
-    from consolidator.phases.publish.from_store import drop_backups
 
     inv = invocation(params)
     with changing_memory(inv) as store:
@@ -74,35 +74,25 @@ def forget_command(thread_id: str, **params: Any) -> None:
                 ),
             )
             return
-        linked = store.threads.linked_thread_ids(thread_id)
-        forgotten = store.admin.forget_thread(thread_id)
-        sweep_notes(inv.settings, store)
-
-        def unpublish_thread() -> None:
-            publish_memory(inv, store)
-            for mentioned in (thread_id, *linked):
-                drop_backups(inv.settings.memory_dir, mentioning=mentioned)
-
-        problem = publish_committed(unpublish_thread)
-        complete = store.admin.purge_free_space()
+        done = forget_session(store, inv.settings, thread_id)
         version = store.versions.current_version()
     inv.emit(
         {
             "thread_id": thread_id,
-            "forgotten": forgotten,
+            "forgotten": done.forgotten,
             "never_scanned": False,
-            "linked_forgotten": linked,
-            "complete": complete,
-            "published": problem is None,
+            "linked_forgotten": list(done.linked),
+            "complete": done.complete,
+            "published": done.unpublished is None,
             "version": version.version if version else None,
         },
         lambda: inv.console.print(
-            (f"{thread_id}: forgotten" if forgotten else f"{thread_id}: already forgotten")
-            + (f", with {len(linked)} linked thread(s)" if linked else "")
+            (f"{thread_id}: forgotten" if done.forgotten else f"{thread_id}: already forgotten")
+            + (f", with {len(done.linked)} linked thread(s)" if done.linked else "")
         ),
     )
-    fail_unpublished(inv, f"{thread_id} is forgotten", problem)
-    if not complete:
+    fail_unpublished(inv, f"{thread_id} is forgotten", done.unpublished)
+    if not done.complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
 
 
@@ -114,8 +104,7 @@ def clear_all_command(yes: bool, **params: Any) -> None:
     """Erase all memory in one transaction (stage-one outputs, jobs, change log, versions),
     then empty the memory directory. Sessions still on disk are read again by the next run;
     forgotten ones stay forgotten."""
-    from consolidator.phases.note_files import sweep_notes
-    from consolidator.phases.publish.from_store import unpublish
+    from consolidator.phases.erase import clear_memory
 
     inv = invocation(params)
     if not yes:
@@ -125,19 +114,21 @@ def clear_all_command(yes: bool, **params: Any) -> None:
             f"Erase all memory in {inv.settings.db_url_for_display}?", abort=True, err=True
         )
     with changing_memory(inv) as store:
-        report = store.admin.clear_all()
-        sweep_notes(inv.settings, store)
-        problem = publish_committed(lambda: unpublish(inv.settings.memory_dir))
-        complete = store.admin.purge_free_space()
+        cleared = clear_memory(store, inv.settings)
+    report = cleared.report
     inv.emit(
-        {"cleared": report.__dict__, "complete": complete, "published": problem is None},
+        {
+            "cleared": report.__dict__,
+            "complete": cleared.complete,
+            "published": cleared.unpublished is None,
+        },
         lambda: inv.console.print(
             f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
             f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
         ),
     )
-    fail_unpublished(inv, "all memory is cleared", problem)
-    if not complete:
+    fail_unpublished(inv, "all memory is cleared", cleared.unpublished)
+    if not cleared.complete:
         raise WorkFailed(_PURGE_INCOMPLETE)
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from consolidator.core.errors import ConfigError, ConsolidatorError, WorkFailed
+from consolidator.core.errors import ConsolidatorError, WorkFailed
 
 if TYPE_CHECKING:
     from consolidator.core.config import Settings
@@ -46,13 +46,9 @@ def _changing_memory(settings: Settings) -> Iterator[None]:
 
 
 def _published(write: Callable[[], object]) -> str | None:
-    """Run the publish of a change already committed; why it failed, if it did (the next
-    `run` repairs the folder from the database)."""
-    try:
-        write()
-    except (ConfigError, OSError) as exc:
-        return str(exc)
-    return None
+    from consolidator.phases.erase import published
+
+    return published(write)
 
 
 def _purge(complete: bool) -> str:
@@ -125,28 +121,19 @@ def decide_skill(store: Store, settings: Settings, name: str, approve: bool) -> 
 def forget(store: Store, settings: Settings, thread_id: str) -> Done:
     """`forget THREAD_ID`: the session and the threads linked to it leave every place they
     live, the folder is rewritten and its backups that mention them go."""
-    from consolidator.phases.note_files import sweep_notes
-    from consolidator.phases.publish.from_store import drop_backups
+    from consolidator.phases.erase import forget_session
 
     if store.threads.get_thread(thread_id) is None and not store.threads.linked_thread_ids(
         thread_id
     ):
         raise UnknownTarget(f"unknown session {thread_id[:200]}")
     with _changing_memory(settings):
-        linked = store.threads.linked_thread_ids(thread_id)
-        forgotten = store.admin.forget_thread(thread_id)
-        sweep_notes(settings, store)
-
-        def unpublish_thread() -> None:
-            _publish(store, settings)
-            for mentioned in (thread_id, *linked):
-                drop_backups(settings.memory_dir, mentioning=mentioned)
-
-        problem = _published(unpublish_thread)
-        complete = store.admin.purge_free_space()
-    with_linked = f", with {len(linked)} linked thread(s)" if linked else ""
-    said = "forgotten" if forgotten else "already forgotten"
-    return Done(f"session {thread_id}: {said}{with_linked}{_purge(complete)}", "/", problem)
+        done = forget_session(store, settings, thread_id)
+    linked = f", with {len(done.linked)} linked thread(s)" if done.linked else ""
+    said = "forgotten" if done.forgotten else "already forgotten"
+    return Done(
+        f"session {thread_id}: {said}{linked}{_purge(done.complete)}", "/", done.unpublished
+    )
 
 
 def rollback(store: Store, settings: Settings, version: int) -> Done:
@@ -160,18 +147,15 @@ def rollback(store: Store, settings: Settings, version: int) -> Done:
 
 
 def clear_all(store: Store, settings: Settings) -> Done:
-    from consolidator.phases.note_files import sweep_notes
-    from consolidator.phases.publish.from_store import unpublish
+    from consolidator.phases.erase import clear_memory
 
     with _changing_memory(settings):
-        report = store.admin.clear_all()
-        sweep_notes(settings, store)
-        problem = _published(lambda: unpublish(settings.memory_dir))
-        complete = store.admin.purge_free_space()
+        cleared = clear_memory(store, settings)
+    report = cleared.report
     return Done(
         f"cleared: {report.outputs} stage-one outputs, {report.versions} versions, "
         f"{report.jobs} jobs, {report.changes} changes, {report.threads} threads"
-        + _purge(complete),
+        + _purge(cleared.complete),
         "/status",
-        problem,
+        cleared.unpublished,
     )

@@ -26,6 +26,7 @@ from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Memory, Section, Task
 from consolidator.memory.codec import decode
 from consolidator.memory.scope import is_user_wide, normalise_cwd
+from consolidator.memory.sureness import Judgments
 from consolidator.verify.entry import EntryChecker
 
 if TYPE_CHECKING:
@@ -80,19 +81,26 @@ class Projects:
 class DecodedMemory:
     """Memory documents decoded once per content: decoding a large memory costs more than a
     page may take, and the document only changes when the memory does. Keyed by the whole
-    document, so a forget that rewrites a version in place is never served stale."""
+    document, so a forget that rewrites a version in place is never served stale. Each kept
+    memory keeps its entries' judgments too: they depend on the entries alone."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, Memory] = {}
+        self._kept: dict[str, tuple[Memory, Judgments]] = {}
 
     def __call__(self, memory_json: str) -> Memory:
-        memory = self._kept.get(memory_json)
-        if memory is None:
-            memory = decode(memory_json)
-            kept = dict(list(self._kept.items())[-(DECODED_KEPT - 1) :])
-            kept[memory_json] = memory
-            self._kept = kept
-        return memory
+        kept = self._kept.get(memory_json)
+        if kept is None:
+            kept = (decode(memory_json), Judgments())
+            self._kept = dict(list(self._kept.items())[-(DECODED_KEPT - 1) :])
+            self._kept[memory_json] = kept
+        return kept[0]
+
+    def judgments(self, memory: Memory) -> Judgments:
+        """The judgments kept with `memory`, or new ones when it is not a kept memory."""
+        for kept, judged in self._kept.values():
+            if kept is memory:
+                return judged
+        return Judgments()
 
 
 def load_memory(store: Store, decoded: DecodedMemory) -> LoadedMemory:
@@ -103,8 +111,11 @@ def load_memory(store: Store, decoded: DecodedMemory) -> LoadedMemory:
     return LoadedMemory(decoded(version.memory_json), version.version, "database")
 
 
-def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Injected:
-    """`context --cwd FOLDER` as it would answer now, with the repository check it runs."""
+def injected_at(
+    settings: Settings, loaded: LoadedMemory, folder: str, judged: Judgments | None = None
+) -> Injected:
+    """`context --cwd FOLDER` as it would answer now, with the repository check it runs;
+    `judged` remembers the entries' judgments across folders and pages."""
     context = build_context(
         loaded.memory,
         cwd=folder,
@@ -113,11 +124,14 @@ def injected_at(settings: Settings, loaded: LoadedMemory, folder: str) -> Inject
         version=loaded.version,
         source=loaded.source,
         checker=EntryChecker(),
+        judged=judged or Judgments(),
     )
     return Injected.of(context, DEFAULT_MAX_BYTES)
 
 
-def injected_in_each_folder(settings: Settings, loaded: LoadedMemory) -> dict[str, Injected]:
+def injected_in_each_folder(
+    settings: Settings, loaded: LoadedMemory, judged: Judgments | None = None
+) -> dict[str, Injected]:
     """What `context` injects in the folder of each project block, computed once a folder.
 
     For a block's own folder the nearest folder at or above it is that folder itself, so
@@ -128,19 +142,20 @@ def injected_in_each_folder(settings: Settings, loaded: LoadedMemory) -> dict[st
     blocks = loaded.memory.blocks
     scopes = [None if is_user_wide(b) else normalise_cwd(b.applies_to_cwd or "") for b in blocks]
     found: dict[str, Injected] = {}
+    judged = judged or Judgments()
     for block, scope in zip(blocks, scopes, strict=True):
         if scope is None or not block.applies_to_cwd or block.applies_to_cwd in found:
             continue
         seen = Memory(tuple(b for b, s in zip(blocks, scopes, strict=True) if s in (None, scope)))
         found[block.applies_to_cwd] = injected_at(
-            settings, replace(loaded, memory=seen), block.applies_to_cwd
+            settings, replace(loaded, memory=seen), block.applies_to_cwd, judged
         )
     return found
 
 
 def projects(store: Store, settings: Settings, decoded: DecodedMemory) -> Projects:
     loaded = load_memory(store, decoded)
-    injected = injected_in_each_folder(settings, loaded)
+    injected = injected_in_each_folder(settings, loaded, decoded.judgments(loaded.memory))
     found = tuple(
         ProjectSummary(
             block_id=block.block_id,
@@ -206,7 +221,9 @@ def project(
         tasks=tuple((task, task.thread_ids) for task in block.tasks),
         verified_at=verified_at,
         verified=verified,
-        injected=None if folder is None else injected_at(settings, loaded, folder),
+        injected=None
+        if folder is None
+        else injected_at(settings, loaded, folder, decoded.judgments(loaded.memory)),
     )
 
 
