@@ -305,7 +305,7 @@ def _edits_for(block: Mapping[str, Any], items: list[dict[str, Any]]) -> list[di
     used = {task["task_id"] for task in block["tasks"]}
     titles = {task["title"]: task["task_id"] for task in block["tasks"]}
     cited = {t for task in block["tasks"] for t in task["thread_ids"]}
-    number = len(used)
+    number = max(len(used), int(str(block.get("new_task_ids_from", "t1"))[1:]) - 1)
     for item in items:
         title = _task_title(item)
         if item["thread_id"] in cited:

@@ -52,7 +52,9 @@ def answer_to_changes(
                 f"upserts[{index}].block_id: {block.block_id!r} already exists; change it with"
                 " edits instead of sending it whole"
             )
-    edited = apply_edits(answer["edits"], request.touched_blocks, request.citations.get)
+    edited = apply_edits(
+        answer["edits"], request.touched_blocks, request.citations.get, request.shown_tasks
+    )
     for block in edited:
         if block.block_id in deletions:
             raise ValueError(f"edits: block {block.block_id!r} is both edited and deleted")

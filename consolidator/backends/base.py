@@ -7,7 +7,7 @@ pipeline decides what is stored.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from consolidator.core.errors import ConfigError, ConsolidatorError
@@ -160,7 +160,9 @@ class ConsolidationInput:
 @dataclass(frozen=True)
 class ConsolidationRequest:
     """A bounded slice of the work: the changed inputs, the blocks they can touch in full,
-    and every other block only as an index line, so the prompt grows with the change."""
+    and every other block only as an index line, so the prompt grows with the change.
+    `shown_tasks` holds, per touched block, the tasks shown when not all are (the rest are
+    counted); the answer may edit only those."""
 
     mode: Literal["INIT", "INCREMENTAL"]
     inputs: Sequence[ConsolidationInput]
@@ -170,6 +172,7 @@ class ConsolidationRequest:
     budget_bytes: int = 0
     memory_bytes: int = 0
     previous_refusal: str | None = None
+    shown_tasks: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,11 @@ def render_consolidation_prompt(request: ConsolidationRequest) -> str:
         "refusal": _refusal_section(request.previous_refusal),
         "memory_index": render_block_index(request.other_blocks),
         "touched_blocks": json.dumps(
-            [block_for_prompt(block) for block in request.touched_blocks], ensure_ascii=False
+            [
+                block_for_prompt(block, request.shown_tasks.get(block.block_id))
+                for block in request.touched_blocks
+            ],
+            ensure_ascii=False,
         ),
         "inputs": json.dumps(
             [item.to_prompt_dict() for item in request.inputs], ensure_ascii=False

@@ -18,7 +18,8 @@ memory like any other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -42,26 +43,59 @@ SECTION_LETTERS: Final[dict[Section, str]] = {
     "failures": "f",
 }
 _SECTION_BY_LETTER: Final = {letter: name for name, letter in SECTION_LETTERS.items()}
+# How many of a block's newest tasks a request shows besides those citing the change.
+NEWEST_TASKS_SHOWN: Final = 3
+_NUMBERED_TASK_ID: Final = re.compile(r"t(\d+)")
 
 
 def bullet_id(section: Section, index: int) -> str:
     return f"{SECTION_LETTERS[section]}{index + 1}"
 
 
-def block_for_prompt(block: Block) -> dict[str, Any]:
+def tasks_to_show(block: Block, thread_ids: Collection[str]) -> frozenset[str]:
+    """The ids of the tasks of `block` a consolidation request shows: those citing the change's
+    threads (a repeated session joins its task) and the newest few (work often goes on where it
+    stopped). The others are only counted, so that a block's share of a request does not grow
+    with its history, and edits on tasks may name only these."""
+    wanted = set(thread_ids)
+    citing = {t.task_id for t in block.tasks if wanted.intersection(t.thread_ids)}
+    newest = sorted(block.tasks, key=_newest_update, reverse=True)[:NEWEST_TASKS_SHOWN]
+    return frozenset(citing | {task.task_id for task in newest})
+
+
+def _newest_update(task: Task) -> str:
+    return max((c.updated_at for c in task.citations), default="")
+
+
+def block_for_prompt(block: Block, shown_tasks: Collection[str] | None = None) -> dict[str, Any]:
     """A block as a request shows it: the answer's block shape plus an id on every bullet, and
-    each task's newest `updated_at` and its working directory, for recency and scope."""
+    each task's newest `updated_at` and its working directory, for recency and scope.
+
+    With `shown_tasks`, only those tasks: the others are a count, with the first of the task
+    ids that no task of the block uses (the next ones are free as well)."""
     payload = block_to_payload(block)
     for task, shown in zip(block.tasks, payload["tasks"], strict=True):
         cwds = sorted({c.cwd for c in task.citations if c.cwd})
-        shown["updated_at"] = max((c.updated_at for c in task.citations), default="")
+        shown["updated_at"] = _newest_update(task)
         shown["cwd"] = cwds[0] if len(cwds) == 1 else cwds
+    if shown_tasks is not None and len(shown_tasks) < len(block.tasks):
+        payload["tasks"] = [t for t in payload["tasks"] if t["task_id"] in shown_tasks]
+        payload["tasks_not_shown"] = len(block.tasks) - len(payload["tasks"])
+        payload["new_task_ids_from"] = f"t{_first_free_task_number(block)}"
     for name in SECTIONS:
         payload[name] = [
             {"bullet_id": bullet_id(name, index), **item}
             for index, item in enumerate(payload[name])
         ]
     return payload
+
+
+def _first_free_task_number(block: Block) -> int:
+    """A number n such that `t<n>` and every later `t<m>` are unused in `block`."""
+    numbers = [
+        int(m.group(1)) for t in block.tasks if (m := _NUMBERED_TASK_ID.fullmatch(t.task_id))
+    ]
+    return max([len(block.tasks), *numbers]) + 1
 
 
 @dataclass
@@ -71,9 +105,11 @@ class _Draft:
     block: Block
     tasks: list[Task]
     bullets: dict[Section, list[tuple[str, Bullet | None]]]
+    editable_tasks: set[str]
 
     @classmethod
-    def of(cls, block: Block) -> _Draft:
+    def of(cls, block: Block, shown_tasks: Collection[str] | None = None) -> _Draft:
+        every = {task.task_id for task in block.tasks}
         return cls(
             block,
             list(block.tasks),
@@ -81,16 +117,18 @@ class _Draft:
                 name: [(bullet_id(name, i), b) for i, b in enumerate(block.section(name))]
                 for name in SECTIONS
             },
+            every if shown_tasks is None else every & set(shown_tasks),
         )
 
     def task_ids(self) -> set[str]:
         return {task.task_id for task in self.tasks}
 
     def task_position(self, task_id: str, where: str) -> int:
+        """Where a task an edit changes is: one the request showed, or the answer added."""
         for position, task in enumerate(self.tasks):
-            if task.task_id == task_id:
+            if task.task_id == task_id and task_id in self.editable_tasks:
                 return position
-        raise ValueError(f"{where}: {_show(task_id)} is not a task of this block")
+        raise ValueError(f"{where}: {_show(task_id)} is not a task of this block shown in full")
 
     def bullet_position(self, edit: _Edit) -> tuple[Section, int]:
         shown = edit.string("bullet_id")
@@ -179,9 +217,13 @@ def apply_edits(
     edits: Sequence[Mapping[str, Any]],
     shown: Sequence[Block],
     citation_lookup: Callable[[str], ThreadCitation | None],
+    shown_tasks: Mapping[str, Collection[str]] | None = None,
 ) -> list[Block]:
-    """The shown blocks that the edits change, changed, in the order they were shown."""
-    drafts = {block.block_id: _Draft.of(block) for block in shown}
+    """The shown blocks that the edits change, changed, in the order they were shown.
+    `shown_tasks` holds, per block, the tasks the request showed when it did not show all;
+    a task edit on any other is refused."""
+    tasks = shown_tasks or {}
+    drafts = {block.block_id: _Draft.of(block, tasks.get(block.block_id)) for block in shown}
     touched: set[str] = set()
     for index, fields in enumerate(edits):
         edit = _Edit(fields, f"edits[{index}]", citation_lookup)
@@ -205,6 +247,7 @@ def _add_task(draft: _Draft, edit: _Edit) -> None:
     task_id = edit.identifier("task_id")
     if task_id in draft.task_ids():
         raise ValueError(f"{edit.where}.task_id: {_show(task_id)} already exists in this block")
+    draft.editable_tasks.add(task_id)
     draft.tasks.append(
         Task(
             task_id=task_id,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
-from consolidator.memory.edits import apply_edits, block_for_prompt
+from consolidator.memory.edits import apply_edits, block_for_prompt, tasks_to_show
 from consolidator.memory.forget import forget_threads
 
 
@@ -177,3 +177,94 @@ def test_a_bullet_deleted_once_cannot_be_deleted_again() -> None:
             {"op": "delete_bullet", "block_id": "app", "bullet_id": "k1"},
             {"op": "delete_bullet", "block_id": "app", "bullet_id": "k1"},
         )
+
+
+def _long_block(count: int) -> Block:
+    tasks = tuple(
+        Task(
+            f"t{n}",
+            f"work {n}, finished",
+            (
+                ThreadCitation(
+                    f"old{n}", f"s/old{n}.md", "/app", "/r", f"2026-01-{n:02d}T00:00:00Z"
+                ),
+            ),
+        )
+        for n in range(1, count + 1)
+    )
+    return Block("app", "app", "s", "/app", "r", tasks, knowledge=(Bullet("fact", ("t1",)),))
+
+
+def test_a_long_block_shows_the_tasks_citing_the_change_and_the_newest_only() -> None:
+    block = _long_block(20)
+    shown = tasks_to_show(block, ["old2", "unrelated"])
+    assert shown == {"t2", "t18", "t19", "t20"}
+    payload = block_for_prompt(block, shown)
+    assert [t["task_id"] for t in payload["tasks"]] == ["t2", "t18", "t19", "t20"]
+    assert payload["tasks_not_shown"] == 16 and payload["new_task_ids_from"] == "t21"
+    assert payload["knowledge"][0]["task_ids"] == ["t1"]
+    assert "tasks_not_shown" not in block_for_prompt(block, {t.task_id for t in block.tasks})
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"op": "cite_task", "block_id": "app", "task_id": "t1", "thread_ids": ["new1"]},
+        {
+            "op": "merge_tasks",
+            "block_id": "app",
+            "task_ids": ["t1"],
+            "into_task_id": "t20",
+            "title": "one piece of work",
+        },
+        {
+            "op": "merge_tasks",
+            "block_id": "app",
+            "task_ids": ["t20"],
+            "into_task_id": "t1",
+            "title": "one piece of work",
+        },
+    ],
+)
+def test_an_edit_on_a_task_the_request_did_not_show_is_refused(edit: dict[str, Any]) -> None:
+    block = _long_block(20)
+    shown = {"app": tasks_to_show(block, [])}
+    with pytest.raises(ValueError, match="'t1' is not a task of this block shown in full"):
+        apply_edits([edit], [block], {"new1": cite("new1")}.get, shown)
+
+
+def test_edits_may_name_the_shown_tasks_those_they_add_and_keep_a_bullet_s_tasks() -> None:
+    block = _long_block(20)
+    shown = {"app": tasks_to_show(block, [])}
+    [edited] = apply_edits(
+        [
+            {"op": "cite_task", "block_id": "app", "task_id": "t20", "thread_ids": ["new1"]},
+            {
+                "op": "add_task",
+                "block_id": "app",
+                "task_id": "t21",
+                "title": "more work, finished",
+                "thread_ids": ["new1"],
+                "keywords": [],
+            },
+            {
+                "op": "merge_tasks",
+                "block_id": "app",
+                "task_ids": ["t21"],
+                "into_task_id": "t19",
+                "title": "more work",
+            },
+            {
+                "op": "replace_bullet",
+                "block_id": "app",
+                "bullet_id": "k1",
+                "text": "fact, confirmed",
+                "task_ids": ["t1", "t19"],
+            },
+        ],
+        [block],
+        {"new1": cite("new1")}.get,
+        shown,
+    )
+    assert len(edited.tasks) == 20 and edited.tasks[0] == block.tasks[0]
+    assert edited.knowledge == (Bullet("fact, confirmed", ("t1", "t19")),)

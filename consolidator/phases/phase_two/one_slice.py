@@ -21,6 +21,7 @@ from consolidator.db.ports import PhaseTwoStore
 from consolidator.db.records import QuarantineItem, Stage1Record
 from consolidator.memory.blocks import Memory, ThreadCitation
 from consolidator.memory.codec import summary_stem
+from consolidator.memory.edits import tasks_to_show
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, judge
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two.report import Phase2Options, Phase2Report
@@ -90,11 +91,14 @@ def _request(
 ) -> ConsolidationRequest:
     touched = blocks_to_show(memory, piece.records, int(budget.request_chars * BLOCKS_SHARE))
     touched_ids = {block.block_id for block in touched}
+    thread_ids = [record.thread_id for record in piece.records]
+    shown_tasks = {block.block_id: tasks_to_show(block, thread_ids) for block in touched}
     citations: dict[str, ThreadCitation] = {}
     for block in touched:
         for task in block.tasks:
-            for citation in task.citations:
-                citations[citation.thread_id] = citation
+            if task.task_id in shown_tasks[block.block_id]:
+                for citation in task.citations:
+                    citations[citation.thread_id] = citation
     for record in piece.records:
         citations[record.thread_id] = citation_for(record)
     return ConsolidationRequest(
@@ -106,6 +110,7 @@ def _request(
         budget_bytes=options.memory_budget_bytes,
         memory_bytes=len(render_memory_md(memory).encode("utf-8")),
         previous_refusal=piece.refusal,
+        shown_tasks=shown_tasks,
     )
 
 
