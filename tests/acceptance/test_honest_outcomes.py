@@ -12,6 +12,7 @@ against the local fake endpoint, on a real SQLite file and the real PostgreSQL.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -114,7 +115,8 @@ def test_a_run_that_sets_every_input_aside_says_so_and_retries_them_later(
             retry_at = datetime.fromisoformat(entry["retry_at"])
             assert now + timedelta(minutes=20) < retry_at <= now + timedelta(hours=1, minutes=1)
         human = run_command([*PYTHON_CLI, "status"], env, timeout=60).stdout
-        assert "committed nothing" in human and "no version was committed yet" in human
+        assert "committed nothing" in human and re.search(r"memory +│ none yet", human), human
+        assert f"sessions set_aside: {total} set aside by phase two" in human, human
         assert "rebuild" not in human, human
         assert "tried again after" in human
 

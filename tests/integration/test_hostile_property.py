@@ -98,7 +98,7 @@ class HostileBackend(ExtractiveBackend):
 
 @pytest.fixture
 def hostile_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[HostileBackend]]:
-    monkeypatch.setattr(factory, "make_backend", lambda settings: HostileBackend())
+    monkeypatch.setattr(factory, "make_backend", lambda settings, ledger=None: HostileBackend())
     yield HostileBackend
 
 
