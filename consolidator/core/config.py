@@ -48,6 +48,8 @@ OutputLimitParameter = Literal["max_completion_tokens", "max_tokens"]
 OUTPUT_LIMIT_PARAMETERS: tuple[OutputLimitParameter, ...] = ("max_completion_tokens", "max_tokens")
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
+# The most hits one search returns, through the CLI, the MCP tools and the viewer alike.
+MAX_SEARCH_HITS = 100
 # The switch of the commands that write the memory folder (`--adopt-memory-files`): not a
 # setting, since the other commands have nothing to adopt.
 ADOPT_MEMORY_FILES_ENV = "CONSOLIDATOR_ADOPT_MEMORY_FILES"

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from consolidator.core.config import Settings
+from consolidator.core.config import MAX_SEARCH_HITS, Settings
 from consolidator.face.context import provenance, read_memory
 from consolidator.memory.blocks import Block, Memory
 from consolidator.memory.render import one_line, render_block
@@ -40,7 +40,7 @@ INSTRUCTIONS = (
 # The most of an argument an error message quotes back.
 QUOTED_CHARS = 200
 # The bounds of every tool's `limit`, told to a caller that passes another number.
-LIMIT_MIN, LIMIT_MAX = 1, 100
+LIMIT_MIN, LIMIT_MAX = 1, MAX_SEARCH_HITS
 Limit = Annotated[int, Field(ge=LIMIT_MIN, le=LIMIT_MAX)]
 _GLOB = frozenset("*?[]{}")
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from consolidator.core.config import MAX_SEARCH_HITS
 from consolidator.db.search import QueryTerms, SearchScope, SessionHit
 from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import summary_stem
@@ -22,8 +23,6 @@ from consolidator.memory.scope import contains, is_user_wide, nearest_scope, nor
 
 if TYPE_CHECKING:
     from consolidator.db.store import Store
-
-MAX_HITS = 50
 
 
 def session_scope(memory: Memory, cwd: str | None) -> SearchScope:
@@ -87,6 +86,6 @@ def recall(
     folder = str(Path(cwd).expanduser().absolute()) if cwd is not None else None
     scope = session_scope(memory, folder)
     hits = store.search.search_sessions(
-        terms, scope, since=since, limit=max(1, min(limit, MAX_HITS))
+        terms, scope, since=since, limit=max(1, min(limit, MAX_SEARCH_HITS))
     )
     return RecallAnswer(folder, terms, tuple(hits), memory_dir, scope)

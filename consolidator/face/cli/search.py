@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from consolidator.core.config import MAX_SEARCH_HITS
 from consolidator.core.errors import ConfigError
 from consolidator.face.cli.common import common_options, invocation, open_store
 
@@ -39,7 +40,7 @@ def _since(value: str | None) -> datetime | None:
     "default: every session.",
 )
 @click.option("--since", "since", metavar="DATE", help="Only sessions updated on or after DATE.")
-@click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_SEARCH_HITS), default=10, show_default=True)
 @common_options
 def search_command(
     query: str, cwd: Path | None, since: str | None, limit: int, **params: Any
