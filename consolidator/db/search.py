@@ -274,16 +274,14 @@ def _pg_candidates(
         "candidates": wanted * CANDIDATES_PER_HIT,
     }
     narrowed = scope.folder is not None
+    in_scope = scope_sql(scope, params, "o.cwd", pg_bind)
     scope_ctes, scope_from = "", ""
     if narrowed:
         scope_ctes = scope_keys_cte("postgresql", scope, params, pg_bind) + ","
         scope_from = ", scope_keys WHERE scope_keys.held > 0"
-    rows = " AND ".join(
-        (
-            scope_sql(scope, params, "o.cwd", pg_bind),
-            since_sql(since, params, "o.source_updated_at", pg_bind),
-        )
-    )
+        # The folder keys select exactly the scope; its folders are checked when they do not.
+        in_scope = f"(NOT q.too_wide OR {in_scope})"
+    rows = f"{in_scope} AND {since_sql(since, params, 'o.source_updated_at', pg_bind)}"
     term_queries, held = _pg_held_terms(query, params)
     statement = PG_CANDIDATES.format(
         scope_ctes=scope_ctes,
@@ -291,6 +289,7 @@ def _pg_candidates(
         any_found=pg_found("any_query", narrowed=narrowed),
         term_queries=term_queries,
         scope_from=scope_from,
+        too_wide="too_wide" if narrowed else "true",
         ranked=pg_ranked(held, rows, every=len(query.terms) > 1),
     )
     found = _driver(connection).execute(statement, params).fetchall()

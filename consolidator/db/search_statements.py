@@ -177,12 +177,12 @@ def sqlite_rows(scope: str, since: str, *, exact: bool) -> str:
 # the query's words, would otherwise parse them again for every row it reads), the sessions
 # holding every term and, only when they are fewer than the hits asked for, those holding any
 # (a branch's `WHERE` on the count is checked once, before the branch runs). The index is
-# searched for the words `found` joins to the scope's folder keys; the folders are checked
-# again on the rows it returns.
+# searched for the words `found` joins to the scope's folder keys, which select exactly the
+# scope's sessions; when they cannot (`too_wide`), the rows' folders are checked instead.
 PG_CANDIDATES = """
 WITH RECURSIVE {scope_ctes}
 q AS MATERIALIZED (
-    SELECT every_query, {every_found} AS every_found,
+    SELECT {too_wide} AS too_wide, every_query, {every_found} AS every_found,
            any_query, {any_found} AS any_found{term_queries}
     FROM (SELECT websearch_to_tsquery('english', %(every)s) AS every_query,
                  websearch_to_tsquery('english', %(any)s) AS any_query) AS made{scope_from}
