@@ -22,6 +22,9 @@ folder's rows: each row also holds its folder as one word (`scope_key`), and the
 the scope (a folder and those below it that are not a nested project's) join the query; a
 scope of too many folders is filtered after the text match.
 
+The statements run on the driver's own connection (`db.search_statements`), with nothing
+between them and the index: a search costs little more than one ranked query.
+
 The index objects are created by migrations, not by the models (neither database's
 full-text objects have a SQLAlchemy type); `SEARCH_OBJECTS` names them for `alembic check`.
 """
@@ -403,9 +406,9 @@ class SearchRepository:
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:
-        """SQLite: a read transaction (its statements see one snapshot). PostgreSQL: a
-        connection without one, as a search is one statement and each transaction would
-        cost two more round trips."""
+        """SQLite: a read transaction (its statements see one snapshot). PostgreSQL: none,
+        as there each statement sees a snapshot of its own anyway (READ COMMITTED) and a
+        transaction would cost two more round trips."""
         if self.db.sqlite:
             with self.db.read() as connection:
                 yield connection
