@@ -134,33 +134,28 @@ def _queries(count: int, seed: int) -> list[QueryTerms]:
 def _raw_ranked(engine: Engine, folder: str) -> Callable[[QueryTerms], object]:
     """The floor: the query's words, within the folder's sessions, as one ranked query on
     the same index through the driver alone (no second pass, no snippets, no Python)."""
-    # Checked out for good: back in the pool, the search would take turns with it.
+    # Checked out for good (each call reads the driver from it): back in the pool, the
+    # search would take turns with it.
     held = engine.raw_connection()
-    driver = held.driver_connection
-    assert driver is not None
     key = scope_key(folder)
     if engine.dialect.name == "sqlite":
         sql = (
             f"SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH ? "
             f"ORDER BY bm25({SQLITE_TABLE}) LIMIT 10"
         )
-        return lambda query: (
-            held,
-            driver.execute(
-                sql, (f'scope_key : ("{key}") AND ({query.fts5(every=False)})',)
-            ).fetchall(),
-        )
+        return lambda query: held.driver_connection.execute(
+            sql, (f'scope_key : ("{key}") AND ({query.fts5(every=False)})',)
+        ).fetchall()
     sql = (
         "SELECT thread_id FROM stage1_outputs, "
         "(SELECT websearch_to_tsquery('english', %s) AS query) AS q "
         "WHERE search_document @@ (q.query && CAST(%s AS tsquery)) "
         "ORDER BY ts_rank_cd(search_document, q.query) DESC LIMIT 10"
     )
-    driver.autocommit = True
-    return lambda query: (
-        held,
-        driver.execute(sql, (query.websearch(every=False), f"'{key}'")).fetchall(),
-    )
+    held.driver_connection.autocommit = True
+    return lambda query: held.driver_connection.execute(
+        sql, (query.websearch(every=False), f"'{key}'")
+    ).fetchall()
 
 
 def _stage_one_seconds(config: Config) -> float:
