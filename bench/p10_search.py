@@ -134,15 +134,16 @@ def _queries(count: int, seed: int) -> list[QueryTerms]:
 def _raw_ranked(engine: Engine, folder: str) -> Callable[[QueryTerms], object]:
     """The floor: the query's words, within the folder's sessions, as one ranked query on
     the same index through the driver alone (no second pass, no snippets, no Python)."""
-    driver = engine.raw_connection().driver_connection
-    assert driver is not None
+    # Checked out for good (each call reads the driver from it): back in the pool, the
+    # search would take turns with it.
+    held = engine.raw_connection()
     key = scope_key(folder)
     if engine.dialect.name == "sqlite":
         sql = (
             f"SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH ? "
             f"ORDER BY bm25({SQLITE_TABLE}) LIMIT 10"
         )
-        return lambda query: driver.execute(
+        return lambda query: held.driver_connection.execute(
             sql, (f'scope_key : ("{key}") AND ({query.fts5(every=False)})',)
         ).fetchall()
     sql = (
@@ -151,8 +152,10 @@ def _raw_ranked(engine: Engine, folder: str) -> Callable[[QueryTerms], object]:
         "WHERE search_document @@ (q.query && CAST(%s AS tsquery)) "
         "ORDER BY ts_rank_cd(search_document, q.query) DESC LIMIT 10"
     )
-    driver.autocommit = True
-    return lambda query: driver.execute(sql, (query.websearch(every=False), f"'{key}'")).fetchall()
+    held.driver_connection.autocommit = True
+    return lambda query: held.driver_connection.execute(
+        sql, (query.websearch(every=False), f"'{key}'")
+    ).fetchall()
 
 
 def _stage_one_seconds(config: Config) -> float:

@@ -194,9 +194,14 @@ class Database:
                 return self.now(reading)
         if self.clock is not None or self.sqlite:
             return self.host_now()
-        moment = connection.execute(select(func.clock_timestamp())).scalar_one()
-        assert isinstance(moment, datetime)
-        return moment.astimezone(UTC)
+        return self.now_read(connection.execute(select(func.clock_timestamp())).scalar_one())
+
+    def now_read(self, database_clock: datetime | None) -> datetime:
+        """`now()`, given the database's clock as a statement of the caller's read it (None
+        when it read none: SQLite's has no other clock)."""
+        if self.clock is not None or database_clock is None:
+            return self.host_now()
+        return database_clock.astimezone(UTC)
 
 
 # Phase two never runs out of retries; it backs off instead.

@@ -22,6 +22,9 @@ folder's rows: each row also holds its folder as one word (`scope_key`), and the
 the scope (a folder and those below it that are not a nested project's) join the query; a
 scope of too many folders is filtered after the text match.
 
+The statements run on the driver's own connection (`db.search_statements`), with nothing
+between them and the index: a search costs little more than one ranked query.
+
 The index objects are created by migrations, not by the models (neither database's
 full-text objects have a SQLAlchemy type); `SEARCH_OBJECTS` names them for `alembic check`.
 """
@@ -30,25 +33,41 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, Final
 
-from sqlalchemy import Connection, Row, text
+from sqlalchemy import Connection, text
 
 from consolidator.core.errors import ConfigError
 from consolidator.db.base import Database, contention_retry
+from consolidator.db.search_statements import (
+    PG_CANDIDATES,
+    PG_HEADLINES,
+    SCOPE_KEY_PREFIX,
+    SQLITE_HOLDING,
+    SQLITE_RANKED,
+    SQLITE_SCOPE_KEYS,
+    SQLITE_SNIPPETS,
+    pg_bind,
+    pg_found,
+    pg_ranked,
+    scope_key_sql,
+    scope_keys_cte,
+    scope_sql,
+    since_sql,
+    sqlite_bind,
+    sqlite_rows,
+)
 
 SQLITE_TABLE: Final = "session_search"
 PG_COLUMN: Final = "search_document"
 PG_INDEX: Final = "ix_stage1_outputs_search"
 # FTS5 shadow tables start with the table's name; triggers are not reflected.
 SEARCH_OBJECTS: Final = (SQLITE_TABLE, PG_COLUMN, PG_INDEX)
-SCOPE_KEY_PREFIX: Final = "k"
-# The longest word a tsvector keeps; a scope with a longer key is filtered after the match.
-MAX_SCOPE_KEY_CHARS: Final = 2047
 
 # Recent sessions rank higher: today's by a fifth of its relevance, one from
 # `RECENCY_HALF_LIFE_DAYS` ago by a tenth, older ones by less and less.
@@ -150,174 +169,43 @@ def scope_key(folder: str) -> str:
     return SCOPE_KEY_PREFIX + folder.encode("utf-8").hex()
 
 
-def scope_key_sql(dialect: str, row: str = "") -> str:
-    """`scope_key` of a row's `cwd` in SQL (`row` names the row, as `new.`)."""
-    cwd = f"coalesce({row}cwd, '')"
-    if dialect == "sqlite":
-        return f"'{SCOPE_KEY_PREFIX}' || lower(hex({cwd}))"
-    # bytea's text form reads a backslash as an escape; doubled, each stands for itself.
-    return f"'{SCOPE_KEY_PREFIX}' || encode(CAST(replace({cwd}, '\\', '\\\\') AS bytea), 'hex')"
+# A hit's columns, as every candidate statement returns them.
+_KEY, _THREAD, _CWD, _BRANCH, _UPDATED, _SLUG, _RELEVANCE, _EVERY, _CLOCK = range(9)
 
 
-def _scope_keys(connection: Connection, scope: SearchScope) -> tuple[str, ...] | None:
-    """The index keys of the folders of `scope` that hold sessions: `()` when the index cannot
-    narrow the scope (no folder, too many, one too long), None when no session lies in it."""
-    if scope.folder is None:
-        return ()
-    below = scope.folder.rstrip("/") + "/"
-    folders = [
-        folder
-        for folder in connection.execute(
-            text(_FOLDERS.format(**_FOLDER_ORDER[connection.dialect.name])),
-            {"folder": scope.folder, "below_from": below, "below_to": below[:-1] + "0"},
-        ).scalars()
-        if (scope.below or folder == scope.folder)
-        and not any(folder == n or folder.startswith(n.rstrip("/") + "/") for n in scope.excluded)
-    ]
-    if not folders:
-        return None
-    keys = tuple(scope_key(folder) for folder in sorted(folders))
-    if len(keys) > MAX_SCOPE_KEYS or max(map(len, keys)) > MAX_SCOPE_KEY_CHARS:
-        return ()
-    return keys
+@dataclass(frozen=True)
+class _Candidates:
+    """The best sessions by relevance, as rows of the columns above (whether they hold
+    every term and the database's clock on PostgreSQL only), and the terms they were
+    matched on, as the snippets' statement takes them."""
+
+    rows: Sequence[Sequence[Any]]
+    terms: str = ""
 
 
-def _like_prefix(folder: str) -> str:
-    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.rstrip("/") + "/%"
+def _driver(connection: Connection) -> Any:
+    """The driver's connection under `connection`, in its transaction."""
+    return connection.connection.driver_connection
 
 
-def _scope_sql(scope: SearchScope, params: dict[str, Any], column: str) -> str:
-    clauses: list[str] = []
-    if scope.folder is not None:
-        params["scope_folder"] = scope.folder
-        # Without `below`, the pattern holds no wildcard: it matches the folder alone.
-        params["scope_below"] = _like_prefix(scope.folder)[: None if scope.below else -2]
-        clauses.append(f"({column} = :scope_folder OR {column} LIKE :scope_below ESCAPE '\\')")
-    for index, nested in enumerate(scope.excluded):
-        params[f"nested_{index}"] = nested
-        params[f"nested_below_{index}"] = _like_prefix(nested)
-        clauses.append(
-            f"NOT ({column} = :nested_{index} OR {column} LIKE :nested_below_{index} ESCAPE '\\')"
-        )
-    return " AND ".join(clauses) if clauses else "1 = 1"
-
-
-def _since_sql(since: datetime | None, params: dict[str, Any], column: str) -> str:
+def _sqlite_since(since: datetime | None) -> str | None:
+    """`since` as SQLite stores instants (naive UTC text), so text comparison orders them."""
     if since is None:
-        return "1 = 1"
-    params["since"] = since
-    return f"{column} >= :since"
+        return None
+    return since.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
-# Candidates by relevance, ranked within the index alone (joining first would read every
-# match's row); snippets are made afterwards for the hits kept alone. The scope key column
-# only selects rows: it weighs nothing in the rank. `{rows}` narrows the matches by what the
-# index cannot tell (a date, a scope too wide for its keys).
-_SQLITE_RANKED = """
-SELECT o.rowid AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
-       o.rollout_slug, -ranked.score AS relevance
-FROM (
-    SELECT rowid, bm25({table}, 0.0, 1.0, 1.0, 1.0) AS score FROM {table}
-    WHERE {table} MATCH :match AND {rows}
-    ORDER BY score
-    LIMIT :candidates
-) AS ranked
-JOIN stage1_outputs AS o ON o.rowid = ranked.rowid
-ORDER BY ranked.score
-"""
-
-# Whether at least `wanted` sessions hold every term, learnt from the index's lists alone:
-# `bm25` weighs each term over the whole index before it ranks a row, so ranking the
-# sessions that hold every term only to find them too few would pay that twice.
-_SQLITE_HOLDING = """
-SELECT count(*) FROM (
-    SELECT 1 FROM {table} WHERE {table} MATCH :match AND {rows} LIMIT :wanted
-) AS held
-"""
-
-# The folders at or below the scope's that hold sessions: one index seek per folder, jumping
-# over each folder's sessions instead of reading them all. Folders compare byte by byte:
-# PostgreSQL's pattern operators, which its index on them serves, ignore the collation.
-_FOLDERS = """
-WITH RECURSIVE below(cwd) AS (
-    SELECT (SELECT cwd FROM stage1_outputs
-            WHERE cwd {ge} :below_from AND cwd {lt} :below_to ORDER BY cwd {by} LIMIT 1)
-    UNION ALL
-    SELECT (SELECT o.cwd FROM stage1_outputs AS o
-            WHERE o.cwd {gt} below.cwd AND o.cwd {lt} :below_to ORDER BY o.cwd {by} LIMIT 1)
-    FROM below WHERE below.cwd IS NOT NULL
-)
-SELECT :folder WHERE EXISTS (SELECT 1 FROM stage1_outputs WHERE cwd = :folder)
-UNION ALL
-SELECT cwd FROM below WHERE cwd IS NOT NULL
-"""
-_FOLDER_ORDER: Final = {
-    "sqlite": {"ge": ">=", "gt": ">", "lt": "<", "by": ""},
-    "postgresql": {"ge": "~>=~", "gt": "~>~", "lt": "~<~", "by": "USING ~<~"},
-}
-# A scope of more folders than this is filtered after the text match instead of within it.
-MAX_SCOPE_KEYS: Final = 200
-
-_SQLITE_SNIPPETS = """
-SELECT rowid AS hit_key, snippet({table}, -1, '[', ']', '...', 16) AS snippet
-FROM {table}
-WHERE {table} MATCH :match AND rowid IN ({keys})
-"""
-
-# The query's tsqueries are made once (materialised), not per row: PostgreSQL keeps a plan
-# for a statement run often, and that plan, made without the query's words, would otherwise
-# parse the query again for every row it reads. The index is searched for the words `found`
-# joins to the scope's folder keys; the folders are checked again on the rows it returns.
-_PG_RANKED = """
-WITH q AS MATERIALIZED (
-    SELECT query, {found} AS found{term_queries}
-    FROM (SELECT websearch_to_tsquery('english', :match) AS query) AS made
-)
-SELECT o.thread_id AS hit_key, o.thread_id, o.cwd, o.git_branch, o.source_updated_at,
-       o.rollout_slug, {matched} + ts_rank_cd(o.search_document, q.query, 32) AS relevance
-FROM stage1_outputs AS o, q
-WHERE o.search_document @@ q.found AND {scope} AND {since}
-ORDER BY relevance DESC
-LIMIT :candidates
-"""
-
-# An empty query (stop words only) matches nothing; joined to the scope it would match it all.
-_PG_IN_SCOPE = (
-    "CASE WHEN numnode(query) = 0 THEN query ELSE query && CAST(:scope_keys AS tsquery) END"
-)
-
-_PG_SNIPPETS = """
-SELECT o.thread_id AS hit_key,
-       ts_headline('english', o.rollout_summary || ' ' || o.raw_memory,
-                   websearch_to_tsquery('english', :match),
-                   'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1')
-           AS snippet
-FROM stage1_outputs AS o
-WHERE o.thread_id IN ({keys})
-"""
-
-
-def _sqlite_rows(parts: dict[str, str], *, exact: bool) -> str:
-    """The filter on index rows besides the text match: none when the index's scope keys
-    already select exactly the scope, else the outputs within scope and date."""
-    if exact:
-        return "1 = 1"
-    return (
-        "rowid IN (SELECT o.rowid FROM stage1_outputs AS o"
-        f" WHERE {parts['scope']} AND {parts['since']})"
-    )
-
-
-def _pg_matched_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]:
-    """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
-    orders rows that hold as many): each term's tsquery, made once, and their sum."""
-    made, held = [], []
-    for index, term in enumerate(query.terms):
-        params[f"term_{index}"] = f'"{term}"' if " " in term else term
-        made.append(f", websearch_to_tsquery('english', :term_{index}) AS term_{index}")
-        held.append(f"(o.search_document @@ q.term_{index})::int")
-    return "".join(made), "(" + " + ".join(held) + ")"
+def _sqlite_scope(driver: Any, scope: SearchScope) -> str | None:
+    """The FTS5 filter selecting the scope's sessions by their folder keys: "" when the
+    index cannot narrow the scope, None when no session lies in it."""
+    if scope.folder is None:
+        return ""
+    params: dict[str, Any] = {}
+    ctes = scope_keys_cte("sqlite", scope, params, sqlite_bind)
+    held, too_wide, keys = driver.execute(SQLITE_SCOPE_KEYS.format(ctes=ctes), params).fetchone()
+    if not held:
+        return None
+    return "" if too_wide else f"scope_key : ({keys}) AND "
 
 
 def _sqlite_candidates(
@@ -326,33 +214,51 @@ def _sqlite_candidates(
     scope: SearchScope,
     since: datetime | None,
     wanted: int,
-) -> tuple[Sequence[Row[Any]], str]:
+) -> _Candidates:
     """The best sessions by `bm25` and the terms they were matched on: those holding every
     term when at least `wanted` do, else those holding any."""
-    keys = _scope_keys(connection, scope)
-    if keys is None:
-        return [], ""
-    quoted = " OR ".join(f'"{key}"' for key in keys)
-    in_scope = f"scope_key : ({quoted}) AND " if keys else ""
+    driver = _driver(connection)
+    in_scope = _sqlite_scope(driver, scope)
+    if in_scope is None:
+        return _Candidates(())
     params: dict[str, Any] = {}
-    parts = {
-        "scope": _scope_sql(scope, params, "o.cwd"),
-        "since": _since_sql(since, params, "o.source_updated_at"),
-    }
-    rows = _sqlite_rows(parts, exact=since is None and (scope.folder is None or bool(keys)))
+    scope_filter = scope_sql(scope, params, "o.cwd", sqlite_bind)
+    since_filter = since_sql(_sqlite_since(since), params, "o.source_updated_at", sqlite_bind)
+    exact = since is None and (scope.folder is None or bool(in_scope))
+    rows = sqlite_rows(scope_filter, since_filter, exact=exact)
     every = len(query.terms) > 1 and (
-        connection.execute(
-            text(_SQLITE_HOLDING.format(table=SQLITE_TABLE, rows=rows)),
+        driver.execute(
+            SQLITE_HOLDING.format(table=SQLITE_TABLE, rows=rows),
             {**params, "match": f"{in_scope}({query.fts5(every=True)})", "wanted": wanted},
-        ).scalar_one()
+        ).fetchone()[0]
         >= wanted
     )
     terms = query.fts5(every=every)
-    ranked = connection.execute(
-        text(_SQLITE_RANKED.format(table=SQLITE_TABLE, rows=rows)),
+    ranked = driver.execute(
+        SQLITE_RANKED.format(table=SQLITE_TABLE, rows=rows),
         {**params, "match": f"{in_scope}({terms})", "candidates": wanted * CANDIDATES_PER_HIT},
-    ).all()
-    return ranked, terms
+    ).fetchall()
+    return _Candidates(ranked, terms)
+
+
+def _sqlite_snippets(connection: Connection, hits: Sequence[Any], terms: str) -> dict[Any, str]:
+    """The snippet of each hit, made for the hits kept alone."""
+    keys = {f"key_{index}": row[_KEY] for index, row in enumerate(hits)}
+    statement = SQLITE_SNIPPETS.format(
+        table=SQLITE_TABLE, keys=", ".join(f":{name}" for name in keys)
+    )
+    return dict(_driver(connection).execute(statement, {"match": terms, **keys}).fetchall())
+
+
+def _pg_held_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]:
+    """How many of the query's terms a row holds (ts_rank_cd, normalised to below 1, only
+    orders rows that hold as many): each term's tsquery, made once, and their sum."""
+    made, held = [], []
+    for index, term in enumerate(query.terms):
+        params[f"term_{index}"] = f'"{term}"' if " " in term else term
+        made.append(f", websearch_to_tsquery('english', %(term_{index})s) AS term_{index}")
+        held.append(f"(o.search_document @@ q.term_{index})::int")
+    return "".join(made), "(" + " + ".join(held) + ")"
 
 
 def _pg_candidates(
@@ -361,30 +267,43 @@ def _pg_candidates(
     scope: SearchScope,
     since: datetime | None,
     wanted: int,
-) -> tuple[Sequence[Row[Any]], str]:
-    """The best sessions by terms held, then `ts_rank_cd`, and the terms they were matched
-    on: those holding every term when at least `wanted` do, else those holding any."""
-    keys = _scope_keys(connection, scope)
-    if keys is None:
-        return [], ""
-    ranked: Sequence[Row[Any]] = []
-    terms = ""
-    for every in (True, False) if len(query.terms) > 1 else (False,):
-        terms = query.websearch(every=every)
-        params: dict[str, Any] = {"candidates": wanted * CANDIDATES_PER_HIT, "match": terms}
-        parts = {
-            "scope": _scope_sql(scope, params, "o.cwd"),
-            "since": _since_sql(since, params, "o.source_updated_at"),
-            "found": "query",
-        }
-        if keys:
-            params["scope_keys"] = " | ".join(f"'{key}'" for key in keys)
-            parts["found"] = _PG_IN_SCOPE
-        parts["term_queries"], parts["matched"] = _pg_matched_terms(query, params)
-        ranked = connection.execute(text(_PG_RANKED.format(**parts)), params).all()
-        if len(ranked) >= wanted:
-            break
-    return ranked, terms
+) -> _Candidates:
+    """The best sessions by terms held, then `ts_rank_cd`: those holding every term when at
+    least `wanted` do, else those holding any; with the database's clock."""
+    params: dict[str, Any] = {
+        "every": query.websearch(every=True),
+        "any": query.websearch(every=False),
+        "wanted": wanted,
+        "candidates": wanted * CANDIDATES_PER_HIT,
+    }
+    narrowed = scope.folder is not None
+    in_scope = scope_sql(scope, params, "o.cwd", pg_bind)
+    scope_ctes, scope_from = "", ""
+    if narrowed:
+        scope_ctes = scope_keys_cte("postgresql", scope, params, pg_bind) + ","
+        scope_from = ", scope_keys WHERE scope_keys.held > 0"
+        # The folder keys select exactly the scope; its folders are checked when they do not.
+        in_scope = f"(NOT q.too_wide OR {in_scope})"
+    rows = f"{in_scope} AND {since_sql(since, params, 'o.source_updated_at', pg_bind)}"
+    term_queries, held = _pg_held_terms(query, params)
+    statement = PG_CANDIDATES.format(
+        scope_ctes=scope_ctes,
+        every_found=pg_found("every_query", narrowed=narrowed),
+        any_found=pg_found("any_query", narrowed=narrowed),
+        term_queries=term_queries,
+        scope_from=scope_from,
+        too_wide="too_wide" if narrowed else "true",
+        ranked=pg_ranked(held, rows, every=len(query.terms) > 1),
+    )
+    found = _driver(connection).execute(statement, params).fetchall()
+    every = bool(found) and bool(found[0][_EVERY])
+    return _Candidates(found, query.websearch(every=every))
+
+
+def _pg_headlines(connection: Connection, hits: Sequence[Any], terms: str) -> dict[Any, str]:
+    """The headline of each hit, made for the hits kept alone."""
+    params = {"match": terms, "keys": [row[_KEY] for row in hits]}
+    return dict(_driver(connection).execute(PG_HEADLINES, params).fetchall())
 
 
 def search_sessions(
@@ -394,46 +313,38 @@ def search_sessions(
     *,
     since: datetime | None,
     limit: int,
-    now: datetime,
+    now: Callable[[datetime | None], datetime],
 ) -> list[SessionHit]:
     """The best `limit` live sessions for `query` within `scope`, by relevance with the
-    recency boost; read-only."""
+    recency boost; read-only. `now` is the time now given the database's clock as the
+    search read it (None when it did not)."""
     sqlite = connection.dialect.name == "sqlite"
     wanted = max(1, limit)
-    ranked, terms = (_sqlite_candidates if sqlite else _pg_candidates)(
+    found = (_sqlite_candidates if sqlite else _pg_candidates)(
         connection, query, scope, since, wanted
     )
+    if not found.rows:
+        return []
+    moment = now(None if sqlite else found.rows[0][_CLOCK])
     scored = sorted(
         (
-            (recency_boost(float(row.relevance or 0.0), _aware(row.source_updated_at), now), row)
-            for row in ranked
+            (recency_boost(float(row[_RELEVANCE] or 0.0), _aware(row[_UPDATED]), moment), row)
+            for row in found.rows
         ),
         key=itemgetter(0),
         reverse=True,
     )[:wanted]
-    if not scored:
-        return []
-    keys = {f"key_{index}": row.hit_key for index, (_, row) in enumerate(scored)}
-    snippets: dict[Any, str] = {
-        row.hit_key: row.snippet
-        for row in connection.execute(
-            text(
-                (_SQLITE_SNIPPETS if sqlite else _PG_SNIPPETS).format(
-                    table=SQLITE_TABLE, keys=", ".join(f":{name}" for name in keys)
-                )
-            ),
-            {"match": terms, **keys},
-        )
-    }
+    hits = [row for _, row in scored]
+    snippets = (_sqlite_snippets if sqlite else _pg_headlines)(connection, hits, found.terms)
     return [
         SessionHit(
-            thread_id=row.thread_id,
-            cwd=row.cwd,
-            git_branch=row.git_branch,
-            updated_at=_aware(row.source_updated_at),
-            slug=row.rollout_slug,
-            snippet=" ".join(str(snippets.get(row.hit_key) or "").split()),
-            relevance=float(row.relevance or 0.0),
+            thread_id=row[_THREAD],
+            cwd=row[_CWD],
+            git_branch=row[_BRANCH],
+            updated_at=_aware(row[_UPDATED]),
+            slug=row[_SLUG],
+            snippet=" ".join(str(snippets.get(row[_KEY]) or "").split()),
+            relevance=float(row[_RELEVANCE] or 0.0),
             score=score,
         )
         for score, row in scored
@@ -488,10 +399,22 @@ class SearchRepository:
         since: datetime | None = None,
         limit: int = 10,
     ) -> list[SessionHit]:
-        with self.db.read() as connection:
+        with self._reading() as connection:
             return search_sessions(
-                connection, query, scope, since=since, limit=limit, now=self.db.now(connection)
+                connection, query, scope, since=since, limit=limit, now=self.db.now_read
             )
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """SQLite: a read transaction (its statements see one snapshot). PostgreSQL: none,
+        as there each statement sees a snapshot of its own anyway (READ COMMITTED) and a
+        transaction would cost two more round trips."""
+        if self.db.sqlite:
+            with self.db.read() as connection:
+                yield connection
+            return
+        with self.db.engine.connect() as connection:
+            yield connection.execution_options(isolation_level="AUTOCOMMIT")
 
     @contention_retry
     def reindex_sessions(self) -> int:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from alembic import op
 
-from consolidator.db.search import PG_COLUMN, PG_INDEX, scope_key_sql
+from consolidator.db.search import PG_COLUMN, PG_INDEX
+from consolidator.db.search_statements import scope_key_sql
 
 revision = "0019"
 down_revision = "0018"

@@ -17,13 +17,8 @@ from sqlalchemy import Engine, inspect, text
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import downgrade, upgrade
 from consolidator.db.records import Stage1Payload
-from consolidator.db.search import (
-    MAX_SCOPE_KEYS,
-    QueryTerms,
-    SearchQueryError,
-    SearchScope,
-    scope_key,
-)
+from consolidator.db.search import QueryTerms, SearchQueryError, SearchScope, scope_key
+from consolidator.db.search_statements import MAX_SCOPE_KEYS
 from consolidator.db.store import Store
 from tests.factories import LEASE, T0, header
 from tests.real_text import real_passages
