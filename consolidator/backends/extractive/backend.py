@@ -2,14 +2,14 @@
 
 This is the mode the tool runs in on a fresh machine with no key, and what makes the whole
 pipeline testable without a network. It cannot judge what mattered, so it keeps what can be
-taken verbatim and checked: the user's own words, the commands that failed and the command
-that made them pass, the files that were edited. The same input always gives byte-identical
-output.
+taken verbatim and checked: the user's own words, the commands that failed and what made them
+pass, the files edited, the values a command printed. The same input always gives
+byte-identical output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from consolidator.backends.base import (
@@ -18,9 +18,8 @@ from consolidator.backends.base import (
     Stage1Input,
     Stage1Result,
 )
-from consolidator.backends.extractive.commands import is_temporary_path
+from consolidator.backends.extractive.commands import PRINTED, is_temporary_path, printed_fact
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.explained import explain_failures
 from consolidator.backends.extractive.prose import (
     describe,
     judge_outcome,
@@ -66,11 +65,13 @@ class ExtractiveBackend:
 
     def extract(self, rollout: Stage1Input) -> Stage1Result:
         session = analyse(rollout.items, rollout.cwd)
-        session.task = session.task or _delegated_task(rollout.items)
+        # A sub-agent's task: the prompt the delegating agent wrote, nobody's statement.
+        delegated = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT)
+        prompt = next((i.text for i in delegated if i.name == DELEGATED), "")
+        session.task = session.task or clip(one_line(redact(prompt).text), MAX_TASK_CHARS)
         notes = _notes(session, rollout)
-        statements = notes.states_something
         did_work = any(call.ok and not call.read_only for call in session.calls)
-        if not statements and not did_work and not _answered(notes, rollout.items):
+        if not notes.states_something and not did_work and not _answered(notes, rollout.items):
             # Nothing reusable (a greeting, an aborted start, only reading): no task at all.
             return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         return Stage1Result(
@@ -86,9 +87,8 @@ class ExtractiveBackend:
 
 def _answered(notes: ExtractiveNotes, items: Sequence[RolloutItem]) -> bool:
     """Someone asked something (the user, or the agent that delegated the session) and the
-    agent answered in a sentence or more, at any turn: a question about the code is work
-    worth a task even when nothing was run or changed. A question back ("Hi! What would you
-    like to work on?") answers nothing, so only an answer's statements count."""
+    agent answered in a sentence or more: a question about the code is work worth a task even
+    when nothing was run or changed. A question back answers nothing."""
     return bool(notes.task) and any(
         item.kind is ItemKind.ASSISTANT
         and item.name != DELEGATED
@@ -97,43 +97,24 @@ def _answered(notes: ExtractiveNotes, items: Sequence[RolloutItem]) -> bool:
     )
 
 
-def _delegated_task(items: Sequence[RolloutItem]) -> str:
-    """A sub-agent's task: the prompt the delegating agent wrote, which is nobody's statement
-    but says what the session was for."""
-    prompt = next(
-        (i.text for i in items if i.kind is ItemKind.ASSISTANT and i.name == DELEGATED), ""
-    )
-    return clip(one_line(redact(prompt).text), MAX_TASK_CHARS) if prompt.strip() else ""
-
-
 def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     outcome = judge_outcome(session)
-    edited = dedupe(
-        path for call in session.calls for path in call.edited if not is_temporary_path(path)
-    )
-    mentioned = dedupe(
-        path for call in session.calls for path in call.mentioned if not is_temporary_path(path)
-    )
-    files = dedupe([*edited, *mentioned])[:MAX_FILES]
-    keywords = top_keywords(session)
-    said = [text for text in session.spoken if text not in session.notes]
-    spoken = user_statements(said)
-    instructions, facts = spoken.instructions, spoken.facts
+    edited = _project_files(call.edited for call in session.calls)
+    spoken = user_statements([text for text in session.spoken if text not in session.notes])
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
-    facts = dedupe([*noted, *facts])
+    printed = dict(fact for call in session.calls if (fact := printed_fact(call)) is not None)
+    facts = dedupe([*noted, *spoken.facts, *printed.values()])
     rules = {text: f"{EVIDENCE}.{session.noted_by}" for text in noted} | spoken.rules
+    rules |= dict.fromkeys(printed.values(), PRINTED)
     conclusions: list[str] = []
     if session.last_agent_message:
         agent_facts, conclusions = agent_statements(session.last_agent_message, rules)
-        if outcome == OUTCOME_PARTIAL:
-            # A conclusion the session's own commands contradicted is not verified.
-            conclusions = []
-        # What the agent said is its own, whoever stated it first: not a fact the user gave.
-        conclusions = dedupe([*conclusions, *agent_facts])
-        conclusions = [c for c in conclusions if c not in facts]
-    instructions = instructions[:MAX_STATEMENTS]
-    facts = facts[:MAX_STATEMENTS]
-    conclusions = conclusions[:MAX_STATEMENTS]
+        # A conclusion the session's own commands contradicted is not verified; what the
+        # agent said is its own, whoever stated it first: not a fact the user gave.
+        conclusions = [] if outcome == OUTCOME_PARTIAL else conclusions
+        conclusions = [c for c in dedupe([*conclusions, *agent_facts]) if c not in facts]
+    instructions = spoken.instructions[:MAX_STATEMENTS]
+    facts, conclusions = facts[:MAX_STATEMENTS], conclusions[:MAX_STATEMENTS]
     kept = dedupe([*instructions, *facts, *conclusions])
     return ExtractiveNotes(
         description=describe(session, outcome, edited, rollout.cwd),
@@ -141,10 +122,12 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
         task_outcome=outcome,
         cwd=one_line(rollout.cwd or ""),
         git_branch=one_line(rollout.git_branch or ""),
-        keywords=keywords,
+        keywords=top_keywords(session),
         user_quotes=tuple(session.quotes),
-        failures=explain_failures(session.failures, session.last_agent_message),
-        files=tuple(files),
+        failures=tuple(session.failures),
+        files=tuple(
+            dedupe([*edited, *_project_files(c.mentioned for c in session.calls)])[:MAX_FILES]
+        ),
         commands=tuple(_commands_run(session)),
         instructions=tuple(instructions),
         facts=tuple(facts),
@@ -157,21 +140,23 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     )
 
 
+def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
+    return dedupe(path for paths in groups for path in paths if not is_temporary_path(path))
+
+
 def _edited_values(session: Session) -> list[EditedValue]:
-    """What the session's edits changed, from the calls that did not fail; a value edited
-    twice is one change, from its first old value to its last new one."""
+    """What the session's edits that did not fail changed; a value edited twice is one
+    change, from its first old value to its last new one."""
     merged: dict[tuple[str, str], EditedValue] = {}
-    for call in session.calls:
-        for change in call.changes if call.ok is not False else ():
-            first = merged.get((change.path, change.subject))
-            old = first.old if first is not None else change.old
-            merged[(change.path, change.subject)] = replace(change, old=old)
+    for change in (c for call in session.calls if call.ok is not False for c in call.changes):
+        first = merged.get((change.path, change.subject), change)
+        merged[(change.path, change.subject)] = replace(change, old=first.old)
     return [change for change in merged.values() if change.old != change.new][:MAX_STATEMENTS]
 
 
 def _commands_run(session: Session) -> list[str]:
-    """The shell commands that worked and did something, in order, a repeat run folded into
-    one: what another session in the same project could follow as a procedure."""
+    """The shell commands that worked and did something, in order, a repeat folded into one:
+    what another session in the same project could follow as a procedure."""
     commands: list[str] = []
     for call in session.calls:
         worked = call.shell and call.ok and not call.read_only and call.command

@@ -1,14 +1,17 @@
-"""Reading a rollout: the user's own words, the tool calls, which failed and what fixed them."""
+"""Reading a rollout: the user's own words, the tool calls, which failed, what fixed them and
+what the agent said between the two."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from consolidator.backends.extractive.commands import Call, parse_call
+from consolidator.backends.extractive.commands import REFUSED_UNRUN, Call, parse_call, take_output
+from consolidator.backends.extractive.explained import account
+from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import FailureNote
-from consolidator.memory.text import clip, dedupe, one_line, words
+from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import ItemKind, RolloutItem
 from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, read_check
@@ -16,7 +19,6 @@ from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, re
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
 MAX_TASK_CHARS = 200
-MAX_ERROR_CHARS = 160
 MAX_FAILURES = 10
 
 
@@ -32,7 +34,7 @@ class Session:
     notes: list[str] = field(default_factory=list)
     # Who wrote the notes: "note" (the user), "agent_note" or "check"; "" for a session.
     noted_by: str = ""
-    # The remembered entries a repository check found no longer hold.
+    # The remembered entries a repository check found gone, and found stated otherwise.
     disproved: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)
 
@@ -47,60 +49,60 @@ _INJECTED = re.compile(
 )
 _EMBEDDED_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 # Replies that only keep the agent going; quoting them would teach nothing.
-_ACKNOWLEDGEMENTS = frozenset(
-    (
-        *words("ok okay k yes y yep yeah no n sure continue proceed thanks thx lgtm done next"),
-        *("go on", "go ahead", "do it", "thank you", "great", "good", "[image]"),
-    )
+_ACKNOWLEDGEMENTS = word_list("acknowledgements")
+# A command that could not run at all (unknown, missing, not allowed): whatever ran next in
+# its place is how it is done.
+_COULD_NOT_RUN = re.compile(
+    r"not found|no such file|unknown (?:command|subcommand|option)|usage:|not recognized|"
+    r"permission denied|not installed|cannot execute|is not a",
+    re.IGNORECASE,
 )
 
 
 def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     session = Session()
-    spoken: list[str] = []
     asked: list[str] = []  # the user's words since the last call
     by_id: dict[str, Call] = {}
     for item in items:
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
-            # A tool's findings, not anyone's words: entries naming what the folder lacks are
-            # taken back, entries the repository states differently are marked, and what the
-            # repository states is kept as a fact.
+            # A tool's findings, not anyone's words: what the folder lacks is taken back, what
+            # the repository states otherwise is marked, and what it states is a fact.
             check = read_check(item.text)
             session.disproved.extend(entry for entry, _ in check.gone)
             session.outdated.extend(entry for entry, _ in check.outdated)
             session.notes.extend(check.stated)
             session.noted_by = CHECK_ITEM
             session.task = session.task or clip(one_line(item.text.splitlines()[0]), MAX_TASK_CHARS)
-        elif item.kind is ItemKind.USER:
-            text = user_text(item.text)
-            if text and item.name in (NOTE_ITEM, AGENT_NOTE_ITEM):
+        elif item.kind is ItemKind.USER and (text := user_text(item.text)):
+            if item.name in (NOTE_ITEM, AGENT_NOTE_ITEM):
                 session.notes.append(text)  # handed over to be remembered, as it is
                 session.noted_by = item.name
-            if text:
-                spoken.append(text)
-                asked.append(text)
+            session.spoken.append(text)
+            asked.append(text)
         elif item.kind is ItemKind.ASSISTANT and item.text.strip():
             session.last_agent_message = item.text
+            if session.calls:
+                session.calls[-1].said.append(item.text)
         elif item.kind is ItemKind.TOOL_CALL:
             call = parse_call(item, cwd)
             call.asked, asked = " ".join(asked), []
             session.calls.append(call)
-            if call.call_id:
-                by_id[call.call_id] = call
+            by_id[item.call_id or ""] = call
         elif item.kind is ItemKind.TOOL_OUTPUT:
-            target = _call_for_output(item, by_id, session.calls)
-            if target is not None and _REFUSED_UNRUN.match(item.text):
+            waiting = (c for c in reversed(session.calls) if c.ok is None)
+            target = by_id.get(item.call_id) if item.call_id else next(waiting, None)
+            if target is not None and target.ok is None and REFUSED_UNRUN.match(item.text):
                 session.calls.remove(target)  # the client refused it: nothing ran, no lesson
-            elif target is not None:
-                target.ok, target.error = _judge_output(item)
-    quotes = dedupe(_quote(text) for text in spoken)
-    if len(quotes) > MAX_QUOTES:
-        head = MAX_QUOTES // 2
-        quotes = quotes[:head] + quotes[len(quotes) - (MAX_QUOTES - head) :]
-    session.quotes = quotes
-    session.spoken = spoken
-    if spoken and not session.task:
-        session.task = clip(one_line(redact(spoken[0]).text), MAX_TASK_CHARS)
+                target.ok = False
+            elif target is not None and target.ok is None:
+                take_output(target, item)
+    quotes = dedupe(clip(one_line(redact(text).text), MAX_QUOTE_CHARS) for text in session.spoken)
+    head = MAX_QUOTES // 2
+    session.quotes = (
+        quotes if len(quotes) <= MAX_QUOTES else quotes[:head] + quotes[head - MAX_QUOTES :]
+    )
+    if session.spoken and not session.task:
+        session.task = clip(one_line(redact(session.spoken[0]).text), MAX_TASK_CHARS)
     session.failures, session.unfixed = _pair_failures(session.calls)
     return session
 
@@ -112,89 +114,12 @@ def user_text(text: str) -> str:
         return ""
     stripped = _EMBEDDED_REMINDER.sub("", stripped).strip()
     normalized = " ".join(stripped.lower().split()).strip(" .!")
-    if not normalized or normalized in _ACKNOWLEDGEMENTS:
-        return ""
-    return stripped
-
-
-def _quote(text: str) -> str:
-    # Redacted before clipping: a cut through a secret could leave a prefix no pattern knows.
-    return clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
-
-
-def _call_for_output(item: RolloutItem, by_id: dict[str, Call], calls: list[Call]) -> Call | None:
-    if item.call_id is not None:
-        call = by_id.get(item.call_id)
-        return call if call is not None and call.ok is None else None
-    for call in reversed(calls):
-        if call.ok is None:
-            return call
-    return None
-
-
-# A command that could not run at all (unknown, missing, not allowed): whatever ran next in
-# its place is how it is done.
-_COULD_NOT_RUN = re.compile(
-    r"not found|no such file|unknown (?:command|subcommand|option)|usage:|not recognized|"
-    r"permission denied|not installed|cannot execute|is not a",
-    re.IGNORECASE,
-)
-# A call the agent's client refused before running it ("File has not been read yet", "Sibling
-# tool call errored"): how the agent used its tools, not how the project behaves.
-_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
-_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
-_ERROR_LINE = re.compile(
-    r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
-    r"Traceback \(most recent call last\)|.*: command not found|.*: No such file or directory|"
-    r".*Permission denied|apply_patch verification failed|Failed to )",
-    re.IGNORECASE,
-)
-_NOISE_LINE = re.compile(r"^(?:Exit code:? -?\d+|Wall time:.*|Output:|Process exited with code.*)$")
-_PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
-
-
-def _judge_output(item: RolloutItem) -> tuple[bool, str]:
-    lines = [line.strip() for line in item.text.splitlines() if line.strip()]
-    lines = [line for line in lines if not _NOISE_LINE.match(line)]
-    if item.exit_code is not None:
-        ok = item.exit_code == 0
-    else:
-        # No status recorded: judge by how the output opens and ends, never by its middle,
-        # which may be a file that merely mentions an error.
-        edges = lines[:1] + lines[-1:]
-        ok = not any(
-            _ERROR_LINE.match(line) or _EXCEPTION_LINE.search(line) or _PYTEST_SUMMARY.search(line)
-            for line in edges
-        )
-    if ok:
-        return True, ""
-    return False, _error_line(lines, item.exit_code)
-
-
-def _error_line(lines: list[str], exit_code: int | None) -> str:
-    chosen = next((line for line in lines if _EXCEPTION_LINE.search(line)), None)
-    if chosen is None:
-        chosen = next((line for line in lines if _ERROR_LINE.match(line)), None)
-    if chosen is None and lines:
-        chosen = lines[-1]
-    if chosen is None:
-        return f"exit code {exit_code}" if exit_code is not None else "failed with no output"
-    chosen = re.sub(r"^E\s+", "", chosen)
-    return clip(one_line(redact(chosen).text), MAX_ERROR_CHARS)
+    return stripped if normalized and normalized not in _ACKNOWLEDGEMENTS else ""
 
 
 def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
-    """Each failed command with the command that fixed it, and how many were never fixed.
-
-    The fix is the next successful call of the same tool running a similar command (same
-    program, or a shared argument such as the package or test file). When that call repeats
-    the failed command exactly, what changed in between is the fix, so the last change made
-    between the two (an edit, an install) is reported instead. With no similar success, the
-    very next non-reading call of the same tool counts if it succeeded and either the failed one
-    could not run at all or the user named it just before; after a failing test run, another
-    command that works fixed nothing. An edit is no fix of its own: a failure that passed once
-    the code was edited keeps the files edited, as where the fix went.
-    """
+    """Each failed command with what fixed it and what the agent said about it on the way, and
+    how many were never fixed. A failed edit made again is no lesson."""
     failures: list[FailureNote] = []
     unfixed = 0
     seen: set[str] = set()
@@ -202,39 +127,45 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
         if call.ok is not False or call.read_only or call.command in seen:
             continue
         seen.add(call.command)
-        failure = _fixed(call, calls[index + 1 :])
+        failure, passed = _fixed(call, calls[index + 1 :])
         if call.edited and failure.edited and not failure.fix:
-            continue  # an edit that failed and was made again: no lesson
-        if not failure.fixed:
-            unfixed += 1
+            continue
+        unfixed += not failure.fixed
+        between = calls[index : index + passed + 2]
+        said = [text for earlier in between[:-1] for text in earlier.said]
+        changes = [change for later in between[1:] for change in later.changes]
         if len(failures) < MAX_FAILURES:
-            failures.append(failure)
+            failures.append(replace(failure, explained=account(failure, said, changes)))
     return failures, unfixed
 
 
-def _fixed(failed: Call, later: list[Call]) -> FailureNote:
-    """`failed` with the command that fixed it, or the files edited before it passed."""
+def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
+    """`failed` with what fixed it, and where in `later` the call that passed is (-1: none).
+
+    The fix is the next successful call of the same tool running a similar command (the same
+    program, or a shared argument such as the package or test file); when it repeats the
+    failed command, the last change made in between (an install, an edit) is the fix. With
+    none, the very next call of the same tool counts if it worked and the failed one could not
+    run at all or the user named it just before. An edit is where the fix went, not the fix.
+    """
     for offset, call in enumerate(later):
-        if call.ok and not call.read_only and call.tool == failed.tool and _similar(failed, call):
-            if call.command != failed.command:
-                return _fixed_by(failed, call, [call])
-            # An install or an edit made in between is what changed.
+        similar = failed.key == call.key or bool(failed.args & call.args)
+        if call.ok and not call.read_only and call.tool == failed.tool and similar:
             changes = [c for c in later[:offset] if c.ok and not c.read_only]
-            if not changes:
-                return FailureNote(failed.command, failed.error, call.command)
-            return _fixed_by(failed, changes[-1], changes)
-    following = next((c for c in later if c.tool == failed.tool and not c.read_only), None)
-    if (
-        following is not None
-        and following.ok
-        and (_COULD_NOT_RUN.search(failed.error) or _named(following.key, following.asked))
-    ):
-        return _fixed_by(failed, following, [following])
-    return FailureNote(failed.command, failed.error)
-
-
-def _named(command: str, said: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", said, re.IGNORECASE) is not None
+            if call.command != failed.command:
+                changes = [call]
+            elif not changes:  # passed when run again
+                return FailureNote(failed.command, failed.error, call.command), offset
+            return _fixed_by(failed, changes[-1], changes), offset
+    at, following = next(
+        ((i, c) for i, c in enumerate(later) if c.tool == failed.tool and not c.read_only),
+        (-1, None),
+    )
+    if following is not None and following.ok:
+        named = rf"(?<![\w-]){re.escape(following.key)}(?![\w-])"
+        if _COULD_NOT_RUN.search(failed.error) or re.search(named, following.asked, re.I):
+            return _fixed_by(failed, following, [following]), at
+    return FailureNote(failed.command, failed.error), -1
 
 
 def _fixed_by(failed: Call, last: Call, changes: list[Call]) -> FailureNote:
@@ -242,7 +173,3 @@ def _fixed_by(failed: Call, last: Call, changes: list[Call]) -> FailureNote:
         return FailureNote(failed.command, failed.error, last.command)
     edited = dedupe(path for change in changes for path in change.edited)
     return FailureNote(failed.command, failed.error, edited=tuple(edited))
-
-
-def _similar(failed: Call, other: Call) -> bool:
-    return failed.key == other.key or bool(failed.args & other.args)
