@@ -9,46 +9,19 @@ byte-identical output.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable
 
-from consolidator.backends.base import (
-    ConsolidationRequest,
-    ConsolidationResult,
-    Stage1Input,
-    Stage1Result,
-)
+from consolidator.backends import base
+from consolidator.backends.extractive import prose, statements
 from consolidator.backends.extractive.commands import PRINTED, is_temporary_path, printed_fact
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.prose import (
-    describe,
-    judge_outcome,
-    slug_for,
-    summarise,
-    top_keywords,
-)
 from consolidator.backends.extractive.rules import EVIDENCE
 from consolidator.backends.extractive.sentences import answer_words
-from consolidator.backends.extractive.session import (
-    MAX_QUOTE_CHARS,
-    MAX_TASK_CHARS,
-    Session,
-    analyse,
-)
-from consolidator.backends.extractive.statements import (
-    MAX_STATEMENTS,
-    agent_statements,
-    user_statements,
-)
-from consolidator.memory.offline_notes import (
-    OUTCOME_PARTIAL,
-    EditedValue,
-    ExtractiveNotes,
-    render_raw_memory,
-)
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
+from consolidator.memory.offline_notes import OUTCOME_PARTIAL, ExtractiveNotes, render_raw_memory
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
-from consolidator.sources.items import DELEGATED, ItemKind, RolloutItem
+from consolidator.sources.items import DELEGATED, ItemKind
 
 MAX_FILES = 20
 MAX_COMMANDS = 15
@@ -63,44 +36,33 @@ class ExtractiveBackend:
     model = "extractive-v1"
     has_context_window = False
 
-    def extract(self, rollout: Stage1Input) -> Stage1Result:
+    def extract(self, rollout: base.Stage1Input) -> base.Stage1Result:
         session = analyse(rollout.items, rollout.cwd)
-        # A sub-agent's task: the prompt the delegating agent wrote, nobody's statement.
-        delegated = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT)
-        prompt = next((i.text for i in delegated if i.name == DELEGATED), "")
-        session.task = session.task or clip(one_line(redact(prompt).text), MAX_TASK_CHARS)
+        agent = [item for item in rollout.items if item.kind is ItemKind.ASSISTANT]
         notes = _notes(session, rollout)
-        did_work = any(call.ok and not call.read_only for call in session.calls)
-        if not notes.states_something and not did_work and not _answered(notes, rollout.items):
-            # Nothing reusable (a greeting, an aborted start, only reading): no task at all.
-            return Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
-        return Stage1Result(
-            rollout_summary=summarise(session, notes),
-            rollout_slug=slug_for(notes.task, notes.keywords),
+        # Work worth a task: something stated or learned, a change made, or a question about
+        # the code answered in a sentence or more (a question back answers nothing).
+        answered = bool(notes.task) and any(
+            item.name != DELEGATED and answer_words(item.text) >= MIN_ANSWER_WORDS for item in agent
+        )
+        worked = any(call.ok and not call.read_only for call in session.calls)
+        if not (notes.states_something or answered or worked):
+            return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
+        return base.Stage1Result(
+            rollout_summary=prose.summarise(session, notes),
+            rollout_slug=prose.slug_for(notes.task, notes.keywords),
             raw_memory=render_raw_memory(notes),
         )
 
-    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+    def consolidate(self, request: base.ConsolidationRequest) -> base.ConsolidationResult:
         """Phase two offline: `consolidation` groups these notes by cwd."""
         return consolidate_extractively(request)
 
 
-def _answered(notes: ExtractiveNotes, items: Sequence[RolloutItem]) -> bool:
-    """Someone asked something (the user, or the agent that delegated the session) and the
-    agent answered in a sentence or more: a question about the code is work worth a task even
-    when nothing was run or changed. A question back answers nothing."""
-    return bool(notes.task) and any(
-        item.kind is ItemKind.ASSISTANT
-        and item.name != DELEGATED
-        and answer_words(item.text) >= MIN_ANSWER_WORDS
-        for item in items
-    )
-
-
-def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
-    outcome = judge_outcome(session)
+def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
+    outcome = prose.judge_outcome(session)
     edited = _project_files(call.edited for call in session.calls)
-    spoken = user_statements([text for text in session.spoken if text not in session.notes])
+    spoken = statements.user_statements([t for t in session.spoken if t not in session.notes])
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
     printed = dict(fact for call in session.calls if (fact := printed_fact(call)) is not None)
     facts = dedupe([*noted, *spoken.facts, *printed.values()])
@@ -108,58 +70,40 @@ def _notes(session: Session, rollout: Stage1Input) -> ExtractiveNotes:
     rules |= dict.fromkeys(printed.values(), PRINTED)
     conclusions: list[str] = []
     if session.last_agent_message:
-        agent_facts, conclusions = agent_statements(session.last_agent_message, rules)
+        agent_facts, conclusions = statements.agent_statements(session.last_agent_message, rules)
         # A conclusion the session's own commands contradicted is not verified; what the
         # agent said is its own, whoever stated it first: not a fact the user gave.
         conclusions = [] if outcome == OUTCOME_PARTIAL else conclusions
         conclusions = [c for c in dedupe([*conclusions, *agent_facts]) if c not in facts]
-    instructions = spoken.instructions[:MAX_STATEMENTS]
-    facts, conclusions = facts[:MAX_STATEMENTS], conclusions[:MAX_STATEMENTS]
+    most = statements.MAX_STATEMENTS
+    instructions, facts, conclusions = spoken.instructions[:most], facts[:most], conclusions[:most]
     kept = dedupe([*instructions, *facts, *conclusions])
+    mentioned = _project_files(call.mentioned for call in session.calls)
+    # What worked and did something, a repeat folded into one: a procedure to follow.
+    worked = (call for call in session.calls if call.shell and call.ok and not call.read_only)
+    commands = [call.command for call in worked if call.command]
+    commands = [c for i, c in enumerate(commands) if c not in commands[i - 1 : i]]
     return ExtractiveNotes(
-        description=describe(session, outcome, edited, rollout.cwd),
+        description=prose.describe(session, outcome, edited, rollout.cwd),
         task=session.task,
         task_outcome=outcome,
         cwd=one_line(rollout.cwd or ""),
         git_branch=one_line(rollout.git_branch or ""),
-        keywords=top_keywords(session),
+        keywords=prose.top_keywords(session),
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
-        files=tuple(
-            dedupe([*edited, *_project_files(c.mentioned for c in session.calls)])[:MAX_FILES]
-        ),
-        commands=tuple(_commands_run(session)),
+        files=tuple(dedupe([*edited, *mentioned])[:MAX_FILES]),
+        commands=tuple(commands[:MAX_COMMANDS]),
         instructions=tuple(instructions),
         facts=tuple(facts),
         conclusions=tuple(conclusions),
-        revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:MAX_STATEMENTS]),
-        outdated=tuple(dedupe(session.outdated)[:MAX_STATEMENTS]),
+        revoked=tuple(dedupe([*session.disproved, *spoken.revoked])[:most]),
+        outdated=tuple(dedupe(session.outdated)[:most]),
         noted_by=session.noted_by,
-        edited=tuple(_edited_values(session)),
+        edited=tuple(session.edited[:most]),
         rules=tuple((text, rules[text]) for text in kept if text in rules),
     )
 
 
 def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
     return dedupe(path for paths in groups for path in paths if not is_temporary_path(path))
-
-
-def _edited_values(session: Session) -> list[EditedValue]:
-    """What the session's edits that did not fail changed; a value edited twice is one
-    change, from its first old value to its last new one."""
-    merged: dict[tuple[str, str], EditedValue] = {}
-    for change in (c for call in session.calls if call.ok is not False for c in call.changes):
-        first = merged.get((change.path, change.subject), change)
-        merged[(change.path, change.subject)] = replace(change, old=first.old)
-    return [change for change in merged.values() if change.old != change.new][:MAX_STATEMENTS]
-
-
-def _commands_run(session: Session) -> list[str]:
-    """The shell commands that worked and did something, in order, a repeat folded into one:
-    what another session in the same project could follow as a procedure."""
-    commands: list[str] = []
-    for call in session.calls:
-        worked = call.shell and call.ok and not call.read_only and call.command
-        if worked and (not commands or commands[-1] != call.command):
-            commands.append(call.command)
-    return commands[:MAX_COMMANDS]

@@ -242,42 +242,33 @@ _SETTING_LINE = re.compile(
     r"(?:[\w./-]+:)?(?:\d+:)?\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*(?P<value>.+?),?"
 )
 _ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
-_VARIABLE = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?")
 
 
 def printed_fact(call: Call) -> tuple[str, str] | None:
     """What `call` printed a value of and the sentence that says so, when it was run to print
     that one value (a version, a file that pins one, a setting, what a CLI is set to) and
     printed nothing else. A secret's name, or a value redaction would change, is never kept."""
-    argv = _argv(call.command.removesuffix(" 2>&1"))
-    if not (call.shell and call.ok and call.printed and len(argv) > 1) or _SEGMENT_SPLIT.search(
-        call.command
-    ):
+    printed = call.shell and call.ok and call.printed
+    argv = _argv(call.command.removesuffix(" 2>&1")) if printed else []
+    if len(argv) < 2 or "|" in call.command:
         return None
-    line, lines, subject = call.printed[0], len(call.printed), ""
-    value, name = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1]
-    setting = _SETTING_LINE.fullmatch(line)
-    variable = _VARIABLE.fullmatch(argv[1] if argv[0] == "echo" else f"${argv[1]}")
-    if len(argv) == 2 and argv[1] in word_list("version-flags"):
-        versions = _VERSION.findall(line)
-        subject, value, lines = f"{argv[0]} version", "".join(versions[:1]), lines - 1
-        value = value if len(versions) == 1 else ""
+    line, extra, subject = call.printed[0], call.printed[1:], ""
+    value, name, versions = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1], _VERSION.findall(line)
+    setting = _SETTING_LINE.fullmatch(line) if argv[0] in ("grep", "rg") else None
+    if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
+        subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
     elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
         subject = argv[1]
-    elif argv[0] in ("grep", "rg") and len(argv) == 3 and setting is not None:
-        extension = name.rsplit(".", 1)[-1].lower()
-        if argv[1].lower() in setting["key"].lower() and extension in word_list(
-            "config-extensions"
-        ):
-            subject, value = f"{setting['key']} in {argv[2]}", setting["value"].strip("\"'")
-    elif argv[0] in word_list("value-printers") and len(argv) == 2 and variable is not None:
-        subject = variable[1]
+    elif setting and len(argv) == 3 and argv[1].lower() in setting["key"].lower():
+        config = name.rsplit(".", 1)[-1].lower() in word_list("config-extensions")
+        subject = f"{setting['key']} in {argv[2]}" if config else ""
+        value = setting["value"].strip("\"'")
     elif " ".join(argv[:-1]) in word_list("value-getters"):
         subject = argv[-1]
     elif argv[-2] in word_list("field-flags"):
         subject = f"{argv[0]} {argv[-1].lstrip('.')}"
     secret = any(word in subject.lower() for word in word_list("secret-names"))
-    if not subject or lines > 1 or secret or not _ONE_VALUE.fullmatch(value):
+    if not subject or extra or secret or not _ONE_VALUE.fullmatch(value):
         return None
     if redact(value).text != value:
         return None

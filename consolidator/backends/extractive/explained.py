@@ -42,15 +42,13 @@ def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedV
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)
     values = (f"{change.subject} {change.new}" for change in changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
-    kept: list[str] = []
-    for sentence in (sentence for text in said for sentence in sentences(text)):
-        bare = _STRAY_STOP.sub("", strip_lead_in(sentence))
-        if is_question(bare) or len(bare.split()) < _MIN_EXPLAINED_WORDS:
-            continue
-        if _words(bare) & about and len(kept) < _MAX_EXPLAINED:
-            bare = rule("structure.doubled-mark").sub(r"\1", bare)
-            kept.append(_PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), bare))
-    return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
+    bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
+    kept = [
+        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), rule("structure.doubled-mark").sub(r"\1", s))
+        for s in bare
+        if not is_question(s) and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about
+    ]
+    return clip(one_line(redact(" ".join(kept[:_MAX_EXPLAINED])).text), _MAX_EXPLAINED_CHARS)
 
 
 def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
