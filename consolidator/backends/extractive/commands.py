@@ -10,7 +10,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 from consolidator.backends.extractive.changes import patch_edits, shell_edits, tool_edits
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
@@ -64,7 +64,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     tool = (item.name or "").strip() or "tool"
     stripped = item.text.strip()
     try:
-        payload = json.loads(stripped) if stripped.startswith("{") else None
+        payload: dict[str, Any] | None = json.loads(stripped) if stripped.startswith("{") else None
     except (ValueError, RecursionError):
         payload = None
     payload = payload if isinstance(payload, dict) else None
@@ -85,13 +85,11 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
         changes = tuple(shell_edits(command, relative))
         return Call(tool, line, key, args, (), mentioned, read_only, True, changes)
     payload = payload or {}
-    edits = payload.get("edits")
-    nested = (
-        [e.get("file_path") for e in edits if isinstance(e, dict)]
-        if isinstance(edits, list)
-        else []
-    )
-    values = [*(payload.get(key) for key in _PATH_KEYS), *nested]
+    edits: list[Any] = payload["edits"] if isinstance(payload.get("edits"), list) else []
+    values = [
+        *map(payload.get, _PATH_KEYS),
+        *(e.get("file_path") for e in edits if isinstance(e, dict)),
+    ]
     paths = tuple(
         dedupe(relative(v) for v in values if isinstance(v, str) and v.strip() and "\n" not in v)
     )
@@ -106,7 +104,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
 
 
-def _shell_command(tool: str, payload: dict[str, object] | None, text: str) -> str | None:
+def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str | None:
     if payload is None:
         return text if tool.lower() in word_list("shell-tools") and text.strip() else None
     for value in (payload.get("command"), payload.get("cmd")):
@@ -203,7 +201,7 @@ def _command_line(command: str) -> str:
 
 # A call the agent's client refused before running it ("File has not been read yet", "Sibling
 # tool call errored"): how the agent used its tools, not how the project behaves.
-REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
+_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
 _EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
 _ERROR_LINE = re.compile(
     r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
@@ -215,26 +213,25 @@ _NOISE_LINE = re.compile(r"^(?:Exit code:? -?\d+|Wall time:.*|Output:|Process ex
 _PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
 
 
-def take_output(call: Call, item: RolloutItem) -> None:
-    """Whether `call` failed and on which line. With no exit code recorded, only the output's
-    first and last lines tell: its middle may be a file that merely mentions an error."""
+def take_output(call: Call, item: RolloutItem) -> bool:
+    """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
+    code recorded, only the output's first and last lines tell: its middle may be a file that
+    merely mentions an error."""
     lines = [line.strip() for line in item.text.splitlines() if line.strip()]
     lines = [line for line in lines if not _NOISE_LINE.match(line)]
+    failed = (_ERROR_LINE.match, _EXCEPTION_LINE.search, _PYTEST_SUMMARY.search)
+    edges = [line for line in lines[:1] + lines[-1:] if any(test(line) for test in failed)]
+    call.ok = not edges if item.exit_code is None else item.exit_code == 0
     call.printed = tuple(lines) if len(lines) <= 2 else ()
-    call.ok = (
-        item.exit_code == 0
-        if item.exit_code is not None
-        else not any(
-            _ERROR_LINE.match(line) or _EXCEPTION_LINE.search(line) or _PYTEST_SUMMARY.search(line)
-            for line in lines[:1] + lines[-1:]
-        )
-    )
     if not call.ok:
         chosen = next((line for line in lines if _EXCEPTION_LINE.search(line)), None)
         chosen = chosen or next((line for line in lines if _ERROR_LINE.match(line)), None)
         chosen = re.sub(r"^E\s+", "", chosen or (lines[-1] if lines else ""))
-        missing = f"exit code {item.exit_code}" if item.exit_code is not None else "no output"
+        missing = (
+            "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
+        )
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
+    return _REFUSED_UNRUN.match(item.text) is None
 
 
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")

@@ -34,19 +34,27 @@ def _words(*texts: str) -> frozenset[str]:
 
 
 def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedValue]) -> str:
-    """Up to two sentences the agent said between `failure` and its fix that say something,
-    ask nothing and are about it: they name its command, a word of its error, or the file or
-    value the fix changed. Words about anything else explain nothing of it."""
+    """Up to two sentences the agent said between `failure` and its fix that state something
+    about it: they name its command, a word of its error, or the file or value the fix
+    changed. Words about anything else explain nothing of it."""
     if not failure.fixed:
         return ""
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)
     values = (f"{change.subject} {change.new}" for change in changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
     bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
-    kept = [
-        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), rule("structure.doubled-mark").sub(r"\1", s))
+    # A question, a sentence that only introduces what follows, or what the agent will do
+    # next says nothing of why it failed.
+    said_of_it = [
+        s
         for s in bare
-        if not is_question(s) and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about
+        if not (is_question(s) or s.endswith(":") or rule("drop.first-person").match(s))
+        and len(s.split()) >= _MIN_EXPLAINED_WORDS
+        and _words(s) & about
+    ]
+    doubled = rule("structure.doubled-mark")
+    kept = [
+        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.sub(r"\1", s)) for s in said_of_it
     ]
     return clip(one_line(redact(" ".join(kept[:_MAX_EXPLAINED])).text), _MAX_EXPLAINED_CHARS)
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from consolidator.backends.extractive.commands import REFUSED_UNRUN, Call, parse_call, take_output
+from consolidator.backends.extractive.commands import Call, parse_call, take_output
 from consolidator.backends.extractive.explained import account
 from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import EditedValue, FailureNote
@@ -77,11 +77,8 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
         elif item.kind is ItemKind.TOOL_OUTPUT:
             waiting = (c for c in reversed(session.calls) if c.ok is None)
             target = by_id.get(item.call_id) if item.call_id else next(waiting, None)
-            if target is not None and target.ok is None and REFUSED_UNRUN.match(item.text):
+            if target is not None and target.ok is None and not take_output(target, item):
                 session.calls.remove(target)  # the client refused it: nothing ran, no lesson
-                target.ok = False
-            elif target is not None and target.ok is None:
-                take_output(target, item)
     quotes = dedupe(clip(one_line(redact(text).text), MAX_QUOTE_CHARS) for text in session.spoken)
     head = MAX_QUOTES // 2
     # The first and the last of many, half the most kept each.
@@ -105,7 +102,7 @@ def user_text(text: str) -> str:
     injected = stripped.startswith(tuple(word_list("injected-openings")))
     stripped = "" if injected else _EMBEDDED_REMINDER.sub("", stripped).strip()
     normalized = " ".join(stripped.lower().split()).strip(" .!")
-    return stripped if normalized not in word_list("acknowledgements") | {""} else ""
+    return "" if not normalized or normalized in word_list("acknowledgements") else stripped
 
 
 def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
