@@ -1,11 +1,7 @@
-"""The offline stage-one backend: a deterministic extract of a rollout, with no model.
-
-This is the mode the tool runs in on a fresh machine with no key, and what makes the whole
-pipeline testable without a network. It cannot judge what mattered, so it keeps what can be
-taken verbatim and checked: the user's own words, the commands that failed and what made them
-pass, the files edited, the values a command printed. The same input always gives
-byte-identical output.
-"""
+"""The offline stage-one backend: a deterministic extract of a rollout, with no model, for a
+machine with no key and for tests without a network. It keeps what can be taken verbatim and
+checked (the user's words, failures and their fixes, files edited, values printed), the same
+bytes for the same input."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from collections.abc import Iterable
 
 from consolidator.backends import base
 from consolidator.backends.extractive import prose, statements
-from consolidator.backends.extractive.commands import PRINTED, is_temporary_path, printed_fact
+from consolidator.backends.extractive.commands import PRINTED, printed_fact
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.rules import EVIDENCE
 from consolidator.backends.extractive.sentences import answer_words
@@ -24,6 +20,8 @@ from consolidator.security.redaction import redact
 from consolidator.sources.items import DELEGATED, ItemKind
 
 MAX_FILES = 20
+# Scratch files (`/tmp/...`, macOS `/var/folders/...` screenshots) are not project files.
+_TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 MAX_COMMANDS = 15
 # An answer shorter than this is an acknowledgement or a promise ("I'll publish it."), not one.
 MIN_ANSWER_WORDS = 8
@@ -106,4 +104,6 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
 
 
 def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
-    return dedupe(path for paths in groups for path in paths if not is_temporary_path(path))
+    return dedupe(
+        path for paths in groups for path in paths if not path.startswith(_TEMPORARY_ROOTS)
+    )

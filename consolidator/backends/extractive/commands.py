@@ -46,7 +46,6 @@ class Call:
     printed: tuple[str, ...] = ()
 
 
-_TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
 _DETAIL_KEYS = ("query", "pattern", "url", "description", "prompt")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
@@ -112,9 +111,9 @@ def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str 
             return value
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             shell = len(value) >= 3 and value[0] in word_list("shells")
-            return (
-                str(value[2]) if shell and value[1] in ("-c", "-lc", "-ic") else shlex.join(value)
-            )
+            if shell and value[1] in ("-c", "-lc", "-ic"):
+                return str(value[2])
+            return shlex.join(value)
     return None
 
 
@@ -179,11 +178,6 @@ def _command_paths(command: str) -> list[str]:
         if path.rsplit(".", 1)[-1].lower() in word_list("file-extensions")
         or ("/" in path and not path.rsplit(".", 1)[-1].isdigit())
     ]
-
-
-def is_temporary_path(path: str) -> bool:
-    """Scratch files (`/tmp/...`, macOS `/var/folders/...` screenshots) are not project files."""
-    return path.startswith(_TEMPORARY_ROOTS)
 
 
 def _relative(path: str, cwd: str | None) -> str:
