@@ -36,15 +36,15 @@ class ExtractiveBackend:
 
     def extract(self, rollout: base.Stage1Input) -> base.Stage1Result:
         session = analyse(rollout.items, rollout.cwd)
-        agent = [item for item in rollout.items if item.kind is ItemKind.ASSISTANT]
         notes = _notes(session, rollout)
         # Work worth a task: something stated or learned, a change made, or a question about
         # the code answered in a sentence or more (a question back answers nothing).
-        answered = bool(notes.task) and any(
-            item.name != DELEGATED and answer_words(item.text) >= MIN_ANSWER_WORDS for item in agent
-        )
-        worked = any(call.ok and not call.read_only for call in session.calls)
-        if not (notes.states_something or answered or worked):
+        answers = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT and i.name != DELEGATED)
+        if not (
+            notes.states_something
+            or any(call.ok and not call.read_only for call in session.calls)
+            or (notes.task and any(answer_words(i.text) >= MIN_ANSWER_WORDS for i in answers))
+        ):
             return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
         return base.Stage1Result(
             rollout_summary=prose.summarise(session, notes),
