@@ -24,39 +24,51 @@ _PYTEST_FAILED = (
 )
 
 
-def _edited_then_passed(answer: str) -> tuple[FailureNote, ...]:
+def _edited_then_passed(said: str, at_the_end: str = "Done.") -> tuple[FailureNote, ...]:
     return notes_of(
         user("the month-end rollover test is red on CI, can you look"),
         shell("c1", "uv run pytest tests/test_ledger.py -q"),
         output("c1", _PYTEST_FAILED, 1),
+        agent(said),
         patch("c2", "src/ledger/periods.py"),
         output("c2", "Success. Updated the following files:\nM src/ledger/periods.py\n"),
         shell("c3", "uv run pytest tests/test_ledger.py -q"),
         output("c3", "42 passed in 1.64s"),
-        agent(answer),
+        agent(at_the_end),
     ).failures
 
 
-def test_a_failure_passed_after_an_edit_names_the_file_and_the_agents_words() -> None:
+def test_a_failure_passed_after_an_edit_names_the_file_and_the_agents_words_on_the_way() -> None:
     (failure,) = _edited_then_passed(
         "The rollover was computed from the period's start instead of its end, so March 31 "
-        "rolled into March. `periods.py` now uses `period.end`. Want me to add a case for "
+        "rolled into March. `periods.py` should use `period.end`. Want me to add a case for "
         "leap years?"
     )
     assert failure.fix == ""
     assert failure.edited == ("src/ledger/periods.py",)
-    # The sentence naming the rollover the test checks; not the one naming only the file.
+    # The sentence naming the rollover the test checks, and the one naming the file fixed.
     assert failure.explained == (
         "The rollover was computed from the period's start instead of its end, so March 31 "
-        "rolled into March."
+        "rolled into March. `periods.py` should use `period.end`."
     )
 
 
 def test_words_about_something_else_or_saying_nothing_are_no_explanation() -> None:
-    for answer in ("Done.", "All green now, I also bumped the README badges while I was there."):
-        (failure,) = _edited_then_passed(answer)
+    for said in ("Done.", "All green now, I also bumped the README badges while I was there."):
+        (failure,) = _edited_then_passed(said)
         assert failure.edited == ("src/ledger/periods.py",)
         assert failure.explained == ""
+
+
+def test_words_said_after_the_fix_are_no_explanation_of_it() -> None:
+    # Said once the test passed, about the next thing: not why the rollover test failed.
+    (failure,) = _edited_then_passed(
+        "Let me read the code first.",
+        at_the_end="This is already superseded by the current ledger where the rollover "
+        "tests all pass.",
+    )
+    assert failure.edited == ("src/ledger/periods.py",)
+    assert failure.explained == ""
 
 
 def _bullets(*sessions: tuple[str, ExtractiveNotes]) -> list[tuple[str, tuple[str, ...]]]:

@@ -477,6 +477,24 @@ def test_documented_formats_table_matches_the_corpus() -> None:
     assert rows == seen
 
 
+def test_the_agents_words_after_a_fix_are_not_said_of_the_failure(store: Store) -> None:
+    """The FUM session's `git push` fails for want of an upstream and `--set-upstream` fixes
+    it; the agent's last words come after, about a background task: "This is already
+    superseded by our current state where all 157 tests pass and everything is pushed."
+    """
+    scan(store, CORPUS, retry_budget=3)
+    thread = store.threads.get_thread(FUM_SESSION)
+    assert thread is not None
+    rollout, _ = build_input(thread, BUDGET_CHARS)
+
+    notes = parse_raw_memory(ExtractiveBackend().extract(rollout).raw_memory)
+
+    [push] = [failure for failure in notes.failures if failure.command == "git push 2>&1"]
+    assert push.fix == "git push --set-upstream origin spotter-fum 2>&1"
+    assert "superseded" not in push.explained
+    assert push.explained == ""
+
+
 @pytest.mark.parametrize(
     "relative",
     [

@@ -1,25 +1,28 @@
-"""What a tool call did: the command it ran, the files it edited or read, whether it only read.
-
-Shell commands are taken apart (wrappers, runners, `python -m`, subcommands) into a key that
-pairs a failure with the command that later fixed it.
-"""
+"""A tool call and its result, read one way whatever the agent: what it ran, the files it
+edited or read, whether it failed and on which line, and the value it printed when it was run
+to print one. A shell command is taken apart into a key (`python -m pytest` and
+`uv run pytest -x` are one) that pairs a failure with the command that later fixed it."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, Final
 
 from consolidator.backends.extractive.changes import patch_edits, shell_edits, tool_edits
-from consolidator.backends.extractive.rules import word_list
+from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.memory.offline_notes import EditedValue
-from consolidator.memory.text import clip, dedupe, one_line
+from consolidator.memory.text import clip, code_span, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
 
+# What an entry read from a value a command run to print it printed is named after.
+PRINTED: Final = f"{EVIDENCE}.output"
 MAX_COMMAND_CHARS = 120
+MAX_ERROR_CHARS = 160
 
 
 @dataclass
@@ -27,187 +30,91 @@ class Call:
     tool: str
     command: str
     key: str
-    args: frozenset[str]
-    edited: tuple[str, ...]
-    mentioned: tuple[str, ...]
-    read_only: bool
-    call_id: str | None
-    ok: bool | None = None
-    error: str = ""
+    args: frozenset[str] = frozenset()
+    edited: tuple[str, ...] = ()
+    mentioned: tuple[str, ...] = ()
+    read_only: bool = False
     shell: bool = False
     # The values the call's edits changed (a setting, a pinned version, a file's path).
     changes: tuple[EditedValue, ...] = ()
-    # What the user said since the call before it: a command they named to run instead.
+    # The user's words since the call before (a command they named), the agent's after it.
     asked: str = ""
+    said: list[str] = field(default_factory=list)
+    ok: bool | None = None
+    error: str = ""
+    # The output's lines when there are two at most: what a printing command printed.
+    printed: tuple[str, ...] = ()
 
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh", "/bin/zsh"})
-_SHELL_TOOLS = frozenset(
-    {"shell", "bash", "local_shell", "exec_command", "run_command", "terminal", "container.exec"}
-)
-_TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
+_DETAIL_KEYS = ("query", "pattern", "url", "description", "prompt")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
-_READ_ONLY_TOOLS = word_list("read-only-tools")
-_PROBES = word_list("probes")
-_GIT_PROBES = word_list("git-probes")
-# Programs whose first argument says what was done (`make lint` is not `make build`).
-_SUBCOMMAND_PROGRAMS = word_list("subcommand-programs")
-_WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "npx", "uvx", "bunx", "command", "exec"})
-_RUNNER_SUBCOMMANDS = {
-    "uv": "run",
-    "poetry": "run",
-    "pipenv": "run",
-    "pnpm": "exec",
-    "hatch": "run",
-    "pdm": "run",
-    "rye": "run",
-}
-_SETUP_PROGRAMS = frozenset({"cd", "pushd", "export", "source", ".", "set", "unset", "popd"})
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_GENERIC_ARGS = frozenset(
-    {"install", "add", "run", "test", "tests", "build", "exec", "get", "dev", "start", "check"}
-)
 _VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
-
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M
-)
-_PATCH_RESULT_FILE = re.compile(r"^[AMD] (\S.*?)\s*$", re.M)
+# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
+_REDIRECT = re.compile(r"[<>]")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.M)
 _PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
-_FILE_EXTENSIONS = word_list("file-extensions")
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:
-    tool = (item.name or "tool").strip() or "tool"
-    payload = _json_object(item.text)
+    """What a tool call did, from its arguments: a patch, a shell command, or a named tool."""
+    tool = (item.name or "").strip() or "tool"
+    stripped = item.text.strip()
+    try:
+        payload: dict[str, Any] | None = json.loads(stripped) if stripped.startswith("{") else None
+    except (ValueError, RecursionError):
+        payload = None
+    payload = payload if isinstance(payload, dict) else None
     command = _shell_command(tool, payload, item.text)
-    patch = _patch_text(payload, item.text, command)
     relative = partial(_relative, cwd=cwd)
-    edited: list[str] = []
-    mentioned: list[str] = []
+    texts = [command] if command is not None else []
+    texts += [v for v in payload.values() if isinstance(v, str)] if payload else [item.text]
+    patch = next((text for text in texts if "*** Begin Patch" in text), None)
     if patch is not None:
-        edited = [_relative(path, cwd) for path in _patch_files(patch)]
-        display = f"{'apply_patch' if command is not None else tool} {' '.join(edited)}".strip()
-        return Call(
-            tool=tool,
-            command=_command_line(display),
-            key="apply_patch",
-            args=frozenset(edited),
-            edited=tuple(edited),
-            mentioned=(),
-            read_only=False,
-            call_id=item.call_id,
-            changes=tuple(patch_edits(patch, relative)),
-        )
+        edited = tuple(dedupe(relative(m[1]) for m in _PATCH_FILE.finditer(patch)))
+        line = _command_line(f"{'apply_patch' if command else tool} {' '.join(edited)}")
+        changes = tuple(patch_edits(patch, relative))
+        return Call(tool, line, "apply_patch", frozenset(edited), edited, changes=changes)
     if command is not None:
         key, args, read_only = _command_key(command)
-        mentioned = [_relative(path, cwd) for path in _command_paths(command)]
-        return Call(
-            tool=tool,
-            command=_command_line(command),
-            key=key,
-            args=args,
-            edited=(),
-            mentioned=tuple(mentioned),
-            read_only=read_only,
-            call_id=item.call_id,
-            shell=True,
-            changes=tuple(shell_edits(command, relative)),
-        )
-    paths = [_relative(p, cwd) for p in _payload_paths(payload)]
-    lowered = tool.lower()
-    read_only = lowered in _READ_ONLY_TOOLS
-    changes: list[EditedValue] = []
-    if not read_only and _EDIT_TOOL.search(tool):
-        edited = paths
-        changes = tool_edits(payload, relative) if payload is not None else []
-    else:
-        mentioned = paths
-        read_only = read_only or lowered.startswith(("read", "view", "list", "search"))
-    detail = " ".join(paths) or _first_string(payload)
-    return Call(
-        tool=tool,
-        command=_command_line(f"{tool} {detail}".strip()),
-        key=tool,
-        args=frozenset(paths),
-        edited=tuple(edited),
-        mentioned=tuple(mentioned),
-        read_only=read_only,
-        call_id=item.call_id,
-        changes=tuple(changes),
+        mentioned = tuple(dedupe(relative(path) for path in _command_paths(command)))
+        line = _command_line(command)
+        changes = tuple(shell_edits(command, relative))
+        return Call(tool, line, key, args, (), mentioned, read_only, True, changes)
+    payload = payload or {}
+    edits: list[Any] = payload["edits"] if isinstance(payload.get("edits"), list) else []
+    values = [
+        *map(payload.get, _PATH_KEYS),
+        *(e.get("file_path") for e in edits if isinstance(e, dict)),
+    ]
+    paths = tuple(
+        dedupe(relative(v) for v in values if isinstance(v, str) and v.strip() and "\n" not in v)
     )
+    details = (payload.get(key) for key in _DETAIL_KEYS)
+    detail = " ".join(paths) or next((d for d in details if isinstance(d, str) and d.strip()), "")
+    line = _command_line(f"{tool} {detail}")
+    read_only = tool.lower() in word_list("read-only-tools")
+    if not read_only and _EDIT_TOOL.search(tool):
+        changes = tuple(tool_edits(payload, relative))
+        return Call(tool, line, tool, frozenset(paths), paths, changes=changes)
+    read_only = read_only or tool.lower().startswith(("read", "view", "list", "search"))
+    return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
 
 
-def _json_object(text: str) -> dict[str, object] | None:
-    stripped = text.strip()
-    if not stripped.startswith("{"):
-        return None
-    try:
-        value = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _shell_command(tool: str, payload: dict[str, object] | None, text: str) -> str | None:
-    if payload is not None:
-        for key in ("command", "cmd"):
-            value = payload.get(key)
-            if isinstance(value, str) and value.strip():
-                return value
-            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                argv = [str(v) for v in value]
-                if len(argv) >= 3 and argv[0] in _SHELLS and argv[1] in ("-c", "-lc", "-ic"):
-                    return argv[2]
-                return shlex.join(argv)
-        return None
-    if tool.lower() in _SHELL_TOOLS and text.strip():
-        return text
-    return None
-
-
-def _patch_text(payload: dict[str, object] | None, text: str, command: str | None) -> str | None:
-    candidates: list[str] = [command] if command is not None else []
-    if payload is not None:
-        candidates.extend(v for v in payload.values() if isinstance(v, str))
-    else:
-        candidates.append(text)
-    for candidate in candidates:
-        if "*** Begin Patch" in candidate:
-            return candidate
-    return None
-
-
-def _patch_files(patch: str) -> list[str]:
-    return dedupe(m.group(1) or m.group(2) for m in _PATCH_FILE.finditer(patch))
-
-
-def _payload_paths(payload: dict[str, object] | None) -> list[str]:
+def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str | None:
     if payload is None:
-        return []
-    paths: list[str] = []
-    for key in _PATH_KEYS:
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip() and "\n" not in value:
-            paths.append(value.strip())
-    edits = payload.get("edits")
-    if isinstance(edits, list):
-        for edit in edits:
-            if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
-                paths.append(str(edit["file_path"]))
-    return dedupe(paths)
-
-
-def _first_string(payload: dict[str, object] | None) -> str:
-    if payload is None:
-        return ""
-    for key in ("query", "pattern", "url", "description", "prompt"):
-        value = payload.get(key)
+        return text if tool.lower() in word_list("shell-tools") and text.strip() else None
+    for value in (payload.get("command"), payload.get("cmd")):
         if isinstance(value, str) and value.strip():
             return value
-    return ""
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            shell = len(value) >= 3 and value[0] in word_list("shells")
+            if shell and value[1] in ("-c", "-lc", "-ic"):
+                return str(value[2])
+            return shlex.join(value)
+    return None
 
 
 def _argv(segment: str) -> list[str]:
@@ -218,38 +125,32 @@ def _argv(segment: str) -> list[str]:
 
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
-    """What a command runs (`pytest`, `make lint`), its notable arguments, and if it only reads.
-
-    The key is what pairs a failure with its fix: `python -m pytest` and `uv run pytest -x` are
-    the same attempt made differently.
-    """
-    first_line = command.strip().splitlines()[0] if command.strip() else ""
+    """What a command runs (`pytest`, `make lint`), its notable arguments, and whether it only
+    reads: wrappers, runners, `python -m` and shells are looked through."""
+    first_line = (command.strip().splitlines() or [""])[0]
     for segment in _SEGMENT_SPLIT.split(first_line):
         argv = _argv(segment)
-        while argv and _ENV_ASSIGNMENT.match(argv[0]):
+        while argv and (_ENV_ASSIGNMENT.match(argv[0]) or argv[0] in word_list("wrappers")):
             argv = argv[1:]
-        while argv and argv[0] in _WRAPPERS:
-            argv = argv[1:]
-        if not argv or argv[0] in _SETUP_PROGRAMS:
+        if not argv or argv[0] in word_list("setup-programs"):
             continue
-        program = argv[0].rsplit("/", 1)[-1] if "/" in argv[0] else argv[0]
-        rest = argv[1:]
-        if _RUNNER_SUBCOMMANDS.get(program) in rest[:1] and len(rest) > 1:
+        program, rest = argv[0].rsplit("/", 1)[-1], argv[1:]
+        if len(rest) > 1 and f"{program} {rest[0]}" in word_list("runners"):
             program, rest = rest[1].rsplit("/", 1)[-1], rest[2:]
         if program.startswith("python") and rest[:1] == ["-m"] and len(rest) > 1:
             program, rest = rest[1], rest[2:]
-        if program in _SHELLS and rest and not rest[0].startswith("-"):
+        if program in word_list("shells") and rest and not rest[0].startswith("-"):
             program, rest = rest[0], rest[1:]
-        key = program
-        if program in _SUBCOMMAND_PROGRAMS and rest and not rest[0].startswith("-"):
-            key = f"{program} {rest[0]}"
-        read_only = program in _PROBES or (
-            program == "git" and bool(rest) and rest[0] in _GIT_PROBES
+        sub = rest[0] if rest and not rest[0].startswith("-") else ""
+        key = f"{program} {sub}" if sub and program in word_list("subcommand-programs") else program
+        read_only = (
+            program in word_list("probes")
+            or (program == "git" and rest[:1] != [] and rest[0] in word_list("git-probes"))
+            or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
+            or (len(rest) == 1 and rest[0] in word_list("version-flags"))
+            or " ".join([program, *rest[:-1]]) in word_list("value-getters")
         )
-        if program == "sed" and not any(arg.startswith("-i") for arg in rest):
-            read_only = True
-        args = frozenset(_significant(arg) for arg in rest) - {""}
-        return key, args, read_only
+        return key, frozenset(_significant(arg) for arg in rest) - {""}, read_only
     return first_line.split(" ", 1)[0], frozenset(), False
 
 
@@ -260,51 +161,106 @@ def command_family(command: str) -> str:
     return " ".join([key, *sorted(args)])
 
 
-# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
-_REDIRECT = re.compile(r"[<>]")
-
-
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or arg.lower() in _GENERIC_ARGS or _REDIRECT.search(arg):
+    if arg.startswith("-") or len(arg) < 3 or _REDIRECT.search(arg):
         return ""
     value = _VERSION_SUFFIX.sub("", arg.split("::", 1)[0]).removeprefix("./").rstrip("/")
-    return "" if len(value) < 3 or value.isdigit() else value.lower()
+    generic = arg.lower() in word_list("generic-args")
+    return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
 
 
 def _command_paths(command: str) -> list[str]:
-    paths: list[str] = []
-    for segment in _SEGMENT_SPLIT.split(command):
-        for token in _argv(segment):
-            path = token.split("::", 1)[0]
-            if _looks_like_path(path):
-                paths.append(path)
-    return dedupe(paths)
-
-
-def _looks_like_path(token: str) -> bool:
-    if not _PATH_TOKEN.fullmatch(token) or "://" in token:
-        return False
-    extension = token.rsplit(".", 1)[-1].lower()
-    return extension in _FILE_EXTENSIONS or ("/" in token and not extension.isdigit())
-
-
-def is_temporary_path(path: str) -> bool:
-    """Scratch files (`/tmp/...`, macOS `/var/folders/...` screenshots) are not project files."""
-    return path.startswith(_TEMPORARY_ROOTS)
+    tokens = (t.split("::", 1)[0] for part in _SEGMENT_SPLIT.split(command) for t in _argv(part))
+    paths = (token for token in tokens if _PATH_TOKEN.fullmatch(token) and "://" not in token)
+    return [
+        path
+        for path in paths
+        if path.rsplit(".", 1)[-1].lower() in word_list("file-extensions")
+        or ("/" in path and not path.rsplit(".", 1)[-1].isdigit())
+    ]
 
 
 def _relative(path: str, cwd: str | None) -> str:
     path = path.strip()
-    if cwd:
-        root = cwd.rstrip("/") + "/"
-        if path.startswith(root):
-            path = path[len(root) :]
+    root = cwd.rstrip("/") + "/" if cwd else None
+    path = path[len(root) :] if root and path.startswith(root) else path
     return one_line(redact(path.removeprefix("./")).text)
 
 
 def _command_line(command: str) -> str:
     lines = [line for line in command.strip().splitlines() if line.strip()]
-    text = one_line(redact(lines[0] if lines else "").text)
-    if len(lines) > 1:
-        text += " ..."
+    text = one_line(redact(lines[0] if lines else "").text) + (" ..." if len(lines) > 1 else "")
     return clip(text, MAX_COMMAND_CHARS)
+
+
+# A call the agent's client refused before running it ("File has not been read yet", "Sibling
+# tool call errored"): how the agent used its tools, not how the project behaves.
+_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
+_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
+_ERROR_LINE = re.compile(
+    r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
+    r"Traceback \(most recent call last\)|.*: command not found|.*: No such file or directory|"
+    r".*Permission denied|apply_patch verification failed|Failed to )",
+    re.IGNORECASE,
+)
+_NOISE_LINE = re.compile(r"^(?:Exit code:? -?\d+|Wall time:.*|Output:|Process exited with code.*)$")
+_PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
+
+
+def take_output(call: Call, item: RolloutItem) -> bool:
+    """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
+    code recorded, only the output's first and last lines tell: its middle may be a file that
+    merely mentions an error."""
+    lines = [line.strip() for line in item.text.splitlines() if line.strip()]
+    lines = [line for line in lines if not _NOISE_LINE.match(line)]
+    failed = (_ERROR_LINE.match, _EXCEPTION_LINE.search, _PYTEST_SUMMARY.search)
+    edges = [line for line in lines[:1] + lines[-1:] if any(test(line) for test in failed)]
+    call.ok = not edges if item.exit_code is None else item.exit_code == 0
+    call.printed = tuple(lines) if len(lines) <= 2 else ()
+    if not call.ok:
+        chosen = next((line for line in lines if _EXCEPTION_LINE.search(line)), None)
+        chosen = chosen or next((line for line in lines if _ERROR_LINE.match(line)), None)
+        chosen = re.sub(r"^E\s+", "", chosen or (lines[-1] if lines else ""))
+        missing = (
+            "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
+        )
+        call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
+    return _REFUSED_UNRUN.match(item.text) is None
+
+
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
+_SETTING_LINE = re.compile(
+    r"(?:[\w./-]+:)?(?:\d+:)?\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*(?P<value>.+?),?"
+)
+_ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
+
+
+def printed_fact(call: Call) -> tuple[str, str] | None:
+    """What `call` printed a value of and the sentence that says so, when it was run to print
+    that one value (a version, a file that pins one, a setting, what a CLI is set to) and
+    printed nothing else. A secret's name, or a value redaction would change, is never kept."""
+    printed = call.shell and call.ok and call.printed
+    argv = _argv(call.command.removesuffix(" 2>&1")) if printed else []
+    if len(argv) < 2 or "|" in call.command:
+        return None
+    line, extra, subject = call.printed[0], call.printed[1:], ""
+    value, name, versions = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1], _VERSION.findall(line)
+    setting = _SETTING_LINE.fullmatch(line) if argv[0] in ("grep", "rg") else None
+    if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
+        subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
+    elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
+        subject = argv[1]
+    elif setting and len(argv) == 3 and argv[1].lower() in setting["key"].lower():
+        config = name.rsplit(".", 1)[-1].lower() in word_list("config-extensions")
+        subject = f"{setting['key']} in {argv[2]}" if config else ""
+        value = setting["value"].strip("\"'")
+    elif " ".join(argv[:-1]) in word_list("value-getters"):
+        subject = argv[-1]
+    elif argv[-2] in word_list("field-flags"):
+        subject = f"{argv[0]} {argv[-1].lstrip('.')}"
+    secret = any(word in subject.lower() for word in word_list("secret-names"))
+    if not subject or extra or secret or not _ONE_VALUE.fullmatch(value):
+        return None
+    if redact(value).text != value:
+        return None
+    return subject, f"{subject} is {value} (printed by {code_span(call.command)})"

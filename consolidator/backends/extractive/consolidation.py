@@ -22,6 +22,7 @@ from consolidator.backends.base import (
     ConsolidationRequest,
     ConsolidationResult,
 )
+from consolidator.backends.extractive.commands import PRINTED
 from consolidator.backends.extractive.defaults import (
     USER_DEFAULTS_BLOCK_ID,
     preference_text,
@@ -372,7 +373,7 @@ def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
     with who it came from; activity counts and file lists are not knowledge."""
     stated_by = _author(notes)
     return [
-        *((fact, stated_by) for fact in notes.facts),
+        *((fact, "tool" if notes.rule_of(fact) == PRINTED else stated_by) for fact in notes.facts),
         *((conclusion, "agent") for conclusion in notes.conclusions),
     ]
 

@@ -1,0 +1,106 @@
+"""A value of the project only a tool's output shows (a version `node --version` prints, a
+setting `grep port config.toml` reads, the region a CLI is set to) is stored as a fact the
+tool gave, cited and searchable; anything else a command prints is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidator.backends.extractive.consolidation import consolidate_extractively
+from consolidator.memory.blocks import Memory
+from consolidator.memory.merge import apply_changes
+from consolidator.memory.offline_notes import ExtractiveNotes
+from consolidator.sources.items import RolloutItem
+from tests.factories import item, request
+from tests.rollout_items import agent, notes_of, output, shell, user
+
+PRINTED = "evidence.output"
+
+
+def _session(command: str, printed: str, exit_code: int | None = 0) -> ExtractiveNotes:
+    return notes_of(
+        user("check what this project runs on before we upgrade anything"),
+        shell("c1", command),
+        output("c1", printed, exit_code),
+        agent("I checked it; nothing needs to change for the upgrade yet."),
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "printed", "fact"),
+    [
+        ("node --version", "v20.11.1\n", "node version is v20.11.1"),
+        ("terraform version", "Terraform v1.6.2\non linux_amd64\n", "terraform version is v1.6.2"),
+        ("psql --version", "psql (PostgreSQL) 16.1\n", "psql version is 16.1"),
+        ("cat .nvmrc", "20.11.1\n", ".nvmrc is 20.11.1"),
+        ("grep port config.toml", 'port = "8081"\n', "port in config.toml is 8081"),
+        ("aws configure get region", "eu-west-1\n", "region is eu-west-1"),
+        (
+            "gh repo view --json owner --jq .owner.login",
+            "acme-billing\n",
+            "gh owner.login is acme-billing",
+        ),
+        # Codex's shell output carries its status lines around the value.
+        (
+            "node -v",
+            "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nv22.3.0\n",
+            "node version is v22.3.0",
+        ),
+    ],
+)
+def test_a_value_a_command_was_run_to_print_is_a_fact_the_tool_gave(
+    command: str, printed: str, fact: str
+) -> None:
+    notes = _session(command, printed)
+    said = f"{fact} (printed by `{command}`)"
+    assert said in notes.facts
+    assert notes.rule_of(said) == PRINTED
+
+
+def test_a_command_run_to_print_a_value_is_no_step_of_a_procedure() -> None:
+    for command, printed in (("node --version", "v20.11.1"), ("aws configure get region", "x")):
+        assert _session(command, printed).commands == ()
+
+
+@pytest.mark.parametrize(
+    ("command", "printed", "exit_code"),
+    [
+        ("node --version", "bash: node: command not found\n", 127),
+        ("cat README.md", "# Billing API\n", 0),
+        ("cat .nvmrc", "20.11.1\n18.19.0\n", 0),
+        ("grep -rn TODO src", "src/a.py:3: # TODO: retry\n", 0),
+        ("grep port config.toml", "port = 8081\nadmin_port = 8082\n", 0),
+        ("grep port notes.md", "port = 8081\n", 0),
+        ("grep host config.toml", "port = 8081\n", 0),
+        ("echo $STRIPE_API_KEY", "sk_live_abc123\n", 0),
+        ("grep password config.toml", 'password = "hunter2hunter2"\n', 0),
+        ("pytest -v", "1 passed in 0.12s\n", 0),
+        ("node --version && npm --version", "v20.11.1\n10.2.4\n", 0),
+        ("npm test", "ok\n", 0),
+    ],
+)
+def test_anything_else_a_command_prints_is_no_fact(
+    command: str, printed: str, exit_code: int
+) -> None:
+    notes = _session(command, printed, exit_code)
+    assert [text for text in notes.facts if notes.rule_of(text) == PRINTED] == []
+
+
+def test_the_last_value_printed_of_a_subject_is_the_one_kept() -> None:
+    items: list[RolloutItem] = [user("upgrade node to 22 and check it took")]
+    for number, version in enumerate(("v20.11.1", "v22.3.0")):
+        items += [shell(f"c{number}", "node --version"), output(f"c{number}", version)]
+    notes = notes_of(*items)
+    printed = [text for text in notes.facts if notes.rule_of(text) == PRINTED]
+    assert printed == ["node version is v22.3.0 (printed by `node --version`)"]
+
+
+def test_a_printed_value_is_stored_as_the_tools_and_found_by_its_words() -> None:
+    notes = _session("psql --version", "psql (PostgreSQL) 16.1\n")
+    result = consolidate_extractively(request(Memory(), item("a", notes)))
+    memory = apply_changes(Memory(), result.upserts, result.deletions)
+    [bullet] = [b for b in memory.blocks[0].knowledge if "psql" in b.text]
+    assert bullet.text == "psql version is 16.1 (printed by `psql --version`)"
+    assert bullet.origins == (("a", "tool"),)
+    assert bullet.rules == (("a", PRINTED),)
+    assert bullet.task_ids  # cited: the session it was printed in
