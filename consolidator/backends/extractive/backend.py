@@ -77,6 +77,7 @@ class ExtractiveBackend:
             rollout_summary=summarise(session, notes),
             rollout_slug=slug_for(notes.task, notes.keywords),
             raw_memory=render_raw_memory(notes),
+            notes=notes,
         )
 
     def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
