@@ -38,12 +38,13 @@ def _outputs(engine: Engine) -> dict[str, tuple[str, str, str | None]]:
     return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
 
-def _rebuilt(engine: Engine, memory_dir: Path) -> dict[str, str]:
-    """Rebuild the memory from every stored output and publish it: the files, byte for byte
-    (decoded strictly, so a failure shows a readable difference)."""
+def _rebuilt(engine: Engine, memory_dir: Path, result: str) -> dict[str, str]:
+    """Rebuild the memory from every stored output, expecting `result` (`no_change`: the
+    memory rebuilt is the one stored), and publish it: the files, byte for byte (decoded
+    strictly, so a failure shows a readable difference)."""
     store = Store(engine)
     report = run_phase_two(store, ExtractiveBackend(), OPTIONS, rebuild=True)
-    assert report.status == "succeeded", report.error
+    assert (report.status, report.result) == ("succeeded", result), report.error
     publish(store, memory_dir)
     return {name: (memory_dir / name).read_bytes().decode("utf-8") for name in FILES}
 
@@ -64,7 +65,7 @@ def test_rebuild_gives_the_same_memory_before_and_after_0020(db_url: str, tmp_pa
             # rendering stays a rendering of the same notes.
             assert parse_raw_memory(raw_memory) == notes
             assert render_raw_memory(notes) == raw_memory
-        before = _rebuilt(engine, tmp_path / "before")
+        before = _rebuilt(engine, tmp_path / "before", "committed")
         assert "## Task 1" in before["MEMORY.md"]
 
         downgrade(engine, BEFORE)
@@ -74,7 +75,7 @@ def test_rebuild_gives_the_same_memory_before_and_after_0020(db_url: str, tmp_pa
         check(engine)
 
         assert _outputs(engine) == written
-        after = _rebuilt(engine, tmp_path / "after")
+        after = _rebuilt(engine, tmp_path / "after", "no_change")
         for name in FILES:
             assert after[name] == before[name], name
     finally:
