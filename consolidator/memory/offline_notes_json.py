@@ -7,7 +7,7 @@ text, the values it gives with the kind their shape says (`lexicon`), who it cam
 user, the agent, a tool, an edit) and the id of the rule that read it. Each text is one line,
 as the Markdown rendering writes it, so a session read from either form is the same session.
 A document carries its version and is checked against `offline_notes.schema.json` whenever
-it is written or read.
+it is written (stage one, the migration that converts older outputs).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ _ORIGINS: Final[Mapping[str, NoteOrigin]] = {
 
 
 class InvalidNotes(ValueError):
-    """Stored notes that are not a document of this version's schema."""
+    """Notes that are not a document of this version: refused by the schema when written, or
+    not of its shape when read."""
 
 
 def notes_document(notes: ExtractiveNotes) -> dict[str, Any]:
@@ -90,13 +91,21 @@ def dump_notes(notes: ExtractiveNotes) -> str:
 
 
 def load_notes(text: str) -> ExtractiveNotes:
-    """The notes a stored document holds; `InvalidNotes` when it is not one."""
+    """The notes a stored document holds; `InvalidNotes` when it is not one of this version.
+
+    Read by its shape and version, not against the schema again: only `dump_notes` writes a
+    document, checking it, and phase two reads every stored output, which the schema's checks
+    would make several times slower."""
     try:
         document = json.loads(text)
     except ValueError as exc:
         raise InvalidNotes(f"not JSON: {exc}") from None
-    _check(document)
-    return _notes(document)
+    if not isinstance(document, dict) or document.get("version") != NOTES_VERSION:
+        raise InvalidNotes(f"not a document of version {NOTES_VERSION}")
+    try:
+        return _notes(document)
+    except (KeyError, TypeError) as exc:
+        raise InvalidNotes(f"not the shape of a document: {type(exc).__name__} {exc}") from None
 
 
 def stored_notes(text: str | None, thread_id: str) -> ExtractiveNotes | None:
@@ -137,13 +146,30 @@ def _mapped(value: Any, change: Callable[[str], str]) -> Any:
 
 @cache
 def _validator() -> Draft202012Validator:
+    """The schema's validator, its definitions put in place of their references once: every
+    stored output is checked when it is read, and looking a reference up per value would be
+    most of the cost."""
     schema = json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text("utf-8"))
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    definitions = schema.pop("$defs")
+
+    def inlined(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"$ref"}:
+                return inlined(definitions[node["$ref"].removeprefix("#/$defs/")])
+            return {key: inlined(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inlined(item) for item in node]
+        return node
+
+    return Draft202012Validator(inlined(schema))
 
 
 def _check(document: Any) -> None:
-    error = best_match(_validator().iter_errors(document))
+    validator = _validator()
+    if validator.is_valid(document):
+        return
+    error = best_match(validator.iter_errors(document))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "the document"
         raise InvalidNotes(f"{where}: {error.message}")
@@ -195,35 +221,53 @@ def _entries(notes: ExtractiveNotes) -> Iterator[dict[str, Any]]:
             yield _entry(kind, text, "tool")
 
 
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{type(value).__name__} where a text belongs")
+    return value
+
+
+def _texts(values: Any) -> tuple[str, ...]:
+    if not isinstance(values, list):
+        raise TypeError(f"{type(values).__name__} where a list belongs")
+    return tuple(map(_text, values))
+
+
 def _notes(document: Mapping[str, Any]) -> ExtractiveNotes:
     entries: list[Mapping[str, Any]] = document["entries"]
+    if not isinstance(entries, list):
+        raise TypeError("entries are no list")
 
-    def texts(kind: str) -> tuple[str, ...]:
-        return tuple(entry["text"] for entry in entries if entry["kind"] == kind)
+    def of(kind: str) -> list[Mapping[str, Any]]:
+        return [entry for entry in entries if entry["kind"] == kind]
 
     rules: dict[str, str] = {}
     for entry in entries:
         if entry["kind"] in _RULED and entry["rule"]:
-            rules.setdefault(entry["text"], entry["rule"])
-    plain = {name: texts(kind) for kind, name in (*_PLAIN, *_ACTIVITY)}
+            rules.setdefault(_text(entry["text"]), _text(entry["rule"]))
+    plain = {
+        name: tuple(_text(e["text"]) for e in of(kind)) for kind, name in (*_PLAIN, *_ACTIVITY)
+    }
     return ExtractiveNotes(
-        description=document["description"],
-        task=document["task"],
-        task_outcome=document["task_outcome"],
-        cwd=document["cwd"],
-        git_branch=document["git_branch"],
-        keywords=tuple(document["keywords"]),
-        noted_by=document["noted_by"],
-        failures=tuple(
-            FailureNote(e["text"], e["error"], e["fix"], tuple(e["fixed_in"]), e["explained"])
-            for e in entries
-            if e["kind"] == "failure"
-        ),
-        edited=tuple(
-            EditedValue(e["path"], e["subject"], e["old"], e["text"])
-            for e in entries
-            if e["kind"] == "edit"
-        ),
+        description=_text(document["description"]),
+        task=_text(document["task"]),
+        task_outcome=_text(document["task_outcome"]),
+        cwd=_text(document["cwd"]),
+        git_branch=_text(document["git_branch"]),
+        keywords=_texts(document["keywords"]),
+        noted_by=_text(document["noted_by"]),
+        failures=tuple(map(_failure, of("failure"))),
+        edited=tuple(map(_edit, of("edit"))),
         rules=tuple(rules.items()),
         **plain,
     )
+
+
+def _failure(entry: Mapping[str, Any]) -> FailureNote:
+    command, error, fix = (_text(entry[key]) for key in ("text", "error", "fix"))
+    return FailureNote(command, error, fix, _texts(entry["fixed_in"]), _text(entry["explained"]))
+
+
+def _edit(entry: Mapping[str, Any]) -> EditedValue:
+    path, subject, old, new = (_text(entry[key]) for key in ("path", "subject", "old", "text"))
+    return EditedValue(path, subject, old, new)

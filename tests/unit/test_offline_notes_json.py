@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+from importlib import resources
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from consolidator.backends.base import Stage1Result
 from consolidator.memory.offline_notes import (
@@ -18,6 +20,7 @@ from consolidator.memory.offline_notes import (
     render_raw_memory,
 )
 from consolidator.memory.offline_notes_json import (
+    SCHEMA_FILE,
     InvalidNotes,
     dump_notes,
     load_notes,
@@ -129,49 +132,78 @@ def test_notes_with_nothing_in_them_are_a_document_too() -> None:
     assert load_notes(dump_notes(ExtractiveNotes())) == ExtractiveNotes()
 
 
+def _schema_errors(document: object) -> list[str]:
+    schema = json.loads(
+        resources.files("consolidator.memory").joinpath(SCHEMA_FILE).read_text("utf-8")
+    )
+    validator = Draft202012Validator(schema)
+    errors = validator.iter_errors(document)
+    return ["/".join(map(str, e.absolute_path)) or "the document" for e in errors]
+
+
+def test_the_schema_admits_every_document_written() -> None:
+    for notes in (NOTES, ExtractiveNotes(), ExtractiveNotes(noted_by="check", facts=("x",))):
+        assert _schema_errors(notes_document(notes)) == []
+
+
+ENTRY = {"kind": "fact", "text": "x", "origin": "user", "rule": "", "values": []}
+
+
 @pytest.mark.parametrize(
     ("change", "where"),
     [
-        (lambda d: d | {"version": 2}, "version"),
-        (lambda d: d | {"summary": "x"}, "the document"),
-        (lambda d: {k: v for k, v in d.items() if k != "cwd"}, "the document"),
-        (lambda d: d | {"task": "two\nlines"}, "task"),
-        (lambda d: d | {"noted_by": "someone"}, "noted_by"),
-        (lambda d: d | {"entries": [{"kind": "fact", "text": "x"}]}, "entries/0"),
-        (
-            lambda d: (
-                d
-                | {
-                    "entries": [
-                        {"kind": "guess", "text": "x", "origin": "user", "rule": "", "values": []}
-                    ]
-                }
-            ),
-            "entries/0",
-        ),
-        (
-            lambda d: (
-                d
-                | {
-                    "entries": [
-                        {"kind": "fact", "text": "x", "origin": "me", "rule": "", "values": []}
-                    ]
-                }
-            ),
-            "entries/0",
-        ),
+        ({"version": 2}, "version"),
+        ({"summary": "x"}, "the document"),
+        ({"task": "two\nlines"}, "task"),
+        ({"noted_by": "someone"}, "noted_by"),
+        ({"entries": [{"kind": "fact", "text": "x"}]}, "entries/0"),
+        ({"entries": [ENTRY | {"kind": "guess"}]}, "entries/0/kind"),
+        ({"entries": [ENTRY | {"origin": "me"}]}, "entries/0/origin"),
+        ({"entries": [ENTRY | {"error": "x"}]}, "entries/0"),
+        ({"entries": [ENTRY | {"values": [{"kind": "colour", "value": "red"}]}]}, "entries/0"),
     ],
 )
-def test_a_document_of_another_shape_or_version_is_refused(change: object, where: str) -> None:
-    document = change(notes_document(NOTES))  # type: ignore[operator]
+def test_the_schema_refuses_a_document_of_another_shape_or_version(
+    change: dict[str, object], where: str
+) -> None:
+    errors = _schema_errors(notes_document(NOTES) | change)
 
-    with pytest.raises(InvalidNotes, match=where):
-        load_notes(json.dumps(document))
+    assert [path for path in errors if path.startswith(where)] != [], errors
 
 
-def test_text_that_is_not_json_is_refused() -> None:
-    with pytest.raises(InvalidNotes, match="not JSON"):
-        load_notes("---\ntask: x\n---\n")
+def test_the_schema_refuses_a_document_without_a_field() -> None:
+    document = {k: v for k, v in notes_document(NOTES).items() if k != "cwd"}
+
+    assert _schema_errors(document) == ["the document"]
+
+
+def test_notes_the_schema_refuses_are_never_written() -> None:
+    with pytest.raises(InvalidNotes, match="noted_by"):
+        dump_notes(ExtractiveNotes(noted_by="someone"))
+    with pytest.raises(InvalidNotes, match="entries/0/rule"):
+        dump_notes(ExtractiveNotes(facts=("x",), rules=(("x", "two words"),)))
+
+
+@pytest.mark.parametrize(
+    ("stored", "reason"),
+    [
+        ("---\ntask: x\n---\n", "not JSON"),
+        ("[]", "version 1"),
+        ('{"version": 2, "entries": []}', "version 1"),
+        ('{"version": 1, "entries": []}', "KeyError"),
+        (json.dumps(notes_document(NOTES) | {"keywords": "api"}), "list"),
+        (
+            json.dumps(
+                notes_document(NOTES) | {"entries": [{"kind": "fact", "text": 1, "rule": "r"}]}
+            ),
+            "int where a text belongs",
+        ),
+        (json.dumps(notes_document(NOTES) | {"entries": [{"text": "x"}]}), "kind"),
+    ],
+)
+def test_stored_text_of_another_shape_or_version_is_refused(stored: str, reason: str) -> None:
+    with pytest.raises(InvalidNotes, match=reason):
+        load_notes(stored)
 
 
 def test_an_output_without_notes_or_with_broken_ones_is_read_as_having_none(
