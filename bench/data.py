@@ -26,6 +26,7 @@ from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.sources.items import RolloutHeader, SourceFormat
 
 PROJECTS = (
@@ -352,6 +353,7 @@ class SeededThread:
     raw_memory: str
     rollout_summary: str
     rollout_slug: str
+    notes_json: str
 
 
 def stage_one_output(rng: random.Random, source: TextSource, project: int) -> SeededThread:
@@ -394,6 +396,7 @@ def stage_one_output(rng: random.Random, source: TextSource, project: int) -> Se
         raw_memory=render_raw_memory(notes),
         rollout_summary=f"{task} {source.prose(2)}",
         rollout_slug=f"fix-{topic.replace(' ', '-')}",
+        notes_json=dump_notes(notes),
     )
 
 
@@ -416,6 +419,7 @@ def seed_thread(store: Store, thread: SeededThread) -> None:
         raise RuntimeError(f"could not claim {thread.thread_id}: {claim.outcome}")
     payload = Stage1Payload(
         raw_memory=thread.raw_memory,
+        notes_json=thread.notes_json,
         rollout_summary=thread.rollout_summary,
         rollout_slug=thread.rollout_slug,
         backend="bench",

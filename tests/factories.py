@@ -21,6 +21,7 @@ from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
 from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.phases.stage_one.reduction import render_item
 from consolidator.sources.discovery import (
     DiscoveredFile,
@@ -240,6 +241,7 @@ def _store_notes(store: Store, seen: RolloutHeader, notes: ExtractiveNotes, summ
     assert claim.claimed, claim
     payload = Stage1Payload(
         raw_memory=render_raw_memory(notes),
+        notes_json=dump_notes(notes),
         rollout_summary=summary,
         rollout_slug="work",
         backend="extractive",
@@ -394,6 +396,7 @@ def item(
         rollout_slug=None,
         rollout_summary="summary",
         raw_memory=render_raw_memory(raw),
+        notes=raw,
     )
 
 

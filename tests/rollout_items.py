@@ -8,7 +8,8 @@ import json
 
 from consolidator.backends.base import Stage1Input
 from consolidator.backends.extractive.backend import ExtractiveBackend
-from consolidator.memory.offline_notes import ExtractiveNotes, parse_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes
+from consolidator.memory.offline_notes_json import dump_notes, load_notes
 from consolidator.sources.items import ItemKind, RolloutItem
 
 CWD = "/home/dev/projects/billing-api"
@@ -50,4 +51,7 @@ def rollout(*items: RolloutItem, cwd: str | None = CWD, branch: str | None = "ma
 
 
 def notes_of(*items: RolloutItem) -> ExtractiveNotes:
-    return parse_raw_memory(ExtractiveBackend().extract(rollout(*items)).raw_memory)
+    """The notes the offline stage one stores for a session of `items`, as phase two reads
+    them back."""
+    notes = ExtractiveBackend().extract(rollout(*items)).notes
+    return load_notes(dump_notes(notes)) if notes is not None else ExtractiveNotes()

@@ -12,6 +12,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from consolidator.core.errors import ConfigError, ConsolidatorError
 from consolidator.memory.blocks import Block, ThreadCitation
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.sources.items import RolloutItem
 
 
@@ -105,6 +106,8 @@ class Stage1Result:
     rollout_slug: str | None
     raw_memory: str
     usage: Usage = Usage()
+    # The offline backend's notes as data; `raw_memory` is their rendering. None from a model.
+    notes: ExtractiveNotes | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -144,6 +147,9 @@ class ConsolidationInput:
     rollout_slug: str | None
     rollout_summary: str
     raw_memory: str
+    # The offline backend's notes as data (None for a model's output): what the offline
+    # phase two reads; a model reads `raw_memory`, their rendering.
+    notes: ExtractiveNotes | None = None
 
     def to_prompt_dict(self) -> dict[str, str | None]:
         return {

@@ -259,6 +259,7 @@ class StageOneJobRepository:
                     "model": payload.model,
                     "input_tokens": payload.input_tokens,
                     "output_tokens": payload.output_tokens,
+                    "notes_json": payload.notes_json,
                 },
             )
             log_change(connection, claim.job_key, "upsert", now)

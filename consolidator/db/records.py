@@ -17,15 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import Row
 
+from consolidator.core.config import Settings
 from consolidator.memory.codec import StoredMemory
 from consolidator.skills.skill import Skill
-
-if TYPE_CHECKING:
-    from consolidator.core.config import Settings
 
 STAGE1 = "stage1"
 PHASE2 = "phase2"
@@ -137,6 +135,7 @@ class Stage1Record:
     model: str
     input_tokens: int
     output_tokens: int
+    notes_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +151,7 @@ class Stage1Payload:
     output_tokens: int = 0
     # Fields the security scan withheld (already replaced by a marker above), kept for admins.
     quarantined: tuple[QuarantineItem, ...] = ()
+    notes_json: str | None = None
 
 
 @dataclass(frozen=True)

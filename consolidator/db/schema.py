@@ -116,6 +116,9 @@ class Stage1Output(Base):
     model: Mapped[str] = mapped_column(String(200))
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # The offline backend's notes as typed JSON (`memory.offline_notes_json`), of which
+    # `raw_memory` is the rendering; null for a model's output.
+    notes_json: Mapped[str | None] = mapped_column(Text)
 
     # Which folders hold outputs, for the session search's scope (a prefix match on
     # PostgreSQL whatever the database's collation).

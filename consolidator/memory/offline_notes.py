@@ -1,8 +1,10 @@
-"""The offline stage one's notes: the fixed Markdown layout of its `raw_memory`.
+"""The offline stage one's notes, and the fixed Markdown layout of its `raw_memory`.
 
-Front matter, then one section per kind of note, so that the offline phase two can read it back
-with `parse_raw_memory`; every value is written on one line and commands are Markdown code
-spans, which is what makes the round trip exact.
+The notes are stored as data (`offline_notes_json`) and read from there; `raw_memory` is their
+rendering: front matter, then one section per kind of note, every value on one line and
+commands as Markdown code spans, which is what makes the round trip exact. `parse_raw_memory`
+reads a rendering back, for outputs stored before the notes were data (the migration that
+converts them).
 """
 
 from __future__ import annotations

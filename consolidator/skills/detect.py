@@ -1,11 +1,11 @@
 """Deterministic detection of recurring procedures in stage-one outputs (no model).
 
-The offline stage one writes, per session, the shell commands that worked in order
-(`### Commands run`) and each failed command with the command that fixed it
-(`### Failures and fixes`). Within one project (cwd), a run of consecutive commands, or a
-failure with the same fix, found in enough sessions on enough days (`meets_threshold`) is a
-candidate skill. Of nested runs only the longest is kept unless a shorter one has more
-witnesses. The same outputs always give the same candidates, names included.
+The offline stage one keeps in its notes, per session, the shell commands that worked in
+order and each failed command with the command that fixed it. Within one project (cwd), a
+run of consecutive commands, or a failure with the same fix, found in enough sessions on
+enough days (`meets_threshold`) is a candidate skill. Of nested runs only the longest is kept
+unless a shorter one has more witnesses. The same outputs always give the same candidates,
+names included.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from consolidator.memory.codec import summary_stem
-from consolidator.memory.offline_notes import parse_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes
 from consolidator.memory.text import hyphenated
 from consolidator.skills.names import RESERVED_WORDS
 from consolidator.skills.skill import Skill, Witness, meets_threshold
@@ -37,7 +37,8 @@ class Observed:
     cwd: str | None
     source_updated_at: datetime
     rollout_slug: str | None
-    raw_memory: str
+    # The offline stage one's notes; None for a model's output, which yields no candidate.
+    notes: ExtractiveNotes | None
 
     @property
     def witness(self) -> Witness:
@@ -84,7 +85,7 @@ def unique_names(skills: Sequence[Skill], taken: Iterable[str]) -> list[Skill]:
 def _sequences(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
     runs: dict[tuple[str, ...], dict[str, Witness]] = {}
     for session in sessions:
-        commands = parse_raw_memory(session.raw_memory).commands
+        commands = session.notes.commands if session.notes is not None else ()
         for length in range(MIN_STEPS, min(MAX_STEPS, len(commands)) + 1):
             for start in range(len(commands) - length + 1):
                 run = tuple(commands[start : start + length])
@@ -123,7 +124,7 @@ def _sequence_skill(cwd: str, run: tuple[str, ...], seen: dict[str, Witness]) ->
 def _fixes(cwd: str, sessions: Sequence[Observed]) -> list[Skill]:
     pairs: dict[tuple[str, str], dict[str, Witness]] = {}
     for session in sessions:
-        for failure in parse_raw_memory(session.raw_memory).failures:
+        for failure in session.notes.failures if session.notes is not None else ():
             if not failure.fix or failure.fix == failure.command:
                 continue
             witness = replace(session.witness, symptom=failure.error)

@@ -35,6 +35,7 @@ WHEEL_MEMBERS = (
     "consolidator/_migrations/script.py.mako",
     "consolidator/_migrations/versions/0001_initial.py",
     "consolidator/py.typed",
+    "consolidator/memory/offline_notes.schema.json",
     "consolidator/face/cli/__init__.py",
     "consolidator/face/ui/templates/base.html",
     "consolidator/face/ui/static/viewer.js",

@@ -134,6 +134,7 @@ def test_stage_one_retries_a_transient_fault_then_stores_the_answer(
     assert [(c.ok, c.attempts) for c in logged_calls(caplog)] == [(True, 2)]
     output = driven.outputs.get_stage1_output(thread)
     assert output is not None and output.raw_memory == STAGE_ONE_ANSWER["raw_memory"]
+    assert output.notes_json is None  # a model's notes are its Markdown alone
     job = get_job(driven, STAGE1, thread)
     assert job is not None and job.status is JobStatus.SUCCEEDED and job.last_error is None
     assert job.retry_remaining == RETRY_BUDGET - 1  # one claim, however many HTTP attempts

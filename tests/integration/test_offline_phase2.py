@@ -20,6 +20,7 @@ from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, cited_thread_ids
 from consolidator.memory.codec import decode
 from consolidator.memory.offline_notes import ExtractiveNotes, render_raw_memory
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 from consolidator.phases.phase_two.slices import BLOCKS_SHARE, block_chars
 from tests.factories import result_of
@@ -137,17 +138,20 @@ def test_sub_agents_and_segments_keep_tasks_apart_from_their_parents(store: Stor
 def _said(rng: random.Random, source: TextSource, day: int, *messages: str) -> SeededThread:
     """A session in project 2 whose notes are what the offline reader takes from `messages`."""
     spoken = user_statements(messages)
-    raw = render_raw_memory(
-        ExtractiveNotes(
-            task=messages[0],
-            task_outcome="success",
-            instructions=tuple(spoken.instructions),
-            facts=tuple(spoken.facts),
-            revoked=tuple(spoken.revoked),
-        )
+    notes = ExtractiveNotes(
+        task=messages[0],
+        task_outcome="success",
+        instructions=tuple(spoken.instructions),
+        facts=tuple(spoken.facts),
+        revoked=tuple(spoken.revoked),
     )
     thread = stage_one_output(rng, source, project=2)
-    return replace(thread, raw_memory=raw, updated_at=thread.updated_at.replace(day=day))
+    return replace(
+        thread,
+        raw_memory=render_raw_memory(notes),
+        notes_json=dump_notes(notes),
+        updated_at=thread.updated_at.replace(day=day),
+    )
 
 
 def test_a_correction_in_a_later_session_takes_the_old_value_out_of_memory(store: Store) -> None:

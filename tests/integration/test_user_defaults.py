@@ -14,6 +14,7 @@ from consolidator.db.store import Store
 from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode
 from consolidator.memory.offline_notes import ExtractiveNotes, render_raw_memory
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.memory.scope import blocks_for_cwd
 from consolidator.phases.phase_two.run import Phase2Options, run_phase_two
 
@@ -23,17 +24,20 @@ OPTIONS = Phase2Options(lease_seconds=600, cooldown_seconds=0, memory_budget_byt
 def _session(seed: int, project: int, day: int, *messages: str) -> SeededThread:
     spoken = user_statements(messages)
     assert spoken.instructions, messages
-    raw = render_raw_memory(
-        ExtractiveNotes(
-            task=messages[0],
-            task_outcome="success",
-            instructions=tuple(spoken.instructions),
-            facts=tuple(spoken.facts),
-        )
+    notes = ExtractiveNotes(
+        task=messages[0],
+        task_outcome="success",
+        instructions=tuple(spoken.instructions),
+        facts=tuple(spoken.facts),
     )
     rng = random.Random(seed)
     thread = stage_one_output(rng, TextSource(random.Random(seed + 1)), project=project)
-    return replace(thread, raw_memory=raw, updated_at=thread.updated_at.replace(day=day))
+    return replace(
+        thread,
+        raw_memory=render_raw_memory(notes),
+        notes_json=dump_notes(notes),
+        updated_at=thread.updated_at.replace(day=day),
+    )
 
 
 def _memory(store: Store) -> Memory:

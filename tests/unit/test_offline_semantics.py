@@ -36,6 +36,7 @@ def _memory(*sessions: Said) -> Memory:
                 rollout_slug=read.rollout_slug,
                 rollout_summary=read.rollout_summary,
                 raw_memory=read.raw_memory,
+                notes=read.notes,
             )
         )
     result = consolidate_extractively(request(Memory(), *inputs))

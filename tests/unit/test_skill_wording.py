@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote, render_raw_memory
+from consolidator.memory.offline_notes import ExtractiveNotes, FailureNote
 from consolidator.skills.detect import Observed, detect_skills
 from consolidator.skills.render import render_skill_md
 from consolidator.skills.skill import decode_skill, encode_skill
@@ -31,7 +31,7 @@ def _session(thread_id: str, day: int) -> Observed:
         "/src/app",
         datetime(2026, 11, day, 9, tzinfo=UTC),
         None,
-        render_raw_memory(notes),
+        notes,
     )
 
 

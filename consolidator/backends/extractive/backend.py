@@ -50,6 +50,7 @@ class ExtractiveBackend:
             rollout_summary=prose.summarise(session, notes),
             rollout_slug=prose.slug_for(notes.task, notes.keywords),
             raw_memory=render_raw_memory(notes),
+            notes=notes,
         )
 
     def consolidate(self, request: base.ConsolidationRequest) -> base.ConsolidationResult:

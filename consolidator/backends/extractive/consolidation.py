@@ -44,7 +44,6 @@ from consolidator.memory.offline_notes import (
     OUTCOME_UNKNOWN,
     EditedValue,
     ExtractiveNotes,
-    parse_raw_memory,
 )
 from consolidator.memory.text import one_line
 
@@ -341,7 +340,7 @@ def _with_edits(block: Block, edits: Iterable[EditedValue]) -> tuple[Block, list
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
-    notes = parse_raw_memory(item.raw_memory)
+    notes = item.notes or ExtractiveNotes()
     if notes.task:
         return notes
     first_line = next((line for line in item.rollout_summary.splitlines() if line.strip()), "")

@@ -23,6 +23,7 @@ from consolidator.memory.blocks import Memory, ThreadCitation
 from consolidator.memory.codec import summary_stem
 from consolidator.memory.edits import tasks_to_show
 from consolidator.memory.gate import GateOutcome, GatePolicy, GateRefused, judge
+from consolidator.memory.offline_notes_json import stored_notes
 from consolidator.memory.render import render_memory_md
 from consolidator.phases.phase_two.report import Phase2Options, Phase2Report
 from consolidator.phases.phase_two.slices import BLOCKS_SHARE, SliceBudget, blocks_to_show
@@ -50,6 +51,7 @@ def consolidation_input(record: Stage1Record) -> ConsolidationInput:
         rollout_slug=record.rollout_slug,
         rollout_summary=record.rollout_summary,
         raw_memory=record.raw_memory,
+        notes=stored_notes(record.notes_json, record.thread_id),
     )
 
 

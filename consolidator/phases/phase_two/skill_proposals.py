@@ -1,7 +1,7 @@
 """Proposing skills after a phase-two run: detect, name, gate, store as pending.
 
-Runs on every backend. Detection reads the stage-one outputs the offline backend writes; a
-model-written output that does not carry them simply yields no candidate. Whatever proposes
+Runs on every backend. Detection reads the notes the offline backend stores with its
+stage-one outputs; a model-written output has none and simply yields no candidate. Whatever proposes
 a candidate, the evidence rule and the gate are applied here, by code.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from consolidator.db.ports import SkillStore
 from consolidator.db.records import Stage1Record
+from consolidator.memory.offline_notes_json import stored_notes
 from consolidator.security.redaction import redact
 from consolidator.skills.detect import Observed, detect_skills, unique_names
 from consolidator.skills.gate import skill_problem
@@ -32,7 +33,13 @@ class SkillsReport:
 
 def observed(records: Iterable[Stage1Record]) -> list[Observed]:
     return [
-        Observed(r.thread_id, r.cwd, r.source_updated_at, r.rollout_slug, r.raw_memory)
+        Observed(
+            r.thread_id,
+            r.cwd,
+            r.source_updated_at,
+            r.rollout_slug,
+            stored_notes(r.notes_json, r.thread_id),
+        )
         for r in records
     ]
 

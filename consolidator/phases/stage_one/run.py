@@ -27,6 +27,7 @@ from consolidator.backends.base import (
 )
 from consolidator.db.ports import StageOneStore
 from consolidator.db.records import Claim, Eligibility, QuarantineItem, Stage1Payload, ThreadRecord
+from consolidator.memory.offline_notes_json import dump_notes, map_texts
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.stage_one.input import read_within
 from consolidator.phases.stage_one.usage import record_usage
@@ -98,7 +99,8 @@ class Stage1Report:
 
 
 def sanitize_result(result: Stage1Result) -> Stage1Result:
-    """The model's answer is untrusted: redact it again and strip invisible characters."""
+    """The model's answer is untrusted: redact it again and strip invisible characters, in
+    the offline notes text by text as in their rendering."""
 
     def clean(text: str) -> str:
         return strip_invisible(redact(text).text)
@@ -108,6 +110,7 @@ def sanitize_result(result: Stage1Result) -> Stage1Result:
         rollout_summary=clean(result.rollout_summary),
         rollout_slug=clean(result.rollout_slug) if result.rollout_slug else result.rollout_slug,
         raw_memory=clean(result.raw_memory),
+        notes=map_texts(result.notes, clean) if result.notes is not None else None,
     )
 
 
@@ -138,8 +141,11 @@ def withhold_flagged(
         replaced[name] = WITHHELD_MARKER
     if not quarantined:
         return result, ()
-    # The slug names files and is made from the same text: it goes with any flagged field.
+    # The slug names files and is made from the same text: it goes with any flagged field;
+    # the notes go with their rendering.
     replaced["rollout_slug"] = None
+    if "raw_memory" in replaced:
+        replaced["notes"] = None
     log.warning(
         "stage one output of %s withheld: %s",
         thread_id,
@@ -250,6 +256,7 @@ def _finish(
         payload = Stage1Payload(
             quarantined=quarantined,
             raw_memory=result.raw_memory,
+            notes_json=dump_notes(result.notes) if result.notes is not None else None,
             rollout_summary=result.rollout_summary,
             rollout_slug=result.rollout_slug,
             backend=backend.name,
