@@ -18,7 +18,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from consolidator.core.database_url import BadDatabaseURL, normalize_url, redact_url
 from consolidator.core.errors import ConfigError
@@ -39,13 +39,9 @@ OFFLINE_PHASE2_COOLDOWN_SECONDS = 300
 # A model server on this machine (loopback) often runs on a CPU: minutes per answer.
 LOCAL_MODEL_TIMEOUT_SECONDS = 600.0
 StructuredOutput = Literal["json_schema", "json_schema_with_limits", "json_object"]
-STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = (
-    "json_schema",
-    "json_schema_with_limits",
-    "json_object",
-)
+STRUCTURED_OUTPUTS: tuple[StructuredOutput, ...] = get_args(StructuredOutput)
 OutputLimitParameter = Literal["max_completion_tokens", "max_tokens"]
-OUTPUT_LIMIT_PARAMETERS: tuple[OutputLimitParameter, ...] = ("max_completion_tokens", "max_tokens")
+OUTPUT_LIMIT_PARAMETERS: tuple[OutputLimitParameter, ...] = get_args(OutputLimitParameter)
 # The smallest MEMORY.md budget that holds a block or two; below it every run would evict all.
 MIN_MEMORY_BUDGET_BYTES = 4096
 # The most hits one search returns, through the CLI, the MCP tools and the viewer alike.
