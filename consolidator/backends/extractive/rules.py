@@ -1,11 +1,12 @@
 """The engine of the offline reader's rule table (`rules.json`, shipped beside this module).
 
-Each sentence decision the reader makes is one named rule of the table: its kind, its
-pattern, its precedence, and the sentences it must and must not read. The reader asks for a
-rule by id and records the id of the rule that produced each entry, so an entry can always be
-traced to the rule behind it. A rule can be switched off for a stretch of code
-(`without_rules`), which is how a test shows that every rule is needed by one of its own
-examples.
+Each sentence decision is one row of the table: its kind, its pattern, its precedence, the
+rows, kinds or flags that must (`requires`) or must not (`unless`) also read the text, whether
+what is said is only what follows its match (`strip`), or its match is a cue that the rows after
+it read past and that decides only when none of them does (`cue`), and the sentences it must
+and must not read. `first` gives the row that decides, by precedence; the reader acts on its
+kind and keeps its id, so every entry traces to the rule behind it. `without_rules` switches
+rows off, which is how a test shows that every rule is needed by one of its own examples.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property
 from importlib.resources import files
 from typing import Final
 
@@ -33,9 +34,12 @@ DOC_START: Final = (
 )
 DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
-_TABLE: Final = "rules.json"
-_WORDS: Final = "words.json"
-_CLAUSES: Final = re.compile(r"[,;:.]\s+")
+_CLAUSES: Final = re.compile(r"[,;:.]\s+|\s+(?:--?|\u2014)\s+")
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of `text`, cut at punctuation and dashes."""
+    return [part.strip() for part in _CLAUSES.split(text) if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -45,40 +49,59 @@ class Rule:
     id: str
     kind: str
     precedence: int
-    regex: re.Pattern[str]
+    pattern: str
+    flags: str
     describe: str
     examples: tuple[str, ...]
     counter_examples: tuple[str, ...]
-    # How the rule reads an example: anywhere in it, as a whole, or in one of its words.
+    # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
+    # word, or the order in it.
     reads_as: str = "sentence"
+    requires: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+    strip: bool = False
+    cue: bool = False
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
 
     @property
     def on(self) -> bool:
         return self.id not in _SWITCHED_OFF.get()
 
-    def reads(self, text: str) -> bool:
-        """Whether the rule reads `text` the way the reader asks it: anywhere in it, as a
-        whole, at the start of one of its clauses, as the end of one, or in one word."""
-        clauses = [part.strip() for part in _CLAUSES.split(text) if part.strip()]
+    def find(self, text: str) -> re.Match[str] | None:
+        """Where the rule reads `text`, the way its row says it reads."""
+        if not self.on:
+            return None
         if self.reads_as == "whole":
-            return self.fullmatch(text) is not None
+            return self.regex.fullmatch(text)
         if self.reads_as == "clause":
-            return any(self.match(clause) for clause in clauses)
+            return next(filter(None, map(self.regex.match, clauses(text))), None)
         if self.reads_as == "tail":
-            tails = (" ".join(c.split()[i:]) for c in clauses for i in range(len(c.split())))
-            return any(self.fullmatch(tail) for tail in tails)
+            parts = (c.split() for c in clauses(text))
+            tails = (" ".join(words[i:]) for words in parts for i in range(len(words)))
+            return next(filter(None, map(self.regex.fullmatch, tails)), None)
+        if self.reads_as == "order":
+            # An order, or the order after the reason a statement gives ("this box has a
+            # broken docker, use podman here").
+            if first(text, "statement"):
+                text = (rule("structure.clause-start").split(text, maxsplit=1)[1:] or [""])[0]
+            return self.regex.search(text)
         if self.reads_as == "word":
-            return any(self.match(word.strip(".,;")) for word in text.split())
-        return self.search(text) is not None
+            return next(
+                filter(None, (self.regex.match(w.strip(".,;")) for w in text.split())), None
+            )
+        return self.regex.search(text)
+
+    def reads(self, text: str) -> bool:
+        return self.find(text) is not None
 
     def search(self, text: str) -> re.Match[str] | None:
         return self.regex.search(text) if self.on else None
 
     def match(self, text: str) -> re.Match[str] | None:
         return self.regex.match(text) if self.on else None
-
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.regex.fullmatch(text) if self.on else None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         return self.regex.finditer(text) if self.on else iter(())
@@ -90,52 +113,115 @@ class Rule:
         return self.regex.split(text, maxsplit=maxsplit) if self.on else [text]
 
 
-@lru_cache(maxsize=1)
+@dataclass(frozen=True)
+class Reading:
+    """The row that decided, and what is said: the text after the cue when it strips one."""
+
+    rule: Rule
+    said: str
+    found: re.Match[str]
+
+    @property
+    def id(self) -> str:
+        return self.rule.id
+
+
+@cache
 def table() -> tuple[Rule, ...]:
-    """Every rule of the table, by precedence then id."""
-    data = json.loads(files(__package__).joinpath(_TABLE).read_text(encoding="utf-8"))
+    """Every rule of the table, by precedence then id; patterns compile on first use."""
+    data = json.loads(files(__package__).joinpath("rules.json").read_text(encoding="utf-8"))
     rules = [
         Rule(
             id=row["id"],
             kind=row["kind"],
             precedence=row["precedence"],
-            regex=re.compile(row["pattern"], re.IGNORECASE if "i" in row["flags"] else 0),
+            pattern=row["pattern"],
+            flags=row["flags"],
             describe=row["describe"],
             examples=tuple(row["examples"]),
             counter_examples=tuple(row["counter_examples"]),
             reads_as=row.get("reads", "sentence"),
+            requires=tuple(row.get("requires", ())),
+            unless=tuple(row.get("unless", ())),
+            strip=row.get("strip", False),
+            cue=row.get("cue", False),
         )
         for row in data["rules"]
     ]
     return tuple(sorted(rules, key=lambda rule: (rule.precedence, rule.id)))
 
 
+@cache
+def _by_id() -> dict[str, Rule]:
+    return {row.id: row for row in table()}
+
+
 def rule(rule_id: str) -> Rule:
     """The rule of the table with `rule_id`; a KeyError names an id the table lacks."""
-    found = next((row for row in table() if row.id == rule_id), None)
-    if found is None:
-        raise KeyError(rule_id)
-    return found
+    return _by_id()[rule_id]
+
+
+def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
+    """The row of one of `kinds` that reads `text` first by precedence, its conditions
+    holding on what it says; `given` are the flags the caller knows of the text. A cue that
+    opens `text` is read past (flag "cued") and decides last."""
+    flags = frozenset(given)
+    cue: Reading | None = None
+    for row in table():
+        if row.kind not in kinds or (found := row.find(text)) is None:
+            continue
+        if row.cue:
+            if cue is None and found.start() == 0:
+                text, flags = text[found.end() :].strip(), flags | {"cued"}
+                cue = Reading(row, text, found)
+            continue
+        said = text[found.end() :].strip() if row.strip else text
+        if _conditions_hold(row, said, flags):
+            return Reading(row, said, found)
+    return cue if cue is not None and _conditions_hold(cue.rule, text, flags) else None
+
+
+def _conditions_hold(row: Rule, said: str, flags: frozenset[str]) -> bool:
+    return all(holds(c, said, flags) for c in row.requires) and not any(
+        holds(c, said, flags) for c in row.unless
+    )
+
+
+def holds(condition: str, text: str, given: frozenset[str] = frozenset()) -> bool:
+    """A condition of a row: tokens joined by "+", all of which hold; a token is a rule id,
+    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it."""
+    return all(_holds(token, text, given) for token in condition.split("+"))
+
+
+def _holds(token: str, text: str, given: frozenset[str]) -> bool:
+    if token.startswith("!"):
+        return not _holds(token[1:], text, given)
+    if token.startswith("words>="):
+        return len(text.split()) >= int(token[len("words>=") :])
+    if token in _by_id():
+        return rule(token).reads(text)
+    if token in _kinds():
+        return first(text, token, given=given) is not None
+    return token in given
+
+
+@cache
+def _kinds() -> frozenset[str]:
+    return frozenset(row.kind for row in table())
 
 
 @cache
 def word_list(name: str) -> frozenset[str]:
     """One of the word lists the reader reads by (`words.json` beside the table)."""
-    data = json.loads(files(__package__).joinpath(_WORDS).read_text(encoding="utf-8"))
+    data = json.loads(files(__package__).joinpath("words.json").read_text(encoding="utf-8"))
     return frozenset(data["words"][name])
-
-
-def first_of(text: str, *rules: Rule) -> str:
-    """The id of the first of `rules` that finds something in `text`, "" when none does."""
-    return next((found.id for found in rules if found.search(text)), "")
 
 
 def table_in_markdown() -> str:
     """The table as the offline reader's section of `docs/backends.md` shows it: each kind
     of rule, then each rule with what it reads, one example and one counter-example."""
     lines = [DOC_START, ""]
-    kinds = dict.fromkeys(row.kind for row in table())
-    for kind in kinds:
+    for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")
         for row in (found for found in table() if found.kind == kind):
             lines.append(

@@ -1,6 +1,7 @@
 """What the user's and the agent's sentences state: defaults, facts about the project,
 corrections and what they take back, and the agent's conclusions; questions and
-acknowledgements state nothing."""
+acknowledgements state nothing. Which rule decides is the table's (`rules.first`); this
+module cuts sentences into what they each say and acts on the kind of the rule that read it."""
 
 from __future__ import annotations
 
@@ -8,76 +9,67 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.resources import (
-    AT_HAND,
-    HOW_TO,
-    NAME_DOES,
-    RESOURCE,
-    names_person,
-    person_rule,
-)
-from consolidator.backends.extractive.rules import first_of, rule
+from consolidator.backends.extractive.rules import clauses, first, holds, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
-from consolidator.backends.extractive.shapes import (
-    CODEBASE_SCOPE,
-    MIN_PLAIN_WORDS,
-    OBLIGATION,
-    ONE_NEW_THING,
-    RULED_OUT,
-    VAGUE_SUBJECT,
-    VALUE,
-    declarative,
-    declarative_rule,
-    plainly_stated,
-    shaped_as_rule,
-)
 from consolidator.backends.extractive.taking_back import (
-    GONE,
-    NEGATION,
-    NOT_BUT,
-    NOT_VALUE,
-    RETRACTION,
-    SCRATCHED,
-    TRAILING_NOT,
-    WAS_OLD,
-    forgets,
     negated_values,
     replaced_value,
-    taken_back_rule,
     taken_back_topic,
-    takes_back,
 )
 from consolidator.memory import facts
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_STATEMENTS = 8
-_INSTRUCTION = rule("instruction.standing-word")
-_PLACES = r"(?:projects?|repos?|repositories|codebases?|workspaces?)"
-_OWNER = r"(?:(?:my|our|the|of|your)\s+)*"
-EVERY_PROJECT_SCOPE = rule("scope.every-project")
-ONE_PROJECT_SCOPE = rule("scope.one-project")
-_FACT_CUE = rule("fact.cue")
-_CONCLUSION_CUE = rule("conclusion.cue")
+MIN_PLAIN_WORDS = 5
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
+_MAX_LABEL_WORDS = 6
+_MIN_LABELLED_WORDS = 4
+_MAX_AGENT_FINDINGS = 2
+VALUE = rule("shape.value")
+VAGUE_SUBJECT = rule("shape.vague-subject")
+RESOURCE = rule("fact.resource")
 DOUBLED_MARK = rule("structure.doubled-mark")
-_CLAUSE_BREAK = rule("structure.clause-break")
-_INVERTED = rule("drop.inverted-question")
-_ONLY_REDACTED = rule("structure.only-redacted")
-_TROUBLE_AT_HAND = rule("drop.trouble-at-hand")
-_SLASH_COMMAND = rule("drop.slash-command")
-_FIRST_PERSON = rule("drop.first-person")
-_JOINED = rule("structure.joined-clause")
-_REMINDER = rule("reminder.dont-forget")
-_VALUE_ONLY = rule("correction.value-only")
-_THERE_IS = rule("fact.there-is")
-_FILE_LINE = rule("conclusion.file-line")
-
-
-_ASIDE = rule("structure.aside")
+EVERY_PROJECT_SCOPE = rule("instruction.every-project")
+ONE_PROJECT_SCOPE = rule("scope.one-project")
 _CLAUSE_START = rule("structure.clause-start")
+_ASIDE = rule("structure.aside")
+_FACT_CUE = rule("fact.cue")
+_JOINED_ON = re.compile(r"(?:and|but|so|which|that|because|since|as|if|when|then)\b", re.I)
+# The rules that set where or how long a rule holds ("in all my repos", "from now on").
+_SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
+# The kinds of rule a part of a user's sentence is read by, in the table's precedence.
+_READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
+
+
+def declarative(text: str) -> bool:
+    return holds("statement", text)
+
+
+def plainly_stated(clause: str) -> bool:
+    """A statement in plain words: a few words about more than a pronoun."""
+    return bool(
+        declarative(clause)
+        and not VAGUE_SUBJECT.match(clause)
+        and len(clause.split()) >= MIN_PLAIN_WORDS
+    )
+
+
+def _instruction(text: str) -> str:
+    """The rule that reads `text` as a standing instruction, "" when none does or it holds
+    only for the moment."""
+    found = first(text, "moment", "instruction")
+    return found.id if found and found.rule.kind == "instruction" else ""
+
+
+def _takes_back(clause: str) -> bool:
+    return first(clause, "take-back", given={"gone"}) is not None
+
+
+def _scoped(clause: str) -> bool:
+    return any(holds(scope, clause) for scope in _SCOPES)
 
 
 def _units(sentence: str) -> list[str]:
@@ -108,9 +100,9 @@ def _without_order_after(unit: str) -> str:
         or declarative(tail)
         or VALUE.search(tail)
         or _scoped(tail)
-        or takes_back(tail)
-        or _is_default(tail, tail)
-        or re.match(r"(?:and|but|so|which|that|because|since|as|if|when|then)\b", tail, re.I)
+        or _takes_back(tail)
+        or _instruction(tail)
+        or _JOINED_ON.match(tail)
     ):
         return unit
     return head
@@ -120,17 +112,19 @@ def _without_request(sentence: str) -> str:
     starts = [m.end() for m in _CLAUSE_START.finditer(sentence)]
     if not starts:
         return sentence
-    first = sentence[: starts[0]]
-    if RESOURCE.search(first) or declarative(sentence) or takes_back(first) or _scoped(first):
+    first_part = sentence[: starts[0]]
+    if RESOURCE.search(first_part) or declarative(sentence) or _takes_back(first_part):
+        return sentence
+    if _scoped(first_part):
         return sentence
     for start in starts:
-        if _JOINED.match(sentence[start:]):
+        if holds("structure.joined-clause", sentence[start:]):
             continue  # "..., and you have 100% coverage" is no clause of its own
         rest = strip_lead_in(sentence[start:])
         if (
             _stands_alone(rest)
             or _told_alone(_CLAUSE_START.split(rest, maxsplit=1)[0])
-            or (len(_beyond_scope(rest).split()) >= 3 and _is_default(rest, rest))
+            or (len(_beyond_scope(rest).split()) >= 3 and _instruction(rest))
         ):
             return rest
     return sentence
@@ -139,30 +133,19 @@ def _without_request(sentence: str) -> str:
 def _beyond_scope(clause: str) -> str:
     """`clause` without the words that only set where or how long a rule holds: "in all my
     repos" after a request is the request's scope, not a rule of its own."""
-    for scope in (_INSTRUCTION, EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE):
-        clause = scope.sub(" ", clause)
+    for scope in _SCOPES:
+        clause = rule(scope).sub(" ", clause)
     return clause.strip(" .,;!")
 
 
 def _told_alone(clause: str) -> bool:
     """The clause is what a user says on its own to be remembered: a statement with a value
-    about something more than a pronoun ("my dotfiles are in ~/src/dotfiles-stow", "there's
-    a folder of fixtures at tests/data/"), or how a thing is done there ("put new fixtures in
-    tests/fixtures/", "dev postgres listens on localhost:5433")."""
+    about something more than a pronoun ("there's a folder of fixtures at tests/data/"), or
+    how a thing is done there ("put new fixtures in tests/fixtures/")."""
     if declarative(clause):
-        named = not VAGUE_SUBJECT.match(clause) or _THERE_IS.match(clause)
+        named = not VAGUE_SUBJECT.match(clause) or holds("shape.there-is", clause)
         return bool(named and VALUE.search(clause))
-    return bool(HOW_TO.search(clause)) and not AT_HAND.search(clause)
-
-
-def _scoped(clause: str) -> bool:
-    """The clause sets where or how long what follows holds ("in all my repos", "from now
-    on"): it belongs to the rule after it."""
-    return bool(
-        _INSTRUCTION.search(clause)
-        or EVERY_PROJECT_SCOPE.search(clause)
-        or ONE_PROJECT_SCOPE.search(clause)
-    )
+    return holds("fact.how-to", clause) and not holds("shape.at-hand", clause)
 
 
 def _run_on(sentence: str) -> list[str]:
@@ -174,7 +157,7 @@ def _run_on(sentence: str) -> list[str]:
     for match in _CLAUSE_START.finditer(sentence):
         rest = strip_lead_in(sentence[match.end() :])
         head = sentence[begun : match.start()]
-        if RESOURCE.search(head) and (_stands_alone(rest) or names_person(rest)):
+        if RESOURCE.search(head) and (_stands_alone(rest) or holds("person", rest)):
             units.append(head)
             begun = match.end()
     return [*units, sentence[begun:]]
@@ -189,11 +172,11 @@ def _statement(text: str, *, user: bool = True) -> str:
     checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
     redaction would be left."""
     if user:
-        text = NOT_BUT.sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
-        text = NOT_VALUE.sub("", TRAILING_NOT.sub("", text))
+        text = rule("old-value.not-but").sub(lambda m: m["verb"] + " " if m["verb"] else "", text)
+        text = rule("old-value.not").sub("", rule("old-value.trailing-not").sub("", text))
     text = DOUBLED_MARK.sub(r"\1", text).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
-    if _ONLY_REDACTED.fullmatch(text):
+    if holds("structure.only-redacted", text):
         return ""
     return text[:1].upper() + text[1:] if text else ""
 
@@ -208,6 +191,8 @@ class UserStatements:
     revoked: list[str]
     # The rule of the table that read each instruction and fact, by its text.
     rules: dict[str, str] = field(default_factory=dict)
+    # The entry read last, which a correction giving only a value corrects.
+    latest: list[tuple[list[str], str]] = field(default_factory=list)
 
     def add(self, into: list[str], text: str, rule_id: str) -> None:
         if text:
@@ -215,20 +200,12 @@ class UserStatements:
             self.rules.setdefault(text, rule_id)
             self.latest[:] = [(into, text)]
 
-    # The entry read last, which a correction giving only a value corrects.
-    latest: list[tuple[list[str], str]] = field(default_factory=list)
-
-
-_LABEL = rule("structure.label")
-_MAX_LABEL_WORDS = 6
-_MIN_LABELLED_WORDS = 4
-
 
 def _without_label(sentence: str) -> str:
     """`sentence` without a label that says nothing of its own: not a cue, a scope, a
     correction or a person, and not what a pronoun after it points back to ("Staging host:
     it moved to ...")."""
-    match = _LABEL.match(sentence)
+    match = rule("structure.label").match(sentence)
     if match is None:
         return sentence
     label, rest = match["label"], match["rest"]
@@ -238,9 +215,9 @@ def _without_label(sentence: str) -> str:
         or VAGUE_SUBJECT.match(rest)
         or _FACT_CUE.match(label)
         or _scoped(label)
-        or takes_back(label)
-        or names_person(label)
-        or not (declarative(rest) or _is_default(rest, rest))
+        or _takes_back(label)
+        or holds("person", label)
+        or not (declarative(rest) or _instruction(rest))
     ):
         return sentence
     return rest
@@ -267,54 +244,62 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
 
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
-    """One part of a sentence read into `read`; `number` is its message's place (the opening
-    request is the task, so a plain remark in it is a fact only with a value)."""
+    """One part of a sentence read into `read` by the rule that decides it; `number` is its
+    message's place (the opening request is the task, so a plain remark in it is a fact
+    only with a value)."""
     if (
         len(bare.split()) < 2  # a word alone ("mix_audit" out of a list) states nothing
+        or len(bare) > _MAX_STATEMENT_CHARS
         or user_text(bare) == ""
         or is_question(bare)
-        or _INVERTED.search(bare)
-        or len(bare) > _MAX_STATEMENT_CHARS
-        or _SLASH_COMMAND.match(bare)
     ):
         return
     read.revoked.extend(negated_values(bare))
-    if reminder := _REMINDER.match(bare):
-        # "don't forget to X" repeats the rule X: it reinforces it, never takes it back.
-        read.add(read.instructions, _statement(bare[reminder.end() :]), _REMINDER.id)
-        return
-    if _correction(bare, read):
-        return
-    cue = _FACT_CUE.match(bare)
-    said = bare[cue.end() :] if cue else bare
-    if default := _is_default(bare, said):
-        read.add(read.instructions, _statement(said), default)
-    elif number == 0 and not cue and _TROUBLE_AT_HAND.search(said):
-        return  # the problem the session was opened for, not knowledge for later
-    elif fact := _fact_rule(said, cue is not None, number):
-        read.add(read.facts, _statement(said), fact)
+    changed = facts.says_change(bare) and not holds("shape.first-person", bare)
+    given = {
+        *(("later",) if number else ()),
+        *(("change",) if changed else ()),
+        *(("gone",) if holds("structure.gone", bare) else ()),
+    }
+    found = first(bare, *_READ, given=given)
+    if found and found.rule.kind == "moment":
+        found = first(bare, *(k for k in _READ if k not in ("moment", "instruction")), given=given)
+    kind = found.rule.kind if found else ""
+    if found and kind in ("reminder", "instruction"):
+        read.add(read.instructions, _statement(found.said), found.id)
+    elif found and kind in ("fact", "person"):
+        read.add(read.facts, _statement(found.said), found.id)
+    elif kind == "take-back":
+        _correction(bare, read)
+    elif not found:
+        said = _FACT_CUE.sub("", bare)
+        if stated := _stated(said, given):
+            read.add(read.facts, _statement(said), stated)
 
 
-def _fact_rule(said: str, cued: bool, number: int) -> str:
-    """The rule that reads `said` as a fact about the project, "" when none does."""
-    if cued and (VALUE.search(said) or not VAGUE_SUBJECT.match(said)):
-        return _FACT_CUE.id
-    if resource := _names_resource(said):
-        return resource
-    stated = _is_statement(said)
-    if not stated:
+def _stated(said: str, given: set[str]) -> str:
+    """The rule that reads `said` as a statement about the project: a subject and what it is
+    or does, with a value in what is stated (not in an order beside it, "make it 240, ..."),
+    or in a few words about more than a pronoun ("it works now" says nothing for later). The
+    opening request states it only with a value or a change."""
+    parts = [said, *clauses(said)[1:]]
+    stated = [part for part in parts if declarative(part)]
+    if any(VALUE.search(part) for part in stated):
+        chosen = stated[0]
+    else:
+        chosen = next((part for part in stated if plainly_stated(part)), "")
+    found = first(chosen, "statement") if chosen else None
+    if found is None or not ({"later", "change"} & given or VALUE.search(said)):
         return ""
-    if NAME_DOES.match(said):
-        return NAME_DOES.id
-    changed = facts.says_change(said) and not _FIRST_PERSON.match(said)
-    return stated if number or changed or VALUE.search(said) or person_rule(said) else ""
+    return found.id
 
 
 def _corrected(sentence: str, read: UserStatements) -> bool:
     """Read `sentence` as a correction with no cue word ("no wait, 3301", "actually
     @maaike"): it gives a value of the same kind as one in the entry read last, which it
-    replaces there; the old value is taken back."""
-    lead = _VALUE_ONLY.match(sentence)
+    replaces there; the old value is taken back. A corrected instruction keeps the rule
+    that read it: it is still the same standing rule."""
+    lead = rule("correction.value-only").match(sentence)
     if lead is None or not read.latest:
         return False
     into, previous = read.latest[0]
@@ -324,116 +309,52 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
     new_text, old_value = replaced
     into.remove(previous)
     read.revoked.append(old_value)
-    read.add(into, new_text, _VALUE_ONLY.id)
+    kept_rule = read.rules.get(previous, "") if into is read.instructions else ""
+    read.add(into, new_text, kept_rule or "correction.value-only")
     return True
-
-
-def _names_resource(said: str) -> str:
-    """A statement naming a resource of the project; an order only when it says how a thing
-    is done there (a host, port, folder, ticket, version, tag or a command to do it with),
-    not when it is about the work at hand."""
-    if declarative(said):
-        return RESOURCE.id if RESOURCE.search(said) else ""
-    return HOW_TO.id if HOW_TO.search(said) and not AT_HAND.search(said) else ""
 
 
 def _kept(statements: list[str]) -> list[str]:
     return dedupe(statement for statement in statements if statement)
 
 
-def _is_default(sentence: str, said: str) -> str:
-    """A default for future work: said with the usual words, or shaped as a standing rule (a
-    prohibition, a choice of one tool over another, an obligation, a habit) when the sentence
-    is not a statement about the project; scoped to the codebase or to every project. The
-    id of the rule that reads it so, "" when none does."""
-    if said_so := first_of(sentence, _INSTRUCTION, EVERY_PROJECT_SCOPE):
-        return said_so
-    if RULED_OUT.match(said):
-        return RULED_OUT.id
-    if names_person(said) or (RESOURCE.search(said) and declarative(said)):
-        return ""  # who to ask, or what a named resource is, is a fact about the project
-    if CODEBASE_SCOPE.search(said) and not VALUE.search(said) and not ONE_NEW_THING.match(said):
-        return CODEBASE_SCOPE.id
-    if OBLIGATION.match(said):
-        return OBLIGATION.id
-    if declarative(said):
-        # A reason with no value, then the rule it gives ("this box has a broken docker, use
-        # podman here"): the sentence is the rule.
-        rest = _CLAUSE_START.split(said, maxsplit=1)[1:]
-        plain = not (VALUE.search(said) or facts.says_change(said) or NAME_DOES.match(said))
-        return shaped_as_rule(rest[0]) if rest and plain else ""
-    return shaped_as_rule(said)
-
-
-def _is_statement(sentence: str) -> str:
-    """A statement about the project: a subject and what it is or does. One with a value or
-    a person to ask is kept however short; one without needs a few words and a subject
-    that is more than a pronoun ("it works now" says nothing for later). The id of the rule
-    that reads its subject and verb (or the person), "" when it is none."""
-    if person := person_rule(sentence):
-        return person
-    clauses = [sentence, *(c.strip() for c in _CLAUSE_BREAK.split(sentence)[1:] if c.strip())]
-    stated = [clause for clause in clauses if declarative(clause)]
-    # The value must be in what is stated, not in an order beside it ("make it 240, ...").
-    if any(VALUE.search(clause) for clause in stated):
-        return declarative_rule(stated[0])
-    plain = next((clause for clause in stated if plainly_stated(clause)), "")
-    return declarative_rule(plain) if plain else ""
-
-
-def _correction(sentence: str, read: UserStatements) -> bool:
+def _correction(sentence: str, read: UserStatements) -> None:
     """Read `sentence` as a correction, clause by clause: the topics it takes back go to
-    `revoked`, the clauses with a new value to `facts`. False when it is no correction."""
-    clauses = [c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
-    gone = bool(GONE.search(sentence))
-    topics = [taken_back_topic(clause, gone) for clause in clauses]
-    retracted = [first_of(c, RETRACTION, WAS_OLD) or _scratched(c) for c in clauses]
-    if all(topic is None for topic in topics) and not any(retracted):
-        return False
+    `revoked`, the clauses with a new value to `facts`."""
+    parts = clauses(sentence)
+    given = {"gone"} if holds("structure.gone", sentence) else set()
+    readings = [first(part, "take-back", given=given) for part in parts]
+    by = next((found.id for found in readings if found), "")
     named = ""
-    by = next((r for r in retracted if r), "") or taken_back_rule(sentence)
-    for clause, topic, retraction in zip(clauses, topics, retracted, strict=True):
+    for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
+        topic = taken_back_topic(found) if found else None
         if topic == "":
-            read.revoked.extend(_subjects_beside(clause, clauses))
-        elif topic is not None:
+            read.revoked.extend(_subjects_beside(clause, parts))
+        elif topic is not None and found:
             read.revoked.append(topic)
-            named = topic if forgets(clause) else ""
-        elif not retraction and not NEGATION.match(clause):
+            named = topic if found.id in ("take-back.forget", "take-back.wrong-about") else ""
+        elif not found and not holds("structure.negation", clause):
             said = _pointing_to(clause, named)
             stated = VALUE.search(said) or (declarative(said) and not VAGUE_SUBJECT.match(said))
-            if stated and not _ORDER_ON_IT.match(said):
+            if stated and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
-    return True
 
 
-def _scratched(clause: str) -> str:
-    return SCRATCHED.id if SCRATCHED.match(clause) else ""
-
-
-_ORDER_ON_IT = rule("drop.order-on-it")
-_SUBJECT_PHRASE = rule("structure.subject-phrase")
-
-
-def _subjects_beside(pointer: str, clauses: list[str]) -> list[str]:
+def _subjects_beside(pointer: str, parts: list[str]) -> list[str]:
     """What "that" in "ignore what I said about that" points to: the subject of another
     clause of the sentence ("emojis in commits are fine, ignore what I said about that")."""
-    found = []
-    for clause in clauses:
-        match = _SUBJECT_PHRASE.match(clause)
-        if clause is not pointer and match and not VAGUE_SUBJECT.match(clause):
-            found.append(match["subject"])
-    return found
-
-
-_IT_IS = rule("structure.it-is")
+    subject = rule("structure.subject-phrase")
+    found = [(clause, subject.match(clause)) for clause in parts if clause is not pointer]
+    return [m["subject"] for clause, m in found if m and not VAGUE_SUBJECT.match(clause)]
 
 
 def _pointing_to(clause: str, topic: str) -> str:
     """`clause` with "it is" read as the topic the correction just took back: "wrong about
     the timeout, it's 45s" says the timeout is 45s."""
-    if topic and _IT_IS.match(clause):
-        return f"the {topic} is {_IT_IS.sub('', clause)}"
+    it_is = rule("structure.it-is")
+    if topic and it_is.match(clause):
+        return f"the {topic} is {it_is.sub('', clause)}"
     return clause
 
 
@@ -450,25 +371,15 @@ def agent_statements(
         bare = strip_lead_in(sentence)
         if is_question(bare):
             continue
-        if match := _CONCLUSION_CUE.match(bare):
-            read.add(conclusions, _statement(bare[match.end() :], user=False), _CONCLUSION_CUE.id)
-        elif _FILE_LINE.search(bare):
-            read.add(conclusions, _statement(bare, user=False), _FILE_LINE.id)
-        elif (cue := _FACT_CUE.match(bare)) and _said_with_cue(bare[cue.end() :]):
-            read.add(read.facts, _statement(bare[cue.end() :], user=False), _FACT_CUE.id)
+        cue = _FACT_CUE.match(bare)
+        said = bare[cue.end() :] if cue else ""
+        if found := first(bare, "conclusion"):
+            read.add(conclusions, _statement(found.said, user=False), found.id)
+        elif cue and (VALUE.search(said) or plainly_stated(said)):
+            read.add(read.facts, _statement(said, user=False), _FACT_CUE.id)
         elif _how_the_project_is(bare) and len(read.facts) < _MAX_AGENT_FINDINGS:
             read.add(read.facts, _statement(bare, user=False), VALUE.id)
     return _kept(read.facts), _kept(conclusions)
-
-
-_NARRATION = rule("drop.narration")
-_MAX_AGENT_FINDINGS = 2
-
-
-def _said_with_cue(said: str) -> bool:
-    """What follows "Note:" or "Heads-up:": a value, or a statement about more than a
-    pronoun ("the seed script wipes the local DB, so don't run it against staging")."""
-    return bool(VALUE.search(said) or (declarative(said) and plainly_stated(said)))
 
 
 def _how_the_project_is(sentence: str) -> bool:
@@ -479,6 +390,6 @@ def _how_the_project_is(sentence: str) -> bool:
         (declarative(sentence) or declarative(sentence[:1].lower() + sentence[1:]))
         and VALUE.search(sentence)
         and len(sentence.split()) >= MIN_PLAIN_WORDS
-        and not _NARRATION.search(sentence)
+        and not holds("shape.narration", sentence)
         and not facts.says_change(sentence)
     )

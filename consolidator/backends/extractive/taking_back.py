@@ -6,88 +6,45 @@ from __future__ import annotations
 
 import re
 
-from consolidator.backends.extractive.rules import first_of, rule
+from consolidator.backends.extractive.rules import Reading, holds, rule
 from consolidator.memory.lexicon import values_by_kind
 
-NOT_VALUE = rule("take-back.not-value")
-NOT_BUT = rule("take-back.not-but")
-TRAILING_NOT = rule("take-back.trailing-not")
-_KIND_NOT_NUMBER = rule("take-back.kind-not-number")
-NEGATION = rule("take-back.negation")
+_OLD_VALUES = ("old-value.not-but", "old-value.not", "old-value.trailing-not")
+_OLD_NAMED = ("take-back.was-old", "take-back.scratched")
 # A correction that gives only a value says it in a word or two ("no wait, 3301").
 _MAX_CORRECTION_WORDS = 3
-WAS_OLD = rule("take-back.was-old")
-SCRATCHED = rule("take-back.scratched")
-_DISTINCTIVE = rule("shape.distinctive")
-
-
-RETRACTION = rule("take-back.retraction")
-_FORGET = rule("take-back.forget")
-_WRONG_ABOUT = rule("take-back.wrong-about")
-_OVER = rule("structure.over")
-_DROPPED = rule("take-back.dropped")
-_LET_GO = rule("take-back.let-go")
-_POINTING_BACK = rule("structure.pointing-back")
-_STOP_DOING = rule("take-back.stop-doing")
-GONE = rule("take-back.gone")
-
-
-def forgets(clause: str) -> bool:
-    """The clause takes back what the user said (not a thing that is gone): "it" after it
-    points to the topic."""
-    return bool(_FORGET.search(clause) or _WRONG_ABOUT.search(clause))
-
-
-def takes_back(clause: str) -> bool:
-    return bool(RETRACTION.search(clause) or taken_back_topic(clause, gone=True) is not None)
+_ABOUT = re.compile(
+    r"^(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+"
+    r"|^(?:the|my|our)\s+",
+    re.IGNORECASE,
+)
 
 
 def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back."""
-    found = [m["old"] or m["old_lead"] for m in NOT_BUT.finditer(sentence)]
-    found += [m["old"] for m in NOT_VALUE.finditer(sentence)]
-    found += [m["old"] for m in TRAILING_NOT.finditer(sentence)]
-    found += [m["old"] for m in WAS_OLD.finditer(sentence)]
-    found += [m["old"] for m in SCRATCHED.finditer(sentence)]
-    named = [v for v in (value.rstrip(".,").strip("`") for value in found) if _distinctive(v)]
-    # A kind and its number are distinctive together.
-    return named + [f"{m['kind']} {m['old']}" for m in _KIND_NOT_NUMBER.finditer(sentence)]
+    found = [
+        m["old"] or m.groupdict().get("old_lead")
+        for rule_id in (*_OLD_VALUES, *_OLD_NAMED)
+        for m in rule(rule_id).finditer(sentence)
+    ]
+    values = (value.rstrip(".,").strip("`") for value in found if value)
+    # A value of a few words is distinctive when one of its words is; a kind and its number
+    # are distinctive together.
+    named = [v for v in values if holds("shape.distinctive", v)]
+    kind_number = rule("old-value.kind-not-number")
+    return named + [f"{m['kind']} {m['old']}" for m in kind_number.finditer(sentence)]
 
 
-def _distinctive(value: str) -> bool:
-    """A value of a few words is distinctive when one of its words is."""
-    return any(_DISTINCTIVE.match(word) for word in value.split())
-
-
-def taken_back_rule(sentence: str) -> str:
-    """The rule that reads `sentence` as taking a topic back, "" when none does."""
-    return first_of(sentence, _FORGET, _DROPPED, _LET_GO, _WRONG_ABOUT, _STOP_DOING)
-
-
-def taken_back_topic(clause: str, gone: bool) -> str | None:
-    """What a clause takes back ("" for a pronoun), or None when it takes nothing back;
-    "stop running X" takes X back only when the sentence says X is gone."""
-    match = (
-        _FORGET.search(clause)
-        or _DROPPED.search(clause)
-        or _LET_GO.search(clause)
-        or _WRONG_ABOUT.search(clause)
-    )
-    if match is None and gone:
-        match = _STOP_DOING.search(clause)
-    if match is None:
+def taken_back_topic(reading: Reading) -> str | None:
+    """What a take-back reading names ("" for a pronoun: what it points back to is named
+    elsewhere), or None when its rule names no topic (a retraction)."""
+    if "topic" not in reading.found.re.groupindex:
         return None
-    found = match.groupdict()
+    found = reading.found.groupdict()
     topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
-    if _POINTING_BACK.match(topic):
-        return ""  # "that rule", "this bit": what it points back to is named elsewhere
-    topic = re.sub(
-        r"^(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+",
-        "",
-        topic,
-        flags=re.I,
-    )
-    return _OVER.sub("", re.sub(r"^(?:the|my|our)\s+", "", topic, flags=re.IGNORECASE))
+    if rule("structure.pointing-back").match(topic):
+        return ""
+    return rule("structure.over").sub("", _ABOUT.sub("", _ABOUT.sub("", topic, count=1)))
 
 
 def replaced_value(previous: str, correction: str) -> tuple[str, str] | None:
