@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.backends.extractive.rules import EVIDENCE, word_list
-from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
+from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
@@ -139,9 +138,9 @@ def _holds_everywhere(group: list[_Stated]) -> bool:
 def scope_of(quote: str) -> str:
     """Where the user said a standing instruction holds: every project, this one, or "" when
     the words do not say."""
-    if EVERY_PROJECT_SCOPE.search(quote):
+    if holds("instruction.every-project", quote):
         return EVERY_PROJECT
-    return THIS_PROJECT if ONE_PROJECT_SCOPE.search(quote) else ""
+    return THIS_PROJECT if holds("scope.one-project", quote) else ""
 
 
 def _same_instruction(first: str, second: str) -> bool:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from functools import cache, cached_property
+from dataclasses import dataclass, field
+from functools import cache
 from importlib.resources import files
-from typing import Final
+from typing import Final, NamedTuple
 
 # What an entry read from evidence rather than from a sentence is named after: a note handed
 # over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
@@ -35,6 +35,7 @@ DOC_START: Final = (
 DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _CLAUSES: Final = re.compile(r"[,;:.]\s+|\s+(?:--?|\u2014)\s+")
+_NOTHING: Final = re.compile(r"(?!)")
 
 
 def clauses(text: str) -> list[str]:
@@ -52,103 +53,67 @@ class Rule:
     pattern: str
     flags: str
     describe: str
-    examples: tuple[str, ...]
-    counter_examples: tuple[str, ...]
+    examples: list[str]
+    counter_examples: list[str]
     # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
     # word, or the order in it.
     reads_as: str = "sentence"
-    requires: tuple[str, ...] = ()
-    unless: tuple[str, ...] = ()
+    requires: list[str] = field(default_factory=list)
+    unless: list[str] = field(default_factory=list)
     strip: bool = False
     cue: bool = False
 
-    @cached_property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
-
     @property
-    def on(self) -> bool:
-        return self.id not in _SWITCHED_OFF.get()
+    def regex(self) -> re.Pattern[str]:
+        """The pattern, compiled on first use; one that reads nothing while switched off."""
+        if self.id in _SWITCHED_OFF.get():
+            return _NOTHING
+        return _compiled(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
 
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
-        if not self.on:
-            return None
+        regex = self.regex
         if self.reads_as == "whole":
-            return self.regex.fullmatch(text)
+            return regex.fullmatch(text)
         if self.reads_as == "clause":
-            return next(filter(None, map(self.regex.match, clauses(text))), None)
+            return next(filter(None, map(regex.match, clauses(text))), None)
         if self.reads_as == "tail":
             parts = (c.split() for c in clauses(text))
             tails = (" ".join(words[i:]) for words in parts for i in range(len(words)))
-            return next(filter(None, map(self.regex.fullmatch, tails)), None)
-        if self.reads_as == "order":
-            # An order, or the order after the reason a statement gives ("this box has a
-            # broken docker, use podman here").
-            if first(text, "statement"):
-                text = (rule("structure.clause-start").split(text, maxsplit=1)[1:] or [""])[0]
-            return self.regex.search(text)
+            return next(filter(None, map(regex.fullmatch, tails)), None)
         if self.reads_as == "word":
-            return next(
-                filter(None, (self.regex.match(w.strip(".,;")) for w in text.split())), None
-            )
-        return self.regex.search(text)
+            return next(filter(None, (regex.match(w.strip(".,;")) for w in text.split())), None)
+        if self.reads_as == "order" and first(text, "statement"):
+            # The order after the reason a statement gives ("this box has a broken docker,
+            # use podman here").
+            text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
+        return regex.search(text)
 
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
 
     def search(self, text: str) -> re.Match[str] | None:
-        return self.regex.search(text) if self.on else None
-
-    def match(self, text: str) -> re.Match[str] | None:
-        return self.regex.match(text) if self.on else None
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.regex.finditer(text) if self.on else iter(())
-
-    def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
-        return self.regex.sub(replacement, text) if self.on else text
-
-    def split(self, text: str, maxsplit: int = 0) -> list[str]:
-        return self.regex.split(text, maxsplit=maxsplit) if self.on else [text]
+        return self.regex.search(text)
 
 
-@dataclass(frozen=True)
-class Reading:
-    """The row that decided, and what is said: the text after the cue when it strips one."""
+class Reading(NamedTuple):
+    """The row that decided, where it read, and what is said: after the cue it strips."""
 
     rule: Rule
     said: str
     found: re.Match[str]
 
-    @property
-    def id(self) -> str:
-        return self.rule.id
+
+@cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
 
 
 @cache
 def table() -> tuple[Rule, ...]:
-    """Every rule of the table, by precedence then id; patterns compile on first use."""
+    """Every rule of the table, by precedence then id."""
     data = json.loads(files(__package__).joinpath("rules.json").read_text(encoding="utf-8"))
-    rules = [
-        Rule(
-            id=row["id"],
-            kind=row["kind"],
-            precedence=row["precedence"],
-            pattern=row["pattern"],
-            flags=row["flags"],
-            describe=row["describe"],
-            examples=tuple(row["examples"]),
-            counter_examples=tuple(row["counter_examples"]),
-            reads_as=row.get("reads", "sentence"),
-            requires=tuple(row.get("requires", ())),
-            unless=tuple(row.get("unless", ())),
-            strip=row.get("strip", False),
-            cue=row.get("cue", False),
-        )
-        for row in data["rules"]
-    ]
-    return tuple(sorted(rules, key=lambda rule: (rule.precedence, rule.id)))
+    return tuple(sorted((Rule(**row) for row in data["rules"]), key=lambda r: (r.precedence, r.id)))
 
 
 @cache
@@ -162,13 +127,13 @@ def rule(rule_id: str) -> Rule:
 
 
 def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
-    """The row of one of `kinds` that reads `text` first by precedence, its conditions
+    """The row of one of `kinds` (or ids) that reads `text` first by precedence, its conditions
     holding on what it says; `given` are the flags the caller knows of the text. A cue that
     opens `text` is read past (flag "cued") and decides last."""
     flags = frozenset(given)
     cue: Reading | None = None
     for row in table():
-        if row.kind not in kinds or (found := row.find(text)) is None:
+        if (row.kind not in kinds and row.id not in kinds) or (found := row.find(text)) is None:
             continue
         if row.cue:
             if cue is None and found.start() == 0:
@@ -176,26 +141,35 @@ def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
                 cue = Reading(row, text, found)
             continue
         said = text[found.end() :].strip() if row.strip else text
-        if _conditions_hold(row, said, flags):
+        if _conditions_hold(row, said, flags, found):
             return Reading(row, said, found)
-    return cue if cue is not None and _conditions_hold(cue.rule, text, flags) else None
+    return cue if cue is not None and _conditions_hold(cue.rule, text, flags, cue.found) else None
 
 
-def _conditions_hold(row: Rule, said: str, flags: frozenset[str]) -> bool:
-    return all(holds(c, said, flags) for c in row.requires) and not any(
-        holds(c, said, flags) for c in row.unless
+def _conditions_hold(row: Rule, said: str, flags: frozenset[str], found: re.Match[str]) -> bool:
+    return all(holds(c, said, flags, found) for c in row.requires) and not any(
+        holds(c, said, flags, found) for c in row.unless
     )
 
 
-def holds(condition: str, text: str, given: frozenset[str] = frozenset()) -> bool:
-    """A condition of a row: tokens joined by "+", all of which hold; a token is a rule id,
-    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it."""
-    return all(_holds(token, text, given) for token in condition.split("+"))
+def holds(
+    condition: str,
+    text: str,
+    given: frozenset[str] = frozenset(),
+    found: re.Match[str] | None = None,
+) -> bool:
+    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id,
+    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it, and
+    "name:" before it reads the group of that name in the row's match instead of the text."""
+    return all(_holds(token, text, given, found) for token in condition.split("+"))
 
 
-def _holds(token: str, text: str, given: frozenset[str]) -> bool:
+def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | None) -> bool:
+    group, colon, token = token.rpartition(":")
+    if colon and found is not None:
+        text = found[group] or ""
     if token.startswith("!"):
-        return not _holds(token[1:], text, given)
+        return not _holds(token[1:], text, given, None)
     if token.startswith("words>="):
         return len(text.split()) >= int(token[len("words>=") :])
     if token in _by_id():

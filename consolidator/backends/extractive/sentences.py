@@ -68,7 +68,7 @@ def sentences(text: str) -> list[str]:
         for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
-                cut = [part] if is_question(part) else _CUE_BREAK.split(part)
+                cut = [part] if is_question(part) else _CUE_BREAK.regex.split(part)
                 sentences.extend(s.strip() for s in cut if s and s.strip())
     return sentences
 
@@ -81,7 +81,7 @@ def strip_lead_in(sentence: str) -> str:
     previous = None
     while previous != sentence:
         previous = sentence
-        sentence = _LEAD_IN.sub("", sentence).strip()
+        sentence = _LEAD_IN.regex.sub("", sentence).strip()
     return sentence
 
 
