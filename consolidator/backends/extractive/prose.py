@@ -59,9 +59,8 @@ def top_keywords(session: Session) -> tuple[str, ...]:
             if word in _STOPWORDS or word.isdigit() or len(word) < 3:
                 continue
             counts[word] = counts.get(word, 0) + 1
-    order = {word: position for position, word in enumerate(counts)}
-    ranked = sorted(counts, key=lambda word: (-counts[word], order[word]))
-    return tuple(ranked[:MAX_KEYWORDS])
+    # A stable sort keeps the earlier word first among equals.
+    return tuple(sorted(counts, key=lambda word: -counts[word])[:MAX_KEYWORDS])
 
 
 def summarise(session: Session, notes: ExtractiveNotes) -> str:
@@ -87,23 +86,18 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
 
 
 def _outcome_sentence(session: Session, outcome: str) -> str:
+    if outcome == OUTCOME_PARTIAL:
+        return f"partial: {count(session.unfixed, 'failed command')} never followed by a fix."
     if outcome == OUTCOME_SUCCESS:
         return "success: every failed command was followed by one that worked."
-    if outcome == OUTCOME_PARTIAL:
-        unfixed = count(session.unfixed, "failed command")
-        return f"partial: {unfixed} never followed by a fix."
     return "unknown: no command results to judge by."
 
 
 def slug_for(task: str, keywords: Iterable[str]) -> str | None:
     folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
     words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in _SLUG_STOPWORDS]
-    if not words:
-        words = [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
-    slug = hyphenated(words, MAX_SLUG_CHARS)
-    if not slug and words:
-        slug = words[0][:MAX_SLUG_CHARS]
-    return slug or None
+    words = words or [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
+    return hyphenated(words, MAX_SLUG_CHARS) or (words[0][:MAX_SLUG_CHARS] if words else None)
 
 
 def _headline(task: str) -> str:

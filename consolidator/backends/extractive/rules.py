@@ -92,9 +92,6 @@ class Rule:
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
 
-    def search(self, text: str) -> re.Match[str] | None:
-        return self.regex.search(text)
-
 
 class Reading(NamedTuple):
     """The row that decided, where it read, and what is said: after the cue it strips."""
@@ -132,8 +129,8 @@ def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
     opens `text` is read past (flag "cued") and decides last."""
     flags = frozenset(given)
     cue: Reading | None = None
-    for row in table():
-        if (row.kind not in kinds and row.id not in kinds) or (found := row.find(text)) is None:
+    for row in _rows(kinds):
+        if (found := row.find(text)) is None:
             continue
         if row.cue:
             if cue is None and found.start() == 0:
@@ -174,14 +171,15 @@ def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | 
         return len(text.split()) >= int(token[len("words>=") :])
     if token in _by_id():
         return rule(token).reads(text)
-    if token in _kinds():
-        return first(text, token, given=given) is not None
-    return token in given
+    if token in given or not _rows((token,)):
+        return token in given
+    return first(text, token, given=given) is not None
 
 
 @cache
-def _kinds() -> frozenset[str]:
-    return frozenset(row.kind for row in table())
+def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
+    """The rows of `kinds` (kinds or ids), by precedence."""
+    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
 
 
 @cache

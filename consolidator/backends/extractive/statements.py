@@ -23,8 +23,6 @@ _MAX_STATEMENT_CHARS = 400
 # A correction that gives only a value says it in a word or two ("no wait, 3301").
 _MAX_CORRECTION_WORDS = 3
 _MAX_AGENT_FINDINGS = 2
-EVERY_PROJECT_SCOPE = rule("instruction.every-project")
-ONE_PROJECT_SCOPE = rule("scope.one-project")
 # Kept for the explanation of failures, which tidies its text the same way.
 DOUBLED_MARK = re.compile(rule("structure.doubled-mark").pattern)
 _CLAUSE_START = rule("structure.clause-start")
@@ -32,6 +30,8 @@ _SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
 _PLAIN = "statement+!shape.vague-subject+words>=5"
+# A statement of its own: about more than a pronoun, naming a resource.
+_ALONE = "statement+!shape.vague-subject+fact.resource"
 _ABOUT = re.compile(
     r"^(?:(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+)?"
     r"(?:(?:the|my|our)\s+)?",
@@ -108,7 +108,7 @@ def _without_request(sentence: str) -> str:
         told = holds("statement+shape.value", head) and not holds("shape.vague-subject", head)
         how_to = holds("fact.how-to+!statement+!shape.at-hand", head)
         if (
-            _stands_alone(rest)
+            holds(_ALONE, rest)
             or told
             or how_to
             or holds("statement+shape.there-is+shape.value", head)
@@ -139,14 +139,10 @@ def _run_on(sentence: str) -> list[str]:
     for match in _CLAUSE_START.regex.finditer(sentence):
         rest = strip_lead_in(sentence[match.end() :])
         head = sentence[begun : match.start()]
-        if holds("fact.resource", head) and (_stands_alone(rest) or holds("person", rest)):
+        if holds("fact.resource", head) and (holds(_ALONE, rest) or holds("person", rest)):
             units.append(head)
             begun = match.end()
     return [*units, sentence[begun:]]
-
-
-def _stands_alone(clause: str) -> bool:
-    return holds("statement+!shape.vague-subject+fact.resource", clause)
 
 
 def _instruction(text: str) -> str:
@@ -160,7 +156,7 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
     message's place (the opening request is the task: a plain remark in it is no fact)."""
     if len(bare.split()) < 2 or len(bare) > _MAX_STATEMENT_CHARS or is_question(bare):
-        return
+        return  # a word alone ("mix_audit" out of a list) states nothing
     if user_text(bare) == "":
         return
     read.revoked.extend(negated_values(bare))
@@ -204,19 +200,11 @@ def _statement(text: str, *, user: bool = True) -> str:
     checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
     redaction would be left."""
     if user:
-        text = rule("old-value.not-but").regex.sub(
-            lambda m: f"{m['verb']} " if m["verb"] else "", text
-        )
-        text = rule("old-value.trailing-not").regex.sub("", text)
-        text = rule("old-value.not").regex.sub("", text)
-    text = clip(
-        one_line(
-            redact(
-                rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).strip(" ,;:-")
-            ).text
-        ),
-        MAX_QUOTE_CHARS,
-    )
+        old_values = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
+        for rule_id in old_values:
+            text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
+    text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).strip(" ,;:-")
+    text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if holds("structure.only-redacted", text):
         return ""
     return text[:1].upper() + text[1:]
@@ -259,9 +247,9 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
     at = previous.rindex(old)
     into.remove(previous)
     read.revoked.append(old)
-    kept_rule = read.rules.get(previous, "") if into is read.instructions else ""
+    kept = read.rules.get(previous, "") if into is read.instructions else ""
     read.add(
-        into, previous[:at] + new + previous[at + len(old) :], kept_rule or "correction.value-only"
+        into, f"{previous[:at]}{new}{previous[at + len(old) :]}", kept or "correction.value-only"
     )
     return True
 
