@@ -12,7 +12,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any, Final
 
-_EDGES: Final = "`'\".,;:!?()"
+_EDGES: Final = "`'\".,;:!?()*"
 
 
 @cache

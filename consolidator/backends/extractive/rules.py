@@ -1,13 +1,9 @@
-"""The engine of the offline reader's rule table (`rules.json`, shipped beside this module).
+"""The engine of the offline reader's rule table (`rules.json`, beside this module).
 
-Each sentence decision is one row of the table: its kind, its pattern, its precedence, the
-rows, kinds or flags that must (`requires`) or must not (`unless`) also read the text, whether
-what is said is only what follows its match (`strip`), or its match is a cue that the rows after
-it read past and that decides only when none of them does (`cue`), and the sentences it must
-and must not read. `first` gives the row that decides, by precedence; the reader acts on its
-kind and keeps its id, so every entry traces to the rule behind it. `without_rules` switches
-rows off, which is how a test shows that every rule is needed by one of its own examples.
-"""
+Each sentence decision is a row: kind, pattern, precedence, conditions, examples (see
+docs/contributing.md). `first` gives the row that decides; the reader acts on its kind and
+keeps its id, so every entry traces to its rule. `without_rules` switches rows off, which is
+how a test shows that every rule is needed by one of its own examples."""
 
 from __future__ import annotations
 
@@ -65,7 +61,7 @@ class Rule:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        """The pattern, compiled on first use; one that reads nothing while switched off."""
+        """Compiled on first use; a fresh process compiles only what it reads."""
         if self.id in _SWITCHED_OFF.get():
             return _NOTHING
         return _compiled(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
@@ -83,9 +79,7 @@ class Rule:
             return next(filter(None, map(regex.fullmatch, tails)), None)
         if self.reads_as == "word":
             return next(filter(None, (regex.match(w.strip(".,;")) for w in text.split())), None)
-        if self.reads_as == "order" and first(text, "statement"):
-            # The order after the reason a statement gives ("this box has a broken docker,
-            # use podman here").
+        if self.reads_as == "order" and first(text, "statement"):  # "..., use podman here"
             text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
         return regex.search(text)
 
@@ -196,9 +190,12 @@ def table_in_markdown() -> str:
     for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")
         for row in (found for found in table() if found.kind == kind):
+            example, counter = (
+                e[0].replace("\n", "\\n") for e in (row.examples, row.counter_examples)
+            )
             lines.append(
                 f"  - `{row.id}` ({row.precedence}): {row.describe} "
-                f'Reads "{row.examples[0]}", not "{row.counter_examples[0]}".'
+                f'Reads "{example}", not "{counter}".'
             )
     return "\n".join([*lines, "", DOC_END]) + "\n"
 

@@ -20,8 +20,8 @@ from consolidator.security.redaction import redact
 MAX_STATEMENTS = 8
 # A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
 _MAX_STATEMENT_CHARS = 400
-# A correction that gives only a value says it in a word or two ("no wait, 3301").
-_MAX_CORRECTION_WORDS = 3
+# A correction that gives only a value says it in a few words ("sorry i mean 5433").
+_MAX_CORRECTION_WORDS = 5
 _MAX_AGENT_FINDINGS = 2
 # Kept for the explanation of failures, which tidies its text the same way.
 DOUBLED_MARK = re.compile(rule("structure.doubled-mark").pattern)
@@ -63,7 +63,9 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
     a default is an instruction; a statement about the project is a fact."""
     read = UserStatements([], [], [])
+    block = rule("structure.code-block").regex
     for number, message in enumerate(spoken):
+        message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
             if sentence.endswith(":") or _corrected(sentence, read):
                 continue  # a sentence ending in ":" introduces what follows
@@ -228,21 +230,22 @@ def negated_values(sentence: str) -> list[str]:
 
 
 def _corrected(sentence: str, read: UserStatements) -> bool:
-    """Read `sentence` as a correction with no cue word ("no wait, 3301", "actually
-    @maaike"): it gives a value of the same kind as one in the entry read last, which it
-    replaces there; the old value is taken back. A corrected instruction keeps the rule
-    that read it: it is still the same standing rule."""
-    lead = rule("correction.value-only").regex.match(sentence)
-    if lead is None or not read.latest:
-        return False
-    into, previous = read.latest[0]
-    correction = sentence[lead.end() :]
-    given = values_by_kind(correction)
-    if len(given) != 1 or len(correction.split()) > _MAX_CORRECTION_WORDS:
+    """Read `sentence` as a correction given in a few words ("no wait, 3301", "@maaike
+    sry", "5433 not 5432"): with a word of correcting, before or after it, it gives one value
+    of a kind the entry read last holds, and states nothing else; the value replaces the
+    last of its kind there, which is taken back. A corrected instruction keeps its rule."""
+    told = rule("old-value.not").regex.sub(" ", sentence)
+    word = rule("correction.value-only").regex
+    given = values_by_kind(told)
+    if not read.latest or is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
+    rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
+    if len(told.split()) > _MAX_CORRECTION_WORDS or holds("statement", rest):
+        return False
+    into, previous = read.latest[0]
     old = next((value for k, value in reversed(values_by_kind(previous)) if k == kind), None)
-    if old is None or old == new:
+    if old is None or old == new or (told == sentence and not word.search(sentence)):
         return False
     at = previous.rindex(old)
     into.remove(previous)
