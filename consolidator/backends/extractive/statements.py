@@ -32,6 +32,13 @@ _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "pers
 _PLAIN = "statement+!shape.vague-subject+words>=5"
 # A statement of its own: about more than a pronoun, naming a resource.
 _ALONE = "statement+!shape.vague-subject+fact.resource"
+# What a user says on its own to be remembered: a value of something more than a pronoun,
+# or how a thing is done there ("put new fixtures in tests/fixtures/").
+_TOLD_ALONE = (
+    "statement+shape.value+!shape.vague-subject",
+    "statement+shape.there-is+shape.value",
+    "fact.how-to+!statement+!shape.at-hand",
+)
 _ABOUT = re.compile(
     r"^(?:(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+)?"
     r"(?:(?:the|my|our)\s+)?",
@@ -107,15 +114,9 @@ def _without_request(sentence: str) -> str:
             continue  # "..., and you have 100% coverage" is no clause of its own
         rest = strip_lead_in(sentence[start:])
         head = _CLAUSE_START.regex.split(rest, maxsplit=1)[0]
-        told = holds("statement+shape.value", head) and not holds("shape.vague-subject", head)
-        how_to = holds("fact.how-to+!statement+!shape.at-hand", head)
-        if (
-            holds(_ALONE, rest)
-            or told
-            or how_to
-            or holds("statement+shape.there-is+shape.value", head)
-            or (len(_beyond_scope(rest).split()) >= 3 and _instruction(rest))
-        ):
+        if holds(_ALONE, rest) or any(holds(told, head) for told in _TOLD_ALONE):
+            return rest
+        if len(_beyond_scope(rest).split()) >= 3 and _instruction(rest):
             return rest
     return sentence
 
