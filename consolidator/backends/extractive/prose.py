@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 
 from consolidator.backends.extractive.rules import word_list
@@ -41,10 +42,14 @@ def describe(session: Session, outcome: str, edited: list[str], cwd: str | None)
         fixed = sum(1 for failure in session.failures if failure.fix)
         parts.append(f"{count(len(session.failures), 'failed command')} ({fixed} fixed)")
     if edited:
-        shown = ", ".join(edited[:3]) + (f" (+{len(edited) - 3} more)" if len(edited) > 3 else "")
-        parts.append(f"edited {shown}")
+        parts.append(f"edited {_listed(edited, 3)}")
     judged = "" if outcome == OUTCOME_UNKNOWN else f" ({outcome})"
     return one_line(f"{subject}{judged}: {'; '.join(parts)}")
+
+
+def _listed(items: list[str], shown: int) -> str:
+    more = f" (+{len(items) - shown} more)" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def count(number: int, noun: str) -> str:
@@ -53,14 +58,10 @@ def count(number: int, noun: str) -> str:
 
 def top_keywords(session: Session) -> tuple[str, ...]:
     """The most frequent words of the task and the commands; ties go to the earlier word."""
-    counts: dict[str, int] = {}
-    for source in [session.task, *(call.command for call in session.calls)]:
-        for word in _WORD.findall(source.lower()):
-            if word in _STOPWORDS or word.isdigit() or len(word) < 3:
-                continue
-            counts[word] = counts.get(word, 0) + 1
-    # A stable sort keeps the earlier word first among equals.
-    return tuple(sorted(counts, key=lambda word: -counts[word])[:MAX_KEYWORDS])
+    sources = [session.task, *(call.command for call in session.calls)]
+    words = (word for source in sources for word in _WORD.findall(source.lower()))
+    kept = (w for w in words if w not in _STOPWORDS and not w.isdigit() and len(w) >= 3)
+    return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
 
 
 def summarise(session: Session, notes: ExtractiveNotes) -> str:
@@ -77,8 +78,7 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
         lines.append(f"- Fixed: {shown}")
     edited = dedupe(path for call in session.calls for path in call.edited)
     if edited:
-        more = f" (+{len(edited) - 5} more)" if len(edited) > 5 else ""
-        lines.append(f"- Files edited: {', '.join(edited[:5])}{more}")
+        lines.append(f"- Files edited: {_listed(edited, 5)}")
     if session.last_agent_message:
         note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)
         lines.append(f'- Agent\'s last message: "{note}"')
