@@ -12,9 +12,9 @@ The evidence, each a finder in `FINDERS`:
   tool: written to be remembered, not read out of what was said);
 - `model_judgment`: a model curated it (its wording is traced to no session: the offline
   reader always records the session behind its words), so its judgment stands;
-- `standing_instruction`: a preference stated as a standing rule (`memory.standing`: always,
-  never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm), not one bound
-  to the moment ("until", "for now");
+- `standing_instruction`: a preference the offline reader read by a rule of an instruction
+  kind (always, never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm, a
+  reminder); its table reads nothing bound to the moment ("until", "for now") so;
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
   showed, with a value), not hedged, not the agent's own state ("you have ..."), about "it"
   or "this" only with a value (a number, a path, a name, a handle, a ticket), and not taken
@@ -40,7 +40,6 @@ from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Section
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.shape import NotProse, is_refused, not_prose
-from consolidator.memory.standing import standing_form
 
 EvidenceKind = Literal[
     "note",
@@ -133,20 +132,23 @@ def _model_judgment(entry: Entry) -> Evidence | None:
     return Evidence("model_judgment", "curated by the consolidation model")
 
 
-def is_standing_instruction(said: str) -> bool:
-    """Whether the words a preference quotes are stated as a standing rule."""
-    return standing_form(said) is not None
+# The kinds of the offline reader's rules that read a standing instruction; a rule id that
+# each entry keeps is its kind, a dot, then its name ("instruction.prohibition").
+STANDING_KINDS: Final = frozenset(("instruction", "reminder"))
+
+
+def standing_rule(bullet: Bullet) -> str | None:
+    """The rule of a standing kind that read the bullet, None when no such rule did."""
+    kinds = ((rule.split(".", 1)[0], rule) for _, rule in bullet.rules)
+    return next((rule for kind, rule in kinds if kind in STANDING_KINDS), None)
 
 
 def _standing_instruction(entry: Entry) -> Evidence | None:
-    if entry.section != "preferences":
-        return None
-    said = facts.asked_quote(entry.bullet.text) or facts.unmarked(entry.bullet.text)
-    form = standing_form(said)
-    if form is None:
+    found = standing_rule(entry.bullet) if entry.section == "preferences" else None
+    if found is None:
         return None
     scope = "every project" if is_user_wide(entry.block) else f"in {entry.block.applies_to_cwd}"
-    return Evidence("standing_instruction", f"stated as a standing rule ({form}), {scope}")
+    return Evidence("standing_instruction", f"read as a standing rule ({found}), {scope}")
 
 
 _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from consolidator.backends.extractive.statements import user_statements
 from consolidator.face.context import AgentContext, build_context, render_for
 from consolidator.memory.blocks import Block, Bullet, Memory, Origin, Section, Task, ThreadCitation
-from consolidator.memory.sureness import Entry, is_standing_instruction, judge
+from consolidator.memory.sureness import Entry, judge
 
 PROJECT = "/work/shop"
 
@@ -23,13 +24,17 @@ def _task(thread: str) -> Task:
     return Task(f"t-{thread}", f"work in {thread}", (citation,))
 
 
-def _said(text: str, origin: Origin = "user", threads: tuple[str, ...] = ("a",)) -> Bullet:
-    """A bullet as the offline reader stores it: its wording traced to the sessions."""
+def _said(
+    text: str, origin: Origin = "user", threads: tuple[str, ...] = ("a",), rule: str = ""
+) -> Bullet:
+    """A bullet as the offline reader stores it: its wording traced to the sessions, and
+    the rule that read it when one is named."""
     return Bullet(
         text,
         tuple(f"t-{t}" for t in threads),
         tuple((t, text) for t in threads),
         tuple((t, origin) for t in threads),
+        tuple((t, rule) for t in threads if rule),
     )
 
 
@@ -164,8 +169,10 @@ def test_a_test_run_fixed_by_the_last_command_before_it_passed_is_not_sure() -> 
     ],
 )
 def test_a_standing_instruction_is_sure(quote: str) -> None:
-    assert is_standing_instruction(quote)
-    judgment = judge(Entry(_block(), "preferences", _said(_pref(quote))))
+    spoken = user_statements(["can you have a look at this", quote])
+    [said] = spoken.instructions
+    bullet = _said(_pref(said), rule=spoken.rules[said])
+    judgment = judge(Entry(_block(), "preferences", bullet))
     assert judgment.sure
     assert [e.kind for e in judgment.evidence] == ["standing_instruction"]
     assert "in /work/shop" in judgment.evidence[0].detail
@@ -183,7 +190,10 @@ def test_a_standing_instruction_is_sure(quote: str) -> None:
     ],
 )
 def test_a_request_of_the_moment_is_not_a_standing_instruction(quote: str) -> None:
-    assert not is_standing_instruction(quote)
+    assert user_statements(["can you have a look at this", quote]).instructions == []
+    for rule in ("", "fact.resource", "evidence.note"):
+        bullet = _said(_pref(quote), rule=rule)
+        assert "standing_instruction" not in _evidence("preferences", bullet)
 
 
 def _evidence(section: Section, bullet: Bullet, block: Block | None = None) -> list[str]:

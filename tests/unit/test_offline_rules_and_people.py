@@ -202,11 +202,11 @@ def test_a_new_value_then_a_rule_stays_a_fact() -> None:
 
 
 def test_a_default_said_in_general_is_for_every_project() -> None:
-    from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE
+    from consolidator.backends.extractive.defaults import EVERY_PROJECT, scope_of
 
     instructions, _ = read("in general I like small commits with one change each")
     assert instructions == ["In general I like small commits with one change each"]
-    assert EVERY_PROJECT_SCOPE.search(instructions[0])
+    assert scope_of(instructions[0]) == EVERY_PROJECT
 
 
 def test_a_value_called_off_and_an_order_on_it_leave_only_what_is_stated() -> None:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.backends.extractive.rules import EVIDENCE, word_list
-from consolidator.backends.extractive.statements import EVERY_PROJECT_SCOPE, ONE_PROJECT_SCOPE
+from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
 from consolidator.memory import facts
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
+from consolidator.memory.sureness import STANDING_KINDS
 from consolidator.memory.text import clip
 
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
@@ -29,7 +29,7 @@ THIS_PROJECT: Final = "in this project"
 
 _RULE_FORM = word_list("rule-form")
 # The kinds of rule whose entries may hold in every project.
-_STANDING_KINDS: Final = frozenset(("instruction", "reminder", "scope", EVIDENCE))
+_STANDING_KINDS: Final = STANDING_KINDS | {EVIDENCE}
 _MAKE_SURE = re.compile(r"\bmake sure\b")
 
 
@@ -53,26 +53,18 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
     groups: list[list[_Stated]] = []
     for stated in _instructions(blocks):
         group = next((g for g in groups if _same_instruction(g[0].quote, stated.quote)), None)
-        if group is None:
-            groups.append([stated])
-        else:
-            group.append(stated)
-    promoted = [group for group in groups if _holds_everywhere(group)]
-    if not promoted:
-        return None
+        groups.append([stated]) if group is None else group.append(stated)
     tasks: dict[str, Task] = {}
     bullets: list[Bullet] = []
-    for group in promoted:
+    for group in filter(_holds_everywhere, groups):
         cited = sorted(
             {c.thread_id: (c, s.cwd) for s in group for c in s.citations}.values(),
             key=lambda pair: (pair[0].updated_at, pair[0].thread_id),
         )
         for citation, cwd in cited:
-            tasks.setdefault(
-                citation.thread_id,
-                Task(task_id_for(citation.thread_id), f"gave a default in {cwd}", (citation,)),
-            )
-        sources = tuple(
+            made = Task(task_id_for(citation.thread_id), f"gave a default in {cwd}", (citation,))
+            tasks.setdefault(citation.thread_id, made)
+        sources = (
             (c.thread_id, preference_text(EVERY_PROJECT, s.quote))
             for s in group
             for c in s.citations
@@ -86,6 +78,8 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
                 tuple(dict.fromkeys(rule for s in group for rule in s.rules)),
             )
         )
+    if not bullets:
+        return None
     return Block(
         block_id=USER_DEFAULTS_BLOCK_ID,
         title="Defaults in every project",
@@ -98,6 +92,9 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
 
 
 def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
+    """The standing instructions of the project blocks, by the rules that read them: of a
+    standing kind, or evidence (a note); one whose rules are not known (a model wrote it, or
+    it was stored before rules were) is taken as it is."""
     stated: list[_Stated] = []
     for block in blocks:
         if is_user_wide(block) or not block.applies_to_cwd:
@@ -105,27 +102,15 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
         tasks = {task.task_id: task for task in block.tasks}
         for bullet in block.preferences:
             quote = facts.asked_quote(bullet.text)
-            if quote is None or not _standing(bullet):
+            kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
+            if quote is None or (kinds and not kinds & _STANDING_KINDS):
                 continue
-            citations = tuple(
-                citation
-                for task_id in bullet.task_ids
-                if task_id in tasks
-                for citation in tasks[task_id].citations
-            )
-            if citations:
+            cited = [c for t in bullet.task_ids if t in tasks for c in tasks[t].citations]
+            if cited:
                 stated.append(
-                    _Stated(quote, block.applies_to_cwd, citations, bullet.origins, bullet.rules)
+                    _Stated(quote, block.applies_to_cwd, tuple(cited), bullet.origins, bullet.rules)
                 )
     return stated
-
-
-def _standing(bullet: Bullet) -> bool:
-    """Whether the bullet is a standing instruction by the rules that read it: a rule of a
-    standing kind, or evidence (a note); a bullet whose rules are not known (a model wrote
-    it, or it was stored before rules were) is taken as it is."""
-    kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
-    return not kinds or bool(kinds & _STANDING_KINDS)
 
 
 def _holds_everywhere(group: list[_Stated]) -> bool:
@@ -139,9 +124,9 @@ def _holds_everywhere(group: list[_Stated]) -> bool:
 def scope_of(quote: str) -> str:
     """Where the user said a standing instruction holds: every project, this one, or "" when
     the words do not say."""
-    if EVERY_PROJECT_SCOPE.search(quote):
+    if holds("instruction.every-project", quote):
         return EVERY_PROJECT
-    return THIS_PROJECT if ONE_PROJECT_SCOPE.search(quote) else ""
+    return THIS_PROJECT if holds("scope.one-project", quote) else ""
 
 
 def _same_instruction(first: str, second: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 
 from consolidator.backends.extractive.rules import word_list
@@ -41,10 +42,14 @@ def describe(session: Session, outcome: str, edited: list[str], cwd: str | None)
         fixed = sum(1 for failure in session.failures if failure.fix)
         parts.append(f"{count(len(session.failures), 'failed command')} ({fixed} fixed)")
     if edited:
-        shown = ", ".join(edited[:3]) + (f" (+{len(edited) - 3} more)" if len(edited) > 3 else "")
-        parts.append(f"edited {shown}")
+        parts.append(f"edited {_listed(edited, 3)}")
     judged = "" if outcome == OUTCOME_UNKNOWN else f" ({outcome})"
     return one_line(f"{subject}{judged}: {'; '.join(parts)}")
+
+
+def _listed(items: list[str], shown: int) -> str:
+    more = f" (+{len(items) - shown} more)" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def count(number: int, noun: str) -> str:
@@ -53,15 +58,10 @@ def count(number: int, noun: str) -> str:
 
 def top_keywords(session: Session) -> tuple[str, ...]:
     """The most frequent words of the task and the commands; ties go to the earlier word."""
-    counts: dict[str, int] = {}
-    for source in [session.task, *(call.command for call in session.calls)]:
-        for word in _WORD.findall(source.lower()):
-            if word in _STOPWORDS or word.isdigit() or len(word) < 3:
-                continue
-            counts[word] = counts.get(word, 0) + 1
-    order = {word: position for position, word in enumerate(counts)}
-    ranked = sorted(counts, key=lambda word: (-counts[word], order[word]))
-    return tuple(ranked[:MAX_KEYWORDS])
+    sources = [session.task, *(call.command for call in session.calls)]
+    words = (word for source in sources for word in _WORD.findall(source.lower()))
+    kept = (w for w in words if w not in _STOPWORDS and not w.isdigit() and len(w) >= 3)
+    return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
 
 
 def summarise(session: Session, notes: ExtractiveNotes) -> str:
@@ -78,8 +78,7 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
         lines.append(f"- Fixed: {shown}")
     edited = dedupe(path for call in session.calls for path in call.edited)
     if edited:
-        more = f" (+{len(edited) - 5} more)" if len(edited) > 5 else ""
-        lines.append(f"- Files edited: {', '.join(edited[:5])}{more}")
+        lines.append(f"- Files edited: {_listed(edited, 5)}")
     if session.last_agent_message:
         note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)
         lines.append(f'- Agent\'s last message: "{note}"')
@@ -87,23 +86,18 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
 
 
 def _outcome_sentence(session: Session, outcome: str) -> str:
+    if outcome == OUTCOME_PARTIAL:
+        return f"partial: {count(session.unfixed, 'failed command')} never followed by a fix."
     if outcome == OUTCOME_SUCCESS:
         return "success: every failed command was followed by one that worked."
-    if outcome == OUTCOME_PARTIAL:
-        unfixed = count(session.unfixed, "failed command")
-        return f"partial: {unfixed} never followed by a fix."
     return "unknown: no command results to judge by."
 
 
 def slug_for(task: str, keywords: Iterable[str]) -> str | None:
     folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
     words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in _SLUG_STOPWORDS]
-    if not words:
-        words = [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
-    slug = hyphenated(words, MAX_SLUG_CHARS)
-    if not slug and words:
-        slug = words[0][:MAX_SLUG_CHARS]
-    return slug or None
+    words = words or [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
+    return hyphenated(words, MAX_SLUG_CHARS) or (words[0][:MAX_SLUG_CHARS] if words else None)
 
 
 def _headline(task: str) -> str:

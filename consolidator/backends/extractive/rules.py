@@ -1,25 +1,22 @@
-"""The engine of the offline reader's rule table (`rules.json`, shipped beside this module).
+"""The engine of the offline reader's rule table (`rules.json`, beside this module).
 
-Each sentence decision the reader makes is one named rule of the table: its kind, its
-pattern, its precedence, and the sentences it must and must not read. The reader asks for a
-rule by id and records the id of the rule that produced each entry, so an entry can always be
-traced to the rule behind it. A rule can be switched off for a stretch of code
-(`without_rules`), which is how a test shows that every rule is needed by one of its own
-examples.
-"""
+Each sentence decision is a row: kind, pattern, precedence, conditions, examples (see
+docs/contributing.md). `first` gives the row that decides; the reader acts on its kind and
+keeps its id, so every entry traces to its rule. `without_rules` switches rows off, which is
+how a test shows that every rule is needed by one of its own examples."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from dataclasses import dataclass, field
+from functools import cache
 from importlib.resources import files
-from typing import Final
+from typing import Final, NamedTuple
 
 # What an entry read from evidence rather than from a sentence is named after: a note handed
 # over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
@@ -33,9 +30,13 @@ DOC_START: Final = (
 )
 DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
-_TABLE: Final = "rules.json"
-_WORDS: Final = "words.json"
-_CLAUSES: Final = re.compile(r"[,;:.]\s+")
+_CLAUSES: Final = re.compile(r"[,;:.]\s+|\s+(?:--?|\u2014)\s+")
+_NOTHING: Final = re.compile(r"(?!)")
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of `text`, cut at punctuation and dashes."""
+    return [part.strip() for part in _CLAUSES.split(text) if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -45,102 +46,156 @@ class Rule:
     id: str
     kind: str
     precedence: int
-    regex: re.Pattern[str]
+    pattern: str
+    flags: str
     describe: str
-    examples: tuple[str, ...]
-    counter_examples: tuple[str, ...]
-    # How the rule reads an example: anywhere in it, as a whole, or in one of its words.
+    examples: list[str]
+    counter_examples: list[str]
+    # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
+    # word, or the order in it.
     reads_as: str = "sentence"
+    requires: list[str] = field(default_factory=list)
+    unless: list[str] = field(default_factory=list)
+    strip: bool = False
+    cue: bool = False
 
     @property
-    def on(self) -> bool:
-        return self.id not in _SWITCHED_OFF.get()
+    def regex(self) -> re.Pattern[str]:
+        """Compiled on first use; a fresh process compiles only what it reads."""
+        if self.id in _SWITCHED_OFF.get():
+            return _NOTHING
+        return _compiled(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
+
+    def find(self, text: str) -> re.Match[str] | None:
+        """Where the rule reads `text`, the way its row says it reads."""
+        regex = self.regex
+        if self.reads_as == "whole":
+            return regex.fullmatch(text)
+        if self.reads_as == "clause":
+            return next(filter(None, map(regex.match, clauses(text))), None)
+        if self.reads_as == "tail":
+            parts = (c.split() for c in clauses(text))
+            tails = (" ".join(words[i:]) for words in parts for i in range(len(words)))
+            return next(filter(None, map(regex.fullmatch, tails)), None)
+        if self.reads_as == "word":
+            return next(filter(None, (regex.match(w.strip(".,;")) for w in text.split())), None)
+        if self.reads_as == "order" and first(text, "statement"):  # "..., use podman here"
+            text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
+        return regex.search(text)
 
     def reads(self, text: str) -> bool:
-        """Whether the rule reads `text` the way the reader asks it: anywhere in it, as a
-        whole, at the start of one of its clauses, as the end of one, or in one word."""
-        clauses = [part.strip() for part in _CLAUSES.split(text) if part.strip()]
-        if self.reads_as == "whole":
-            return self.fullmatch(text) is not None
-        if self.reads_as == "clause":
-            return any(self.match(clause) for clause in clauses)
-        if self.reads_as == "tail":
-            tails = (" ".join(c.split()[i:]) for c in clauses for i in range(len(c.split())))
-            return any(self.fullmatch(tail) for tail in tails)
-        if self.reads_as == "word":
-            return any(self.match(word.strip(".,;")) for word in text.split())
-        return self.search(text) is not None
-
-    def search(self, text: str) -> re.Match[str] | None:
-        return self.regex.search(text) if self.on else None
-
-    def match(self, text: str) -> re.Match[str] | None:
-        return self.regex.match(text) if self.on else None
-
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.regex.fullmatch(text) if self.on else None
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.regex.finditer(text) if self.on else iter(())
-
-    def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
-        return self.regex.sub(replacement, text) if self.on else text
-
-    def split(self, text: str, maxsplit: int = 0) -> list[str]:
-        return self.regex.split(text, maxsplit=maxsplit) if self.on else [text]
+        return self.find(text) is not None
 
 
-@lru_cache(maxsize=1)
+class Reading(NamedTuple):
+    """The row that decided, where it read, and what is said: after the cue it strips."""
+
+    rule: Rule
+    said: str
+    found: re.Match[str]
+
+
+@cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+@cache
 def table() -> tuple[Rule, ...]:
     """Every rule of the table, by precedence then id."""
-    data = json.loads(files(__package__).joinpath(_TABLE).read_text(encoding="utf-8"))
-    rules = [
-        Rule(
-            id=row["id"],
-            kind=row["kind"],
-            precedence=row["precedence"],
-            regex=re.compile(row["pattern"], re.IGNORECASE if "i" in row["flags"] else 0),
-            describe=row["describe"],
-            examples=tuple(row["examples"]),
-            counter_examples=tuple(row["counter_examples"]),
-            reads_as=row.get("reads", "sentence"),
-        )
-        for row in data["rules"]
-    ]
-    return tuple(sorted(rules, key=lambda rule: (rule.precedence, rule.id)))
+    data = json.loads(files(__package__).joinpath("rules.json").read_text(encoding="utf-8"))
+    return tuple(sorted((Rule(**row) for row in data["rules"]), key=lambda r: (r.precedence, r.id)))
+
+
+@cache
+def _by_id() -> dict[str, Rule]:
+    return {row.id: row for row in table()}
 
 
 def rule(rule_id: str) -> Rule:
     """The rule of the table with `rule_id`; a KeyError names an id the table lacks."""
-    found = next((row for row in table() if row.id == rule_id), None)
-    if found is None:
-        raise KeyError(rule_id)
-    return found
+    return _by_id()[rule_id]
+
+
+def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
+    """The row of one of `kinds` (or ids) that reads `text` first by precedence, its conditions
+    holding on what it says; `given` are the flags the caller knows of the text. A cue that
+    opens `text` is read past (flag "cued") and decides last."""
+    flags = frozenset(given)
+    cue: Reading | None = None
+    for row in _rows(kinds):
+        if (found := row.find(text)) is None:
+            continue
+        if row.cue:
+            if cue is None and found.start() == 0:
+                text, flags = text[found.end() :].strip(), flags | {"cued"}
+                cue = Reading(row, text, found)
+            continue
+        said = text[found.end() :].strip() if row.strip else text
+        if _conditions_hold(row, said, flags, found):
+            return Reading(row, said, found)
+    return cue if cue is not None and _conditions_hold(cue.rule, text, flags, cue.found) else None
+
+
+def _conditions_hold(row: Rule, said: str, flags: frozenset[str], found: re.Match[str]) -> bool:
+    return all(holds(c, said, flags, found) for c in row.requires) and not any(
+        holds(c, said, flags, found) for c in row.unless
+    )
+
+
+def holds(
+    condition: str,
+    text: str,
+    given: frozenset[str] = frozenset(),
+    found: re.Match[str] | None = None,
+) -> bool:
+    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id,
+    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it, and
+    "name:" before it reads the group of that name in the row's match instead of the text."""
+    return all(_holds(token, text, given, found) for token in condition.split("+"))
+
+
+def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | None) -> bool:
+    group, colon, token = token.rpartition(":")
+    if colon and found is not None:
+        text = found[group] or ""
+    if token.startswith("!"):
+        return not _holds(token[1:], text, given, None)
+    if token.startswith("words>="):
+        return len(text.split()) >= int(token[len("words>=") :])
+    if token in _by_id():
+        return rule(token).reads(text)
+    if token in given or not _rows((token,)):
+        return token in given
+    return first(text, token, given=given) is not None
+
+
+@cache
+def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
+    """The rows of `kinds` (kinds or ids), by precedence."""
+    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
 
 
 @cache
 def word_list(name: str) -> frozenset[str]:
     """One of the word lists the reader reads by (`words.json` beside the table)."""
-    data = json.loads(files(__package__).joinpath(_WORDS).read_text(encoding="utf-8"))
+    data = json.loads(files(__package__).joinpath("words.json").read_text(encoding="utf-8"))
     return frozenset(data["words"][name])
-
-
-def first_of(text: str, *rules: Rule) -> str:
-    """The id of the first of `rules` that finds something in `text`, "" when none does."""
-    return next((found.id for found in rules if found.search(text)), "")
 
 
 def table_in_markdown() -> str:
     """The table as the offline reader's section of `docs/backends.md` shows it: each kind
     of rule, then each rule with what it reads, one example and one counter-example."""
     lines = [DOC_START, ""]
-    kinds = dict.fromkeys(row.kind for row in table())
-    for kind in kinds:
+    for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")
         for row in (found for found in table() if found.kind == kind):
+            example, counter = (
+                e[0].replace("\n", "\\n") for e in (row.examples, row.counter_examples)
+            )
             lines.append(
                 f"  - `{row.id}` ({row.precedence}): {row.describe} "
-                f'Reads "{row.examples[0]}", not "{row.counter_examples[0]}".'
+                f'Reads "{example}", not "{counter}".'
             )
     return "\n".join([*lines, "", DOC_END]) + "\n"
 

@@ -17,12 +17,6 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 _MAX_PARAGRAPH_CHARS = 4000
 
 
-def _segmenter() -> pysbd.Segmenter:
-    """A segmenter for one text: it keeps the text it works on in itself, so one shared by
-    the stage-one threads mixes their sentences up. Making one costs under a microsecond."""
-    return pysbd.Segmenter(language="en", clean=False, char_span=True)
-
-
 # What no sentence ends inside: a code span, a dotfile's name (".env", ".nvmrc"), and a
 # relative path ("./bin", "../lib").
 _NO_BREAK = re.compile(r"`[^`\n]*`|(?<![\w.])\.(?=[A-Za-z])|(?<![\w.])\.{1,2}(?=/)")
@@ -33,7 +27,10 @@ def _segments(paragraph: str) -> list[str]:
     """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
     the segmenter reads a copy where those full stops are masked."""
     masked = _NO_BREAK.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
-    return [paragraph[span.start : span.end] for span in _segmenter().segment(masked)]
+    # A segmenter keeps the text it works on in itself, so one shared by the stage-one
+    # threads would mix their sentences up; making one costs under a microsecond.
+    segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    return [paragraph[span.start : span.end] for span in segmenter.segment(masked)]
 
 
 # A full stop then a word in lower case: people who write without capitals start their
@@ -68,7 +65,7 @@ def sentences(text: str) -> list[str]:
         for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
-                cut = [part] if is_question(part) else _CUE_BREAK.split(part)
+                cut = [part] if is_question(part) else _CUE_BREAK.regex.split(part)
                 sentences.extend(s.strip() for s in cut if s and s.strip())
     return sentences
 
@@ -81,7 +78,7 @@ def strip_lead_in(sentence: str) -> str:
     previous = None
     while previous != sentence:
         previous = sentence
-        sentence = _LEAD_IN.sub("", sentence).strip()
+        sentence = _LEAD_IN.regex.sub("", sentence).strip()
     return sentence
 
 

@@ -1,0 +1,75 @@
+"""The offline reader hears a correction given with no cue word up front, and a value written
+in a code block, whoever writes it: tersely, in lower case, with typos, in the English of
+someone for whom it is a second language. The reader goes by the shape (one value of the kind
+the last entry holds, a few words beside it; a line that introduces a one-line block), not by
+these phrasings."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidator.backends.extractive.statements import user_statements
+
+OPENING = "fix the login pls"
+STATED = "the dev db runs on port 5432"
+
+
+@pytest.mark.parametrize(
+    "correction",
+    [
+        "5433 sorry",
+        "sry 5433",
+        "i meant 5433",
+        "*5433",
+        "typo, 5433",
+        "should be 5433",
+        "5433 not 5432",
+        "my bad, 5433",
+        "eh, 5433 i mean",
+        "sorry i mean 5433 not 5432",
+        "is 5433, i write wrong",
+        "err 5433",
+    ],
+)
+def test_a_value_given_again_in_a_few_words_corrects_the_last_entry(correction: str) -> None:
+    read = user_statements([OPENING, STATED, correction])
+    assert read.facts == ["The dev db runs on port 5433"]
+    assert "5432" in read.revoked
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["5433", "also 5433", "thanks, 5433 works", "what about 5433", "we have 2 of them"],
+)
+def test_a_value_without_a_word_of_correcting_corrects_nothing(reply: str) -> None:
+    read = user_statements([OPENING, STATED, reply])
+    assert "The dev db runs on port 5432" in read.facts
+    assert "5432" not in read.revoked
+
+
+def test_a_handle_corrected_tersely_replaces_the_person() -> None:
+    read = user_statements([OPENING, "for the shader part ask @lotte", "@maaike sry"])
+    assert read.facts == ["For the shader part ask @maaike"]
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "the dev db url:\n```\npostgres://localhost:5433/dev\n```",
+            "The dev db url: `postgres://localhost:5433/dev`",
+        ),
+        ("staging host is\n```\nstage-2.internal\n```", "Staging host is `stage-2.internal`"),
+        ("run tests with:\n```bash\nmake test-all\n```", "Run tests with: `make test-all`"),
+        ("the cache lives here\n\n    /var/cache/shop", "The cache lives here `/var/cache/shop`"),
+    ],
+)
+def test_a_value_in_a_one_line_code_block_belongs_to_the_line_before(
+    message: str, fact: str
+) -> None:
+    assert user_statements([OPENING, message]).facts == [fact]
+
+
+def test_a_pasted_block_of_several_lines_states_nothing() -> None:
+    message = "here is the log:\n```\nerror: boom\nat main.py:3\nexit 1\n```"
+    assert user_statements([OPENING, message]).facts == []
