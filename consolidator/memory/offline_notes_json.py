@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from consolidator.core.errors import ConsolidatorError
 from consolidator.memory.lexicon import shaped_in, value_kind
 from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, FailureNote
 from consolidator.memory.text import one_line
@@ -63,7 +64,7 @@ _ORIGINS: Final[Mapping[str, NoteOrigin]] = {
 }
 
 
-class InvalidNotes(ValueError):
+class InvalidNotes(ConsolidatorError, ValueError):
     """Notes that are not a document of this version: refused by the schema when written, or
     not of its shape when read."""
 

@@ -42,19 +42,19 @@ def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedV
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)
     values = (f"{change.subject} {change.new}" for change in changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
-    first_person, doubled = rule("drop.first-person"), rule("structure.doubled-mark")
+    first_person, doubled = rule("shape.first-person"), rule("structure.doubled-mark")
     bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
     # A question, a sentence that only introduces what follows, or what the agent will do
     # next says nothing of why it failed.
     said_of_it = [
         s
         for s in bare
-        if not (is_question(s) or s.endswith(":") or first_person.match(s))
+        if not (is_question(s) or s.endswith(":") or first_person.regex.match(s))
         and len(s.split()) >= _MIN_EXPLAINED_WORDS
         and _words(s) & about
     ][:_MAX_EXPLAINED]
     kept = (
-        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.sub(r"\1", s)) for s in said_of_it
+        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.regex.sub(r"\1", s)) for s in said_of_it
     )
     return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
 
