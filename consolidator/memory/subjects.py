@@ -29,7 +29,7 @@ from consolidator.memory.facts import (
     stem,
     unmarked,
 )
-from consolidator.memory.lexicon import TOOL_AT, VERSION, shaped_in
+from consolidator.memory.lexicon import TOOL_AT, VERSION, shaped_in, values_by_kind
 
 # What a subject is, by the noun that heads it ("the reporting db port": a port), and the
 # kinds of value each may have: a database is reached at a host or a port.
@@ -38,6 +38,7 @@ _VALUE_KINDS: Final = {kind: frozenset(values) for kind, values in WORDS["value-
 _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
 # The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
 _SAYS_WHERE: Final = PLACE_WORDS | {"is", "are", "runs", "listens", "points"}
+_NOT_SUBJECT: Final = frozenset(map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS}))
 _MAX_QUALIFIERS: Final = 3
 # Two values of one subject share more words than one fact in two wordings, unless one of
 # the statements says the value changed.
@@ -72,6 +73,7 @@ def other_value(old: str, new: str) -> bool:
         or _disagree(old, new)
         or _other_version(old, new)
         or _other_plain_value(old, new)
+        or _new_value(old, new)
     )
 
 
@@ -131,7 +133,7 @@ def subject_of(text: str) -> Subject | None:
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
     tool = next((m for m in TOOL_AT.finditer(plain) if "." in m["version"]), None)
     if tool and tool["tool"] not in STOPWORDS:
-        return Subject("version", frozenset({stem(tool["tool"])}))
+        return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))
     # No noun of a kind: the words before the verb saying a change or a place, and the kind
     # of the one value the statement gives ("the job queue lives on mq-2.lan").
     verb = next((i for i, t in enumerate(tokens) if CHANGE.fullmatch(t) or t in _SAYS_WHERE), -1)
@@ -212,6 +214,35 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
     word = SHORT_FORMS.get(key.lower(), key.lower())
     kind = _HEAD_KINDS.get(word)
     return not key or stem(word) in read(text).subject or wanted in values_of_kind(text, kind or "")
+
+
+def _new_value(old: str, new: str) -> bool:
+    """Each gives one value, of one kind, another one for the same subject words ("api port:
+    7071" after "the api listens on 7070"), or for words within the other's when the newer
+    says it changed ("ledger api on 7071 now")."""
+    before, after = _one_value(old), _one_value(new)
+    if before is None or after is None or before[0] != after[0] or before[1] == after[1]:
+        return False
+    older, newer = _subject_words(old), _subject_words(new)
+    within = all(_among(word, older) for word in newer)
+    holds = all(_among(word, newer) for word in older)
+    return bool(older and newer) and (within and holds or says_change(new) and (within or holds))
+
+
+def _one_value(text: str) -> tuple[str, str] | None:
+    """The kind and the value of the one value `text` gives, by its shape; None for more."""
+    kinds: dict[str, str] = {}
+    for kind, value in [*shaped_in(unmarked(text).lower()), *values_by_kind(unmarked(text))]:
+        unit = re.sub(r"\d", "", value) if kind == "number" else ""
+        kinds.setdefault(value.lower(), "number" if kind == "port" else kind + unit)
+    return next(((kind, value) for value, kind in kinds.items()), None) if len(kinds) == 1 else None
+
+
+def _subject_words(text: str) -> frozenset[str]:
+    """The words of `text` that say which thing it is: not where it is, that it changed, or
+    what kind of value it has."""
+    reading = read(text)
+    return reading.subject - reading.wording - _NOT_SUBJECT
 
 
 def _disagree(a: str, b: str) -> bool:
