@@ -226,16 +226,37 @@ def _new_value(old: str, new: str) -> bool:
     older, newer = _subject_words(old), _subject_words(new)
     within = all(_among(word, older) for word in newer)
     holds = all(_among(word, newer) for word in older)
-    return bool(older and newer) and (within and holds or says_change(new) and (within or holds))
+    if not older or not newer:
+        return False
+    return (within and holds) or (says_change(new) and (within or holds))
 
 
 def _one_value(text: str) -> tuple[str, str] | None:
-    """The kind and the value of the one value `text` gives, by its shape; None for more."""
-    kinds: dict[str, str] = {}
+    """The kind and the value of the one value `text` gives; None for none or more."""
+    valued = _valued(text)
+    return (
+        next(((kind, value) for value, kind in valued.items()), None) if len(valued) == 1 else None
+    )
+
+
+def value_kinds(text: str) -> frozenset[str]:
+    """The kinds of the values `text` gives, a port as the number it is."""
+    return frozenset(_valued(text).values())
+
+
+def same_kind(kind: str) -> str:
+    """The kind a value of `kind` is compared as: a port is a number."""
+    return "number" if kind == "port" else kind
+
+
+@lru_cache(maxsize=65536)
+def _valued(text: str) -> dict[str, str]:
+    """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m")."""
+    valued: dict[str, str] = {}
     for kind, value in [*shaped_in(unmarked(text).lower()), *values_by_kind(unmarked(text))]:
         unit = re.sub(r"\d", "", value) if kind == "number" else ""
-        kinds.setdefault(value.lower(), "number" if kind == "port" else kind + unit)
-    return next(((kind, value) for value, kind in kinds.items()), None) if len(kinds) == 1 else None
+        valued.setdefault(value.lower(), same_kind(kind) + unit)
+    return valued
 
 
 def _subject_words(text: str) -> frozenset[str]:

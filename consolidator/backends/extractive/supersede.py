@@ -54,7 +54,7 @@ def newest_wins(
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old` superseded when all it gives is one value of a kind `new` gives (a host with its
     port is one), or one clause; only a possible conflict when it says more."""
-    given = {kind for kind, _ in subjects.shaped_values(new)}
+    given = subjects.value_kinds(new)
     held = subjects.shaped_values(old)
     hosts = [value for kind, value in held if kind == "host"]
     plain = old.lower()
@@ -64,7 +64,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
         if kind != "port" or not any(f"{host}:{value}" in plain for host in hosts)
     )
     says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
-    if says_more or len(held) > 1 or any(kind not in given for kind, _ in held):
+    if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old
 
