@@ -23,7 +23,6 @@ from consolidator.memory.facts import (
     STOPWORDS,
     WORDS,
     is_marked,
-    jaccard,
     read,
     says_change,
     stem,
@@ -38,12 +37,10 @@ _VALUE_KINDS: Final = {kind: frozenset(values) for kind, values in WORDS["value-
 _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
 # The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
 _SAYS_WHERE: Final = PLACE_WORDS | {"is", "are", "runs", "listens", "points"}
-_NOT_SUBJECT: Final = frozenset(map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS}))
+_NOT_SUBJECT: Final = frozenset(
+    map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["time-words"]})
+)
 _MAX_QUALIFIERS: Final = 3
-# Two values of one subject share more words than one fact in two wordings, unless one of
-# the statements says the value changed.
-_OTHER_VALUE: Final = 0.7
-_CHANGED_VALUE: Final = 0.5
 # "the default branch is master" / "we renamed the default branch to main".
 _IS_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?P<subject>[a-z][\w -]{2,40}?)\s+(?:is|are|was|were)\s+"
@@ -67,14 +64,7 @@ class Subject:
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of."""
-    return (
-        supersedes(new, old)
-        or supersedes(old, new)
-        or _disagree(old, new)
-        or _other_version(old, new)
-        or _other_plain_value(old, new)
-        or _new_value(old, new)
-    )
+    return supersedes(new, old) or _other_plain_value(old, new) or _new_value(old, new)
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
@@ -110,11 +100,10 @@ class SubjectIndex:
 
 @lru_cache(maxsize=65536)
 def _keys(text: str) -> frozenset[str]:
-    """The values of `text` and its words' first letters (a tool or runtime by its one
-    name), which a word it may be matched with by its start or plural shares."""
-    words = re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower())
-    named = (runtime_named(word) or SHORT_FORMS.get(word, word) for word in words)
-    return read(text).values | {word[:3] for word in named if word not in STOPWORDS}
+    """The values of `text` and its words' first letters, which a word it may be matched
+    with by its start or plural shares."""
+    words = (SHORT_FORMS.get(w, w) for w in re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower()))
+    return read(text).values | {word[:3] for word in words if word not in STOPWORDS}
 
 
 def subject_of(text: str) -> Subject | None:
@@ -217,18 +206,18 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
 
 
 def _new_value(old: str, new: str) -> bool:
-    """Each gives one value, of one kind, another one for the same subject words ("api port:
-    7071" after "the api listens on 7070"), or for words within the other's when the newer
-    says it changed ("ledger api on 7071 now")."""
+    """Each gives one value, of one kind, another one, and the newer's subject words are all
+    among the older's ("api port: 7071" after "the api listens on 7070"), or, said as a
+    change, the older's among its own ("ledger api on 7071 now")."""
     before, after = _one_value(old), _one_value(new)
     if before is None or after is None or before[0] != after[0] or before[1] == after[1]:
         return False
     older, newer = _subject_words(old), _subject_words(new)
-    within = all(_among(word, older) for word in newer)
-    holds = all(_among(word, newer) for word in older)
     if not older or not newer:
         return False
-    return (within and holds) or (says_change(new) and (within or holds))
+    if all(_among(word, older) for word in newer):
+        return True
+    return says_change(new) and all(_among(word, newer) for word in older)
 
 
 def _one_value(text: str) -> tuple[str, str] | None:
@@ -264,40 +253,6 @@ def _subject_words(text: str) -> frozenset[str]:
     what kind of value it has."""
     reading = read(text)
     return reading.subject - reading.wording - _NOT_SUBJECT
-
-
-def _disagree(a: str, b: str) -> bool:
-    """Different values for mostly the same subject words: not when one's values include the
-    other's (a restatement adding a detail)."""
-    first, second = read(a), read(b)
-    if not first.values or not second.values or len(first.subject & second.subject) < 2:
-        return False
-    if first.values <= second.values or second.values <= first.values:
-        return False
-    changed = CHANGE.search(unmarked(a)) or CHANGE.search(unmarked(b))
-    return jaccard(first.subject, second.subject) >= (_CHANGED_VALUE if changed else _OTHER_VALUE)
-
-
-def _other_version(old: str, new: str) -> bool:
-    """`new` says one tool both name moved to another version ("we upgraded to expo 52");
-    without a change said, "Node 22 is required in CI" is another fact."""
-    if not says_change(new):
-        return False
-    before, after = _tool_versions(unmarked(old)), _tool_versions(unmarked(new))
-    shared = [
-        tool for tool in after if tool in before and SHORT_FORMS.get(tool, tool) not in _HEAD_KINDS
-    ]
-    return len(shared) == 1 and before[shared[0]] != after[shared[0]]
-
-
-def _tool_versions(text: str) -> dict[str, str]:
-    """Each tool named right before a version; a runtime by its one name ("nodejs" is node)."""
-    said = {
-        match["tool"]: match["version"]
-        for match in TOOL_AT.finditer(text.lower())
-        if runtime_named(match["tool"]) is None and match["tool"] not in STOPWORDS
-    }
-    return said | {stated.runtime: stated.version for stated in stated_versions(text)}
 
 
 def _other_plain_value(old: str, new: str) -> bool:
