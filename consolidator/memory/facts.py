@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib.resources import files
 from typing import Any, Final
 
@@ -42,14 +42,14 @@ CHANGE: Final = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Reading:
     subject: frozenset[str]
     values: frozenset[str]
     # The subject's words that only say a change or a place ("moved", "lives", "under").
     wording: frozenset[str] = frozenset()
 
-    @property
+    @cached_property
     def stated(self) -> Reading:
         """What the text states in any wording: no change or place words, no cited lines."""
         values = frozenset(_LINE_NUMBER.sub(r"\1", value) for value in self.values)

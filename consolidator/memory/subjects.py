@@ -94,8 +94,12 @@ class SubjectIndex:
         for key in _keys(text):
             self._at.setdefault(key, set()).add(at)
 
-    def candidates(self, text: str) -> list[int]:
-        return sorted(set().union(*(self._at.get(key, ()) for key in _keys(text))))
+    def candidates(self, text: str, *, same: bool = False) -> list[int]:
+        """The entries `text` may give another value of the subject of; with `same`, those it
+        may state the same fact as (one sharing a value, when it gives one)."""
+        values = _values(text) if same else frozenset()
+        keys = values or _keys(text)
+        return sorted(set().union(*(self._at.get(key, ()) for key in keys)))
 
 
 @lru_cache(maxsize=65536)
@@ -103,7 +107,11 @@ def _keys(text: str) -> frozenset[str]:
     """The values of `text` and its words' first letters, which a word it may be matched
     with by its start or plural shares."""
     words = (SHORT_FORMS.get(w, w) for w in re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower()))
-    return read(text).values | {word[:3] for word in words if word not in STOPWORDS}
+    return _values(text) | {word[:3] for word in words if word not in STOPWORDS}
+
+
+def _values(text: str) -> frozenset[str]:
+    return read(text).values | read(text).stated.values
 
 
 def subject_of(text: str) -> Subject | None:
@@ -149,6 +157,7 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
     return frozenset(value for found, value in shaped_values(text) if found in wanted)
 
 
+@lru_cache(maxsize=65536)
 def shaped_values(text: str) -> frozenset[tuple[str, str]]:
     """The values `text` gives, each with its kind ("host", "port", "version", ...)."""
     return frozenset(shaped_in(unmarked(text).lower()))

@@ -197,7 +197,7 @@ def _add(
 ) -> None:
     """Add `text` to `bullets` with the mark `mark` gives it, or its session as a witness of
     the entry saying the same; only entries `index` finds are compared."""
-    candidates = index.candidates(text) if index else range(len(bullets))
+    candidates = index.candidates(text, same=True) if index else range(len(bullets))
     at = next((at for at in candidates if same(bullets[at].text, text)), None)
     if at is None:
         at = len(bullets)
