@@ -71,8 +71,9 @@ def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str,
     """Two unmarked `texts` giving two values of one subject, not both in `known` (already
     accepted); the one not in `known` is read as the newer."""
     candidates = [text for text in texts if not is_marked(text)]
-    for index, first in enumerate(candidates):
-        for second in candidates[index + 1 :]:
+    index = SubjectIndex(candidates)
+    for at, first in enumerate(candidates):
+        for second in (candidates[other] for other in index.candidates(first) if other > at):
             if first in known and second in known:
                 continue
             older, newer = (first, second) if second not in known else (second, first)

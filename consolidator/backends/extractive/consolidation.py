@@ -100,44 +100,32 @@ def _without_thread(block: Block, thread_id: str) -> Block:
     return _each_section(block, lambda bullets: prune_bullets(bullets, live, {thread_id}))
 
 
-def _revoked(block: Block, topics: Iterable[str]) -> Block:
+def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     """`block` without the entries a correction takes back: naming every word of a topic
-    ("the build script"), or about the subject it names in any words ("the staging host":
-    "point it at stage1.infra.internal"). Older versions keep them."""
-    taken_back = [words for words in map(_topic_words, topics) if words]
-    named = [subject for subject in map(subjects.subject_of, topics) if subject is not None]
-
-    def kept(bullets: Bullets) -> Bullets:
-        return tuple(
-            b
-            for b in bullets
-            if not any(words <= _topic_words(b.text) for words in taken_back)
-            and not any(subjects.names_subject(b.text, s, exactly=True) for s in named)
-        )
-
-    return _each_section(block, kept) if taken_back else block
-
-
-def _topic_words(text: str) -> frozenset[str]:
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
-
-
-def _marked_outdated(block: Block, entries: Iterable[str], day: str) -> Block:
-    """Each entry a repository check quoted as stated otherwise marked superseded on the
-    check's day: its reading of the entry may be wrong, so the entry stays, visibly older."""
-    quoted = {facts.unmarked(entry) for entry in entries}
+    ("the build script") or about the subject it names in any words ("the staging host":
+    "point it at stage1.infra.internal"); each a repository check quoted as stated otherwise
+    marked superseded, as its reading may be wrong. Older versions keep them all."""
+    taken_back = [words for words in map(_topic_words, notes.revoked) if words]
+    named = [s for s in map(subjects.subject_of, notes.revoked) if s is not None and taken_back]
+    quoted = {facts.unmarked(entry) for entry in notes.outdated}
     mark = facts.marker(facts.SUPERSEDED, day)
 
-    def marked(bullets: Bullets) -> Bullets:
+    def kept(bullets: Bullets) -> Bullets:
         return tuple(
             replace(b, text=mark + facts.unmarked(b.text))
             if facts.unmarked(b.text) in quoted
             else b
             for b in bullets
+            if not any(words <= _topic_words(b.text) for words in taken_back)
+            and not any(subjects.names_subject(b.text, s, exactly=True) for s in named)
         )
 
-    return _each_section(block, marked) if quoted else block
+    return _each_section(block, kept) if taken_back or quoted else block
+
+
+def _topic_words(text: str) -> frozenset[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
 
 @dataclass(frozen=True)
@@ -271,7 +259,7 @@ def _with_session(
         keywords=tuple(notes.keywords),
     )
     day = citation.updated_at[:10]
-    block = _marked_outdated(_revoked(block, notes.revoked), notes.outdated, day)
+    block = _taken_back(block, notes, day)
     edited_knowledge: list[str] = []
     edited_preferences: list[str] = []
     for edit in notes.edited:
