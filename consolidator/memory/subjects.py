@@ -41,6 +41,7 @@ _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["time-words"]})
 )
 _MAX_QUALIFIERS: Final = 3
+_CITED_LINE = re.compile(r"\.[a-z0-9]{1,10}:(\d+)\b")
 # "the default branch is master" / "we renamed the default branch to main".
 _IS_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?P<subject>[a-z][\w -]{2,40}?)\s+(?:is|are|was|were)\s+"
@@ -159,9 +160,12 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=65536)
-def shaped_values(text: str) -> frozenset[tuple[str, str]]:
-    """The values `text` gives, each with its kind ("host", "port", "version", ...)."""
-    return frozenset(shaped_in(unmarked(text).lower()))
+def shaped_values(text: str) -> tuple[tuple[str, str], ...]:
+    """The values `text` gives, each with its kind ("host", "port", "version", ...); the line
+    of a file it cites ("client.py:41") is no port."""
+    plain = unmarked(text).lower()
+    lines = {("port", line) for line in _CITED_LINE.findall(plain)}
+    return tuple(dict.fromkeys(found for found in shaped_in(plain) if found not in lines))
 
 
 def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool:
@@ -252,7 +256,7 @@ def same_kind(kind: str) -> str:
 def _valued(text: str) -> dict[str, str]:
     """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m")."""
     valued: dict[str, str] = {}
-    for kind, value in [*shaped_in(unmarked(text).lower()), *values_by_kind(unmarked(text))]:
+    for kind, value in [*shaped_values(text), *values_by_kind(unmarked(text))]:
         unit = re.sub(r"\d", "", value) if kind == "number" else ""
         valued.setdefault(value.lower(), same_kind(kind) + unit)
     return valued

@@ -77,6 +77,7 @@ def test_a_later_value_of_the_same_subject_wins_without_a_cue_word(
         ("deploy takes 5 minutes", "deploy runs at 3am"),
         ("node 20 is required", "node 22 is required in ci"),
         ("staging host is stg1.corp", "prod host is prd1.corp"),
+        ("the client reads its timeout at src/client.py:41", "the client db is on 7400"),
     ],
 )
 def test_another_subject_or_another_kind_of_value_leaves_both_current(

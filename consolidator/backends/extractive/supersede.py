@@ -55,14 +55,12 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old` superseded when all it gives is one value of a kind `new` gives (a host with its
     port is one), or one clause; only a possible conflict when it says more."""
     given = subjects.value_kinds(new)
-    held = subjects.shaped_values(old)
-    hosts = [value for kind, value in held if kind == "host"]
-    plain = old.lower()
-    held = frozenset(
+    hosts = [value for kind, value in subjects.shaped_values(old) if kind == "host"]
+    held = [
         (kind, value)
-        for kind, value in held
-        if kind != "port" or not any(f"{host}:{value}" in plain for host in hosts)
-    )
+        for kind, value in subjects.shaped_values(old)
+        if kind != "port" or not any(f"{host}:{value}".lower() in old.lower() for host in hosts)
+    ]
     says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
     if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
         return facts.conflict_note(stated, new, day) + old
@@ -85,9 +83,8 @@ def mark_stale_fixes(
     mark = facts.marker(facts.SUPERSEDED, day)
 
     def replaced(bullet: Bullet) -> bool:
-        return not facts.is_marked(bullet.text) and bool(
-            subjects.shaped_values(fix_of(bullet.text)) & stale
-        )
+        fix = subjects.shaped_values(fix_of(bullet.text))
+        return not facts.is_marked(bullet.text) and not stale.isdisjoint(fix)
 
     return tuple(replace(b, text=mark + b.text) if stale and replaced(b) else b for b in failures)
 
