@@ -263,10 +263,9 @@ def _with_session(
     edited_knowledge: list[str] = []
     edited_preferences: list[str] = []
     for edit in notes.edited:
-        outcome = apply_edit(block, edit)
-        block = outcome.block
-        edited_knowledge.extend(outcome.knowledge)
-        edited_preferences.extend(outcome.preferences)
+        block, new_knowledge, new_preferences = apply_edit(block, edit)
+        edited_knowledge += new_knowledge
+        edited_preferences += new_preferences
     preferences = list(block.preferences)
     liked = subjects.SubjectIndex(b.text for b in preferences)
     for text in filter(None, map(one_line, edited_preferences)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from consolidator.backends.extractive.explained import fix_of
 from consolidator.core.runtime_names import runtime_named
@@ -114,18 +114,10 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     return tuple(kept)
 
 
-@dataclass(frozen=True)
-class EditOutcome:
-    """The block without the entries an edit superseded, and the new value as entries."""
-
-    block: Block
-    knowledge: tuple[str, ...] = ()
-    preferences: tuple[str, ...] = ()
-
-
-def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
-    """A runtime pin drops what it rules out and is remembered as pinned; another edit drops
-    the entries giving the old value and gives them back with the new one."""
+def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
+    """The block without the entries the edit superseded, and the new value as knowledge and
+    preferences: a runtime pin drops what it rules out and is remembered as pinned; another
+    edit drops the entries giving the old value and gives them back with the new one."""
     runtime = runtime_named(edit.subject.removesuffix(" version"))
     if edit.subject.endswith(" version") and runtime is not None:
         pinned = pin_value(edit.path, edit.new)
@@ -135,9 +127,9 @@ def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
                 not agrees(said, pinned) for said in subjects.runtime_versions(text, runtime)
             ),
         )
-        return EditOutcome(kept, (as_stated(runtime, pinned, code_span(edit.path)),))
+        return kept, [as_stated(runtime, pinned, code_span(edit.path))], []
     if not edit.old.strip():
-        return EditOutcome(block)
+        return block, [], []
     key = "" if edit.subject == RENAMED else edit.subject
     kept, knowledge, preferences = _split(
         block, lambda text: subjects.holds_value(text, edit.old, key)
@@ -148,7 +140,7 @@ def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
         old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]
         new_knowledge.append(f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to.")
     new_preferences = (pattern.sub(lambda _: edit.new, facts.unmarked(t)) for t in preferences)
-    return EditOutcome(kept, tuple(dedupe(new_knowledge)), tuple(dedupe(new_preferences)))
+    return kept, dedupe(new_knowledge), dedupe(new_preferences)
 
 
 def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
