@@ -1,121 +1,78 @@
-"""When two bullets state the same fact, read from their words and values, and the marks a
-kept-but-stale or disputed bullet carries.
+"""When two bullets state the same fact, and the marks a stale or disputed bullet carries.
 
-A bullet is read as a subject (its content words) and values (the tokens that carry a number,
-a path, a dotted or snake_case name: ports, versions, files, settings). Two bullets with the
-same values and mostly the same subject say the same thing in different words and merge into
-one bullet citing both witnesses. Whether two bullets give two values of one subject instead
-is `memory.subjects`, which reads them with these words; a bullet it finds stale or disputed
-is marked (`marker`, `conflict_note`) so the reader sees both instead of one vanishing.
+A bullet is read as a subject (its content words) and values (tokens with a digit, a path, a
+dotted name, a handle, a code span). The same values in mostly the same words are one fact in
+two wordings; whether two bullets give two values of one subject is `memory.subjects`. A
+bullet found stale or disputed is marked, never dropped, so the reader sees both.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Final
+from functools import cached_property, lru_cache
+from importlib.resources import files
+from typing import Any, Final
 
 SUPERSEDED: Final = "superseded"
 CONFLICTING: Final = "conflicting"
 POSSIBLE_CONFLICT: Final = "possible conflict"
-_MARKER = re.compile(
-    r"^\s*\[(?:superseded|conflicting|possible conflict)[^\]]*\]\s*", re.IGNORECASE
-)
-_MARKED = re.compile(
-    r"\b(?:superseded|conflicting|possible conflict|outdated|no longer)\b", re.IGNORECASE
-)
+_MARKER = re.compile(r"^\s*\[(?:superseded|conflicting|possible conflict)[^\]]*\]\s*", re.I)
+_MARKED = re.compile(r"\b(?:superseded|conflicting|possible conflict|outdated|no longer)\b", re.I)
 _CONFLICT_QUOTE = re.compile(r'^\s*\[possible conflict [^\]"]* with "(?P<quote>[^"]*)" of [^\]]*\]')
 _QUOTED_CHARS: Final = 80
 _TOKEN = re.compile(r"[a-z0-9_~@][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
-_SAME_SUBJECT: Final = 0.6
-CHANGE = re.compile(
-    r"\b(?:now|nowadays|these days|any ?more|no longer|moved|switched|changed|migrated|upgraded|"
-    r"downgraded|bumped|renamed|replaced|instead|new)\b",
-    re.IGNORECASE,
-)
-# Short forms people write for the same subject word.
-SHORT_FORMS: Final = {
-    "db": "database",
-    "repo": "repository",
-    "env": "environment",
-    "config": "configuration",
-    "cfg": "configuration",
-    "conf": "configuration",
-    "dir": "directory",
-    "deps": "dependency",
-    "dep": "dependency",
-    "pkg": "package",
-    "auth": "authentication",
-    "dev": "development",
-    "prod": "production",
-    "creds": "credential",
-    "postgres": "database",
-    "postgresql": "database",
-}
-
-STOPWORDS: Final = frozenset(
-    re.findall(
-        r"\S+",
-        """
-    a an the this that these those it its is are was were be been being am do does did
-    of to in on at by for from with into onto as and or but so if then than also too
-    i me my we our us you your they them their he she his her
-    fyi note notes btw by way keep mind heads up correction remember reminder please also
-    actually wait one now just still currently today anymore always every each any anything
-    all has have had should must will would can could may might need needs
-    root cause verified confirmed issue problem turns turned out fix fixed was
-    user said asked agent concluded session when working
-    """,
-    )
-)
-
-
-# Words that say where a thing is kept or that it moved, not what it is: "the fixtures live
-# in X" and "the fixtures are under X" say one thing.
-PLACE_WORDS: Final = frozenset(
-    ("live", "lives", "under", "sit", "sits", "located", "kept", "stored", "reside", "resides")
-)
-# A place in a file a statement cites ("docker-compose.yml:172 maps it"): the file is a value,
-# the line where it was read is not.
+_CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
+# A file a statement cites at a line ("docker-compose.yml:172"): the line is no value.
 _LINE_NUMBER = re.compile(r"(\.[a-z0-9]{1,10}):\d+(?::\d+)?$")
+_ASKED: Final = re.compile(r'the user asked: "(?P<quote>.*)"$')
+_SAME_SUBJECT: Final = 0.6
 
 
-@dataclass(frozen=True, slots=True)
+WORDS: Final[dict[str, Any]] = json.loads(
+    files(__package__).joinpath("subject_words.json").read_text(encoding="utf-8")
+)["words"]
+STOPWORDS: Final = frozenset(WORDS["stopwords"])
+SHORT_FORMS: Final[dict[str, str]] = WORDS["short-forms"]
+# Words that say where a thing is or that it moved, not what it is.
+PLACE_WORDS: Final = frozenset(WORDS["place-words"])
+CHANGE: Final = re.compile(
+    r"\b(?:" + "|".join(map(re.escape, WORDS["change-words"])) + r")\b", re.I
+)
+
+
+@dataclass(frozen=True)
 class Reading:
     subject: frozenset[str]
     values: frozenset[str]
     # The subject's words that only say a change or a place ("moved", "lives", "under").
     wording: frozenset[str] = frozenset()
 
-    @property
+    @cached_property
     def stated(self) -> Reading:
-        """What the text states whatever its wording: its subject without the words that only
-        say a change or a place, its values without the line of a file they cite."""
+        """What the text states in any wording: no change or place words, no cited lines."""
         values = frozenset(_LINE_NUMBER.sub(r"\1", value) for value in self.values)
         return Reading(self.subject - self.wording, values)
 
 
 def marker(kind: str, day: str) -> str:
-    """The prefix a kept-but-stale or disputed bullet carries, e.g. `[superseded 2026-11-05] `."""
+    """The prefix a stale or disputed bullet carries, e.g. `[superseded 2026-11-05] `."""
     return f"[{kind} {day}] "
 
 
 def conflict_note(day: str, other: str, other_day: str) -> str:
-    """The prefix of a bullet that may disagree with `other`: both values and their dates,
-    e.g. `[possible conflict 2026-12-01 with "The DB listens on 5432" of 2026-11-20] `."""
+    """The prefix of a bullet that may disagree with `other`: both values and their dates."""
     quote = quoted(other)
     return f'[{POSSIBLE_CONFLICT} {day or "undated"} with "{quote}" of {other_day or "undated"}] '
 
 
 def quoted(text: str) -> str:
-    """`text` as a possible-conflict mark quotes it."""
     quote = unmarked(text).replace("]", ")").replace('"', "'")
     return quote[: _QUOTED_CHARS - 3] + "..." if len(quote) > _QUOTED_CHARS else quote
 
 
 def conflict_quote(text: str) -> str | None:
-    """The other bullet's words a possible-conflict mark on `text` quotes, if it has one."""
     match = _CONFLICT_QUOTE.match(text)
     return match["quote"] if match else None
 
@@ -128,17 +85,24 @@ def is_superseded(text: str) -> bool:
     return text.lstrip().lower().startswith(f"[{SUPERSEDED}")
 
 
-_CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
-
-
 def unmarked(text: str) -> str:
     return _MARKER.sub("", text)
 
 
+def says_change(text: str) -> bool:
+    """Whether `text` says a value changed ("now", "moved", "upgraded", ...)."""
+    return CHANGE.search(unmarked(text)) is not None
+
+
+def asked_quote(text: str) -> str | None:
+    """The user's own words a preference quotes (`..., the user asked: "..."`), if it does."""
+    match = _ASKED.search(unmarked(text))
+    return match["quote"] if match else None
+
+
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
-    """The subject words and the values of `text`: a token with a digit, a path, a dotted
-    name or a person's handle (`@maaike`) is a value, and so is a code span whole (`make
+    """The subject words and the values of `text`; a code span is one value whole (`make
     lint` and `tox -e lint` are two commands, not mostly the same words)."""
     plain = unmarked(text).lower()
     values: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(plain)}
@@ -148,7 +112,7 @@ def read(text: str) -> Reading:
         token = raw.rstrip(".:/-")
         if not token or token in STOPWORDS:
             continue
-        if any(c.isdigit() for c in token) or any(c in token for c in "/._~@"):
+        if any(c.isdigit() or c in "/._~@" for c in token):
             values.add(token)
             continue
         word = stem(SHORT_FORMS.get(token, token))
@@ -159,6 +123,7 @@ def read(text: str) -> Reading:
 
 
 def stem(word: str) -> str:
+    """The one stemmer of the offline reader: a plural or verb ending off a long word."""
     for suffix in ("ing", "es", "ed", "s"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
@@ -166,19 +131,13 @@ def stem(word: str) -> str:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def same_fact(a: str, b: str) -> bool:
-    """The two texts state the same thing: the same values in mostly the same words, or in
-    other words once the words that only say a change or a place and the lines of the files
-    they cite are left out ("the fixtures live in X" / "are under X"), or one's values and
-    subject words all within the other's ("the dev db is on 5482" / "the dev database is the
-    one on port 5482, docker-compose.yml:152 maps it"). Never two texts whose values each
-    hold one of their own: "port 8080 in dev" and "8080 in dev, 9090 in prod" stay apart
-    unless every word of one is in the other, and then the other says all of it."""
+    """The same values in mostly the same words, also once change and place words and cited
+    lines are left out, or one's values and words all within the other's. Never two whose
+    values each hold one of their own ("8080 in dev" / "8080 in dev, 9090 in prod")."""
     first, second = read(a), read(b)
     if first.values == second.values:
         if not first.subject and not second.subject:
@@ -198,22 +157,6 @@ def _within(part: Reading, whole: Reading) -> bool:
 
 
 def fuller(kept: str, said: str) -> bool:
-    """Whether `said`, the same fact as `kept`, says more of it: every value and subject word
-    of `kept` and at least one more, so a bullet shown in its words loses nothing."""
+    """Whether `said`, the same fact as `kept`, says all of it and more."""
     old, new = read(kept).stated, read(said).stated
     return _within(old, new) and (old.values < new.values or old.subject < new.subject)
-
-
-# A preference the offline consolidation writes ends with the user's words it quotes.
-_ASKED: Final = re.compile(r'the user asked: "(?P<quote>.*)"$')
-
-
-def asked_quote(text: str) -> str | None:
-    """The user's own words a preference quotes (`..., the user asked: "..."`), if it does."""
-    match = _ASKED.search(unmarked(text))
-    return match["quote"] if match else None
-
-
-def says_change(text: str) -> bool:
-    """Whether `text` says a value changed ("now", "moved", "upgraded", ...)."""
-    return CHANGE.search(unmarked(text)) is not None

@@ -1,12 +1,7 @@
-"""What a session's edits changed: values read out of its tool calls.
-
-An edit is evidence of a changed value even when nobody says the value in words: a Codex
-`apply_patch` hunk that replaces `port: 5544` with `port: 5545` in `config/database.yml`, a
-Claude Code `Edit` of `.nvmrc` from one version to another, a `*** Move to:` or a `git mv`
-that renames a script. Each becomes an `EditedValue` (file, subject, old, new). A key and its
-value are read only in configuration files, where a line is a setting; a runtime's version
-only in the files that pin one (which files those are is `verify.runtimes`' to know).
-"""
+"""What a session's edits changed, read out of its tool calls: evidence of a new value even
+when nobody says it (an `apply_patch` of `port: 5544` to `port: 5545`, an `Edit` of `.nvmrc`,
+a `git mv`). A key and its value are read only in configuration files, a runtime's version only
+in the files that pin one (`verify.runtimes`)."""
 
 from __future__ import annotations
 
@@ -19,7 +14,7 @@ from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import one_line
 from consolidator.security.redaction import redact
-from consolidator.verify.runtimes import Pin, pinned_in_line
+from consolidator.verify.runtimes import pinned_in_line
 
 Relative = Callable[[str], str]
 
@@ -34,6 +29,7 @@ _SETTING = re.compile(
 )
 _MAX_VALUE_CHARS = 120
 _REDACTED = "[REDACTED"
+_PINNED = " version"
 
 
 @dataclass
@@ -68,6 +64,10 @@ def tool_edits(payload: dict[str, object], relative: Relative) -> list[EditedVal
     return _values([diff], relative)
 
 
+def _lines(text: object) -> list[str]:
+    return text.splitlines() if isinstance(text, str) else []
+
+
 def shell_edits(command: str, relative: Relative) -> list[EditedValue]:
     """The files a shell command renamed with `git mv`."""
     found: list[EditedValue] = []
@@ -86,10 +86,6 @@ def shell_edits(command: str, relative: Relative) -> list[EditedValue]:
             target += source.rsplit("/", 1)[-1]
         found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
     return found
-
-
-def _lines(text: object) -> list[str]:
-    return text.splitlines() if isinstance(text, str) else []
 
 
 def _patch_diffs(patch: str) -> list[_Diff]:
@@ -121,50 +117,34 @@ def _values(diffs: Iterable[_Diff], relative: Relative) -> list[EditedValue]:
         if diff.moved_to:
             found.append(EditedValue(path, RENAMED, path, relative(diff.moved_to)))
         for removed, added in diff.hunks:
-            found.extend(_pinned(path, removed, added))
-            if _is_config(path):
-                found.extend(_settings(path, removed, added))
-    return _distinct(found)
+            found.extend(_changed(path, removed, added))
+    return list(dict.fromkeys(found))
 
 
-def _pinned(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
-    """A runtime's version the edit pinned, with the one it replaced when the edit shows it."""
-    before = {pin.runtime: pin.value.value for pin in _pins(path, removed)}
-    for pin in _pins(path, added):
-        old = before.get(pin.runtime, "")
-        if old != pin.value.value:
-            yield EditedValue(path, f"{pin.runtime} version", old, pin.value.value)
-
-
-def _pins(path: str, lines: list[str]) -> Iterator[Pin]:
-    for line in lines:
-        pin = pinned_in_line(path, line)
-        if pin is not None:
-            yield pin
-
-
-def _settings(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
-    """A setting whose line the edit replaced: the same key taken out with one value and put
-    in with another (the n-th of a key with the n-th, as in two sections of one file)."""
+def _changed(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
+    """Each key the edit took out with one value and put in with another, the n-th of a key
+    with the n-th (two sections of one file); a runtime's new pin also with no old one."""
     before: dict[str, list[str]] = {}
     for key, value in _keyed(path, removed):
         before.setdefault(key, []).append(value)
     seen: dict[str, int] = {}
     for key, value in _keyed(path, added):
-        index = seen.get(key, 0)
-        seen[key] = index + 1
-        olds = before.get(key, [])
+        index = seen[key] = seen.get(key, -1) + 1
+        olds = [*before.get(key, []), *([""] if key.endswith(_PINNED) else [])]
         if index < len(olds) and olds[index] != value:
             yield EditedValue(path, key, olds[index], value)
 
 
 def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
-    """Each line's key and value; a line holding a secret is read redacted and left out, a
-    line pinning a runtime is read as that runtime's version instead."""
+    """Each line's runtime pin or, in a configuration file, its key and value; a line holding
+    a secret is read redacted and left out."""
+    config = _is_config(path)
     for line in lines:
-        if pinned_in_line(path, line) is not None:
+        pin = pinned_in_line(path, line)
+        if pin is not None:
+            yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
-        match = _SETTING.match(redact(line).text)
+        match = _SETTING.match(redact(line).text) if config else None
         if match and _REDACTED not in match["value"]:
             value = one_line(match["value"]).strip("\"'")
             if value and len(value) <= _MAX_VALUE_CHARS:
@@ -175,7 +155,3 @@ def _is_config(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
     return extension in _CONFIG_EXTENSIONS or bool(_CONFIG_NAMES.match(name))
-
-
-def _distinct(values: list[EditedValue]) -> list[EditedValue]:
-    return list(dict.fromkeys(values))

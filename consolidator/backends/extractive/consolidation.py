@@ -1,12 +1,10 @@
 """Offline phase two: deterministic consolidation of extractive stage-one notes.
 
-No model: every changed input with something reusable becomes a task in the task-group block
-of its cwd. The user's standing instructions become preferences, stated facts and the agent's
-verified conclusions become reusable knowledge, failures with their fixes become "Failures and
-how to do differently". A fact said again in other words joins its bullet as another witness,
-and a newer value of the same subject supersedes the older one (`memory.facts`,
-`memory.subjects`). The same inputs always give the same memory, so the pipeline can be tested
-end to end without a key.
+No model: each input with something reusable becomes a task in the block of its cwd; the
+user's standing instructions become preferences, stated facts and the agent's conclusions
+knowledge, fixed failures "Failures and how to do differently". A fact said again joins its
+entry as another witness, and the newest value of a subject wins (`supersede`). The same
+inputs always give the same memory, so the pipeline is testable end to end without a key.
 """
 
 from __future__ import annotations
@@ -17,11 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from consolidator.backends.base import (
-    ConsolidationInput,
-    ConsolidationRequest,
-    ConsolidationResult,
-)
+from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.commands import PRINTED
 from consolidator.backends.extractive.defaults import (
     USER_DEFAULTS_BLOCK_ID,
@@ -34,38 +28,33 @@ from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
     mark_stale_fixes,
-    mark_superseded,
     merge_superseded,
+    newest_wins,
 )
 from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
-from consolidator.memory.offline_notes import (
-    OUTCOME_UNKNOWN,
-    EditedValue,
-    ExtractiveNotes,
-)
+from consolidator.memory.offline_notes import OUTCOME_UNKNOWN, ExtractiveNotes
 from consolidator.memory.text import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Room for "t-" in front and a digest behind within an id's 128 characters.
 TASK_ID_CHARS = 100
-_TOPIC_FILLER = frozenset(("the", "a", "an", "of", "for", "to", "in", "on", "and", "or", "about"))
+_TOPIC_FILLER = frozenset(facts.WORDS["topic-filler"])
+_NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
+Bullets = tuple[Bullet, ...]
 
 
 def block_id_for(cwd: str | None) -> str:
     if not cwd:
         return "general"
     name = _ID_UNSAFE.sub("-", posixpath.basename(cwd.rstrip("/")) or "root").strip("-.") or "root"
-    digest = hashlib.sha256(cwd.encode("utf-8")).hexdigest()[:6]
-    return f"{name[:60].lower()}-{digest}"
+    return f"{name[:60].lower()}-{hashlib.sha256(cwd.encode('utf-8')).hexdigest()[:6]}"
 
 
 def task_id_for(thread_id: str) -> str:
-    """The task id of a thread: its whole id, as sub-agents (`<session>.agent-<id>`) and
-    segments (`<thread>.segment-<rollout>`) share their first characters with their parent.
-    An id that is long, has characters an id may not hold or ends in punctuation keeps its
-    start and gains a digest of the whole, so it stays unique and well formed."""
+    """A thread's whole id, as sub-agents and segments share their start with their parent;
+    one too long or not well formed keeps its start and gains a digest of the whole."""
     plain = _ID_UNSAFE.sub("", thread_id)
     if plain == thread_id and len(plain) <= TASK_ID_CHARS and plain[-1:].isalnum():
         return "t-" + plain
@@ -89,9 +78,18 @@ def _new_block(item: ConsolidationInput) -> Block:
     )
 
 
+def _each_section(block: Block, change: Callable[[Bullets], Bullets]) -> Block:
+    return replace(
+        block,
+        preferences=change(block.preferences),
+        knowledge=change(block.knowledge),
+        failures=change(block.failures),
+    )
+
+
 def _without_thread(block: Block, thread_id: str) -> Block:
-    """Drop the thread's task and its citations elsewhere, so a re-extracted thread replaces
-    its old entry (also one stored under an older form of its task id)."""
+    """Drop the thread's task (under any form of its id) and its citations, so a re-extracted
+    thread replaces its old entry."""
     task_id = task_id_for(thread_id)
     tasks = []
     for task in block.tasks:
@@ -99,224 +97,126 @@ def _without_thread(block: Block, thread_id: str) -> Block:
         if task.task_id != task_id and citations:
             tasks.append(replace(task, citations=citations))
     live = {task.task_id for task in tasks}
-    return replace(
-        block,
-        tasks=tuple(tasks),
-        preferences=prune_bullets(block.preferences, live, {thread_id}),
-        knowledge=prune_bullets(block.knowledge, live, {thread_id}),
-        failures=prune_bullets(block.failures, live, {thread_id}),
-    )
+    block = replace(block, tasks=tuple(tasks))
+    return _each_section(block, lambda bullets: prune_bullets(bullets, live, {thread_id}))
 
 
-def _add_bullets(
-    existing: tuple[Bullet, ...],
-    texts: Iterable[str],
-    witness: _Witness,
-    same: Callable[[str, str], bool] = facts.same_fact,
-) -> tuple[Bullet, ...]:
-    """Append bullets; one saying the same thing gains the task as another witness instead."""
-    bullets = list(existing)
-    for text in texts:
-        match = next((i for i, b in enumerate(bullets) if same(b.text, text)), None)
-        if match is None:
-            bullets.append(witness.new_bullet(text))
-        else:
-            bullets[match] = witness.of(bullets[match], text)
-    return tuple(bullets)
+def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
+    """`block` without the entries a correction takes back: naming every word of a topic
+    ("the build script") or about the subject it names in any words ("the staging host":
+    "point it at stage1.infra.internal"); each a repository check quoted as stated otherwise
+    marked superseded, as its reading may be wrong. Older versions keep them all."""
+    taken_back = [words for words in map(_topic_words, notes.revoked) if words]
+    named = [s for s in map(subjects.subject_of, notes.revoked) if s is not None and taken_back]
+    quoted = {facts.unmarked(entry) for entry in notes.outdated}
+    mark = facts.marker(facts.SUPERSEDED, day)
 
-
-def _revoked(block: Block, topics: Iterable[str]) -> Block:
-    """`block` without the bullets a correction takes back: each naming every word of one
-    revoked topic ("the build script", "cache-a"), or about the subject a topic names in any
-    words ("the staging host": "point it at stage1.infra.internal"). Older versions keep
-    them."""
-    topics = list(topics)
-    taken_back = [words for words in map(_topic_words, topics) if words]
-    named = [subject for subject in map(subjects.subject_of, topics) if subject is not None]
-    if not taken_back:
-        return block
-
-    def revoked(text: str) -> bool:
-        return any(words <= _topic_words(text) for words in taken_back) or any(
-            subjects.names_subject(text, subject, exactly=True) for subject in named
-        )
-
-    def kept(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
-        return tuple(b for b in bullets if not revoked(b.text))
-
-    return replace(
-        block,
-        preferences=kept(block.preferences),
-        knowledge=kept(block.knowledge),
-        failures=kept(block.failures),
-    )
-
-
-def _marked_outdated(block: Block, entries: Iterable[str], citation: ThreadCitation) -> Block:
-    """`block` with each bullet a repository check quoted as stated otherwise there marked
-    superseded on the check's day: the check's reading of the entry's words may be wrong, so
-    the entry stays, visibly older than what the repository states."""
-    quoted = {facts.unmarked(entry) for entry in entries}
-    if not quoted:
-        return block
-    mark = facts.marker(facts.SUPERSEDED, citation.updated_at[:10])
-
-    def marked(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
+    def kept(bullets: Bullets) -> Bullets:
         return tuple(
             replace(b, text=mark + facts.unmarked(b.text))
             if facts.unmarked(b.text) in quoted
             else b
             for b in bullets
+            if not any(words <= _topic_words(b.text) for words in taken_back)
+            and not any(subjects.names_subject(b.text, s, exactly=True) for s in named)
         )
 
-    return replace(
-        block,
-        preferences=marked(block.preferences),
-        knowledge=marked(block.knowledge),
-        failures=marked(block.failures),
-    )
+    return _each_section(block, kept) if taken_back or quoted else block
 
 
 def _topic_words(text: str) -> frozenset[str]:
-    return frozenset(
-        word[:-1] if len(word) > 3 and word.endswith("s") else word
-        for word in re.findall(r"[a-z0-9]+", text.lower())
-        if word not in _TOPIC_FILLER
-    )
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
 
 @dataclass(frozen=True)
 class _Witness:
-    """The session a bullet is being added for: its task, its thread for the wording, and
-    where the session had the bullet from."""
+    """The session an entry is added for: its task, its thread, where it had the entry from,
+    and the rule that read each entry by its text (`fallback` for one it does not name)."""
 
     task_id: str
     thread_id: str
     origin: Origin = "user"
-    # The rule that read each entry the session gives, by the entry's text, and the rule of
-    # an entry it does not name.
     rules: Mapping[str, str] = field(default_factory=dict)
     fallback: str = ""
 
     def said(self, origin: Origin, fallback: str = "") -> _Witness:
         return replace(self, origin=origin, fallback=fallback)
 
-    def rule(self, text: str) -> tuple[tuple[str, str], ...]:
+    def _rule(self, text: str) -> tuple[tuple[str, str], ...]:
         found = self.rules.get(text, self.fallback)
         return ((self.thread_id, found),) if found else ()
 
-    def new_bullet(self, text: str) -> Bullet:
+    def new_bullet(self, text: str, mark: str = "") -> Bullet:
         return Bullet(
-            text,
+            mark + text,
             (self.task_id,),
             ((self.thread_id, text),),
             ((self.thread_id, self.origin),),
-            self.rule(text),
+            self._rule(text),
         )
 
     def of(self, bullet: Bullet, text: str) -> Bullet:
-        """`bullet`, said again in `text`: the task joins its witnesses, the wording joins its
-        sources when the bullet's wording is traced (an untraced one stays untraced), and the
-        session's origin joins its origins. The bullet is shown in `text` when that says all
-        it says and more (a value or a word of its own), keeping its mark."""
-        task_ids = bullet.task_ids
-        if self.task_id not in task_ids:
-            task_ids = (*task_ids, self.task_id)
+        """`bullet` said again in `text`: the session joins its witnesses, wordings (when
+        traced), origins and rules, and it is shown in `text` when that says all it says and
+        more, keeping its mark."""
         sources = bullet.sources
         if sources and all(thread_id != self.thread_id for thread_id, _ in sources):
             sources = (*sources, (self.thread_id, text))
-        origins = bullet.origins
-        if (self.thread_id, self.origin) not in origins:
-            origins = (*origins, (self.thread_id, self.origin))
-        rules = tuple(dict.fromkeys((*bullet.rules, *self.rule(text))))
         shown = bullet.text
         if facts.fuller(shown, text):
             shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
         return replace(
-            bullet, text=shown, task_ids=task_ids, sources=sources, origins=origins, rules=rules
+            bullet,
+            text=shown,
+            task_ids=tuple(dict.fromkeys((*bullet.task_ids, self.task_id))),
+            sources=sources,
+            origins=tuple(dict.fromkeys((*bullet.origins, (self.thread_id, self.origin)))),
+            rules=tuple(dict.fromkeys((*bullet.rules, *self._rule(text)))),
         )
 
 
-def _lines(texts: Iterable[str]) -> list[str]:
-    return [line for line in map(one_line, texts) if line]
+def _add(
+    bullets: list[Bullet],
+    index: subjects.SubjectIndex | None,
+    text: str,
+    witness: _Witness,
+    mark: Callable[[str], str] = lambda _: "",
+    same: Callable[[str, str], bool] = facts.same_fact,
+) -> None:
+    """Add `text` to `bullets` with the mark `mark` gives it, or its session as a witness of
+    the entry saying the same; only entries `index` finds are compared."""
+    candidates = index.candidates(text, same=True) if index else range(len(bullets))
+    at = next((at for at in candidates if same(bullets[at].text, text)), None)
+    if at is None:
+        at = len(bullets)
+        bullets.append(witness.new_bullet(text, mark(text)))
+    else:
+        bullets[at] = witness.of(bullets[at], text)
+    if index:
+        index.add(at, bullets[at].text)
 
 
-def _add_facts(
-    block: Block, statements: Iterable[tuple[str, Origin]], witness: _Witness, day: str
-) -> tuple[Bullet, ...]:
-    """Knowledge bullets with the newer value of a subject superseding the older one.
-
-    A fact stated again joins its bullet as a witness. A fact giving a new value for a known
-    subject marks the older bullet superseded (whose subject it is is read from words, a
-    guess: it marks, never drops), or is kept marked superseded when it is itself the older
-    one; two values stated on the same day are both kept, marked conflicting.
-    """
+def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Witness) -> Block:
+    """Knowledge with each statement added, the newest value of a subject winning over the
+    older in knowledge and preferences alike."""
     days = _task_days(block)
-    days[witness.task_id] = day
-    bullets = list(block.knowledge)
-    for said, origin in statements:
+    day = days[witness.task_id]
+    knowledge, preferences = list(block.knowledge), list(block.preferences)
+    known = subjects.SubjectIndex(b.text for b in knowledge)
+    liked = subjects.SubjectIndex(b.text for b in preferences)
+    for said, origin in stated:
         text = one_line(said)
         if not text:
             continue
+        newest_wins(preferences, liked, text, day, days)
         witness = witness.said(origin, EDIT if origin == "agent" else "")
-        match = next((i for i, b in enumerate(bullets) if facts.same_fact(b.text, text)), None)
-        if match is not None:
-            bullets[match] = witness.of(bullets[match], text)
-            continue
-        kept: list[Bullet] = []
-        new_text = text
-        for bullet in bullets:
-            if not subjects.other_value(bullet.text, text) or facts.is_superseded(bullet.text):
-                kept.append(bullet)
-                continue
-            stated = max((days.get(t, "") for t in bullet.task_ids), default="")
-            if stated < day:
-                marked = _stale_mark(facts.unmarked(bullet.text), text, stated, day)
-                kept.append(replace(bullet, text=marked))
-                continue
-            if stated == day:
-                conflict = facts.marker(facts.CONFLICTING, day)
-                kept.append(replace(bullet, text=conflict + facts.unmarked(bullet.text)))
-                new_text = conflict + text
-            else:
-                new_text = facts.marker(facts.SUPERSEDED, stated) + text
-                kept.append(bullet)
-        kept.append(replace(witness.new_bullet(text), text=new_text))
-        bullets = kept
-    return merge_superseded(tuple(bullets))
-
-
-def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old`, stated on `stated`, marked as older than `new`, said on `day`: superseded when
-    all it gives is one value of a kind `new` gives (a host for a host; "db-stg:5432" is one
-    host), or, with no such value, one clause; when it gives more ("staging is A and prod is
-    B", "the suite is `pnpm e2e`, it needs the server on :3000", "the app uses expo 51 and we
-    build with eas"), only a possible conflict with `new`, so the rest of it is not read as
-    stale."""
-    given = {kind for kind, _ in subjects.shaped_values(new)}
-    held = _whole_values(old)
-    # Without a value of a known shape, the value replaced is read from words: a second
-    # clause may hold something else.
-    says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
-    if says_more or len(held) > 1 or any(kind not in given for kind, _ in held):
-        return facts.conflict_note(stated, new, day) + old
-    return facts.marker(facts.SUPERSEDED, day) + old
-
-
-# A statement of more than one clause says more than the value a newer one replaces.
-_MORE_CLAUSES = re.compile(r"[,;]\s+|\s+(?:and|but)\s+", re.IGNORECASE)
-
-
-def _whole_values(text: str) -> set[tuple[str, str]]:
-    """The values `text` gives, a host with its port ("db-stg.internal:5432") as one."""
-    values = set(subjects.shaped_values(text))
-    hosts = [value for kind, value in values if kind == "host"]
-    plain = text.lower()
-    return {
-        (kind, value)
-        for kind, value in values
-        if kind != "port" or not any(f"{host}:{value}" in plain for host in hosts)
-    }
+        _add(knowledge, known, text, witness, lambda t: newest_wins(knowledge, known, t, day, days))
+    knowledge_now = merge_superseded(tuple(knowledge))
+    failures = mark_stale_fixes(block.failures, knowledge_now, day)
+    return replace(
+        block, knowledge=knowledge_now, preferences=tuple(preferences), failures=failures
+    )
 
 
 def _task_days(block: Block) -> dict[str, str]:
@@ -324,19 +224,6 @@ def _task_days(block: Block) -> dict[str, str]:
         task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
         for task in block.tasks
     }
-
-
-def _with_edits(block: Block, edits: Iterable[EditedValue]) -> tuple[Block, list[str], list[str]]:
-    """`block` without the entries the session's edits superseded, and the edited values as
-    knowledge and preferences, in the order the edits were made."""
-    knowledge: list[str] = []
-    preferences: list[str] = []
-    for edit in edits:
-        outcome = apply_edit(block, edit)
-        block = outcome.block
-        knowledge.extend(outcome.knowledge)
-        preferences.extend(outcome.preferences)
-    return block, _lines(knowledge), _lines(preferences)
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
@@ -348,42 +235,59 @@ def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
 
 
 def _short_title(task: str, limit: int = 100) -> str:
-    """The task's first sentence, so a long request does not become a long heading; a
-    greeting or a word that only leads in ("hi!", "ok so") is no sentence of it."""
+    """The task's first sentence after any greeting, so a long request is no long heading."""
     lead = strip_lead_in(one_line(task)) or one_line(task)
     first = re.split(r"(?<=[.!?])\s", lead, maxsplit=1)[0]
     return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
 
 
-def _preferences(notes: ExtractiveNotes, project: str) -> list[str]:
-    """The user's standing instructions, verbatim: not requests, not acknowledgements."""
-    return [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
-
-
-def _rules(notes: ExtractiveNotes, project: str) -> dict[str, str]:
-    """The rule that read each entry the notes give, by the entry's text as it is added."""
+def _with_session(
+    block: Block, project: str, notes: ExtractiveNotes, citation: ThreadCitation
+) -> Block:
+    """`block` with what one session's notes say: its task, what it takes back or edits, its
+    preferences, facts and fixed failures."""
+    asked = [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
     said = {one_line(text): rule for text, rule in notes.rules}
-    wrapped = zip(_preferences(notes, project), notes.instructions, strict=True)
-    return said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
-
-
-def _knowledge(notes: ExtractiveNotes) -> list[tuple[str, Origin]]:
-    """What was stated (by the user, or the note's writer) or concluded (by the agent), each
-    with who it came from; activity counts and file lists are not knowledge."""
-    stated_by = _author(notes)
-    return [
-        *((fact, "tool" if notes.rule_of(fact) == PRINTED else stated_by) for fact in notes.facts),
+    wrapped = zip(asked, notes.instructions, strict=True)
+    rules = said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
+    witness = _Witness(task_id_for(citation.thread_id), citation.thread_id, rules=rules)
+    author = _NOTE_AUTHORS.get(notes.noted_by, "user")
+    judged = notes.task_outcome not in ("", OUTCOME_UNKNOWN)
+    task = Task(
+        task_id=witness.task_id,
+        title=_short_title(notes.task) + (f" ({notes.task_outcome})" if judged else ""),
+        citations=(citation,),
+        keywords=tuple(notes.keywords),
+    )
+    day = citation.updated_at[:10]
+    block = _taken_back(block, notes, day)
+    edited_knowledge: list[str] = []
+    edited_preferences: list[str] = []
+    for edit in notes.edited:
+        block, new_knowledge, new_preferences = apply_edit(block, edit)
+        edited_knowledge += new_knowledge
+        edited_preferences += new_preferences
+    preferences = list(block.preferences)
+    liked = subjects.SubjectIndex(b.text for b in preferences)
+    for text in filter(None, map(one_line, edited_preferences)):
+        _add(preferences, liked, text, witness.said("agent", EDIT))
+    for text in filter(None, map(one_line, asked)):
+        _add(preferences, liked, text, witness.said(author))
+    failures = list(block.failures)
+    for text in failure_bullets(notes.failures):
+        _add(failures, None, text, witness.said("tool", EXIT_CODES), same=same_failure)
+    block = replace(
+        block,
+        tasks=(*block.tasks, task),
+        preferences=tuple(preferences),
+        failures=tuple(failures),
+    )
+    stated = [
+        *((text, "agent") for text in edited_knowledge),
+        *((fact, "tool" if notes.rule_of(fact) == PRINTED else author) for fact in notes.facts),
         *((conclusion, "agent") for conclusion in notes.conclusions),
     ]
-
-
-_NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
-
-
-def _author(notes: ExtractiveNotes) -> Origin:
-    """Who wrote what a session's user turns say: the user, or a note's writer (a repository
-    check is a tool)."""
-    return _NOTE_AUTHORS.get(notes.noted_by, "user")
+    return _add_facts(block, stated, witness)
 
 
 def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResult:
@@ -391,60 +295,15 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
     changed: list[str] = []
     for item in sorted(request.inputs, key=lambda i: (i.updated_at, i.thread_id)):
         block_id = block_id_for(item.cwd)
-        block = blocks.get(block_id) or _new_block(item)
-        task_id = task_id_for(item.thread_id)
-        block = _without_thread(block, item.thread_id)
+        block = _without_thread(blocks.get(block_id) or _new_block(item), item.thread_id)
         notes = _notes_for(item)
-        project = _project_name(item.cwd)
-        witness = _Witness(task_id, item.thread_id, rules=_rules(notes, project))
-        statements = notes.states_something
-        if not statements and not notes.files and not notes.user_quotes:
-            if block_id in blocks:  # a re-extracted thread with nothing left: drop its task
-                blocks[block_id] = block
-                changed.append(block_id)
-            continue
-        citation = request.citations[item.thread_id]
-        judged = notes.task_outcome not in ("", OUTCOME_UNKNOWN)
-        outcome = f" ({notes.task_outcome})" if judged else ""
-        task = Task(
-            task_id=task_id,
-            title=_short_title(notes.task) + outcome,
-            citations=(citation,),
-            keywords=tuple(notes.keywords),
-        )
-        block = _marked_outdated(_revoked(block, notes.revoked), notes.outdated, citation)
-        block, edited_knowledge, edited_preferences = _with_edits(block, notes.edited)
-        block = replace(
-            block,
-            tasks=(*block.tasks, task),
-            preferences=_add_bullets(
-                _add_bullets(block.preferences, edited_preferences, witness.said("agent", EDIT)),
-                _lines(_preferences(notes, project)),
-                witness.said(_author(notes)),
-            ),
-        )
-        stated: list[tuple[str, Origin]] = [
-            *((text, "agent") for text in edited_knowledge),
-            *_knowledge(notes),
-        ]
-        day = citation.updated_at[:10]
-        block = replace(
-            block,
-            preferences=mark_superseded(
-                block.preferences, (text for text, _ in stated), day, _task_days(block)
-            ),
-            knowledge=_add_facts(block, stated, witness, day),
-            failures=_add_bullets(
-                block.failures,
-                failure_bullets(notes.failures),
-                witness.said("tool", EXIT_CODES),
-                same_failure,
-            ),
-        )
-        block = replace(block, failures=mark_stale_fixes(block.failures, block.knowledge, day))
+        if notes.states_something or notes.files or notes.user_quotes:
+            citation = request.citations[item.thread_id]
+            block = _with_session(block, _project_name(item.cwd), notes, citation)
+        elif block_id not in blocks:
+            continue  # nothing reusable, and no older entry of the thread to drop
         blocks[block_id] = block
-        if block_id not in changed:
-            changed.append(block_id)
+        changed.append(block_id)
     if _with_user_defaults(request, blocks):
         changed.append(USER_DEFAULTS_BLOCK_ID)
     changed = list(dict.fromkeys(changed))
@@ -461,11 +320,9 @@ def _with_user_defaults(request: ConsolidationRequest, blocks: dict[str, Block])
     every = {block.block_id: block for block in request.other_blocks} | blocks
     current = blocks.get(USER_DEFAULTS_BLOCK_ID)
     derived = user_defaults([every[key] for key in sorted(every)], task_id_for)
-    if derived == current:
-        return False
-    if derived is None:
-        if current is None:
-            return False
+    if derived is None and current is not None:
         derived = replace(current, tasks=())
+    if derived is None or derived == current:
+        return False
     blocks[USER_DEFAULTS_BLOCK_ID] = derived
     return True

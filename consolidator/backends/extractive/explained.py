@@ -54,7 +54,8 @@ def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedV
         and _words(s) & about
     ][:_MAX_EXPLAINED]
     kept = (
-        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.regex.sub(r"\1", s)) for s in said_of_it
+        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.regex.sub(r"\1", s))
+        for s in said_of_it
     )
     return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
 

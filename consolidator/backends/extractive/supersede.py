@@ -1,177 +1,157 @@
-"""A newer value of a remembered subject, shown by a session's edit of a file.
+"""Newest wins: what a session states or edits makes older entries stale.
 
-An edit names the old value and the new one exactly, so it is stronger evidence than words:
-each remembered entry that gives the old value of the edited subject (a setting's value, a
-renamed file's path, a runtime version the new pin rules out) is dropped from the memory (it
-stays in history), and the new value is remembered in the words of the entry it replaces
-("deploy with tools/release_billing.sh"), or for a runtime as the repository pins it.
+A statement giving another value of an entry's subject marks the older of the two superseded
+(a possible conflict when the older says more than that value; both conflicting when said the
+same day): read from words, a guess, so it marks. An edit names the old value and the new one
+exactly, so the entries giving the old value are dropped (they stay in history) and come back
+with the new value in their words. A fix using a value no current entry gives is stale too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from consolidator.backends.extractive.explained import fix_of
-from consolidator.core.runtime_names import Runtime, runtime_named
+from consolidator.core.runtime_names import runtime_named
 from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import Block, Bullet
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import code_span, dedupe
 from consolidator.verify.runtimes import agrees, as_stated, pin_value
 
-_VERSION_SUBJECT = " version"
+# A statement of more than one clause says more than the value a newer one replaces.
+_MORE_CLAUSES = re.compile(r"[,;]\s+|\s+(?:and|but)\s+", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class EditOutcome:
-    """The block without the entries an edit superseded, and the new value as entries."""
-
-    block: Block
-    knowledge: tuple[str, ...] = ()
-    preferences: tuple[str, ...] = ()
-
-
-def apply_edit(block: Block, edit: EditedValue) -> EditOutcome:
-    runtime = _runtime(edit)
-    if runtime is not None:
-        pinned = pin_value(edit.path, edit.new)
-
-        def ruled_out(text: str) -> bool:
-            return any(
-                not agrees(stated, pinned) for stated in subjects.runtime_versions(text, runtime)
-            )
-
-        kept, _, _ = _split(block, ruled_out)
-        return EditOutcome(kept, (as_stated(runtime, pinned, code_span(edit.path)),))
-    if not edit.old.strip():
-        return EditOutcome(block)
-    key = "" if edit.subject == RENAMED else edit.subject
-    kept, knowledge, preferences = _split(
-        block, lambda text: subjects.holds_value(text, edit.old, key)
-    )
-    new_knowledge = [_with_value(b.text, edit) for b in knowledge]
-    if edit.subject == RENAMED and not knowledge and not preferences:
-        new_knowledge.append(_renamed(edit))
-    return EditOutcome(
-        kept,
-        tuple(dedupe(new_knowledge)),
-        tuple(dedupe(_with_value(b.text, edit) for b in preferences)),
-    )
+def newest_wins(
+    bullets: list[Bullet],
+    index: subjects.SubjectIndex,
+    text: str,
+    day: str,
+    days: Mapping[str, str],
+) -> str:
+    """Mark in `bullets` each one `text`, said on `day`, gives another value of the subject
+    of; the mark `text` itself carries (superseded when an entry is newer than it)."""
+    own = ""
+    for at in index.candidates(text):
+        bullet = bullets[at]
+        if facts.is_superseded(bullet.text) or not subjects.other_value(bullet.text, text):
+            continue
+        stated = max((days.get(task_id, "") for task_id in bullet.task_ids), default="")
+        old = facts.unmarked(bullet.text)
+        if stated < day:
+            bullets[at] = replace(bullet, text=_stale_mark(old, text, stated, day))
+        elif stated == day:
+            own = facts.marker(facts.CONFLICTING, day)
+            bullets[at] = replace(bullet, text=own + old)
+        else:
+            own = facts.marker(facts.SUPERSEDED, stated)
+    return own
 
 
-def _renamed(edit: EditedValue) -> str:
-    """A rename nothing remembered named: the new path, and the old file's name (its old
-    path is what no longer holds)."""
-    old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]
-    return f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to."
-
-
-def mark_superseded(
-    bullets: tuple[Bullet, ...], statements: Iterable[str], day: str, days: dict[str, str]
-) -> tuple[Bullet, ...]:
-    """`bullets` with each one a newer statement gives another value of the subject of
-    marked superseded on that statement's day: read from words, a guess, so it marks."""
-    newer = [text for text in statements if subjects.subject_of(text) is not None]
-    if not newer:
-        return bullets
-    mark = facts.marker(facts.SUPERSEDED, day)
-
-    def stale(bullet: Bullet) -> bool:
-        stated = max((days.get(t, "") for t in bullet.task_ids), default="")
-        return (
-            stated < day
-            and not facts.is_marked(bullet.text)
-            and any(subjects.supersedes(text, bullet.text) for text in newer)
-        )
-
-    return tuple(replace(b, text=mark + b.text) if stale(b) else b for b in bullets)
+def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
+    """`old` superseded when all it gives is one value of a kind `new` gives (a host with its
+    port is one), or one clause; only a possible conflict when it says more."""
+    given = subjects.value_kinds(new)
+    hosts = [value for kind, value in subjects.shaped_values(old) if kind == "host"]
+    held = [
+        (kind, value)
+        for kind, value in subjects.shaped_values(old)
+        if kind != "port" or not any(f"{host}:{value}".lower() in old.lower() for host in hosts)
+    ]
+    says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
+    if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
+        return facts.conflict_note(stated, new, day) + old
+    return facts.marker(facts.SUPERSEDED, day) + old
 
 
 def mark_stale_fixes(
     failures: tuple[Bullet, ...], knowledge: tuple[Bullet, ...], day: str
 ) -> tuple[Bullet, ...]:
-    """`failures` with each one whose fix uses a value a newer statement replaced (a port, a
-    host, a version: a value of a superseded entry that no current entry gives) marked
-    superseded on `day`: the fix no longer applies. A failing command that names the old
-    value beside a fix that names the new one is history, and stays as it is."""
-    current = {v for b in knowledge if not facts.is_marked(b.text) for v in _values(b.text)}
-    old = {v for b in knowledge if facts.is_superseded(b.text) for v in _values(b.text)}
-    stale = old - current
-    if not stale:
-        return failures
+    """`failures` with each fix using a value a superseded entry gave and no current entry
+    gives marked superseded. A failing command naming the old value beside a fix naming the
+    new one is history, and stays."""
+    current = {
+        v for b in knowledge if not facts.is_marked(b.text) for v in subjects.shaped_values(b.text)
+    }
+    stale = {
+        v for b in knowledge if facts.is_superseded(b.text) for v in subjects.shaped_values(b.text)
+    }
+    stale -= current
     mark = facts.marker(facts.SUPERSEDED, day)
 
     def replaced(bullet: Bullet) -> bool:
-        return not facts.is_marked(bullet.text) and bool(_values(fix_of(bullet.text)) & stale)
+        fix = subjects.shaped_values(fix_of(bullet.text))
+        return not facts.is_marked(bullet.text) and not stale.isdisjoint(fix)
 
-    return tuple(replace(b, text=mark + b.text) if replaced(b) else b for b in failures)
-
-
-def _values(text: str) -> frozenset[tuple[str, str]]:
-    return subjects.shaped_values(facts.unmarked(text))
+    return tuple(replace(b, text=mark + b.text) if stale and replaced(b) else b for b in failures)
 
 
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
-    """`bullets` with the entries marked superseded that gave the same old value in other
-    words ("the cache host is cache-a...", "the staging cache box is cache-a...") as one,
+    """Entries marked superseded that gave the same old values in other words as one entry
     citing every witness: the old value is one record, however it was worded."""
     kept: list[Bullet] = []
     first_of: dict[frozenset[str], int] = {}
     for bullet in bullets:
         values = facts.read(bullet.text).stated.values if facts.is_superseded(bullet.text) else None
-        if not values:
+        if not values or values not in first_of:
+            if values:
+                first_of[values] = len(kept)
             kept.append(bullet)
             continue
-        if values not in first_of:
-            first_of[values] = len(kept)
-            kept.append(bullet)
-            continue
-        index = first_of[values]
-        first = kept[index]
-        kept[index] = replace(
+        first = kept[first_of[values]]
+        kept[first_of[values]] = replace(
             first,
             task_ids=tuple(dict.fromkeys(first.task_ids + bullet.task_ids)),
-            sources=(
-                tuple(dict.fromkeys(first.sources + bullet.sources))
-                if first.sources and bullet.sources
-                else ()
-            ),
+            sources=tuple(dict.fromkeys(first.sources + bullet.sources))
+            if first.sources and bullet.sources
+            else (),
             origins=tuple(dict.fromkeys(first.origins + bullet.origins)),
             rules=tuple(dict.fromkeys(first.rules + bullet.rules)),
         )
     return tuple(kept)
 
 
-def _runtime(edit: EditedValue) -> Runtime | None:
-    if not edit.subject.endswith(_VERSION_SUBJECT):
-        return None
-    return runtime_named(edit.subject.removesuffix(_VERSION_SUBJECT))
+def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
+    """The block without the entries the edit superseded, and the new value as knowledge and
+    preferences: a runtime pin drops what it rules out and is remembered as pinned; another
+    edit drops the entries giving the old value and gives them back with the new one."""
+    runtime = runtime_named(edit.subject.removesuffix(" version"))
+    if edit.subject.endswith(" version") and runtime is not None:
+        pinned = pin_value(edit.path, edit.new)
+        kept, _, _ = _split(
+            block,
+            lambda text: any(
+                not agrees(said, pinned) for said in subjects.runtime_versions(text, runtime)
+            ),
+        )
+        return kept, [as_stated(runtime, pinned, code_span(edit.path))], []
+    if not edit.old.strip():
+        return block, [], []
+    key = "" if edit.subject == RENAMED else edit.subject
+    kept, knowledge, preferences = _split(
+        block, lambda text: subjects.holds_value(text, edit.old, key)
+    )
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(edit.old)}(?![\w-])", re.IGNORECASE)
+    new_knowledge = [pattern.sub(lambda _: edit.new, facts.unmarked(text)) for text in knowledge]
+    if edit.subject == RENAMED and not knowledge and not preferences:
+        old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]
+        new_knowledge.append(f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to.")
+    new_preferences = (pattern.sub(lambda _: edit.new, facts.unmarked(t)) for t in preferences)
+    return kept, dedupe(new_knowledge), dedupe(new_preferences)
 
 
-def _split(
-    block: Block, superseded: Callable[[str], bool]
-) -> tuple[Block, tuple[Bullet, ...], tuple[Bullet, ...]]:
-    """`block` without the knowledge and preferences `superseded` holds for, and those."""
-    gone_knowledge = tuple(b for b in block.knowledge if superseded(b.text))
-    gone_preferences = tuple(b for b in block.preferences if superseded(b.text))
-    if not gone_knowledge and not gone_preferences:
-        return block, (), ()
+def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
+    """`block` without the knowledge and preferences `gone` holds for, and their texts."""
+    knowledge = [b.text for b in block.knowledge if gone(b.text)]
+    preferences = [b.text for b in block.preferences if gone(b.text)]
+    if not knowledge and not preferences:
+        return block, [], []
     kept = replace(
         block,
-        knowledge=_without(block.knowledge, gone_knowledge),
-        preferences=_without(block.preferences, gone_preferences),
+        knowledge=tuple(b for b in block.knowledge if not gone(b.text)),
+        preferences=tuple(b for b in block.preferences if not gone(b.text)),
     )
-    return kept, gone_knowledge, gone_preferences
-
-
-def _without(bullets: tuple[Bullet, ...], gone: Iterable[Bullet]) -> tuple[Bullet, ...]:
-    dropped = {id(bullet) for bullet in gone}
-    return tuple(b for b in bullets if id(b) not in dropped)
-
-
-def _with_value(text: str, edit: EditedValue) -> str:
-    """The entry's words with the edited value in place of the old one."""
-    pattern = re.compile(rf"(?<![\w.-]){re.escape(edit.old)}(?![\w-])", re.IGNORECASE)
-    return pattern.sub(lambda _: edit.new, facts.unmarked(text))
+    return kept, knowledge, preferences
