@@ -36,7 +36,9 @@ MISSES: dict[str, frozenset[str]] = {
     "edited": frozenset(),
     "conflict": frozenset(),
     "noise": frozenset(),
-    "failure": frozenset(),
+    # Explained only after the test passed: words said after a fix are not read as its cause,
+    # since a remark about what comes next names the same test as often as a cause does.
+    "failure": frozenset({"utc", "doubled"}),
 }
 
 
