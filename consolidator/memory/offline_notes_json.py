@@ -25,7 +25,12 @@ from jsonschema.exceptions import best_match
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory.lexicon import shaped_in, value_kind
-from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, FailureNote
+from consolidator.memory.offline_notes import (
+    EditedValue,
+    ExtractiveNotes,
+    FailureNote,
+    parse_raw_memory,
+)
 from consolidator.memory.text import one_line
 
 log = logging.getLogger(__name__)
@@ -109,22 +114,22 @@ def load_notes(text: str) -> ExtractiveNotes:
         raise InvalidNotes(f"not the shape of a document: {type(exc).__name__} {exc}") from None
 
 
-def stored_notes(text: str | None, thread_id: str) -> ExtractiveNotes | None:
-    """The notes of a stored output; None when it has none (a model wrote it) or when what is
-    stored is not a document, which is logged: the session then adds nothing until it is
-    read again (`consolidator retry`), and every other session is read as usual."""
+def stored_notes(text: str | None, thread_id: str, rendered: str) -> ExtractiveNotes | None:
+    """The notes of a stored output; None when it has none (a model wrote it). A document that
+    does not load is logged and the notes are read from their Markdown rendering stored beside
+    it (`rendered`), so one broken document costs that session nothing."""
     if text is None:
         return None
     try:
         return load_notes(text)
     except InvalidNotes as exc:
         log.warning(
-            "stage-one notes of %s ignored: %s",
+            "stage-one notes of %s read from raw_memory instead: %s",
             thread_id,
             exc,
             extra={"action": "stage1_notes_invalid", "thread_id": thread_id},
         )
-        return None
+        return parse_raw_memory(rendered)
 
 
 def map_texts(notes: ExtractiveNotes, change: Callable[[str], str]) -> ExtractiveNotes:

@@ -206,14 +206,15 @@ def test_stored_text_of_another_shape_or_version_is_refused(stored: str, reason:
         load_notes(stored)
 
 
-def test_an_output_without_notes_or_with_broken_ones_is_read_as_having_none(
+def test_broken_stored_notes_are_read_from_their_rendering_beside_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    assert stored_notes(None, "t1") is None
-    assert stored_notes(dump_notes(NOTES), "t1") == load_notes(dump_notes(NOTES))
+    rendered = render_raw_memory(NOTES)
+    assert stored_notes(None, "t1", rendered) is None
+    assert stored_notes(dump_notes(NOTES), "t1", "") == load_notes(dump_notes(NOTES))
     with caplog.at_level(logging.WARNING):
-        assert stored_notes('{"version": 1}', "t2") is None
-    assert "stage-one notes of t2 ignored" in caplog.text
+        assert stored_notes('{"version": 1}', "t2", rendered) == parse_raw_memory(rendered)
+    assert "stage-one notes of t2 read from raw_memory instead" in caplog.text
 
 
 def test_every_text_of_the_notes_is_changed_by_a_text_change() -> None:

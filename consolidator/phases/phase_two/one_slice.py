@@ -51,7 +51,7 @@ def consolidation_input(record: Stage1Record) -> ConsolidationInput:
         rollout_slug=record.rollout_slug,
         rollout_summary=record.rollout_summary,
         raw_memory=record.raw_memory,
-        notes=stored_notes(record.notes_json, record.thread_id),
+        notes=stored_notes(record.notes_json, record.thread_id, record.raw_memory),
     )
 
 

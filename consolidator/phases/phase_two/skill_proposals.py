@@ -38,7 +38,7 @@ def observed(records: Iterable[Stage1Record]) -> list[Observed]:
             r.cwd,
             r.source_updated_at,
             r.rollout_slug,
-            stored_notes(r.notes_json, r.thread_id),
+            stored_notes(r.notes_json, r.thread_id, r.raw_memory),
         )
         for r in records
     ]
