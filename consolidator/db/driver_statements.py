@@ -19,6 +19,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Dialect, Engine
@@ -26,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
+from consolidator.db.schema import UTCDateTime
 
 Processor = Callable[[Any], Any] | None
 
@@ -58,8 +60,7 @@ class DriverStatement:
             positions=names,
             fixed={name: bind.value for name, bind in binds.items() if not bind.required},
             bind_processors={
-                name: bind.type.dialect_impl(dialect).bind_processor(dialect)
-                for name, bind in binds.items()
+                name: _bind_processor(bind.type, dialect) for name, bind in binds.items()
             },
             row_type=namedtuple("DriverRow", fields, rename=True),
             result_processors=tuple(
@@ -69,14 +70,13 @@ class DriverStatement:
 
     def parameters(self, values: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
         """The driver's parameters: `values` fill the named ones, processed as SQLAlchemy
-        would."""
+        would, each name once however often the SQL uses it."""
         given = values or {}
-        processed = []
-        for name in self.positions:
+        processed = {}
+        for name, processor in self.bind_processors.items():
             value = given[name] if name in given else self.fixed[name]
-            processor = self.bind_processors[name]
-            processed.append(value if processor is None or value is None else processor(value))
-        return tuple(processed)
+            processed[name] = value if processor is None or value is None else processor(value)
+        return tuple(processed[name] for name in self.positions)
 
     def rows(self, raw: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Driver rows as named rows of values."""
@@ -89,6 +89,21 @@ class DriverStatement:
             )
             for row in raw
         ]
+
+
+def sqlite_utc_text(value: datetime) -> str:
+    """What `UTCDateTime` binds on SQLite (naive UTC in SQLAlchemy's text format for SQLite
+    datetimes), in one step instead of the type machinery's three."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _bind_processor(type_: Any, dialect: Dialect) -> Processor:
+    if dialect.name == "sqlite" and isinstance(type_, UTCDateTime):
+        return sqlite_utc_text
+    processor: Processor = type_.dialect_impl(dialect).bind_processor(dialect)
+    return processor
 
 
 @functools.cache
@@ -128,35 +143,36 @@ def write_once(
     held for the SQL alone. The lock is waited for in short, even sleeps (see
     `engine._begin_immediate`), up to `patience` seconds (then `WriteLockBusy`) or the busy
     timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry).
-    The caller processes the rows after the lock is gone."""
-    _begin_immediate(connection, patience)
+    The busy timeout is off from before `BEGIN` until after `COMMIT` (the writer holding the
+    lock waits for nobody). The caller processes the rows after the lock is gone."""
+    connection.execute("PRAGMA busy_timeout = 0")
     try:
-        cursor = connection.execute(statement.sql, parameters)
-        rows = cursor.fetchall()
-        count = cursor.rowcount
-        connection.execute("COMMIT")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
+        _begin_immediate(connection, patience)
+        try:
+            cursor = connection.execute(statement.sql, parameters)
+            rows = cursor.fetchall()
+            count = cursor.rowcount
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     return count, rows
 
 
 def _begin_immediate(connection: sqlite3.Connection, patience: float | None) -> None:
-    wait = SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience
-    deadline = time.monotonic() + wait
-    connection.execute("PRAGMA busy_timeout = 0")
-    try:
-        while True:
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
-                if time.monotonic() >= deadline:
-                    if patience is not None:
-                        raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
-                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
-            time.sleep(random.uniform(0.0005, 0.0015))
-    finally:
-        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    """`BEGIN IMMEDIATE`, tried every millisecond or so (the busy timeout is off)."""
+    deadline = time.monotonic() + (SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience)
+    while True:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+            if time.monotonic() >= deadline:
+                if patience is not None:
+                    raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
+                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+        time.sleep(random.uniform(0.0005, 0.0015))
