@@ -198,16 +198,15 @@ class PhaseTwoJobRepository:
 
     @contextmanager
     def _claim_connection(self) -> Iterator[ClaimConnection]:
-        """One connection for all of a claim's statements (one pool checkout and ping).
+        """One connection for all of a claim's statements.
 
-        On SQLite it is the driver's own connection, in autocommit (each read its own
-        transaction, the write `driver_statements.write_once`). On PostgreSQL it is in
-        autocommit too, so each statement is one round trip instead of three and no
-        transaction stays open while a busy host schedules the process.
+        On SQLite it is the thread's own driver connection (`driver_statements`), in
+        autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
+        it is a pooled one in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
         """
         if self.db.sqlite:
-            with driver_connection(self.db.engine) as driver:
-                yield driver
+            yield driver_connection(self.db.engine)
             return
         with self.db.engine.connect() as connection:
             connection.execution_options(isolation_level="AUTOCOMMIT")
