@@ -7,8 +7,6 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -112,17 +110,30 @@ class PhaseTwoJobRepository:
           without waiting behind other writers; only the guarded UPDATE claims.
         - `force` (a rebuild the user asked for) is refused only by a live lease.
         """
+        if self.db.sqlite:
+            return self._claim(driver_connection(self.db.engine), lease_seconds, force)
+        with self.db.engine.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT")
+            return self._claim(connection, lease_seconds, force)
+
+    def _claim(self, connection: ClaimConnection, lease_seconds: int, force: bool) -> Claim:
+        """The claim on one connection for all its statements.
+
+        On SQLite it is the thread's own driver connection (`driver_statements`), in
+        autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
+        it is a pooled one in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
+        """
         rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
         deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        with self._claim_connection() as connection:
-            while True:
-                patient = time.monotonic() > deadline
-                try:
-                    claim = self._claim_once(connection, rule, lease_seconds, patient=patient)
-                except WriteLockBusy:
-                    claim = self._refused(connection, rule, lease_seconds, lost=False)
-                if claim is not None:
-                    return claim
+        while True:
+            patient = time.monotonic() > deadline
+            try:
+                claim = self._claim_once(connection, rule, lease_seconds, patient=patient)
+            except WriteLockBusy:
+                claim = self._refused(connection, rule, lease_seconds, lost=False)
+            if claim is not None:
+                return claim
 
     def _claim_once(
         self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, patient: bool
@@ -165,7 +176,7 @@ class PhaseTwoJobRepository:
             moment = self.db.moment(self.db.host_now(), lease_seconds=lease_seconds)
             values.update(moment_parameters(moment))
             values["claim_lease_until"] = moment.now + timedelta(seconds=lease_seconds)
-        statement = phase2_claim(rule, database_clock)
+        statement = phase2_claim(rule is PHASE2_FORCED_RULE, database_clock)
         if isinstance(connection, sqlite3.Connection):
             compiled = driver_statement(statement, self.db.engine.dialect)
             parameters = compiled.parameters(values)
@@ -195,22 +206,6 @@ class PhaseTwoJobRepository:
         if outcome is None and lost:
             outcome = ClaimOutcome.SKIPPED_RUNNING
         return None if outcome is None else Claim(outcome, PHASE2, PHASE2_KEY)
-
-    @contextmanager
-    def _claim_connection(self) -> Iterator[ClaimConnection]:
-        """One connection for all of a claim's statements.
-
-        On SQLite it is the thread's own driver connection (`driver_statements`), in
-        autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
-        it is a pooled one in autocommit, so each statement is one round trip instead of
-        three and no transaction stays open while a busy host schedules the process.
-        """
-        if self.db.sqlite:
-            yield driver_connection(self.db.engine)
-            return
-        with self.db.engine.connect() as connection:
-            connection.execution_options(isolation_level="AUTOCOMMIT")
-            yield connection
 
     def _create_job(self, connection: ClaimConnection) -> None:
         if isinstance(connection, sqlite3.Connection):

@@ -40,8 +40,9 @@ from consolidator.db.claimable import (
     INPUT_SEQ,
     MOMENT_PARAMETERS,
     NOTE_WAITING,
+    PHASE2_FORCED_RULE,
+    PHASE2_RULE,
     Moment,
-    Term,
     claimable,
     moment_parameters,
     stage1_claimable,
@@ -122,8 +123,9 @@ PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("
 
 
 @functools.cache
-def phase2_claim(rule: tuple[Term, ...], database_clock: bool) -> Any:
-    """The guarded UPDATE that claims the phase-two job under `rule`, returning its new epoch,
+def phase2_claim(force: bool, database_clock: bool) -> Any:
+    """The guarded UPDATE that claims the phase-two job under its rule (`force`: the rebuild's,
+    `PHASE2_FORCED_RULE`, else `PHASE2_RULE`), returning its new epoch,
     the watermark claimed, and the deadlines a claim leaves (for `note_excursions`).
 
     Its moment is bound (`MOMENT_PARAMETERS`, `claim_lease_until`), or with `database_clock`
@@ -131,6 +133,7 @@ def phase2_claim(rule: tuple[Term, ...], database_clock: bool) -> Any:
     claim itself, not by a statement before it, and returned as `started_at`. Both take
     `claim_token` and `claim_worker`.
     """
+    rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
     if database_clock:
         moment = DATABASE_MOMENT
         lease_until = moment.now + bindparam("claim_lease_length", type_=Interval())
