@@ -11,17 +11,19 @@ read the time a moment apart, hosts' clocks differ a little, and another worker 
 configured with a longer lease). A stored deadline beyond its horizon was written under a clock
 that ran ahead (an NTP step, a resumed VM, a wrong host clock) and counts as passed, so no clock
 excursion wedges a job for a year. Its fields are values or bind parameters on the SQL side,
-datetimes on the Python side.
+datetimes on the Python side. On PostgreSQL a claim may take its moment from the database's
+clock in the same statement (`DATABASE_MOMENT`), its horizons a bound span ahead of it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, DateTime, Interval, and_, bindparam, exists, func, or_, select
 
 from consolidator.core.config import Settings, setting_default
 from consolidator.db.records import ClaimOutcome, JobStatus
@@ -30,12 +32,22 @@ from consolidator.db.schema import (
     STAGE1_HAS_BUDGET,
     STAGE1_KIND,
     Counter,
+    InputChange,
     Job,
+    Thread,
     UTCDateTime,
 )
+from consolidator.sources.items import SourceFormat
 
 # The phase-two watermark target: the change log's sequence counter, read in the same statement.
 INPUT_SEQ = select(Counter.value).where(Counter.name == "input_seq").scalar_subquery()
+# A note changed after the job's last success: phase two takes it without waiting for the
+# cooldown, which limits session churn, not notes. Correlated to the job row.
+NOTE_WAITING = exists().where(
+    InputChange.seq > func.coalesce(Job.last_success_watermark, 0),
+    InputChange.thread_id == Thread.thread_id,
+    Thread.source == SourceFormat.NOTE.value,
+)
 
 
 # The longest wait between two tries while the model endpoint is down.
@@ -48,8 +60,20 @@ LONGEST_RETRY_SECONDS = max(TRANSIENT_RETRY_CAP_SECONDS, EXHAUSTED_RETRY_SECONDS
 HORIZON_FLOOR_SECONDS = 24 * 3600
 
 
-def _horizon(now: datetime, length_seconds: int) -> datetime:
-    return now + timedelta(seconds=2 * max(length_seconds, HORIZON_FLOOR_SECONDS))
+def _horizon_span(length_seconds: int) -> timedelta:
+    return timedelta(seconds=2 * max(length_seconds, HORIZON_FLOOR_SECONDS))
+
+
+@functools.cache
+def _horizon_spans(
+    lease_seconds: int, cooldown_seconds: int
+) -> tuple[timedelta, timedelta, timedelta]:
+    """The lease, retry and cooldown horizons' spans, worked out once per pair of lengths."""
+    return (
+        _horizon_span(lease_seconds),
+        _horizon_span(LONGEST_RETRY_SECONDS),
+        _horizon_span(cooldown_seconds),
+    )
 
 
 class Moment(NamedTuple):
@@ -80,6 +104,17 @@ def moment_parameters(moment: Moment) -> dict[str, datetime]:
     return {param.key: value for param, value in zip(MOMENT_PARAMETERS, moment, strict=True)}
 
 
+# The time now by PostgreSQL's clock, as the statement that reads it started.
+DATABASE_NOW = func.statement_timestamp(type_=DateTime(timezone=True))
+# How far each horizon lies ahead of now, as bind parameters; `span_parameters` fills them.
+_HORIZON_SPANS = tuple(
+    bindparam(name, type_=Interval())
+    for name in ("claim_lease_span", "claim_retry_span", "claim_cooldown_span")
+)
+# A moment read from PostgreSQL's clock by the statement that checks the rule.
+DATABASE_MOMENT = Moment(DATABASE_NOW, *(DATABASE_NOW + span for span in _HORIZON_SPANS))
+
+
 @dataclass(frozen=True)
 class DeadlineLengths:
     """How long each stored deadline is set for, as configured (`lease_seconds`,
@@ -92,14 +127,19 @@ class DeadlineLengths:
     def of(cls, settings: Settings) -> DeadlineLengths:
         return cls(settings.lease_seconds, settings.phase2_cooldown_seconds)
 
+    def spans(self, *, lease_seconds: int = 0) -> tuple[timedelta, timedelta, timedelta]:
+        """How far the lease, retry and cooldown horizons lie ahead of now; `lease_seconds`
+        is a claimer's own lease length, when longer."""
+        return _horizon_spans(max(self.lease_seconds, lease_seconds), self.cooldown_seconds)
+
     def at(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
-        """The moment `now`; `lease_seconds` is a claimer's own lease length, when longer."""
-        return Moment(
-            now,
-            _horizon(now, max(self.lease_seconds, lease_seconds)),
-            _horizon(now, LONGEST_RETRY_SECONDS),
-            _horizon(now, self.cooldown_seconds),
-        )
+        """The moment `now` (`lease_seconds` as in `spans`)."""
+        return Moment(now, *(now + span for span in self.spans(lease_seconds=lease_seconds)))
+
+    def span_parameters(self, *, lease_seconds: int = 0) -> dict[str, timedelta]:
+        """The values of `DATABASE_MOMENT`'s parameters (`lease_seconds` as in `spans`)."""
+        spans = self.spans(lease_seconds=lease_seconds)
+        return {param.key: span for param, span in zip(_HORIZON_SPANS, spans, strict=True)}
 
 
 class Term(NamedTuple):
@@ -184,8 +224,9 @@ STAGE1_RULE: tuple[Term, ...] = (
     _BACKOFF_OVER,
 )
 
-# Phase two: no live lease, changes after the last success's watermark, backoff and cooldown
-# over. The Python side reads the change log's counter from the row's `input_seq` column.
+# Phase two: no live lease, changes after the last success's watermark, backoff over, and the
+# cooldown over unless a note waits. The Python side reads the change log's counter and whether
+# a note waits from the row's `input_seq` and `note_waiting` columns.
 PHASE2_RULE: tuple[Term, ...] = (
     _LIVE_LEASE,
     Term(
@@ -194,11 +235,12 @@ PHASE2_RULE: tuple[Term, ...] = (
         lambda job, moment: (job.last_success_watermark or 0) < job.input_seq,
     ),
     _BACKOFF_OVER,
-    _deadline_term(ClaimOutcome.SKIPPED_COOLDOWN, COOLDOWN),
+    Term(
+        ClaimOutcome.SKIPPED_COOLDOWN,
+        lambda moment: or_(passed(COOLDOWN, moment), NOTE_WAITING),
+        lambda job, moment: has_passed(job, COOLDOWN, moment) or bool(job.note_waiting),
+    ),
 )
-
-# Phase two for a note the user handed over: the cooldown limits session churn, not notes.
-PHASE2_NOTE_RULE: tuple[Term, ...] = PHASE2_RULE[:-1]
 
 # A rebuild the user asked for: only a live lease stops it.
 PHASE2_FORCED_RULE: tuple[Term, ...] = (_LIVE_LEASE,)

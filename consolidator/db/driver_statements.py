@@ -6,7 +6,8 @@ machinery) makes every other writer wait, and on a loaded host the holder is pre
 the lock. A `DriverStatement` is compiled once from the SQLAlchemy construct (so the SQL is
 still written in one place, as a construct); its parameters are processed before the lock
 is taken, and `write_once` holds the lock for `BEGIN IMMEDIATE`, the statement, its rows and
-`COMMIT` alone. Reads go the same way to skip the machinery, without any lock.
+`COMMIT` alone. Reads go the same way to skip the machinery, without any lock. Both run on a
+`driver_connection`, a thread's own connection kept out of the pool.
 """
 
 from __future__ import annotations
@@ -14,18 +15,22 @@ from __future__ import annotations
 import functools
 import random
 import sqlite3
+import threading
 import time
+import weakref
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Dialect, Engine
+from sqlalchemy import Dialect, Engine, event
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
+from consolidator.db.schema import UTCDateTime
 
 Processor = Callable[[Any], Any] | None
 
@@ -58,8 +63,7 @@ class DriverStatement:
             positions=names,
             fixed={name: bind.value for name, bind in binds.items() if not bind.required},
             bind_processors={
-                name: bind.type.dialect_impl(dialect).bind_processor(dialect)
-                for name, bind in binds.items()
+                name: _bind_processor(bind.type, dialect) for name, bind in binds.items()
             },
             row_type=namedtuple("DriverRow", fields, rename=True),
             result_processors=tuple(
@@ -69,14 +73,13 @@ class DriverStatement:
 
     def parameters(self, values: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
         """The driver's parameters: `values` fill the named ones, processed as SQLAlchemy
-        would."""
+        would, each name once however often the SQL uses it."""
         given = values or {}
-        processed = []
-        for name in self.positions:
+        processed = {}
+        for name, processor in self.bind_processors.items():
             value = given[name] if name in given else self.fixed[name]
-            processor = self.bind_processors[name]
-            processed.append(value if processor is None or value is None else processor(value))
-        return tuple(processed)
+            processed[name] = value if processor is None or value is None else processor(value)
+        return tuple(processed[name] for name in self.positions)
 
     def rows(self, raw: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Driver rows as named rows of values."""
@@ -91,30 +94,103 @@ class DriverStatement:
         ]
 
 
+def sqlite_utc_text(value: datetime) -> str:
+    """What `UTCDateTime` binds on SQLite (naive UTC in SQLAlchemy's text format for SQLite
+    datetimes), in one step instead of the type machinery's three."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _bind_processor(type_: Any, dialect: Dialect) -> Processor:
+    if dialect.name == "sqlite" and isinstance(type_, UTCDateTime):
+        return sqlite_utc_text
+    processor: Processor = type_.dialect_impl(dialect).bind_processor(dialect)
+    return processor
+
+
 @functools.cache
 def driver_statement(statement: Any, dialect: Dialect) -> DriverStatement:
     """`statement` compiled for `dialect`, once a process."""
     return DriverStatement.compile(statement, dialect)
 
 
-@contextmanager
-def driver_connection(engine: Engine) -> Iterator[sqlite3.Connection]:
-    """A pooled SQLite connection as the driver's own, in autocommit (no SQLAlchemy
-    `Connection` around it); back to the pool afterwards."""
-    pooled = engine.raw_connection()
-    try:
+class _ThreadConnections:
+    """An engine's driver connections for these statements: one a thread, opened through the
+    engine (so its connect events tune it) and then kept out of its pool, with the busy
+    timeout off for good. A claim so spends nothing on a pool checkout, its return, or turning
+    the busy timeout off and on around the lock, which together cost a claim more than its
+    SQL. `Engine.dispose` closes them, as it closes the pool's."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = weakref.ref(engine)
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.opened: list[tuple[weakref.ref[threading.Thread], PoolProxiedConnection]] = []
+
+    def connection(self) -> sqlite3.Connection:
+        driver: sqlite3.Connection | None = getattr(self.local, "driver", None)
+        return driver if driver is not None else self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        engine = self.engine()
+        assert engine is not None
+        pooled = engine.raw_connection()
         driver = pooled.driver_connection
         assert isinstance(driver, sqlite3.Connection)
-        yield driver
-    finally:
-        pooled.close()
+        pooled.detach()
+        driver.execute("PRAGMA busy_timeout = 0")
+        with self.lock:
+            # A thread that has ended left its connection here: close it.
+            ended = [entry for entry in self.opened if _ended(entry[0])]
+            self.opened = [entry for entry in self.opened if entry not in ended]
+            self.opened.append((weakref.ref(threading.current_thread()), pooled))
+        for _, gone in ended:
+            gone.close()
+        self.local.driver = driver
+        return driver
+
+    def close_all(self, _engine: Engine | None = None) -> None:
+        with self.lock:
+            opened, self.opened = self.opened, []
+            self.local = threading.local()
+        for _, pooled in opened:
+            pooled.close()
+
+
+def _ended(thread: weakref.ref[threading.Thread]) -> bool:
+    alive = thread()
+    return alive is None or not alive.is_alive()
+
+
+_CONNECTIONS: weakref.WeakKeyDictionary[Engine, _ThreadConnections] = weakref.WeakKeyDictionary()
+_CONNECTIONS_LOCK = threading.Lock()
+
+
+def driver_connection(engine: Engine) -> sqlite3.Connection:
+    """This thread's SQLite connection of `engine` as the driver's own, in autocommit (no
+    SQLAlchemy `Connection` around it) and with the busy timeout off: `write_once` waits for
+    the write lock itself, and a read that finds the database locked (only while a crashed
+    writer's log is recovered) raises for the contention retry."""
+    connections = _CONNECTIONS.get(engine)
+    if connections is None:
+        with _CONNECTIONS_LOCK:
+            connections = _CONNECTIONS.get(engine)
+            if connections is None:
+                connections = _CONNECTIONS[engine] = _ThreadConnections(engine)
+                event.listen(engine, "engine_disposed", connections.close_all)
+    return connections.connection()
 
 
 def read_once(
     connection: sqlite3.Connection, statement: DriverStatement, parameters: tuple[Any, ...]
 ) -> list[Any]:
     """One read statement, in its own implicit transaction (the driver is in autocommit)."""
-    return statement.rows(connection.execute(statement.sql, parameters).fetchall())
+    try:
+        raw = connection.execute(statement.sql, parameters).fetchall()
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(statement.sql, parameters, exc) from exc
+    return statement.rows(raw)
 
 
 def write_once(
@@ -127,8 +203,9 @@ def write_once(
     """`BEGIN IMMEDIATE`, the statement, its row count and rows, `COMMIT`: the write lock is
     held for the SQL alone. The lock is waited for in short, even sleeps (see
     `engine._begin_immediate`), up to `patience` seconds (then `WriteLockBusy`) or the busy
-    timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry).
-    The caller processes the rows after the lock is gone."""
+    timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry);
+    `connection` is a `driver_connection`, whose busy timeout is off. The caller processes
+    the rows after the lock is gone."""
     _begin_immediate(connection, patience)
     try:
         cursor = connection.execute(statement.sql, parameters)
@@ -142,21 +219,17 @@ def write_once(
 
 
 def _begin_immediate(connection: sqlite3.Connection, patience: float | None) -> None:
-    wait = SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience
-    deadline = time.monotonic() + wait
-    connection.execute("PRAGMA busy_timeout = 0")
-    try:
-        while True:
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
-                if time.monotonic() >= deadline:
-                    if patience is not None:
-                        raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
-                    raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
-            time.sleep(random.uniform(0.0005, 0.0015))
-    finally:
-        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    """`BEGIN IMMEDIATE`, tried every millisecond or so (the busy timeout is off)."""
+    deadline = time.monotonic() + (SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience)
+    while True:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+            if time.monotonic() >= deadline:
+                if patience is not None:
+                    raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
+                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+        time.sleep(random.uniform(0.0005, 0.0015))

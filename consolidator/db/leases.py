@@ -143,8 +143,7 @@ class LeaseRepository:
         if self.db.sqlite:
             statement = driver_statement(_RELEASE_JOB, self.db.engine.dialect)
             parameters = statement.parameters(fence_parameters(claim))
-            with driver_connection(self.db.engine) as connection:
-                count, _ = write_once(connection, statement, parameters)
+            count, _ = write_once(driver_connection(self.db.engine), statement, parameters)
             return count == 1
         with self.db.write() as connection:
             return rowcount(connection.execute(_RELEASE_JOB, fence_parameters(claim))) == 1

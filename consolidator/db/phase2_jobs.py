@@ -1,14 +1,12 @@
 """Phase two's claim: one global job, claimed by one guarded UPDATE whose row count decides
-(`claimable.py` holds the rules: the normal one, a note's that skips the cooldown, a rebuild's
-that only a live lease refuses), after a read that answers most refusals without a write."""
+(`claimable.py` holds the rules: the normal one, where a waiting note skips the cooldown, and a
+rebuild's that only a live lease refuses); a refused claim reads the job to name why."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,8 +16,8 @@ from sqlalchemy import Connection, update
 from consolidator.db.base import Database, contention_retry, create_phase2_job
 from consolidator.db.claimable import (
     PHASE2_FORCED_RULE,
-    PHASE2_NOTE_RULE,
     PHASE2_RULE,
+    Moment,
     Term,
     moment_parameters,
     refusal,
@@ -35,14 +33,7 @@ from consolidator.db.leases import job_of, record_failure
 from consolidator.db.outcomes import PHASE2_JOB, run_state_of
 from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord, RunState
 from consolidator.db.schema import Job
-from consolidator.db.statements import (
-    NOTE_WAITING,
-    PHASE2_CLAIM,
-    PHASE2_FORCED_CLAIM,
-    PHASE2_NOTE_CLAIM,
-    PHASE2_STATE,
-    PHASE2_STATE_AND_CLOCK,
-)
+from consolidator.db.statements import PHASE2_STATE, PHASE2_STATE_AND_CLOCK, phase2_claim
 
 # How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
 CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
@@ -51,12 +42,6 @@ CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 Rule = tuple[Term, ...]
 # SQLite's driver connection, or a SQLAlchemy connection to PostgreSQL in autocommit.
 ClaimConnection = sqlite3.Connection | Connection
-# The guarded UPDATE of each phase-two rule.
-_PHASE2_CLAIMS = {
-    PHASE2_RULE: PHASE2_CLAIM,
-    PHASE2_NOTE_RULE: PHASE2_NOTE_CLAIM,
-    PHASE2_FORCED_RULE: PHASE2_FORCED_CLAIM,
-}
 
 
 @dataclass(frozen=True)
@@ -112,98 +97,115 @@ class PhaseTwoJobRepository:
     def try_claim_phase2(self, *, lease_seconds: int, force: bool = False) -> Claim:
         """Claim the global consolidation job.
 
-        - One guarded UPDATE: not leased by a live owner, past cooldown and backoff, and
-          with input changes after the last success's watermark. Its row count decides.
+        - One guarded UPDATE: not leased by a live owner, past backoff, with input changes
+          after the last success's watermark, and past the cooldown unless a note waits
+          (`claimable.PHASE2_RULE`). Its row count decides.
         - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
-        - Refusals in order of precedence: running, up to date, retry backoff, cooldown.
-          `skipped_up_to_date` claims nothing and leaves the cooldown alone.
-        - Many processes poll this at once, so a claim is one read and at most one write
-          statement (bench P7). The read takes no write lock: when it already shows a
-          refusal, the claim returns it without queueing behind other writers. A stale read
-          can only refuse a claim that a later poll makes; only the guarded UPDATE claims.
+        - A refused claim then reads the job to name its refusal, in order of precedence:
+          running, up to date, retry backoff, cooldown. `skipped_up_to_date` claims nothing
+          and leaves the cooldown alone.
+        - Many processes poll this at once (bench P7). On SQLite the write lock is held for
+          the UPDATE alone (`driver_statements.write_once`), and a claim that cannot take it
+          at once reads the job instead of queueing: when that shows a refusal, it returns it
+          without waiting behind other writers; only the guarded UPDATE claims.
         - `force` (a rebuild the user asked for) is refused only by a live lease.
         """
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                return self._try_claim_phase2_once(
-                    lease_seconds, patient=time.monotonic() > deadline, force=force
-                )
-            except WriteLockBusy:
-                continue
-
-    def _try_claim_phase2_once(
-        self, lease_seconds: int, *, patient: bool, force: bool = False
-    ) -> Claim:
-        """One read and, if it shows no refusal, one guarded UPDATE.
-
-        On SQLite the statements go straight to the driver (`driver_statements`), so the
-        write lock is held for the UPDATE alone; an impatient attempt waits only briefly for
-        it and raises `WriteLockBusy`, so that the caller re-reads first: the claimer it
-        queued behind has usually taken the job by then, and the answer is a refusal without
-        any more waiting.
-        """
-        with self._claim_connection() as connection:
-            state = self._phase2_state(connection)
-            if state is None:
-                self._create_job(connection)
-                state = self._phase2_state(connection)
-            assert state is not None
-            job, now = state
-            moment = self.db.moment(now, lease_seconds=lease_seconds)
-            self.db.note_excursions(job, moment)
-            rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
-            refused = refusal(rule, job, moment)
-            if refused is ClaimOutcome.SKIPPED_COOLDOWN and self._note_waiting(connection, job):
-                rule = PHASE2_NOTE_RULE
-                refused = refusal(rule, job, moment)
-            if refused is not None:
-                return Claim(refused, PHASE2, PHASE2_KEY)
-            token = uuid.uuid4().hex
-            values = {
-                **moment_parameters(moment),
-                "claim_token": token,
-                "claim_lease_until": now + timedelta(seconds=lease_seconds),
-                "claim_worker": self.db.worker_id,
-            }
-            row = self._claim_row(connection, rule, values, patient=patient)
-            if row is not None:
-                epoch, watermark = int(row[0]), int(row[1] or 0)
-                return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
-            state = self._phase2_state(connection)
-            assert state is not None
-            # None: lost to a claimer whose run ended before this read (READ COMMITTED).
-            outcome = refusal(rule, state[0], moment)
-            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
-
-    def _claim_row(
-        self, connection: ClaimConnection, rule: Rule, values: dict[str, Any], *, patient: bool
-    ) -> Any:
-        """The guarded UPDATE of `rule`: the claimed row's epoch and watermark, or None."""
-        if isinstance(connection, sqlite3.Connection):
-            statement = driver_statement(_PHASE2_CLAIMS[rule], self.db.engine.dialect)
-            parameters = statement.parameters(values)
-            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
-            _, rows = write_once(connection, statement, parameters, patience=patience)
-            return rows[0] if rows else None
-        return connection.execute(_PHASE2_CLAIMS[rule], values).first()
-
-    @contextmanager
-    def _claim_connection(self) -> Iterator[ClaimConnection]:
-        """One connection for all of a claim's statements (one pool checkout and ping).
-
-        On SQLite it is the driver's own connection, in autocommit (each read its own
-        transaction, the write `driver_statements.write_once`). On PostgreSQL it is in
-        autocommit too, so each statement is one round trip instead of three and no
-        transaction stays open while a busy host schedules the process.
-        """
         if self.db.sqlite:
-            with driver_connection(self.db.engine) as driver:
-                yield driver
-            return
+            return self._claim(driver_connection(self.db.engine), lease_seconds, force)
         with self.db.engine.connect() as connection:
             connection.execution_options(isolation_level="AUTOCOMMIT")
-            yield connection
+            return self._claim(connection, lease_seconds, force)
+
+    def _claim(self, connection: ClaimConnection, lease_seconds: int, force: bool) -> Claim:
+        """The claim on one connection for all its statements.
+
+        On SQLite it is the thread's own driver connection (`driver_statements`), in
+        autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
+        it is a pooled one in autocommit, so each statement is one round trip instead of
+        three and no transaction stays open while a busy host schedules the process.
+        """
+        rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            patient = time.monotonic() > deadline
+            try:
+                claim = self._claim_once(connection, rule, lease_seconds, patient=patient)
+            except WriteLockBusy:
+                claim = self._refused(connection, rule, lease_seconds, lost=False)
+            if claim is not None:
+                return claim
+
+    def _claim_once(
+        self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, patient: bool
+    ) -> Claim | None:
+        """The guarded UPDATE and, when it claims nothing, the refusal (None: the job row was
+        missing and has been created).
+
+        On SQLite an impatient attempt waits only briefly for the write lock and raises
+        `WriteLockBusy`, so that the caller reads the job first: the claimer it queued behind
+        has usually taken the job by then, and the answer is a refusal without more waiting.
+        """
+        token = uuid.uuid4().hex
+        claimed = self._claim_row(connection, rule, token, lease_seconds, patient=patient)
+        if claimed is None:
+            return self._refused(connection, rule, lease_seconds, lost=True)
+        row, moment = claimed
+        self.db.note_excursions(row, moment)
+        epoch, watermark = int(row.lease_epoch), int(row.claimed_watermark or 0)
+        return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
+
+    def _claim_row(
+        self,
+        connection: ClaimConnection,
+        rule: Rule,
+        token: str,
+        lease_seconds: int,
+        *,
+        patient: bool,
+    ) -> tuple[Any, Moment] | None:
+        """The guarded UPDATE of `rule`: the claimed row (its epoch, watermark and deadlines)
+        and the moment it was claimed at, or None. Its statement and parameters are ready
+        before the write lock is taken."""
+        values: dict[str, Any] = {"claim_token": token, "claim_worker": self.db.worker_id}
+        database_clock = self.db.clock is None and not self.db.sqlite
+        moment: Moment | None = None
+        if database_clock:
+            values.update(self.db.deadlines.span_parameters(lease_seconds=lease_seconds))
+            values["claim_lease_length"] = timedelta(seconds=lease_seconds)
+        else:
+            moment = self.db.moment(self.db.host_now(), lease_seconds=lease_seconds)
+            values.update(moment_parameters(moment))
+            values["claim_lease_until"] = moment.now + timedelta(seconds=lease_seconds)
+        statement = phase2_claim(rule is PHASE2_FORCED_RULE, database_clock)
+        if isinstance(connection, sqlite3.Connection):
+            compiled = driver_statement(statement, self.db.engine.dialect)
+            parameters = compiled.parameters(values)
+            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
+            _, raw = write_once(connection, compiled, parameters, patience=patience)
+            row = compiled.rows(raw)[0] if raw else None
+        else:
+            row = connection.execute(statement, values).first()
+        if row is None:
+            return None
+        return row, moment or self.db.moment(row.started_at, lease_seconds=lease_seconds)
+
+    def _refused(
+        self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, lost: bool
+    ) -> Claim | None:
+        """The refusal a read of the job shows, or None when it shows the job claimable (or
+        missing: then it is created). `lost`: a guarded UPDATE has just claimed nothing, so
+        a job claimable now was lost to a claimer whose run ended before this read."""
+        state = self._phase2_state(connection)
+        if state is None:
+            self._create_job(connection)
+            return None
+        job, now = state
+        moment = self.db.moment(now, lease_seconds=lease_seconds)
+        self.db.note_excursions(job, moment)
+        outcome = refusal(rule, job, moment)
+        if outcome is None and lost:
+            outcome = ClaimOutcome.SKIPPED_RUNNING
+        return None if outcome is None else Claim(outcome, PHASE2, PHASE2_KEY)
 
     def _create_job(self, connection: ClaimConnection) -> None:
         if isinstance(connection, sqlite3.Connection):
@@ -211,14 +213,6 @@ class PhaseTwoJobRepository:
                 create_phase2_job(writing)
         else:
             create_phase2_job(connection)
-
-    def _note_waiting(self, connection: ClaimConnection, job: Any) -> bool:
-        """Whether a note changed after the last success: it does not wait for the cooldown."""
-        after = {"after_seq": job.last_success_watermark or 0}
-        if isinstance(connection, sqlite3.Connection):
-            statement = driver_statement(NOTE_WAITING, self.db.engine.dialect)
-            return bool(read_once(connection, statement, statement.parameters(after))[0][0])
-        return bool(connection.execute(NOTE_WAITING, after).scalar_one())
 
     def _phase2_state(self, connection: ClaimConnection) -> tuple[Any, datetime] | None:
         """The phase-two job row with the input sequence (`input_seq`), and the time now."""

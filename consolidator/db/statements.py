@@ -20,11 +20,11 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     Integer,
+    Interval,
     String,
     and_,
     bindparam,
     delete,
-    exists,
     func,
     insert,
     literal,
@@ -36,13 +36,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from consolidator.db.claimable import (
+    DATABASE_MOMENT,
     INPUT_SEQ,
     MOMENT_PARAMETERS,
+    NOTE_WAITING,
     PHASE2_FORCED_RULE,
-    PHASE2_NOTE_RULE,
     PHASE2_RULE,
     Moment,
-    Term,
     claimable,
     moment_parameters,
     stage1_claimable,
@@ -64,7 +64,6 @@ from consolidator.db.schema import (
     Thread,
     UTCDateTime,
 )
-from consolidator.sources.items import SourceFormat
 
 THREADS = Thread.__table__
 JOBS = Job.__table__
@@ -114,39 +113,55 @@ def thread_exists(*conditions: Any) -> Any:
     )
 
 
-# -- phase two's claim: one read of the job with the change log's counter, then one guarded
-# UPDATE whose row count decides; the watermark claimed is the counter at that moment.
-PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq")).where(
+# -- phase two's claim: one guarded UPDATE whose row count decides; the watermark claimed is
+# the change log's counter at that moment. A refused claim reads the job to name its refusal.
+PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq"), NOTE_WAITING.label("note_waiting")).where(
     Job.kind == PHASE2, Job.job_key == PHASE2_KEY
 )
 # The same, with PostgreSQL's clock, so hosts with skewed clocks agree on lease expiry.
 PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
 
 
-def _phase2_claim(rule: tuple[Term, ...]) -> Any:
+@functools.cache
+def phase2_claim(force: bool, database_clock: bool) -> Any:
+    """The guarded UPDATE that claims the phase-two job under its rule (`force`: the rebuild's,
+    `PHASE2_FORCED_RULE`, else `PHASE2_RULE`), returning its new epoch,
+    the watermark claimed, and the deadlines a claim leaves (for `note_excursions`).
+
+    Its moment is bound (`MOMENT_PARAMETERS`, `claim_lease_until`), or with `database_clock`
+    PostgreSQL's own (`DATABASE_MOMENT`, `claim_lease_length`): then the clock is read by the
+    claim itself, not by a statement before it, and returned as `started_at`. Both take
+    `claim_token` and `claim_worker`.
+    """
+    rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
+    if database_clock:
+        moment = DATABASE_MOMENT
+        lease_until = moment.now + bindparam("claim_lease_length", type_=Interval())
+    else:
+        moment = MOMENT_PARAMETERS
+        lease_until = bindparam("claim_lease_until", type_=UTCDateTime())
+    token = bindparam("claim_token", type_=String())
+    worker = bindparam("claim_worker", type_=String())
     return (
         update(Job)
-        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, MOMENT_PARAMETERS))
+        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, moment))
         .values(
-            **_claim_lease_values(MOMENT_PARAMETERS.now),
+            **lease_values(token, moment.now, lease_until, worker),
             input_watermark=INPUT_SEQ,
             claimed_watermark=INPUT_SEQ,
         )
-        .returning(Job.lease_epoch, Job.claimed_watermark)
+        .returning(
+            Job.lease_epoch,
+            Job.claimed_watermark,
+            Job.kind,
+            Job.job_key,
+            Job.retry_at,
+            Job.cooldown_until,
+            *([Job.started_at] if database_clock else []),
+        )
     )
 
 
-PHASE2_CLAIM = _phase2_claim(PHASE2_RULE)
-PHASE2_FORCED_CLAIM = _phase2_claim(PHASE2_FORCED_RULE)
-PHASE2_NOTE_CLAIM = _phase2_claim(PHASE2_NOTE_RULE)
-# Whether a note changed after the last success: such a change is consolidated at once.
-NOTE_WAITING = select(
-    exists().where(
-        InputChange.seq > bindparam("after_seq", type_=BigInteger()),
-        InputChange.thread_id == Thread.thread_id,
-        Thread.source == SourceFormat.NOTE.value,
-    )
-)
 # Rollback fences off an in-flight phase-two run: its token goes, so its commit writes nothing.
 FENCE_PHASE2 = (
     update(Job)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -78,3 +80,27 @@ def test_claims_after_a_release_see_the_job_free_again(store: Store) -> None:
     assert not store.leases.release_job(first), "a released claim no longer owns the job"
     second = store.phase_two.try_claim_phase2(lease_seconds=600)
     assert second.claimed and second.epoch == (first.epoch or 0) + 1
+
+
+def test_the_claim_connections_of_every_thread_close_with_the_engine(sqlite_url: str) -> None:
+    """Each thread claims on a connection of its own kept out of the pool; disposing of the
+    engine closes them all, so the last one checkpoints and removes the write-ahead log."""
+    engine = create_db_engine(sqlite_url)
+    upgrade(engine)
+    store = Store(engine)
+    add_output(store, "a", "a")
+    outcomes: list[bool] = []
+
+    def claim_and_release() -> None:
+        claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+        outcomes.append(claim.claimed and store.leases.release_job(claim))
+
+    threads = [threading.Thread(target=claim_and_release) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+        thread.join()
+    claim_and_release()
+    log = Path(f"{sqlite_url.removeprefix('sqlite:///')}-wal")
+    assert outcomes == [True] * 4 and log.exists()
+    engine.dispose()
+    assert not log.exists(), "a claim connection outlived the engine"
