@@ -10,11 +10,9 @@ equal).
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -395,6 +393,8 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
     no settings, unless it was named explicitly (`required`)."""
     try:
         with path.open("rb") as handle:
+            import tomllib  # most homes have no config file: loaded only to read one
+
             data = tomllib.load(handle)
     except (FileNotFoundError, NotADirectoryError):
         if required:
@@ -402,7 +402,7 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
         return {}
     except IsADirectoryError:
         raise ConfigError(f"--config {path}: is a directory, not a TOML file") from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     unknown = sorted(set(data) - set(_BY_KEY))
     if unknown:
@@ -477,6 +477,8 @@ def check_environment(env: Mapping[str, str]) -> None:
     unknown = sorted(name for name in env if name.startswith("CONSOLIDATOR_") and name not in known)
     if not unknown:
         return
+    import difflib
+
     near = {name: difflib.get_close_matches(name, sorted(known), n=1) for name in unknown}
     if any(near.values()):
         named = [name + (f" (did you mean {m[0]}?)" if m else "") for name, m in near.items()]
