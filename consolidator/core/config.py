@@ -10,6 +10,7 @@ equal).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import socket
@@ -389,8 +390,7 @@ def setting_spec(key: str) -> SettingSpec:
 
 
 def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
-    """Read `config.toml`: keys are setting names (`lease_seconds = 300`). A missing file is
-    no settings, unless it was named explicitly (`required`)."""
+    """Read `config.toml` (`lease_seconds = 300`); no file is no settings unless `required`."""
     try:
         with path.open("rb") as handle:
             import tomllib  # most homes have no config file: loaded only to read one
@@ -477,8 +477,6 @@ def check_environment(env: Mapping[str, str]) -> None:
     unknown = sorted(name for name in env if name.startswith("CONSOLIDATOR_") and name not in known)
     if not unknown:
         return
-    import difflib
-
     near = {name: difflib.get_close_matches(name, sorted(known), n=1) for name in unknown}
     if any(near.values()):
         named = [name + (f" (did you mean {m[0]}?)" if m else "") for name, m in near.items()]
