@@ -116,11 +116,16 @@ class Stage1Result:
 
 
 class Backend(Protocol):
-    name: str
-    model: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
     # Whether a request must fit a context window: phase two then sends a change set in
     # slices that fit; a backend that reads any size at once takes it in one.
-    has_context_window: bool
+    @property
+    def has_context_window(self) -> bool: ...
 
     def extract(self, rollout: Stage1Input) -> Stage1Result: ...
 

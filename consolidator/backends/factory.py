@@ -2,13 +2,52 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from consolidator.backends.base import Backend
-from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.token_budget import TokenLedger
 from consolidator.core.config import DEFAULT_MODEL, Settings
 from consolidator.core.errors import ConfigError
 
+if TYPE_CHECKING:
+    from consolidator.backends.base import (
+        ConsolidationRequest,
+        ConsolidationResult,
+        Stage1Input,
+        Stage1Result,
+    )
+
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OfflineBackend:
+    """The extractive backend, loaded at its first use: its rules and word lists take longer
+    to load than a pass that finds nothing new takes in all, and such a pass never calls it."""
+
+    @cached_property
+    def _loaded(self) -> Backend:
+        from consolidator.backends.extractive.backend import ExtractiveBackend
+
+        return ExtractiveBackend()
+
+    @property
+    def name(self) -> str:
+        return self._loaded.name
+
+    @property
+    def model(self) -> str:
+        return self._loaded.model
+
+    @property
+    def has_context_window(self) -> bool:
+        return self._loaded.has_context_window
+
+    def extract(self, rollout: Stage1Input) -> Stage1Result:
+        return self._loaded.extract(rollout)
+
+    def consolidate(self, request: ConsolidationRequest) -> ConsolidationResult:
+        return self._loaded.consolidate(request)
 
 
 def make_backend(settings: Settings, ledger: TokenLedger | None = None) -> Backend:
@@ -18,7 +57,7 @@ def make_backend(settings: Settings, ledger: TokenLedger | None = None) -> Backe
     database shares; without one (a caller with no database) the budget is not kept."""
     resolved = settings.resolved_backend()
     if resolved == "extractive":
-        return ExtractiveBackend()
+        return OfflineBackend()
     if resolved in ("codex", "claude-code"):
         return make_agent_backend(settings, ledger)
     if not settings.openai_api_key and not settings.openai_base_url:

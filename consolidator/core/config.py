@@ -14,7 +14,6 @@ import difflib
 import math
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -389,10 +388,11 @@ def setting_spec(key: str) -> SettingSpec:
 
 
 def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
-    """Read `config.toml`: keys are setting names (`lease_seconds = 300`). A missing file is
-    no settings, unless it was named explicitly (`required`)."""
+    """Read `config.toml` (`lease_seconds = 300`); no file is no settings unless `required`."""
     try:
         with path.open("rb") as handle:
+            import tomllib  # most homes have no config file: loaded only to read one
+
             data = tomllib.load(handle)
     except (FileNotFoundError, NotADirectoryError):
         if required:
@@ -400,7 +400,7 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, Any]:
         return {}
     except IsADirectoryError:
         raise ConfigError(f"--config {path}: is a directory, not a TOML file") from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     unknown = sorted(set(data) - set(_BY_KEY))
     if unknown:

@@ -12,10 +12,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from consolidator.core.errors import ConsolidatorError
 from consolidator.db.ports import GiveBackStore, LeaseStore
 from consolidator.db.records import PHASE2, Claim
 
 log = logging.getLogger(__name__)
+
+
+class LeaseLost(ConsolidatorError):
+    """The lease of a claim in progress was lost (renewal failed, or the commit was fenced
+    out): the work stops, and nothing more of it is written."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Final
 
 from consolidator.security.invisible import is_invisible
@@ -53,21 +54,34 @@ def text_problem(label: str, value: str | None) -> str | None:
     """Why a path, cwd or branch read from a session cannot be stored, or None."""
     if value is None:
         return None
-    hidden = next((char for char in value if is_hidden_character(char)), None)
+    hidden = _first_hidden_character(value)
     if hidden is not None:
         return (
             f"{label} holds a line break, control or invisible character"
             f" (U+{ord(hidden):04X}): {one_line(value[:120])}"
         )
+    threat = _first_threat(value)
+    return f"{label} looks like a prompt injection ({threat})" if threat is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _first_threat(value: str) -> str | None:
+    """What the first injection or exfiltration threat in `value` is, or None; a scan reads
+    the same few cwds and branches from thousands of files."""
     threats = scan_threats(value, _REFUSED_THREATS)
-    if threats:
-        return f"{label} looks like a prompt injection ({threats[0].detail})"
-    return None
+    return threats[0].detail if threats else None
+
+
+def _first_hidden_character(value: str) -> str | None:
+    # Printable ASCII, what nearly every name is, holds none: one check instead of one a char.
+    if value.isascii() and value.isprintable():
+        return None
+    return next((char for char in value if is_hidden_character(char)), None)
 
 
 def one_line(value: str) -> str:
     """`value` on one line with every hidden character escaped as `\\uXXXX`."""
-    if not any(is_hidden_character(char) for char in value):
+    if _first_hidden_character(value) is None:
         return value
     out: list[str] = []
     for char in value:

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from consolidator.security.fold import folded
 from consolidator.security.instructions import INSTRUCTION_PATTERNS
@@ -45,8 +46,11 @@ def scan_threats(text: str, kinds: Collection[ThreatKind] = THREAT_KINDS) -> lis
     lowered = lower(scanned)
     hits: dict[str, list[re.Match[str]]] = {}
     labels_kinds: dict[str, ThreatKind] = {}
-    for pattern in (*_PATTERNS, *INSTRUCTION_PATTERNS):
+    present = _present_needles(lowered, frozenset(kinds))
+    for pattern in _ALL_PATTERNS:
         if pattern.kind not in kinds:
+            continue
+        if present is not None and present.isdisjoint(pattern.needles):
             continue
         for start, end in _windows(scanned, lowered, pattern.needles):
             for match in pattern.regex.finditer(scanned, start, end):
@@ -76,6 +80,43 @@ def scan_threats(text: str, kinds: Collection[ThreatKind] = THREAT_KINDS) -> lis
         found.append((_KIND_ORDER["secret"], placed[0][0], Threat("secret", detail)))
     found.sort(key=lambda entry: (entry[0], entry[1]))
     return [threat for _, _, threat in found]
+
+
+def _present_needles(lowered: str, kinds: frozenset[ThreatKind]) -> set[str] | None:
+    """The needles of the patterns of `kinds` that occur in `lowered`, so that a pattern none
+    of whose needles occurs is not run at all; None when every pattern must run. Most texts
+    (a path, a branch) hold no needle, which one search of every needle at once says."""
+    finder = _needle_finder(kinds)
+    if finder is None:
+        return None
+    if finder.search(lowered) is None:
+        return set()
+    return {needle for needle in _NEEDLES if needle in lowered}
+
+
+@cache
+def _needle_finder(kinds: frozenset[ThreatKind]) -> re.Pattern[str] | None:
+    """A regex finding any needle of the patterns of `kinds`, or None when one of them has no
+    needles and so runs on every text."""
+    needles: set[str] = set()
+    for pattern in _ALL_PATTERNS:
+        if pattern.kind in kinds:
+            if not pattern.needles:
+                return None
+            needles.update(pattern.needles)
+    return re.compile(_prefix_tree(sorted(needles)))
+
+
+def _prefix_tree(words: list[str]) -> str:
+    """A regex matching any of `words` (sorted), their common prefixes written once: the
+    regex engine tries a flat alternation of a hundred words one by one at every position."""
+    if "" in words:
+        return ""
+    branches: list[str] = []
+    for first in sorted({word[0] for word in words}):
+        rest = [word[1:] for word in words if word[0] == first]
+        branches.append(re.escape(first) + _prefix_tree(rest))
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
 def _same_words(match: re.Match[str], other: re.Match[str]) -> bool:
@@ -291,6 +332,10 @@ _PATTERNS: tuple[ThreatPattern, ...] = (
         "sudoers",
     ),
 )
+
+
+_ALL_PATTERNS = (*_PATTERNS, *INSTRUCTION_PATTERNS)
+_NEEDLES = frozenset(needle for pattern in _ALL_PATTERNS for needle in pattern.needles)
 
 
 def _invisible_threats(text: str) -> Iterator[tuple[int, Threat]]:

@@ -1,14 +1,15 @@
 """Secrets recognised by their shape: known token prefixes and authorization headers.
 
 Detection of token shapes with a known prefix is delegated to detect-secrets' plugin classes,
-called through `analyze_string` on instances built once at import. Its higher-level entry points
-(`scan_line`, `analyze_line` under `default_settings()`) were avoided on purpose: they read and
-mutate one process-wide settings object, which is unsafe under stage one's worker threads, and
-`analyze_line` calls a plugin's `verify()` (an HTTP request carrying the candidate secret to the
-provider) whenever a verification filter is configured. A redactor must never send a secret
-anywhere. The high-entropy and keyword plugins are left out: the first flags commit hashes and
-uuids, the second reports one value per line with no position and flags names such as
-`secret_name` or `password_hash`. Own patterns cover newer token formats the plugins miss.
+called through `analyze_string` on instances built once, when a text is first scanned: the
+library loads an HTTP client, which a pass that redacts nothing has no use for. Its higher-level
+entry points (`scan_line`, `analyze_line` under `default_settings()`) were avoided on purpose:
+they read and mutate one process-wide settings object, which is unsafe under stage one's worker
+threads, and `analyze_line` calls a plugin's `verify()` (an HTTP request carrying the candidate
+secret to the provider) whenever a verification filter is configured. A redactor must never send
+a secret anywhere. The high-entropy and keyword plugins are left out: the first flags commit
+hashes and uuids, the second reports one value per line with no position and flags names such
+as `secret_name` or `password_hash`. Own patterns cover newer token formats the plugins miss.
 """
 
 from __future__ import annotations
@@ -16,24 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
-
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from consolidator.security.spans import (
     PLACEHOLDER,
@@ -86,33 +71,54 @@ class _Plugin:
 # flags `secret_name`), Artifactory (matches upper-case words starting with "AP"), and the
 # IBM / SoftLayer / Cloudant assignment patterns, which the assignment and URL rules below
 # already cover at a fraction of the cost. The anchors come from each plugin's `denylist`.
-_DETECT_SECRETS_PLUGINS: tuple[_Plugin, ...] = (
-    _Plugin(AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, literal("aws", folded=True, pivot=1))),
-    _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
-    _Plugin(
-        DiscordBotTokenDetector(),
-        context=(literal("discord", folded=True), _BOT),
-        anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
-    ),
-    _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
-    _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, literal("GR1348941"))),
-    _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
-    _Plugin(MailchimpDetector(), anchors=(literal("-us"),)),
-    # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
-    _Plugin(NpmDetector(), context=(literal("_authtoken", folded=True, pivot=7),)),
-    _Plugin(OpenAIDetector(), anchors=(literal("T3BlbkFJ"),)),
-    _Plugin(PypiTokenDetector(), anchors=(literal("pypi-AgE", pivot=5),)),
-    _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
-    _Plugin(SlackDetector(), anchors=(_PREFIXES_X, _PREFIXES_H)),
-    _Plugin(SquareOAuthDetector(), anchors=(_PREFIXES_LOWER_S,)),
-    _Plugin(StripeDetector(), anchors=(_STRIPE_PREFIX,)),
-    _Plugin(
-        TelegramBotTokenDetector(),
-        context=(literal("telegram", folded=True, pivot=4), _BOT),
-        anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
-    ),
-    _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
-)
+@cache
+def _detect_secrets_plugins() -> tuple[_Plugin, ...]:
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    return (
+        _Plugin(
+            AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, literal("aws", folded=True, pivot=1))
+        ),
+        _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
+        _Plugin(
+            DiscordBotTokenDetector(),
+            context=(literal("discord", folded=True), _BOT),
+            anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
+        ),
+        _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
+        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, literal("GR1348941"))),
+        _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
+        _Plugin(MailchimpDetector(), anchors=(literal("-us"),)),
+        # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
+        _Plugin(NpmDetector(), context=(literal("_authtoken", folded=True, pivot=7),)),
+        _Plugin(OpenAIDetector(), anchors=(literal("T3BlbkFJ"),)),
+        _Plugin(PypiTokenDetector(), anchors=(literal("pypi-AgE", pivot=5),)),
+        _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
+        _Plugin(SlackDetector(), anchors=(_PREFIXES_X, _PREFIXES_H)),
+        _Plugin(SquareOAuthDetector(), anchors=(_PREFIXES_LOWER_S,)),
+        _Plugin(StripeDetector(), anchors=(_STRIPE_PREFIX,)),
+        _Plugin(
+            TelegramBotTokenDetector(),
+            context=(literal("telegram", folded=True, pivot=4), _BOT),
+            anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
+        ),
+        _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
+    )
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,7 @@ def wrapped_token_spans(scan: Scan) -> Iterator[Span]:
 
 def _finding_reaches(joined: str, head: int) -> bool:
     """Whether a token plugin or pattern finds, in `joined`, a token longer than `head`."""
-    for plugin in _DETECT_SECRETS_PLUGINS:
+    for plugin in _detect_secrets_plugins():
         for raw in plugin.detector.analyze_string(joined):
             found = joined.find(str(raw))
             if found != -1 and found + len(str(raw)) > head:
@@ -241,7 +247,7 @@ def _finding_reaches(joined: str, head: int) -> bool:
 def detect_secrets_spans(scan: Scan) -> Iterator[Span]:
     text = scan.text
     values: dict[str, str] = {}
-    for plugin in _DETECT_SECRETS_PLUGINS:
+    for plugin in _detect_secrets_plugins():
         if plugin.context and not any(scan.contains(word) for word in plugin.context):
             continue
         label = str(plugin.detector.secret_type)

@@ -17,7 +17,12 @@ BACKEND_WORKDIR_PREFIX = "consolidator-agent-"
 
 def is_backend_workdir(cwd: str | None) -> bool:
     """Whether `cwd` is the work folder of one of the agent backends' runs."""
-    return cwd is not None and PurePath(cwd).name.startswith(BACKEND_WORKDIR_PREFIX)
+    # The substring test first: a scan asks for every rollout, and nearly every cwd is a user's.
+    return (
+        cwd is not None
+        and BACKEND_WORKDIR_PREFIX in cwd
+        and PurePath(cwd).name.startswith(BACKEND_WORKDIR_PREFIX)
+    )
 
 
 def is_backend_run(header: RolloutHeader) -> bool:

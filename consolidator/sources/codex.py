@@ -152,7 +152,10 @@ def _format_version(record: Record, meta: Record) -> str:
     for key in ("cli_version", "originator"):
         value = non_empty(get_str(meta, key))
         if value is not None:
-            parts.append("".join(ch if ch.isprintable() else "?" for ch in value[:40]))
+            value = value[:40]
+            if not value.isprintable():
+                value = "".join(ch if ch.isprintable() else "?" for ch in value)
+            parts.append(value)
     return " ".join(parts)
 
 

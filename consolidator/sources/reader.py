@@ -83,7 +83,7 @@ def read_header(path: str | Path) -> RolloutHeader:
     A session id, path, cwd or branch that could forge a file name or a line of Markdown makes
     the rollout bad input; the thread then gets the id derived from its file name.
     """
-    abs_path = str(Path(path).absolute())
+    abs_path = _absolute(path)
     with open_rollout(abs_path) as stream:
         stat = os.fstat(stream.fileno())
         mtime = datetime.fromtimestamp(stat.st_mtime_ns / 1e9, tz=UTC)
@@ -122,6 +122,28 @@ def read_header(path: str | Path) -> RolloutHeader:
         format_version=sniffed.format_version,
         parent_thread_id=parent_thread_id,
     )
+
+
+def _absolute(path: str | Path) -> str:
+    """`str(Path(path).absolute())`; a scan hands over clean absolute strings by the
+    thousand, which are returned as they are instead of being parsed into a `Path` each."""
+    if (
+        isinstance(path, str)
+        and os.sep == "/"
+        and path.startswith("/")
+        and "//" not in path
+        and "/./" not in path
+        and not path.endswith(("/", "/."))
+    ):
+        return path
+    return str(Path(path).absolute())
+
+
+def _stem(path: str) -> str:
+    """`Path(path).stem`, without building a `Path`."""
+    name = path[path.rfind("/") + 1 :] if os.sep == "/" else Path(path).name
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 class NotARegularFile(ConsolidatorError, OSError):
@@ -175,7 +197,7 @@ def _identity(path: str, sniffed: _Sniffed) -> tuple[str, str | None]:
     `session_meta` and holds only the later turns. It gets `<thread>.segment-<rollout>`,
     linked to the thread, so the file the thread started in still counts and both are read.
     """
-    stem = Path(path).stem
+    stem = _stem(path)
     if sniffed.format is SourceFormat.CODEX and sniffed.session_id is not None:
         segment = _CODEX_SEGMENT_NAME.search(stem)
         if segment is not None:

@@ -86,3 +86,16 @@ def test_the_mcp_server_starts_without_the_note_pipeline() -> None:
     loaded = set(json.loads(result.stdout))
     assert "mcp" in loaded
     assert not loaded & {*HEAVY, "consolidator.phases.add_note", "consolidator.security.redaction"}
+
+
+def test_a_pass_that_finds_nothing_new_loads_no_backend_or_secret_scanner(home: Path) -> None:
+    """A cron pass mostly finds nothing: the offline backend's rules, the secret detectors
+    and phase two's consolidation load only once there is something to read."""
+    sessions = home.parent / "sessions"
+    loaded = modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+    assert not loaded & {
+        *HEAVY,
+        "consolidator.backends.extractive",
+        "consolidator.phases.phase_two.slice_loop",
+        "consolidator.phases.phase_two.skill_proposals",
+    }

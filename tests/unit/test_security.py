@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from consolidator.security import threats
 from consolidator.security.invisible import strip_invisible
+from consolidator.security.patterns import THREAT_KINDS, ThreatKind
 from consolidator.security.redaction import Redaction, redact
 from consolidator.security.spans import PLACEHOLDER
 from consolidator.security.threats import Threat, scan_threats
@@ -421,3 +423,19 @@ def test_one_megabyte_keeps_hashes_and_redacts_the_one_key() -> None:
     result = redact(text)
 
     assert result.count == 1
+
+
+@pytest.mark.parametrize(
+    "kinds", [frozenset({"injection", "exfiltration"}), frozenset({"injection"}), THREAT_KINDS]
+)
+def test_the_needle_finder_finds_every_needle_of_its_kinds(kinds: frozenset[ThreatKind]) -> None:
+    """A text whose needles the finder misses skips its patterns: every needle must be found
+    anywhere in a text, including inside or after another needle's prefix."""
+    finder = threats._needle_finder(kinds)
+    assert finder is not None
+    for pattern in threats._ALL_PATTERNS:
+        if pattern.kind in kinds:
+            for needle in pattern.needles:
+                for text in (needle, f"x {needle} y", f"{needle[:-1]}{needle}"):
+                    assert finder.search(text), (needle, text)
+    assert finder.search("/home/dev/projects/billing-api") is None

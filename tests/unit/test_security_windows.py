@@ -42,7 +42,7 @@ def _plugin_name(plugin: tokens._Plugin) -> str:
 def reference_detect_secrets(text: str) -> set[tuple[int, int, str]]:
     lowered = search.lower(text)
     values: dict[str, str] = {}
-    for plugin in tokens._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._detect_secrets_plugins():
         gate = _OLD_GATES.get(_plugin_name(plugin), ())
         if gate and not any(needle in lowered for needle in gate):
             continue
@@ -145,7 +145,7 @@ def reference_redact(text: str) -> redaction.Redaction:
 
 
 def _patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
-    for plugin in tokens._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._detect_secrets_plugins():
         for index, regex in enumerate(plugin.detector.denylist):
             yield f"{_plugin_name(plugin)}[{index}]", regex
     for index, token in enumerate(tokens._TOKEN_PATTERNS):
@@ -398,7 +398,7 @@ def test_prefix_anchors_cover_every_literal_prefix() -> None:
         "TelegramBotTokenDetector": ["123456789:" + "Ab-_0" * 7],
         "TwilioKeyDetector": ["AC" + "a" * 32, "SK" + "0" * 32],
     }
-    for plugin in tokens._DETECT_SECRETS_PLUGINS:
+    for plugin in tokens._detect_secrets_plugins():
         if not plugin.anchors:
             continue
         for sample in samples[_plugin_name(plugin)]:

@@ -12,7 +12,6 @@ configuration, 3 the database is unreachable.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import json
 import logging
@@ -98,6 +97,8 @@ class _CommandsOnDemand(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = click.utils.make_str(args[0]) if args else ""
         if name and name not in COMMAND_MODULES and not name.startswith("-"):
+            import difflib
+
             near = difflib.get_close_matches(name, sorted(COMMAND_MODULES), n=2, cutoff=0.6)
             hint = f"; did you mean {' or '.join(near)}?" if near else ""
             raise click.UsageError(f"no command {name!r}{hint}", ctx)

@@ -259,13 +259,15 @@ def backend_for(inv: Invocation, store: Store | None = None) -> Backend:
 
     backend = make_backend(inv.settings, store.tokens if store is not None else None)
     if inv.settings.backend == "auto":
+        # The resolved name, not `backend.name`: asking the offline backend would load it.
+        resolved = inv.settings.resolved_backend()
         log.info(
             "backend auto -> %s (%s)",
-            backend.name,
+            resolved,
             "OPENAI_API_KEY or OPENAI_BASE_URL is set"
-            if backend.name == "openai"
+            if resolved == "openai"
             else "no OPENAI_API_KEY or OPENAI_BASE_URL: offline extractive mode",
-            extra={"action": "backend_selected", "backend": backend.name},
+            extra={"action": "backend_selected", "backend": resolved},
         )
     return backend
 

@@ -10,8 +10,18 @@ from consolidator.backends.base import Usage
 from consolidator.core.config import setting_default
 from consolidator.db.records import ClaimOutcome
 from consolidator.memory.bounds import GrowthLimits
-from consolidator.phases.phase_two.skill_proposals import SkillsReport
 from consolidator.phases.phase_two.slices import SliceBudget
+
+
+@dataclass
+class SkillsReport:
+    """The skills a run proposed for review, and the candidates the gate refused."""
+
+    proposed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, list[str]]:
+        return {"proposed": list(self.proposed), "refused": list(self.refused)}
 
 
 @dataclass(frozen=True)

@@ -9,26 +9,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from consolidator.db.ports import SkillStore
 from consolidator.db.records import Stage1Record
 from consolidator.memory.offline_notes_json import stored_notes
+from consolidator.phases.phase_two.report import SkillsReport
 from consolidator.security.redaction import redact
 from consolidator.skills.detect import Observed, detect_skills, unique_names
 from consolidator.skills.gate import skill_problem
 from consolidator.skills.skill import Skill
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SkillsReport:
-    proposed: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, list[str]]:
-        return {"proposed": list(self.proposed), "refused": list(self.refused)}
 
 
 def observed(records: Iterable[Stage1Record]) -> list[Observed]:

@@ -327,24 +327,11 @@ def run_stage_one(
         on_start(store.stage_one.count_claimable_stage1(options.eligibility))
     workers = _Stage1Workers(store, backend, options, stop or threading.Event(), on_thread_done)
     started = time.monotonic()
-    lease_keeper: AbstractContextManager[Heartbeat] = (
-        nullcontext(heartbeat)
-        if heartbeat is not None
-        else Heartbeat(
-            store, lease_seconds=options.lease_seconds, interval_seconds=options.heartbeat_seconds
-        )
-    )
     report = workers.report
-    with (
-        lease_keeper as keeper,
-        ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
-    ):
-        futures = [pool.submit(workers.work, keeper) for _ in range(options.concurrency)]
-        for future in futures:
-            error = future.exception()
-            if error is not None:
-                workers.stop.set()
-                report.errors.append(f"{type(error).__name__}: {error}")
+    # Most passes find nothing to claim: the workers and the heartbeat start with a first claim.
+    first = workers.claim()
+    if first is not None:
+        _work_in_parallel(workers, first, heartbeat)
     if workers.denied:
         raise workers.denied[0]
     log.log(
@@ -359,6 +346,32 @@ def run_stage_one(
         extra={"action": "stage1_done"},
     )
     return report
+
+
+def _work_in_parallel(workers: _Stage1Workers, first: Claim, heartbeat: Heartbeat | None) -> None:
+    """`concurrency` workers, one of them starting with `first`, under the caller's
+    `heartbeat` or one of their own; a worker's error stops the others."""
+    options = workers.options
+    lease_keeper: AbstractContextManager[Heartbeat] = (
+        nullcontext(heartbeat)
+        if heartbeat is not None
+        else Heartbeat(
+            workers.store,
+            lease_seconds=options.lease_seconds,
+            interval_seconds=options.heartbeat_seconds,
+        )
+    )
+    with (
+        lease_keeper as keeper,
+        ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
+    ):
+        futures = [pool.submit(workers.work, keeper, first)]
+        futures += [pool.submit(workers.work, keeper) for _ in range(options.concurrency - 1)]
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                workers.stop.set()
+                workers.report.errors.append(f"{type(error).__name__}: {error}")
 
 
 @dataclass
@@ -377,18 +390,27 @@ class _Stage1Workers:
     lock: threading.Lock = field(default_factory=threading.Lock)
     denied: list[ModelMisconfigured] = field(default_factory=list)
 
-    def work(self, heartbeat: Heartbeat) -> None:
-        """One worker: claim a thread, process it, count it, until none is left."""
+    def claim(self) -> Claim | None:
+        """The next eligible thread, claimed; None when none is left or the run is stopping."""
+        if self.stop.is_set() or self.halt.is_set():
+            return None
+        options = self.options
+        claims = self.store.stage_one.claim_stage1_batch(
+            limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
+        )
+        return claims[0] if claims else None
+
+    def work(self, heartbeat: Heartbeat, first: Claim | None = None) -> None:
+        """One worker: claim a thread (`first`, when one was claimed for it), process it,
+        count it, until none is left."""
         store, options = self.store, self.options
-        while not (self.stop.is_set() or self.halt.is_set()):
+        claim = first
+        while True:
             if not heartbeat.alive:
                 raise RuntimeError("the heartbeat thread died; stopping stage one")
-            claims = store.stage_one.claim_stage1_batch(
-                limit=1, lease_seconds=options.lease_seconds, eligibility=options.eligibility
-            )
-            if not claims:
+            claim = claim or self.claim()
+            if claim is None:
                 return
-            claim = claims[0]
             watch = heartbeat.watch(claim)
             try:
                 result, usage = process_claim(store, self.backend, claim, options, watch)
@@ -410,6 +432,7 @@ class _Stage1Workers:
                 self.report.usage = self.report.usage + usage
             if self.on_thread_done is not None:
                 self.on_thread_done(claim.job_key, result)
+            claim = None
 
 
 def process_one(
