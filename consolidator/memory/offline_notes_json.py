@@ -18,10 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields, is_dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import Any, Final, Literal
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.memory.lexicon import shaped_in, value_kind
@@ -32,6 +29,9 @@ from consolidator.memory.offline_notes import (
     parse_raw_memory,
 )
 from consolidator.memory.text import one_line
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,10 @@ def _mapped(value: Any, change: Callable[[str], str]) -> Any:
 def _validator() -> Draft202012Validator:
     """The schema's validator, its definitions put in place of their references once: every
     stored output is checked when it is read, and looking a reference up per value would be
-    most of the cost."""
+    most of the cost. jsonschema is imported here: it is a quarter of a second, and a pass that
+    writes no notes never needs it."""
+    from jsonschema import Draft202012Validator
+
     schema = json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text("utf-8"))
     Draft202012Validator.check_schema(schema)
     definitions = schema.pop("$defs")
@@ -172,6 +175,8 @@ def _validator() -> Draft202012Validator:
 
 
 def _check(document: Any) -> None:
+    from jsonschema.exceptions import best_match
+
     validator = _validator()
     if validator.is_valid(document):
         return

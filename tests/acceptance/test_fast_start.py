@@ -89,8 +89,9 @@ def test_the_mcp_server_starts_without_the_note_pipeline() -> None:
 
 
 def test_a_pass_that_finds_nothing_new_loads_no_backend_or_secret_scanner(home: Path) -> None:
-    """A cron pass mostly finds nothing: the offline backend's rules, the secret detectors
-    and phase two's consolidation load only once there is something to read."""
+    """A cron pass mostly finds nothing: the offline backend's rules, the secret detectors,
+    phase two's consolidation and the notes' schema checker load only once there is something
+    to read."""
     sessions = home.parent / "sessions"
     loaded = modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
     assert not loaded & {
@@ -98,4 +99,5 @@ def test_a_pass_that_finds_nothing_new_loads_no_backend_or_secret_scanner(home: 
         "consolidator.backends.extractive",
         "consolidator.phases.phase_two.slice_loop",
         "consolidator.phases.phase_two.skill_proposals",
+        "jsonschema",
     }
