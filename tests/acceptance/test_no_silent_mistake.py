@@ -88,7 +88,7 @@ def test_an_unreadable_entry_in_the_sessions_folder_is_counted_in_the_run_and_in
     assert json.loads(run_cli("status", "--json", home=home).stdout)["unreadable"] == 1
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6])
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.4, 3.2])
 def test_ctrl_c_at_any_moment_of_a_run_prints_no_traceback(tmp_path: Path, delay: float) -> None:
     sessions = tmp_path / "sessions"
     shutil.copytree(EXAMPLES, sessions)
@@ -111,6 +111,8 @@ def test_ctrl_c_at_any_moment_of_a_run_prints_no_traceback(tmp_path: Path, delay
     _out, err = child.communicate(timeout=120)
 
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert child.returncode in (0, 1), (child.returncode, err)
+    # 1 while it loads, 130 once its work has begun (the claims given back), 0 once it is done:
+    # never a death by the signal itself.
+    assert child.returncode in (0, 1, 130), (child.returncode, err)
     if child.returncode == 1:
         assert err.strip().splitlines()[-1].startswith("consolidator: "), err

@@ -27,6 +27,13 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stderr.write("consolidator: interrupted\n")
         sys.exit(1)
+    finally:
+        if argv is None:
+            # The process ends with the command: a Ctrl-C while the interpreter shuts down
+            # would only turn a finished run's exit code into a signal.
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def __getattr__(name: str) -> click.Group:
