@@ -11,12 +11,13 @@ constructs below. PostgreSQL takes the same statements through SQLAlchemy, whose
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, null, select, update
+from sqlalchemy import Connection, String, bindparam, func, null, select, update
 from sqlalchemy.dialects import sqlite
 
 from consolidator.db.base import insert_ignore
@@ -61,10 +62,13 @@ _NEW = "new_"
 INSERT_THREAD = sqlite.insert(Thread).values(
     {name: bindparam(_NEW + name) for name in _THREAD_COLUMNS}
 )
-# Which of the names are known threads or tombstones.
+# Which of the names are known threads or tombstones; on SQLite the names come as one JSON
+# array, so the statement is compiled once whatever their number.
 KNOWN_THREADS = select(Thread.thread_id).where(
     Thread.thread_id.in_(bindparam("names", expanding=True))
 )
+_NAMES = func.json_each(bindparam("names_json", type_=String())).table_valued("value")
+KNOWN_THREADS_SQLITE = select(Thread.thread_id).where(Thread.thread_id.in_(select(_NAMES.c.value)))
 # A stage-one job created, or moved on to newer input with a fresh budget: `want_stage1`.
 WANT_STAGE1 = (
     sqlite.insert(Job)
@@ -203,7 +207,7 @@ def insert_new_threads(connection: Connection, batch: NewThreads, now: datetime)
     (what a registration one at a time would insert with a fresh job). Returns their indexes
     in `batch.headers`; every other header (or one inserted meanwhile by another host) is
     left to the caller."""
-    known = set(connection.execute(KNOWN_THREADS, {"names": list(batch.names)}).scalars())
+    known = _known(connection, batch.names)
     candidates: dict[str, int] = {}
     for index, header in enumerate(batch.headers):
         own, parent = batch.tombstones[index]
@@ -223,6 +227,15 @@ def insert_new_threads(connection: Connection, batch: NewThreads, now: datetime)
         return set(candidates.values())
     inserted = _insert_through_sqlalchemy(connection, batch, list(candidates.values()), now)
     return {candidates[thread_id] for thread_id in inserted}
+
+
+def _known(connection: Connection, names: frozenset[str]) -> set[str]:
+    if connection.dialect.name != "sqlite":
+        return set(connection.execute(KNOWN_THREADS, {"names": list(names)}).scalars())
+    known = driver_statement(KNOWN_THREADS_SQLITE, connection.dialect)
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return {row[0] for row in driver.execute(known.sql, (json.dumps(list(names)),))}
 
 
 def _insert_on_sqlite(
