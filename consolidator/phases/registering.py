@@ -20,7 +20,7 @@ from consolidator.db.records import ScanRow, ThreadChange
 from consolidator.sources.items import RolloutHeader
 
 # Rollouts registered in one transaction: a first scan of many files pays for one write lock
-# and commit per batch, and holds the lock for about ten milliseconds.
+# and commit per batch, and holds the lock for some 10 to 15 milliseconds.
 REGISTER_BATCH = 500
 
 # A header read, the row its path had, and whether the file could not be opened.
