@@ -54,7 +54,7 @@ _PASSWORD_COMMAND = re.compile(
 )
 _PASSWORD_COMMAND_ANCHORS = (
     Anchor(re.compile(r"m(?:ysql|ariadb|ongo)")),
-    literal("sshpass", pivot=1),
+    literal("sshpass", pivot=3),
     literal("login", pivot=2),
     literal("redis-cli", pivot=5),
 )
@@ -88,7 +88,7 @@ _ASSIGNMENT_KEYWORDS = (
 # A keyword that starts with another (`password`, `pass`) is read off the shorter one's hits
 # rather than searched for again. No keyword overlaps itself, so a search that resumes after
 # each hit finds every occurrence. Some are searched from a rarer letter (see literal).
-_KEYWORD_PIVOTS = {"token": 2, "pwd": 1, "auth": 3}
+_KEYWORD_PIVOTS = {"token": 2, "pwd": 1, "auth": 3, "secret": 2}
 _KEYWORD_SEARCHES: tuple[tuple[Anchor, str, tuple[str, ...]], ...] = tuple(
     (
         literal(keyword, folded=True, pivot=_KEYWORD_PIVOTS.get(keyword, 0)),
@@ -99,6 +99,10 @@ _KEYWORD_SEARCHES: tuple[tuple[Anchor, str, tuple[str, ...]], ...] = tuple(
     )
     for keyword in _ASSIGNMENT_KEYWORDS
     if not any(word != keyword and keyword.startswith(word) for word in _ASSIGNMENT_KEYWORDS)
+)
+LITERAL_ANCHORS = (
+    *_PASSWORD_COMMAND_ANCHORS[1:],
+    *(anchor for anchor, _keyword, _longer in _KEYWORD_SEARCHES),
 )
 _AFTER_NAME = re.compile(
     r"(?:\\{0,7}[\"'])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"

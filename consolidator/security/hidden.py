@@ -44,6 +44,7 @@ _PROSE_ANCHORS = (
     literal("api", folded=True, pivot=1),
     literal("access", folded=True, pivot=2),
 )
+LITERAL_ANCHORS = _PROSE_ANCHORS
 # A word, a name in code (camelCase, dotted, snake_case: the variable holding the secret), a
 # reference to a secret held elsewhere, or a placeholder: not a secret itself.
 _NOT_A_VALUE = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(.*)?|[A-Z0-9_]+|[$<{%(\[].*")

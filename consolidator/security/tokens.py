@@ -50,6 +50,14 @@ _PREFIXES_X = Anchor(re.compile(r"x(?:ox|app-)"), folded=True)
 _PREFIXES_H = Anchor(re.compile(r"h(?:ooks\.slack|f_)"), folded=True)
 # Context for both the Discord and the Telegram plugin.
 _BOT = literal("bot", folded=True)
+_AWS = literal("aws", folded=True, pivot=1)
+_DISCORD = literal("discord", folded=True, pivot=3)
+_GITLAB_RUNNER = literal("GR1348941")
+_MAILCHIMP = literal("-us")
+_NPM = literal("_authtoken", folded=True, pivot=7)
+_OPENAI = literal("T3BlbkFJ", pivot=7)
+_PYPI = literal("pypi-AgE", pivot=4)
+_TELEGRAM = literal("telegram", folded=True, pivot=4)
 
 
 @dataclass(frozen=True)
@@ -91,30 +99,28 @@ def _detect_secrets_plugins() -> tuple[_Plugin, ...]:
     from detect_secrets.plugins.twilio import TwilioKeyDetector
 
     return (
-        _Plugin(
-            AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, literal("aws", folded=True, pivot=1))
-        ),
+        _Plugin(AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, _AWS)),
         _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
         _Plugin(
             DiscordBotTokenDetector(),
-            context=(literal("discord", folded=True), _BOT),
+            context=(_DISCORD, _BOT),
             anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
         ),
         _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
-        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, literal("GR1348941"))),
+        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, _GITLAB_RUNNER)),
         _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
-        _Plugin(MailchimpDetector(), anchors=(literal("-us"),)),
+        _Plugin(MailchimpDetector(), anchors=(_MAILCHIMP,)),
         # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
-        _Plugin(NpmDetector(), context=(literal("_authtoken", folded=True, pivot=7),)),
-        _Plugin(OpenAIDetector(), anchors=(literal("T3BlbkFJ"),)),
-        _Plugin(PypiTokenDetector(), anchors=(literal("pypi-AgE", pivot=5),)),
+        _Plugin(NpmDetector(), context=(_NPM,)),
+        _Plugin(OpenAIDetector(), anchors=(_OPENAI,)),
+        _Plugin(PypiTokenDetector(), anchors=(_PYPI,)),
         _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
         _Plugin(SlackDetector(), anchors=(_PREFIXES_X, _PREFIXES_H)),
         _Plugin(SquareOAuthDetector(), anchors=(_PREFIXES_LOWER_S,)),
         _Plugin(StripeDetector(), anchors=(_STRIPE_PREFIX,)),
         _Plugin(
             TelegramBotTokenDetector(),
-            context=(literal("telegram", folded=True, pivot=4), _BOT),
+            context=(_TELEGRAM, _BOT),
             anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
         ),
         _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
@@ -187,7 +193,22 @@ _AUTH_HEADER = re.compile(
 )
 # Where each of the two must start: at a hit of the first, one character before the second's.
 _BEARER_WORD = literal("bearer", folded=True)
-_AUTH_WORD = literal("uthorization", pivot=6)
+_AUTH_WORD = literal("uthorization", pivot=2)
+# The literal anchors of this module, for the shared search (spans.Needles).
+LITERAL_ANCHORS = (
+    _JWT_PREFIX,
+    _BOT,
+    _AWS,
+    _DISCORD,
+    _GITLAB_RUNNER,
+    _MAILCHIMP,
+    _NPM,
+    _OPENAI,
+    _PYPI,
+    _TELEGRAM,
+    _BEARER_WORD,
+    _AUTH_WORD,
+)
 
 
 def token_spans(scan: Scan) -> Iterator[Span]:
