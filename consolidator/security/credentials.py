@@ -53,7 +53,9 @@ _PASSWORD_COMMAND = re.compile(
     r"|(?P<redis>redis-cli)"
 )
 _PASSWORD_COMMAND_ANCHORS = (
-    Anchor(re.compile(r"m(?:ysql|ariadb|ongo)")),
+    literal("mysql", pivot=3),
+    literal("mariadb", pivot=6),
+    literal("mongo", pivot=3),
     literal("sshpass", pivot=3),
     literal("login", pivot=2),
     literal("redis-cli", pivot=5),
@@ -101,7 +103,7 @@ _KEYWORD_SEARCHES: tuple[tuple[Anchor, str, tuple[str, ...]], ...] = tuple(
     if not any(word != keyword and keyword.startswith(word) for word in _ASSIGNMENT_KEYWORDS)
 )
 LITERAL_ANCHORS = (
-    *_PASSWORD_COMMAND_ANCHORS[1:],
+    *_PASSWORD_COMMAND_ANCHORS,
     *(anchor for anchor, _keyword, _longer in _KEYWORD_SEARCHES),
 )
 _AFTER_NAME = re.compile(
