@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import string
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 
@@ -62,6 +63,23 @@ _BASE64_MARKS = bytes(
     for code in range(256)
 )
 _MAX_ENCODED_CHARS = 65_536
+_BASE64_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/"
+
+
+def _can_start_text(byte: int) -> bool:
+    """Whether a decoded text (see `_text`) can begin with `byte`."""
+    if byte < 0x80:
+        return chr(byte).isprintable() or chr(byte) in "\n\r\t"
+    return 0xC2 <= byte <= 0xF4
+
+
+# The base64 characters whose decoded first byte can begin a text (each carries its top six
+# bits): most runs are paths (`/home/...`), which a `/` shows to decode to no text at all.
+_TEXT_LEADS = frozenset(
+    char
+    for value, char in enumerate(_BASE64_ALPHABET)
+    if any(_can_start_text(value << 2 | low) for low in range(4))
+)
 _KEY_BODY_LINE = 64
 _KEY_BODY_LINES = 3
 
@@ -159,6 +177,8 @@ def _decoded_hex(blob: str) -> str | None:
 
 
 def _decoded(blob: str) -> str | None:
+    if blob[:1] not in _TEXT_LEADS:
+        return None
     try:
         return _text(base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True))
     except (binascii.Error, ValueError):

@@ -10,6 +10,8 @@ the real sessions in tests/fixtures/real. A needle the shared pass missed change
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,3 +179,27 @@ def test_real_sessions_redact_as_with_a_pass_per_anchor(path: Path) -> None:
 
     _assert_same_hits(text)
     assert redact(text) == plain_redact(text)
+
+
+def _decoded_in_full(blob: str) -> str | None:
+    """`hidden._decoded` without its first-character shortcut."""
+    try:
+        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return hidden._text(raw)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@example(blob="/home/dev/projects/app/src/lambda/schema")
+@example(blob="CgpwYXNzd29yZD1odW50ZXIy")
+@example(blob="wqlzZWNyZXQ=")
+@given(
+    blob=st.one_of(
+        st.from_regex(r"[A-Za-z0-9+/]{2,60}", fullmatch=True),
+        st.text(min_size=1, max_size=30).map(lambda t: base64.b64encode(t.encode()).decode()),
+    )
+)
+def test_a_blob_is_passed_over_undecoded_only_where_it_holds_no_text(blob: str) -> None:
+    """Paths are most base64-looking runs; their first character says they decode to no text."""
+    assert hidden._decoded(blob) == _decoded_in_full(blob)
