@@ -45,7 +45,6 @@ _PROSE_ANCHORS = (
     literal("api", folded=True, pivot=1),
     literal("access", folded=True, pivot=2),
 )
-LITERAL_ANCHORS = _PROSE_ANCHORS
 # A word, a name in code (camelCase, dotted, snake_case: the variable holding the secret), a
 # reference to a secret held elsewhere, or a placeholder: not a secret itself.
 _NOT_A_VALUE = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(.*)?|[A-Z0-9_]+|[$<{%(\[].*")
@@ -53,6 +52,8 @@ _TRAILING = ".,;:!?)]}"
 _SIGNED_URL = re.compile(
     r"x-amz-(?:signature|credential|security-token)=(?P<value>[^&\s\"'#<>]{8,2048})"
 )
+_SIGNED_URL_WORD = literal("x-amz-", folded=True, pivot=1)
+LITERAL_ANCHORS = (*_PROSE_ANCHORS, _SIGNED_URL_WORD)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,}={0,2})*")
 _MIN_RUN = 40
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
@@ -100,7 +101,7 @@ def prose_spans(scan: Scan) -> Iterator[Span]:
         value = scan.text[start:end].rstrip(_TRAILING)
         if len(value) >= 6 and not _NOT_A_VALUE.fullmatch(value):
             yield start, start + len(value), "secret named in prose"
-    for match in _SIGNED_URL.finditer(scan.lowered):
+    for match in anchored(scan.lowered, _SIGNED_URL, scan.hits(_SIGNED_URL_WORD), offset=0):
         yield match.start("value"), match.end("value"), "signed URL"
 
 

@@ -59,6 +59,8 @@ _NPM = literal("_authtoken", folded=True, pivot=7)
 _OPENAI = literal("T3BlbkFJ", pivot=7)
 _PYPI = literal("pypi-AgE", pivot=4)
 _TELEGRAM = literal("telegram", folded=True, pivot=4)
+_STRIPE_WEBHOOK = literal("whsec_")
+_NPM_TOKEN = literal("npm_", pivot=1)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     # Split by first letter so each pattern starts with a literal (a class start is slow).
     _TokenPattern("Stripe key", re.compile(r"sk_(?:live|test)_[A-Za-z0-9]{16,}"), _STRIPE_PREFIX),
     _TokenPattern("Stripe key", re.compile(r"rk_(?:live|test)_[A-Za-z0-9]{16,}"), _STRIPE_PREFIX),
-    _TokenPattern("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}")),
+    _TokenPattern("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}"), (_STRIPE_WEBHOOK,)),
     _TokenPattern("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}"), (_PREFIXES_UPPER_A,)),
     _TokenPattern(
         "AWS access key",
@@ -164,7 +166,7 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
         (_PREFIXES_UPPER_A,),
     ),
     _TokenPattern("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}"), _PREFIXES_H),
-    _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), (_NPM_TOKEN,)),
     _TokenPattern("Groq key", re.compile(r"gsk_[A-Za-z0-9]{40,}"), (_PREFIXES_LOWER_G,)),
     # detect-secrets' GitLab pattern reports only the prefix it captures, which is too short
     # to be taken as a secret, so the whole token is matched here.
@@ -206,6 +208,8 @@ LITERAL_ANCHORS = (
     _OPENAI,
     _PYPI,
     _TELEGRAM,
+    _STRIPE_WEBHOOK,
+    _NPM_TOKEN,
     _BEARER_WORD,
     _AUTH_WORD,
 )
