@@ -22,7 +22,7 @@ MAX_ANCHOR_HITS = 256
 Span = tuple[int, int, str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Anchor:
     """A cheap pattern that matches inside every match of costlier ones, on the same line.
 
@@ -33,13 +33,16 @@ class Anchor:
     share one anchor: a single scan for all of them. `folded` anchors are lower-case and are
     searched in the lower-cased text, for patterns that ignore case. A hit is reported
     `offset` characters before where the pattern matched (see literal). `needle` is the word
-    a `literal` anchor stands for, which `Needles` can find together with others.
+    a `literal` anchor stands for, which `Needles` can find together with others. An anchor is
+    its own identity (hashed by `id`): a scan looks anchors up tens of times per text, and
+    hashing their fields cost small texts more than searching them.
     """
 
     pattern: re.Pattern[str]
     folded: bool = False
     offset: int = 0
     needle: str = ""
+    word: str = ""  # the needle lower-cased, as `Needles` knows it
 
 
 def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
@@ -56,7 +59,7 @@ def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
     pattern = re.escape(needle[pivot:])
     if pivot:
         pattern += f"(?<={re.escape(needle)})"
-    return Anchor(re.compile(pattern), folded, pivot, needle)
+    return Anchor(re.compile(pattern), folded, pivot, needle, needle.lower())
 
 
 WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -80,7 +83,7 @@ class Needles:
         letters: dict[str, dict[str, int]] = {}
         self.letter: dict[str, str] = {}
         for anchor in anchors:
-            word = anchor.needle.lower()
+            word = anchor.word
             if word and word not in self.letter:
                 self.letter[word] = word[anchor.offset]
                 letters.setdefault(word[anchor.offset], {})[word] = anchor.offset
@@ -134,13 +137,14 @@ class Scan:
         self._hits: dict[Anchor, list[int]] = {}
         self._needles = needles
         self._occurrences: dict[str, list[int]] = {}
+        self._windows: dict[tuple[Anchor, ...], list[tuple[int, int]]] = {}
 
     def hits(self, anchor: Anchor) -> list[int]:
         """Where `anchor`'s non-overlapping hits start, in order."""
         found = self._hits.get(anchor)
         if found is None:
             haystack = self.lowered if anchor.folded else self.text
-            if self._needles is not None and anchor.needle.lower() in self._needles.letter:
+            if anchor.word and self._needles is not None and anchor.word in self._needles.letter:
                 found = self._needle_hits(anchor, haystack)
             else:
                 offset = anchor.offset
@@ -155,7 +159,7 @@ class Scan:
         needle, pivot = anchor.needle, anchor.offset
         found: list[int] = []
         end = 0
-        for start in self._word(needle.lower()):
+        for start in self._word(anchor.word):
             if start + pivot >= end and haystack.startswith(needle, start):
                 found.append(start)
                 end = start + len(needle)
@@ -186,6 +190,12 @@ class Scan:
     def windows(self, anchors: tuple[Anchor, ...]) -> list[tuple[int, int]]:
         """The line before through the line after each anchor hit, merged; without anchors
         (or with very many hits) the whole text. No hit, no window."""
+        found = self._windows.get(anchors)
+        if found is None:
+            found = self._windows[anchors] = self._find_windows(anchors)
+        return found
+
+    def _find_windows(self, anchors: tuple[Anchor, ...]) -> list[tuple[int, int]]:
         whole = [(0, len(self.text))]
         if not anchors:
             return whole
