@@ -182,7 +182,10 @@ def _add(
 def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Witness) -> Block:
     """Knowledge with each statement added, the newest value of a subject winning over the
     older in knowledge and preferences alike."""
-    days = _task_days(block)
+    days = {
+        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
+        for task in block.tasks
+    }
     day = days[witness.task_id]
     knowledge, preferences = list(block.knowledge), list(block.preferences)
     known = subjects.SubjectIndex(b.text for b in knowledge)
@@ -199,13 +202,6 @@ def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Wit
     return replace(
         block, knowledge=knowledge_now, preferences=tuple(preferences), failures=failures
     )
-
-
-def _task_days(block: Block) -> dict[str, str]:
-    return {
-        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
-        for task in block.tasks
-    }
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
