@@ -71,20 +71,16 @@ def mark_stale_fixes(
     """`failures` with each fix using a value a superseded entry gave and no current entry
     gives marked superseded. A failing command naming the old value beside a fix naming the
     new one is history, and stays."""
-    current = {
-        v for b in knowledge if not facts.is_marked(b.text) for v in subjects.shaped_values(b.text)
-    }
-    stale = {
-        v for b in knowledge if facts.is_superseded(b.text) for v in subjects.shaped_values(b.text)
-    }
-    stale -= current
+    values = subjects.shaped_values
+    current = {v for b in knowledge if not facts.is_marked(b.text) for v in values(b.text)}
+    stale = {v for b in knowledge if facts.is_superseded(b.text) for v in values(b.text)} - current
     mark = facts.marker(facts.SUPERSEDED, day)
-
-    def replaced(bullet: Bullet) -> bool:
-        fix = subjects.shaped_values(fix_of(bullet.text))
-        return not facts.is_marked(bullet.text) and not stale.isdisjoint(fix)
-
-    return tuple(replace(b, text=mark + b.text) if stale and replaced(b) else b for b in failures)
+    return tuple(
+        replace(b, text=mark + b.text)
+        if stale and not facts.is_marked(b.text) and not stale.isdisjoint(values(fix_of(b.text)))
+        else b
+        for b in failures
+    )
 
 
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
@@ -149,8 +145,6 @@ def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str],
     """`block` without the knowledge and preferences `gone` holds for, and their texts."""
     knowledge = [b.text for b in block.knowledge if gone(b.text)]
     preferences = [b.text for b in block.preferences if gone(b.text)]
-    if not knowledge and not preferences:
-        return block, [], []
     kept = replace(
         block,
         knowledge=tuple(b for b in block.knowledge if not gone(b.text)),
