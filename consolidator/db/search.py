@@ -5,10 +5,12 @@ vanished rollout, "nothing to remember", `clear-all`) removes its index entry in
 transaction, with no code of its own:
 
 - SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
-  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. FTS5
-  keeps a deleted row's terms in its index segments until they are merged, so the purge that
-  follows every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete`
-  on) merges them into one segment first: no term of a forgotten session stays in the file.
+  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. It
+  stores no text of its own: its snippets read the outputs' text through the view
+  `session_search_source`, so an output's text is written once. FTS5 keeps a deleted row's
+  terms in its index segments until they are merged, so the purge that follows every forget
+  (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges them into
+  one segment first: no term of a forgotten session stays in the file.
 - PostgreSQL: a stored, generated `tsvector` column of the same text (English stemming) with
   a GIN index. `ts_rank_cd` knows nothing of how rare a word is, so sessions are ranked by
   how many of the query's terms they contain, then by `ts_rank_cd`. A deleted row is gone
@@ -54,7 +56,6 @@ from consolidator.db.search_statements import (
     pg_bind,
     pg_found,
     pg_ranked,
-    scope_key_sql,
     scope_keys_cte,
     scope_sql,
     since_sql,
@@ -370,8 +371,7 @@ def rebuild_index(connection: Connection) -> int:
     """Build the index afresh from every stored output (after a restore, or to repair it);
     the number of sessions indexed."""
     if connection.dialect.name == "sqlite":
-        connection.execute(text(f"DELETE FROM {SQLITE_TABLE}"))
-        connection.execute(text(SQLITE_FILL))
+        connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('rebuild')"))
         scrub_deleted_terms(connection)
     else:
         connection.execute(text(f"REINDEX INDEX {PG_INDEX}"))
@@ -384,13 +384,6 @@ def scrub_deleted_terms(connection: Connection) -> None:
     are zeroed by `secure_delete`. PostgreSQL has nothing to merge."""
     if connection.dialect.name == "sqlite":
         connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('optimize')"))
-
-
-SQLITE_FILL: Final = f"""
-INSERT INTO {SQLITE_TABLE}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)
-SELECT rowid, {scope_key_sql("sqlite")}, coalesce(rollout_slug, ''), rollout_summary, raw_memory
-FROM stage1_outputs
-"""
 
 
 @dataclass(frozen=True)
