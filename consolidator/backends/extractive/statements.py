@@ -105,9 +105,7 @@ def _without_request(sentence: str) -> str:
     or sets a rule ("fix the export, the fixtures are under tests/data/")."""
     starts = [m.end() for m in _CLAUSE_START.regex.finditer(sentence)]
     opening = sentence[: starts[0]] if starts else ""
-    if not opening or holds("fact.resource", opening) or holds("statement", sentence):
-        return sentence
-    if first(opening, "take-back", given={"gone"}) or _scoped(opening):
+    if not opening or holds("statement", sentence) or _scoped(opening):
         return sentence
     for start in starts:
         if holds("structure.joined-clause", sentence[start:]):
@@ -129,10 +127,6 @@ def _beyond_scope(clause: str) -> str:
     return clause.strip(" .,;!")
 
 
-def _scoped(clause: str) -> bool:
-    return any(holds(scope, clause) for scope in _SCOPES)
-
-
 def _run_on(sentence: str) -> list[str]:
     """`sentence` cut before each later clause that is a statement of its own (a subject that
     is no pronoun and a resource named, or someone to ask) after a part that named a
@@ -146,6 +140,10 @@ def _run_on(sentence: str) -> list[str]:
             units.append(head)
             begun = match.end()
     return [*units, sentence[begun:]]
+
+
+def _scoped(clause: str) -> bool:
+    return any(holds(scope, clause) for scope in _SCOPES)
 
 
 def _instruction(text: str) -> str:
@@ -270,9 +268,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
         topic = _topic(found) if found else None
-        if topic == "":
-            read.revoked.extend(_subjects_beside(clause, parts))
-        elif topic is not None and found:
+        if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
         elif not found and not holds("structure.negation", clause):
@@ -297,14 +293,6 @@ def _topic(reading: Reading) -> str | None:
     if holds("structure.pointing-back", topic):
         return ""
     return rule("structure.over").regex.sub("", _ABOUT.sub("", topic, count=1))
-
-
-def _subjects_beside(pointer: str, parts: list[str]) -> list[str]:
-    """What "that" in "ignore what I said about that" points to: the subject of another
-    clause of the sentence ("emojis in commits are fine, ignore what I said about that")."""
-    subject = rule("structure.subject-phrase").regex
-    found = [(clause, subject.match(clause)) for clause in parts if clause is not pointer]
-    return [m["subject"] for clause, m in found if m and not holds("shape.vague-subject", clause)]
 
 
 def agent_statements(
