@@ -6,7 +6,6 @@ in the files that pin one (`verify.runtimes`)."""
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Iterator
 
 from consolidator.backends.extractive.rules import word_list
@@ -61,22 +60,6 @@ def tool_edits(payload: dict[str, object], relative: Relative) -> list[EditedVal
             removed = old.splitlines() if isinstance(old, str) else []
             found.extend(_changed(relative(path.strip()), removed, new.splitlines()))
     return list(dict.fromkeys(found))
-
-
-def shell_edits(command: str, relative: Relative) -> list[EditedValue]:
-    """The files a shell command renamed with `git mv`."""
-    found: list[EditedValue] = []
-    for segment in re.split(r"\s*(?:&&|\|\||;)\s*", command.strip()):
-        try:
-            argv = shlex.split(segment)
-        except ValueError:
-            continue
-        paths = [arg for arg in argv[2:] if not arg.startswith("-")]
-        if argv[:2] == ["git", "mv"] and len(paths) == 2:
-            source, target = paths
-            target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
-            found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
-    return found
 
 
 def _changed(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
