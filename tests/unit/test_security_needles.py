@@ -203,3 +203,21 @@ def _decoded_in_full(blob: str) -> str | None:
 def test_a_blob_is_passed_over_undecoded_only_where_it_holds_no_text(blob: str) -> None:
     """Paths are most base64-looking runs; their first character says they decode to no text."""
     assert hidden._decoded(blob) == _decoded_in_full(blob)
+
+
+@_FUZZ
+@given(texts=st.lists(_texts, min_size=1, max_size=6))
+def test_texts_checked_together_are_clean_only_when_each_is_clean_alone(texts: list[str]) -> None:
+    """One pass over many texts joined stands in for a pass over each: it may find more
+    (a context word in one text, a value in another), never less."""
+    if redaction.nothing_to_redact(texts):
+        assert [redact(text).text for text in texts] == texts
+
+
+def test_a_secret_in_any_one_of_many_texts_is_seen_by_the_check_of_them_all() -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    clean = ["the summary", "fix-the-port", "- ran make test\n- it passed"]
+
+    assert redaction.nothing_to_redact(clean)
+    for at in range(len(clean) + 1):
+        assert not redaction.nothing_to_redact([*clean[:at], f"token {secret}", *clean[at:]])
