@@ -35,6 +35,7 @@ from consolidator.sources.backend_runs import is_backend_run
 from consolidator.sources.discovery import (
     DiscoveryProblem,
     discover_rollout_batches,
+    distinct_roots,
     stat_file,
 )
 from consolidator.sources.items import RolloutHeader
@@ -273,9 +274,8 @@ def _keep_retired(store: ThreadStore, unseen: dict[str, ScanRow]) -> int:
 
 
 def _distinct_roots(sessions: Path | Sequence[Path]) -> list[Path]:
-    """The roots as absolute paths, each once, in the order given."""
     given = [sessions] if isinstance(sessions, Path) else list(sessions)
-    return list(dict.fromkeys(root.expanduser().resolve() for root in given))
+    return distinct_roots(given)
 
 
 def _is_live(row: ScanRow) -> bool:
@@ -449,3 +449,9 @@ def _vanished(
             extra={"action": "deletions_held", "folder": str(root or ""), "held": len(vanished)},
         )
     return gone, held
+
+
+def ingested_live_paths(index: dict[str, ScanRow]) -> list[str]:
+    """The files of live threads registered by `ingest` or a note: a scan checks only that
+    each still exists (see `_vanished`)."""
+    return sorted(path for path, row in index.items() if row[SCAN_INGESTED] and _is_live(row))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -53,6 +53,11 @@ class DiscoveryProblem:
 
     def __str__(self) -> str:
         return f"cannot read {self.path}: {self.reason}"
+
+
+def distinct_roots(roots: Sequence[Path]) -> list[Path]:
+    """The sessions folders as absolute paths, each once, in the order given."""
+    return list(dict.fromkeys(root.expanduser().resolve() for root in roots))
 
 
 def discover_rollout_batches(

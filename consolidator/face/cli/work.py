@@ -27,6 +27,7 @@ from consolidator.face.cli.common import (
     checked_backend_for,
     common_options,
     invocation,
+    json_text,
     open_store,
     publish_memory,
 )
@@ -268,10 +269,12 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
     """
     from consolidator.face.cli.waiting import first_run_hint, waiting_lines
+    from consolidator.phases.idle_watch import forgotten_on_error, watch_pass
     from consolidator.phases.worker import run_pass
 
     inv = invocation(params)
-    with open_store(inv.settings) as store:
+    watch = watch_pass(inv.settings, json_output=inv.json_output, quiet=inv.quiet)
+    with open_store(inv.settings) as store, forgotten_on_error(watch):
         backend = backend_for(inv, store)
         with _progress(inv) as hooks:
             report = interruptible(
@@ -288,6 +291,12 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                 ),
             )
         has_memory = store.versions.current_version() is not None
+        if watch is not None:
+            output = json_text(report.as_json()) if inv.json_output else ""
+            index = store.threads.scan_index(inv.settings.source_id)
+            watch.observe(store.database, index, report, output)
+    if watch is not None:
+        watch.finish()
     scanned = report.scan
     hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 
