@@ -59,9 +59,10 @@ class Cron:
         return run_command([*CLI, *args], self.env, timeout=240)
 
     def settled(self) -> Any:
-        """Passes until one finds nothing new and the next is answered; its report."""
+        """A pass that finds something, then the full pass (`--verbose` asks for it) that
+        finds nothing new after it: its report."""
         self.run("run", "--json")
-        idle, full = self.run("run", "--json")
+        idle, full = self.run("run", "--json", "--verbose")
         assert full
         return idle
 
@@ -84,9 +85,20 @@ def test_an_idle_pass_is_answered_with_the_full_pass_output(tmp_path: Path) -> N
     assert (quiet, full) == ("", False)
     assert dump(cron.home) == before
     assert (cron.home / "memories" / "MEMORY.md").read_bytes() == memory
-    # Any other option takes the full pass.
-    _, full = cron.run("run", "--json", "--verbose")
-    assert full
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_pass_after_one_that_found_something_is_answered(tmp_path: Path) -> None:
+    cron = Cron(tmp_path)
+    first, full = cron.run("run", "--json")
+    assert full and first["stage1"]["claimed"] == 5
+    before = dump(cron.home)
+    answered, full = cron.run("run", "--json")
+    assert not full
+    idle, full = cron.run("run", "--json", "--verbose")
+    assert full and idle == answered
+    assert dump(cron.home) == before
 
 
 @pytest.mark.slow
@@ -167,7 +179,8 @@ def test_a_hand_edit_of_the_memory_takes_the_full_pass(tmp_path: Path) -> None:
     assert full and memory.read_bytes() == published
     backups = list(memory.parent.glob("MEMORY.md.edited-*.bak"))
     assert len(backups) == 1
-    _, full = cron.run("run", "--json")
-    assert full
-    _, full = cron.run("run", "--json")
-    assert not full
+    answered, full = cron.run("run", "--json")
+    assert not full and memory.read_bytes() == published
+    idle, full = cron.run("run", "--json", "--verbose")
+    assert full and idle == answered
+    assert list(memory.parent.glob("MEMORY.md.edited-*.bak")) == backups

@@ -7,8 +7,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from consolidator.core.config import ADOPT_MEMORY_FILES_ENV
-
 # The only arguments such a pass may have beside `run`: any other option takes the full path.
 _OUTPUT_FLAGS = {"--json": "json", "--quiet": "quiet", "-q": "quiet"}
 
@@ -16,12 +14,13 @@ _OUTPUT_FLAGS = {"--json": "json", "--quiet": "quiet", "-q": "quiet"}
 def answered_idle(args: Sequence[str]) -> bool:
     """Print what a certified pass printed and return True, when `args` ask for such a pass
     and nothing it depended on moved; False (nothing printed) means: run the command."""
-    if not args or args[0] != "run" or os.environ.get(ADOPT_MEMORY_FILES_ENV):
+    if not args or args[0] != "run":
         return False
     flags = {_OUTPUT_FLAGS.get(arg) for arg in args[1:]}
-    if None in flags:
+    from consolidator.core.config import ADOPT_MEMORY_FILES_ENV, build_settings
+
+    if None in flags or os.environ.get(ADOPT_MEMORY_FILES_ENV):
         return False
-    from consolidator.core.config import build_settings
     from consolidator.phases.idle import certified_output
 
     try:

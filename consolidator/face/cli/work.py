@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,8 @@ from consolidator.face.cli.common import (
     publish_memory,
 )
 from consolidator.face.cli.interrupt import interruptible
+
+log = logging.getLogger(__name__)
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
@@ -269,12 +272,10 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     For cron, e.g.: `*/15 * * * * consolidator run --quiet`.
     """
     from consolidator.face.cli.waiting import first_run_hint, waiting_lines
-    from consolidator.phases.idle_watch import forgotten_on_error, watch_pass
     from consolidator.phases.worker import run_pass
 
     inv = invocation(params)
-    watch = watch_pass(inv.settings, json_output=inv.json_output, quiet=inv.quiet)
-    with open_store(inv.settings) as store, forgotten_on_error(watch):
+    with open_store(inv.settings) as store:
         backend = backend_for(inv, store)
         with _progress(inv) as hooks:
             report = interruptible(
@@ -291,12 +292,6 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                 ),
             )
         has_memory = store.versions.current_version() is not None
-        if watch is not None:
-            output = json_text(report.as_json()) if inv.json_output else ""
-            index = store.threads.scan_index(inv.settings.source_id)
-            watch.observe(store.database, index, report, output)
-    if watch is not None:
-        watch.finish()
     scanned = report.scan
     hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 
@@ -311,6 +306,20 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     inv.emit(report.as_json(), human)
     if report.failed:
         raise WorkFailed(report.failed)
+    _certify_next_pass(inv)
+
+
+def _certify_next_pass(inv: Invocation) -> None:
+    """Leave the next pass a certificate when it would find nothing new (`phases.idle`); a
+    pass that cannot is run in full next time, so nothing here may fail the command."""
+    from consolidator.phases.idle_watch import certify_next_pass
+
+    try:
+        certify_next_pass(
+            inv.settings, render=json_text if inv.json_output else None, quiet=inv.quiet
+        )
+    except Exception:
+        log.debug("no certificate for the next pass", exc_info=True)
 
 
 def _print_phase2(inv: Invocation, report: Phase2Report) -> None:
