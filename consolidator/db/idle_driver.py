@@ -68,7 +68,8 @@ def _value(parameter: Any, now: datetime) -> Any:
 
 def database_stamp(path: str) -> list[Any] | None:
     """What changes whenever the SQLite database at `path` is written: the file's and its
-    write-ahead log's identity, size, times and header bytes. None when the file is missing."""
+    write-ahead log's identity, mode, size, times and header bytes; None when the file is
+    missing."""
     stamp: list[Any] = []
     for name, (start, end) in ((path, _DATABASE_HEADER), (f"{path}-wal", _LOG_HEADER)):
         try:
@@ -81,5 +82,6 @@ def database_stamp(path: str) -> list[Any] | None:
                 return None
             stamp.append(None)
             continue
-        stamp.append([facts.st_ino, facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, header])
+        times = [facts.st_mtime_ns, facts.st_ctime_ns]
+        stamp.append([facts.st_ino, facts.st_mode, facts.st_size, *times, header])
     return stamp
