@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -139,7 +138,7 @@ class SettingSpec:
             raise ConfigError(f"{label} must be at least {low:g}, not {value}")
         if isinstance(value, str):
             value = value.replace(_HOME_PLACEHOLDER, str(home))
-            value = value.replace(_HOST_PLACEHOLDER, socket.gethostname())
+            value = value.replace(_HOST_PLACEHOLDER, host_name())
         return Path(value).expanduser() if self.kind is Path else value
 
     def _parse_paths(self, raw: Any, home: Path, label: str) -> tuple[Path, ...]:
@@ -152,6 +151,17 @@ class SettingSpec:
         if not paths:
             raise ConfigError(f"{label} names no folder")
         return paths
+
+
+def host_name() -> str:
+    """This host's name, as `socket.gethostname` gives it, without loading `socket` (whose
+    enums cost a command's start more than the rest of the settings)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket
+
+    return socket.gethostname()
 
 
 def agent_session_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
