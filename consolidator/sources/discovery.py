@@ -10,7 +10,6 @@ directories with a `.jsonl` name, files vanishing mid-walk. None of these stops 
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -18,8 +17,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
-
-logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
 # Claude Code's internal background agents, `<session>/subagents/agent-acompact-<id>.jsonl`
@@ -174,7 +171,10 @@ def _list_directory(
 
 
 def _record(problems: list[DiscoveryProblem] | None, problem: DiscoveryProblem) -> None:
-    logger.warning("%s", problem, extra={"action": "discovery_skip"})
+    # Loaded only for a problem: a pass that finds nothing new may not need `logging` at all.
+    import logging
+
+    logging.getLogger(__name__).warning("%s", problem, extra={"action": "discovery_skip"})
     if problems is not None:
         problems.append(problem)
 
