@@ -88,15 +88,19 @@ def next_pass(
     """What the next pass would print, the ingested files it would check and the checks of
     time, when it would find nothing new; else None.
 
-    Its scan would find every file as registered; it would sweep no note, clear no hold,
-    record no other count of unreadable folders, owe no purge and publish nothing; stage
-    one and phase two are left to the checks of time (nothing claimable, phase two up to
-    date, no spent budget or set-aside input due, the same threads waiting).
+    Its scan would find every file as registered; it would sweep no note, clear no hold or
+    endpoint error, record no other count of unreadable folders, owe no purge and publish
+    nothing; stage one and phase two are left to the checks of time (nothing claimable,
+    phase two up to date, no spent budget or set-aside input due, the same threads waiting).
     """
     index = store.threads.scan_index(settings.source_id)
     roots = rescan_finds_nothing(index, settings.sessions_dirs)
+    job = store.phase_two.phase2_job()
     if (
         roots is None
+        # The offline backend always answers: a pass clears an endpoint error left on the job.
+        or job is None
+        or job.endpoint_error is not None
         or sweep_would_change(settings, store)
         or store.threads.held_deletions(settings.source_id)
         or store.threads.unreadable()
