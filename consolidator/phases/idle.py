@@ -177,11 +177,16 @@ def read_certificate(home: Path) -> Certificate | None:
 
 
 def write_certificate(home: Path, certificate: Certificate) -> None:
-    from consolidator.core.private_files import write_atomically
-
+    """Replace the certificate, private, by a rename. Not synced: a crash leaves the old one,
+    which the database's stamp voids, or a torn one, which does not parse; either way the
+    next pass runs in full."""
     document = asdict(certificate)
     document["checks"] = [list(check) for check in certificate.checks]
-    write_atomically(home / CERTIFICATE_FILE, json.dumps(document).encode(), sync_directory=False)
+    staged = home / f".{CERTIFICATE_FILE}.{os.getpid()}.tmp"
+    descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(json.dumps(document).encode())
+    staged.replace(home / CERTIFICATE_FILE)
 
 
 def forget_certificate(home: Path) -> None:
