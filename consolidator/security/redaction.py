@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from consolidator.security import config_files, credentials, hidden, tokens
 from consolidator.security.config_files import config_file_spans
 from consolidator.security.credentials import credential_spans
 from consolidator.security.hidden import (
@@ -20,7 +22,7 @@ from consolidator.security.hidden import (
     without_invisible,
 )
 from consolidator.security.pem import pem_spans
-from consolidator.security.spans import PLACEHOLDER, Scan, Span, surrounding_lines
+from consolidator.security.spans import PLACEHOLDER, Needles, Scan, Span, surrounding_lines
 from consolidator.security.tokens import (
     detect_secrets_spans,
     header_spans,
@@ -129,8 +131,20 @@ def _find_spans(text: str) -> list[Span]:
     return spans
 
 
+@cache
+def _needles() -> Needles:
+    return Needles(
+        (
+            *tokens.LITERAL_ANCHORS,
+            *credentials.LITERAL_ANCHORS,
+            *config_files.LITERAL_ANCHORS,
+            *hidden.LITERAL_ANCHORS,
+        )
+    )
+
+
 def _written_spans(text: str) -> list[Span]:
-    scan = Scan(text)
+    scan = Scan(text, _needles())
     spans: list[Span] = []
     spans.extend(pem_spans(text))
     spans.extend(detect_secrets_spans(scan))
