@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from consolidator.core.database_url import BadDatabaseURL, check_url, redact_url
 from consolidator.core.errors import ConfigError
+from consolidator.core.host import host_name
 from consolidator.core.urls import is_loopback_url
 
 BackendChoice = Literal["auto", "openai", "extractive", "codex", "claude-code"]
@@ -151,17 +152,6 @@ class SettingSpec:
         if not paths:
             raise ConfigError(f"{label} names no folder")
         return paths
-
-
-def host_name() -> str:
-    """This host's name, as `socket.gethostname` gives it, without loading `socket` (whose
-    enums cost a command's start more than the rest of the settings)."""
-    uname = getattr(os, "uname", None)
-    if uname is not None:
-        return str(uname().nodename)
-    import socket
-
-    return socket.gethostname()
 
 
 def agent_session_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
