@@ -23,7 +23,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, DateTime, Interval, and_, bindparam, exists, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Interval,
+    and_,
+    bindparam,
+    exists,
+    func,
+    not_,
+    or_,
+    select,
+)
 
 from consolidator.core.config import Settings, setting_default
 from consolidator.db.records import ClaimOutcome, JobStatus
@@ -254,6 +265,15 @@ def claimable(rule: Sequence[Term], moment: Moment) -> ColumnElement[bool]:
 def stage1_claimable(moment: Moment) -> ColumnElement[bool]:
     """A stage-one job that may be claimed at `moment` (its thread is checked apart)."""
     return and_(STAGE1_KIND, claimable(STAGE1_RULE, moment))
+
+
+def refused_with(
+    rule: Sequence[Term], outcome: ClaimOutcome, moment: Moment
+) -> ColumnElement[bool]:
+    """SQL: the first term of `rule` a job fails at `moment` is the one refusing with
+    `outcome` (`refusal` over the row would name it)."""
+    index = next(i for i, term in enumerate(rule) if term.refusal is outcome)
+    return and_(*(term.sql(moment) for term in rule[:index]), not_(rule[index].sql(moment)))
 
 
 def refusal(rule: Sequence[Term], job: Any, moment: Moment) -> ClaimOutcome | None:

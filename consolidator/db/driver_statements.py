@@ -21,7 +21,6 @@ import weakref
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Dialect, Engine, event
@@ -30,6 +29,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
+from consolidator.db.idle_driver import sqlite_utc_text as sqlite_utc_text
 from consolidator.db.schema import UTCDateTime
 
 Processor = Callable[[Any], Any] | None
@@ -92,14 +92,6 @@ class DriverStatement:
             )
             for row in raw
         ]
-
-
-def sqlite_utc_text(value: datetime) -> str:
-    """What `UTCDateTime` binds on SQLite (naive UTC in SQLAlchemy's text format for SQLite
-    datetimes), in one step instead of the type machinery's three."""
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
 def _bind_processor(type_: Any, dialect: Dialect) -> Processor:

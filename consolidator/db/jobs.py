@@ -65,13 +65,31 @@ from consolidator.db.statements import (
 )
 
 
-def waiting_stage1_of(
-    connection: Connection, moment: Moment, eligibility: Eligibility
-) -> Stage1Waiting:
+def exhausted_and_due(moment: Moment) -> Any:
+    """A stage-one job whose retry budget is spent and whose long wait is over at `moment`:
+    `revive_exhausted` gives it one more try."""
+    return and_(
+        Job.kind == STAGE1,
+        Job.status == JobStatus.FAILED.value,
+        Job.retry_at.is_not(None),
+        passed(RETRY, moment),
+        Job.retry_remaining <= 0,
+    )
+
+
+def waiting_parameters(moment: Moment, eligibility: Eligibility) -> dict[str, Any]:
+    """The bind parameters of `stage1_waiting_count` for `eligibility` at `moment`."""
     parameters = eligibility_parameters(moment, eligibility)
     if eligibility.max_age_days <= 0:
         # No age limit: an age after the epoch's start holds for every thread.
         parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
+    return parameters
+
+
+def waiting_stage1_of(
+    connection: Connection, moment: Moment, eligibility: Eligibility
+) -> Stage1Waiting:
+    parameters = waiting_parameters(moment, eligibility)
     by_source = eligibility.source_id is not None
     too_old = 0
     if eligibility.max_age_days > 0:
@@ -294,15 +312,7 @@ class StageOneJobRepository:
         with self.db.write() as connection:
             now = self.db.now(connection)
             result = connection.execute(
-                update(Job)
-                .where(
-                    Job.kind == STAGE1,
-                    Job.status == JobStatus.FAILED.value,
-                    Job.retry_at.is_not(None),
-                    passed(RETRY, self.db.moment(now)),
-                    Job.retry_remaining <= 0,
-                )
-                .values(retry_remaining=1)
+                update(Job).where(exhausted_and_due(self.db.moment(now))).values(retry_remaining=1)
             )
             return rowcount(result)
 
