@@ -1,0 +1,43 @@
+"""jobs indexes that an UPDATE of the phase-two job does not write
+
+Revision ID: 0021
+Revises: 0020
+Create Date: 2026-12-06 09:40:00.000000
+
+Every worker polls the phase-two job with a claim, one UPDATE under SQLite's write lock. Its
+`status` and `lease_until` sat in the (kind, status, retry_at) and (kind, lease_until)
+indexes, so the claim wrote three pages instead of one. No query looks jobs up by
+`lease_until`; the one that reads by `retry_at` wants failed stage-one jobs only, so a partial
+index of those replaces both, and the phase-two row is in no index its claim writes.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0021"
+down_revision = "0020"
+branch_labels = None
+depends_on = None
+
+# The same terms as `schema.STAGE1_FAILED`, which the revival query is built from.
+_STAGE1_FAILED = sa.text("kind = 'stage1' AND status = 'failed'")
+
+
+def upgrade() -> None:
+    op.drop_index("ix_jobs_kind_lease_until", table_name="jobs")
+    op.drop_index("ix_jobs_kind_status_retry_at", table_name="jobs")
+    op.create_index(
+        "ix_jobs_stage1_failed_retry_at",
+        "jobs",
+        ["retry_at"],
+        sqlite_where=_STAGE1_FAILED,
+        postgresql_where=_STAGE1_FAILED,
+    )
+
+
+def downgrade() -> None:
+    op.drop_index("ix_jobs_stage1_failed_retry_at", table_name="jobs")
+    op.create_index("ix_jobs_kind_status_retry_at", "jobs", ["kind", "status", "retry_at"])
+    op.create_index("ix_jobs_kind_lease_until", "jobs", ["kind", "lease_until"])
