@@ -110,9 +110,12 @@ MOMENT_PARAMETERS = Moment(
 )
 
 
+_MOMENT_KEYS = tuple(param.key for param in MOMENT_PARAMETERS)
+
+
 def moment_parameters(moment: Moment) -> dict[str, datetime]:
     """The values of `MOMENT_PARAMETERS` for `moment`."""
-    return {param.key: value for param, value in zip(MOMENT_PARAMETERS, moment, strict=True)}
+    return dict(zip(_MOMENT_KEYS, moment, strict=True))
 
 
 # The time now by PostgreSQL's clock, as the statement that reads it started.
@@ -145,7 +148,8 @@ class DeadlineLengths:
 
     def at(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
         """The moment `now` (`lease_seconds` as in `spans`)."""
-        return Moment(now, *(now + span for span in self.spans(lease_seconds=lease_seconds)))
+        lease, retry, cooldown = self.spans(lease_seconds=lease_seconds)
+        return Moment(now, now + lease, now + retry, now + cooldown)
 
     def span_parameters(self, *, lease_seconds: int = 0) -> dict[str, timedelta]:
         """The values of `DATABASE_MOMENT`'s parameters (`lease_seconds` as in `spans`)."""
@@ -194,6 +198,11 @@ def beyond_horizon(job: Any, moment: Moment) -> list[str]:
         if getattr(job, deadline.name, None) is not None
         and getattr(job, deadline.name) > deadline.horizon(moment)
     ]
+
+
+def has_deadline(job: Any) -> bool:
+    """Whether `job` has a deadline set: only then can one lie beyond its horizon."""
+    return any(getattr(job, deadline.name, None) is not None for deadline in DEADLINES)
 
 
 def lease_free(moment: Moment) -> ColumnElement[bool]:

@@ -30,12 +30,26 @@ class TimedCheck(NamedTuple):
     expect: int
 
 
+# How SQLAlchemy stores a datetime on SQLite: text that orders as the instants do.
+_SQLITE_DATETIME = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+
+
 def sqlite_utc_text(value: datetime) -> str:
     """What `UTCDateTime` binds on SQLite (naive UTC in SQLAlchemy's text format for SQLite
     datetimes), in one step instead of the type machinery's three."""
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    if value.tzinfo is not UTC:
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+    return _SQLITE_DATETIME % (
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+    )
 
 
 def checks_hold(path: str, checks: Sequence[TimedCheck], now: datetime) -> bool:
