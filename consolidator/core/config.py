@@ -10,17 +10,16 @@ equal).
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from consolidator.core.database_url import BadDatabaseURL, normalize_url, redact_url
+from consolidator.core.database_url import BadDatabaseURL, check_url, redact_url
 from consolidator.core.errors import ConfigError
+from consolidator.core.host import host_name
 from consolidator.core.urls import is_loopback_url
 
 BackendChoice = Literal["auto", "openai", "extractive", "codex", "claude-code"]
@@ -140,7 +139,7 @@ class SettingSpec:
             raise ConfigError(f"{label} must be at least {low:g}, not {value}")
         if isinstance(value, str):
             value = value.replace(_HOME_PLACEHOLDER, str(home))
-            value = value.replace(_HOST_PLACEHOLDER, socket.gethostname())
+            value = value.replace(_HOST_PLACEHOLDER, host_name())
         return Path(value).expanduser() if self.kind is Path else value
 
     def _parse_paths(self, raw: Any, home: Path, label: str) -> tuple[Path, ...]:
@@ -459,7 +458,7 @@ def build_settings(
 def _check_together(values: Mapping[str, Any]) -> None:
     """The rules between settings, and the database URL's own."""
     try:
-        normalize_url(values["db_url"])
+        check_url(values["db_url"])
     except BadDatabaseURL as exc:
         raise ConfigError(f"{exc} (set --db or CONSOLIDATOR_DB_URL)") from exc
     if values["max_output_tokens"] * 2 > values["context_window_tokens"]:
@@ -475,6 +474,8 @@ def check_environment(env: Mapping[str, str]) -> None:
     unknown = sorted(name for name in env if name.startswith("CONSOLIDATOR_") and name not in known)
     if not unknown:
         return
+    import difflib  # only a typo needs it
+
     near = {name: difflib.get_close_matches(name, sorted(known), n=1) for name in unknown}
     if any(near.values()):
         named = [name + (f" (did you mean {m[0]}?)" if m else "") for name, m in near.items()]

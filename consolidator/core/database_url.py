@@ -20,6 +20,27 @@ class BadDatabaseURL(ConfigError):
     """A database URL or SQLite path that cannot work: a configuration error (exit code 2)."""
 
 
+_SQLITE_FILE_PREFIX = "sqlite:///"
+
+
+def plain_sqlite_path(raw: str) -> str | None:
+    """The file of a `sqlite:///path` URL that holds nothing else (no query, escape or
+    fragment), read without SQLAlchemy as `normalize_url` reads it; None for any other URL."""
+    if not raw.startswith(_SQLITE_FILE_PREFIX):
+        return None
+    path = raw[len(_SQLITE_FILE_PREFIX) :]
+    if path in ("", ":memory:") or any(mark in path for mark in "?%#"):
+        return None
+    return path
+
+
+def check_url(raw: str) -> None:
+    """`normalize_url`'s checks; a plain SQLite file URL passes them without SQLAlchemy being
+    loaded, so that resolving the settings stays cheap."""
+    if plain_sqlite_path(raw) is None:
+        normalize_url(raw)
+
+
 def normalize_url(raw: str) -> URL:
     """Accept `sqlite:///path` and `postgresql://user@host/db`; pick the installed driver."""
     from sqlalchemy.engine import make_url

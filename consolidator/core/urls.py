@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
-from urllib.parse import urlsplit
-
 
 def is_loopback_url(url: str | None) -> bool:
     """Whether `url` names a server on this machine."""
     if not url:
         return False
+    # Loaded only for a URL: most commands have none, and their start stays cheaper.
+    import ipaddress
+    from urllib.parse import urlsplit
+
     host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True

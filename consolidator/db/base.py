@@ -37,6 +37,7 @@ from consolidator.db.statements import (
     INSERT_CHANGE,
     LOCK_MEMORY_WRITES,
     NEXT_INPUT_SEQ,
+    PHASE2_JOB_ID,
     insert_ignore_statement,
 )
 
@@ -214,6 +215,7 @@ def create_phase2_job(connection: Connection) -> None:
         connection,
         Job,
         {
+            "id": PHASE2_JOB_ID,
             "kind": PHASE2,
             "job_key": PHASE2_KEY,
             "status": JobStatus.PENDING.value,

@@ -23,7 +23,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, DateTime, Interval, and_, bindparam, exists, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Interval,
+    and_,
+    bindparam,
+    exists,
+    func,
+    not_,
+    or_,
+    select,
+)
 
 from consolidator.core.config import Settings, setting_default
 from consolidator.db.records import ClaimOutcome, JobStatus
@@ -99,9 +110,12 @@ MOMENT_PARAMETERS = Moment(
 )
 
 
+_MOMENT_KEYS = tuple(param.key for param in MOMENT_PARAMETERS)
+
+
 def moment_parameters(moment: Moment) -> dict[str, datetime]:
     """The values of `MOMENT_PARAMETERS` for `moment`."""
-    return {param.key: value for param, value in zip(MOMENT_PARAMETERS, moment, strict=True)}
+    return dict(zip(_MOMENT_KEYS, moment, strict=True))
 
 
 # The time now by PostgreSQL's clock, as the statement that reads it started.
@@ -134,7 +148,8 @@ class DeadlineLengths:
 
     def at(self, now: datetime, *, lease_seconds: int = 0) -> Moment:
         """The moment `now` (`lease_seconds` as in `spans`)."""
-        return Moment(now, *(now + span for span in self.spans(lease_seconds=lease_seconds)))
+        lease, retry, cooldown = self.spans(lease_seconds=lease_seconds)
+        return Moment(now, now + lease, now + retry, now + cooldown)
 
     def span_parameters(self, *, lease_seconds: int = 0) -> dict[str, timedelta]:
         """The values of `DATABASE_MOMENT`'s parameters (`lease_seconds` as in `spans`)."""
@@ -183,6 +198,11 @@ def beyond_horizon(job: Any, moment: Moment) -> list[str]:
         if getattr(job, deadline.name, None) is not None
         and getattr(job, deadline.name) > deadline.horizon(moment)
     ]
+
+
+def has_deadline(job: Any) -> bool:
+    """Whether `job` has a deadline set: only then can one lie beyond its horizon."""
+    return any(getattr(job, deadline.name, None) is not None for deadline in DEADLINES)
 
 
 def lease_free(moment: Moment) -> ColumnElement[bool]:
@@ -254,6 +274,15 @@ def claimable(rule: Sequence[Term], moment: Moment) -> ColumnElement[bool]:
 def stage1_claimable(moment: Moment) -> ColumnElement[bool]:
     """A stage-one job that may be claimed at `moment` (its thread is checked apart)."""
     return and_(STAGE1_KIND, claimable(STAGE1_RULE, moment))
+
+
+def refused_with(
+    rule: Sequence[Term], outcome: ClaimOutcome, moment: Moment
+) -> ColumnElement[bool]:
+    """SQL: the first term of `rule` a job fails at `moment` is the one refusing with
+    `outcome` (`refusal` over the row would name it)."""
+    index = next(i for i, term in enumerate(rule) if term.refusal is outcome)
+    return and_(*(term.sql(moment) for term in rule[:index]), not_(rule[index].sql(moment)))
 
 
 def refusal(rule: Sequence[Term], job: Any, moment: Moment) -> ClaimOutcome | None:

@@ -13,6 +13,7 @@ is taken, and `write_once` holds the lock for `BEGIN IMMEDIATE`, the statement, 
 from __future__ import annotations
 
 import functools
+import operator
 import random
 import sqlite3
 import threading
@@ -21,15 +22,17 @@ import weakref
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Dialect, Engine, event
+from sqlalchemy import Dialect, Engine, event, literal_column, null
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.sql import visitors
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
 
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
+from consolidator.db.idle_driver import sqlite_utc_text as sqlite_utc_text
 from consolidator.db.schema import UTCDateTime
 
 Processor = Callable[[Any], Any] | None
@@ -39,7 +42,12 @@ Processor = Callable[[Any], Any] | None
 class DriverStatement:
     """A SQLAlchemy statement compiled once for one dialect with `qmark` parameters: its SQL,
     the value of every parameter position (the statement's own or a name to fill), and the
-    processors that turn values into what the driver stores and rows back into values."""
+    processors that turn values into what the driver stores and rows back into values.
+
+    What does not change from one execution to the next is worked out here once (the
+    statement's own values processed, which names to fill, which row columns to convert), so
+    that an execution spends little Python on its parameters and rows: a claim runs this on
+    every poll, and its Python costs it more than its SQL."""
 
     sql: str
     positions: tuple[str, ...]
@@ -50,10 +58,15 @@ class DriverStatement:
 
     @classmethod
     def compile(cls, statement: Any, dialect: Dialect) -> DriverStatement:
-        compiled = statement.compile(dialect=dialect)
-        assert isinstance(compiled, SQLCompiler) and compiled.positiontup is not None
-        if "POSTCOMPILE" in compiled.string:
+        """`statement` compiled for `dialect`, its constant text and numbers written into the
+        SQL (the driver binds each parameter on every execution)."""
+        if "POSTCOMPILE" in str(statement.compile(dialect=dialect)):
             raise ValueError("a statement with expanding parameters cannot be compiled once")
+        inlined = visitors.replacement_traverse(
+            statement, {}, functools.partial(_inline_constant, dialect=dialect)
+        )
+        compiled = inlined.compile(dialect=dialect)
+        assert isinstance(compiled, SQLCompiler) and compiled.positiontup is not None
         names = tuple(compiled.positiontup)
         binds = {name: compiled.binds[name] for name in names}
         columns = list(statement.exported_columns)
@@ -71,35 +84,89 @@ class DriverStatement:
             ),
         )
 
+    @functools.cached_property
+    def _preset(self) -> dict[str, Any]:
+        """The statement's own values, processed."""
+        return {name: _processed(self.bind_processors[name], v) for name, v in self.fixed.items()}
+
+    @functools.cached_property
+    def _to_fill(self) -> tuple[tuple[str, Processor], ...]:
+        return tuple((n, p) for n, p in self.bind_processors.items() if n not in self.fixed)
+
+    @functools.cached_property
+    def _in_order(self) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+        """The processed values in parameter order, as a tuple."""
+        return _picker(self.positions)
+
+    @functools.cached_property
+    def _conversions(self) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
+        return tuple((i, p) for i, p in enumerate(self.result_processors) if p is not None)
+
     def parameters(self, values: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
         """The driver's parameters: `values` fill the named ones, processed as SQLAlchemy
         would, each name once however often the SQL uses it."""
         given = values or {}
-        processed = {}
-        for name, processor in self.bind_processors.items():
-            value = given[name] if name in given else self.fixed[name]
-            processed[name] = value if processor is None or value is None else processor(value)
-        return tuple(processed[name] for name in self.positions)
+        processed = self._preset.copy()
+        for name, processor in self._to_fill:
+            processed[name] = _processed(processor, given[name])
+        if len(given) > len(self._to_fill):
+            for name in self.fixed.keys() & given.keys():
+                processed[name] = _processed(self.bind_processors[name], given[name])
+        return self._in_order(processed)
+
+    def binder(self, slots: Mapping[str, int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+        """How to make the driver's parameters from a tuple of values already processed,
+        `slots` giving each name's place in it (names may share one), the statement's own
+        values filled in: for a caller that processes its values itself, each distinct one
+        once."""
+        missing = [name for name, _ in self._to_fill if name not in slots]
+        if missing:
+            raise ValueError(f"no place given for {missing}")
+        size = max(slots.values(), default=-1) + 1
+        own = {name: size + index for index, name in enumerate(self._preset)}
+        constants = tuple(self._preset.values())
+        pick = _picker(tuple(slots.get(name, own.get(name, -1)) for name in self.positions))
+        return lambda values: pick(values + constants)
 
     def rows(self, raw: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Driver rows as named rows of values."""
-        return [
-            self.row_type(
-                *(
-                    value if processor is None or value is None else processor(value)
-                    for processor, value in zip(self.result_processors, row, strict=True)
-                )
-            )
-            for row in raw
-        ]
+        make = self.row_type._make  # type: ignore[attr-defined]
+        if not self._conversions:
+            return [make(row) for row in raw]
+        converted = []
+        for row in raw:
+            values = list(row)
+            for index, processor in self._conversions:
+                if values[index] is not None:
+                    values[index] = processor(values[index])
+            converted.append(make(values))
+        return converted
 
 
-def sqlite_utc_text(value: datetime) -> str:
-    """What `UTCDateTime` binds on SQLite (naive UTC in SQLAlchemy's text format for SQLite
-    datetimes), in one step instead of the type machinery's three."""
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+def _inline_constant(element: Any, dialect: Dialect) -> Any:
+    """A statement's own text, number or null as SQL text; None (keep it) for anything else."""
+    if not isinstance(element, BindParameter) or element.required or element.expanding:
+        return None
+    if element.value is None:
+        return null()
+    if type(element.value) not in (str, int):
+        return None
+    render = element.type.literal_processor(dialect)
+    return None if render is None else literal_column(render(element.value), element.type)
+
+
+def _picker(keys: tuple[Any, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The items at `keys` of a mapping or sequence, as a tuple."""
+    if not keys:
+        return lambda items: ()
+    if len(keys) == 1:
+        (only,) = keys
+        return lambda items: (items[only],)
+    return operator.itemgetter(*keys)
+
+
+def _processed(processor: Processor, value: Any) -> Any:
+    return value if processor is None or value is None else processor(value)
 
 
 def _bind_processor(type_: Any, dialect: Dialect) -> Processor:
@@ -200,36 +267,25 @@ def write_once(
     *,
     patience: float | None = None,
 ) -> tuple[int, list[tuple[Any, ...]]]:
-    """`BEGIN IMMEDIATE`, the statement, its row count and rows, `COMMIT`: the write lock is
-    held for the SQL alone. The lock is waited for in short, even sleeps (see
+    """The statement as a transaction of its own, with its row count and rows. The driver is
+    in autocommit, so SQLite takes the write lock as the statement starts (as `BEGIN
+    IMMEDIATE` would) and commits as it ends: the lock is held for the SQL alone, with no
+    round trips for `BEGIN` and `COMMIT`. The lock is waited for in short, even sleeps (see
     `engine._begin_immediate`), up to `patience` seconds (then `WriteLockBusy`) or the busy
     timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry);
     `connection` is a `driver_connection`, whose busy timeout is off. The caller processes
     the rows after the lock is gone."""
-    _begin_immediate(connection, patience)
-    try:
-        cursor = connection.execute(statement.sql, parameters)
-        rows = cursor.fetchall()
-        count = cursor.rowcount
-        connection.execute("COMMIT")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    return count, rows
-
-
-def _begin_immediate(connection: sqlite3.Connection, patience: float | None) -> None:
-    """`BEGIN IMMEDIATE`, tried every millisecond or so (the busy timeout is off)."""
     deadline = time.monotonic() + (SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience)
     while True:
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            return
+            cursor = connection.execute(statement.sql, parameters)
+            rows = cursor.fetchall()
+            return cursor.rowcount, rows
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
-                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+                raise OperationalError(statement.sql, parameters, exc) from exc
             if time.monotonic() >= deadline:
                 if patience is not None:
                     raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
-                raise OperationalError("BEGIN IMMEDIATE", (), exc) from exc
+                raise OperationalError(statement.sql, parameters, exc) from exc
         time.sleep(random.uniform(0.0005, 0.0015))

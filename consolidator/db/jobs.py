@@ -12,7 +12,6 @@ claim is in `phase2_jobs.py`).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,7 +35,7 @@ from consolidator.db.claimable import (
     stage1_claimable,
 )
 from consolidator.db.forgetting import forget_derived
-from consolidator.db.leases import record_failure
+from consolidator.db.leases import new_ownership_token, record_failure
 from consolidator.db.quarantine import STAGE1_QUARANTINE_VERSION, insert_quarantined
 from consolidator.db.records import (
     STAGE1,
@@ -48,7 +47,7 @@ from consolidator.db.records import (
     Stage1Waiting,
     ThreadState,
 )
-from consolidator.db.schema import STAGE1_BEHIND, Job, Thread
+from consolidator.db.schema import STAGE1_BEHIND, STAGE1_FAILED, Job, Thread
 from consolidator.db.statements import (
     DELETE_OUTPUT,
     INSERT_OUTPUT,
@@ -65,13 +64,30 @@ from consolidator.db.statements import (
 )
 
 
-def waiting_stage1_of(
-    connection: Connection, moment: Moment, eligibility: Eligibility
-) -> Stage1Waiting:
+def exhausted_and_due(moment: Moment) -> Any:
+    """A stage-one job whose retry budget is spent and whose long wait is over at `moment`:
+    `revive_exhausted` gives it one more try."""
+    return and_(
+        STAGE1_FAILED,
+        Job.retry_at.is_not(None),
+        passed(RETRY, moment),
+        Job.retry_remaining <= 0,
+    )
+
+
+def waiting_parameters(moment: Moment, eligibility: Eligibility) -> dict[str, Any]:
+    """The bind parameters of `stage1_waiting_count` for `eligibility` at `moment`."""
     parameters = eligibility_parameters(moment, eligibility)
     if eligibility.max_age_days <= 0:
         # No age limit: an age after the epoch's start holds for every thread.
         parameters["claim_age_after"] = datetime(1970, 1, 1, tzinfo=UTC)
+    return parameters
+
+
+def waiting_stage1_of(
+    connection: Connection, moment: Moment, eligibility: Eligibility
+) -> Stage1Waiting:
+    parameters = waiting_parameters(moment, eligibility)
     by_source = eligibility.source_id is not None
     too_old = 0
     if eligibility.max_age_days > 0:
@@ -98,7 +114,7 @@ class StageOneJobRepository:
     def _take(
         self, connection: Connection, job_id: int, guard: Any, now: datetime, lease_seconds: int
     ) -> tuple[str, int, int] | None:
-        token = uuid.uuid4().hex
+        token = new_ownership_token()
         row = connection.execute(
             update(Job)
             .where(Job.id == job_id, guard)
@@ -196,7 +212,7 @@ class StageOneJobRepository:
             ).all()
             claims: list[Claim] = []
             for candidate in candidates:
-                token = uuid.uuid4().hex
+                token = new_ownership_token()
                 row = connection.execute(
                     take,
                     {
@@ -289,20 +305,12 @@ class StageOneJobRepository:
         """Give each stage-one job whose budget is spent and whose long wait is over one more
         try (`retry_remaining` 1); a failure of that try starts another long wait.
 
-        One UPDATE over the (kind, status, retry_at) index; returns the jobs revived.
+        One UPDATE over the failed stage-one jobs' index; returns the jobs revived.
         """
         with self.db.write() as connection:
             now = self.db.now(connection)
             result = connection.execute(
-                update(Job)
-                .where(
-                    Job.kind == STAGE1,
-                    Job.status == JobStatus.FAILED.value,
-                    Job.retry_at.is_not(None),
-                    passed(RETRY, self.db.moment(now)),
-                    Job.retry_remaining <= 0,
-                )
-                .values(retry_remaining=1)
+                update(Job).where(exhausted_and_due(self.db.moment(now))).values(retry_remaining=1)
             )
             return rowcount(result)
 

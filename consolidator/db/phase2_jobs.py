@@ -4,9 +4,10 @@ rebuild's that only a live lease refuses); a refused claim reads the job to name
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,21 +16,24 @@ from sqlalchemy import Connection, update
 
 from consolidator.db.base import Database, contention_retry, create_phase2_job
 from consolidator.db.claimable import (
+    MOMENT_PARAMETERS,
     PHASE2_FORCED_RULE,
     PHASE2_RULE,
-    Moment,
     Term,
+    has_deadline,
     moment_parameters,
     refusal,
 )
 from consolidator.db.driver_statements import (
+    DriverStatement,
     driver_connection,
     driver_statement,
     read_once,
+    sqlite_utc_text,
     write_once,
 )
 from consolidator.db.engine import SQLITE_BUSY_TIMEOUT_MS, WriteLockBusy
-from consolidator.db.leases import job_of, record_failure
+from consolidator.db.leases import job_of, new_ownership_token, record_failure
 from consolidator.db.outcomes import PHASE2_JOB, run_state_of
 from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord, RunState
 from consolidator.db.schema import Job
@@ -40,6 +44,38 @@ CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 
 
 Rule = tuple[Term, ...]
+
+
+@dataclass(frozen=True)
+class _SqliteClaim:
+    """The SQLite claim's statement and how its parameters follow from the time now. Each
+    time it binds is now plus a fixed offset (its deadlines' horizons, the lease's end), so
+    a claim adds and writes out each distinct offset once; the rest is laid out here, once a
+    process, so that a claim spends little Python before it takes the write lock."""
+
+    statement: DriverStatement
+    offsets: tuple[timedelta, ...]
+    bind: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+
+    def parameters(self, token: str, worker: str, now: datetime) -> tuple[Any, ...]:
+        texts = [sqlite_utc_text(now + offset) for offset in self.offsets]
+        return self.bind((token, worker, *texts))
+
+
+@functools.cache
+def _sqlite_claim(
+    force: bool, spans: tuple[timedelta, timedelta, timedelta], lease_seconds: int, dialect: Any
+) -> _SqliteClaim:
+    statement = driver_statement(phase2_claim(force, False), dialect)
+    times = zip(MOMENT_PARAMETERS, (timedelta(0), *spans), strict=True)
+    offsets = {param.key: offset for param, offset in times}
+    offsets["claim_lease_until"] = timedelta(seconds=lease_seconds)
+    distinct = tuple(dict.fromkeys(offsets.values()))
+    slots = {"claim_token": 0, "claim_worker": 1}
+    slots |= {name: 2 + distinct.index(offset) for name, offset in offsets.items()}
+    return _SqliteClaim(statement, distinct, statement.binder(slots))
+
+
 # SQLite's driver connection, or a SQLAlchemy connection to PostgreSQL in autocommit.
 ClaimConnection = sqlite3.Connection | Connection
 
@@ -145,12 +181,13 @@ class PhaseTwoJobRepository:
         `WriteLockBusy`, so that the caller reads the job first: the claimer it queued behind
         has usually taken the job by then, and the answer is a refusal without more waiting.
         """
-        token = uuid.uuid4().hex
+        token = new_ownership_token()
         claimed = self._claim_row(connection, rule, token, lease_seconds, patient=patient)
         if claimed is None:
             return self._refused(connection, rule, lease_seconds, lost=True)
-        row, moment = claimed
-        self.db.note_excursions(row, moment)
+        row, now = claimed
+        if has_deadline(row):
+            self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
         epoch, watermark = int(row.lease_epoch), int(row.claimed_watermark or 0)
         return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
 
@@ -162,32 +199,40 @@ class PhaseTwoJobRepository:
         lease_seconds: int,
         *,
         patient: bool,
-    ) -> tuple[Any, Moment] | None:
+    ) -> tuple[Any, datetime] | None:
         """The guarded UPDATE of `rule`: the claimed row (its epoch, watermark and deadlines)
-        and the moment it was claimed at, or None. Its statement and parameters are ready
+        and the time it was claimed at, or None. Its statement and parameters are ready
         before the write lock is taken."""
+        force = rule is PHASE2_FORCED_RULE
+        if isinstance(connection, sqlite3.Connection):
+            claim = _sqlite_claim(
+                force,
+                self.db.deadlines.spans(lease_seconds=lease_seconds),
+                lease_seconds,
+                self.db.engine.dialect,
+            )
+            now = self.db.host_now()
+            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
+            _, raw = write_once(
+                connection,
+                claim.statement,
+                claim.parameters(token, self.db.worker_id, now),
+                patience=patience,
+            )
+            return (claim.statement.rows(raw)[0], now) if raw else None
         values: dict[str, Any] = {"claim_token": token, "claim_worker": self.db.worker_id}
-        database_clock = self.db.clock is None and not self.db.sqlite
-        moment: Moment | None = None
+        database_clock = self.db.clock is None
         if database_clock:
             values.update(self.db.deadlines.span_parameters(lease_seconds=lease_seconds))
             values["claim_lease_length"] = timedelta(seconds=lease_seconds)
         else:
-            moment = self.db.moment(self.db.host_now(), lease_seconds=lease_seconds)
-            values.update(moment_parameters(moment))
-            values["claim_lease_until"] = moment.now + timedelta(seconds=lease_seconds)
-        statement = phase2_claim(rule is PHASE2_FORCED_RULE, database_clock)
-        if isinstance(connection, sqlite3.Connection):
-            compiled = driver_statement(statement, self.db.engine.dialect)
-            parameters = compiled.parameters(values)
-            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
-            _, raw = write_once(connection, compiled, parameters, patience=patience)
-            row = compiled.rows(raw)[0] if raw else None
-        else:
-            row = connection.execute(statement, values).first()
+            now = self.db.host_now()
+            values.update(moment_parameters(self.db.moment(now, lease_seconds=lease_seconds)))
+            values["claim_lease_until"] = now + timedelta(seconds=lease_seconds)
+        row = connection.execute(phase2_claim(force, database_clock), values).first()
         if row is None:
             return None
-        return row, moment or self.db.moment(row.started_at, lease_seconds=lease_seconds)
+        return row, row.started_at if database_clock else now
 
     def _refused(
         self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, lost: bool

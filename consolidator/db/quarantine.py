@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
 
@@ -35,6 +36,12 @@ SET_ASIDE_FIRST_RETRY_SECONDS = 3600.0
 # A set-aside input: an entry of no version that phase two wrote, so it counts its attempts.
 # A note refused before it became an input has no version either, and no attempt.
 SET_ASIDE = and_(QuarantinedEntry.version.is_(None), QuarantinedEntry.attempts > 0)
+
+
+def due_set_aside(now: Any) -> Any:
+    """A set-aside input whose retry time came by `now` (a value or a bind parameter): phase
+    two queues it again."""
+    return and_(SET_ASIDE, QuarantinedEntry.retry_at <= now)
 
 
 def insert_quarantined(
@@ -175,17 +182,13 @@ class QuarantineRepository:
         row for each one still live); each is queued once until it is set aside again."""
         with self.db.read() as connection:
             now = self.db.now(connection)
-            due = connection.execute(
-                select(QuarantinedEntry.id).where(SET_ASIDE, QuarantinedEntry.retry_at <= now)
-            ).first()
+            due = connection.execute(select(QuarantinedEntry.id).where(due_set_aside(now))).first()
         if due is None:
             return 0
         with self.db.write() as connection:
             now = self.db.now(connection)
             rows = connection.execute(
-                select(QuarantinedEntry.id, QuarantinedEntry.thread_ids).where(
-                    SET_ASIDE, QuarantinedEntry.retry_at <= now
-                )
+                select(QuarantinedEntry.id, QuarantinedEntry.thread_ids).where(due_set_aside(now))
             ).all()
             threads = sorted({t for row in rows for t in str(row[1]).split()})
             queued = sorted(live(connection, threads)) if threads else []

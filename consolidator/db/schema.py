@@ -158,11 +158,7 @@ class Job(Base):
     endpoint_error: Mapped[str | None] = mapped_column(Text)
     endpoint_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (
-        UniqueConstraint("kind", "job_key"),
-        Index(None, "kind", "status", "retry_at"),
-        Index(None, "kind", "lease_until"),
-    )
+    __table_args__ = (UniqueConstraint("kind", "job_key"),)
 
 
 # A stage-one job whose newest input is not extracted yet and that has tries left: what a
@@ -176,13 +172,24 @@ STAGE1_BEHIND = or_(
     Job.last_success_watermark.is_(None), Job.last_success_watermark < Job.input_watermark
 )
 STAGE1_NEEDS_WORK = and_(STAGE1_KIND, STAGE1_HAS_BUDGET, STAGE1_BEHIND)
-# Led by `kind`, so that it also beats the (kind, status, retry_at) index for a claim.
 Index(
     "ix_jobs_stage1_needs_work",
     Job.kind,
     Job.input_watermark,
     sqlite_where=STAGE1_NEEDS_WORK,
     postgresql_where=STAGE1_NEEDS_WORK,
+)
+# A failed stage-one job, by when it may be tried again: what reviving spent budgets looks
+# for (built from these terms too). Partial like the one above, so that an UPDATE of the
+# phase-two row (its claim, polled by every worker) writes the table's page and no index
+# page, and a stage-one claim or finish writes this one only when the job enters or leaves
+# failure.
+STAGE1_FAILED = and_(STAGE1_KIND, Job.status == literal_column("'failed'"))
+Index(
+    "ix_jobs_stage1_failed_retry_at",
+    Job.retry_at,
+    sqlite_where=STAGE1_FAILED,
+    postgresql_where=STAGE1_FAILED,
 )
 
 

@@ -5,10 +5,12 @@ vanished rollout, "nothing to remember", `clear-all`) removes its index entry in
 transaction, with no code of its own:
 
 - SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
-  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. FTS5
-  keeps a deleted row's terms in its index segments until they are merged, so the purge that
-  follows every forget (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete`
-  on) merges them into one segment first: no term of a forgotten session stays in the file.
+  triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. It
+  stores no text of its own: its snippets read the outputs' text through the view
+  `session_search_source`, so an output's text is written once. FTS5 keeps a deleted row's
+  terms in its index segments until they are merged, so the purge that follows every forget
+  (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges them into
+  one segment first: no term of a forgotten session stays in the file.
 - PostgreSQL: a stored, generated `tsvector` column of the same text (English stemming) with
   a GIN index. `ts_rank_cd` knows nothing of how rare a word is, so sessions are ranked by
   how many of the query's terms they contain, then by `ts_rank_cd`. A deleted row is gone
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,8 +47,7 @@ from sqlalchemy import Connection, text
 from consolidator.core.errors import ConfigError
 from consolidator.db.base import Database, contention_retry
 from consolidator.db.search_statements import (
-    PG_CANDIDATES,
-    PG_HEADLINES,
+    PG_SEARCH,
     SCOPE_KEY_PREFIX,
     SQLITE_HOLDING,
     SQLITE_RANKED,
@@ -55,7 +56,6 @@ from consolidator.db.search_statements import (
     pg_bind,
     pg_found,
     pg_ranked,
-    scope_key_sql,
     scope_keys_cte,
     scope_sql,
     since_sql,
@@ -156,7 +156,8 @@ class QueryTerms:
 
 
 def recency_boost(relevance: float, updated_at: datetime, now: datetime) -> float:
-    """The score a hit is ordered by: its text relevance, raised for recent sessions."""
+    """The score a hit is ordered by: its text relevance, raised for recent sessions.
+    PostgreSQL's search statement applies the same rule in SQL (`PG_SEARCH`)."""
     age_days = max(0.0, (now - updated_at).total_seconds() / 86400)
     return relevance * (
         1 + RECENCY_WEIGHT * math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
@@ -169,15 +170,14 @@ def scope_key(folder: str) -> str:
     return SCOPE_KEY_PREFIX + folder.encode("utf-8").hex()
 
 
-# A hit's columns, as every candidate statement returns them.
-_KEY, _THREAD, _CWD, _BRANCH, _UPDATED, _SLUG, _RELEVANCE, _EVERY, _CLOCK = range(9)
+# A candidate's columns, as SQLite's ranked statement returns them.
+_KEY, _THREAD, _CWD, _BRANCH, _UPDATED, _SLUG, _RELEVANCE = range(7)
 
 
 @dataclass(frozen=True)
 class _Candidates:
-    """The best sessions by relevance, as rows of the columns above (whether they hold
-    every term and the database's clock on PostgreSQL only), and the terms they were
-    matched on, as the snippets' statement takes them."""
+    """The best sessions by relevance, as rows of the columns above, and the terms they
+    were matched on, as the snippets' statement takes them."""
 
     rows: Sequence[Sequence[Any]]
     terms: str = ""
@@ -261,20 +261,25 @@ def _pg_held_terms(query: QueryTerms, params: dict[str, Any]) -> tuple[str, str]
     return "".join(made), "(" + " + ".join(held) + ")"
 
 
-def _pg_candidates(
+def _pg_search(
     connection: Connection,
     query: QueryTerms,
     scope: SearchScope,
     since: datetime | None,
     wanted: int,
-) -> _Candidates:
-    """The best sessions by terms held, then `ts_rank_cd`: those holding every term when at
-    least `wanted` do, else those holding any; with the database's clock."""
+    now: datetime | None,
+) -> list[SessionHit]:
+    """The best `wanted` sessions by terms held, then `ts_rank_cd`, with the recency boost
+    counted from `now` (None: the database's clock): those holding every term when at least
+    `wanted` do, else those holding any; in one statement with their headlines."""
     params: dict[str, Any] = {
         "every": query.websearch(every=True),
         "any": query.websearch(every=False),
         "wanted": wanted,
         "candidates": wanted * CANDIDATES_PER_HIT,
+        "now": now,
+        "recency_weight": RECENCY_WEIGHT,
+        "half_life_days": RECENCY_HALF_LIFE_DAYS,
     }
     narrowed = scope.folder is not None
     in_scope = scope_sql(scope, params, "o.cwd", pg_bind)
@@ -286,7 +291,7 @@ def _pg_candidates(
         in_scope = f"(NOT q.too_wide OR {in_scope})"
     rows = f"{in_scope} AND {since_sql(since, params, 'o.source_updated_at', pg_bind)}"
     term_queries, held = _pg_held_terms(query, params)
-    statement = PG_CANDIDATES.format(
+    statement = PG_SEARCH.format(
         scope_ctes=scope_ctes,
         every_found=pg_found("every_query", narrowed=narrowed),
         any_found=pg_found("any_query", narrowed=narrowed),
@@ -295,15 +300,21 @@ def _pg_candidates(
         too_wide="too_wide" if narrowed else "true",
         ranked=pg_ranked(held, rows, every=len(query.terms) > 1),
     )
-    found = _driver(connection).execute(statement, params).fetchall()
-    every = bool(found) and bool(found[0][_EVERY])
-    return _Candidates(found, query.websearch(every=every))
-
-
-def _pg_headlines(connection: Connection, hits: Sequence[Any], terms: str) -> dict[Any, str]:
-    """The headline of each hit, made for the hits kept alone."""
-    params = {"match": terms, "keys": [row[_KEY] for row in hits]}
-    return dict(_driver(connection).execute(PG_HEADLINES, params).fetchall())
+    return [
+        SessionHit(
+            thread_id=thread_id,
+            cwd=cwd,
+            git_branch=branch,
+            updated_at=_aware(updated),
+            slug=slug,
+            snippet=" ".join(str(headline or "").split()),
+            relevance=float(relevance or 0.0),
+            score=float(score or 0.0),
+        )
+        for thread_id, cwd, branch, updated, slug, relevance, score, headline in _driver(
+            connection
+        ).execute(statement, params)
+    ]
 
 
 def search_sessions(
@@ -313,19 +324,18 @@ def search_sessions(
     *,
     since: datetime | None,
     limit: int,
-    now: Callable[[datetime | None], datetime],
+    now: datetime | None,
 ) -> list[SessionHit]:
     """The best `limit` live sessions for `query` within `scope`, by relevance with the
-    recency boost; read-only. `now` is the time now given the database's clock as the
-    search read it (None when it did not)."""
-    sqlite = connection.dialect.name == "sqlite"
+    recency boost counted from `now` (None: the database's clock, PostgreSQL only);
+    read-only."""
     wanted = max(1, limit)
-    found = (_sqlite_candidates if sqlite else _pg_candidates)(
-        connection, query, scope, since, wanted
-    )
+    if connection.dialect.name != "sqlite":
+        return _pg_search(connection, query, scope, since, wanted, now)
+    found = _sqlite_candidates(connection, query, scope, since, wanted)
     if not found.rows:
         return []
-    moment = now(None if sqlite else found.rows[0][_CLOCK])
+    moment = now or datetime.now(UTC)
     scored = sorted(
         (
             (recency_boost(float(row[_RELEVANCE] or 0.0), _aware(row[_UPDATED]), moment), row)
@@ -335,7 +345,7 @@ def search_sessions(
         reverse=True,
     )[:wanted]
     hits = [row for _, row in scored]
-    snippets = (_sqlite_snippets if sqlite else _pg_headlines)(connection, hits, found.terms)
+    snippets = _sqlite_snippets(connection, hits, found.terms)
     return [
         SessionHit(
             thread_id=row[_THREAD],
@@ -361,8 +371,7 @@ def rebuild_index(connection: Connection) -> int:
     """Build the index afresh from every stored output (after a restore, or to repair it);
     the number of sessions indexed."""
     if connection.dialect.name == "sqlite":
-        connection.execute(text(f"DELETE FROM {SQLITE_TABLE}"))
-        connection.execute(text(SQLITE_FILL))
+        connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('rebuild')"))
         scrub_deleted_terms(connection)
     else:
         connection.execute(text(f"REINDEX INDEX {PG_INDEX}"))
@@ -375,13 +384,6 @@ def scrub_deleted_terms(connection: Connection) -> None:
     are zeroed by `secure_delete`. PostgreSQL has nothing to merge."""
     if connection.dialect.name == "sqlite":
         connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('optimize')"))
-
-
-SQLITE_FILL: Final = f"""
-INSERT INTO {SQLITE_TABLE}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)
-SELECT rowid, {scope_key_sql("sqlite")}, coalesce(rollout_slug, ''), rollout_summary, raw_memory
-FROM stage1_outputs
-"""
 
 
 @dataclass(frozen=True)
@@ -401,8 +403,15 @@ class SearchRepository:
     ) -> list[SessionHit]:
         with self._reading() as connection:
             return search_sessions(
-                connection, query, scope, since=since, limit=limit, now=self.db.now_read
+                connection, query, scope, since=since, limit=limit, now=self._fixed_now()
             )
+
+    def _fixed_now(self) -> datetime | None:
+        """The time the recency boost counts from, when it is not the database's clock (as
+        `Database.now_read` decides: a given clock, or SQLite's host clock)."""
+        if self.db.clock is None and not self.db.sqlite:
+            return None
+        return self.db.host_now()
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:

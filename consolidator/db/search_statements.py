@@ -4,8 +4,8 @@ A search runs on the driver's own connection, with no SQLAlchemy construct, comp
 row processing between the query and the index: SQLite binds `:name` parameters, psycopg
 `%(name)s`. SQLite runs its statements in-process, so it keeps four short ones (the scope's
 folders, whether enough sessions hold every word, the ranked candidates, their snippets);
-PostgreSQL, where each statement costs a round trip to the server, finds its candidates in
-one statement and makes the headlines of the hits kept in a second.
+PostgreSQL, where each statement costs a round trip to the server, finds its candidates,
+keeps the hits and makes their headlines in one statement.
 """
 
 from __future__ import annotations
@@ -172,27 +172,47 @@ def sqlite_rows(scope: str, since: str, *, exact: bool) -> str:
     return f"rowid IN (SELECT o.rowid FROM stage1_outputs AS o WHERE {scope} AND {since})"
 
 
-# PostgreSQL's candidates in one statement: the scope's folder keys, the query's tsqueries
-# made once (materialised, not per row: a plan kept for a statement run often, made without
-# the query's words, would otherwise parse them again for every row it reads), the sessions
+# PostgreSQL's search in one statement: the scope's folder keys, the query's tsqueries made
+# once (materialised, not per row: a plan kept for a statement run often, made without the
+# query's words, would otherwise parse them again for every row it reads), the sessions
 # holding every term and, only when they are fewer than the hits asked for, those holding any
-# (a branch's `WHERE` on the count is checked once, before the branch runs). The index is
-# searched for the words `found` joins to the scope's folder keys, which select exactly the
-# scope's sessions; when they cannot (`too_wide`), the rows' folders are checked instead.
-PG_CANDIDATES = """
+# (a branch's `WHERE` on the count is checked once, before the branch runs); then the hits
+# kept after the recency boost (`db.search.recency_boost`, the same rule with the same
+# settings) and their headlines, made for those hits alone. The index is searched for the
+# words `found` joins to the scope's folder keys, which select exactly the scope's sessions;
+# when they cannot (`too_wide`), the rows' folders are checked instead. `now` is the time the
+# boost counts from: the given clock's, else the database's.
+PG_SEARCH = """
 WITH RECURSIVE {scope_ctes}
 q AS MATERIALIZED (
     SELECT {too_wide} AS too_wide, every_query, {every_found} AS every_found,
-           any_query, {any_found} AS any_found{term_queries}
+           any_query, {any_found} AS any_found{term_queries},
+           coalesce(CAST(%(now)s AS timestamptz), clock_timestamp()) AS now
     FROM (SELECT websearch_to_tsquery('english', %(every)s) AS every_query,
                  websearch_to_tsquery('english', %(any)s) AS any_query) AS made{scope_from}
-){ranked}
+){ranked},
+hits AS MATERIALIZED (
+    SELECT found.*,
+           relevance * (1 + %(recency_weight)s * exp(greatest(-700.0,
+               -greatest(0.0, extract(epoch FROM q.now - source_updated_at)::float8 / 86400)
+               * ln(2.0) / %(half_life_days)s))) AS score
+    FROM found, q
+    ORDER BY score DESC, relevance DESC
+    LIMIT %(wanted)s
+)
+SELECT hits.thread_id, hits.cwd, hits.git_branch, hits.source_updated_at, hits.rollout_slug,
+       hits.relevance, hits.score,
+       ts_headline('english', o.rollout_summary || ' ' || o.raw_memory,
+                   CASE WHEN hits.every THEN q.every_query ELSE q.any_query END,
+                   'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1')
+FROM hits JOIN stage1_outputs AS o ON o.thread_id = hits.thread_id, q
+ORDER BY hits.score DESC, hits.relevance DESC
 """
 
 _PG_BRANCH = """
-    SELECT o.thread_id, o.thread_id, o.cwd, o.git_branch, o.source_updated_at, o.rollout_slug,
+    SELECT o.thread_id, o.cwd, o.git_branch, o.source_updated_at, o.rollout_slug,
            {held} + ts_rank_cd(o.search_document, q.{kind}_query, 32) AS relevance,
-           {every}, clock_timestamp()
+           {every} AS every
     FROM stage1_outputs AS o, q
     WHERE o.search_document @@ q.{kind}_found AND {rows}
     ORDER BY relevance DESC
@@ -200,32 +220,24 @@ _PG_BRANCH = """
 
 _PG_EVERY_FIRST = """,
 every AS MATERIALIZED ({every}
-)
-SELECT * FROM every WHERE (SELECT count(*) FROM every) >= %(wanted)s
-UNION ALL
-(SELECT * FROM ({any}
-    ) AS held_any
- WHERE (SELECT count(*) FROM every) < %(wanted)s)"""
+),
+found AS (
+    SELECT * FROM every WHERE (SELECT count(*) FROM every) >= %(wanted)s
+    UNION ALL
+    (SELECT * FROM ({any}
+        ) AS held_any
+     WHERE (SELECT count(*) FROM every) < %(wanted)s)
+)"""
 
 
 def pg_ranked(held: str, rows: str, *, every: bool) -> str:
-    """The end of `PG_CANDIDATES`: the sessions holding any term, best first, preceded
-    (`every`) by those holding every term, which, when enough, are the only ones ranked."""
+    """The CTE `found` of `PG_SEARCH`: the sessions holding any term, best first, or
+    (`every`) those holding every term when there are enough of them."""
     any_branch = _PG_BRANCH.format(kind="any", held=held, rows=rows, every="false")
     if not every:
-        return f"\nSELECT * FROM ({any_branch}\n) AS held_any"
+        return f",\nfound AS ({any_branch}\n)"
     every_branch = _PG_BRANCH.format(kind="every", held=held, rows=rows, every="true")
     return _PG_EVERY_FIRST.format(every=every_branch, any=any_branch)
-
-
-PG_HEADLINES = """
-SELECT o.thread_id,
-       ts_headline('english', o.rollout_summary || ' ' || o.raw_memory,
-                   websearch_to_tsquery('english', %(match)s),
-                   'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1')
-FROM stage1_outputs AS o
-WHERE o.thread_id = ANY(%(keys)s)
-"""
 
 
 def pg_found(query: str, *, narrowed: bool) -> str:

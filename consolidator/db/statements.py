@@ -122,6 +122,11 @@ PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq"), NOTE_WAITING.label("no
 PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
 
 
+# The phase-two job's row id, which its claim finds it by: one page of the table, where the
+# (kind, job_key) index would add its own page to every poll.
+PHASE2_JOB_ID = 0
+
+
 @functools.cache
 def phase2_claim(force: bool, database_clock: bool) -> Any:
     """The guarded UPDATE that claims the phase-two job under its rule (`force`: the rebuild's,
@@ -144,7 +149,12 @@ def phase2_claim(force: bool, database_clock: bool) -> Any:
     worker = bindparam("claim_worker", type_=String())
     return (
         update(Job)
-        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY, claimable(rule, moment))
+        .where(
+            Job.id == PHASE2_JOB_ID,
+            Job.kind == PHASE2,
+            Job.job_key == PHASE2_KEY,
+            claimable(rule, moment),
+        )
         .values(
             **lease_values(token, moment.now, lease_until, worker),
             input_watermark=INPUT_SEQ,

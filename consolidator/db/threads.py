@@ -273,6 +273,11 @@ class ThreadRepository:
         with self.db.read() as connection:
             return linked_to(connection, thread_id)
 
+    def unreadable(self) -> int:
+        """How many folders or entries the last scan could not read."""
+        with self.db.read() as connection:
+            return unreadable_of(connection)
+
     @contention_retry
     def record_unreadable(self, count: int) -> None:
         """Keep how many folders or entries the last scan could not read, for `status`; a

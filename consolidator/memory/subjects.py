@@ -4,7 +4,8 @@ A statement is about a subject: what its head noun names ("the reporting db port
 right before its version ("we're on node 22 now"), or a thing said to be or to become
 something ("the default branch is master"). Whose subject it is is read from words, a guess,
 so callers only ever mark (superseded, possible conflict), never drop. Value shapes are
-`memory.lexicon`'s; runtime names are `core.runtime_names`'.
+`memory.lexicon`'s; runtime names are `core.runtime_names`'. Each reading of a text is
+cached, as a block's entries are compared with every statement a pass adds.
 """
 
 from __future__ import annotations
@@ -16,19 +17,9 @@ from functools import lru_cache
 from typing import Final
 
 from consolidator.core.runtime_names import Runtime, StatedVersion, runtime_named, stated_versions
-from consolidator.memory.facts import (
-    CHANGE,
-    PLACE_WORDS,
-    SHORT_FORMS,
-    STOPWORDS,
-    WORDS,
-    is_marked,
-    read,
-    says_change,
-    stem,
-    unmarked,
-)
-from consolidator.memory.lexicon import TOOL_AT, VERSION, shaped_in, values_by_kind
+from consolidator.memory import facts
+from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem, unmarked
+from consolidator.memory.lexicon import TOOL_AT, VERSION, shape, shaped_in, values_by_kind
 
 # What a subject is, by the noun that heads it ("the reporting db port": a port), and the
 # kinds of value each may have: a database is reached at a host or a port.
@@ -36,23 +27,12 @@ _HEAD_KINDS: Final[dict[str, str]] = WORDS["head-kinds"]
 _VALUE_KINDS: Final = {kind: frozenset(values) for kind, values in WORDS["value-kinds"].items()}
 _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
 # The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
-_SAYS_WHERE: Final = PLACE_WORDS | {"is", "are", "runs", "listens", "points"}
+_SAYS_WHERE: Final = facts.PLACE_WORDS | frozenset(WORDS["where-verbs"])
 _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["time-words"]})
 )
 _MAX_QUALIFIERS: Final = 3
-_CITED_LINE = re.compile(r"\.[a-z0-9]{1,10}:(\d+)\b")
-# "the default branch is master" / "we renamed the default branch to main".
-_IS_VALUE = re.compile(
-    r"^(?:(?:the|our|my)\s+)?(?P<subject>[a-z][\w -]{2,40}?)\s+(?:is|are|was|were)\s+"
-    r"(?:now\s+|still\s+)?(?P<value>[\w./:@-]+)[\s.,;!]*(?:now|these days)?[\s.!]*$",
-    re.I,
-)
-_CHANGED_TO = re.compile(
-    r"\b(?:renamed|changed|moved|switched|set|updated)\s+(?:(?:the|our|my)\s+)?"
-    r"(?P<subject>[a-z][\w -]{2,40}?)\s+(?:over\s+)?to\s+(?P<value>[\w./:@-]+)",
-    re.I,
-)
+_CACHED: Final = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +51,7 @@ def other_value(old: str, new: str) -> bool:
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
     """Two unmarked `texts` giving two values of one subject, not both in `known` (already
     accepted); the one not in `known` is read as the newer."""
-    candidates = [text for text in texts if not is_marked(text)]
+    candidates = [text for text in texts if not facts.is_marked(text)]
     index = SubjectIndex(candidates)
     for at, first in enumerate(candidates):
         for second in (candidates[other] for other in index.candidates(first) if other > at):
@@ -100,28 +80,32 @@ class SubjectIndex:
         """The entries `text` may give another value of the subject of; with `same`, those it
         may state the same fact as (one sharing a value, when it gives one)."""
         values = _values(text) if same else frozenset()
-        keys = values or _keys(text)
-        return sorted(set().union(*(self._at.get(key, ()) for key in keys)))
+        return sorted(set().union(*(self._at.get(key, ()) for key in values or _keys(text))))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_CACHED)
 def _keys(text: str) -> frozenset[str]:
     """The values of `text` and its words' first letters, which a word it may be matched
     with by its start or plural shares."""
-    words = (SHORT_FORMS.get(w, w) for w in re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower()))
-    return _values(text) | {word[:3] for word in words if word not in STOPWORDS}
+    return _values(text) | {word[:3] for word in _tokens(text) if word not in STOPWORDS}
 
 
 def _values(text: str) -> frozenset[str]:
     return read(text).values | read(text).stated.values
 
 
+@lru_cache(maxsize=_CACHED)
+def _tokens(text: str) -> tuple[str, ...]:
+    words = re.findall(r"[a-z][a-z0-9]*", unmarked(text).lower())
+    return tuple(SHORT_FORMS.get(word, word) for word in words)
+
+
+@lru_cache(maxsize=_CACHED)
 def subject_of(text: str) -> Subject | None:
     """The first noun of a kind with up to three words before it ("we moved the cache host to
     ..."), a tool before a dotted version, or the thing a change or a place is said of; None
     for a bare noun ("the host")."""
-    plain = unmarked(text).lower()
-    tokens = [SHORT_FORMS.get(t, t) for t in re.findall(r"[a-z][a-z0-9]*", plain)]
+    tokens = list(_tokens(text))
     for index, token in enumerate(tokens):
         if token not in _HEAD_KINDS:
             continue
@@ -130,6 +114,7 @@ def subject_of(text: str) -> Subject | None:
         qualifiers = _qualifiers(tokens, index)
         if qualifiers:
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
+    plain = unmarked(text).lower()
     tool = next((m for m in TOOL_AT.finditer(plain) if "." in m["version"]), None)
     if tool and tool["tool"] not in STOPWORDS:
         return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))
@@ -159,12 +144,12 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
     return frozenset(value for found, value in shaped_values(text) if found in wanted)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_CACHED)
 def shaped_values(text: str) -> tuple[tuple[str, str], ...]:
     """The values `text` gives, each with its kind ("host", "port", "version", ...); the line
     of a file it cites ("client.py:41") is no port."""
     plain = unmarked(text).lower()
-    lines = {("port", line) for line in _CITED_LINE.findall(plain)}
+    lines = {("port", line) for line in shape("cited-line").findall(plain)}
     return tuple(dict.fromkeys(found for found in shaped_in(plain) if found not in lines))
 
 
@@ -223,23 +208,15 @@ def _new_value(old: str, new: str) -> bool:
     """Each gives one value, of one kind, another one, and the newer's subject words are all
     among the older's ("api port: 7071" after "the api listens on 7070"), or, said as a
     change, the older's among its own ("ledger api on 7071 now")."""
-    before, after = _one_value(old), _one_value(new)
-    if before is None or after is None or before[0] != after[0] or before[1] == after[1]:
+    before, after = _valued(old), _valued(new)
+    if len(before) != 1 or len(after) != 1 or before.keys() == after.keys():
         return False
     older, newer = _subject_words(old), _subject_words(new)
-    if not older or not newer:
+    if [*before.values()] != [*after.values()] or not older or not newer:
         return False
     if all(_among(word, older) for word in newer):
         return True
-    return says_change(new) and all(_among(word, newer) for word in older)
-
-
-def _one_value(text: str) -> tuple[str, str] | None:
-    """The kind and the value of the one value `text` gives; None for none or more."""
-    valued = _valued(text)
-    return (
-        next(((kind, value) for value, kind in valued.items()), None) if len(valued) == 1 else None
-    )
+    return facts.says_change(new) and all(_among(word, newer) for word in older)
 
 
 def value_kinds(text: str) -> frozenset[str]:
@@ -252,7 +229,7 @@ def same_kind(kind: str) -> str:
     return "number" if kind == "port" else kind
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_CACHED)
 def _valued(text: str) -> dict[str, str]:
     """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m")."""
     valued: dict[str, str] = {}
@@ -262,18 +239,22 @@ def _valued(text: str) -> dict[str, str]:
     return valued
 
 
+@lru_cache(maxsize=_CACHED)
 def _subject_words(text: str) -> frozenset[str]:
     """The words of `text` that say which thing it is: not where it is, that it changed, or
     what kind of value it has."""
-    reading = read(text)
-    return reading.subject - reading.wording - _NOT_SUBJECT
+    return read(text).stated.subject - _NOT_SUBJECT
 
 
 def _other_plain_value(old: str, new: str) -> bool:
     """`new` says the thing `old` says is one word changed to another, both in plain words."""
-    before = _IS_VALUE.match(unmarked(old).strip())
-    after = _CHANGED_TO.search(new) or _IS_VALUE.match(new.strip())
-    if before is None or after is None or (after.re is _IS_VALUE and "now" not in new.lower()):
+    before = shape("is-value").match(unmarked(old).strip())
+    after = shape("changed-to").search(new) or shape("is-value").match(new.strip())
+    if (
+        before is None
+        or after is None
+        or (after.re is shape("is-value") and "now" not in new.lower())
+    ):
         return False
     subject = read(before["subject"]).subject
     return (

@@ -100,6 +100,18 @@ def sweep_notes(settings: Settings, store: ThreadStore) -> int:
     return swept
 
 
+def sweep_would_change(settings: Settings, store: ThreadStore) -> bool:
+    """Whether `sweep_notes` would remove or rename a file now."""
+    folder = settings.home / NOTES_DIR
+    try:
+        names = [path.name for path in folder.iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    found = {name: owner for name in names if (owner := _owner(name)) is not None}
+    live = store.threads.live_thread_ids({owner for owner in found.values() if owner})
+    return any(owner not in live or name.endswith(".tmp") for name, owner in found.items())
+
+
 def _owner(name: str) -> str | None:
     """The note id a file of the notes folder belongs to ("" when it is a staged file that
     names none), or None when the file is not ours."""

@@ -36,6 +36,7 @@ from consolidator.sources.backend_runs import is_backend_run
 from consolidator.sources.discovery import (
     DiscoveryProblem,
     discover_rollout_batches,
+    distinct_roots,
     stat_file,
 )
 from consolidator.sources.items import RolloutHeader
@@ -271,9 +272,8 @@ def _keep_retired(store: ThreadStore, unseen: dict[str, ScanRow]) -> int:
 
 
 def _distinct_roots(sessions: Path | Sequence[Path]) -> list[Path]:
-    """The roots as absolute paths, each once, in the order given."""
     given = [sessions] if isinstance(sessions, Path) else list(sessions)
-    return list(dict.fromkeys(root.expanduser().resolve() for root in given))
+    return distinct_roots(given)
 
 
 def _is_live(row: ScanRow) -> bool:
@@ -313,15 +313,9 @@ def _scan_root(
                 # taking the row out loses nothing; and it frees the rows as the walk goes,
                 # which is faster than keeping them and a set of the paths seen.
                 previous = take(path, None)
-                if previous is not None:
-                    state = previous[SCAN_STATE]
-                    if state == _FORGOTTEN or (
-                        previous[SCAN_SIZE] == size
-                        and previous[SCAN_MTIME_NS] == mtime_ns
-                        and state != _DELETED
-                    ):
-                        report.unchanged += 1
-                        continue
+                if previous is not None and unchanged_row(previous, size, mtime_ns):
+                    report.unchanged += 1
+                    continue
                 try:
                     header = _file_header(
                         path, None if previous is None else previous[SCAN_THREAD_ID]
@@ -339,6 +333,15 @@ def _scan_root(
                     continue
                 add((header, previous, False))
     return files_seen
+
+
+def unchanged_row(previous: ScanRow, size: int, mtime_ns: int) -> bool:
+    """Whether a file found with `size` and `mtime_ns` is, to a rescan, the thread of its
+    row as it was: a forgotten thread always is (it stays forgotten)."""
+    state = previous[SCAN_STATE]
+    return state == _FORGOTTEN or (
+        previous[SCAN_SIZE] == size and previous[SCAN_MTIME_NS] == mtime_ns and state != _DELETED
+    )
 
 
 def _count_registered(
@@ -435,3 +438,41 @@ def _vanished(
             extra={"action": "deletions_held", "folder": str(root or ""), "held": len(vanished)},
         )
     return gone, held
+
+
+def ingested_live_paths(index: dict[str, ScanRow]) -> list[str]:
+    """The files of live threads registered by `ingest` or a note: a scan checks only that
+    each still exists (see `_vanished`)."""
+    return sorted(path for path, row in index.items() if row[SCAN_INGESTED] and _is_live(row))
+
+
+def rescan_finds_nothing(
+    index: dict[str, ScanRow], sessions: Sequence[Path]
+) -> list[RootScan] | None:
+    """What a scan would report of each root now, if it would find nothing new in `index`
+    (the store's scan index): every file unchanged, no live thread unseen, every ingested
+    file there, nothing unreadable. None when it would find anything or warn."""
+    unseen = dict(index)
+    found: list[RootScan] = []
+    problems: list[DiscoveryProblem] = []
+    for root in distinct_roots(sessions):
+        present = root.is_dir()
+        files = 0
+        for batch in discover_rollout_batches(root, problems=problems) if present else ():
+            for path, size, mtime_ns in batch:
+                files += 1
+                previous = unseen.pop(path, None)
+                if previous is None or not unchanged_row(previous, size, mtime_ns):
+                    return None
+        found.append(RootScan(str(root), present, files))
+    if problems or not any(root.present for root in found):
+        return None
+    for path, row in unseen.items():
+        if not _is_live(row):
+            continue
+        try:
+            if not row[SCAN_INGESTED] or stat_file(path) is None:
+                return None
+        except OSError:
+            return None
+    return found

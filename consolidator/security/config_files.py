@@ -41,8 +41,9 @@ _NUMBERS = re.compile(r"[\d:]+")
 _DOCKER_AUTH = re.compile(
     r"auth\\{0,7}\"[ \t]*:[ \t]*\\{0,7}\"(?P<value>[A-Za-z0-9+/]{8,4096}={0,2})\\{0,7}\""
 )
-_DOCKER_ANCHOR = literal('auth\\"', pivot=1)
-_DOCKER_PLAIN_ANCHOR = literal('auth"', pivot=1)
+_DOCKER_ANCHOR = literal('auth\\"', pivot=3)
+_DOCKER_PLAIN_ANCHOR = literal('auth"', pivot=3)
+LITERAL_ANCHORS = (*_NETRC_ANCHORS, _DOCKER_ANCHOR, _DOCKER_PLAIN_ANCHOR)
 
 
 def config_file_spans(scan: Scan) -> Iterator[Span]:

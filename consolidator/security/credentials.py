@@ -17,6 +17,7 @@ from consolidator.security.spans import (
     Anchor,
     Scan,
     Span,
+    anchored,
     at_word_start,
     literal,
 )
@@ -43,6 +44,19 @@ _CLI_FLAG = re.compile(
     rf"client[-_]secret)(?:=|[ \t]+|{_NEXT_ELEMENT})"
     rf"(?P<value>{_QUOTED_VALUE}|(?!-){_BARE_CHAR}{{1,1024}})"
 )
+# Where each of its options starts: every match begins at one of these.
+_CLI_FLAG_WORDS = tuple(
+    literal(word, folded=True, pivot=pivot)
+    for word, pivot in (
+        ("--pass", 2),
+        ("--token", 4),
+        ("--api", 3),
+        ("--secret", 4),
+        ("--auth", 5),
+        ("--access", 4),
+        ("--client", 2),
+    )
+)
 # Commands that take a password in a short option: `-p<secret>` (attached) for the MySQL
 # family, whose `-p secret` prompts and then names a database; `-p secret` or `-psecret` for
 # the others (`-a` for redis-cli).
@@ -53,8 +67,10 @@ _PASSWORD_COMMAND = re.compile(
     r"|(?P<redis>redis-cli)"
 )
 _PASSWORD_COMMAND_ANCHORS = (
-    Anchor(re.compile(r"m(?:ysql|ariadb|ongo)")),
-    literal("sshpass", pivot=1),
+    literal("mysql", pivot=3),
+    literal("mariadb", pivot=6),
+    literal("mongo", pivot=3),
+    literal("sshpass", pivot=3),
     literal("login", pivot=2),
     literal("redis-cli", pivot=5),
 )
@@ -88,7 +104,7 @@ _ASSIGNMENT_KEYWORDS = (
 # A keyword that starts with another (`password`, `pass`) is read off the shorter one's hits
 # rather than searched for again. No keyword overlaps itself, so a search that resumes after
 # each hit finds every occurrence. Some are searched from a rarer letter (see literal).
-_KEYWORD_PIVOTS = {"token": 2, "pwd": 1, "auth": 3}
+_KEYWORD_PIVOTS = {"token": 2, "pwd": 1, "auth": 3, "secret": 2}
 _KEYWORD_SEARCHES: tuple[tuple[Anchor, str, tuple[str, ...]], ...] = tuple(
     (
         literal(keyword, folded=True, pivot=_KEYWORD_PIVOTS.get(keyword, 0)),
@@ -99,6 +115,11 @@ _KEYWORD_SEARCHES: tuple[tuple[Anchor, str, tuple[str, ...]], ...] = tuple(
     )
     for keyword in _ASSIGNMENT_KEYWORDS
     if not any(word != keyword and keyword.startswith(word) for word in _ASSIGNMENT_KEYWORDS)
+)
+LITERAL_ANCHORS = (
+    *_CLI_FLAG_WORDS,
+    *_PASSWORD_COMMAND_ANCHORS,
+    *(anchor for anchor, _keyword, _longer in _KEYWORD_SEARCHES),
 )
 _AFTER_NAME = re.compile(
     r"(?:\\{0,7}[\"'])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
@@ -155,7 +176,8 @@ def credential_spans(scan: Scan) -> Iterator[Span]:
     for m in _CURL_USER.finditer(text):
         if m.start() > 0 and text[m.start() - 1] in " \t" and _is_literal(m.group(1)):
             yield m.start(1), m.end(1), "password in credentials"
-    for m in _CLI_FLAG.finditer(text):
+    starts = sorted(hit for word in _CLI_FLAG_WORDS for hit in scan.hits(word))
+    for m in anchored(text, _CLI_FLAG, starts, offset=0):
         span = _option_value(m)
         if span is not None:
             yield (*span, "secret option")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import string
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 
@@ -51,6 +52,8 @@ _TRAILING = ".,;:!?)]}"
 _SIGNED_URL = re.compile(
     r"x-amz-(?:signature|credential|security-token)=(?P<value>[^&\s\"'#<>]{8,2048})"
 )
+_SIGNED_URL_WORD = literal("x-amz-", folded=True, pivot=1)
+LITERAL_ANCHORS = (*_PROSE_ANCHORS, _SIGNED_URL_WORD)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,}={0,2})*")
 _MIN_RUN = 40
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
@@ -61,6 +64,23 @@ _BASE64_MARKS = bytes(
     for code in range(256)
 )
 _MAX_ENCODED_CHARS = 65_536
+_BASE64_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/"
+
+
+def _can_start_text(byte: int) -> bool:
+    """Whether a decoded text (see `_text`) can begin with `byte`."""
+    if byte < 0x80:
+        return chr(byte).isprintable() or chr(byte) in "\n\r\t"
+    return 0xC2 <= byte <= 0xF4
+
+
+# The base64 characters whose decoded first byte can begin a text (each carries its top six
+# bits): most runs are paths (`/home/...`), which a `/` shows to decode to no text at all.
+_TEXT_LEADS = frozenset(
+    char
+    for value, char in enumerate(_BASE64_ALPHABET)
+    if any(_can_start_text(value << 2 | low) for low in range(4))
+)
 _KEY_BODY_LINE = 64
 _KEY_BODY_LINES = 3
 
@@ -81,7 +101,7 @@ def prose_spans(scan: Scan) -> Iterator[Span]:
         value = scan.text[start:end].rstrip(_TRAILING)
         if len(value) >= 6 and not _NOT_A_VALUE.fullmatch(value):
             yield start, start + len(value), "secret named in prose"
-    for match in _SIGNED_URL.finditer(scan.lowered):
+    for match in anchored(scan.lowered, _SIGNED_URL, scan.hits(_SIGNED_URL_WORD), offset=0):
         yield match.start("value"), match.end("value"), "signed URL"
 
 
@@ -158,6 +178,8 @@ def _decoded_hex(blob: str) -> str | None:
 
 
 def _decoded(blob: str) -> str | None:
+    if blob[:1] not in _TEXT_LEADS:
+        return None
     try:
         return _text(base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True))
     except (binascii.Error, ValueError):

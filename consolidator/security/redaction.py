@@ -8,9 +8,12 @@ their findings and replaces each with one placeholder until nothing changes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from consolidator.security import config_files, credentials, hidden, tokens
 from consolidator.security.config_files import config_file_spans
 from consolidator.security.credentials import credential_spans
 from consolidator.security.hidden import (
@@ -20,7 +23,7 @@ from consolidator.security.hidden import (
     without_invisible,
 )
 from consolidator.security.pem import pem_spans
-from consolidator.security.spans import PLACEHOLDER, Scan, Span, surrounding_lines
+from consolidator.security.spans import PLACEHOLDER, Needles, Scan, Span, surrounding_lines
 from consolidator.security.tokens import (
     detect_secrets_spans,
     header_spans,
@@ -74,20 +77,24 @@ def redact(text: str) -> Redaction:
 
 
 def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:
-    """Whether a detection pass would change any of `regions` (whole lines of `text`).
+    """Whether a detection pass would change any of `regions` (whole lines of `text`)."""
+    return not nothing_to_redact([text[start:end] for start, end in regions])
 
-    Checked in one pass over the regions joined by a line holding a random nonce: each pass
-    costs some fifty pattern calls whatever the length, which made the re-check of a text
-    with many secrets slow. Joined, the regions can only show more findings,
-    never fewer: no pattern crosses a line unless it is one that also matches inside a
-    region (a private key's BEGIN and END lines), detect-secrets values and context words
-    seen in one region count in the others, and each region still starts and ends at a line
-    break. So "no change" here means no change in any region alone, and otherwise the
-    regions are redacted one by one as before.
+
+def nothing_to_redact(texts: Sequence[str]) -> bool:
+    """Whether `redact` would leave every one of `texts` as it is.
+
+    Checked in one pass over the texts joined by a line holding a random nonce: each pass
+    costs some fifty pattern calls whatever the length, which made checking many short texts
+    (a model's answer, field by field) or the re-check of a text with many secrets slow.
+    Joined, the texts can only show more findings, never fewer: no pattern crosses a line
+    unless it is one that also matches inside a text (a private key's BEGIN and END lines),
+    detect-secrets values and context words seen in one text count in the others, and each
+    text starts and ends at a line break. So True here means no change in any text alone.
     """
     separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
-    _, placed, _labels = redact_once(separator.join(text[start:end] for start, end in regions))
-    return bool(placed)
+    _, placed, _labels = redact_once(separator.join(texts))
+    return not placed
 
 
 def redact_once(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
@@ -129,8 +136,20 @@ def _find_spans(text: str) -> list[Span]:
     return spans
 
 
+@cache
+def _needles() -> Needles:
+    return Needles(
+        (
+            *tokens.LITERAL_ANCHORS,
+            *credentials.LITERAL_ANCHORS,
+            *config_files.LITERAL_ANCHORS,
+            *hidden.LITERAL_ANCHORS,
+        )
+    )
+
+
 def _written_spans(text: str) -> list[Span]:
-    scan = Scan(text)
+    scan = Scan(text, _needles())
     spans: list[Span] = []
     spans.extend(pem_spans(text))
     spans.extend(detect_secrets_spans(scan))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 PLACEHOLDER = "[REDACTED_SECRET]"
@@ -22,7 +22,7 @@ MAX_ANCHOR_HITS = 256
 Span = tuple[int, int, str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Anchor:
     """A cheap pattern that matches inside every match of costlier ones, on the same line.
 
@@ -32,12 +32,17 @@ class Anchor:
     lines around an anchor's hits, and patterns whose literal prefixes share a first letter
     share one anchor: a single scan for all of them. `folded` anchors are lower-case and are
     searched in the lower-cased text, for patterns that ignore case. A hit is reported
-    `offset` characters before where the pattern matched (see literal).
+    `offset` characters before where the pattern matched (see literal). `needle` is the word
+    a `literal` anchor stands for, which `Needles` can find together with others. An anchor is
+    its own identity (hashed by `id`): a scan looks anchors up tens of times per text, and
+    hashing their fields cost small texts more than searching them.
     """
 
     pattern: re.Pattern[str]
     folded: bool = False
     offset: int = 0
+    needle: str = ""
+    word: str = ""  # the needle lower-cased, as `Needles` knows it
 
 
 def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
@@ -49,10 +54,12 @@ def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
     """
     if not 0 <= pivot < len(needle):
         raise ValueError(f"pivot {pivot} is outside {needle!r}")
+    if not needle.isascii():
+        raise ValueError(f"needle {needle!r} is not ASCII")
     pattern = re.escape(needle[pivot:])
     if pivot:
         pattern += f"(?<={re.escape(needle)})"
-    return Anchor(re.compile(pattern), folded, pivot)
+    return Anchor(re.compile(pattern), folded, pivot, needle, needle.lower())
 
 
 WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -61,26 +68,120 @@ NAME_CHARS = TOKEN_CHARS | {"."}
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
+class Needles:
+    """The words of many literal anchors, found in one pass per letter they are searched from.
+
+    A pass over a long text costs about the same for any pattern that starts with a literal,
+    and stage one's transcripts hold several hundred thousand characters: one pass per anchor
+    was most of redaction's time. Words searched from the same (rare) letter share a pass,
+    which stops at that letter only and checks each word's rest around it; every occurrence
+    is found, overlapping ones included, in the lower-cased text. An anchor's own hits are
+    then read off its word's occurrences (see `Scan.hits`).
+    """
+
+    def __init__(self, anchors: Iterable[Anchor]) -> None:
+        letters: dict[str, dict[str, int]] = {}
+        self.letter: dict[str, str] = {}
+        for anchor in anchors:
+            word = anchor.word
+            if word and word not in self.letter:
+                self.letter[word] = word[anchor.offset]
+                letters.setdefault(word[anchor.offset], {})[word] = anchor.offset
+        self.passes = {letter: _LetterPass(words) for letter, words in letters.items()}
+
+
+class _LetterPass:
+    """One letter's pass: a regex matching the letter wherever it is the pivot of one of
+    `words`, one group per word; each branch starts with the rest of its word, which the
+    engine rejects at a glance. Where a word matched, the words after it in the regex that
+    agree with it around the shared letter may be there too (`auth` inside `auth"`)."""
+
+    def __init__(self, words: dict[str, int]) -> None:
+        self.words = tuple(words.items())
+        letter = self.words[0][0][self.words[0][1]]
+        # The empty group that ends each branch names it; one at its start would keep the
+        # engine from rejecting the branch by its first letter.
+        branches = [
+            re.escape(word[pivot + 1 :]) + (f"(?<={re.escape(word)})()" if pivot else "()")
+            for word, pivot in self.words
+        ]
+        self.pattern = re.compile(re.escape(letter) + "(?=" + "|".join(branches) + ")")
+        self.also = tuple(
+            tuple(other for other in self.words[index + 1 :] if _agree(self.words[index], other))
+            for index in range(len(self.words))
+        )
+
+
+def _agree(one: tuple[str, int], other: tuple[str, int]) -> bool:
+    """Whether two words can both occur with their pivot letters at the same place."""
+    (word, pivot), (other_word, other_pivot) = one, other
+    shift = pivot - other_pivot
+    return all(
+        word[index] == char
+        for index, char in ((shift + i, c) for i, c in enumerate(other_word))
+        if 0 <= index < len(word)
+    )
+
+
 class Scan:
     """One text being searched for secrets, and the hits of each anchor searched so far.
 
     Anchors are shared (a prefix anchor by plugins and token patterns, `bot` by two plugins),
-    and each costs a pass over the whole text, so each is searched at most once per text.
+    and each costs a pass over the whole text, so each is searched at most once per text; the
+    words of `needles` are found together (see Needles).
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, needles: Needles | None = None) -> None:
         self.text = text
         self.lowered = fold(text)
         self._hits: dict[Anchor, list[int]] = {}
+        self._needles = needles
+        self._occurrences: dict[str, list[int]] = {}
+        self._windows: dict[tuple[Anchor, ...], list[tuple[int, int]]] = {}
 
     def hits(self, anchor: Anchor) -> list[int]:
         """Where `anchor`'s non-overlapping hits start, in order."""
         found = self._hits.get(anchor)
         if found is None:
             haystack = self.lowered if anchor.folded else self.text
-            offset = anchor.offset
-            found = [m.start() - offset for m in anchor.pattern.finditer(haystack)]
+            if anchor.word and self._needles is not None and anchor.word in self._needles.letter:
+                found = self._needle_hits(anchor, haystack)
+            else:
+                offset = anchor.offset
+                found = [m.start() - offset for m in anchor.pattern.finditer(haystack)]
             self._hits[anchor] = found
+        return found
+
+    def _needle_hits(self, anchor: Anchor, haystack: str) -> list[int]:
+        """What the anchor's own pattern would find: its word where the haystack holds it
+        (the case checked), each hit starting at or after where the last one's pattern match
+        ended (a literal searched from its pivot matches from there on)."""
+        needle, pivot = anchor.needle, anchor.offset
+        found: list[int] = []
+        end = 0
+        for start in self._word(anchor.word):
+            if start + pivot >= end and haystack.startswith(needle, start):
+                found.append(start)
+                end = start + len(needle)
+        return found
+
+    def _word(self, word: str) -> list[int]:
+        """Every occurrence of `word` in the lower-cased text, from its letter's shared pass."""
+        found = self._occurrences.get(word)
+        if found is None:
+            assert self._needles is not None
+            letter_pass = self._needles.passes[self._needles.letter[word]]
+            lowered = self.lowered
+            lists = [self._occurrences.setdefault(other, []) for other, _ in letter_pass.words]
+            positions = {other: lists[i] for i, (other, _) in enumerate(letter_pass.words)}
+            for match in letter_pass.pattern.finditer(lowered):
+                at = match.start()
+                index = (match.lastindex or 1) - 1
+                lists[index].append(at - letter_pass.words[index][1])
+                for other, pivot in letter_pass.also[index]:
+                    if at >= pivot and lowered.startswith(other, at - pivot):
+                        positions[other].append(at - pivot)
+            found = self._occurrences[word]
         return found
 
     def contains(self, word: Anchor) -> bool:
@@ -89,6 +190,12 @@ class Scan:
     def windows(self, anchors: tuple[Anchor, ...]) -> list[tuple[int, int]]:
         """The line before through the line after each anchor hit, merged; without anchors
         (or with very many hits) the whole text. No hit, no window."""
+        found = self._windows.get(anchors)
+        if found is None:
+            found = self._windows[anchors] = self._find_windows(anchors)
+        return found
+
+    def _find_windows(self, anchors: tuple[Anchor, ...]) -> list[tuple[int, int]]:
         whole = [(0, len(self.text))]
         if not anchors:
             return whole

@@ -42,14 +42,25 @@ _PREFIXES_UPPER_S = Anchor(re.compile(r"S(?:G\.|K[a-z0-9]{32})"))
 _PREFIXES_LOWER_G = Anchor(
     re.compile(r"g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|sk_)")
 )
-_PREFIXES_LOWER_S = Anchor(re.compile(r"s(?:k-|q0csp-)"))
-_STRIPE_PREFIX = Anchor(re.compile(r"k_(?:live|test)_"))
+# Alternatives that no two hits can share a character of are literal anchors of their own.
+_PREFIXES_LOWER_S = (literal("sk-", pivot=1), literal("sq0csp-", pivot=3))
+_STRIPE_PREFIX = (literal("k_live_"), literal("k_test_"))
 _JWT_PREFIX = literal("eyJ", pivot=2)
 # Folded: Slack's plugin ignores case; a folded hit covers the case-sensitive patterns too.
 _PREFIXES_X = Anchor(re.compile(r"x(?:ox|app-)"), folded=True)
-_PREFIXES_H = Anchor(re.compile(r"h(?:ooks\.slack|f_)"), folded=True)
+_PREFIXES_H = (literal("hooks.slack", folded=True, pivot=3), literal("hf_", folded=True, pivot=1))
 # Context for both the Discord and the Telegram plugin.
 _BOT = literal("bot", folded=True)
+_AWS = literal("aws", folded=True, pivot=1)
+_DISCORD = literal("discord", folded=True, pivot=3)
+_GITLAB_RUNNER = literal("GR1348941")
+_MAILCHIMP = literal("-us")
+_NPM = literal("_authtoken", folded=True, pivot=7)
+_OPENAI = literal("T3BlbkFJ", pivot=7)
+_PYPI = literal("pypi-AgE", pivot=4)
+_TELEGRAM = literal("telegram", folded=True, pivot=4)
+_STRIPE_WEBHOOK = literal("whsec_")
+_NPM_TOKEN = literal("npm_", pivot=1)
 
 
 @dataclass(frozen=True)
@@ -91,30 +102,28 @@ def _detect_secrets_plugins() -> tuple[_Plugin, ...]:
     from detect_secrets.plugins.twilio import TwilioKeyDetector
 
     return (
-        _Plugin(
-            AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, literal("aws", folded=True, pivot=1))
-        ),
+        _Plugin(AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, _AWS)),
         _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
         _Plugin(
             DiscordBotTokenDetector(),
-            context=(literal("discord", folded=True), _BOT),
+            context=(_DISCORD, _BOT),
             anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
         ),
         _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
-        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, literal("GR1348941"))),
+        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, _GITLAB_RUNNER)),
         _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
-        _Plugin(MailchimpDetector(), anchors=(literal("-us"),)),
+        _Plugin(MailchimpDetector(), anchors=(_MAILCHIMP,)),
         # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
-        _Plugin(NpmDetector(), context=(literal("_authtoken", folded=True, pivot=7),)),
-        _Plugin(OpenAIDetector(), anchors=(literal("T3BlbkFJ"),)),
-        _Plugin(PypiTokenDetector(), anchors=(literal("pypi-AgE", pivot=5),)),
+        _Plugin(NpmDetector(), context=(_NPM,)),
+        _Plugin(OpenAIDetector(), anchors=(_OPENAI,)),
+        _Plugin(PypiTokenDetector(), anchors=(_PYPI,)),
         _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
-        _Plugin(SlackDetector(), anchors=(_PREFIXES_X, _PREFIXES_H)),
-        _Plugin(SquareOAuthDetector(), anchors=(_PREFIXES_LOWER_S,)),
-        _Plugin(StripeDetector(), anchors=(_STRIPE_PREFIX,)),
+        _Plugin(SlackDetector(), anchors=(_PREFIXES_X, *_PREFIXES_H)),
+        _Plugin(SquareOAuthDetector(), anchors=_PREFIXES_LOWER_S),
+        _Plugin(StripeDetector(), anchors=_STRIPE_PREFIX),
         _Plugin(
             TelegramBotTokenDetector(),
-            context=(literal("telegram", folded=True, pivot=4), _BOT),
+            context=(_TELEGRAM, _BOT),
             anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
         ),
         _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
@@ -138,7 +147,7 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern(
         "API key",
         re.compile(r"sk-(?=[A-Za-z0-9_-]{0,64}?[0-9])[A-Za-z0-9_-]{20,}"),
-        (_PREFIXES_LOWER_S,),
+        _PREFIXES_LOWER_S,
     ),
     _TokenPattern("GitHub token", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"), (_PREFIXES_LOWER_G,)),
     _TokenPattern(
@@ -147,21 +156,17 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("Slack token", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}"), (_PREFIXES_X,)),
     _TokenPattern("Slack token", re.compile(r"xapp-[A-Za-z0-9-]{10,}"), (_PREFIXES_X,)),
     # Split by first letter so each pattern starts with a literal (a class start is slow).
-    _TokenPattern(
-        "Stripe key", re.compile(r"sk_(?:live|test)_[A-Za-z0-9]{16,}"), (_STRIPE_PREFIX,)
-    ),
-    _TokenPattern(
-        "Stripe key", re.compile(r"rk_(?:live|test)_[A-Za-z0-9]{16,}"), (_STRIPE_PREFIX,)
-    ),
-    _TokenPattern("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}")),
+    _TokenPattern("Stripe key", re.compile(r"sk_(?:live|test)_[A-Za-z0-9]{16,}"), _STRIPE_PREFIX),
+    _TokenPattern("Stripe key", re.compile(r"rk_(?:live|test)_[A-Za-z0-9]{16,}"), _STRIPE_PREFIX),
+    _TokenPattern("Stripe key", re.compile(r"whsec_[A-Za-z0-9]{20,}"), (_STRIPE_WEBHOOK,)),
     _TokenPattern("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}"), (_PREFIXES_UPPER_A,)),
     _TokenPattern(
         "AWS access key",
         re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
         (_PREFIXES_UPPER_A,),
     ),
-    _TokenPattern("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}"), (_PREFIXES_H,)),
-    _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    _TokenPattern("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}"), _PREFIXES_H),
+    _TokenPattern("npm token", re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), (_NPM_TOKEN,)),
     _TokenPattern("Groq key", re.compile(r"gsk_[A-Za-z0-9]{40,}"), (_PREFIXES_LOWER_G,)),
     # detect-secrets' GitLab pattern reports only the prefix it captures, which is too short
     # to be taken as a secret, so the whole token is matched here.
@@ -187,7 +192,27 @@ _AUTH_HEADER = re.compile(
 )
 # Where each of the two must start: at a hit of the first, one character before the second's.
 _BEARER_WORD = literal("bearer", folded=True)
-_AUTH_WORD = literal("uthorization", pivot=6)
+_AUTH_WORD = literal("uthorization", pivot=2)
+# The literal anchors of this module, for the shared search (spans.Needles).
+LITERAL_ANCHORS = (
+    *_PREFIXES_LOWER_S,
+    *_STRIPE_PREFIX,
+    *_PREFIXES_H,
+    _JWT_PREFIX,
+    _BOT,
+    _AWS,
+    _DISCORD,
+    _GITLAB_RUNNER,
+    _MAILCHIMP,
+    _NPM,
+    _OPENAI,
+    _PYPI,
+    _TELEGRAM,
+    _STRIPE_WEBHOOK,
+    _NPM_TOKEN,
+    _BEARER_WORD,
+    _AUTH_WORD,
+)
 
 
 def token_spans(scan: Scan) -> Iterator[Span]:
@@ -216,7 +241,13 @@ _WRAPPED = re.compile(
     r"(?:gh[pousr]_|github_pat_|gl(?:pat|dt|ft|rt)-|sk-|sk_live_|sk_test_|xox[abposre]-|hf_)"
     r"[A-Za-z0-9_-]{0,255}(?P<joint>\r?\n[ \t]{0,16})[A-Za-z0-9_-]{1,255}"
 )
-_WRAPPED_ANCHORS = (_PREFIXES_LOWER_G, _PREFIXES_LOWER_S, _STRIPE_PREFIX, _PREFIXES_X, _PREFIXES_H)
+_WRAPPED_ANCHORS = (
+    _PREFIXES_LOWER_G,
+    *_PREFIXES_LOWER_S,
+    *_STRIPE_PREFIX,
+    _PREFIXES_X,
+    *_PREFIXES_H,
+)
 
 
 def wrapped_token_spans(scan: Scan) -> Iterator[Span]:

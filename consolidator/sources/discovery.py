@@ -10,16 +10,13 @@ directories with a `.jsonl` name, files vanishing mid-walk. None of these stops 
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
-
-logger = logging.getLogger(__name__)
 
 ROLLOUT_SUFFIX = ".jsonl"
 # Claude Code's internal background agents, `<session>/subagents/agent-acompact-<id>.jsonl`
@@ -53,6 +50,11 @@ class DiscoveryProblem:
 
     def __str__(self) -> str:
         return f"cannot read {self.path}: {self.reason}"
+
+
+def distinct_roots(roots: Sequence[Path]) -> list[Path]:
+    """The sessions folders as absolute paths, each once, in the order given."""
+    return list(dict.fromkeys(root.expanduser().resolve() for root in roots))
 
 
 def discover_rollout_batches(
@@ -169,7 +171,10 @@ def _list_directory(
 
 
 def _record(problems: list[DiscoveryProblem] | None, problem: DiscoveryProblem) -> None:
-    logger.warning("%s", problem, extra={"action": "discovery_skip"})
+    # Loaded only for a problem: a pass that finds nothing new may not need `logging` at all.
+    import logging
+
+    logging.getLogger(__name__).warning("%s", problem, extra={"action": "discovery_skip"})
     if problems is not None:
         problems.append(problem)
 

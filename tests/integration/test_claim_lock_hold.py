@@ -104,3 +104,23 @@ def test_the_claim_connections_of_every_thread_close_with_the_engine(sqlite_url:
     assert outcomes == [True] * 4 and log.exists()
     engine.dispose()
     assert not log.exists(), "a claim connection outlived the engine"
+
+
+def test_a_sqlite_phase_two_claim_writes_one_page(sqlite_url: str) -> None:
+    """Every worker polls the phase-two claim under the write lock; its UPDATE must write the
+    job's table page alone, no page of an index (an index holding a column it sets, such as
+    the status or the lease's end, would add one page each to every claim's commit)."""
+    engine = create_db_engine(sqlite_url)
+    upgrade(engine)
+    store = Store(engine)
+    for number in range(30):
+        add_output(store, f"thread-{number}", "a note", minute=number)
+    assert store.leases.release_job(store.phase_two.try_claim_phase2(lease_seconds=600))
+    path = sqlite_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path, isolation_level=None) as checkpointer:
+        assert checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+        claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+        _busy, frames, _done = checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    engine.dispose()
+    assert claim.claimed
+    assert frames == 1, f"the claim wrote {frames} pages"

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, insert
 from consolidator.db.claimable import DeadlineLengths, moment_parameters
 from consolidator.db.records import STAGE1, JobStatus, ThreadState
 from consolidator.db.schema import Job, Thread
-from consolidator.db.statements import stage1_batch_statements
+from consolidator.db.statements import phase2_claim, stage1_batch_statements
 from consolidator.db.store import Store
 
 NEEDS_WORK_INDEX = "ix_jobs_stage1_needs_work"
@@ -119,3 +119,16 @@ def test_the_claim_reads_only_jobs_that_need_work(
         assert "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)" in taken
     else:
         assert "pk_threads" in chosen and "pk_jobs" in taken
+
+
+def test_the_phase_two_claim_reads_its_job_by_row_id(store: Store) -> None:
+    """Every worker polls this claim: on SQLite, under the write lock, it must find its job
+    in the table's own b-tree, not through an index (one page more); PostgreSQL's table is
+    a heap, read through an index either way."""
+    _seed(store)
+    with store.engine.connect() as connection:
+        plan = _plan(connection, phase2_claim(False, False))
+    if store.engine.dialect.name == "sqlite":
+        assert "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+    else:
+        assert "Index Scan" in plan and "Seq Scan on jobs" not in plan, plan

@@ -158,3 +158,30 @@ def test_is_current_reads_the_files_heads_as_alembic_does(db_url: str, tmp_path:
     assert file_heads(tmp_path) == {"0002"}
     (tmp_path / "0003_merge.py").write_text('revision = "0003"\ndown_revision = ("0001", "0002")\n')
     assert file_heads(tmp_path) is None
+
+
+def test_0022_moves_the_phase_two_job_to_its_row_id(db_url: str) -> None:
+    """The phase-two claim finds its job by row id; a database made before keeps its job,
+    with its lease history, under that id."""
+    engine = create_db_engine(db_url)
+    try:
+        upgrade(engine, "0021")
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO jobs (kind, job_key, status, lease_epoch, retry_remaining,"
+                    " attempts, input_watermark) VALUES"
+                    " ('stage1', 'thread-a', 'pending', 0, 3, 0, 5),"
+                    " ('phase2', 'global', 'pending', 7, 1000000000, 7, 0)"
+                )
+            )
+        upgrade(engine)
+        check(engine)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT id, kind, lease_epoch FROM jobs ORDER BY kind")
+            ).all()
+        assert [(row.kind, row.lease_epoch) for row in rows] == [("phase2", 7), ("stage1", 0)]
+        assert rows[0].id == 0 and rows[1].id != 0
+    finally:
+        engine.dispose()

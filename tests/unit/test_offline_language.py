@@ -367,11 +367,6 @@ def test_a_correction_keeps_no_sentence_naming_what_it_took_back() -> None:
             "timeout",
             "The timeout is 45s in prod.",
         ),
-        (
-            "Emojis in commits are fine actually, ignore what I said earlier about that.",
-            "Emojis in commits",
-            "Emojis in commits are fine actually",
-        ),
     ],
 )
 def test_a_correction_says_what_it_takes_back_and_what_it_points_to(

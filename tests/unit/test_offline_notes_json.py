@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from importlib import resources
 
 import pytest
@@ -242,6 +243,19 @@ def test_stage_one_redacts_the_notes_text_by_text_as_it_redacts_their_rendering(
     assert secret not in dump_notes(cleaned.notes) and secret not in cleaned.raw_memory
     assert "[REDACTED_SECRET]" in cleaned.notes.facts[0]
     assert render_raw_memory(cleaned.notes) == cleaned.raw_memory
+
+
+def test_one_secret_or_hidden_character_anywhere_in_an_answer_is_cleaned_where_it_is() -> None:
+    secret = "api_key=" + "Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Jh0Gf9E"
+    hidden = "run make test\u200b before pushing"
+    plain = _result(NOTES)
+
+    assert sanitize_result(plain) == plain
+    in_slug = sanitize_result(replace(plain, rollout_slug=f"slug {secret}"))
+    assert secret not in (in_slug.rollout_slug or "") and in_slug.notes == NOTES
+    in_note = sanitize_result(_result(replace(NOTES, conclusions=(hidden,))))
+    assert in_note.notes is not None
+    assert in_note.notes.conclusions == ("run make test before pushing",)
 
 
 def test_notes_whose_rendering_is_withheld_are_withheld_with_it() -> None:

@@ -6,9 +6,7 @@ in the files that pin one (`verify.runtimes`)."""
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 
 from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import RENAMED, EditedValue
@@ -18,9 +16,9 @@ from consolidator.verify.runtimes import pinned_in_line
 
 Relative = Callable[[str], str]
 
-_PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$")
-_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
-_CONFIG_EXTENSIONS = word_list("config-extensions")
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t\r]*$", re.M)
+_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)[ \t\r]*$", re.M)
+_HUNK = re.compile(r"^@@.*$", re.M)
 _CONFIG_NAMES = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
 # `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
 _SETTING = re.compile(
@@ -28,22 +26,23 @@ _SETTING = re.compile(
     r"(?P<value>[^\s{\[#][^#]*?)\s*,?\s*$"
 )
 _MAX_VALUE_CHARS = 120
-_REDACTED = "[REDACTED"
 _PINNED = " version"
 
 
-@dataclass
-class _Diff:
-    """The lines one edit took out of a file and put in, hunk by hunk."""
-
-    path: str
-    hunks: list[tuple[list[str], list[str]]] = field(default_factory=list)
-    moved_to: str = ""
-
-
 def patch_edits(patch: str, relative: Relative) -> list[EditedValue]:
-    """The values a Codex `apply_patch` changed, renames included."""
-    return _values(_patch_diffs(patch), relative)
+    """The values a Codex `apply_patch` changed, renames included, hunk by hunk."""
+    parts = _PATCH_FILE.split(patch)
+    found: list[EditedValue] = []
+    for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        path = relative(named)
+        if action == "Delete":
+            continue
+        if moved := _PATCH_MOVE.search(body):
+            found.append(EditedValue(path, RENAMED, path, relative(moved[1])))
+        for hunk in map(str.splitlines, _HUNK.split(body)):
+            removed, added = ([line[1:] for line in hunk if line[:1] == s] for s in "-+")
+            found.extend(_changed(path, removed, added))
+    return list(dict.fromkeys(found))
 
 
 def tool_edits(payload: dict[str, object], relative: Relative) -> list[EditedValue]:
@@ -52,72 +51,14 @@ def tool_edits(payload: dict[str, object], relative: Relative) -> list[EditedVal
     path = payload.get("file_path") or payload.get("path")
     if not isinstance(path, str) or not path.strip():
         return []
-    diff = _Diff(path.strip())
     edits = payload.get("edits")
-    pairs = [payload, *(edits if isinstance(edits, list) else [])]
-    for pair in pairs:
-        if not isinstance(pair, dict):
-            continue
-        old, new = pair.get("old_string"), pair.get("new_string", pair.get("content"))
-        if isinstance(new, str):
-            diff.hunks.append((_lines(old), _lines(new)))
-    return _values([diff], relative)
-
-
-def _lines(text: object) -> list[str]:
-    return text.splitlines() if isinstance(text, str) else []
-
-
-def shell_edits(command: str, relative: Relative) -> list[EditedValue]:
-    """The files a shell command renamed with `git mv`."""
     found: list[EditedValue] = []
-    for segment in re.split(r"\s*(?:&&|\|\||;)\s*", command.strip()):
-        try:
-            argv = shlex.split(segment)
-        except ValueError:
-            continue
-        if argv[:2] != ["git", "mv"]:
-            continue
-        paths = [arg for arg in argv[2:] if not arg.startswith("-")]
-        if len(paths) != 2:
-            continue
-        source, target = paths
-        if target.endswith("/"):
-            target += source.rsplit("/", 1)[-1]
-        found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
-    return found
-
-
-def _patch_diffs(patch: str) -> list[_Diff]:
-    diffs: list[_Diff] = []
-    for line in patch.splitlines():
-        header = _PATCH_HEADER.match(line)
-        if header:
-            diffs.append(_Diff(header.group(2)) if header.group(1) != "Delete" else _Diff(""))
-            continue
-        if not diffs or not diffs[-1].path:
-            continue
-        diff = diffs[-1]
-        moved = _PATCH_MOVE.match(line)
-        if moved:
-            diff.moved_to = moved.group(1)
-        elif line.startswith("@@") or not diff.hunks:
-            diff.hunks.append(([], []))
-        if line.startswith("-"):
-            diff.hunks[-1][0].append(line[1:])
-        elif line.startswith("+"):
-            diff.hunks[-1][1].append(line[1:])
-    return [diff for diff in diffs if diff.path]
-
-
-def _values(diffs: Iterable[_Diff], relative: Relative) -> list[EditedValue]:
-    found: list[EditedValue] = []
-    for diff in diffs:
-        path = relative(diff.path)
-        if diff.moved_to:
-            found.append(EditedValue(path, RENAMED, path, relative(diff.moved_to)))
-        for removed, added in diff.hunks:
-            found.extend(_changed(path, removed, added))
+    for pair in [payload, *(edits if isinstance(edits, list) else [])]:
+        new = pair.get("new_string", pair.get("content")) if isinstance(pair, dict) else None
+        if isinstance(new, str) and isinstance(pair, dict):
+            old = pair.get("old_string")
+            removed = old.splitlines() if isinstance(old, str) else []
+            found.extend(_changed(relative(path.strip()), removed, new.splitlines()))
     return list(dict.fromkeys(found))
 
 
@@ -138,20 +79,14 @@ def _changed(path: str, removed: list[str], added: list[str]) -> Iterator[Edited
 def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     """Each line's runtime pin or, in a configuration file, its key and value; a line holding
     a secret is read redacted and left out."""
-    config = _is_config(path)
+    name = path.rsplit("/", 1)[-1]
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+    config = extension in word_list("config-extensions") or bool(_CONFIG_NAMES.match(name))
     for line in lines:
-        pin = pinned_in_line(path, line)
-        if pin is not None:
+        if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
         match = _SETTING.match(redact(line).text) if config else None
-        if match and _REDACTED not in match["value"]:
-            value = one_line(match["value"]).strip("\"'")
-            if value and len(value) <= _MAX_VALUE_CHARS:
-                yield match["key"], value
-
-
-def _is_config(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    return extension in _CONFIG_EXTENSIONS or bool(_CONFIG_NAMES.match(name))
+        value = one_line(match["value"]).strip("\"'") if match else ""
+        if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
+            yield match["key"], value

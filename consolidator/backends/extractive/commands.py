@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from consolidator.backends.extractive.changes import patch_edits, shell_edits, tool_edits
+from consolidator.backends.extractive.changes import Relative, patch_edits, tool_edits
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
-from consolidator.memory.offline_notes import EditedValue
+from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import clip, code_span, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
@@ -81,7 +81,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
         key, args, read_only = _command_key(command)
         mentioned = tuple(dedupe(relative(path) for path in _command_paths(command)))
         line = _command_line(command)
-        changes = tuple(shell_edits(command, relative))
+        changes = tuple(_renames(command, relative))
         return Call(tool, line, key, args, (), mentioned, read_only, True, changes)
     payload = payload or {}
     edits: list[Any] = payload["edits"] if isinstance(payload.get("edits"), list) else []
@@ -122,6 +122,18 @@ def _argv(segment: str) -> list[str]:
         return shlex.split(segment)
     except ValueError:
         return segment.split()
+
+
+def _renames(command: str, relative: Relative) -> list[EditedValue]:
+    """The files a shell command renamed with `git mv`."""
+    found: list[EditedValue] = []
+    for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
+        paths = [arg for arg in argv[2:] if not arg.startswith("-")]
+        if argv[:2] == ["git", "mv"] and len(paths) == 2:
+            source, target = paths
+            target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
+            found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
+    return found
 
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:

@@ -27,6 +27,7 @@ from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
     apply_edit,
+    joined,
     mark_stale_fixes,
     merge_superseded,
     newest_wins,
@@ -143,36 +144,14 @@ class _Witness:
     def said(self, origin: Origin, fallback: str = "") -> _Witness:
         return replace(self, origin=origin, fallback=fallback)
 
-    def _rule(self, text: str) -> tuple[tuple[str, str], ...]:
-        found = self.rules.get(text, self.fallback)
-        return ((self.thread_id, found),) if found else ()
-
-    def new_bullet(self, text: str, mark: str = "") -> Bullet:
+    def bullet(self, text: str, mark: str = "") -> Bullet:
+        rule = self.rules.get(text, self.fallback)
         return Bullet(
             mark + text,
             (self.task_id,),
             ((self.thread_id, text),),
             ((self.thread_id, self.origin),),
-            self._rule(text),
-        )
-
-    def of(self, bullet: Bullet, text: str) -> Bullet:
-        """`bullet` said again in `text`: the session joins its witnesses, wordings (when
-        traced), origins and rules, and it is shown in `text` when that says all it says and
-        more, keeping its mark."""
-        sources = bullet.sources
-        if sources and all(thread_id != self.thread_id for thread_id, _ in sources):
-            sources = (*sources, (self.thread_id, text))
-        shown = bullet.text
-        if facts.fuller(shown, text):
-            shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
-        return replace(
-            bullet,
-            text=shown,
-            task_ids=tuple(dict.fromkeys((*bullet.task_ids, self.task_id))),
-            sources=sources,
-            origins=tuple(dict.fromkeys((*bullet.origins, (self.thread_id, self.origin)))),
-            rules=tuple(dict.fromkeys((*bullet.rules, *self._rule(text)))),
+            ((self.thread_id, rule),) if rule else (),
         )
 
 
@@ -185,14 +164,17 @@ def _add(
     same: Callable[[str, str], bool] = facts.same_fact,
 ) -> None:
     """Add `text` to `bullets` with the mark `mark` gives it, or its session as a witness of
-    the entry saying the same; only entries `index` finds are compared."""
+    the entry saying the same, shown in `text` when that says all it says and more (keeping
+    its mark); only entries `index` finds are compared."""
     candidates = index.candidates(text, same=True) if index else range(len(bullets))
-    at = next((at for at in candidates if same(bullets[at].text, text)), None)
-    if at is None:
-        at = len(bullets)
-        bullets.append(witness.new_bullet(text, mark(text)))
+    at = next((at for at in candidates if same(bullets[at].text, text)), len(bullets))
+    if at == len(bullets):
+        bullets.append(witness.bullet(text, mark(text)))
     else:
-        bullets[at] = witness.of(bullets[at], text)
+        shown = bullets[at].text
+        if facts.fuller(shown, text):
+            shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
+        bullets[at] = joined(replace(bullets[at], text=shown), witness.bullet(text))
     if index:
         index.add(at, bullets[at].text)
 
@@ -200,7 +182,10 @@ def _add(
 def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Witness) -> Block:
     """Knowledge with each statement added, the newest value of a subject winning over the
     older in knowledge and preferences alike."""
-    days = _task_days(block)
+    days = {
+        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
+        for task in block.tasks
+    }
     day = days[witness.task_id]
     knowledge, preferences = list(block.knowledge), list(block.preferences)
     known = subjects.SubjectIndex(b.text for b in knowledge)
@@ -217,13 +202,6 @@ def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Wit
     return replace(
         block, knowledge=knowledge_now, preferences=tuple(preferences), failures=failures
     )
-
-
-def _task_days(block: Block) -> dict[str, str]:
-    return {
-        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
-        for task in block.tasks
-    }
 
 
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:

@@ -17,7 +17,7 @@ from typing import Final
 
 from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
 from consolidator.memory import facts
-from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
+from consolidator.memory.blocks import Block, Bullet, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.sureness import STANDING_KINDS
 from consolidator.memory.text import clip
@@ -43,8 +43,7 @@ class _Stated:
     quote: str
     cwd: str
     citations: tuple[ThreadCitation, ...]
-    origins: tuple[tuple[str, Origin], ...]
-    rules: tuple[tuple[str, str], ...]
+    bullet: Bullet
 
 
 def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
@@ -74,8 +73,8 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
                 preference_text(EVERY_PROJECT, group[0].quote),
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
                 tuple(dict.fromkeys(sources)),
-                tuple(dict.fromkeys(origin for s in group for origin in s.origins)),
-                tuple(dict.fromkeys(rule for s in group for rule in s.rules)),
+                tuple(dict.fromkeys(origin for s in group for origin in s.bullet.origins)),
+                tuple(dict.fromkeys(rule for s in group for rule in s.bullet.rules)),
             )
         )
     if not bullets:
@@ -107,9 +106,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
                 continue
             cited = [c for t in bullet.task_ids if t in tasks for c in tasks[t].citations]
             if cited:
-                stated.append(
-                    _Stated(quote, block.applies_to_cwd, tuple(cited), bullet.origins, bullet.rules)
-                )
+                stated.append(_Stated(quote, block.applies_to_cwd, tuple(cited), bullet))
     return stated
 
 

@@ -25,8 +25,6 @@ _MAX_AGENT_NOTE_CHARS = 200
 
 
 _WORD = re.compile(r"[a-z][a-z0-9_+]*[a-z0-9+]")
-_STOPWORDS = word_list("stopwords")
-_SLUG_STOPWORDS = word_list("slug-stopwords")
 
 
 def judge_outcome(session: Session) -> str:
@@ -60,7 +58,7 @@ def top_keywords(session: Session) -> tuple[str, ...]:
     """The most frequent words of the task and the commands; ties go to the earlier word."""
     sources = [session.task, *(call.command for call in session.calls)]
     words = (word for source in sources for word in _WORD.findall(source.lower()))
-    kept = (w for w in words if w not in _STOPWORDS and not w.isdigit() and len(w) >= 3)
+    kept = (w for w in words if w not in word_list("stopwords") and not w.isdigit() and len(w) >= 3)
     return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
 
 
@@ -69,7 +67,12 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
     lines = [f"# {title}", ""]
     if notes.task:
         lines.append(f"- Task: {notes.task}")
-    lines.append(f"- Outcome: {_outcome_sentence(session, notes.task_outcome)}")
+    unfixed = count(session.unfixed, "failed command")
+    outcome = {
+        OUTCOME_PARTIAL: f"partial: {unfixed} never followed by a fix.",
+        OUTCOME_SUCCESS: "success: every failed command was followed by one that worked.",
+    }.get(notes.task_outcome, "unknown: no command results to judge by.")
+    lines.append(f"- Outcome: {outcome}")
     if session.calls:
         lines.append(f"- Activity: {count(len(session.calls), 'tool call')}")
     fixes = [f for f in notes.failures if f.fix]
@@ -85,17 +88,9 @@ def summarise(session: Session, notes: ExtractiveNotes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _outcome_sentence(session: Session, outcome: str) -> str:
-    if outcome == OUTCOME_PARTIAL:
-        return f"partial: {count(session.unfixed, 'failed command')} never followed by a fix."
-    if outcome == OUTCOME_SUCCESS:
-        return "success: every failed command was followed by one that worked."
-    return "unknown: no command results to judge by."
-
-
 def slug_for(task: str, keywords: Iterable[str]) -> str | None:
     folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
-    words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in _SLUG_STOPWORDS]
+    words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in word_list("slug-stopwords")]
     words = words or [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
     return hyphenated(words, MAX_SLUG_CHARS) or (words[0][:MAX_SLUG_CHARS] if words else None)
 

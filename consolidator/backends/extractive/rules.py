@@ -108,13 +108,9 @@ def table() -> tuple[Rule, ...]:
 
 
 @cache
-def _by_id() -> dict[str, Rule]:
-    return {row.id: row for row in table()}
-
-
 def rule(rule_id: str) -> Rule:
     """The rule of the table with `rule_id`; a KeyError names an id the table lacks."""
-    return _by_id()[rule_id]
+    return {row.id: row for row in table()}[rule_id]
 
 
 def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
@@ -131,13 +127,14 @@ def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
                 text, flags = text[found.end() :].strip(), flags | {"cued"}
                 cue = Reading(row, text, found)
             continue
-        said = text[found.end() :].strip() if row.strip else text
-        if _conditions_hold(row, said, flags, found):
-            return Reading(row, said, found)
-    return cue if cue is not None and _conditions_hold(cue.rule, text, flags, cue.found) else None
+        reading = Reading(row, text[found.end() :].strip() if row.strip else text, found)
+        if _conditions_hold(reading, flags):
+            return reading
+    return cue if cue is not None and _conditions_hold(cue, flags) else None
 
 
-def _conditions_hold(row: Rule, said: str, flags: frozenset[str], found: re.Match[str]) -> bool:
+def _conditions_hold(reading: Reading, flags: frozenset[str]) -> bool:
+    row, said, found = reading
     return all(holds(c, said, flags, found) for c in row.requires) and not any(
         holds(c, said, flags, found) for c in row.unless
     )
@@ -163,11 +160,10 @@ def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | 
         return not _holds(token[1:], text, given, None)
     if token.startswith("words>="):
         return len(text.split()) >= int(token[len("words>=") :])
-    if token in _by_id():
-        return rule(token).reads(text)
-    if token in given or not _rows((token,)):
+    rows = _rows((token,))
+    if token in given or not rows:
         return token in given
-    return first(text, token, given=given) is not None
+    return rows[0].reads(text) if rows[0].id == token else bool(first(text, token, given=given))
 
 
 @cache

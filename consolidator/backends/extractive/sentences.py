@@ -7,7 +7,7 @@ import re
 
 import pysbd
 
-from consolidator.backends.extractive.rules import rule
+from consolidator.backends.extractive.rules import rule, word_list
 
 _CUE_BREAK = rule("structure.cue-break")
 _LEAD_IN = rule("structure.lead-in")
@@ -36,9 +36,6 @@ def _segments(paragraph: str) -> list[str]:
 # A full stop then a word in lower case: people who write without capitals start their
 # sentences so ("we're on node 22 now btw. bump the CI image"); not after an abbreviation.
 _LOWER_START = re.compile(r"(?<=\w\w[.!])\s+(?=[a-z])")
-_ABBREVIATIONS = frozenset(
-    ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.", "incl.", "resp.", "fig.", "no.", "al.")
-)
 
 
 def _lower_starts(segment: str) -> list[str]:
@@ -49,7 +46,7 @@ def _lower_starts(segment: str) -> list[str]:
         if any(start <= match.start() < end for start, end in spans):
             continue
         word = segment[begun : match.start()].rsplit(maxsplit=1)[-1].lower()
-        if word not in _ABBREVIATIONS:
+        if word not in word_list("abbreviations"):
             parts.append(segment[begun : match.start()])
             begun = match.end()
     return [*parts, segment[begun:]]

@@ -23,8 +23,6 @@ _MAX_STATEMENT_CHARS = 400
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
 _MAX_AGENT_FINDINGS = 2
-# Kept for the explanation of failures, which tidies its text the same way.
-DOUBLED_MARK = re.compile(rule("structure.doubled-mark").pattern)
 _CLAUSE_START = rule("structure.clause-start")
 _SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
@@ -39,6 +37,8 @@ _TOLD_ALONE = (
     "statement+shape.there-is+shape.value",
     "fact.how-to+!statement+!shape.at-hand",
 )
+# The old value a correction names beside its new one ("5433, not 5432").
+_OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 _ABOUT = re.compile(
     r"^(?:(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+)?"
     r"(?:(?:the|my|our)\s+)?",
@@ -105,9 +105,9 @@ def _without_request(sentence: str) -> str:
     or sets a rule ("fix the export, the fixtures are under tests/data/")."""
     starts = [m.end() for m in _CLAUSE_START.regex.finditer(sentence)]
     opening = sentence[: starts[0]] if starts else ""
-    if not opening or holds("fact.resource", opening) or holds("statement", sentence):
+    if not opening or holds("statement", sentence):
         return sentence
-    if first(opening, "take-back", given={"gone"}) or _scoped(opening):
+    if any(holds(scope, opening) for scope in _SCOPES):
         return sentence
     for start in starts:
         if holds("structure.joined-clause", sentence[start:]):
@@ -116,7 +116,8 @@ def _without_request(sentence: str) -> str:
         head = _CLAUSE_START.regex.split(rest, maxsplit=1)[0]
         if holds(_ALONE, rest) or any(holds(told, head) for told in _TOLD_ALONE):
             return rest
-        if len(_beyond_scope(rest).split()) >= 3 and _instruction(rest):
+        rule_set = first(rest, "moment", "instruction")  # one for the moment sets none
+        if len(_beyond_scope(rest).split()) >= 3 and rule_set and rule_set.rule.kind != "moment":
             return rest
     return sentence
 
@@ -127,10 +128,6 @@ def _beyond_scope(clause: str) -> str:
     for scope in _SCOPES:
         clause = rule(scope).regex.sub(" ", clause)
     return clause.strip(" .,;!")
-
-
-def _scoped(clause: str) -> bool:
-    return any(holds(scope, clause) for scope in _SCOPES)
 
 
 def _run_on(sentence: str) -> list[str]:
@@ -148,13 +145,6 @@ def _run_on(sentence: str) -> list[str]:
     return [*units, sentence[begun:]]
 
 
-def _instruction(text: str) -> str:
-    """The rule that reads `text` as a standing instruction, "" when none does or it holds
-    only for the moment."""
-    found = first(text, "moment", "instruction")
-    return found.rule.id if found and found.rule.kind == "instruction" else ""
-
-
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
     message's place (the opening request is the task: a plain remark in it is no fact)."""
@@ -170,10 +160,9 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     if found and found.rule.kind == "moment":
         found = first(bare, *(k for k in _READ if k not in ("moment", "instruction")), given=given)
     kind = found.rule.kind if found else ""
-    if found and kind in ("reminder", "instruction"):
-        read.add(read.instructions, _statement(found.said), found.rule.id)
-    elif found and kind in ("fact", "person"):
-        read.add(read.facts, _statement(found.said), found.rule.id)
+    if found and kind in ("reminder", "instruction", "fact", "person"):
+        into = read.instructions if kind in ("reminder", "instruction") else read.facts
+        read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
         _correction(bare, read)
     elif not found:
@@ -188,10 +177,7 @@ def _stated(said: str, given: set[str]) -> str:
     or in a few words about more than a pronoun ("it works now" says nothing for later). The
     opening request states it only with a value or a change."""
     stated = [part for part in [said, *clauses(said)[1:]] if holds("statement", part)]
-    if any(holds("shape.value", part) for part in stated):
-        chosen = stated[0]
-    else:
-        chosen = next((part for part in stated if holds(_PLAIN, part)), "")
+    chosen = next((p for p in stated if holds("shape.value", p) or holds(_PLAIN, p)), "")
     found = first(chosen, "statement") if chosen else None
     if found is None or not ({"later", "change"} & given or holds("shape.value", said)):
         return ""
@@ -202,10 +188,8 @@ def _statement(text: str, *, user: bool = True) -> str:
     """The statement as kept: the old value of a user's correction cut (an agent's "only
     checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
     redaction would be left."""
-    if user:
-        old_values = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
-        for rule_id in old_values:
-            text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
+    for rule_id in _OLD_VALUES if user else ():
+        text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
     text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     if holds("structure.only-redacted", text):
@@ -217,10 +201,9 @@ def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back. A value
     of a few words is distinctive when one of its words is; a kind and its number are
     distinctive together."""
-    ids = ("old-value.not-but", "old-value.not", "old-value.trailing-not")
     found = [
         m["old"] or m.groupdict().get("old_lead") or ""
-        for rule_id in (*ids, "take-back.was-old", "take-back.scratched")
+        for rule_id in (*_OLD_VALUES, "take-back.was-old", "take-back.scratched")
         for m in rule(rule_id).regex.finditer(sentence)
     ]
     values = (value.rstrip(".,").strip("`") for value in found)
@@ -270,9 +253,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
         topic = _topic(found) if found else None
-        if topic == "":
-            read.revoked.extend(_subjects_beside(clause, parts))
-        elif topic is not None and found:
+        if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
         elif not found and not holds("structure.negation", clause):
@@ -297,14 +278,6 @@ def _topic(reading: Reading) -> str | None:
     if holds("structure.pointing-back", topic):
         return ""
     return rule("structure.over").regex.sub("", _ABOUT.sub("", topic, count=1))
-
-
-def _subjects_beside(pointer: str, parts: list[str]) -> list[str]:
-    """What "that" in "ignore what I said about that" points to: the subject of another
-    clause of the sentence ("emojis in commits are fine, ignore what I said about that")."""
-    subject = rule("structure.subject-phrase").regex
-    found = [(clause, subject.match(clause)) for clause in parts if clause is not pointer]
-    return [m["subject"] for clause, m in found if m and not holds("shape.vague-subject", clause)]
 
 
 def agent_statements(

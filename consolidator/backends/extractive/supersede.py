@@ -17,12 +17,10 @@ from consolidator.backends.extractive.explained import fix_of
 from consolidator.core.runtime_names import runtime_named
 from consolidator.memory import facts, subjects
 from consolidator.memory.blocks import Block, Bullet
+from consolidator.memory.lexicon import shape
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import code_span, dedupe
 from consolidator.verify.runtimes import agrees, as_stated, pin_value
-
-# A statement of more than one clause says more than the value a newer one replaces.
-_MORE_CLAUSES = re.compile(r"[,;]\s+|\s+(?:and|but)\s+", re.IGNORECASE)
 
 
 def newest_wins(
@@ -61,7 +59,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
         for kind, value in subjects.shaped_values(old)
         if kind != "port" or not any(f"{host}:{value}".lower() in old.lower() for host in hosts)
     ]
-    says_more = not held and len(_MORE_CLAUSES.split(old)) > 1
+    says_more = not held and len(shape("more-clauses").split(old)) > 1
     if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
         return facts.conflict_note(stated, new, day) + old
     return facts.marker(facts.SUPERSEDED, day) + old
@@ -73,20 +71,16 @@ def mark_stale_fixes(
     """`failures` with each fix using a value a superseded entry gave and no current entry
     gives marked superseded. A failing command naming the old value beside a fix naming the
     new one is history, and stays."""
-    current = {
-        v for b in knowledge if not facts.is_marked(b.text) for v in subjects.shaped_values(b.text)
-    }
-    stale = {
-        v for b in knowledge if facts.is_superseded(b.text) for v in subjects.shaped_values(b.text)
-    }
-    stale -= current
+    values = subjects.shaped_values
+    current = {v for b in knowledge if not facts.is_marked(b.text) for v in values(b.text)}
+    stale = {v for b in knowledge if facts.is_superseded(b.text) for v in values(b.text)} - current
     mark = facts.marker(facts.SUPERSEDED, day)
-
-    def replaced(bullet: Bullet) -> bool:
-        fix = subjects.shaped_values(fix_of(bullet.text))
-        return not facts.is_marked(bullet.text) and not stale.isdisjoint(fix)
-
-    return tuple(replace(b, text=mark + b.text) if stale and replaced(b) else b for b in failures)
+    return tuple(
+        replace(b, text=mark + b.text)
+        if stale and not facts.is_marked(b.text) and not stale.isdisjoint(values(fix_of(b.text)))
+        else b
+        for b in failures
+    )
 
 
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
@@ -96,22 +90,26 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     first_of: dict[frozenset[str], int] = {}
     for bullet in bullets:
         values = facts.read(bullet.text).stated.values if facts.is_superseded(bullet.text) else None
-        if not values or values not in first_of:
-            if values:
-                first_of[values] = len(kept)
+        at = first_of.setdefault(values, len(kept)) if values else len(kept)
+        if at < len(kept):
+            kept[at] = joined(kept[at], bullet)
+        else:
             kept.append(bullet)
-            continue
-        first = kept[first_of[values]]
-        kept[first_of[values]] = replace(
-            first,
-            task_ids=tuple(dict.fromkeys(first.task_ids + bullet.task_ids)),
-            sources=tuple(dict.fromkeys(first.sources + bullet.sources))
-            if first.sources and bullet.sources
-            else (),
-            origins=tuple(dict.fromkeys(first.origins + bullet.origins)),
-            rules=tuple(dict.fromkeys(first.rules + bullet.rules)),
-        )
     return tuple(kept)
+
+
+def joined(kept: Bullet, other: Bullet) -> Bullet:
+    """`kept` cited by `other`'s witnesses too, with one wording of each thread while both
+    trace their wordings."""
+    threads = {thread_id for thread_id, _ in kept.sources}
+    sources = (*kept.sources, *(s for s in other.sources if s[0] not in threads))
+    return replace(
+        kept,
+        task_ids=tuple(dict.fromkeys(kept.task_ids + other.task_ids)),
+        sources=sources if kept.sources and other.sources else (),
+        origins=tuple(dict.fromkeys(kept.origins + other.origins)),
+        rules=tuple(dict.fromkeys(kept.rules + other.rules)),
+    )
 
 
 def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
@@ -147,8 +145,6 @@ def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str],
     """`block` without the knowledge and preferences `gone` holds for, and their texts."""
     knowledge = [b.text for b in block.knowledge if gone(b.text)]
     preferences = [b.text for b in block.preferences if gone(b.text)]
-    if not knowledge and not preferences:
-        return block, [], []
     kept = replace(
         block,
         knowledge=tuple(b for b in block.knowledge if not gone(b.text)),

@@ -17,6 +17,10 @@ def main(argv: list[str] | None = None) -> None:
     """The console script: run the command line, and turn an interrupt that arrives outside
     its error boundary (while it loads, or as it exits) into the boundary's one line."""
     try:
+        from consolidator.face.cli.idle import answered_idle
+
+        if answered_idle(sys.argv[1:] if argv is None else argv):
+            sys.exit(0)
         from consolidator.face.cli.boundary import run
 
         run(argv)

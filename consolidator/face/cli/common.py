@@ -67,9 +67,14 @@ class Invocation:
 
     def emit(self, payload: dict[str, Any], human: Callable[[], None]) -> None:
         if self.json_output:
-            click.echo(json.dumps(payload, indent=2, default=str))
+            click.echo(json_text(payload))
         elif not self.quiet:
             human()
+
+
+def json_text(payload: dict[str, Any]) -> str:
+    """A command's JSON report as `--json` prints it (one line feed follows it)."""
+    return json.dumps(payload, indent=2, default=str)
 
 
 def _help_for(spec_name: str) -> str:

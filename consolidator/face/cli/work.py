@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,10 +28,13 @@ from consolidator.face.cli.common import (
     checked_backend_for,
     common_options,
     invocation,
+    json_text,
     open_store,
     publish_memory,
 )
 from consolidator.face.cli.interrupt import interruptible
+
+log = logging.getLogger(__name__)
 
 # Each command imports what it uses when it runs, so that the commands an agent runs at every
 # session start (`context`, `--version`) never pay for the model SDK, Alembic or the scanner.
@@ -302,6 +306,20 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     inv.emit(report.as_json(), human)
     if report.failed:
         raise WorkFailed(report.failed)
+    _certify_next_pass(inv)
+
+
+def _certify_next_pass(inv: Invocation) -> None:
+    """Leave the next pass a certificate when it would find nothing new (`phases.idle`); a
+    pass that cannot is run in full next time, so nothing here may fail the command."""
+    from consolidator.phases.idle_watch import certify_next_pass
+
+    try:
+        certify_next_pass(
+            inv.settings, render=json_text if inv.json_output else None, quiet=inv.quiet
+        )
+    except Exception:
+        log.debug("no certificate for the next pass", exc_info=True)
 
 
 def _print_phase2(inv: Invocation, report: Phase2Report) -> None:

@@ -80,10 +80,13 @@ def sweep_temp_files(*directories: Path) -> None:
     text that a later forget removed from every real file.
     """
     for directory in directories:
-        if not directory.is_dir():
-            continue
-        for leftover in directory.glob(f"{_TEMP_PREFIX}*.tmp"):
+        for leftover in temp_files(directory):
             remove_quietly(leftover)
+
+
+def temp_files(directory: Path) -> list[Path]:
+    """The temp files a killed writer left in `directory`."""
+    return list(directory.glob(f"{_TEMP_PREFIX}*.tmp")) if directory.is_dir() else []
 
 
 def remove_quietly(path: Path) -> bool:

@@ -23,6 +23,7 @@ from consolidator.phases.publish.projection import (
     Projection,
     ProjectionReport,
     clear_directory,
+    is_current,
     memory_dir_lock,
     project,
 )
@@ -114,8 +115,7 @@ def scrub_backups(store: PublishStore, memory_dir: Path) -> list[str]:
             text = read_owned_text(backup)
             if text is None:
                 continue
-            cited = set(_CITED_THREAD.findall(text))
-            gone = cited - store.outputs.live_thread_ids(cited)
+            gone = _gone_threads(store, text)
             if not gone:
                 continue
             scrubbed = _without_threads(text, gone)
@@ -131,6 +131,20 @@ def scrub_backups(store: PublishStore, memory_dir: Path) -> list[str]:
             extra={"action": "memory_backups_scrubbed"},
         )
     return changed
+
+
+def _gone_threads(store: PublishStore, text: str) -> set[str]:
+    """The threads `text` cites that are no longer live."""
+    cited = set(_CITED_THREAD.findall(text))
+    return cited - store.outputs.live_thread_ids(cited)
+
+
+def publish_is_current(store: PublishStore, memory_dir: Path) -> bool:
+    """Whether `publish` would change nothing in `memory_dir` now."""
+    if not is_current(memory_dir, load_projection(store)):
+        return False
+    backups = memory_dir.glob(f"{MEMORY_FILE}.edited-*.bak")
+    return not any(_gone_threads(store, read_owned_text(path) or "") for path in backups)
 
 
 def _without_threads(text: str, thread_ids: set[str]) -> str:

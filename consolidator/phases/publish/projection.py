@@ -45,6 +45,7 @@ from consolidator.phases.publish.files import (
     refuse_symlink,
     remove_quietly,
     sweep_temp_files,
+    temp_files,
     write_private,
 )
 from consolidator.skills.names import name_problem
@@ -112,10 +113,8 @@ def project(memory_dir: Path, load: Callable[[], Projection]) -> ProjectionRepor
     would reopen the resurrection race the lock exists to close. It is validated in full before
     anything is written, so an unsafe rollout stem fails the projection with nothing changed.
     """
-    lock = memory_dir_lock(memory_dir)
-    with _held(lock):
-        projection = load()
-        return _apply(memory_dir, projection)
+    with _held(memory_dir_lock(memory_dir)):
+        return _apply(memory_dir, load())
 
 
 def clear_directory(memory_dir: Path) -> ProjectionReport:
@@ -200,6 +199,21 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     )
     _log_projection(memory_dir, report)
     return report
+
+
+def is_current(memory_dir: Path, projection: Projection) -> bool:
+    """Whether projecting `projection` would change nothing: every file ours and as desired,
+    the state file as it would be rewritten, no folder to make, no temp file to sweep."""
+    desired = _desired_files(projection)
+    folders = {(memory_dir / name).parent for name in desired} | {memory_dir}
+    return (
+        projection.version is not None
+        and all(folder.is_dir() and not folder.is_symlink() for folder in folders)
+        and read_regular_bytes(memory_dir / STATE_FILE)
+        == _state_bytes(projection.version, _digests(desired))
+        and all(read_regular_bytes(memory_dir / name) == data for name, data in desired.items())
+        and not any(temp_files(folder) for folder in folders)
+    )
 
 
 def _prepare_dirs(memory_dir: Path, desired: Mapping[str, bytes], has_version: bool) -> None:
@@ -351,15 +365,14 @@ def _digests(files: Mapping[str, bytes]) -> dict[str, str]:
 
 def _write_state(memory_dir: Path, version: int, digests: Mapping[str, str]) -> None:
     """The files we own and the sha256 of what we wrote to each (empty when adopted)."""
-    document = {
-        "format": _STATE_FORMAT,
-        "version": version,
-        "files": dict(sorted(digests.items())),
-    }
-    data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    path = memory_dir / STATE_FILE
-    if read_regular_bytes(path) != data:
-        write_private(path, data)
+    data = _state_bytes(version, digests)
+    if read_regular_bytes(memory_dir / STATE_FILE) != data:
+        write_private(memory_dir / STATE_FILE, data)
+
+
+def _state_bytes(version: int, digests: Mapping[str, str]) -> bytes:
+    document = {"format": _STATE_FORMAT, "version": version, "files": dict(sorted(digests.items()))}
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def _backup_hand_edit(memory_dir: Path, desired: bytes | None, recorded: str | None) -> Path | None:

@@ -32,7 +32,7 @@ from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.stage_one.input import read_within
 from consolidator.phases.stage_one.usage import record_usage
 from consolidator.security.invisible import strip_invisible
-from consolidator.security.redaction import redact
+from consolidator.security.redaction import nothing_to_redact, redact
 from consolidator.security.threats import scan_threats
 from consolidator.sources.items import ReadReport, RolloutItem
 
@@ -100,11 +100,22 @@ class Stage1Report:
 
 def sanitize_result(result: Stage1Result) -> Stage1Result:
     """The model's answer is untrusted: redact it again and strip invisible characters, in
-    the offline notes text by text as in their rendering."""
+    the offline notes text by text as in their rendering. Most answers hold neither, which
+    one check of all their texts together shows."""
 
     def clean(text: str) -> str:
         return strip_invisible(redact(text).text)
 
+    texts = [result.rollout_summary, result.rollout_slug or "", result.raw_memory]
+
+    def collect(text: str) -> str:
+        texts.append(text)
+        return text
+
+    if result.notes is not None:
+        map_texts(result.notes, collect)
+    if all(strip_invisible(text) == text for text in texts) and nothing_to_redact(texts):
+        return result
     return replace(
         result,
         rollout_summary=clean(result.rollout_summary),
