@@ -360,8 +360,8 @@ def test_rescan_decides_as_the_plain_comparison(
     unlistable: set[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With small batches too, so that reads are registered on the scan's thread of its own
-    while the next files are read, several batches a scan."""
+    """With small batches too, so that reads gathered across directories are registered in
+    several batches a scan."""
     monkeypatch.setattr(registering, "REGISTER_BATCH", batch)
     fast, plain = two_sqlite_stores
     rng = random.Random(seed)
