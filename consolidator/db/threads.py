@@ -17,17 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, func, select, update
 
 from consolidator.db.base import Database, contention_retry, insert_ignore
 from consolidator.db.forgetting import delete_vanished, linked_to, withdraw_output
+from consolidator.db.new_threads import (
+    insert_new_threads,
+    prepare_new_threads,
+    thread_values,
+    updated_at_of,
+    want_stage1,
+)
 from consolidator.db.records import (
     LIVE_STATES,
     STAGE1,
-    JobStatus,
     ScanRow,
     ThreadChange,
     ThreadRecord,
@@ -37,7 +42,7 @@ from consolidator.db.records import (
     tombstone_id,
 )
 from consolidator.db.schema import Counter, Job, Thread
-from consolidator.db.statements import THREADS, TOMBSTONE, from_source, insert_ignore_statement
+from consolidator.db.statements import THREADS, TOMBSTONE, from_source
 from consolidator.sources.items import RolloutHeader
 
 # Ids per IN list: well under SQLite's limit on bound parameters.
@@ -99,9 +104,16 @@ class ThreadRepository:
     ) -> list[ThreadChange]:
         """`register_thread` for each header, in one transaction: a first scan of many
         rollouts pays for one write lock and commit per batch instead of one per file."""
+        batch = prepare_new_threads(
+            headers,
+            ingested=ingested,
+            retry_budget=retry_budget,
+            source_id=source_id,
+            for_sqlite=self.db.sqlite,
+        )
         with self.db.write() as connection:
             now = self.db.now(connection)
-            new = _insert_new_threads(connection, headers, now, ingested, retry_budget, source_id)
+            new = insert_new_threads(connection, batch, now)
             return [
                 ThreadChange.NEW
                 if index in new
@@ -118,14 +130,14 @@ class ThreadRepository:
         retry_budget: int,
         source_id: str | None,
     ) -> ThreadChange:
-        updated_at = _updated_at(header)
+        updated_at = updated_at_of(header)
         bad = header.problem is not None
         if tombstoned(connection, header.thread_id) or (
             # A sub-agent or segment is part of its session: forgotten with it, it stays so.
             header.parent_thread_id and tombstoned(connection, header.parent_thread_id)
         ):
             return ThreadChange.UNCHANGED
-        values = _thread_values(header, now, ingested, source_id)
+        values = thread_values(header, now, ingested, source_id)
         inserted = insert_ignore(
             connection, Thread, {"thread_id": header.thread_id, "first_seen_at": now, **values}
         )
@@ -147,7 +159,7 @@ class ThreadRepository:
                 delete(Job).where(Job.kind == STAGE1, Job.job_key == header.thread_id)
             )
             return ThreadChange.BAD_FORGOTTEN if purged else ThreadChange.BAD
-        _want_stage1(connection, header.thread_id, to_watermark(updated_at), retry_budget)
+        want_stage1(connection, header.thread_id, to_watermark(updated_at), retry_budget)
         return ThreadChange.NEW if inserted else ThreadChange.CHANGED
 
     @contention_retry
@@ -324,123 +336,6 @@ def scan_index_of(connection: Connection, source_id: str | None) -> dict[str, Sc
     rows: Sequence[ScanRow] = result.cursor.fetchall()
     result.close()
     return {row[0]: row for row in rows}
-
-
-def _updated_at(header: RolloutHeader) -> datetime:
-    return header.last_event_at or datetime.fromtimestamp(header.mtime_ns / 1e9, tz=UTC)
-
-
-def _thread_values(
-    header: RolloutHeader, now: datetime, ingested: bool, source_id: str | None
-) -> dict[str, Any]:
-    """A thread row's columns as a header says them (less its id and first sighting)."""
-    state = ThreadState.BAD if header.problem is not None else ThreadState.ACTIVE
-    return {
-        "source": str(header.format or "unknown"),
-        "rollout_path": header.path,
-        "source_id": source_id,
-        "ingested": ingested,
-        "cwd": header.cwd,
-        "git_branch": header.git_branch,
-        "started_at": header.started_at,
-        "source_updated_at": _updated_at(header),
-        "file_size": header.size,
-        "file_mtime_ns": header.mtime_ns,
-        "state": state.value,
-        "problem": header.problem,
-        "updated_at": now,
-        "format_version": header.format_version,
-        "parent_thread_id": header.parent_thread_id,
-    }
-
-
-def _insert_new_threads(
-    connection: Connection,
-    headers: Sequence[RolloutHeader],
-    now: datetime,
-    ingested: bool,
-    retry_budget: int,
-    source_id: str | None,
-) -> set[int]:
-    """Register, a few statements for all of them, the headers whose thread is new: readable,
-    the first of the batch with its id, with no row yet and no tombstone of it or its parent
-    (what `_register` would insert with a fresh job). Returns their indexes in `headers`;
-    every other header (or one inserted meanwhile by another host) goes through `_register`."""
-    names = {h.thread_id for h in headers} | {tombstone_id(h.thread_id) for h in headers}
-    names |= {tombstone_id(h.parent_thread_id) for h in headers if h.parent_thread_id}
-    known = set(
-        connection.execute(select(Thread.thread_id).where(Thread.thread_id.in_(names))).scalars()
-    )
-    candidates: dict[str, int] = {}
-    for index, header in enumerate(headers):
-        parent = header.parent_thread_id
-        if (
-            header.problem is None
-            and header.thread_id not in candidates
-            and not {header.thread_id, tombstone_id(header.thread_id)} & known
-            and not (parent and tombstone_id(parent) in known)
-        ):
-            candidates[header.thread_id] = index
-    if not candidates:
-        return set()
-    rows = [
-        {
-            "thread_id": h.thread_id,
-            "first_seen_at": now,
-            **_thread_values(h, now, ingested, source_id),
-        }
-        for h in (headers[index] for index in candidates.values())
-    ]
-    inserted = set(
-        connection.execute(
-            insert_ignore_statement(Thread, connection.dialect.name == "sqlite"), rows
-        ).scalars()
-    )
-    jobs = [
-        {
-            "kind": STAGE1,
-            "job_key": row["thread_id"],
-            "status": JobStatus.PENDING.value,
-            "lease_epoch": 0,
-            "retry_remaining": retry_budget,
-            "attempts": 0,
-            "input_watermark": to_watermark(row["source_updated_at"]),
-        }
-        for row in rows
-        if row["thread_id"] in inserted
-    ]
-    if jobs:
-        sqlite = connection.dialect.name == "sqlite"
-        created = connection.execute(insert_ignore_statement(Job, sqlite), jobs).all()
-        if len(created) < len(jobs):
-            # A job outlived its thread: moved on as `_want_stage1` does, one by one.
-            for job in jobs:
-                _want_stage1(connection, job["job_key"], job["input_watermark"], retry_budget)
-    return {candidates[thread_id] for thread_id in inserted}
-
-
-def _want_stage1(connection: Connection, thread_id: str, watermark: int, retry_budget: int) -> None:
-    """A thread's stage-one job, pending for input up to `watermark`: created, or moved on
-    with a fresh retry budget when the input grew since."""
-    job_created = insert_ignore(
-        connection,
-        Job,
-        {
-            "kind": STAGE1,
-            "job_key": thread_id,
-            "status": JobStatus.PENDING.value,
-            "lease_epoch": 0,
-            "retry_remaining": retry_budget,
-            "attempts": 0,
-            "input_watermark": watermark,
-        },
-    )
-    if not job_created:
-        connection.execute(
-            update(Job)
-            .where(Job.kind == STAGE1, Job.job_key == thread_id, Job.input_watermark < watermark)
-            .values(input_watermark=watermark, retry_remaining=retry_budget, retry_at=None)
-        )
 
 
 def tombstoned(connection: Connection, thread_id: str) -> bool:

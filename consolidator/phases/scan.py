@@ -31,6 +31,7 @@ from consolidator.db.records import (
     ThreadChange,
     ThreadState,
 )
+from consolidator.phases.registering import Read, Registrar
 from consolidator.sources.backend_runs import is_backend_run
 from consolidator.sources.discovery import (
     DiscoveryProblem,
@@ -49,9 +50,6 @@ _DELETED = ThreadState.DELETED.value
 _FORGOTTEN = ThreadState.FORGOTTEN.value
 # Deleting this many threads at once is always allowed, whatever their share.
 VANISH_ALWAYS_ALLOWED = 10
-# Rollouts registered in one transaction by a scan: a first scan of many files pays for one
-# write lock and commit per batch, and holds the lock for a few milliseconds at most.
-REGISTER_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -301,43 +299,39 @@ def _scan_root(
     batches = discover_rollout_batches(root, problems=problems) if root.is_dir() else ()
     take = unseen.pop
     files_seen = 0
-    for batch in batches:
-        files_seen += len(batch)
-        # Headers read in this batch, registered together: (header, the row the path had,
-        # whether the file could not be opened).
-        reads: list[tuple[RolloutHeader, ScanRow | None, bool]] = []
-        for path, size, mtime_ns in batch:
-            # The hot loop of a rescan: plain values compared, nothing built, nothing logged.
-            # A path is found once at most (each directory is listed once), so taking the row
-            # out loses nothing; and it frees the rows as the walk goes, which is faster than
-            # keeping them and a set of the paths seen.
-            previous = take(path, None)
-            if previous is not None and unchanged_row(previous, size, mtime_ns):
-                report.unchanged += 1
-                continue
-            try:
-                header = _file_header(path, None if previous is None else previous[SCAN_THREAD_ID])
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                why = f"cannot read ({exc.strerror or exc})"
-                report.warnings.append(f"{path}: {why}")
-                if previous is None:
-                    # Listed as bad input; its unknown size makes every rescan try again.
-                    reads.append((unreadable_header(path, mtime_ns, why), None, True))
-                continue
-            if is_backend_run(header):
-                continue
-            reads.append((header, previous, False))
-        for first in range(0, len(reads), REGISTER_BATCH):
-            _register_chunk(
-                store,
-                reads[first : first + REGISTER_BATCH],
-                report,
-                replaced,
-                retry_budget,
-                source_id,
-            )
+
+    def settle(reads: list[Read], changes: list[ThreadChange]) -> None:
+        _count_registered(reads, changes, report, replaced)
+
+    with Registrar(store, settle, retry_budget=retry_budget, source_id=source_id) as registrar:
+        add = registrar.add
+        for batch in batches:
+            files_seen += len(batch)
+            for path, size, mtime_ns in batch:
+                # The hot loop of a rescan: plain values compared, nothing built, nothing
+                # logged. A path is found once at most (each directory is listed once), so
+                # taking the row out loses nothing; and it frees the rows as the walk goes,
+                # which is faster than keeping them and a set of the paths seen.
+                previous = take(path, None)
+                if previous is not None and unchanged_row(previous, size, mtime_ns):
+                    report.unchanged += 1
+                    continue
+                try:
+                    header = _file_header(
+                        path, None if previous is None else previous[SCAN_THREAD_ID]
+                    )
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    why = f"cannot read ({exc.strerror or exc})"
+                    report.warnings.append(f"{path}: {why}")
+                    if previous is None:
+                        # Listed as bad input; its unknown size makes every rescan try again.
+                        add((unreadable_header(path, mtime_ns, why), None, True))
+                    continue
+                if is_backend_run(header):
+                    continue
+                add((header, previous, False))
     return files_seen
 
 
@@ -350,21 +344,13 @@ def unchanged_row(previous: ScanRow, size: int, mtime_ns: int) -> bool:
     )
 
 
-def _register_chunk(
-    store: ThreadStore,
-    chunk: list[tuple[RolloutHeader, ScanRow | None, bool]],
+def _count_registered(
+    reads: list[Read],
+    changes: list[ThreadChange],
     report: ScanReport,
     replaced: list[str],
-    retry_budget: int,
-    source_id: str | None,
 ) -> None:
-    changes = store.threads.register_threads(
-        [header for header, _previous, _unreadable in chunk],
-        ingested=False,
-        retry_budget=retry_budget,
-        source_id=source_id,
-    )
-    for (header, previous, cannot_open), change in zip(chunk, changes, strict=True):
+    for (header, previous, cannot_open), change in zip(reads, changes, strict=True):
         if cannot_open:
             report.bad += 1
             continue

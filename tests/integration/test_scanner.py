@@ -25,6 +25,8 @@ from consolidator.db.migrate import upgrade
 from consolidator.db.records import ThreadChange, ThreadState
 from consolidator.db.schema import Thread
 from consolidator.db.store import Store
+from consolidator.phases import registering
+from consolidator.phases.registering import REGISTER_BATCH
 from consolidator.phases.scan import RootScan, ScanReport, register_file, scan
 from consolidator.sources import discovery
 from consolidator.sources.discovery import DiscoveryProblem, stat_file
@@ -347,10 +349,20 @@ def two_sqlite_stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
         store.engine.dispose()
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    ("seed", "batch"), [(0, REGISTER_BATCH), (1, REGISTER_BATCH), (2, 3), (3, 2)]
+)
 def test_rescan_decides_as_the_plain_comparison(
-    seed: int, tmp_path: Path, two_sqlite_stores: tuple[Store, Store], unlistable: set[str]
+    seed: int,
+    batch: int,
+    tmp_path: Path,
+    two_sqlite_stores: tuple[Store, Store],
+    unlistable: set[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With small batches too, so that reads gathered across directories are registered in
+    several batches a scan."""
+    monkeypatch.setattr(registering, "REGISTER_BATCH", batch)
     fast, plain = two_sqlite_stores
     rng = random.Random(seed)
     sessions = tmp_path / "sessions"
