@@ -107,7 +107,7 @@ def _without_request(sentence: str) -> str:
     opening = sentence[: starts[0]] if starts else ""
     if not opening or holds("statement", sentence):
         return sentence
-    if any(holds(scope, opening) for scope in _SCOPES):
+    if first(opening, "take-back", given={"gone"}) or any(holds(s, opening) for s in _SCOPES):
         return sentence
     for start in starts:
         if holds("structure.joined-clause", sentence[start:]):
