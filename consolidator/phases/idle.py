@@ -140,7 +140,7 @@ def surroundings(certificate: Certificate) -> str | None:
     be read whole (the pass reports that, so it is never certified)."""
     lines: list[str] = []
     for root in dict.fromkeys(os.path.realpath(os.path.expanduser(r)) for r in certificate.roots):
-        if not _list_sessions(lines, root):
+        if not list_sessions(lines, root):
             return None
     skipped = {f"{certificate.database}{suffix}" for suffix in _SQLITE_FILES}
     skipped.add(os.path.join(certificate.home, CERTIFICATE_FILE))
@@ -150,7 +150,7 @@ def surroundings(certificate: Certificate) -> str | None:
     return "".join(lines)
 
 
-def _list_sessions(lines: list[str], root: str) -> bool:
+def list_sessions(lines: list[str], root: str) -> bool:
     """The session files under `root` as `discover_rollout_batches` finds them (symlinked
     folders followed, each once), with the size and mtime the scan compares; False on a
     folder or file that could not be read."""
