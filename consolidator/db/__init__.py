@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from consolidator.core.errors import DatabaseNotMigrated as DatabaseNotMigrated
 from consolidator.core.errors import DatabaseUnavailable as DatabaseUnavailable
 
+# Not `typing`: a pass answered from its certificate loads this package and nothing more.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 

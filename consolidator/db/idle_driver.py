@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+
+# Not `typing`: loading it would cost such a pass more than its checks.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 # A parameter stored as `[NOW_OFFSET, microseconds]`: the time now plus that offset.
 NOW_OFFSET = "now+us"
@@ -22,12 +26,25 @@ _DATABASE_HEADER = (24, 28)
 _LOG_HEADER = (0, 32)
 
 
-class TimedCheck(NamedTuple):
+class TimedCheck:
     """A count the time now may change: its SQL, its parameters, the count it must give."""
 
-    sql: str
-    parameters: tuple[Any, ...]
-    expect: int
+    __slots__ = ("expect", "parameters", "sql")
+
+    def __init__(self, sql: str, parameters: tuple[Any, ...], expect: int) -> None:
+        self.sql = sql
+        self.parameters = parameters
+        self.expect = expect
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TimedCheck) and self.record() == other.record()
+
+    def __repr__(self) -> str:
+        return f"TimedCheck({self.sql!r}, {self.parameters!r}, {self.expect!r})"
+
+    def record(self) -> tuple[str, tuple[Any, ...], int]:
+        """The check as plain values, as a certificate stores it."""
+        return (self.sql, self.parameters, self.expect)
 
 
 # How SQLAlchemy stores a datetime on SQLite: text that orders as the instants do.

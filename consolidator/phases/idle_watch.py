@@ -10,19 +10,23 @@ the certificate's checks, which the next pass runs at its own time.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from consolidator.core.config import Settings
+from consolidator.core.config import Settings, build_settings
+from consolidator.core.database_url import plain_sqlite_path
 from consolidator.db import opened_store
 from consolidator.db.idle_checks import timed_checks
 from consolidator.db.idle_driver import TimedCheck, database_stamp
 from consolidator.db.records import ClaimOutcome, Eligibility
 from consolidator.phases.idle import (
+    ADOPT_MEMORY_FILES_ENV,
     Certificate,
-    database_path,
     forget_certificate,
-    pass_key,
+    settings_inputs,
+    state_home,
     surroundings,
     write_certificate,
 )
@@ -34,6 +38,8 @@ from consolidator.phases.stage_one.run import Stage1Report
 from consolidator.phases.worker import PassReport
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from consolidator.db.base import Database
     from consolidator.db.ports import WorkerStore
 
@@ -56,13 +62,17 @@ Render = Callable[[dict[str, Any]], str]
 def certify_next_pass(settings: Settings, *, render: Render | None, quiet: bool) -> None:
     """Replace the certificate with one for the next pass, when it would find nothing new;
     `render` is how `--json` prints a report (None without `--json`)."""
-    key = pass_key(settings, json_output=render is not None, quiet=quiet)
+    json_output = render is not None
     path = database_path(settings)
-    if key is None or path is None:
+    if path is None or not (json_output or quiet):
         return
-    forget_certificate(settings.home)
-    database, around = database_stamp(path), surroundings(settings)
-    if database is None or around is None:
+    forget_certificate(str(settings.home))
+    certificate = planned_certificate(settings, os.environ, json_output=json_output, quiet=quiet)
+    if certificate is None:
+        return
+    database, around = database_stamp(path), surroundings(certificate)
+    # After the first look at the files: a config file written since would change the second.
+    if database is None or around is None or build_settings({}, os.environ) != settings:
         return
     warned = _Warned()
     logging.getLogger().addHandler(warned)
@@ -75,11 +85,78 @@ def certify_next_pass(settings: Settings, *, render: Render | None, quiet: bool)
         found is None
         or warned.seen
         or database_stamp(path) != database
-        or surroundings(settings) != around
+        or surroundings(certificate) != around
+        or _inputs(certificate, os.environ, json_output=json_output, quiet=quiet)
+        != certificate.inputs
     ):
         return
-    output, ingested, checks = found
-    write_certificate(settings.home, Certificate(key, database, around, ingested, checks, output))
+    certificate.stamp, certificate.surroundings = database, around
+    certificate.output, certificate.ingested, certificate.checks = found
+    write_certificate(str(settings.home), certificate)
+
+
+def database_path(settings: Settings) -> str | None:
+    """The SQLite file a pass may be certified on: a plain absolute `sqlite:///` path."""
+    path = plain_sqlite_path(settings.db_url)
+    return path if path is not None and Path(path).is_absolute() else None
+
+
+def planned_certificate(
+    settings: Settings, environ: Mapping[str, str], *, json_output: bool, quiet: bool
+) -> Certificate | None:
+    """A certificate for the next pass with these settings, what it found left empty; None
+    when such a pass cannot be answered from one.
+
+    It must be SQLite with the offline backend, and nothing pruned by age (time alone would
+    change what a pass does). The settings must come from the state directory the next pass
+    looks in, and nothing they are built from may lie outside the certificate's inputs (`~name`
+    reads the password database); the caller checks that they are those the environment and
+    the config file give (no flag).
+    """
+    path = database_path(settings)
+    home = settings.home
+    if (
+        path is None
+        or settings.resolved_backend() != "extractive"
+        or settings.prune_unused_days > 0
+        or environ.get(ADOPT_MEMORY_FILES_ENV)
+        or Path(state_home(environ)) != home
+    ):
+        return None
+    places = [home, settings.memory_dir, *settings.sessions_dirs]
+    folders = [home] if settings.memory_dir.is_relative_to(home) else [home, settings.memory_dir]
+    certificate = Certificate(
+        {
+            "inputs": "",
+            "cwd_matters": not all(place.is_absolute() for place in places),
+            "home": str(home),
+            "database": path,
+            "roots": [str(root) for root in settings.sessions_dirs],
+            "folders": [str(folder) for folder in folders],
+            "stamp": [],
+            "surroundings": "",
+            "ingested": [],
+            "checks": [],
+            "output": "",
+        }
+    )
+    inputs = _inputs(certificate, environ, json_output=json_output, quiet=quiet)
+    if inputs is None or any(after[:1] not in ("", "/", "\0") for after in inputs.split("~")[1:]):
+        return None
+    certificate.inputs = inputs
+    return certificate
+
+
+def _inputs(
+    certificate: Certificate, environ: Mapping[str, str], *, json_output: bool, quiet: bool
+) -> str | None:
+    return settings_inputs(
+        environ,
+        certificate.home,
+        cwd_matters=certificate.cwd_matters,
+        json_output=json_output,
+        quiet=quiet,
+    )
 
 
 def next_pass(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from consolidator.phases.idle import CERTIFICATE_FILE
 from tests.cli_process import run_command
 from tests.daemon_process import EXAMPLES, base_env, copy_examples, make_rollouts
 
@@ -184,3 +185,92 @@ def test_a_hand_edit_of_the_memory_takes_the_full_pass(tmp_path: Path) -> None:
     idle, full = cron.run("run", "--json", "--verbose")
     assert full and idle == answered
     assert list(memory.parent.glob("MEMORY.md.edited-*.bak")) == backups
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_change_to_the_settings_takes_the_full_pass(tmp_path: Path) -> None:
+    """The answered pass never builds the settings: it compares what they are built from."""
+    cron = Cron(tmp_path)
+    cron.settled()
+    cron.env["CONSOLIDATOR_LEASE_SECONDS"] = "300"
+    _, full = cron.run("run", "--json")
+    assert full
+    _, full = cron.run("run", "--json")
+    assert not full
+    cron.env["CODEX_HOME"] = str(tmp_path / "codex")
+    _, full = cron.run("run", "--json")
+    assert full
+    config = cron.home / "config.toml"
+    config.write_text("max_shrink_fraction = 0.4\n", encoding="utf-8")
+    _, full = cron.run("run", "--json")
+    assert full
+    _, full = cron.run("run", "--json")
+    assert not full
+    config.write_text("max_shrink_fraction = 0.3\n", encoding="utf-8")
+    _, full = cron.run("run", "--json")
+    assert full
+    cron.env["CONSOLIDATOR_LEASE_SECOND"] = "300"
+    failed = run_command([*CLI, "run", "--json"], cron.env, timeout=240, expect=2)
+    assert "CONSOLIDATOR_LEASE_SECOND" in failed.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_pass_given_a_setting_as_a_flag_certifies_nothing(tmp_path: Path) -> None:
+    cron = Cron(tmp_path)
+    cron.settled()
+    other = tmp_path / "other.toml"
+    other.write_text("lease_seconds = 300\n", encoding="utf-8")
+    _, full = cron.run("run", "--json", "--config", str(other))
+    assert full
+    _, full = cron.run("run", "--json")
+    assert full
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_an_answered_pass_loads_only_what_its_checks_need(tmp_path: Path) -> None:
+    cron = Cron(tmp_path)
+    idle = cron.settled()
+    listing = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stdout.write('\\n' + ' '.join(sorted(sys.modules))))\n"
+    )
+    started = run_command([sys.executable, "-c", listing], cron.env, timeout=60)
+    command = [sys.executable, "-c", f"{listing}from consolidator.face.cli import main\nmain()"]
+    answered = run_command([*command, "run", "--json"], cron.env, timeout=60)
+    output, modules = answered.stdout.rsplit("\n", 1)
+    assert json.loads(output) == idle
+    loaded = set(modules.split()) - set(started.stdout.split())
+    expensive = {
+        "click",
+        "consolidator.core.config",
+        "consolidator.sources.discovery",
+        "dataclasses",
+        "enum",
+        "json",
+        "pathlib",
+        "re",
+        "sqlalchemy",
+        "typing",
+    }
+    assert loaded & expensive == set(), sorted(loaded)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_torn_certificate_takes_the_full_pass(tmp_path: Path) -> None:
+    cron = Cron(tmp_path)
+    cron.settled()
+    certificate = cron.home / CERTIFICATE_FILE
+    certificate.write_bytes(certificate.read_bytes()[:100])
+    _, full = cron.run("run", "--json")
+    assert full
+    # What an earlier version left is removed by the next full pass.
+    earlier = cron.home / "idle-pass.json"
+    earlier.write_text("{}", encoding="utf-8")
+    _, full = cron.run("run", "--json")
+    assert full and not earlier.exists()
+    _, full = cron.run("run", "--json")
+    assert not full

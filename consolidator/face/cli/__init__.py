@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if argv is None:
             # The process ends with the command: a Ctrl-C while the interpreter shuts down
-            # would only turn a finished run's exit code into a signal.
-            import signal
+            # would only turn a finished run's exit code into a signal. `_signal` is `signal`
+            # without its enums, which would cost an answered idle pass more than its checks.
+            import _signal
 
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 
 def __getattr__(name: str) -> click.Group:

@@ -1,11 +1,15 @@
-"""`consolidator run --json` or `--quiet` that finds nothing new, answered before the command
-line and the database layer are loaded (see `phases.idle`): a cron job's usual pass."""
+"""`consolidator run --json` or `--quiet` that finds nothing new, answered before the settings,
+the command line and the database layer are loaded (see `phases.idle`): a cron job's usual
+pass."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # The only arguments such a pass may have beside `run`: any other option takes the full path.
 _OUTPUT_FLAGS = {"--json": "json", "--quiet": "quiet", "-q": "quiet"}
@@ -17,15 +21,12 @@ def answered_idle(args: Sequence[str]) -> bool:
     if not args or args[0] != "run":
         return False
     flags = {_OUTPUT_FLAGS.get(arg) for arg in args[1:]}
-    from consolidator.core.config import ADOPT_MEMORY_FILES_ENV, build_settings
-
-    if None in flags or os.environ.get(ADOPT_MEMORY_FILES_ENV):
+    if None in flags:
         return False
     from consolidator.phases.idle import certified_output
 
     try:
-        settings = build_settings({})
-        output = certified_output(settings, json_output="json" in flags, quiet="quiet" in flags)
+        output = certified_output(os.environ, json_output="json" in flags, quiet="quiet" in flags)
     except Exception:
         # The full command reports whatever went wrong, as it always does.
         return False
