@@ -1,12 +1,14 @@
 """What a session's edits changed, read out of its tool calls: evidence of a new value even
 when nobody says it (an `apply_patch` of `port: 5544` to `port: 5545`, an `Edit` of `.nvmrc`,
-a `git mv`). A key and its value are read only in configuration files, a runtime's version only
-in the files that pin one (`verify.runtimes`)."""
+a `git mv`). Every edit, whatever the agent, is read as a file's lines taken out and put in;
+a key and its value are read only in configuration files, a runtime's version only in the
+files that pin one (`verify.runtimes`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import RENAMED, EditedValue
@@ -14,11 +16,8 @@ from consolidator.memory.text import one_line
 from consolidator.security.redaction import redact
 from consolidator.verify.runtimes import pinned_in_line
 
-Relative = Callable[[str], str]
-
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t\r]*$", re.M)
-_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)[ \t\r]*$", re.M)
-_HUNK = re.compile(r"^@@.*$", re.M)
+# A patch's file sections; "Move to" opens the section of the file's new path.
+PATCH_FILE = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)[ \t\r]*$", re.M)
 _CONFIG_NAMES = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
 # `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
 _SETTING = re.compile(
@@ -29,36 +28,33 @@ _MAX_VALUE_CHARS = 120
 _PINNED = " version"
 
 
-def patch_edits(patch: str, relative: Relative) -> list[EditedValue]:
-    """The values a Codex `apply_patch` changed, renames included, hunk by hunk."""
-    parts = _PATCH_FILE.split(patch)
-    found: list[EditedValue] = []
+class FileEdit(NamedTuple):
+    """One edit of the file at `path`: the lines it took out and put in, and the path the
+    file had before, when the edit moved it."""
+
+    path: str
+    removed: list[str]
+    added: list[str]
+    moved_from: str = ""
+
+
+def patch_edits(patch: str, relative: Callable[[str], str]) -> Iterator[FileEdit]:
+    """A Codex `apply_patch`, file section by file section."""
+    parts, previous = PATCH_FILE.split(patch), ""
     for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
-        path = relative(named)
-        if action == "Delete":
-            continue
-        if moved := _PATCH_MOVE.search(body):
-            found.append(EditedValue(path, RENAMED, path, relative(moved[1])))
-        for hunk in map(str.splitlines, _HUNK.split(body)):
-            removed, added = ([line[1:] for line in hunk if line[:1] == s] for s in "-+")
-            found.extend(_changed(path, removed, added))
-    return list(dict.fromkeys(found))
+        lines, path = body.splitlines(), relative(named)
+        removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
+        yield FileEdit(path, removed, added, previous if action == "Move to" else "")
+        previous = path
 
 
-def tool_edits(payload: dict[str, object], relative: Relative) -> list[EditedValue]:
-    """The values a Claude Code `Edit`, `MultiEdit` or `Write` changed: its old and new
-    strings read as the lines taken out and put in."""
-    path = payload.get("file_path") or payload.get("path")
-    if not isinstance(path, str) or not path.strip():
-        return []
-    edits = payload.get("edits")
+def edited_values(edits: Iterable[FileEdit]) -> list[EditedValue]:
+    """The values `edits` changed, renames included."""
     found: list[EditedValue] = []
-    for pair in [payload, *(edits if isinstance(edits, list) else [])]:
-        new = pair.get("new_string", pair.get("content")) if isinstance(pair, dict) else None
-        if isinstance(new, str) and isinstance(pair, dict):
-            old = pair.get("old_string")
-            removed = old.splitlines() if isinstance(old, str) else []
-            found.extend(_changed(relative(path.strip()), removed, new.splitlines()))
+    for path, removed, added, moved_from in edits:
+        if moved_from:
+            found.append(EditedValue(moved_from, RENAMED, moved_from, path))
+        found.extend(_changed(path, removed, added))
     return list(dict.fromkeys(found))
 
 

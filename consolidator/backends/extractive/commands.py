@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
+from importlib.resources import files
 from typing import Any, Final
 
-from consolidator.backends.extractive.changes import Relative, patch_edits, tool_edits
+from consolidator.backends.extractive.changes import FileEdit, edited_values, patch_edits
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
-from consolidator.memory.offline_notes import RENAMED, EditedValue
+from consolidator.memory.offline_notes import EditedValue
 from consolidator.memory.text import clip, code_span, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
@@ -23,6 +25,7 @@ from consolidator.sources.items import RolloutItem
 PRINTED: Final = f"{EVIDENCE}.output"
 MAX_COMMAND_CHARS = 120
 MAX_ERROR_CHARS = 160
+Relative = Callable[[str], str]
 
 
 @dataclass
@@ -46,75 +49,88 @@ class Call:
     printed: tuple[str, ...] = ()
 
 
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
-_DETAIL_KEYS = ("query", "pattern", "url", "description", "prompt")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
 # A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
 _REDIRECT = re.compile(r"[<>]")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.M)
 _PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:
-    """What a tool call did, from its arguments: a patch, a shell command, or a named tool."""
+    """What a tool call did, from its arguments: a patch (on its own or in the shell), a shell
+    command, an edit's old and new text, or a named tool and what it was given."""
     tool = (item.name or "").strip() or "tool"
-    stripped = item.text.strip()
-    try:
-        payload: dict[str, Any] | None = json.loads(stripped) if stripped.startswith("{") else None
-    except (ValueError, RecursionError):
-        payload = None
-    payload = payload if isinstance(payload, dict) else None
-    command = _shell_command(tool, payload, item.text)
     relative = partial(_relative, cwd=cwd)
-    texts = [command] if command is not None else []
-    texts += [v for v in payload.values() if isinstance(v, str)] if payload else [item.text]
-    patch = next((text for text in texts if "*** Begin Patch" in text), None)
+    payload = _payload(item.text)
+    command = _shell_command(tool, payload, item.text)
+    texts = [command, *(payload.values() if payload else [item.text])]
+    patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
     if patch is not None:
-        edited = tuple(dedupe(relative(m[1]) for m in _PATCH_FILE.finditer(patch)))
+        edits = list(patch_edits(patch, relative))
+        edited = tuple(dedupe(edit.path for edit in edits))
         line = _command_line(f"{'apply_patch' if command else tool} {' '.join(edited)}")
-        changes = tuple(patch_edits(patch, relative))
+        changes = tuple(edited_values(edits))
         return Call(tool, line, "apply_patch", frozenset(edited), edited, changes=changes)
     if command is not None:
         key, args, read_only = _command_key(command)
-        mentioned = tuple(dedupe(relative(path) for path in _command_paths(command)))
-        line = _command_line(command)
-        changes = tuple(_renames(command, relative))
-        return Call(tool, line, key, args, (), mentioned, read_only, True, changes)
+        mentioned, moves = _files_named(command, relative)
+        changes = tuple(edited_values(moves))
+        return Call(
+            tool, _command_line(command), key, args, (), mentioned, read_only, True, changes
+        )
     payload = payload or {}
-    edits: list[Any] = payload["edits"] if isinstance(payload.get("edits"), list) else []
-    values = [
-        *map(payload.get, _PATH_KEYS),
-        *(e.get("file_path") for e in edits if isinstance(e, dict)),
-    ]
-    paths = tuple(
-        dedupe(relative(v) for v in values if isinstance(v, str) and v.strip() and "\n" not in v)
+    named = _argument(payload, "path")
+    paths = (relative(named),) if isinstance(named, str) and "\n" not in named else ()
+    detail = " ".join(paths) or _argument(payload, "detail")
+    line = _command_line(f"{tool} {detail if isinstance(detail, str) else ''}")
+    listed = tool.lower() in word_list("read-only-tools")
+    if listed or not _EDIT_TOOL.search(tool):
+        read_only = listed or tool.lower().startswith(("read", "view", "list", "search"))
+        return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
+    pairs = [payload, *(_argument(payload, "edits") or [])]
+    values = edited_values(
+        FileEdit(path, _lines(_argument(pair, "old")), _lines(_argument(pair, "new")))
+        for pair in pairs
+        for path in paths
+        if isinstance(pair, dict) and _argument(pair, "new")
     )
-    details = (payload.get(key) for key in _DETAIL_KEYS)
-    detail = " ".join(paths) or next((d for d in details if isinstance(d, str) and d.strip()), "")
-    line = _command_line(f"{tool} {detail}")
-    read_only = tool.lower() in word_list("read-only-tools")
-    if not read_only and _EDIT_TOOL.search(tool):
-        changes = tuple(tool_edits(payload, relative))
-        return Call(tool, line, tool, frozenset(paths), paths, changes=changes)
-    read_only = read_only or tool.lower().startswith(("read", "view", "list", "search"))
-    return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
+    return Call(tool, line, tool, frozenset(paths), paths, changes=tuple(values))
+
+
+@cache
+def _spelling() -> dict[str, Any]:
+    """How the agents spell a tool call (`calls.json` beside this module)."""
+    data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
+    return dict(json.loads(data))
+
+
+def _argument(payload: dict[str, Any], name: str) -> Any:
+    """The argument `name` of a call, under whichever of its spellings the agent used."""
+    return next((payload[key] for key in _spelling()["arguments"][name] if payload.get(key)), None)
+
+
+def _payload(text: str) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(text) if text.strip().startswith("{") else None
+    except (ValueError, RecursionError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _lines(value: object) -> list[str]:
+    return value.splitlines() if isinstance(value, str) else []
 
 
 def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str | None:
     if payload is None:
         return text if tool.lower() in word_list("shell-tools") and text.strip() else None
-    for value in (payload.get("command"), payload.get("cmd")):
-        if isinstance(value, str) and value.strip():
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            shell = len(value) >= 3 and value[0] in word_list("shells")
-            if shell and value[1] in ("-c", "-lc", "-ic"):
-                return str(value[2])
-            return shlex.join(value)
-    return None
+    value = _argument(payload, "command")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        shell = len(value) >= 3 and value[0] in word_list("shells")
+        return value[2] if shell and value[1] in _spelling()["shell-flags"] else shlex.join(value)
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _argv(segment: str) -> list[str]:
@@ -124,16 +140,28 @@ def _argv(segment: str) -> list[str]:
         return segment.split()
 
 
-def _renames(command: str, relative: Relative) -> list[EditedValue]:
-    """The files a shell command renamed with `git mv`."""
-    found: list[EditedValue] = []
+def _files_named(command: str, relative: Relative) -> tuple[tuple[str, ...], list[FileEdit]]:
+    """The files a shell command names, and the moves of those it renamed with `git mv`."""
+    named: list[str] = []
+    moves: list[FileEdit] = []
     for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
+        named += [relative(path) for path in map(_path_in, argv) if path]
         paths = [arg for arg in argv[2:] if not arg.startswith("-")]
         if argv[:2] == ["git", "mv"] and len(paths) == 2:
             source, target = paths
             target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
-            found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
-    return found
+            moves.append(FileEdit(relative(target), [], [], relative(source)))
+    return tuple(dedupe(named)), moves
+
+
+def _path_in(token: str) -> str:
+    """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
+    path = token.split("::", 1)[0]
+    extension = path.rsplit(".", 1)[-1]
+    if not _PATH_TOKEN.fullmatch(path) or "://" in path:
+        return ""
+    known = extension.lower() in word_list("file-extensions")
+    return path if known or ("/" in path and not extension.isdigit()) else ""
 
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
@@ -181,17 +209,6 @@ def _significant(arg: str) -> str:
     return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
 
 
-def _command_paths(command: str) -> list[str]:
-    tokens = (t.split("::", 1)[0] for part in _SEGMENT_SPLIT.split(command) for t in _argv(part))
-    paths = (token for token in tokens if _PATH_TOKEN.fullmatch(token) and "://" not in token)
-    return [
-        path
-        for path in paths
-        if path.rsplit(".", 1)[-1].lower() in word_list("file-extensions")
-        or ("/" in path and not path.rsplit(".", 1)[-1].isdigit())
-    ]
-
-
 def _relative(path: str, cwd: str | None) -> str:
     path = path.strip()
     root = cwd.rstrip("/") + "/" if cwd else None
@@ -205,9 +222,6 @@ def _command_line(command: str) -> str:
     return clip(text, MAX_COMMAND_CHARS)
 
 
-# A call the agent's client refused before running it ("File has not been read yet", "Sibling
-# tool call errored"): how the agent used its tools, not how the project behaves.
-_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
 _EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
 _ERROR_LINE = re.compile(
     r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
@@ -215,16 +229,17 @@ _ERROR_LINE = re.compile(
     r".*Permission denied|apply_patch verification failed|Failed to )",
     re.IGNORECASE,
 )
-_NOISE_LINE = re.compile(r"^(?:Exit code:? -?\d+|Wall time:.*|Output:|Process exited with code.*)$")
 _PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
 
 
 def take_output(call: Call, item: RolloutItem) -> bool:
     """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
     code recorded, only the output's first and last lines tell: its middle may be a file that
-    merely mentions an error."""
-    lines = [line.strip() for line in item.text.splitlines() if line.strip()]
-    lines = [line for line in lines if not _NOISE_LINE.match(line)]
+    merely mentions an error. A call the agent's client refused to run ("File has not been
+    read yet") shows how the agent used its tools, not how the project behaves."""
+    status = _spelling()["status-line"]
+    lines = [line for line in map(str.strip, item.text.splitlines()) if line]
+    lines = [line for line in lines if not re.match(status, line)]
     failed = (_ERROR_LINE.match, _EXCEPTION_LINE.search, _PYTEST_SUMMARY.search)
     edges = [line for line in lines[:1] + lines[-1:] if any(test(line) for test in failed)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
@@ -237,7 +252,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
             "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
         )
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
-    return _REFUSED_UNRUN.match(item.text) is None
+    return re.match(_spelling()["refused"], item.text) is None
 
 
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
