@@ -222,37 +222,26 @@ def _command_line(command: str) -> str:
     return clip(text, MAX_COMMAND_CHARS)
 
 
-_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
-_ERROR_LINE = re.compile(
-    r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
-    r"Traceback \(most recent call last\)|.*: command not found|.*: No such file or directory|"
-    r".*Permission denied|apply_patch verification failed|Failed to )",
-    re.IGNORECASE,
-)
-_PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
-
-
 def take_output(call: Call, item: RolloutItem) -> bool:
     """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
     code recorded, only the output's first and last lines tell: its middle may be a file that
     merely mentions an error. A call the agent's client refused to run ("File has not been
     read yet") shows how the agent used its tools, not how the project behaves."""
-    status = _spelling()["status-line"]
-    lines = [line for line in map(str.strip, item.text.splitlines()) if line]
-    lines = [line for line in lines if not re.match(status, line)]
-    failed = (_ERROR_LINE.match, _EXCEPTION_LINE.search, _PYTEST_SUMMARY.search)
-    edges = [line for line in lines[:1] + lines[-1:] if any(test(line) for test in failed)]
+    spelling = _spelling()
+    stripped = (line.strip() for line in item.text.splitlines())
+    lines = [line for line in stripped if line and not re.match(spelling["status-line"], line)]
+    shapes = spelling["failure-lines"]
+    edges = [line for line in lines[:1] + lines[-1:] if any(re.search(s, line) for s in shapes)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
     call.printed = tuple(lines) if len(lines) <= 2 else ()
     if not call.ok:
-        chosen = next((line for line in lines if _EXCEPTION_LINE.search(line)), None)
-        chosen = chosen or next((line for line in lines if _ERROR_LINE.match(line)), None)
-        chosen = re.sub(r"^E\s+", "", chosen or (lines[-1] if lines else ""))
+        found = (line for shape in shapes for line in lines if re.search(shape, line))
+        chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
         missing = (
             "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
         )
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
-    return re.match(_spelling()["refused"], item.text) is None
+    return re.match(spelling["refused"], item.text) is None
 
 
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
