@@ -325,9 +325,6 @@ def take_output(call: Call, item: RolloutItem) -> bool:
 
 
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
-_SETTING_LINE = re.compile(
-    r"(?:[\w./-]+:)?(?:\d+:)?\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*(?P<value>.+?),?"
-)
 _ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
 
 
@@ -341,15 +338,13 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
         return None
     line, extra, subject = call.printed[0], call.printed[1:], ""
     value, name, versions = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1], _VERSION.findall(line)
-    setting = _SETTING_LINE.fullmatch(line) if argv[0] in ("grep", "rg") else None
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
         subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
     elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
         subject = argv[1]
-    elif setting and len(argv) == 3 and argv[1].lower() in setting["key"].lower():
-        config = name.rsplit(".", 1)[-1].lower() in word_list("config-extensions")
-        subject = f"{setting['key']} in {argv[2]}" if config else ""
-        value = setting["value"].strip("\"'")
+    elif argv[0] in ("grep", "rg") and len(argv) == 3:  # a setting of a configuration file
+        settings = ((k, v) for k, v in _keyed(argv[2], [line]) if argv[1].lower() in k.lower())
+        subject, value = next(((f"{k} in {argv[2]}", v) for k, v in settings), ("", value))
     elif " ".join(argv[:-1]) in word_list("value-getters"):
         subject = argv[-1]
     elif argv[-2] in word_list("field-flags"):

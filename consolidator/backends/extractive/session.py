@@ -47,9 +47,9 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     session = Session()
     asked: list[str] = []  # the user's words since the last call
     by_id: dict[str, Call] = {}
-    # A sub-agent's task: the prompt the delegating agent wrote, nobody's statement.
-    delegated = next((i.text for i in items if i.name == DELEGATED), "")
+    delegated = ""  # a sub-agent's task: the prompt the agent that delegated it wrote
     for item in items:
+        delegated = delegated or (item.text if item.name == DELEGATED else "")
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
             # A tool's findings, not anyone's words: what the folder lacks is taken back, what
             # the repository states otherwise is marked, and what it states is a fact.
