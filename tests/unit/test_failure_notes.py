@@ -202,20 +202,22 @@ def test_a_redirection_both_commands_end_with_does_not_pair_a_failure_with_a_fix
 
 
 def test_a_failed_edit_made_again_is_no_lesson() -> None:
-    # Claude Code's edit of text the file no longer holds, read and made again; and a Codex
-    # patch that did not apply, made again on the same file: how the agent edits, no lesson.
-    edit = json.dumps(
-        {"file_path": f"{CWD}/src/app/page.tsx", "old_string": "a", "new_string": "b"}
-    )
+    # Claude Code's edit of text the file no longer holds, then the change made in another
+    # file; a Codex patch that did not apply, made again with a second file: how the agent
+    # edits, not how the project behaves.
+    def edit(call_id: str, path: str) -> RolloutItem:
+        arguments = {"file_path": f"{CWD}/{path}", "old_string": "a", "new_string": "b"}
+        return RolloutItem(ItemKind.TOOL_CALL, json.dumps(arguments), "Edit", call_id)
+
     failures = notes_of(
         user("add a dark mode toggle"),
-        RolloutItem(ItemKind.TOOL_CALL, edit, name="Edit", call_id="c1"),
+        edit("c1", "src/app/page.tsx"),
         output("c1", "String to replace not found in file.\nString: a", 1),
-        RolloutItem(ItemKind.TOOL_CALL, edit, name="Edit", call_id="c2"),
-        output("c2", "The file src/app/page.tsx has been updated."),
+        edit("c2", "src/app/layout.tsx"),
+        output("c2", "The file src/app/layout.tsx has been updated."),
         patch("c3", "src/app/theme.ts"),
         output("c3", "apply_patch verification failed: Failed to find expected lines", 1),
-        patch("c4", "src/app/theme.ts"),
+        patch("c4", "src/app/theme.ts", "src/app/tokens.ts"),
         output("c4", "Success. Updated the following files:\nM src/app/theme.ts\n"),
     ).failures
     assert failures == ()
