@@ -4,6 +4,8 @@ runs is never shown as the fix. One bullet per command family and fix, across se
 
 from __future__ import annotations
 
+import json
+
 from consolidator.backends.extractive.consolidation import consolidate_extractively, task_id_for
 from consolidator.memory.blocks import Memory, invariant_violations
 from consolidator.memory.merge import apply_changes
@@ -13,8 +15,9 @@ from consolidator.memory.offline_notes import (
     parse_raw_memory,
     render_raw_memory,
 )
+from consolidator.sources.items import ItemKind, RolloutItem
 from tests.factories import item, request
-from tests.rollout_items import agent, notes_of, output, patch, shell, user
+from tests.rollout_items import CWD, agent, notes_of, output, patch, shell, user
 
 # Shaped like a Codex shell call's output in tests/fixtures/real.
 _PYTEST_FAILED = (
@@ -196,3 +199,25 @@ def test_a_redirection_both_commands_end_with_does_not_pair_a_failure_with_a_fix
         output("c3", "0 problems"),
     ).failures
     assert failure.fix != "npm run lint 2>&1"
+
+
+def test_a_failed_edit_made_again_is_no_lesson() -> None:
+    # Claude Code's edit of text the file no longer holds, then the change made in another
+    # file; a Codex patch that did not apply, made again with a second file: how the agent
+    # edits, not how the project behaves.
+    def edit(call_id: str, path: str) -> RolloutItem:
+        arguments = {"file_path": f"{CWD}/{path}", "old_string": "a", "new_string": "b"}
+        return RolloutItem(ItemKind.TOOL_CALL, json.dumps(arguments), "Edit", call_id)
+
+    failures = notes_of(
+        user("add a dark mode toggle"),
+        edit("c1", "src/app/page.tsx"),
+        output("c1", "String to replace not found in file.\nString: a", 1),
+        edit("c2", "src/app/layout.tsx"),
+        output("c2", "The file src/app/layout.tsx has been updated."),
+        patch("c3", "src/app/theme.ts"),
+        output("c3", "apply_patch verification failed: Failed to find expected lines", 1),
+        patch("c4", "src/app/theme.ts", "src/app/tokens.ts"),
+        output("c4", "Success. Updated the following files:\nM src/app/theme.ts\n"),
+    ).failures
+    assert failures == ()

@@ -1,28 +1,37 @@
-"""A tool call and its result, read one way whatever the agent: what it ran, the files it
-edited or read, whether it failed and on which line, and the value it printed when it was run
-to print one. A shell command is taken apart into a key (`python -m pytest` and
-`uv run pytest -x` are one) that pairs a failure with the command that later fixed it."""
+"""A tool call and its result, read one way whatever the agent (how each agent spells a call
+is data, `calls.json`): what it ran, the files it edited or read, whether it failed and on
+which line, and the value it printed when it was run to print one. A shell command is taken
+apart into a key (`python -m pytest` and `uv run pytest -x` are one) that pairs a failure with
+the command that later fixed it.
+
+An edit is evidence of a new value even when nobody says it (an `apply_patch` of `port: 5544`
+to `port: 5545`, an `Edit` of `.nvmrc`, a `git mv`): every edit, whatever the agent, is read as
+a file's lines taken out and put in; a key and its value are read only in configuration files,
+a runtime's version only in the files that pin one (`verify.runtimes`)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Final
+from functools import cache, partial
+from importlib.resources import files
+from typing import Any, Final, NamedTuple
 
-from consolidator.backends.extractive.changes import Relative, patch_edits, tool_edits
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import clip, code_span, dedupe, one_line
 from consolidator.security.redaction import redact
 from consolidator.sources.items import RolloutItem
+from consolidator.verify.runtimes import pinned_in_line
 
 # What an entry read from a value a command run to print it printed is named after.
 PRINTED: Final = f"{EVIDENCE}.output"
 MAX_COMMAND_CHARS = 120
 MAX_ERROR_CHARS = 160
+Relative = Callable[[str], str]
 
 
 @dataclass
@@ -46,75 +55,88 @@ class Call:
     printed: tuple[str, ...] = ()
 
 
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file")
-_DETAIL_KEYS = ("query", "pattern", "url", "description", "prompt")
 _EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
 # A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
 _REDIRECT = re.compile(r"[<>]")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.M)
 _PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:
-    """What a tool call did, from its arguments: a patch, a shell command, or a named tool."""
+    """What a tool call did, from its arguments: a patch (on its own or in the shell), a shell
+    command, an edit's old and new text, or a named tool and what it was given."""
     tool = (item.name or "").strip() or "tool"
-    stripped = item.text.strip()
-    try:
-        payload: dict[str, Any] | None = json.loads(stripped) if stripped.startswith("{") else None
-    except (ValueError, RecursionError):
-        payload = None
-    payload = payload if isinstance(payload, dict) else None
-    command = _shell_command(tool, payload, item.text)
     relative = partial(_relative, cwd=cwd)
-    texts = [command] if command is not None else []
-    texts += [v for v in payload.values() if isinstance(v, str)] if payload else [item.text]
-    patch = next((text for text in texts if "*** Begin Patch" in text), None)
+    payload = _payload(item.text)
+    command = _shell_command(tool, payload, item.text)
+    texts = [command, *(payload.values() if payload else [item.text])]
+    patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
     if patch is not None:
-        edited = tuple(dedupe(relative(m[1]) for m in _PATCH_FILE.finditer(patch)))
+        edits = list(patch_edits(patch, relative))
+        edited = tuple(dedupe(edit.path for edit in edits))
         line = _command_line(f"{'apply_patch' if command else tool} {' '.join(edited)}")
-        changes = tuple(patch_edits(patch, relative))
+        changes = tuple(edited_values(edits))
         return Call(tool, line, "apply_patch", frozenset(edited), edited, changes=changes)
     if command is not None:
         key, args, read_only = _command_key(command)
-        mentioned = tuple(dedupe(relative(path) for path in _command_paths(command)))
-        line = _command_line(command)
-        changes = tuple(_renames(command, relative))
-        return Call(tool, line, key, args, (), mentioned, read_only, True, changes)
+        mentioned, moves = _files_named(command, relative)
+        changes = tuple(edited_values(moves))
+        return Call(
+            tool, _command_line(command), key, args, (), mentioned, read_only, True, changes
+        )
     payload = payload or {}
-    edits: list[Any] = payload["edits"] if isinstance(payload.get("edits"), list) else []
-    values = [
-        *map(payload.get, _PATH_KEYS),
-        *(e.get("file_path") for e in edits if isinstance(e, dict)),
-    ]
-    paths = tuple(
-        dedupe(relative(v) for v in values if isinstance(v, str) and v.strip() and "\n" not in v)
+    named = _argument(payload, "path")
+    paths = (relative(named),) if isinstance(named, str) and "\n" not in named else ()
+    detail = " ".join(paths) or _argument(payload, "detail")
+    line = _command_line(f"{tool} {detail if isinstance(detail, str) else ''}")
+    listed = tool.lower() in word_list("read-only-tools")
+    if listed or not _EDIT_TOOL.search(tool):
+        read_only = listed or tool.lower().startswith(("read", "view", "list", "search"))
+        return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
+    pairs = [payload, *(_argument(payload, "edits") or [])]
+    values = edited_values(
+        FileEdit(path, _lines(_argument(pair, "old")), _lines(_argument(pair, "new")))
+        for pair in pairs
+        for path in paths
+        if isinstance(pair, dict) and _argument(pair, "new")
     )
-    details = (payload.get(key) for key in _DETAIL_KEYS)
-    detail = " ".join(paths) or next((d for d in details if isinstance(d, str) and d.strip()), "")
-    line = _command_line(f"{tool} {detail}")
-    read_only = tool.lower() in word_list("read-only-tools")
-    if not read_only and _EDIT_TOOL.search(tool):
-        changes = tuple(tool_edits(payload, relative))
-        return Call(tool, line, tool, frozenset(paths), paths, changes=changes)
-    read_only = read_only or tool.lower().startswith(("read", "view", "list", "search"))
-    return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
+    return Call(tool, line, tool, frozenset(paths), paths, changes=tuple(values))
+
+
+@cache
+def _spelling() -> dict[str, Any]:
+    """How the agents spell a tool call (`calls.json` beside this module)."""
+    data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
+    return dict(json.loads(data))
+
+
+def _argument(payload: dict[str, Any], name: str) -> Any:
+    """The argument `name` of a call, under whichever of its spellings the agent used."""
+    return next((payload[key] for key in _spelling()["arguments"][name] if payload.get(key)), None)
+
+
+def _payload(text: str) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(text) if text.strip().startswith("{") else None
+    except (ValueError, RecursionError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _lines(value: object) -> list[str]:
+    return value.splitlines() if isinstance(value, str) else []
 
 
 def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str | None:
     if payload is None:
         return text if tool.lower() in word_list("shell-tools") and text.strip() else None
-    for value in (payload.get("command"), payload.get("cmd")):
-        if isinstance(value, str) and value.strip():
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            shell = len(value) >= 3 and value[0] in word_list("shells")
-            if shell and value[1] in ("-c", "-lc", "-ic"):
-                return str(value[2])
-            return shlex.join(value)
-    return None
+    value = _argument(payload, "command")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        shell = len(value) >= 3 and value[0] in word_list("shells")
+        return value[2] if shell and value[1] in _spelling()["shell-flags"] else shlex.join(value)
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _argv(segment: str) -> list[str]:
@@ -124,16 +146,28 @@ def _argv(segment: str) -> list[str]:
         return segment.split()
 
 
-def _renames(command: str, relative: Relative) -> list[EditedValue]:
-    """The files a shell command renamed with `git mv`."""
-    found: list[EditedValue] = []
+def _files_named(command: str, relative: Relative) -> tuple[tuple[str, ...], list[FileEdit]]:
+    """The files a shell command names, and the moves of those it renamed with `git mv`."""
+    named: list[str] = []
+    moves: list[FileEdit] = []
     for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
+        named += [relative(path) for path in map(_path_in, argv) if path]
         paths = [arg for arg in argv[2:] if not arg.startswith("-")]
         if argv[:2] == ["git", "mv"] and len(paths) == 2:
             source, target = paths
             target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
-            found.append(EditedValue(relative(source), RENAMED, relative(source), relative(target)))
-    return found
+            moves.append(FileEdit(relative(target), [], [], relative(source)))
+    return tuple(dedupe(named)), moves
+
+
+def _path_in(token: str) -> str:
+    """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
+    path = token.split("::", 1)[0]
+    extension = path.rsplit(".", 1)[-1]
+    if not _PATH_TOKEN.fullmatch(path) or "://" in path:
+        return ""
+    known = extension.lower() in word_list("file-extensions")
+    return path if known or ("/" in path and not extension.isdigit()) else ""
 
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
@@ -181,17 +215,6 @@ def _significant(arg: str) -> str:
     return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
 
 
-def _command_paths(command: str) -> list[str]:
-    tokens = (t.split("::", 1)[0] for part in _SEGMENT_SPLIT.split(command) for t in _argv(part))
-    paths = (token for token in tokens if _PATH_TOKEN.fullmatch(token) and "://" not in token)
-    return [
-        path
-        for path in paths
-        if path.rsplit(".", 1)[-1].lower() in word_list("file-extensions")
-        or ("/" in path and not path.rsplit(".", 1)[-1].isdigit())
-    ]
-
-
 def _relative(path: str, cwd: str | None) -> str:
     path = path.strip()
     root = cwd.rstrip("/") + "/" if cwd else None
@@ -205,45 +228,103 @@ def _command_line(command: str) -> str:
     return clip(text, MAX_COMMAND_CHARS)
 
 
-# A call the agent's client refused before running it ("File has not been read yet", "Sibling
-# tool call errored"): how the agent used its tools, not how the project behaves.
-_REFUSED_UNRUN = re.compile(r"\s*<tool_use_error>")
-_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[ \t]+\S")
-_ERROR_LINE = re.compile(
-    r"^(?:npm (?:error|ERR!)|fatal(?: error)?:|error(?:\[\w+\])?:|Error:|ERROR\b|FAIL(?:ED)?\b|"
-    r"Traceback \(most recent call last\)|.*: command not found|.*: No such file or directory|"
-    r".*Permission denied|apply_patch verification failed|Failed to )",
-    re.IGNORECASE,
+# A patch's file sections; "Move to" opens the section of the file's new path.
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)[ \t\r]*$", re.M
 )
-_NOISE_LINE = re.compile(r"^(?:Exit code:? -?\d+|Wall time:.*|Output:|Process exited with code.*)$")
-_PYTEST_SUMMARY = re.compile(r"\b\d+ (?:failed|errors?)\b")
+_CONFIG_NAMES = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
+# `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
+_SETTING = re.compile(
+    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*"
+    r"(?P<value>[^\s{\[#][^#]*?)\s*,?\s*$"
+)
+_MAX_VALUE_CHARS = 120
+_PINNED = " version"
+
+
+class FileEdit(NamedTuple):
+    """One edit of the file at `path`: the lines it took out and put in, and the path the
+    file had before, when the edit moved it."""
+
+    path: str
+    removed: list[str]
+    added: list[str]
+    moved_from: str = ""
+
+
+def patch_edits(patch: str, relative: Callable[[str], str]) -> Iterator[FileEdit]:
+    """A Codex `apply_patch`, file section by file section."""
+    parts, previous = _PATCH_FILE.split(patch), ""
+    for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        lines, path = body.splitlines(), relative(named)
+        removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
+        yield FileEdit(path, removed, added, previous if action == "Move to" else "")
+        previous = path
+
+
+def edited_values(edits: Iterable[FileEdit]) -> list[EditedValue]:
+    """The values `edits` changed, renames included."""
+    found: list[EditedValue] = []
+    for path, removed, added, moved_from in edits:
+        if moved_from:
+            found.append(EditedValue(moved_from, RENAMED, moved_from, path))
+        found.extend(_changed(path, removed, added))
+    return list(dict.fromkeys(found))
+
+
+def _changed(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
+    """Each key the edit took out with one value and put in with another, the n-th of a key
+    with the n-th (two sections of one file); a runtime's new pin also with no old one."""
+    before: dict[str, list[str]] = {}
+    for key, value in _keyed(path, removed):
+        before.setdefault(key, []).append(value)
+    seen: dict[str, int] = {}
+    for key, value in _keyed(path, added):
+        index = seen[key] = seen.get(key, -1) + 1
+        olds = [*before.get(key, []), *([""] if key.endswith(_PINNED) else [])]
+        if index < len(olds) and olds[index] != value:
+            yield EditedValue(path, key, olds[index], value)
+
+
+def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
+    """Each line's runtime pin or, in a configuration file, its key and value; a line holding
+    a secret is read redacted and left out."""
+    name = path.rsplit("/", 1)[-1]
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+    config = extension in word_list("config-extensions") or bool(_CONFIG_NAMES.match(name))
+    for line in lines:
+        if (pin := pinned_in_line(path, line)) is not None:
+            yield f"{pin.runtime}{_PINNED}", pin.value.value
+            continue
+        match = _SETTING.match(redact(line).text) if config else None
+        value = one_line(match["value"]).strip("\"'") if match else ""
+        if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
+            yield match["key"], value
 
 
 def take_output(call: Call, item: RolloutItem) -> bool:
     """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
     code recorded, only the output's first and last lines tell: its middle may be a file that
-    merely mentions an error."""
-    lines = [line.strip() for line in item.text.splitlines() if line.strip()]
-    lines = [line for line in lines if not _NOISE_LINE.match(line)]
-    failed = (_ERROR_LINE.match, _EXCEPTION_LINE.search, _PYTEST_SUMMARY.search)
-    edges = [line for line in lines[:1] + lines[-1:] if any(test(line) for test in failed)]
+    merely mentions an error. A call the agent's client refused to run ("File has not been
+    read yet") shows how the agent used its tools, not how the project behaves."""
+    spelling = _spelling()
+    stripped = (line.strip() for line in item.text.splitlines())
+    lines = [line for line in stripped if line and not re.match(spelling["status-line"], line)]
+    shapes = spelling["failure-lines"]
+    edges = [line for line in lines[:1] + lines[-1:] if any(re.search(s, line) for s in shapes)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
     call.printed = tuple(lines) if len(lines) <= 2 else ()
     if not call.ok:
-        chosen = next((line for line in lines if _EXCEPTION_LINE.search(line)), None)
-        chosen = chosen or next((line for line in lines if _ERROR_LINE.match(line)), None)
-        chosen = re.sub(r"^E\s+", "", chosen or (lines[-1] if lines else ""))
+        found = (line for shape in shapes for line in lines if re.search(shape, line))
+        chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
         missing = (
             "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
         )
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
-    return _REFUSED_UNRUN.match(item.text) is None
+    return re.match(spelling["refused"], item.text) is None
 
 
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
-_SETTING_LINE = re.compile(
-    r"(?:[\w./-]+:)?(?:\d+:)?\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*(?P<value>.+?),?"
-)
 _ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
 
 
@@ -257,15 +338,13 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
         return None
     line, extra, subject = call.printed[0], call.printed[1:], ""
     value, name, versions = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1], _VERSION.findall(line)
-    setting = _SETTING_LINE.fullmatch(line) if argv[0] in ("grep", "rg") else None
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
         subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
     elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
         subject = argv[1]
-    elif setting and len(argv) == 3 and argv[1].lower() in setting["key"].lower():
-        config = name.rsplit(".", 1)[-1].lower() in word_list("config-extensions")
-        subject = f"{setting['key']} in {argv[2]}" if config else ""
-        value = setting["value"].strip("\"'")
+    elif argv[0] in ("grep", "rg") and len(argv) == 3:  # a setting of a configuration file
+        settings = ((k, v) for k, v in _keyed(argv[2], [line]) if argv[1].lower() in k.lower())
+        subject, value = next(((f"{k} in {argv[2]}", v) for k, v in settings), ("", value))
     elif " ".join(argv[:-1]) in word_list("value-getters"):
         subject = argv[-1]
     elif argv[-2] in word_list("field-flags"):

@@ -47,9 +47,9 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     session = Session()
     asked: list[str] = []  # the user's words since the last call
     by_id: dict[str, Call] = {}
-    # A sub-agent's task: the prompt the delegating agent wrote, nobody's statement.
-    delegated = next((i.text for i in items if i.name == DELEGATED), "")
+    delegated = ""  # a sub-agent's task: the prompt the agent that delegated it wrote
     for item in items:
+        delegated = delegated or (item.text if item.name == DELEGATED else "")
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
             # A tool's findings, not anyone's words: what the folder lacks is taken back, what
             # the repository states otherwise is marked, and what it states is a fact.
@@ -130,30 +130,26 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
 def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
     """`failed` with what fixed it, and where in `later` the call that passed is (-1: none):
     the next similar success of the tool, or what changed before the same command passed; else
-    the next call of the tool, if the failed one could not run or the user had named it."""
-    failure = FailureNote(failed.command, failed.error)
-    for offset, call in enumerate(later):
-        similar = failed.key == call.key or bool(failed.args & call.args)
-        if call.ok and not call.read_only and call.tool == failed.tool and similar:
-            changes = [c for c in later[:offset] if c.ok and not c.read_only]
-            if call.command == failed.command and not changes:
-                return replace(failure, fix=call.command), offset  # passed when run again
-            return _fixed_by(failure, changes if call.command == failed.command else [call]), offset
-    at, following = next(
-        ((i, c) for i, c in enumerate(later) if c.tool == failed.tool and not c.read_only),
+    the next call of the tool, if the failed one could not run or the user had named it. The
+    last change is the fix; an edit is where the fix went."""
+    tried = [(at, call) for at, call in enumerate(later) if call.tool == failed.tool]
+    tried = [(at, call) for at, call in tried if not call.read_only]
+    at, fixed_by = next(
+        ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args)),
         (-1, None),
     )
-    if following is None or not following.ok:
+    if fixed_by is None and tried and tried[0][1].ok:
+        named = rf"(?<![\w-]){re.escape(tried[0][1].key)}(?![\w-])"
+        could_not_run = any(words in failed.error.lower() for words in word_list("could-not-run"))
+        if could_not_run or re.search(named, tried[0][1].asked, re.IGNORECASE):
+            at, fixed_by = tried[0]
+    failure = FailureNote(failed.command, failed.error)
+    if fixed_by is None:
         return failure, -1
-    named = rf"(?<![\w-]){re.escape(following.key)}(?![\w-])"
-    could_not_run = any(words in failed.error.lower() for words in word_list("could-not-run"))
-    if could_not_run or re.search(named, following.asked, re.IGNORECASE):
-        return _fixed_by(failure, [following]), at
-    return failure, -1
-
-
-def _fixed_by(failure: FailureNote, changes: list[Call]) -> FailureNote:
-    """The last change is the fix; an edit is where the fix went."""
+    again = fixed_by.command == failed.command
+    changes = [c for c in later[:at] if c.ok and not c.read_only] if again else [fixed_by]
+    if not changes:
+        return replace(failure, fix=fixed_by.command), at  # passed when run again
     if not changes[-1].edited:
-        return replace(failure, fix=changes[-1].command)
-    return replace(failure, edited=tuple(dedupe(p for c in changes for p in c.edited)))
+        return replace(failure, fix=changes[-1].command), at
+    return replace(failure, edited=tuple(dedupe(p for c in changes for p in c.edited))), at
