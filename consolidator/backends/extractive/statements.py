@@ -18,16 +18,15 @@ from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_STATEMENTS = 8
-# A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
-_MAX_STATEMENT_CHARS = 400
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
-_MAX_AGENT_FINDINGS = 2
 _CLAUSE_START = rule("structure.clause-start")
 _SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
 _PLAIN = "statement+!shape.vague-subject+words>=5"
+# What the agent found, said without a cue: how the project is, with a value; not narration.
+_FOUND = "statement+shape.value+words>=5+!shape.narration"
 # A statement of its own: about more than a pronoun, naming a resource.
 _ALONE = "statement+!shape.vague-subject+fact.resource"
 # What a user says on its own to be remembered: a value of something more than a pronoun,
@@ -148,7 +147,7 @@ def _run_on(sentence: str) -> list[str]:
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
     message's place (the opening request is the task: a plain remark in it is no fact)."""
-    if len(bare.split()) < 2 or len(bare) > _MAX_STATEMENT_CHARS or is_question(bare):
+    if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
     if user_text(bare) == "":
         return
@@ -157,15 +156,13 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     flags = {"later": number > 0, "change": changed, "gone": holds("structure.gone", bare)}
     given = {flag for flag, on in flags.items() if on}
     found = first(bare, *_READ, given=given)
-    if found and found.rule.kind == "moment":
-        found = first(bare, *(k for k in _READ if k not in ("moment", "instruction")), given=given)
     kind = found.rule.kind if found else ""
     if found and kind in ("reminder", "instruction", "fact", "person"):
         into = read.instructions if kind in ("reminder", "instruction") else read.facts
         read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
         _correction(bare, read)
-    elif not found:
+    elif kind in ("", "moment"):  # a rule for the moment sets none, but may state something
         said = rule("fact.cue").regex.sub("", bare)
         if stated := _stated(said, given):
             read.add(read.facts, _statement(said), stated)
@@ -290,20 +287,11 @@ def agent_statements(
     read = UserStatements([], [], [], {} if rules is None else rules)
     for sentence in sentences(message):
         bare = strip_lead_in(sentence)
-        cue = rule("fact.cue").regex.match(bare)
-        said = bare[cue.end() :] if cue else ""
-        lowered = bare[:1].lower() + bare[1:]
-        if is_question(bare):
-            continue
-        if found := first(bare, "conclusion"):
+        found = None if is_question(bare) else first(bare, "conclusion", "fact.cue")
+        if found and found.rule.kind == "conclusion":
             read.add(read.revoked, _statement(found.said, user=False), found.rule.id)
-        elif cue and (holds("shape.value", said) or holds(_PLAIN, said)):
-            read.add(read.facts, _statement(said, user=False), "fact.cue")
-        elif (
-            (holds("statement", bare) or holds("statement", lowered))
-            and holds("shape.value+words>=5+!shape.narration", bare)
-            and not facts.says_change(bare)
-            and len(read.facts) < _MAX_AGENT_FINDINGS
-        ):
+        elif found and (holds("shape.value", found.said) or holds(_PLAIN, found.said)):
+            read.add(read.facts, _statement(found.said, user=False), found.rule.id)
+        elif holds(_FOUND, bare) and not (facts.says_change(bare) or is_question(bare)):
             read.add(read.facts, _statement(bare, user=False), "shape.value")
     return dedupe(f for f in read.facts if f), dedupe(c for c in read.revoked if c)
