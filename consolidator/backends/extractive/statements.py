@@ -5,7 +5,6 @@ of the rule that read it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -38,11 +37,6 @@ _TOLD_ALONE = (
 )
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
-_ABOUT = re.compile(
-    r"^(?:(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+)?"
-    r"(?:(?:the|my|our)\s+)?",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -274,7 +268,7 @@ def _topic(reading: Reading) -> str | None:
     topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
     if holds("structure.pointing-back", topic):
         return ""
-    return rule("structure.over").regex.sub("", _ABOUT.sub("", topic, count=1))
+    return rule("structure.over").regex.sub("", rule("structure.about").regex.sub("", topic, 1))
 
 
 def agent_statements(
