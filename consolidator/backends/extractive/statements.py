@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.rules import Reading, clauses, first, holds, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
 from consolidator.memory.lexicon import values_by_kind
 from consolidator.memory.text import clip, dedupe, one_line
@@ -143,8 +143,6 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     message's place (the opening request is the task: a plain remark in it is no fact)."""
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
-    if user_text(bare) == "":
-        return
     read.revoked.extend(negated_values(bare))
     changed = facts.says_change(bare) and not holds("shape.first-person", bare)
     flags = {"later": number > 0, "change": changed, "gone": holds("structure.gone", bare)}
@@ -167,9 +165,9 @@ def _stated(said: str, given: set[str]) -> str:
     or does, with a value in what is stated (not in an order beside it, "make it 240, ..."),
     or in a few words about more than a pronoun ("it works now" says nothing for later). The
     opening request states it only with a value or a change."""
-    stated = [part for part in [said, *clauses(said)[1:]] if holds("statement", part)]
-    chosen = next((p for p in stated if holds("shape.value", p) or holds(_PLAIN, p)), "")
-    found = first(chosen, "statement") if chosen else None
+    parts = [said, *clauses(said)[1:]]
+    chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
+    found = first(next(chosen, ""), "statement")
     if found is None or not ({"later", "change"} & given or holds("shape.value", said)):
         return ""
     return found.rule.id
