@@ -43,6 +43,13 @@ def test_an_acknowledgement_or_a_client_command_leaves_nothing(thanks: str) -> N
     assert (spoken.instructions, spoken.facts, spoken.revoked) == ([], [], [])
 
 
+def test_a_log_pasted_on_one_long_line_states_nothing() -> None:
+    # Its lines read like statements, but the user stated none of them.
+    line = "2026-12-01T10:00:01 INFO api: the api listens on 8081, the worker polls /var/run/q. "
+    spoken = user_statements(["can you look at this", line * 60])
+    assert (spoken.instructions, spoken.facts, spoken.revoked) == ([], [], [])
+
+
 @pytest.mark.parametrize(
     ("message", "fact"),
     [

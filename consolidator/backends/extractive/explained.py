@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from consolidator.backends.extractive.commands import command_family
 from consolidator.backends.extractive.rules import rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
+from consolidator.memory import facts
 from consolidator.memory.offline_notes import EditedValue, FailureNote
 from consolidator.memory.text import clip, code_span, one_line, read_code_span
 from consolidator.security.redaction import redact
@@ -29,8 +30,7 @@ def _words(*texts: str) -> frozenset[str]:
     """The words that tell one failure from another: no word every error or sentence has."""
     found = (word.lower() for text in texts for word in re.findall(r"[A-Za-z0-9]+", text))
     common = word_list("error-words") | word_list("stopwords")
-    stems = (word[:-1] if len(word) > 3 and word.endswith("s") else word for word in found)
-    return frozenset(word for word in stems if len(word) >= 3 and not word.isdigit()) - common
+    return frozenset(facts.stem(w) for w in found if len(w) >= 3 and not w.isdigit()) - common
 
 
 def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedValue]) -> str:

@@ -3,46 +3,34 @@ maintained segmenter, with what only leads into a sentence taken off."""
 
 from __future__ import annotations
 
-import re
-
 import pysbd
 
 from consolidator.backends.extractive.rules import rule, word_list
 
 _CUE_BREAK = rule("structure.cue-break")
 _LEAD_IN = rule("structure.lead-in")
-# The marker of a list item ("- ", "* ", "1. ", "2) "), which is no part of what it says.
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 # A paragraph longer than this is pasted output, not something the user said in sentences.
 _MAX_PARAGRAPH_CHARS = 4000
-
-
-# What no sentence ends inside: a code span, a dotfile's name (".env", ".nvmrc"), and a
-# relative path ("./bin", "../lib").
-_NO_BREAK = re.compile(r"`[^`\n]*`|(?<![\w.])\.(?=[A-Za-z])|(?<![\w.])\.{1,2}(?=/)")
+_NO_BREAK = rule("structure.no-break")
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 
 
 def _segments(paragraph: str) -> list[str]:
     """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
     the segmenter reads a copy where those full stops are masked."""
-    masked = _NO_BREAK.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
+    masked = _NO_BREAK.regex.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
     # A segmenter keeps the text it works on in itself, so one shared by the stage-one
     # threads would mix their sentences up; making one costs under a microsecond.
     segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
     return [paragraph[span.start : span.end] for span in segmenter.segment(masked)]
 
 
-# A full stop then a word in lower case: people who write without capitals start their
-# sentences so ("we're on node 22 now btw. bump the CI image"); not after an abbreviation.
-_LOWER_START = re.compile(r"(?<=\w\w[.!])\s+(?=[a-z])")
-
-
 def _lower_starts(segment: str) -> list[str]:
+    """`segment` cut where a word in lower case starts a sentence, not after an abbreviation."""
     parts: list[str] = []
     begun = 0
-    spans = [m.span() for m in _NO_BREAK.finditer(segment)]
-    for match in _LOWER_START.finditer(segment):
+    spans = [m.span() for m in _NO_BREAK.regex.finditer(segment)]
+    for match in rule("structure.lower-start").regex.finditer(segment):
         if any(start <= match.start() < end for start, end in spans):
             continue
         word = segment[begun : match.start()].rsplit(maxsplit=1)[-1].lower()
@@ -59,7 +47,7 @@ def sentences(text: str) -> list[str]:
     for paragraph in text.splitlines():
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
-        for segment in _segments(_LIST_MARKER.sub("", paragraph, count=1)):
+        for segment in _segments(rule("structure.list-marker").regex.sub("", paragraph, 1)):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
                 cut = [part] if is_question(part) else _CUE_BREAK.regex.split(part)

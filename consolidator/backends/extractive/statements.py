@@ -5,29 +5,27 @@ of the rule that read it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.rules import Reading, clauses, first, holds, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
-from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, user_text
+from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
 from consolidator.memory.lexicon import values_by_kind
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
 MAX_STATEMENTS = 8
-# A longer "sentence" is pasted material (a log, a prompt), not something the user stated.
-_MAX_STATEMENT_CHARS = 400
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
-_MAX_AGENT_FINDINGS = 2
 _CLAUSE_START = rule("structure.clause-start")
 _SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
 _PLAIN = "statement+!shape.vague-subject+words>=5"
+# What the agent found, said without a cue: how the project is, with a value; not narration.
+_FOUND = "statement+shape.value+words>=5+!shape.narration"
 # A statement of its own: about more than a pronoun, naming a resource.
 _ALONE = "statement+!shape.vague-subject+fact.resource"
 # What a user says on its own to be remembered: a value of something more than a pronoun,
@@ -39,11 +37,6 @@ _TOLD_ALONE = (
 )
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
-_ABOUT = re.compile(
-    r"^(?:(?:that|this|it|the (?:bit|part|note|line|comment))\s+(?:about|on|regarding)\s+)?"
-    r"(?:(?:the|my|our)\s+)?",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -148,24 +141,20 @@ def _run_on(sentence: str) -> list[str]:
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
     message's place (the opening request is the task: a plain remark in it is no fact)."""
-    if len(bare.split()) < 2 or len(bare) > _MAX_STATEMENT_CHARS or is_question(bare):
+    if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
-    if user_text(bare) == "":
-        return
     read.revoked.extend(negated_values(bare))
     changed = facts.says_change(bare) and not holds("shape.first-person", bare)
     flags = {"later": number > 0, "change": changed, "gone": holds("structure.gone", bare)}
     given = {flag for flag, on in flags.items() if on}
     found = first(bare, *_READ, given=given)
-    if found and found.rule.kind == "moment":
-        found = first(bare, *(k for k in _READ if k not in ("moment", "instruction")), given=given)
     kind = found.rule.kind if found else ""
     if found and kind in ("reminder", "instruction", "fact", "person"):
         into = read.instructions if kind in ("reminder", "instruction") else read.facts
         read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
         _correction(bare, read)
-    elif not found:
+    elif kind in ("", "moment"):  # a rule for the moment sets none, but may state something
         said = rule("fact.cue").regex.sub("", bare)
         if stated := _stated(said, given):
             read.add(read.facts, _statement(said), stated)
@@ -176,9 +165,9 @@ def _stated(said: str, given: set[str]) -> str:
     or does, with a value in what is stated (not in an order beside it, "make it 240, ..."),
     or in a few words about more than a pronoun ("it works now" says nothing for later). The
     opening request states it only with a value or a change."""
-    stated = [part for part in [said, *clauses(said)[1:]] if holds("statement", part)]
-    chosen = next((p for p in stated if holds("shape.value", p) or holds(_PLAIN, p)), "")
-    found = first(chosen, "statement") if chosen else None
+    parts = [said, *clauses(said)[1:]]
+    chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
+    found = first(next(chosen, ""), "statement")
     if found is None or not ({"later", "change"} & given or holds("shape.value", said)):
         return ""
     return found.rule.id
@@ -277,7 +266,7 @@ def _topic(reading: Reading) -> str | None:
     topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
     if holds("structure.pointing-back", topic):
         return ""
-    return rule("structure.over").regex.sub("", _ABOUT.sub("", topic, count=1))
+    return rule("structure.over").regex.sub("", rule("structure.about").regex.sub("", topic, 1))
 
 
 def agent_statements(
@@ -290,20 +279,11 @@ def agent_statements(
     read = UserStatements([], [], [], {} if rules is None else rules)
     for sentence in sentences(message):
         bare = strip_lead_in(sentence)
-        cue = rule("fact.cue").regex.match(bare)
-        said = bare[cue.end() :] if cue else ""
-        lowered = bare[:1].lower() + bare[1:]
-        if is_question(bare):
-            continue
-        if found := first(bare, "conclusion"):
+        found = None if is_question(bare) else first(bare, "conclusion", "fact.cue")
+        if found and found.rule.kind == "conclusion":
             read.add(read.revoked, _statement(found.said, user=False), found.rule.id)
-        elif cue and (holds("shape.value", said) or holds(_PLAIN, said)):
-            read.add(read.facts, _statement(said, user=False), "fact.cue")
-        elif (
-            (holds("statement", bare) or holds("statement", lowered))
-            and holds("shape.value+words>=5+!shape.narration", bare)
-            and not facts.says_change(bare)
-            and len(read.facts) < _MAX_AGENT_FINDINGS
-        ):
+        elif found and (holds("shape.value", found.said) or holds(_PLAIN, found.said)):
+            read.add(read.facts, _statement(found.said, user=False), found.rule.id)
+        elif holds(_FOUND, bare) and not (facts.says_change(bare) or is_question(bare)):
             read.add(read.facts, _statement(bare, user=False), "shape.value")
     return dedupe(f for f in read.facts if f), dedupe(c for c in read.revoked if c)
