@@ -95,6 +95,9 @@ class OpenAIBackend(SchemaCallingBackend):
             max_retries=0,
             timeout=config.timeout_seconds,
         )
+        # The SDK imports its chat module on first use: bound here, the first requests of a
+        # pass do not wait together on that import.
+        self._chat = self._client.chat.completions
         self.endpoint = endpoint_for_display(config.base_url)
         # Set once: a Responses server found ignoring the answer format is asked over chat.
         self._api = config.api
@@ -237,7 +240,7 @@ class OpenAIBackend(SchemaCallingBackend):
         )
         tokens = self.config.max_output_tokens
         by_old_name = self.config.output_limit_parameter == "max_tokens"
-        completion = self._client.chat.completions.create(
+        completion = self._chat.create(
             model=self.model,
             messages=[{"role": "user", "content": prompt}],
             response_format=response_format,
