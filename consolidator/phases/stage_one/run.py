@@ -2,7 +2,8 @@
 
 Per thread: claim (short transaction) -> read, reduce and redact the rollout -> one model call
 with no transaction open -> validate, redact and store through a fenced finish. Claims run in
-`concurrency` worker threads so one host can keep a provider busy.
+`concurrency` worker threads so one host can keep a provider busy; one more thread stores
+what they extract while the model works on their next requests.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from consolidator.backends.base import (
@@ -26,14 +27,14 @@ from consolidator.backends.base import (
     Usage,
 )
 from consolidator.db.ports import StageOneStore
-from consolidator.db.records import Claim, Eligibility, QuarantineItem, Stage1Payload, ThreadRecord
-from consolidator.memory.offline_notes_json import dump_notes, map_texts
+from consolidator.db.records import Claim, Eligibility, Stage1Payload, ThreadRecord
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.stage_one.answer import WITHHELD_MARKER as WITHHELD_MARKER
+from consolidator.phases.stage_one.answer import sanitize_result, withhold_flagged
 from consolidator.phases.stage_one.input import read_within
 from consolidator.phases.stage_one.usage import record_usage
-from consolidator.security.invisible import strip_invisible
-from consolidator.security.redaction import nothing_to_redact, redact
-from consolidator.security.threats import scan_threats
+from consolidator.security.redaction import redact
 from consolidator.sources.items import ReadReport, RolloutItem
 
 log = logging.getLogger(__name__)
@@ -96,74 +97,6 @@ class Stage1Report:
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
         }
-
-
-def sanitize_result(result: Stage1Result) -> Stage1Result:
-    """The model's answer is untrusted: redact it again and strip invisible characters, in
-    the offline notes text by text as in their rendering. Most answers hold neither, which
-    one check of all their texts together shows."""
-
-    def clean(text: str) -> str:
-        return strip_invisible(redact(text).text)
-
-    texts = [result.rollout_summary, result.rollout_slug or "", result.raw_memory]
-
-    def collect(text: str) -> str:
-        texts.append(text)
-        return text
-
-    if result.notes is not None:
-        map_texts(result.notes, collect)
-    if all(strip_invisible(text) == text for text in texts) and nothing_to_redact(texts):
-        return result
-    return replace(
-        result,
-        rollout_summary=clean(result.rollout_summary),
-        rollout_slug=clean(result.rollout_slug) if result.rollout_slug else result.rollout_slug,
-        raw_memory=clean(result.raw_memory),
-        notes=map_texts(result.notes, clean) if result.notes is not None else None,
-    )
-
-
-# What a withheld field says in raw_memories.md, rollout_summaries/ and to phase two.
-WITHHELD_MARKER = "[withheld: the security scan flagged this text; see `consolidator quarantine`]"
-
-
-def withhold_flagged(
-    result: Stage1Result, thread_id: str
-) -> tuple[Stage1Result, tuple[QuarantineItem, ...]]:
-    """Scan every stage-one field; a flagged field is replaced by `WITHHELD_MARKER` and
-    returned as a quarantine entry, so nothing derived from it is ever stored or rendered."""
-    fields = {
-        "rollout_summary": result.rollout_summary,
-        "raw_memory": result.raw_memory,
-        "rollout_slug": result.rollout_slug or "",
-    }
-    quarantined: list[QuarantineItem] = []
-    replaced: dict[str, str | None] = {}
-    for name, text in fields.items():
-        threats = scan_threats(text) if text else []
-        if not threats:
-            continue
-        reason = f"stage one {name}: " + "; ".join(
-            f"{threat.kind}: {threat.detail}" for threat in threats
-        )
-        quarantined.append(QuarantineItem(reason, text, frozenset({thread_id})))
-        replaced[name] = WITHHELD_MARKER
-    if not quarantined:
-        return result, ()
-    # The slug names files and is made from the same text: it goes with any flagged field;
-    # the notes go with their rendering.
-    replaced["rollout_slug"] = None
-    if "raw_memory" in replaced:
-        replaced["notes"] = None
-    log.warning(
-        "stage one output of %s withheld: %s",
-        thread_id,
-        "; ".join(item.reason for item in quarantined),
-        extra={"action": "stage1_quarantined", "thread_id": thread_id},
-    )
-    return replace(result, **replaced), tuple(quarantined)  # type: ignore[arg-type]
 
 
 def process_claim(
