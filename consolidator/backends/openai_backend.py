@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 import openai
+from openai.types.chat import ChatCompletion
 from openai.types.responses import ResponseFormatTextConfigParam
 from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
@@ -227,6 +228,9 @@ class OpenAIBackend(SchemaCallingBackend):
     def _send_chat(
         self, prompt: str, schema_name: str, sent: dict[str, Any], attempts: Attempts
     ) -> tuple[str, bool]:
+        """A chat request, sent through the SDK's plain `post`: `chat.completions.create` runs
+        every parameter through a type-driven transform, a third of a request's CPU, that
+        leaves these ones as they are."""
         response_format: ResponseFormatJSONObject | ResponseFormatJSONSchema = (
             {"type": "json_object"}
             if self.config.structured_output == "json_object"
@@ -235,15 +239,18 @@ class OpenAIBackend(SchemaCallingBackend):
                 "json_schema": {"name": schema_name, "schema": sent, "strict": True},
             }
         )
-        tokens = self.config.max_output_tokens
-        by_old_name = self.config.output_limit_parameter == "max_tokens"
-        completion = self._client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": "user", "content": prompt}],
-            response_format=response_format,
-            max_completion_tokens=openai.omit if by_old_name else tokens,
-            max_tokens=tokens if by_old_name else openai.omit,
+        limit_key = (
+            "max_tokens"
+            if self.config.output_limit_parameter == "max_tokens"
+            else "max_completion_tokens"
         )
+        body: dict[str, object] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            limit_key: self.config.max_output_tokens,
+            "response_format": response_format,
+        }
+        completion = self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
         _count_answer(attempts, completion, "prompt_tokens", "completion_tokens")
         choices = getattr(completion, "choices", None) or []
         if not choices:

@@ -2,7 +2,8 @@
 
 Per thread: claim (short transaction) -> read, reduce and redact the rollout -> one model call
 with no transaction open -> validate, redact and store through a fenced finish. Claims run in
-`concurrency` worker threads so one host can keep a provider busy.
+`concurrency` worker threads so one host can keep a provider busy; one more thread stores
+what they extract while the model works on their next requests.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from consolidator.backends.base import (
@@ -26,14 +27,14 @@ from consolidator.backends.base import (
     Usage,
 )
 from consolidator.db.ports import StageOneStore
-from consolidator.db.records import Claim, Eligibility, QuarantineItem, Stage1Payload, ThreadRecord
-from consolidator.memory.offline_notes_json import dump_notes, map_texts
+from consolidator.db.records import Claim, Eligibility, Stage1Payload, ThreadRecord
+from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.phases.leases import Heartbeat, LeaseWatch
+from consolidator.phases.stage_one.answer import WITHHELD_MARKER as WITHHELD_MARKER
+from consolidator.phases.stage_one.answer import sanitize_result, withhold_flagged
 from consolidator.phases.stage_one.input import read_within
 from consolidator.phases.stage_one.usage import record_usage
-from consolidator.security.invisible import strip_invisible
-from consolidator.security.redaction import nothing_to_redact, redact
-from consolidator.security.threats import scan_threats
+from consolidator.security.redaction import redact
 from consolidator.sources.items import ReadReport, RolloutItem
 
 log = logging.getLogger(__name__)
@@ -98,74 +99,6 @@ class Stage1Report:
         }
 
 
-def sanitize_result(result: Stage1Result) -> Stage1Result:
-    """The model's answer is untrusted: redact it again and strip invisible characters, in
-    the offline notes text by text as in their rendering. Most answers hold neither, which
-    one check of all their texts together shows."""
-
-    def clean(text: str) -> str:
-        return strip_invisible(redact(text).text)
-
-    texts = [result.rollout_summary, result.rollout_slug or "", result.raw_memory]
-
-    def collect(text: str) -> str:
-        texts.append(text)
-        return text
-
-    if result.notes is not None:
-        map_texts(result.notes, collect)
-    if all(strip_invisible(text) == text for text in texts) and nothing_to_redact(texts):
-        return result
-    return replace(
-        result,
-        rollout_summary=clean(result.rollout_summary),
-        rollout_slug=clean(result.rollout_slug) if result.rollout_slug else result.rollout_slug,
-        raw_memory=clean(result.raw_memory),
-        notes=map_texts(result.notes, clean) if result.notes is not None else None,
-    )
-
-
-# What a withheld field says in raw_memories.md, rollout_summaries/ and to phase two.
-WITHHELD_MARKER = "[withheld: the security scan flagged this text; see `consolidator quarantine`]"
-
-
-def withhold_flagged(
-    result: Stage1Result, thread_id: str
-) -> tuple[Stage1Result, tuple[QuarantineItem, ...]]:
-    """Scan every stage-one field; a flagged field is replaced by `WITHHELD_MARKER` and
-    returned as a quarantine entry, so nothing derived from it is ever stored or rendered."""
-    fields = {
-        "rollout_summary": result.rollout_summary,
-        "raw_memory": result.raw_memory,
-        "rollout_slug": result.rollout_slug or "",
-    }
-    quarantined: list[QuarantineItem] = []
-    replaced: dict[str, str | None] = {}
-    for name, text in fields.items():
-        threats = scan_threats(text) if text else []
-        if not threats:
-            continue
-        reason = f"stage one {name}: " + "; ".join(
-            f"{threat.kind}: {threat.detail}" for threat in threats
-        )
-        quarantined.append(QuarantineItem(reason, text, frozenset({thread_id})))
-        replaced[name] = WITHHELD_MARKER
-    if not quarantined:
-        return result, ()
-    # The slug names files and is made from the same text: it goes with any flagged field;
-    # the notes go with their rendering.
-    replaced["rollout_slug"] = None
-    if "raw_memory" in replaced:
-        replaced["notes"] = None
-    log.warning(
-        "stage one output of %s withheld: %s",
-        thread_id,
-        "; ".join(item.reason for item in quarantined),
-        extra={"action": "stage1_quarantined", "thread_id": thread_id},
-    )
-    return replace(result, **replaced), tuple(quarantined)  # type: ignore[arg-type]
-
-
 def process_claim(
     store: StageOneStore,
     backend: Backend,
@@ -174,22 +107,46 @@ def process_claim(
     watch: LeaseWatch | None = None,
 ) -> tuple[ThreadResult, Usage]:
     """Do one claimed thread's extraction and finish the claim, fenced by its token."""
+    extracted = extract_claim(store, backend, claim, options, watch)
+    if not isinstance(extracted, Extracted):
+        return extracted
+    return store_claim(store, backend, claim, extracted, watch), extracted.usage
+
+
+def extract_claim(
+    store: StageOneStore,
+    backend: Backend,
+    claim: Claim,
+    options: Stage1Options,
+    watch: LeaseWatch | None = None,
+) -> Extracted | tuple[ThreadResult, Usage]:
+    """A claimed thread read and extracted, ready for `store_claim`; or how it ended when
+    there is nothing to store (the claim is then already failed or lost)."""
     thread = store.threads.get_thread(claim.job_key)
     if thread is None:
         store.stage_one.fail_job(claim, "thread vanished from the database", retryable=False)
         return ThreadResult.FAILED, Usage()
-    extracted = _extract(store, backend, claim, thread, options, watch)
-    if not isinstance(extracted, _Extracted):
-        return extracted
+    return _extract(store, backend, claim, thread, options, watch)
+
+
+def store_claim(
+    store: StageOneStore,
+    backend: Backend,
+    claim: Claim,
+    extracted: Extracted,
+    watch: LeaseWatch | None = None,
+) -> ThreadResult:
+    """Finish an extracted claim, fenced by its token; a lease known lost stores nothing."""
     if watch is not None and watch.lost.is_set():
-        return ThreadResult.LOST, extracted.usage
-    return _finish(store, backend, claim, thread, extracted), extracted.usage
+        return ThreadResult.LOST
+    return _finish(store, backend, claim, extracted)
 
 
 @dataclass(frozen=True)
-class _Extracted:
+class Extracted:
     """A thread read and extracted, not stored yet."""
 
+    thread: ThreadRecord
     result: Stage1Result
     rollout: Stage1Input
     report: ReadReport
@@ -203,7 +160,7 @@ def _extract(
     thread: ThreadRecord,
     options: Stage1Options,
     watch: LeaseWatch | None,
-) -> _Extracted | tuple[ThreadResult, Usage]:
+) -> Extracted | tuple[ThreadResult, Usage]:
     """Read the rollout and ask the backend; a failure fails the claim with its reason (a
     model outage or a setting that no thread can pass also stops the run)."""
     usage = Usage()
@@ -248,19 +205,18 @@ def _extract(
             claim, f"internal error: {type(exc).__name__}: {exc}", retryable=True
         )
         raise
-    return _Extracted(result, rollout, report, usage)
+    return Extracted(thread, result, rollout, report, usage)
 
 
 def _finish(
     store: StageOneStore,
     backend: Backend,
     claim: Claim,
-    thread: ThreadRecord,
-    extracted: _Extracted,
+    extracted: Extracted,
 ) -> ThreadResult:
     """Store the result (what a scan flags withheld, the rest redacted) under the claim, then
     the thread's use of memory and what could not be read of its rollout."""
-    usage, report = extracted.usage, extracted.report
+    thread, usage, report = extracted.thread, extracted.usage, extracted.report
     result, quarantined = withhold_flagged(sanitize_result(extracted.result), claim.job_key)
     payload = None
     if not result.is_empty:
@@ -360,8 +316,9 @@ def run_stage_one(
 
 
 def _work_in_parallel(workers: _Stage1Workers, first: Claim, heartbeat: Heartbeat | None) -> None:
-    """`concurrency` workers, one of them starting with `first`, under the caller's
-    `heartbeat` or one of their own; a worker's error stops the others."""
+    """`concurrency` workers, one of them starting with `first`, and one thread storing what
+    they extract, under the caller's `heartbeat` or one of their own; an error stops the
+    others. The heartbeat outlives the stores, and the stores outlive the workers."""
     options = workers.options
     lease_keeper: AbstractContextManager[Heartbeat] = (
         nullcontext(heartbeat)
@@ -374,15 +331,17 @@ def _work_in_parallel(workers: _Stage1Workers, first: Claim, heartbeat: Heartbea
     )
     with (
         lease_keeper as keeper,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage1-store") as storer,
         ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="stage1") as pool,
     ):
-        futures = [pool.submit(workers.work, keeper, first)]
-        futures += [pool.submit(workers.work, keeper) for _ in range(options.concurrency - 1)]
+        futures = [pool.submit(workers.work, keeper, storer, first)]
+        futures += [
+            pool.submit(workers.work, keeper, storer) for _ in range(options.concurrency - 1)
+        ]
         for future in futures:
             error = future.exception()
             if error is not None:
-                workers.stop.set()
-                workers.report.errors.append(f"{type(error).__name__}: {error}")
+                workers.fail(error)
 
 
 @dataclass
@@ -411,11 +370,13 @@ class _Stage1Workers:
         )
         return claims[0] if claims else None
 
-    def work(self, heartbeat: Heartbeat, first: Claim | None = None) -> None:
-        """One worker: claim a thread (`first`, when one was claimed for it), process it,
-        count it, until none is left."""
-        store, options = self.store, self.options
+    def work(self, heartbeat: Heartbeat, storer: Executor, first: Claim | None = None) -> None:
+        """One worker: claim a thread (`first`, when one was claimed for it) and extract it,
+        until none is left. `storer` stores and counts an extracted thread while the worker
+        claims and reads the next, so the stores run while the model works; each worker has
+        at most one store waiting."""
         claim = first
+        stored: Future[None] | None = None
         while True:
             if not heartbeat.alive:
                 raise RuntimeError("the heartbeat thread died; stopping stage one")
@@ -424,26 +385,56 @@ class _Stage1Workers:
                 return
             watch = heartbeat.watch(claim)
             try:
-                result, usage = process_claim(store, self.backend, claim, options, watch)
+                extracted = extract_claim(self.store, self.backend, claim, self.options, watch)
             except ModelUnavailable as exc:
                 self.halt.set()
-                result, usage = ThreadResult.FAILED, Usage()
+                extracted = ThreadResult.FAILED, Usage()
                 with self.lock:
                     self.report.unavailable = self.report.unavailable or str(exc)
             except ModelMisconfigured as exc:
+                heartbeat.unwatch(claim)
                 self.halt.set()
                 with self.lock:
                     self.denied.append(exc)
                 return
-            finally:
+            except BaseException:
                 heartbeat.unwatch(claim)
-            with self.lock:
-                self.report.claimed += 1
-                self.report.count(result)
-                self.report.usage = self.report.usage + usage
-            if self.on_thread_done is not None:
-                self.on_thread_done(claim.job_key, result)
+                raise
+            if isinstance(extracted, Extracted):
+                if stored is not None:
+                    stored.result()
+                stored = storer.submit(self._store, heartbeat, claim, extracted, watch)
+            else:
+                heartbeat.unwatch(claim)
+                self._count(claim, *extracted)
             claim = None
+
+    def _store(
+        self, heartbeat: Heartbeat, claim: Claim, extracted: Extracted, watch: LeaseWatch
+    ) -> None:
+        """Store one extracted thread and count it; an error stops the run."""
+        try:
+            result = store_claim(self.store, self.backend, claim, extracted, watch)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        finally:
+            heartbeat.unwatch(claim)
+        self._count(claim, result, extracted.usage)
+
+    def _count(self, claim: Claim, result: ThreadResult, usage: Usage) -> None:
+        with self.lock:
+            self.report.claimed += 1
+            self.report.count(result)
+            self.report.usage = self.report.usage + usage
+        if self.on_thread_done is not None:
+            self.on_thread_done(claim.job_key, result)
+
+    def fail(self, error: BaseException) -> None:
+        """A worker or a store ended with `error`: no more claims, and the run fails."""
+        self.stop.set()
+        with self.lock:
+            self.report.errors.append(f"{type(error).__name__}: {error}")
 
 
 def process_one(
