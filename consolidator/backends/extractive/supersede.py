@@ -53,12 +53,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     """`old` superseded when all it gives is one value of a kind `new` gives (a host with its
     port is one), or one clause; only a possible conflict when it says more."""
     given = subjects.value_kinds(new)
-    hosts = [value for kind, value in subjects.shaped_values(old) if kind == "host"]
-    held = [
-        (kind, value)
-        for kind, value in subjects.shaped_values(old)
-        if kind != "port" or not any(f"{host}:{value}".lower() in old.lower() for host in hosts)
-    ]
+    held = list(subjects.shaped_values(old))
     says_more = not held and len(shape("more-clauses").split(old)) > 1
     if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
         return facts.conflict_note(stated, new, day) + old
