@@ -144,13 +144,9 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
     return frozenset(value for found, value in shaped_values(text) if found in wanted)
 
 
-@lru_cache(maxsize=_CACHED)
 def shaped_values(text: str) -> tuple[tuple[str, str], ...]:
-    """The values `text` gives, each with its kind ("host", "port", "version", ...); the line
-    of a file it cites ("client.py:41") is no port."""
-    plain = unmarked(text).lower()
-    lines = {("port", line) for line in shape("cited-line").findall(plain)}
-    return tuple(dict.fromkeys(found for found in shaped_in(plain) if found not in lines))
+    """The values `text` gives, each with its kind ("host", "port", "version", ...)."""
+    return shaped_in(unmarked(text).lower())
 
 
 def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool:
