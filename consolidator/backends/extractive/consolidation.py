@@ -26,7 +26,7 @@ from consolidator.backends.extractive.explained import failure_bullets, same_fai
 from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.supersede import (
-    apply_edits,
+    apply_edit,
     joined,
     mark_stale_fixes,
     merge_superseded,
@@ -214,9 +214,13 @@ def _with_session(
         keywords=tuple(notes.keywords),
     )
     day = citation.updated_at[:10]
-    block, edited_knowledge, edited_preferences = apply_edits(
-        _taken_back(block, notes, day), notes.edited
-    )
+    block = _taken_back(block, notes, day)
+    edited_knowledge: list[str] = []
+    edited_preferences: list[str] = []
+    for edit in notes.edited:
+        block, new_knowledge, new_preferences = apply_edit(block, edit)
+        edited_knowledge += new_knowledge
+        edited_preferences += new_preferences
     days = {
         task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
         for task in (*block.tasks, task)

@@ -10,7 +10,7 @@ with the new value in their words. A fix using a value no current entry gives is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from consolidator.backends.extractive.explained import fix_of
@@ -54,7 +54,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
     only a possible conflict when it says more."""
     held = [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]
     if held:
-        stale = len(held) == 1 and held[0] in subjects.value_kinds(new)
+        stale = len(held) == 1 and held[0] in subjects.valued(new).values()
     else:
         stale = len(shape("more-clauses").split(old)) == 1
     if stale:
@@ -109,18 +109,7 @@ def joined(kept: Bullet, other: Bullet) -> Bullet:
     )
 
 
-def apply_edits(block: Block, edits: Iterable[EditedValue]) -> tuple[Block, list[str], list[str]]:
-    """The block after each edit in turn, and the new values as knowledge and preferences."""
-    knowledge: list[str] = []
-    preferences: list[str] = []
-    for edit in edits:
-        block, new_knowledge, new_preferences = _apply_edit(block, edit)
-        knowledge += new_knowledge
-        preferences += new_preferences
-    return block, knowledge, preferences
-
-
-def _apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
+def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
     """The block without the entries the edit superseded, and the new value as knowledge and
     preferences: a runtime pin drops what it rules out and is remembered as pinned; another
     edit drops the entries giving the old value and gives them back with the new one."""
