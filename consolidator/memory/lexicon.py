@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any, Final
 
@@ -30,13 +30,16 @@ VERSION: Final = shape("version")
 TOOL_AT: Final = shape("tool-at")
 
 
-def shaped_in(text: str) -> list[tuple[str, str]]:
-    """The values `text` (in lower case) gives, each with the kind its shape says it is:
-    host, port, version, script, name, region, path."""
+@lru_cache(maxsize=65536)
+def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
+    """The values `text` (in lower case) gives, once each, with the kind its shape says it
+    is: host, port, version, script, name, region, path. The line of a file it cites
+    ("client.py:41") is no port."""
     found = [("host", m.group(0)) for m in shape("host").finditer(text)]
-    found += [("port", m.group(1)) for m in shape("port").finditer(text)]
+    lines = set(shape("cited-line").findall(text))
+    found += [("port", m.group(1)) for m in shape("port").finditer(text) if m[1] not in lines]
     if shape("port-word").search(text):
-        found += [("port", m.group(1)) for m in shape("bare-port").finditer(text)]
+        found += [("port", m[1]) for m in shape("bare-port").finditer(text) if m[1] not in lines]
     found += [("version", m["version"]) for m in VERSION.finditer(text) if not m["bound"]]
     found += [("script", m.group(0).strip("`")) for m in shape("command").finditer(text)]
     found += [("name", m.group(1)) for m in shape("named").finditer(text)]
@@ -45,7 +48,7 @@ def shaped_in(text: str) -> list[tuple[str, str]]:
         path = match.group(1).rstrip(".")
         if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:
             found.append(("script" if shape("script").search(path) else "path", path))
-    return found
+    return tuple(dict.fromkeys(found))
 
 
 @cache

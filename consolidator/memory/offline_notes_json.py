@@ -192,7 +192,7 @@ def _values(kind: str, text: str) -> list[dict[str, str]]:
     if kind == "edit":
         found = [(value_kind(text), text)] if value_kind(text) else []
     else:
-        found = list(dict.fromkeys(shaped_in(text.lower())))
+        found = list(shaped_in(text.lower()))
     return [{"kind": shape, "value": value} for shape, value in found]
 
 

@@ -144,13 +144,9 @@ def values_of_kind(text: str, kind: str) -> frozenset[str]:
     return frozenset(value for found, value in shaped_values(text) if found in wanted)
 
 
-@lru_cache(maxsize=_CACHED)
 def shaped_values(text: str) -> tuple[tuple[str, str], ...]:
-    """The values `text` gives, each with its kind ("host", "port", "version", ...); the line
-    of a file it cites ("client.py:41") is no port."""
-    plain = unmarked(text).lower()
-    lines = {("port", line) for line in shape("cited-line").findall(plain)}
-    return tuple(dict.fromkeys(found for found in shaped_in(plain) if found not in lines))
+    """The values `text` gives, each with its kind ("host", "port", "version", ...)."""
+    return shaped_in(unmarked(text).lower())
 
 
 def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool:
@@ -208,7 +204,7 @@ def _new_value(old: str, new: str) -> bool:
     """Each gives one value, of one kind, another one, and the newer's subject words are all
     among the older's ("api port: 7071" after "the api listens on 7070"), or, said as a
     change, the older's among its own ("ledger api on 7071 now")."""
-    before, after = _valued(old), _valued(new)
+    before, after = valued(old), valued(new)
     if len(before) != 1 or len(after) != 1 or before.keys() == after.keys():
         return False
     older, newer = _subject_words(old), _subject_words(new)
@@ -219,24 +215,19 @@ def _new_value(old: str, new: str) -> bool:
     return facts.says_change(new) and all(_among(word, newer) for word in older)
 
 
-def value_kinds(text: str) -> frozenset[str]:
-    """The kinds of the values `text` gives, a port as the number it is."""
-    return frozenset(_valued(text).values())
-
-
 def same_kind(kind: str) -> str:
     """The kind a value of `kind` is compared as: a port is a number."""
     return "number" if kind == "port" else kind
 
 
 @lru_cache(maxsize=_CACHED)
-def _valued(text: str) -> dict[str, str]:
+def valued(text: str) -> dict[str, str]:
     """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m")."""
-    valued: dict[str, str] = {}
+    found: dict[str, str] = {}
     for kind, value in [*shaped_values(text), *values_by_kind(unmarked(text))]:
         unit = re.sub(r"\d", "", value) if kind == "number" else ""
-        valued.setdefault(value.lower(), same_kind(kind) + unit)
-    return valued
+        found.setdefault(value.lower(), same_kind(kind) + unit)
+    return found
 
 
 @lru_cache(maxsize=_CACHED)

@@ -191,6 +191,18 @@ def test_an_edit_supersedes_the_remembered_value_in_its_words() -> None:
     ]
 
 
+def test_an_edit_of_a_setting_leaves_the_same_number_given_as_something_else() -> None:
+    knowledge, _ = _knowledge(
+        ("a", "2026-03-02", _said("The cache ttl is 60 seconds")),
+        ("b", "2026-03-03", _said("The importer retries 60 times before it gives up")),
+        ("c", "2026-03-09", _edit(EditedValue("config/cache.toml", "ttl", "60", "300"))),
+    )
+    assert knowledge == [
+        "The importer retries 60 times before it gives up",
+        "The cache ttl is 300 seconds",
+    ]
+
+
 def test_a_runtime_pin_supersedes_what_it_rules_out_and_is_remembered_as_pinned() -> None:
     knowledge, _ = _knowledge(
         ("a", "2026-03-02", _said("python has to be 3.8, newer ones break the build")),

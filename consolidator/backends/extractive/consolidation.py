@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
@@ -179,31 +179,6 @@ def _add(
         index.add(at, bullets[at].text)
 
 
-def _add_facts(block: Block, stated: Iterable[tuple[str, Origin]], witness: _Witness) -> Block:
-    """Knowledge with each statement added, the newest value of a subject winning over the
-    older in knowledge and preferences alike."""
-    days = {
-        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
-        for task in block.tasks
-    }
-    day = days[witness.task_id]
-    knowledge, preferences = list(block.knowledge), list(block.preferences)
-    known = subjects.SubjectIndex(b.text for b in knowledge)
-    liked = subjects.SubjectIndex(b.text for b in preferences)
-    for said, origin in stated:
-        text = one_line(said)
-        if not text:
-            continue
-        newest_wins(preferences, liked, text, day, days)
-        witness = witness.said(origin, EDIT if origin == "agent" else "")
-        _add(knowledge, known, text, witness, lambda t: newest_wins(knowledge, known, t, day, days))
-    knowledge_now = merge_superseded(tuple(knowledge))
-    failures = mark_stale_fixes(block.failures, knowledge_now, day)
-    return replace(
-        block, knowledge=knowledge_now, preferences=tuple(preferences), failures=failures
-    )
-
-
 def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
     notes = item.notes or ExtractiveNotes()
     if notes.task:
@@ -223,7 +198,8 @@ def _with_session(
     block: Block, project: str, notes: ExtractiveNotes, citation: ThreadCitation
 ) -> Block:
     """`block` with what one session's notes say: its task, what it takes back or edits, its
-    preferences, facts and fixed failures."""
+    preferences, facts and fixed failures; the newest value of a subject wins over the older
+    in knowledge and preferences alike."""
     asked = [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
     said = {one_line(text): rule for text, rule in notes.rules}
     wrapped = zip(asked, notes.instructions, strict=True)
@@ -245,27 +221,45 @@ def _with_session(
         block, new_knowledge, new_preferences = apply_edit(block, edit)
         edited_knowledge += new_knowledge
         edited_preferences += new_preferences
-    preferences = list(block.preferences)
+    days = {
+        task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
+        for task in (*block.tasks, task)
+    }
+    knowledge, preferences, failures = map(
+        list, (block.knowledge, block.preferences, block.failures)
+    )
+    known = subjects.SubjectIndex(b.text for b in knowledge)
     liked = subjects.SubjectIndex(b.text for b in preferences)
     for text in filter(None, map(one_line, edited_preferences)):
         _add(preferences, liked, text, witness.said("agent", EDIT))
     for text in filter(None, map(one_line, asked)):
         _add(preferences, liked, text, witness.said(author))
-    failures = list(block.failures)
     for text in failure_bullets(notes.failures):
         _add(failures, None, text, witness.said("tool", EXIT_CODES), same=same_failure)
-    block = replace(
-        block,
-        tasks=(*block.tasks, task),
-        preferences=tuple(preferences),
-        failures=tuple(failures),
-    )
     stated = [
         *((text, "agent") for text in edited_knowledge),
         *((fact, "tool" if notes.rule_of(fact) == PRINTED else author) for fact in notes.facts),
         *((conclusion, "agent") for conclusion in notes.conclusions),
     ]
-    return _add_facts(block, stated, witness)
+    for text, origin in ((one_line(said), origin) for said, origin in stated):
+        if text:
+            newest_wins(preferences, liked, text, day, days)
+            said_by = witness.said(origin, EDIT if origin == "agent" else "")
+            _add(
+                knowledge,
+                known,
+                text,
+                said_by,
+                lambda t: newest_wins(knowledge, known, t, day, days),
+            )
+    knowledge_now = merge_superseded(tuple(knowledge))
+    return replace(
+        block,
+        tasks=(*block.tasks, task),
+        knowledge=knowledge_now,
+        preferences=tuple(preferences),
+        failures=mark_stale_fixes(tuple(failures), knowledge_now, day),
+    )
 
 
 def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResult:

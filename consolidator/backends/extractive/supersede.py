@@ -50,19 +50,16 @@ def newest_wins(
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old` superseded when all it gives is one value of a kind `new` gives (a host with its
-    port is one), or one clause; only a possible conflict when it says more."""
-    given = subjects.value_kinds(new)
-    hosts = [value for kind, value in subjects.shaped_values(old) if kind == "host"]
-    held = [
-        (kind, value)
-        for kind, value in subjects.shaped_values(old)
-        if kind != "port" or not any(f"{host}:{value}".lower() in old.lower() for host in hosts)
-    ]
-    says_more = not held and len(shape("more-clauses").split(old)) > 1
-    if says_more or len(held) > 1 or any(subjects.same_kind(k) not in given for k, _ in held):
-        return facts.conflict_note(stated, new, day) + old
-    return facts.marker(facts.SUPERSEDED, day) + old
+    """`old` superseded when all it gives is one value, of a kind `new` gives, or one clause;
+    only a possible conflict when it says more."""
+    held = [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]
+    if held:
+        stale = len(held) == 1 and held[0] in subjects.valued(new).values()
+    else:
+        stale = len(shape("more-clauses").split(old)) == 1
+    if stale:
+        return facts.marker(facts.SUPERSEDED, day) + old
+    return facts.conflict_note(stated, new, day) + old
 
 
 def mark_stale_fixes(
