@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -274,6 +275,8 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     from consolidator.face.cli.waiting import first_run_hint, waiting_lines
     from consolidator.phases.worker import run_pass
 
+    # What is loaded by now lives as long as the process: the pass's collections skip it.
+    gc.freeze()
     inv = invocation(params)
     with open_store(inv.settings) as store:
         backend = backend_for(inv, store)
