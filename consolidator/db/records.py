@@ -377,7 +377,8 @@ RecordT = TypeVar("RecordT")
 def record_from_row(cls: type[RecordT], row: Row[Any]) -> RecordT:
     """A record dataclass from the row's columns of the same names."""
     mapping = row._mapping
-    return cls(**{name: mapping[name] for name in _field_names(cls)})
+    record_class: type = cls
+    return cls(**{name: mapping[name] for name in _field_names(record_class)})
 
 
 @cache

@@ -294,7 +294,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                     heartbeat=heartbeat,
                 ),
             )
-        has_memory = store.versions.current_version() is not None
+        has_memory = bool(store.versions.version_summaries(limit=1))
     scanned = report.scan
     hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 
