@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from functools import cache
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import Row
@@ -377,14 +376,8 @@ RecordT = TypeVar("RecordT")
 def record_from_row(cls: type[RecordT], row: Row[Any]) -> RecordT:
     """A record dataclass from the row's columns of the same names."""
     mapping = row._mapping
-    record_class: type = cls
-    return cls(**{name: mapping[name] for name in _field_names(record_class)})
-
-
-@cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    """A record's field names, looked up once: a phase reads a thousand rows at a time."""
-    return tuple(field.name for field in fields(cls))
+    values = {field.name: mapping[field.name] for field in fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)
 
 
 def thread_record(row: Row[Any]) -> ThreadRecord:

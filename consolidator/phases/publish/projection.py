@@ -44,6 +44,7 @@ from consolidator.phases.publish.files import (
     read_regular_bytes,
     refuse_symlink,
     remove_quietly,
+    state_bytes,
     sweep_temp_files,
     temp_files,
     write_private,
@@ -65,7 +66,6 @@ LOCK_TIMEOUT_SECONDS = 60.0
 _FILE_MODE: Final = 0o600
 _STEM_MAX_LENGTH: Final = 200
 _SAFE_STEM: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-_STATE_FORMAT: Final = 1
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def is_current(memory_dir: Path, projection: Projection) -> bool:
         projection.version is not None
         and all(folder.is_dir() and not folder.is_symlink() for folder in folders)
         and read_regular_bytes(memory_dir / STATE_FILE)
-        == _state_bytes(projection.version, _digests(desired))
+        == state_bytes(projection.version, _digests(desired))
         and all(read_regular_bytes(memory_dir / name) == data for name, data in desired.items())
         and not any(temp_files(folder) for folder in folders)
     )
@@ -366,23 +366,9 @@ def _digests(files: Mapping[str, bytes]) -> dict[str, str]:
 
 def _write_state(memory_dir: Path, version: int, digests: Mapping[str, str]) -> None:
     """The files we own and the sha256 of what we wrote to each (empty when adopted)."""
-    data = _state_bytes(version, digests)
+    data = state_bytes(version, digests)
     if read_regular_bytes(memory_dir / STATE_FILE) != data:
         write_private(memory_dir / STATE_FILE, data)
-
-
-def _state_bytes(version: int, digests: Mapping[str, str]) -> bytes:
-    """The state file as `json.dumps(document, indent=2, sort_keys=True)` writes it, each line
-    encoded on its own: the indenting encoder is pure Python, slow over a thousand files."""
-    files = ",\n".join(
-        f"    {json.dumps(name)}: {json.dumps(digest)}" for name, digest in sorted(digests.items())
-    )
-    listed = f"{{\n{files}\n  }}" if files else "{}"
-    document = (
-        f'{{\n  "files": {listed},\n  "format": {_STATE_FORMAT},\n'
-        f'  "version": {json.dumps(version)}\n}}\n'
-    )
-    return document.encode("utf-8")
 
 
 def _backup_hand_edit(memory_dir: Path, desired: bytes | None, recorded: str | None) -> Path | None:
