@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields, is_dataclass, replace
 from functools import cache
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOTES_VERSION: Final = 1
+# Stage one's threads check their first notes together: the validator is built once.
+_VALIDATOR_BUILT: Final = threading.Lock()
 SCHEMA_FILE: Final = "offline_notes.schema.json"
 
 NoteOrigin = Literal["user", "agent", "tool", "edit"]
@@ -150,8 +153,14 @@ def _mapped(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
-@cache
 def _validator() -> Draft202012Validator:
+    """The schema's validator, built by the first of the threads that write notes at once."""
+    with _VALIDATOR_BUILT:
+        return _built_validator()
+
+
+@cache
+def _built_validator() -> Draft202012Validator:
     """The schema's validator, its definitions put in place of their references once: every
     stored output is checked when it is read, and looking a reference up per value would be
     most of the cost. jsonschema is imported here: it is a quarter of a second, and a pass that
@@ -249,13 +258,17 @@ def _notes(document: Mapping[str, Any]) -> ExtractiveNotes:
     if not isinstance(entries, list):
         raise TypeError("entries are no list")
 
-    def of(kind: str) -> list[Mapping[str, Any]]:
-        return [entry for entry in entries if entry["kind"] == kind]
-
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
     rules: dict[str, str] = {}
     for entry in entries:
-        if entry["kind"] in _RULED and entry["rule"]:
+        kind = entry["kind"]
+        by_kind.setdefault(kind, []).append(entry)
+        if kind in _RULED and entry["rule"]:
             rules.setdefault(_text(entry["text"]), _text(entry["rule"]))
+
+    def of(kind: str) -> list[Mapping[str, Any]]:
+        return by_kind.get(kind, [])
+
     plain = {
         name: tuple(_text(e["text"]) for e in of(kind)) for kind, name in (*_PLAIN, *_ACTIVITY)
     }

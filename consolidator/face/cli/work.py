@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -274,6 +275,8 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
     from consolidator.face.cli.waiting import first_run_hint, waiting_lines
     from consolidator.phases.worker import run_pass
 
+    # What is loaded by now lives as long as the process: the pass's collections skip it.
+    gc.freeze()
     inv = invocation(params)
     with open_store(inv.settings) as store:
         backend = backend_for(inv, store)
@@ -291,7 +294,7 @@ def run_command(allow_shrink: bool, **params: Any) -> None:
                     heartbeat=heartbeat,
                 ),
             )
-        has_memory = store.versions.current_version() is not None
+        has_memory = bool(store.versions.version_summaries(limit=1))
     scanned = report.scan
     hint = first_run_hint(scanned.new + scanned.changed + scanned.unchanged, has_memory)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
@@ -16,6 +18,7 @@ from consolidator.core.private_files import write_atomically
 
 _DIR_MODE: Final = 0o700
 _TEMP_PREFIX: Final = ".consolidator-tmp-"
+_STATE_FORMAT: Final = 1
 
 
 class MemoryDirectoryError(ConfigError):
@@ -95,3 +98,17 @@ def remove_quietly(path: Path) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def state_bytes(version: int, digests: Mapping[str, str]) -> bytes:
+    """The state file: what `json.dumps(document, indent=2, sort_keys=True)` writes, each line
+    encoded on its own, since the indenting encoder is pure Python, slow over a thousand files."""
+    files = ",\n".join(
+        f"    {json.dumps(name)}: {json.dumps(digest)}" for name, digest in sorted(digests.items())
+    )
+    listed = f"{{\n{files}\n  }}" if files else "{}"
+    document = (
+        f'{{\n  "files": {listed},\n  "format": {_STATE_FORMAT},\n'
+        f'  "version": {json.dumps(version)}\n}}\n'
+    )
+    return document.encode("utf-8")

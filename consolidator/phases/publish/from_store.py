@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from consolidator.db.ports import PublishStore
-from consolidator.memory.blocks import Memory
 from consolidator.memory.codec import decode, summary_stem
 from consolidator.memory.forget import forget_threads
 from consolidator.memory.render import parse_memory_md, render_memory_md
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 def load_projection(store: PublishStore) -> Projection:
     version = store.versions.current_version()
     outputs = store.outputs.list_stage1_outputs()
-    memory = decode(version.memory_json) if version is not None else Memory()
     summaries: dict[str, str] = {}
     raw_sections: list[str] = []
     for output in sorted(outputs, key=lambda o: (o.source_updated_at, o.thread_id), reverse=True):
@@ -64,19 +63,20 @@ def load_projection(store: PublishStore) -> Projection:
     return Projection(
         version=version.version,
         memory_md=version.content_md,
-        summary_md=summary_to_publish(store, version.summary_md, memory),
+        summary_md=summary_to_publish(store, version.summary_md, version.memory_json),
         raw_memories_md=raw_memories,
         rollout_summaries=summaries,
         skills=skills,
     )
 
 
-def summary_to_publish(store: PublishStore, written: str | None, memory: Memory) -> str:
+def summary_to_publish(store: PublishStore, written: str | None, memory_json: str) -> str:
     """The summary a model wrote for the version when it still passes the check, else the one
     rendered from the memory: whatever happened since the commit, a refused summary is never
     written to the directory."""
     if written is None:
-        return render_memory_summary(memory)
+        return rendered_summary(memory_json)
+    memory = decode(memory_json)
     problems = summary_problems(written, memory, store.outputs.live_thread_ids)
     if not problems:
         return written
@@ -86,6 +86,13 @@ def summary_to_publish(store: PublishStore, written: str | None, memory: Memory)
         extra={"action": "summary_refused_at_publish"},
     )
     return render_memory_summary(memory)
+
+
+@lru_cache(maxsize=2)
+def rendered_summary(memory_json: str) -> str:
+    """The summary rendered from a stored memory. A pass publishes and then checks that the
+    folder is current, both from the same version: the memory is decoded and rendered once."""
+    return render_memory_summary(decode(memory_json))
 
 
 def publish(store: PublishStore, memory_dir: Path) -> ProjectionReport:

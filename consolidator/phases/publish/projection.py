@@ -44,6 +44,7 @@ from consolidator.phases.publish.files import (
     read_regular_bytes,
     refuse_symlink,
     remove_quietly,
+    state_bytes,
     sweep_temp_files,
     temp_files,
     write_private,
@@ -65,7 +66,6 @@ LOCK_TIMEOUT_SECONDS = 60.0
 _FILE_MODE: Final = 0o600
 _STEM_MAX_LENGTH: Final = 200
 _SAFE_STEM: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-_STATE_FORMAT: Final = 1
 
 
 @dataclass(frozen=True)
@@ -162,9 +162,10 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     backup = None
     if MEMORY_FILE in state:
         backup = _backup_hand_edit(memory_dir, desired.get(MEMORY_FILE), state[MEMORY_FILE])
+    digests = _digests(desired)
     if projection.version is not None:
         # Names about to be written are recorded first, so a crash midway leaves them ours.
-        _write_state(memory_dir, projection.version, {**state, **_digests(desired)})
+        _write_state(memory_dir, projection.version, {**state, **digests})
 
     rollout_names = sorted(name for name in desired if name.startswith(f"{ROLLOUT_SUMMARIES_DIR}/"))
     top_names: list[str] = [
@@ -188,7 +189,7 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
         if remove_quietly(memory_dir / STATE_FILE):
             fsync_directory(memory_dir)
     else:
-        _write_state(memory_dir, projection.version, _digests(desired))
+        _write_state(memory_dir, projection.version, digests)
     report = ProjectionReport(
         version=projection.version,
         written=tuple(written),
@@ -210,7 +211,7 @@ def is_current(memory_dir: Path, projection: Projection) -> bool:
         projection.version is not None
         and all(folder.is_dir() and not folder.is_symlink() for folder in folders)
         and read_regular_bytes(memory_dir / STATE_FILE)
-        == _state_bytes(projection.version, _digests(desired))
+        == state_bytes(projection.version, _digests(desired))
         and all(read_regular_bytes(memory_dir / name) == data for name, data in desired.items())
         and not any(temp_files(folder) for folder in folders)
     )
@@ -365,14 +366,9 @@ def _digests(files: Mapping[str, bytes]) -> dict[str, str]:
 
 def _write_state(memory_dir: Path, version: int, digests: Mapping[str, str]) -> None:
     """The files we own and the sha256 of what we wrote to each (empty when adopted)."""
-    data = _state_bytes(version, digests)
+    data = state_bytes(version, digests)
     if read_regular_bytes(memory_dir / STATE_FILE) != data:
         write_private(memory_dir / STATE_FILE, data)
-
-
-def _state_bytes(version: int, digests: Mapping[str, str]) -> bytes:
-    document = {"format": _STATE_FORMAT, "version": version, "files": dict(sorted(digests.items()))}
-    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def _backup_hand_edit(memory_dir: Path, desired: bytes | None, recorded: str | None) -> Path | None:
