@@ -18,11 +18,19 @@ _BACKTICKS = re.compile(r"`+")
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
+# The control characters that are no whitespace: Unicode adds no control character
+# (category Cc), and all 65 lie below U+00A0.
+_CONTROLS = dict.fromkeys(
+    code
+    for code in range(0xA0)
+    if unicodedata.category(chr(code)) == "Cc" and not chr(code).isspace()
+)
+
+
 def one_line(text: str) -> str:
     """Whitespace collapsed to single spaces, control and invisible characters removed."""
     text = strip_invisible(_ANSI_ESCAPE.sub("", text))
-    text = "".join(c for c in text if c.isspace() or unicodedata.category(c) != "Cc")
-    return " ".join(text.split())
+    return " ".join(text.translate(_CONTROLS).split())
 
 
 def clip(text: str, limit: int) -> str:

@@ -8,10 +8,11 @@ their findings and replaces each with one placeholder until nothing changes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from consolidator.security import config_files, credentials, hidden, tokens
 from consolidator.security.config_files import config_file_spans
@@ -34,6 +35,9 @@ from consolidator.security.tokens import (
 # Enough for any single fixed point seen in practice; the loop normally stops after one pass
 # that finds nothing, and exists so that redact() is idempotent by construction.
 _MAX_PASSES = 4
+# The texts `redact` was given while `checked_at_end` runs its work, or None outside it.
+_UNCHECKED: ContextVar[list[str] | None] = ContextVar("unchecked", default=None)
+_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,10 @@ def redact(text: str) -> Redaction:
     each replacement are checked again until nothing changes, which makes the function
     idempotent by construction without paying for a second pass over unchanged text.
     """
+    unchecked = _UNCHECKED.get()
+    if unchecked is not None:
+        unchecked.append(text)
+        return Redaction(text, 0)
     total = 0
     regions = [(0, len(text))]
     for _ in range(_MAX_PASSES):
@@ -74,6 +82,26 @@ def redact(text: str) -> Redaction:
         text = "".join(parts)
         regions = surrounding_lines(text, changed)
     return Redaction(text, total)
+
+
+def checked_at_end(work: Callable[[], _Result]) -> _Result:
+    """What `work()` gives, every `redact` in it checked in one pass when it ends.
+
+    A reader that redacts a session's texts one by one pays a full detection pass for each,
+    though almost none holds a secret. While `work` runs, `redact` keeps each text and gives
+    it back as it is; when `nothing_to_redact` clears them all, each call gave what redacting
+    would have, so the result is the same. Otherwise `work` runs again, redacting each text.
+    """
+    unchecked: list[str] = []
+    token = _UNCHECKED.set(unchecked)
+    try:
+        result = work()
+    except Exception:
+        # What failed on texts left as they were is run again as redacting would run it.
+        _UNCHECKED.reset(token)
+        return work()
+    _UNCHECKED.reset(token)
+    return result if nothing_to_redact(unchecked) else work()
 
 
 def _any_change(text: str, regions: list[tuple[int, int]]) -> bool:

@@ -221,3 +221,14 @@ def test_a_secret_in_any_one_of_many_texts_is_seen_by_the_check_of_them_all() ->
     assert redaction.nothing_to_redact(clean)
     for at in range(len(clean) + 1):
         assert not redaction.nothing_to_redact([*clean[:at], f"token {secret}", *clean[at:]])
+
+
+def test_work_checked_at_its_end_gives_what_redacting_each_text_gives() -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+    def work(texts: list[str]) -> list[str]:
+        return [redact(text).text + redact(text.upper()).text for text in texts]
+
+    for texts in (["the summary", "fix-the-port"], ["the summary", f"token {secret}"]):
+        assert redaction.checked_at_end(lambda texts=texts: work(texts)) == work(texts)
+    assert secret not in "".join(redaction.checked_at_end(lambda: work([f"token {secret}"])))

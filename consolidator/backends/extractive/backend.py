@@ -16,7 +16,7 @@ from consolidator.backends.extractive.sentences import answer_words
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
 from consolidator.memory.offline_notes import OUTCOME_PARTIAL, ExtractiveNotes, render_raw_memory
 from consolidator.memory.text import clip, dedupe, one_line
-from consolidator.security.redaction import redact
+from consolidator.security.redaction import checked_at_end, redact
 from consolidator.sources.items import DELEGATED, ItemKind
 
 MAX_FILES = 20
@@ -35,27 +35,31 @@ class ExtractiveBackend:
     has_context_window = False
 
     def extract(self, rollout: base.Stage1Input) -> base.Stage1Result:
-        session = analyse(rollout.items, rollout.cwd)
-        notes = _notes(session, rollout)
-        # Work worth a task: something stated or learned, a change made, or a question about
-        # the code answered in a sentence or more (a question back answers nothing).
-        answers = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT and i.name != DELEGATED)
-        if not (
-            notes.states_something
-            or any(call.ok and not call.read_only for call in session.calls)
-            or (notes.task and any(answer_words(i.text) >= MIN_ANSWER_WORDS for i in answers))
-        ):
-            return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
-        return base.Stage1Result(
-            rollout_summary=prose.summarise(session, notes),
-            rollout_slug=prose.slug_for(notes.task, notes.keywords),
-            raw_memory=render_raw_memory(notes),
-            notes=notes,
-        )
+        return checked_at_end(lambda: _extract(rollout))
 
     def consolidate(self, request: base.ConsolidationRequest) -> base.ConsolidationResult:
         """Phase two offline: `consolidation` groups these notes by cwd."""
         return consolidate_extractively(request)
+
+
+def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
+    session = analyse(rollout.items, rollout.cwd)
+    notes = _notes(session, rollout)
+    # Work worth a task: something stated or learned, a change made, or a question about
+    # the code answered in a sentence or more (a question back answers nothing).
+    answers = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT and i.name != DELEGATED)
+    if not (
+        notes.states_something
+        or any(call.ok and not call.read_only for call in session.calls)
+        or (notes.task and any(answer_words(i.text) >= MIN_ANSWER_WORDS for i in answers))
+    ):
+        return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
+    return base.Stage1Result(
+        rollout_summary=prose.summarise(session, notes),
+        rollout_slug=prose.slug_for(notes.task, notes.keywords),
+        raw_memory=render_raw_memory(notes),
+        notes=notes,
+    )
 
 
 def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Final, NamedTuple
 
@@ -117,7 +117,15 @@ def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
     """The row of one of `kinds` (or ids) that reads `text` first by precedence, its conditions
     holding on what it says; `given` are the flags the caller knows of the text. A cue that
     opens `text` is read past (flag "cued") and decides last."""
-    flags = frozenset(given)
+    return _first(text, kinds, frozenset(given), _SWITCHED_OFF.get())
+
+
+@lru_cache(maxsize=4096)
+def _first(
+    text: str, kinds: tuple[str, ...], flags: frozenset[str], switched_off: frozenset[str]
+) -> Reading | None:
+    """`first`, remembered: the reader asks the same of a sentence again and again (each
+    condition of each row it tries). The rules switched off are part of the question."""
     cue: Reading | None = None
     for row in _rows(kinds):
         if (found := row.find(text)) is None:
