@@ -3,18 +3,7 @@ maintained segmenter, with what only leads into a sentence taken off."""
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-from types import ModuleType
-from typing import Any
-
 import pysbd
-import pysbd.abbreviation_replacer
-import pysbd.between_punctuation
-import pysbd.lists_item_replacer
-import pysbd.processor
-import pysbd.punctuation_replacer
-import pysbd.utils
 
 from consolidator.backends.extractive.rules import rule, word_list
 
@@ -26,51 +15,6 @@ _NO_BREAK = rule("structure.no-break")
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 
 
-@lru_cache(maxsize=4096)
-def _pattern(pattern: str | re.Pattern[str], flags: int) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-class _CompiledPatterns(ModuleType):
-    """`re` as the segmenter's modules see it, each pattern compiled once. They pass pattern
-    strings, several made per abbreviation, more than `re`'s own cache holds beside the
-    reader's, so every message compiled them again. The module that builds a pattern from
-    each sentence keeps the plain `re`: those never repeat."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(re, name)
-
-    def sub(self, pattern: str, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
-        return _pattern(pattern, flags).sub(repl, string, count)
-
-    def search(self, pattern: str, string: str, flags: int = 0) -> re.Match[str] | None:
-        return _pattern(pattern, flags).search(string)
-
-    def match(self, pattern: str, string: str, flags: int = 0) -> re.Match[str] | None:
-        return _pattern(pattern, flags).match(string)
-
-    def findall(self, pattern: str, string: str, flags: int = 0) -> list[Any]:
-        return _pattern(pattern, flags).findall(string)
-
-    def finditer(self, pattern: str, string: str, flags: int = 0) -> Any:
-        return _pattern(pattern, flags).finditer(string)
-
-    def split(self, pattern: str, string: str, maxsplit: int = 0, flags: int = 0) -> list[Any]:
-        return _pattern(pattern, flags).split(string, maxsplit)
-
-
-_SEGMENTER_RE = _CompiledPatterns("re")
-for _module in (
-    pysbd.abbreviation_replacer,
-    pysbd.between_punctuation,
-    pysbd.lists_item_replacer,
-    pysbd.processor,
-    pysbd.punctuation_replacer,
-    pysbd.utils,
-):
-    _module.re = _SEGMENTER_RE
-
-
 def _segments(paragraph: str) -> list[str]:
     """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
     the segmenter reads a copy where those full stops are masked."""
@@ -78,30 +22,7 @@ def _segments(paragraph: str) -> list[str]:
     # A segmenter keeps the text it works on in itself, so one shared by the stage-one
     # threads would mix their sentences up; making one costs under a microsecond.
     segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    if not masked:
-        return []
-    found = segmenter.processor(masked).process()
-    return [paragraph[start:end] for start, end in _spans(found, masked)]
-
-
-def _spans(found: list[str], text: str) -> list[tuple[int, int]]:
-    """Where each sentence the segmenter `found` sits in `text`, with the blanks after it: the
-    first place after the sentence before it. The segmenter finds these with a pattern made
-    from each sentence, one compiled per sentence; a search for the words does the same."""
-    spans: list[tuple[int, int]] = []
-    done = 0
-    for sentence in found:
-        at = text.find(sentence) if sentence else -1
-        while at >= 0:
-            end = at + len(sentence)
-            while end < len(text) and text[end].isspace():
-                end += 1
-            if end > done:
-                spans.append((at, end))
-                done = end
-                break
-            at = text.find(sentence, end)
-    return spans
+    return [paragraph[span.start : span.end] for span in segmenter.segment(masked)]
 
 
 def _lower_starts(segment: str) -> list[str]:
