@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Dialect, Engine, event, literal_column, null
+from sqlalchemy import Connection, Dialect, Engine, event, literal_column, null
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import visitors
@@ -289,3 +289,78 @@ def write_once(
                     raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
                 raise OperationalError(statement.sql, parameters, exc) from exc
         time.sleep(random.uniform(0.0005, 0.0015))
+
+
+class _ThreadAutocommitConnections:
+    """An engine's PostgreSQL connections for the claim: one a thread, checked out once and
+    kept, in autocommit. The pool pings a connection at every checkout, a round trip as long
+    as the claim's own UPDATE, so a claim that checked one out on every poll paid twice the
+    floor's round trips; a kept one pays only its statements. A connection found broken is
+    dropped (`drop_autocommit_connection`) and the next claim checks out a fresh, pinged
+    one. `Engine.dispose` closes them."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.opened: list[tuple[weakref.ref[threading.Thread], Connection]] = []
+
+    def connection(self, engine: Engine) -> Connection:
+        kept: Connection | None = getattr(self.local, "connection", None)
+        if kept is not None and not kept.closed and not kept.invalidated:
+            return kept
+        connection = engine.connect()
+        connection.execution_options(isolation_level="AUTOCOMMIT")
+        with self.lock:
+            ended = [entry for entry in self.opened if _ended(entry[0]) or entry[1] is kept]
+            self.opened = [entry for entry in self.opened if entry not in ended]
+            self.opened.append((weakref.ref(threading.current_thread()), connection))
+        for _, gone in ended:
+            gone.close()
+        self.local.connection = connection
+        return connection
+
+    def drop(self) -> None:
+        kept: Connection | None = getattr(self.local, "connection", None)
+        self.local.connection = None
+        if kept is None:
+            return
+        with self.lock:
+            self.opened = [entry for entry in self.opened if entry[1] is not kept]
+        kept.invalidate()
+        kept.close()
+
+    def close_all(self, _engine: Engine | None = None) -> None:
+        with self.lock:
+            opened, self.opened = self.opened, []
+            self.local = threading.local()
+        for _, connection in opened:
+            # Its pool is gone by now: closing alone would hand it back there, still open.
+            connection.invalidate()
+            connection.close()
+
+
+_AUTOCOMMIT: weakref.WeakKeyDictionary[Engine, _ThreadAutocommitConnections] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _autocommit_connections(engine: Engine) -> _ThreadAutocommitConnections:
+    connections = _AUTOCOMMIT.get(engine)
+    if connections is None:
+        with _CONNECTIONS_LOCK:
+            connections = _AUTOCOMMIT.get(engine)
+            if connections is None:
+                connections = _AUTOCOMMIT[engine] = _ThreadAutocommitConnections()
+                event.listen(engine, "engine_disposed", connections.close_all)
+    return connections
+
+
+def autocommit_connection(engine: Engine) -> Connection:
+    """This thread's kept PostgreSQL connection of `engine`, in autocommit: each statement on
+    it is one round trip, with no pool checkout (and its ping) before it."""
+    return _autocommit_connections(engine).connection(engine)
+
+
+def drop_autocommit_connection(engine: Engine) -> None:
+    """Forget (and close) this thread's kept connection of `engine`, after it broke."""
+    _autocommit_connections(engine).drop()

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, update
+from sqlalchemy.exc import DBAPIError
 
 from consolidator.db.base import Database, contention_retry, create_phase2_job
 from consolidator.db.claimable import (
@@ -26,8 +27,10 @@ from consolidator.db.claimable import (
 )
 from consolidator.db.driver_statements import (
     DriverStatement,
+    autocommit_connection,
     driver_connection,
     driver_statement,
+    drop_autocommit_connection,
     read_once,
     sqlite_utc_text,
     write_once,
@@ -148,17 +151,22 @@ class PhaseTwoJobRepository:
         """
         if self.db.sqlite:
             return self._claim(driver_connection(self.db.engine), lease_seconds, force)
-        with self.db.engine.connect() as connection:
-            connection.execution_options(isolation_level="AUTOCOMMIT")
-            return self._claim(connection, lease_seconds, force)
+        try:
+            return self._claim(autocommit_connection(self.db.engine), lease_seconds, force)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            drop_autocommit_connection(self.db.engine)
+        return self._claim(autocommit_connection(self.db.engine), lease_seconds, force)
 
     def _claim(self, connection: ClaimConnection, lease_seconds: int, force: bool) -> Claim:
         """The claim on one connection for all its statements.
 
         On SQLite it is the thread's own driver connection (`driver_statements`), in
         autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
-        it is a pooled one in autocommit, so each statement is one round trip instead of
-        three and no transaction stays open while a busy host schedules the process.
+        it is the thread's kept one in autocommit (`autocommit_connection`), so each
+        statement is one round trip instead of three, no pool checkout pings the server
+        first, and no transaction stays open while a busy host schedules the process.
         """
         rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
         deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000

@@ -13,8 +13,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 
+from consolidator.db.driver_statements import autocommit_connection
 from consolidator.db.engine import create_db_engine
 from consolidator.db.migrate import upgrade
 from consolidator.db.store import Store
@@ -124,3 +125,35 @@ def test_a_sqlite_phase_two_claim_writes_one_page(sqlite_url: str) -> None:
     engine.dispose()
     assert claim.claimed
     assert frames == 1, f"the claim wrote {frames} pages"
+
+
+def _backend_alive(engine: Engine, pid: int) -> bool:
+    with engine.connect() as connection:
+        found = connection.execute(
+            text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+        )
+        return bool(found.scalar())
+
+
+def test_a_postgresql_claim_outlives_its_kept_connection_and_closes_with_the_engine(
+    pg_url: str,
+) -> None:
+    """The claim keeps one connection a thread instead of checking one out (and pinging it)
+    on every poll: one cut under it is replaced at the next claim, and disposing of the
+    engine closes the one it kept."""
+    engine = create_db_engine(pg_url)
+    upgrade(engine)
+    store = Store(engine)
+    add_output(store, "a", "a")
+    assert store.leases.release_job(store.phase_two.try_claim_phase2(lease_seconds=600))
+    pid = autocommit_connection(engine).execute(text("SELECT pg_backend_pid()")).scalar_one()
+    with engine.connect() as killer:
+        killer.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        killer.commit()
+    claim = store.phase_two.try_claim_phase2(lease_seconds=600)
+    assert claim.claimed and store.leases.release_job(claim)
+    kept = autocommit_connection(engine).execute(text("SELECT pg_backend_pid()")).scalar_one()
+    assert kept != pid and _backend_alive(engine, kept)
+    engine.dispose()
+    assert not _backend_alive(engine, kept), "the claim's connection outlived the engine"
+    engine.dispose()
