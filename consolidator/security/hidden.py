@@ -81,6 +81,8 @@ _TEXT_LEADS = frozenset(
     for value, char in enumerate(_BASE64_ALPHABET)
     if any(_can_start_text(value << 2 | low) for low in range(4))
 )
+# What a one-line run can start with and still decode to text: a base64 lead or a hex digit.
+_BLOB_LEADS = _TEXT_LEADS | frozenset(string.hexdigits)
 _KEY_BODY_LINE = 64
 _KEY_BODY_LINES = 3
 
@@ -111,7 +113,10 @@ def encoded_spans(text: str, detect: Detector) -> Iterator[Span]:
     for start, end in _base64_runs(text):
         if end - start > _MAX_ENCODED_CHARS:
             continue  # an image or an archive, not a credentials file
-        lines = text[start:end].split()
+        run = text[start:end]
+        if run[0] not in _BLOB_LEADS and "\n" not in run:
+            continue  # one line (a path, mostly) that neither base64 nor hex can read as text
+        lines = run.split()
         if len(lines) >= _KEY_BODY_LINES and all(
             len(line) == _KEY_BODY_LINE for line in lines[:-1]
         ):
