@@ -56,6 +56,8 @@ _SIGNED_URL_WORD = literal("x-amz-", folded=True, pivot=1)
 LITERAL_ANCHORS = (*_PROSE_ANCHORS, _SIGNED_URL_WORD)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,}={0,2})*")
 _MIN_RUN = 40
+# What can follow a run's base64 characters within its match: padding, or a line break.
+_RUN_GOES_ON = frozenset("= \t\r\n")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 # Every base64 character as `a`, everything else as a space: a regex that starts with a
 # character class is tried at every letter of a text, a literal run of `a` is found at once.
@@ -137,10 +139,16 @@ def _base64_runs(text: str) -> Iterator[tuple[int, int]]:
     position = marked.find(needle)
     while position != -1:
         start = marked.rfind(b" ", 0, position) + 1
-        match = _BASE64_RUN.match(text, start)
-        end = match.end() if match is not None else position + _MIN_RUN
-        if match is not None:
+        stop = marked.find(b" ", position)
+        if stop == -1 or text[stop] not in _RUN_GOES_ON:
+            # The run ends with its last base64 character: what the pattern would match.
+            end = len(text) if stop == -1 else stop
             yield start, end
+        else:
+            match = _BASE64_RUN.match(text, start)
+            end = match.end() if match is not None else position + _MIN_RUN
+            if match is not None:
+                yield start, end
         position = marked.find(needle, end)
 
 
