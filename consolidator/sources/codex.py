@@ -198,8 +198,7 @@ def cwd_named_by(record: Record) -> str | None:
 
 
 def items_from_record(record: Record) -> list[RolloutItem]:
-    """The items of one record, as a list: a chain of generators cost more per line than the
-    little work most lines need."""
+    """A record's items, as a list: generators cost more per line than most lines' work."""
     record_type = record.get("type")
     timestamp = parse_timestamp(record.get("timestamp"))
     if record_type == "response_item":
@@ -336,15 +335,10 @@ def _response_item(payload: Record, timestamp: datetime | None) -> list[RolloutI
     if item_type in ("function_call_output", "custom_tool_call_output"):
         text, exit_code = _tool_output(payload.get("output"))
         call_id = get_str(payload, "call_id")
-        return [
-            RolloutItem(
-                ItemKind.TOOL_OUTPUT,
-                text,
-                call_id=call_id,
-                timestamp=timestamp,
-                exit_code=exit_code,
-            )
-        ]
+        output = RolloutItem(
+            ItemKind.TOOL_OUTPUT, text, call_id=call_id, timestamp=timestamp, exit_code=exit_code
+        )
+        return [output]
     if item_type == "reasoning":
         return [RolloutItem(ItemKind.REASONING, _reasoning_text(payload), timestamp=timestamp)]
     return []
