@@ -56,6 +56,8 @@ _SIGNED_URL_WORD = literal("x-amz-", folded=True, pivot=1)
 LITERAL_ANCHORS = (*_PROSE_ANCHORS, _SIGNED_URL_WORD)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,}={0,2})*")
 _MIN_RUN = 40
+# What can follow a run's base64 characters within its match: padding, or a line break.
+_RUN_GOES_ON = frozenset("= \t\r\n")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 # Every base64 character as `a`, everything else as a space: a regex that starts with a
 # character class is tried at every letter of a text, a literal run of `a` is found at once.
@@ -81,6 +83,8 @@ _TEXT_LEADS = frozenset(
     for value, char in enumerate(_BASE64_ALPHABET)
     if any(_can_start_text(value << 2 | low) for low in range(4))
 )
+# What a one-line run can start with and still decode to text: a base64 lead or a hex digit.
+_BLOB_LEADS = _TEXT_LEADS | frozenset(string.hexdigits)
 _KEY_BODY_LINE = 64
 _KEY_BODY_LINES = 3
 
@@ -111,7 +115,10 @@ def encoded_spans(text: str, detect: Detector) -> Iterator[Span]:
     for start, end in _base64_runs(text):
         if end - start > _MAX_ENCODED_CHARS:
             continue  # an image or an archive, not a credentials file
-        lines = text[start:end].split()
+        run = text[start:end]
+        if run[0] not in _BLOB_LEADS and "\n" not in run:
+            continue  # one line (a path, mostly) that neither base64 nor hex can read as text
+        lines = run.split()
         if len(lines) >= _KEY_BODY_LINES and all(
             len(line) == _KEY_BODY_LINE for line in lines[:-1]
         ):
@@ -132,10 +139,16 @@ def _base64_runs(text: str) -> Iterator[tuple[int, int]]:
     position = marked.find(needle)
     while position != -1:
         start = marked.rfind(b" ", 0, position) + 1
-        match = _BASE64_RUN.match(text, start)
-        end = match.end() if match is not None else position + _MIN_RUN
-        if match is not None:
+        stop = marked.find(b" ", position)
+        if stop == -1 or text[stop] not in _RUN_GOES_ON:
+            # The run ends with its last base64 character: what the pattern would match.
+            end = len(text) if stop == -1 else stop
             yield start, end
+        else:
+            match = _BASE64_RUN.match(text, start)
+            end = match.end() if match is not None else position + _MIN_RUN
+            if match is not None:
+                yield start, end
         position = marked.find(needle, end)
 
 

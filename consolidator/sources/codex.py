@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
 from typing import Final
@@ -198,44 +197,49 @@ def cwd_named_by(record: Record) -> str | None:
     return cwd_from_environment_context(record)
 
 
-def items_from_record(record: Record) -> Iterator[RolloutItem]:
+def items_from_record(record: Record) -> list[RolloutItem]:
+    """A record's items, as a list: generators cost more per line than most lines' work."""
     record_type = record.get("type")
     timestamp = parse_timestamp(record.get("timestamp"))
     if record_type == "response_item":
         payload = get_dict(record, "payload")
         if payload is not None and not _is_compaction_output(record):
-            yield from _response_item(payload, timestamp)
-    elif record_type == "session_meta":
+            return _response_item(payload, timestamp)
+        return []
+    if record_type == "session_meta":
         instructions = _meta_instructions(get_dict(record, "payload"))
         if instructions:
-            yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
-    elif record_type == "event_msg":
-        yield from _event_request(get_dict(record, "payload"), timestamp)
-    elif record_type == "compacted":
+            return [RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)]
+        return []
+    if record_type == "event_msg":
+        return _event_request(get_dict(record, "payload"), timestamp)
+    if record_type == "compacted":
         # The model's summary of the history before it, which the file still holds in full.
         summary = as_text((get_dict(record, "payload") or {}).get("message"))
         if summary:
-            yield RolloutItem(ItemKind.INSTRUCTIONS, summary, name="compacted", timestamp=timestamp)
-    elif record_type in RESPONSE_ITEM_TYPES and "payload" not in record:
-        yield from _response_item(record, timestamp)
-    elif _is_legacy_meta(record):
+            return [
+                RolloutItem(ItemKind.INSTRUCTIONS, summary, name="compacted", timestamp=timestamp)
+            ]
+        return []
+    if record_type in RESPONSE_ITEM_TYPES and "payload" not in record:
+        return _response_item(record, timestamp)
+    if _is_legacy_meta(record):
         instructions = _meta_instructions(record)
         if instructions:
-            yield RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)
+            return [RolloutItem(ItemKind.INSTRUCTIONS, instructions, timestamp=timestamp)]
+    return []
 
 
-def _event_request(payload: Record | None, timestamp: datetime | None) -> Iterator[RolloutItem]:
+def _event_request(payload: Record | None, timestamp: datetime | None) -> list[RolloutItem]:
     """The user's words of an `event_msg` `user_message` (the context Codex wraps around them
     is in the response item copy, when there is one)."""
     if payload is None or payload.get("type") != "user_message":
-        return
+        return []
     text = as_text(payload.get("message"))
     if not text.strip():
-        return
+        return []
     message = {"role": "user", "content": [{"type": "input_text", "text": text}]}
-    for item in _message(message, timestamp):
-        if item.kind is ItemKind.USER:
-            yield item
+    return [item for item in _message(message, timestamp) if item.kind is ItemKind.USER]
 
 
 class RequestCopies:
@@ -313,27 +317,31 @@ _TOOL_CALLS: Final[dict[str, tuple[str, str | None, tuple[str, ...]]]] = {
 }
 
 
-def _response_item(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
+def _response_item(payload: Record, timestamp: datetime | None) -> list[RolloutItem]:
     item_type = payload.get("type")
-    call_id = get_str(payload, "call_id")
     if item_type == "message":
-        yield from _message(payload, timestamp)
-    elif item_type in _TOOL_CALLS:
+        return _message(payload, timestamp)
+    if item_type in _TOOL_CALLS:
         input_key, fixed_name, id_keys = _TOOL_CALLS[item_type]
-        yield RolloutItem(
-            ItemKind.TOOL_CALL,
-            as_text(payload.get(input_key)),
-            name=fixed_name or get_str(payload, "name"),
-            call_id=_first_str(payload, id_keys),
-            timestamp=timestamp,
-        )
-    elif item_type in ("function_call_output", "custom_tool_call_output"):
+        return [
+            RolloutItem(
+                ItemKind.TOOL_CALL,
+                as_text(payload.get(input_key)),
+                name=fixed_name or get_str(payload, "name"),
+                call_id=_first_str(payload, id_keys),
+                timestamp=timestamp,
+            )
+        ]
+    if item_type in ("function_call_output", "custom_tool_call_output"):
         text, exit_code = _tool_output(payload.get("output"))
-        yield RolloutItem(
+        call_id = get_str(payload, "call_id")
+        output = RolloutItem(
             ItemKind.TOOL_OUTPUT, text, call_id=call_id, timestamp=timestamp, exit_code=exit_code
         )
-    elif item_type == "reasoning":
-        yield RolloutItem(ItemKind.REASONING, _reasoning_text(payload), timestamp=timestamp)
+        return [output]
+    if item_type == "reasoning":
+        return [RolloutItem(ItemKind.REASONING, _reasoning_text(payload), timestamp=timestamp)]
+    return []
 
 
 def _first_str(payload: Record, keys: tuple[str, ...]) -> str | None:
@@ -346,21 +354,21 @@ def _first_str(payload: Record, keys: tuple[str, ...]) -> str | None:
     return value
 
 
-def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutItem]:
+def _message(payload: Record, timestamp: datetime | None) -> list[RolloutItem]:
     role = payload.get("role")
     parts = _content_texts(payload.get("content"))
     if role in ("developer", "system"):
         text = "\n".join(parts)
         if text:
-            yield RolloutItem(ItemKind.INSTRUCTIONS, text, name=role, timestamp=timestamp)
-        return
+            return [RolloutItem(ItemKind.INSTRUCTIONS, text, name=role, timestamp=timestamp)]
+        return []
     if role == "assistant":
         text = "\n".join(parts)
         if text:
-            yield RolloutItem(ItemKind.ASSISTANT, text, timestamp=timestamp)
-        return
+            return [RolloutItem(ItemKind.ASSISTANT, text, timestamp=timestamp)]
+        return []
     if role != "user":
-        return
+        return []
     # Codex sends injected context as separate parts or separate messages; split them so a
     # real request that shares a message with AGENTS.md is still kept.
     injected: list[str] = []
@@ -374,12 +382,16 @@ def _message(payload: Record, timestamp: datetime | None) -> Iterator[RolloutIte
             injected.append(context)
         if request:
             spoken.append(request)
+    items: list[RolloutItem] = []
     if injected:
-        yield RolloutItem(
-            ItemKind.INSTRUCTIONS, "\n".join(injected), name="injected", timestamp=timestamp
+        items.append(
+            RolloutItem(
+                ItemKind.INSTRUCTIONS, "\n".join(injected), name="injected", timestamp=timestamp
+            )
         )
     if spoken:
-        yield RolloutItem(ItemKind.USER, "\n".join(spoken), timestamp=timestamp)
+        items.append(RolloutItem(ItemKind.USER, "\n".join(spoken), timestamp=timestamp))
+    return items
 
 
 def is_injected_context(text: str) -> bool:

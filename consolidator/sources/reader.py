@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +45,7 @@ _STREAM_BUFFER_BYTES = 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
-_ITEM_PARSERS: dict[SourceFormat, Callable[[Record], Iterator[RolloutItem]]] = {
+_ITEM_PARSERS: dict[SourceFormat, Callable[[Record], Iterable[RolloutItem]]] = {
     SourceFormat.CODEX: codex.items_from_record,
     SourceFormat.CLAUDE: claude.items_from_record,
     SourceFormat.OPENCLAW: openclaw.items_from_record,
