@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from playwright.sync_api import expect
 
 from consolidator.db import opened_store
 from consolidator.phases.add_note import add_note
@@ -75,10 +76,11 @@ def test_every_page_opens_and_shows_what_the_commands_say(browser: Browser, cli:
         assert BILLING_QUOTE in (shown or "")
 
         page.locator(f"a[href='/project/{block_id}']").first.click()
+        expect(page).to_have_url(re.compile(f"/project/{block_id}$"))
         assert BILLING_QUOTE in page.locator("ul.entries").first.inner_text()
         assert "the user said" in page.inner_text("main")
         page.locator(f"a.session[href='/session/{BILLING_ID}']").first.click()
-        assert page.url.endswith(f"/session/{BILLING_ID}")
+        expect(page).to_have_url(re.compile(f"/session/{BILLING_ID}$"))
         assert "in_memory" in page.inner_text("p.state")
         assert BILLING_QUOTE in page.inner_text("main")
 
@@ -86,8 +88,9 @@ def test_every_page_opens_and_shows_what_the_commands_say(browser: Browser, cli:
         page.fill("input[name=q]", "python")
         page.select_option("select[name=cwd]", BILLING_CWD)
         page.click("form.search button")
-        assert page.locator("ol.hits li").count() >= 1
-        assert page.locator("ol.hits mark").count() >= 1
+        expect(page).to_have_url(re.compile(r"/search\?q=python&"))
+        expect(page.locator("ol.hits li")).not_to_have_count(0)
+        expect(page.locator("ol.hits mark")).not_to_have_count(0)
 
         opened.goto("/history")
         assert page.locator("tbody tr").count() >= 1
