@@ -14,6 +14,7 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
@@ -125,7 +126,9 @@ def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     return _each_section(block, kept) if taken_back or quoted else block
 
 
+@lru_cache(maxsize=4096)
 def _topic_words(text: str) -> frozenset[str]:
+    """Remembered by text: a block's entries are read again by each session taking one back."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
