@@ -34,12 +34,11 @@ class ExtractiveBackend:
     model = "extractive-v1"
     has_context_window = False
 
+    # Phase two offline: `consolidation` groups these notes by cwd.
+    consolidate = staticmethod(consolidate_extractively)
+
     def extract(self, rollout: base.Stage1Input) -> base.Stage1Result:
         return checked_at_end(lambda: _extract(rollout))
-
-    def consolidate(self, request: base.ConsolidationRequest) -> base.ConsolidationResult:
-        """Phase two offline: `consolidation` groups these notes by cwd."""
-        return consolidate_extractively(request)
 
 
 def _extract(rollout: base.Stage1Input) -> base.Stage1Result:

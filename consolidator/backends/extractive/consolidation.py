@@ -13,7 +13,9 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive.commands import PRINTED
@@ -33,7 +35,7 @@ from consolidator.backends.extractive.supersede import (
     newest_wins,
 )
 from consolidator.memory import facts, subjects
-from consolidator.memory.blocks import Block, Bullet, Origin, Task, ThreadCitation
+from consolidator.memory.blocks import SECTIONS, Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
 from consolidator.memory.offline_notes import OUTCOME_UNKNOWN, ExtractiveNotes
 from consolidator.memory.text import one_line
@@ -44,6 +46,9 @@ TASK_ID_CHARS = 100
 _TOPIC_FILLER = frozenset(facts.WORDS["topic-filler"])
 _NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
 Bullets = tuple[Bullet, ...]
+# An entry as one session gives it: its text, where the session had it from, and the rule
+# that read it when `rules` does not name one.
+_Witness = Callable[[str, Origin, str], Bullet]
 
 
 def block_id_for(cwd: str | None) -> str:
@@ -80,12 +85,8 @@ def _new_block(item: ConsolidationInput) -> Block:
 
 
 def _each_section(block: Block, change: Callable[[Bullets], Bullets]) -> Block:
-    return replace(
-        block,
-        preferences=change(block.preferences),
-        knowledge=change(block.knowledge),
-        failures=change(block.failures),
-    )
+    changed: dict[str, Any] = {name: change(block.section(name)) for name in SECTIONS}
+    return replace(block, **changed)
 
 
 def _without_thread(block: Block, thread_id: str) -> Block:
@@ -125,56 +126,47 @@ def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     return _each_section(block, kept) if taken_back or quoted else block
 
 
+@lru_cache(maxsize=4096)
 def _topic_words(text: str) -> frozenset[str]:
+    """Remembered by text: a block's entries are read again by each session taking one back."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
 
-@dataclass(frozen=True)
-class _Witness:
-    """The session an entry is added for: its task, its thread, where it had the entry from,
-    and the rule that read each entry by its text (`fallback` for one it does not name)."""
+def _witness(citation: ThreadCitation, rules: Mapping[str, str]) -> _Witness:
+    """How one session's entries are cited: its task, its thread and its wording, where it
+    had each from, and the rule that read it by its text (`fallback` for one it does not name)."""
+    thread = citation.thread_id
+    task_ids = (task_id_for(thread),)
 
-    task_id: str
-    thread_id: str
-    origin: Origin = "user"
-    rules: Mapping[str, str] = field(default_factory=dict)
-    fallback: str = ""
+    def bullet(text: str, origin: Origin, fallback: str) -> Bullet:
+        rule = rules.get(text, fallback)
+        ruled = ((thread, rule),) if rule else ()
+        return Bullet(text, task_ids, ((thread, text),), ((thread, origin),), ruled)
 
-    def said(self, origin: Origin, fallback: str = "") -> _Witness:
-        return replace(self, origin=origin, fallback=fallback)
-
-    def bullet(self, text: str, mark: str = "") -> Bullet:
-        rule = self.rules.get(text, self.fallback)
-        return Bullet(
-            mark + text,
-            (self.task_id,),
-            ((self.thread_id, text),),
-            ((self.thread_id, self.origin),),
-            ((self.thread_id, rule),) if rule else (),
-        )
+    return bullet
 
 
 def _add(
     bullets: list[Bullet],
     index: subjects.SubjectIndex | None,
-    text: str,
-    witness: _Witness,
+    new: Bullet,
     mark: Callable[[str], str] = lambda _: "",
     same: Callable[[str, str], bool] = facts.same_fact,
 ) -> None:
-    """Add `text` to `bullets` with the mark `mark` gives it, or its session as a witness of
-    the entry saying the same, shown in `text` when that says all it says and more (keeping
+    """Add `new` to `bullets` with the mark `mark` gives it, or its session as a witness of
+    the entry saying the same, shown in its text when that says all it says and more (keeping
     its mark); only entries `index` finds are compared."""
+    text = new.text
     candidates = index.candidates(text, same=True) if index else range(len(bullets))
     at = next((at for at in candidates if same(bullets[at].text, text)), len(bullets))
     if at == len(bullets):
-        bullets.append(witness.bullet(text, mark(text)))
+        bullets.append(replace(new, text=mark(text) + text))
     else:
         shown = bullets[at].text
         if facts.fuller(shown, text):
             shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
-        bullets[at] = joined(replace(bullets[at], text=shown), witness.bullet(text))
+        bullets[at] = joined(replace(bullets[at], text=shown), new)
     if index:
         index.add(at, bullets[at].text)
 
@@ -204,11 +196,11 @@ def _with_session(
     said = {one_line(text): rule for text, rule in notes.rules}
     wrapped = zip(asked, notes.instructions, strict=True)
     rules = said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
-    witness = _Witness(task_id_for(citation.thread_id), citation.thread_id, rules=rules)
+    witness = _witness(citation, rules)
     author = _NOTE_AUTHORS.get(notes.noted_by, "user")
     judged = notes.task_outcome not in ("", OUTCOME_UNKNOWN)
     task = Task(
-        task_id=witness.task_id,
+        task_id=task_id_for(citation.thread_id),
         title=_short_title(notes.task) + (f" ({notes.task_outcome})" if judged else ""),
         citations=(citation,),
         keywords=tuple(notes.keywords),
@@ -230,28 +222,28 @@ def _with_session(
     )
     known = subjects.SubjectIndex(b.text for b in knowledge)
     liked = subjects.SubjectIndex(b.text for b in preferences)
-    for text in filter(None, map(one_line, edited_preferences)):
-        _add(preferences, liked, text, witness.said("agent", EDIT))
-    for text in filter(None, map(one_line, asked)):
-        _add(preferences, liked, text, witness.said(author))
     for text in failure_bullets(notes.failures):
-        _add(failures, None, text, witness.said("tool", EXIT_CODES), same=same_failure)
-    stated = [
-        *((text, "agent") for text in edited_knowledge),
-        *((fact, "tool" if notes.rule_of(fact) == PRINTED else author) for fact in notes.facts),
-        *((conclusion, "agent") for conclusion in notes.conclusions),
+        _add(failures, None, witness(text, "tool", EXIT_CODES), same=same_failure)
+    # Preferences first: a statement marks the preference giving another value of its subject.
+    stated: list[tuple[list[Bullet], str, Origin]] = [
+        *((preferences, text, "agent") for text in edited_preferences),
+        *((preferences, text, author) for text in asked),
+        *((knowledge, text, "agent") for text in edited_knowledge),
+        *(
+            (knowledge, fact, "tool" if notes.rule_of(fact) == PRINTED else author)
+            for fact in notes.facts
+        ),
+        *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
-    for text, origin in ((one_line(said), origin) for said, origin in stated):
-        if text:
+    for section, words, origin in stated:
+        if not (text := one_line(words)):
+            continue
+        new = witness(text, origin, EDIT if origin == "agent" else "")
+        if section is preferences:
+            _add(preferences, liked, new)
+        else:
             newest_wins(preferences, liked, text, day, days)
-            said_by = witness.said(origin, EDIT if origin == "agent" else "")
-            _add(
-                knowledge,
-                known,
-                text,
-                said_by,
-                lambda t: newest_wins(knowledge, known, t, day, days),
-            )
+            _add(knowledge, known, new, lambda t: newest_wins(knowledge, known, t, day, days))
     knowledge_now = merge_superseded(tuple(knowledge))
     return replace(
         block,

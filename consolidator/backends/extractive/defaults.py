@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 
 from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
@@ -49,13 +48,9 @@ class _Stated:
 def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
     """The user-wide block of the defaults the project blocks among `blocks` support, each
     citing every session that gave it; None when there is none."""
-    groups: list[list[_Stated]] = []
-    for stated in _instructions(blocks):
-        group = next((g for g in groups if _same_instruction(g[0].quote, stated.quote)), None)
-        groups.append([stated]) if group is None else group.append(stated)
     tasks: dict[str, Task] = {}
     bullets: list[Bullet] = []
-    for group in filter(_holds_everywhere, groups):
+    for group in filter(_holds_everywhere, _same_instructions(_instructions(blocks))):
         cited = sorted(
             {c.thread_id: (c, s.cwd) for s in group for c in s.citations}.values(),
             key=lambda pair: (pair[0].updated_at, pair[0].thread_id),
@@ -126,26 +121,28 @@ def scope_of(quote: str) -> str:
     return THIS_PROJECT if holds("scope.one-project", quote) else ""
 
 
-def _same_instruction(first: str, second: str) -> bool:
-    """The same rule, however worded: the same names (tools, commands, what they act on).
-    Two rules of one shape about two tools ("run black before committing", "run ruff
-    before committing") are two rules."""
-    if _plain(first) == _plain(second):
-        return True
-    names = _names(first)
-    return len(names) >= 2 and names == _names(second)
+def _same_instructions(stated: list[_Stated]) -> list[list[_Stated]]:
+    """`stated` grouped by rule, however worded: each joins the first group whose first has
+    its plain words or its names (`_keys`), found by key rather than compared with each."""
+    groups: list[list[_Stated]] = []
+    group_of: dict[str | frozenset[str], int] = {}
+    for each in stated:
+        keys = _keys(each.quote)
+        at = min((group_of[key] for key in keys if key in group_of), default=len(groups))
+        if at == len(groups):
+            groups.append([])
+            group_of.update(dict.fromkeys(keys, at))
+        groups[at].append(each)
+    return groups
 
 
-@lru_cache(maxsize=4096)
-def _names(text: str) -> frozenset[str]:
-    """The words of a rule that name something: neither grammar nor the words of a rule's
-    form (always, never, prefer, instead), folded to a stem so "commit" is "committing".
-    Remembered by text, as `_plain`: every instruction is compared with every group's first."""
-    text = _MAKE_SURE.sub(" ", text.casefold())
-    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", text)
-    return frozenset(facts.stem(word) for word in named if word not in _RULE_FORM)
-
-
-@lru_cache(maxsize=4096)
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
+def _keys(quote: str) -> list[str | frozenset[str]]:
+    """What an instruction is the same rule as another by: its plain words, or two or more
+    names (tools, commands, what they act on), so that two rules of one shape about two tools
+    ("run black before committing", "run ruff before committing") are two rules. A name is a
+    word that is neither grammar nor of a rule's form (always, never, prefer, instead), folded
+    to a stem so "commit" is "committing"."""
+    plain = " ".join(re.findall(r"[a-z0-9]+", quote.casefold()))
+    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", _MAKE_SURE.sub(" ", quote.casefold()))
+    names = frozenset(facts.stem(word) for word in named if word not in _RULE_FORM)
+    return [plain, names] if len(names) >= 2 else [plain]

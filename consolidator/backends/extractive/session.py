@@ -132,8 +132,7 @@ def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
     the next similar success of the tool, or what changed before the same command passed; else
     the next call of the tool, if the failed one could not run or the user had named it. The
     last change is the fix; an edit is where the fix went."""
-    tried = [(at, call) for at, call in enumerate(later) if call.tool == failed.tool]
-    tried = [(at, call) for at, call in tried if not call.read_only]
+    tried = [(at, c) for at, c in enumerate(later) if c.tool == failed.tool and not c.read_only]
     at, fixed_by = next(
         ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args)),
         (-1, None),
