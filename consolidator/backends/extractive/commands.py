@@ -84,8 +84,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     command, an edit's old and new text, or a named tool and what it was given."""
     tool = (item.name or "").strip() or "tool"
     relative = partial(_relative, cwd=cwd)
-    payload = _payload(tool, item.text)
-    command = _shell_command(payload)
+    command, payload = _arguments(tool, item.text)
     texts = [command, *payload.values()]
     patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
     if patch is not None:
@@ -116,16 +115,21 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     return call
 
 
-def _payload(tool: str, text: str) -> dict[str, Any]:
-    """A call's arguments by name; a text that is not a JSON object is a shell tool's command,
-    another tool's text."""
+def _arguments(tool: str, text: str) -> tuple[str | None, dict[str, Any]]:
+    """The shell command a call ran, if any, and its arguments by name: a text that is not a
+    JSON object is a shell tool's command, another tool's text."""
     try:
         payload = json.loads(text) if text.strip().startswith("{") else None
     except (ValueError, RecursionError):
         payload = None
-    if isinstance(payload, dict):
-        return payload
-    return {"command" if tool.lower() in word_list("shell-tools") else "text": text}
+    if not isinstance(payload, dict):
+        payload = {"command" if tool.lower() in word_list("shell-tools") else "text": text}
+    value = _argument(payload, "command")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        shell = len(value) >= 3 and value[0] in word_list("shells")
+        script = shell and value[1] in _spelling()["shell-flags"]
+        return (value[2] if script else shlex.join(value)), payload
+    return (value if isinstance(value, str) and value.strip() else None), payload
 
 
 def _argument(payload: dict[str, Any], name: str) -> Any:
@@ -136,14 +140,6 @@ def _argument(payload: dict[str, Any], name: str) -> Any:
 def _text(payload: dict[str, Any], name: str) -> str:
     value = _argument(payload, name)
     return value if isinstance(value, str) else ""
-
-
-def _shell_command(payload: dict[str, Any]) -> str | None:
-    value = _argument(payload, "command")
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        shell = len(value) >= 3 and value[0] in word_list("shells")
-        return value[2] if shell and value[1] in _spelling()["shell-flags"] else shlex.join(value)
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _argv(segment: str) -> list[str]:
@@ -229,10 +225,8 @@ def _significant(arg: str) -> str:
 
 
 def _relative(path: str, cwd: str | None) -> str:
-    path = path.strip()
-    root = cwd.rstrip("/") + "/" if cwd else None
-    path = path[len(root) :] if root and path.startswith(root) else path
-    return one_line(redact(path.removeprefix("./")).text)
+    root = cwd.rstrip("/") + "/" if cwd else ""
+    return one_line(redact(path.strip().removeprefix(root).removeprefix("./")).text)
 
 
 def _command_line(command: str) -> str:
@@ -276,9 +270,8 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     a secret is read redacted and left out."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    config = extension in word_list("config-extensions") or bool(
-        _pattern("config-name").match(name)
-    )
+    named = _pattern("config-name").match(name) is not None
+    config = named or extension in word_list("config-extensions")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
