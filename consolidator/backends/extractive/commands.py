@@ -1,8 +1,8 @@
-"""A tool call and its result, read one way whatever the agent (how each agent spells a call
-is data, `calls.json`): what it ran, the files it edited or read, whether it failed and on
-which line, and the value it printed when it was run to print one. A shell command is taken
-apart into a key (`python -m pytest` and `uv run pytest -x` are one) that pairs a failure with
-the command that later fixed it.
+"""A tool call and its result, read one way whatever the agent (how each agent spells a call,
+and the shapes read in it, are data, `calls.json`): what it ran, the files it edited or read,
+whether it failed and on which line, and the value it printed when it was run to print one.
+A shell command is taken apart into a key (`python -m pytest` and `uv run pytest -x` are one)
+that pairs a failure with the command that later fixed it.
 
 An edit is evidence of a new value even when nobody says it (an `apply_patch` of `port: 5544`
 to `port: 5545`, an `Edit` of `.nvmrc`, a `git mv`): every edit, whatever the agent, is read as
