@@ -1,8 +1,8 @@
-"""A tool call and its result, read one way whatever the agent (how each agent spells a call
-is data, `calls.json`): what it ran, the files it edited or read, whether it failed and on
-which line, and the value it printed when it was run to print one. A shell command is taken
-apart into a key (`python -m pytest` and `uv run pytest -x` are one) that pairs a failure with
-the command that later fixed it.
+"""A tool call and its result, read one way whatever the agent (how each agent spells a call,
+and the shapes read in it, are data, `calls.json`): what it ran, the files it edited or read,
+whether it failed and on which line, and the value it printed when it was run to print one.
+A shell command is taken apart into a key (`python -m pytest` and `uv run pytest -x` are one)
+that pairs a failure with the command that later fixed it.
 
 An edit is evidence of a new value even when nobody says it (an `apply_patch` of `port: 5544`
 to `port: 5545`, an `Edit` of `.nvmrc`, a `git mv`): every edit, whatever the agent, is read as
@@ -31,6 +31,8 @@ from consolidator.verify.runtimes import pinned_in_line
 PRINTED: Final = f"{EVIDENCE}.output"
 MAX_COMMAND_CHARS = 120
 MAX_ERROR_CHARS = 160
+_MAX_VALUE_CHARS = 120
+_PINNED = " version"
 Relative = Callable[[str], str]
 
 
@@ -55,13 +57,26 @@ class Call:
     printed: tuple[str, ...] = ()
 
 
-_EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
-_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
-_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
-# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
-_REDIRECT = re.compile(r"[<>]")
-_PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
+class FileEdit(NamedTuple):
+    """One edit of the file at `path`: the lines it took out and put in, and the path the
+    file had before, when the edit moved it."""
+
+    path: str
+    removed: list[str]
+    added: list[str]
+    moved_from: str = ""
+
+
+@cache
+def _spelling() -> dict[str, Any]:
+    """How the agents spell a tool call and what it holds (`calls.json` beside this module)."""
+    data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
+    return dict(json.loads(data))
+
+
+@cache
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(_spelling()["patterns"][name])
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:
@@ -69,47 +84,52 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     command, an edit's old and new text, or a named tool and what it was given."""
     tool = (item.name or "").strip() or "tool"
     relative = partial(_relative, cwd=cwd)
-    payload = _payload(item.text)
-    command = _shell_command(tool, payload, item.text)
-    texts = [command, *(payload.values() if payload else [item.text])]
+    command, payload = _arguments(tool, item.text)
+    texts = [command, *payload.values()]
     patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
     if patch is not None:
         edits = list(patch_edits(patch, relative))
         edited = tuple(dedupe(edit.path for edit in edits))
-        line = _command_line(f"{'apply_patch' if command else tool} {' '.join(edited)}")
-        changes = tuple(edited_values(edits))
-        return Call(tool, line, "apply_patch", frozenset(edited), edited, changes=changes)
-    if command is not None:
+        line = f"{'apply_patch' if command else tool} {' '.join(edited)}"
+        call = Call(tool, line, "apply_patch", frozenset(edited), edited)
+    elif command is not None:
         key, args, read_only = _command_key(command)
-        mentioned, moves = _files_named(command, relative)
-        changes = tuple(edited_values(moves))
-        return Call(
-            tool, _command_line(command), key, args, (), mentioned, read_only, True, changes
-        )
-    payload = payload or {}
-    named = _argument(payload, "path")
-    paths = (relative(named),) if isinstance(named, str) and "\n" not in named else ()
-    detail = " ".join(paths) or _argument(payload, "detail")
-    line = _command_line(f"{tool} {detail if isinstance(detail, str) else ''}")
-    listed = tool.lower() in word_list("read-only-tools")
-    if listed or not _EDIT_TOOL.search(tool):
-        read_only = listed or tool.lower().startswith(("read", "view", "list", "search"))
-        return Call(tool, line, tool, frozenset(paths), mentioned=paths, read_only=read_only)
-    pairs = [payload, *(_argument(payload, "edits") or [])]
-    values = edited_values(
-        FileEdit(path, _lines(_argument(pair, "old")), _lines(_argument(pair, "new")))
-        for pair in pairs
-        for path in paths
-        if isinstance(pair, dict) and _argument(pair, "new")
-    )
-    return Call(tool, line, tool, frozenset(paths), paths, changes=tuple(values))
+        mentioned, edits = _files_named(command, relative)
+        call = Call(tool, command, key, args, (), mentioned, read_only, True)
+    else:
+        named = _text(payload, "path")
+        paths = (relative(named),) if named and "\n" not in named else ()
+        listed = tool.lower() in word_list("read-only-tools")
+        editor = not listed and _pattern("edit-tool").search(tool) is not None
+        reads = listed or (not editor and _pattern("reading-tool").match(tool.lower()) is not None)
+        line = f"{tool} {' '.join(paths) or _text(payload, 'detail')}"
+        edited, mentioned = (paths, ()) if editor else ((), paths)
+        call = Call(tool, line, tool, frozenset(paths), edited, mentioned, reads)
+        edits = [
+            FileEdit(path, _text(pair, "old").splitlines(), _text(pair, "new").splitlines())
+            for pair in [payload, *(_argument(payload, "edits") or [])]
+            for path in paths
+            if editor and isinstance(pair, dict) and _argument(pair, "new")
+        ]
+    call.command, call.changes = _command_line(call.command), edited_values(edits)
+    return call
 
 
-@cache
-def _spelling() -> dict[str, Any]:
-    """How the agents spell a tool call (`calls.json` beside this module)."""
-    data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
-    return dict(json.loads(data))
+def _arguments(tool: str, text: str) -> tuple[str | None, dict[str, Any]]:
+    """The shell command a call ran, if any, and its arguments by name: a text that is not a
+    JSON object is a shell tool's command, another tool's text."""
+    try:
+        payload = json.loads(text) if text.strip().startswith("{") else None
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {"command" if tool.lower() in word_list("shell-tools") else "text": text}
+    value = _argument(payload, "command")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        shell = len(value) >= 3 and value[0] in word_list("shells")
+        script = shell and value[1] in _spelling()["shell-flags"]
+        return (value[2] if script else shlex.join(value)), payload
+    return (value if isinstance(value, str) and value.strip() else None), payload
 
 
 def _argument(payload: dict[str, Any], name: str) -> Any:
@@ -117,29 +137,15 @@ def _argument(payload: dict[str, Any], name: str) -> Any:
     return next((payload[key] for key in _spelling()["arguments"][name] if payload.get(key)), None)
 
 
-def _payload(text: str) -> dict[str, Any] | None:
-    try:
-        payload = json.loads(text) if text.strip().startswith("{") else None
-    except (ValueError, RecursionError):
-        return None
-    return payload if isinstance(payload, dict) else None
-
-
-def _lines(value: object) -> list[str]:
-    return value.splitlines() if isinstance(value, str) else []
-
-
-def _shell_command(tool: str, payload: dict[str, Any] | None, text: str) -> str | None:
-    if payload is None:
-        return text if tool.lower() in word_list("shell-tools") and text.strip() else None
-    value = _argument(payload, "command")
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        shell = len(value) >= 3 and value[0] in word_list("shells")
-        return value[2] if shell and value[1] in _spelling()["shell-flags"] else shlex.join(value)
-    return value if isinstance(value, str) and value.strip() else None
+def _text(payload: dict[str, Any], name: str) -> str:
+    value = _argument(payload, name)
+    return value if isinstance(value, str) else ""
 
 
 def _argv(segment: str) -> list[str]:
+    """A command's words, read the shell's (slow) way only when a quote or backslash is there."""
+    if not _pattern("quoting").search(segment):
+        return _pattern("word").findall(segment)
     try:
         return shlex.split(segment)
     except ValueError:
@@ -150,7 +156,7 @@ def _files_named(command: str, relative: Relative) -> tuple[tuple[str, ...], lis
     """The files a shell command names, and the moves of those it renamed with `git mv`."""
     named: list[str] = []
     moves: list[FileEdit] = []
-    for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
+    for argv in map(_argv, _pattern("segment-split").split(command.strip())):
         named += [relative(path) for path in map(_path_in, argv) if path]
         paths = [arg for arg in argv[2:] if not arg.startswith("-")]
         if argv[:2] == ["git", "mv"] and len(paths) == 2:
@@ -164,7 +170,7 @@ def _path_in(token: str) -> str:
     """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
     path = token.split("::", 1)[0]
     extension = path.rsplit(".", 1)[-1]
-    if not _PATH_TOKEN.fullmatch(path) or "://" in path:
+    if not _pattern("path-token").fullmatch(path) or "://" in path:
         return ""
     known = extension.lower() in word_list("file-extensions")
     return path if known or ("/" in path and not extension.isdigit()) else ""
@@ -174,9 +180,11 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     """What a command runs (`pytest`, `make lint`), its notable arguments, and whether it only
     reads: wrappers, runners, `python -m` and shells are looked through."""
     first_line = (command.strip().splitlines() or [""])[0]
-    for segment in _SEGMENT_SPLIT.split(first_line):
+    for segment in _pattern("segment-split").split(first_line):
         argv = _argv(segment)
-        while argv and (_ENV_ASSIGNMENT.match(argv[0]) or argv[0] in word_list("wrappers")):
+        while argv and (
+            _pattern("env-assignment").match(argv[0]) or argv[0] in word_list("wrappers")
+        ):
             argv = argv[1:]
         if not argv or argv[0] in word_list("setup-programs"):
             continue
@@ -208,18 +216,17 @@ def command_family(command: str) -> str:
 
 
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or _REDIRECT.search(arg):
+    if arg.startswith("-") or len(arg) < 3 or _pattern("redirect").search(arg):
         return ""
-    value = _VERSION_SUFFIX.sub("", arg.split("::", 1)[0]).removeprefix("./").rstrip("/")
+    value = _pattern("version-suffix").sub("", arg.split("::", 1)[0])
+    value = value.removeprefix("./").rstrip("/")
     generic = arg.lower() in word_list("generic-args")
     return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
 
 
 def _relative(path: str, cwd: str | None) -> str:
-    path = path.strip()
-    root = cwd.rstrip("/") + "/" if cwd else None
-    path = path[len(root) :] if root and path.startswith(root) else path
-    return one_line(redact(path.removeprefix("./")).text)
+    root = cwd.rstrip("/") + "/" if cwd else ""
+    return one_line(redact(path.strip().removeprefix(root).removeprefix("./")).text)
 
 
 def _command_line(command: str) -> str:
@@ -228,33 +235,9 @@ def _command_line(command: str) -> str:
     return clip(text, MAX_COMMAND_CHARS)
 
 
-# A patch's file sections; "Move to" opens the section of the file's new path.
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)[ \t\r]*$", re.M
-)
-_CONFIG_NAMES = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
-# `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
-_SETTING = re.compile(
-    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*"
-    r"(?P<value>[^\s{\[#][^#]*?)\s*,?\s*$"
-)
-_MAX_VALUE_CHARS = 120
-_PINNED = " version"
-
-
-class FileEdit(NamedTuple):
-    """One edit of the file at `path`: the lines it took out and put in, and the path the
-    file had before, when the edit moved it."""
-
-    path: str
-    removed: list[str]
-    added: list[str]
-    moved_from: str = ""
-
-
-def patch_edits(patch: str, relative: Callable[[str], str]) -> Iterator[FileEdit]:
+def patch_edits(patch: str, relative: Relative) -> Iterator[FileEdit]:
     """A Codex `apply_patch`, file section by file section."""
-    parts, previous = _PATCH_FILE.split(patch), ""
+    parts, previous = _pattern("patch-file").split(patch), ""
     for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
         lines, path = body.splitlines(), relative(named)
         removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
@@ -262,28 +245,24 @@ def patch_edits(patch: str, relative: Callable[[str], str]) -> Iterator[FileEdit
         previous = path
 
 
-def edited_values(edits: Iterable[FileEdit]) -> list[EditedValue]:
-    """The values `edits` changed, renames included."""
+def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
+    """The values `edits` changed, renames included: each key an edit took out with one value
+    and put in with another, the n-th of a key with the n-th (two sections of one file); a
+    runtime's new pin also with no old one."""
     found: list[EditedValue] = []
     for path, removed, added, moved_from in edits:
         if moved_from:
             found.append(EditedValue(moved_from, RENAMED, moved_from, path))
-        found.extend(_changed(path, removed, added))
-    return list(dict.fromkeys(found))
-
-
-def _changed(path: str, removed: list[str], added: list[str]) -> Iterator[EditedValue]:
-    """Each key the edit took out with one value and put in with another, the n-th of a key
-    with the n-th (two sections of one file); a runtime's new pin also with no old one."""
-    before: dict[str, list[str]] = {}
-    for key, value in _keyed(path, removed):
-        before.setdefault(key, []).append(value)
-    seen: dict[str, int] = {}
-    for key, value in _keyed(path, added):
-        index = seen[key] = seen.get(key, -1) + 1
-        olds = [*before.get(key, []), *([""] if key.endswith(_PINNED) else [])]
-        if index < len(olds) and olds[index] != value:
-            yield EditedValue(path, key, olds[index], value)
+        before: dict[str, list[str]] = {}
+        for key, value in _keyed(path, removed):
+            before.setdefault(key, []).append(value)
+        seen: dict[str, int] = {}
+        for key, value in _keyed(path, added):
+            index = seen[key] = seen.get(key, -1) + 1
+            olds = [*before.get(key, []), *([""] if key.endswith(_PINNED) else [])]
+            if index < len(olds) and olds[index] != value:
+                found.append(EditedValue(path, key, olds[index], value))
+    return tuple(dict.fromkeys(found))
 
 
 def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
@@ -291,12 +270,13 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     a secret is read redacted and left out."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    config = extension in word_list("config-extensions") or bool(_CONFIG_NAMES.match(name))
+    named = _pattern("config-name").match(name) is not None
+    config = named or extension in word_list("config-extensions")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
-        match = _SETTING.match(redact(line).text) if config else None
+        match = _pattern("setting").match(redact(line).text) if config else None
         value = one_line(match["value"]).strip("\"'") if match else ""
         if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
             yield match["key"], value
@@ -307,10 +287,9 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     code recorded, only the output's first and last lines tell: its middle may be a file that
     merely mentions an error. A call the agent's client refused to run ("File has not been
     read yet") shows how the agent used its tools, not how the project behaves."""
-    spelling = _spelling()
     stripped = (line.strip() for line in item.text.splitlines())
-    lines = [line for line in stripped if line and not re.match(spelling["status-line"], line)]
-    shapes = spelling["failure-lines"]
+    lines = [line for line in stripped if line and not _pattern("status-line").match(line)]
+    shapes = _spelling()["failure-lines"]
     edges = [line for line in lines[:1] + lines[-1:] if any(re.search(s, line) for s in shapes)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
     call.printed = tuple(lines) if len(lines) <= 2 else ()
@@ -321,11 +300,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
             "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
         )
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
-    return re.match(spelling["refused"], item.text) is None
-
-
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
-_ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
+    return _pattern("refused").match(item.text) is None
 
 
 def printed_fact(call: Call) -> tuple[str, str] | None:
@@ -337,7 +312,8 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
     if len(argv) < 2 or "|" in call.command:
         return None
     line, extra, subject = call.printed[0], call.printed[1:], ""
-    value, name, versions = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1], _VERSION.findall(line)
+    value, name = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1]
+    versions = _pattern("version").findall(line)
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
         subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
     elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
@@ -350,7 +326,7 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
     elif argv[-2] in word_list("field-flags"):
         subject = f"{argv[0]} {argv[-1].lstrip('.')}"
     secret = any(word in subject.lower() for word in word_list("secret-names"))
-    if not subject or extra or secret or not _ONE_VALUE.fullmatch(value):
+    if not subject or extra or secret or not _pattern("one-value").fullmatch(value):
         return None
     if redact(value).text != value:
         return None
