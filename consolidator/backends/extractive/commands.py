@@ -36,6 +36,31 @@ _PINNED = " version"
 Relative = Callable[[str], str]
 
 
+_EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
+_READING_TOOL = re.compile(r"read|view|list|search")
+_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
+# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
+_REDIRECT = re.compile(r"[<>]")
+_PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
+# A quote or backslash: the only reason to split a command's words the shell's slow way.
+_QUOTING = re.compile(r"[\"'\\]")
+_WORD = re.compile(r"[^ \t\r\n]+")
+# A patch's file sections; "Move to" opens the section of the file's new path.
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)[ \t\r]*$", re.M
+)
+_CONFIG_NAME = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
+# `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
+_SETTING = re.compile(
+    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*"
+    r"(?P<value>[^\s{\[#][^#]*?)\s*,?\s*$"
+)
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
+_ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
+
+
 @dataclass
 class Call:
     tool: str
@@ -69,7 +94,7 @@ class FileEdit(NamedTuple):
 
 @cache
 def _spelling() -> dict[str, Any]:
-    """How the agents spell a tool call and what it holds (`calls.json` beside this module)."""
+    """How the agents spell a tool call (`calls.json` beside this module)."""
     data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
     return dict(json.loads(data))
 
@@ -100,8 +125,8 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
         named = _text(payload, "path")
         paths = (relative(named),) if named and "\n" not in named else ()
         listed = tool.lower() in word_list("read-only-tools")
-        editor = not listed and _pattern("edit-tool").search(tool) is not None
-        reads = listed or (not editor and _pattern("reading-tool").match(tool.lower()) is not None)
+        editor = not listed and _EDIT_TOOL.search(tool) is not None
+        reads = listed or (not editor and _READING_TOOL.match(tool.lower()) is not None)
         line = f"{tool} {' '.join(paths) or _text(payload, 'detail')}"
         edited, mentioned = (paths, ()) if editor else ((), paths)
         call = Call(tool, line, tool, frozenset(paths), edited, mentioned, reads)
@@ -144,8 +169,8 @@ def _text(payload: dict[str, Any], name: str) -> str:
 
 def _argv(segment: str) -> list[str]:
     """A command's words, read the shell's (slow) way only when a quote or backslash is there."""
-    if not _pattern("quoting").search(segment):
-        return _pattern("word").findall(segment)
+    if not _QUOTING.search(segment):
+        return _WORD.findall(segment)
     try:
         return shlex.split(segment)
     except ValueError:
@@ -156,7 +181,7 @@ def _files_named(command: str, relative: Relative) -> tuple[tuple[str, ...], lis
     """The files a shell command names, and the moves of those it renamed with `git mv`."""
     named: list[str] = []
     moves: list[FileEdit] = []
-    for argv in map(_argv, _pattern("segment-split").split(command.strip())):
+    for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
         named += [relative(path) for path in map(_path_in, argv) if path]
         paths = [arg for arg in argv[2:] if not arg.startswith("-")]
         if argv[:2] == ["git", "mv"] and len(paths) == 2:
@@ -170,7 +195,7 @@ def _path_in(token: str) -> str:
     """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
     path = token.split("::", 1)[0]
     extension = path.rsplit(".", 1)[-1]
-    if not _pattern("path-token").fullmatch(path) or "://" in path:
+    if not _PATH_TOKEN.fullmatch(path) or "://" in path:
         return ""
     known = extension.lower() in word_list("file-extensions")
     return path if known or ("/" in path and not extension.isdigit()) else ""
@@ -180,11 +205,9 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     """What a command runs (`pytest`, `make lint`), its notable arguments, and whether it only
     reads: wrappers, runners, `python -m` and shells are looked through."""
     first_line = (command.strip().splitlines() or [""])[0]
-    for segment in _pattern("segment-split").split(first_line):
+    for segment in _SEGMENT_SPLIT.split(first_line):
         argv = _argv(segment)
-        while argv and (
-            _pattern("env-assignment").match(argv[0]) or argv[0] in word_list("wrappers")
-        ):
+        while argv and (_ENV_ASSIGNMENT.match(argv[0]) or argv[0] in word_list("wrappers")):
             argv = argv[1:]
         if not argv or argv[0] in word_list("setup-programs"):
             continue
@@ -216,9 +239,9 @@ def command_family(command: str) -> str:
 
 
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or _pattern("redirect").search(arg):
+    if arg.startswith("-") or len(arg) < 3 or _REDIRECT.search(arg):
         return ""
-    value = _pattern("version-suffix").sub("", arg.split("::", 1)[0])
+    value = _VERSION_SUFFIX.sub("", arg.split("::", 1)[0])
     value = value.removeprefix("./").rstrip("/")
     generic = arg.lower() in word_list("generic-args")
     return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
@@ -237,7 +260,7 @@ def _command_line(command: str) -> str:
 
 def patch_edits(patch: str, relative: Relative) -> Iterator[FileEdit]:
     """A Codex `apply_patch`, file section by file section."""
-    parts, previous = _pattern("patch-file").split(patch), ""
+    parts, previous = _PATCH_FILE.split(patch), ""
     for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
         lines, path = body.splitlines(), relative(named)
         removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
@@ -270,13 +293,13 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     a secret is read redacted and left out."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    named = _pattern("config-name").match(name) is not None
+    named = _CONFIG_NAME.match(name) is not None
     config = named or extension in word_list("config-extensions")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
-        match = _pattern("setting").match(redact(line).text) if config else None
+        match = _SETTING.match(redact(line).text) if config else None
         value = one_line(match["value"]).strip("\"'") if match else ""
         if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
             yield match["key"], value
@@ -313,7 +336,7 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
         return None
     line, extra, subject = call.printed[0], call.printed[1:], ""
     value, name = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1]
-    versions = _pattern("version").findall(line)
+    versions = _VERSION.findall(line)
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
         subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
     elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
@@ -326,7 +349,7 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
     elif argv[-2] in word_list("field-flags"):
         subject = f"{argv[0]} {argv[-1].lstrip('.')}"
     secret = any(word in subject.lower() for word in word_list("secret-names"))
-    if not subject or extra or secret or not _pattern("one-value").fullmatch(value):
+    if not subject or extra or secret or not _ONE_VALUE.fullmatch(value):
         return None
     if redact(value).text != value:
         return None

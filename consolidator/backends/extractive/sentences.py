@@ -16,28 +16,18 @@ _LEAD_IN = rule("structure.lead-in")
 _MAX_PARAGRAPH_CHARS = 4000
 _NO_BREAK = rule("structure.no-break")
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
-# What the segmenter cuts at or reads a list item by (a full stop, a closing parenthesis, a
-# dash before a quote), and the marks it stands in for those while it works: a text with
-# none of them is one sentence, without the segmenter's dozens of passes over it.
-_SEGMENTER_MARKS = re.compile(
-    "[.!?)\u01aa\u01c3\u0238\u0239\u060c\u14f0\u14f1\u14f3\u14f4\u14f7\u14f8\u2043\u222e\u222f"
-    "\u232c\u238b\u2604\u2607\u2608\u2609\u260f\u261d\u265d\u265f\u2668\u266c\u266d\u2702"
-    "\u3002\u300d\uff01\uff08\uff09\uff0e\uff1f]"
-    "|-[\"'\u201c\u201d]"
-)
-
-
-def _segments(paragraph: str) -> list[str]:
-    """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
-    the segmenter reads a copy where those full stops are masked."""
-    return list(_masked_segments(paragraph))
+# What the segmenter cuts at or reads a list item by: an ASCII text with none of these is one
+# sentence, without the segmenter's dozens of passes over it.
+_SEGMENTER_MARKS = re.compile(r"[.!?)]|-[\"']")
 
 
 @lru_cache(maxsize=4096)
-def _masked_segments(paragraph: str) -> tuple[str, ...]:
-    """`_segments`, remembered: sessions say "sounds good, go ahead" again and again."""
+def _segments(paragraph: str) -> tuple[str, ...]:
+    """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
+    the segmenter reads a copy where those full stops are masked. Remembered: sessions say
+    "sounds good, go ahead" again and again."""
     masked = _NO_BREAK.regex.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
-    if not _SEGMENTER_MARKS.search(masked):
+    if masked.isascii() and not _SEGMENTER_MARKS.search(masked):
         # As the segmenter gives such a text: from its first character that is no space.
         start = len(paragraph) - len(paragraph.lstrip())
         return (paragraph[start:],) if start < len(paragraph) else ()
