@@ -21,12 +21,17 @@ _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 _SEGMENTER_MARKS = re.compile(r"[.!?)]|-[\"']")
 
 
-@lru_cache(maxsize=4096)
 def _segments(paragraph: str) -> tuple[str, ...]:
     """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
-    the segmenter reads a copy where those full stops are masked. Remembered: sessions say
-    "sounds good, go ahead" again and again."""
-    masked = _NO_BREAK.regex.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
+    the segmenter reads a copy where those full stops are masked."""
+    return _cut(paragraph, _NO_BREAK.regex)
+
+
+@lru_cache(maxsize=4096)
+def _cut(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
+    """`_segments`, remembered (sessions say "sounds good, go ahead" again and again) with the
+    masking pattern as part of the question: a switched-off rule reads nothing."""
+    masked = no_break.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
     if masked.isascii() and not _SEGMENTER_MARKS.search(masked):
         # As the segmenter gives such a text: from its first character that is no space.
         start = len(paragraph) - len(paragraph.lstrip())
