@@ -205,8 +205,7 @@ def supersedes(new: str, old: str) -> bool:
     subject = subject_of(new)
     if subject is None:
         return False
-    given = values_of_kind(new, subject.kind)
-    held = values_of_kind(old, subject.kind)
+    given, held = (values_of_kind(text, subject.kind) for text in (new, old))
     return bool(given and held) and not held & given and names_subject(old, subject)
 
 
