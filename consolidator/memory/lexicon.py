@@ -26,10 +26,6 @@ def shape(name: str) -> re.Pattern[str]:
     return re.compile(_lexicon()["in_text"][name])
 
 
-VERSION: Final = shape("version")
-TOOL_AT: Final = shape("tool-at")
-
-
 @lru_cache(maxsize=65536)
 def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     """The values `text` (in lower case) gives, once each, with the kind its shape says it
@@ -40,7 +36,7 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     found += [("port", m.group(1)) for m in shape("port").finditer(text) if m[1] not in lines]
     if shape("port-word").search(text):
         found += [("port", m[1]) for m in shape("bare-port").finditer(text) if m[1] not in lines]
-    found += [("version", m["version"]) for m in VERSION.finditer(text) if not m["bound"]]
+    found += [("version", m["version"]) for m in shape("version").finditer(text) if not m["bound"]]
     found += [("script", m.group(0).strip("`")) for m in shape("command").finditer(text)]
     found += [("name", m.group(1)) for m in shape("named").finditer(text)]
     found += [("region", m.group(0)) for m in shape("region").finditer(text)]

@@ -19,7 +19,7 @@ from typing import Final
 from consolidator.core.runtime_names import Runtime, StatedVersion, runtime_named, stated_versions
 from consolidator.memory import facts
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem, unmarked
-from consolidator.memory.lexicon import TOOL_AT, VERSION, shape, shaped_in, values_by_kind
+from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
 
 # What a subject is, by the noun that heads it ("the reporting db port": a port), and the
 # kinds of value each may have: a database is reached at a host or a port.
@@ -44,8 +44,29 @@ class Subject:
 
 
 def other_value(old: str, new: str) -> bool:
-    """Whether `new` gives another value of the subject `old` gives one of."""
-    return supersedes(new, old) or _other_plain_value(old, new) or _new_value(old, new)
+    """Whether `new` gives another value of the subject `old` gives one of, read three ways:
+    of the subject `new` names, in any words (`supersedes`); one plain word said to be
+    another ("the default branch is now main"); or one value of one kind each, the newer's
+    subject words all among the older's ("api port: 7071" after "the api listens on 7070"),
+    or, said as a change, the older's among its own ("ledger api on 7071 now")."""
+    if supersedes(new, old):
+        return True
+    before = shape("is-value").match(unmarked(old).strip())
+    after = shape("changed-to").search(new) or shape("is-value").match(new.strip())
+    if before and after and (after.re is not shape("is-value") or "now" in new.lower()):
+        subject = read(before["subject"]).subject
+        was, now = (found["value"].lower().rstrip(".") for found in (before, after))
+        if subject and subject == read(after["subject"]).subject and was != now:
+            return True
+    held, given = valued(old), valued(new)
+    if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
+        return False
+    older, newer = (read(text).stated.subject - _NOT_SUBJECT for text in (old, new))
+    if not older or not newer:
+        return False
+    return all(_among(word, older) for word in newer) or (
+        facts.says_change(new) and all(_among(word, newer) for word in older)
+    )
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
@@ -115,7 +136,7 @@ def subject_of(text: str) -> Subject | None:
         if qualifiers:
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
     plain = unmarked(text).lower()
-    tool = next((m for m in TOOL_AT.finditer(plain) if "." in m["version"]), None)
+    tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["version"]), None)
     if tool and tool["tool"] not in STOPWORDS:
         return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))
     # No noun of a kind: the words before the verb saying a change or a place, and the kind
@@ -184,8 +205,7 @@ def supersedes(new: str, old: str) -> bool:
     subject = subject_of(new)
     if subject is None:
         return False
-    given = values_of_kind(new, subject.kind)
-    held = values_of_kind(old, subject.kind)
+    given, held = (values_of_kind(text, subject.kind) for text in (new, old))
     return bool(given and held) and not held & given and names_subject(old, subject)
 
 
@@ -198,21 +218,6 @@ def holds_value(text: str, value: str, key: str = "") -> bool:
     word = SHORT_FORMS.get(key.lower(), key.lower())
     kind = _HEAD_KINDS.get(word)
     return not key or stem(word) in read(text).subject or wanted in values_of_kind(text, kind or "")
-
-
-def _new_value(old: str, new: str) -> bool:
-    """Each gives one value, of one kind, another one, and the newer's subject words are all
-    among the older's ("api port: 7071" after "the api listens on 7070"), or, said as a
-    change, the older's among its own ("ledger api on 7071 now")."""
-    before, after = valued(old), valued(new)
-    if len(before) != 1 or len(after) != 1 or before.keys() == after.keys():
-        return False
-    older, newer = _subject_words(old), _subject_words(new)
-    if [*before.values()] != [*after.values()] or not older or not newer:
-        return False
-    if all(_among(word, older) for word in newer):
-        return True
-    return facts.says_change(new) and all(_among(word, newer) for word in older)
 
 
 def same_kind(kind: str) -> str:
@@ -230,31 +235,6 @@ def valued(text: str) -> dict[str, str]:
     return found
 
 
-@lru_cache(maxsize=_CACHED)
-def _subject_words(text: str) -> frozenset[str]:
-    """The words of `text` that say which thing it is: not where it is, that it changed, or
-    what kind of value it has."""
-    return read(text).stated.subject - _NOT_SUBJECT
-
-
-def _other_plain_value(old: str, new: str) -> bool:
-    """`new` says the thing `old` says is one word changed to another, both in plain words."""
-    before = shape("is-value").match(unmarked(old).strip())
-    after = shape("changed-to").search(new) or shape("is-value").match(new.strip())
-    if (
-        before is None
-        or after is None
-        or (after.re is shape("is-value") and "now" not in new.lower())
-    ):
-        return False
-    subject = read(before["subject"]).subject
-    return (
-        bool(subject)
-        and subject == read(after["subject"]).subject
-        and before["value"].lower().rstrip(".") != after["value"].lower().rstrip(".")
-    )
-
-
 def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     """The versions of `runtime` an entry states: after its name ("node 18"), or anywhere in
     a sentence naming it by any of its names ("python has to be 3.8", "requires >=3.9")."""
@@ -262,4 +242,4 @@ def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     stated = [found for found in stated_versions(plain) if found.runtime == runtime]
     if stated or runtime not in map(runtime_named, re.findall(r"[a-z]+", plain.lower())):
         return stated
-    return [StatedVersion(runtime, m["version"]) for m in VERSION.finditer(plain)]
+    return [StatedVersion(runtime, m["version"]) for m in shape("version").finditer(plain)]

@@ -126,16 +126,15 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
     if not edit.old.strip():
         return block, [], []
     key = "" if edit.subject == RENAMED else edit.subject
-    kept, knowledge, preferences = _split(
-        block, lambda text: subjects.holds_value(text, edit.old, key)
-    )
+    kept, *gone = _split(block, lambda text: subjects.holds_value(text, edit.old, key))
     pattern = re.compile(rf"(?<![\w.-]){re.escape(edit.old)}(?![\w-])", re.IGNORECASE)
-    new_knowledge = [pattern.sub(lambda _: edit.new, facts.unmarked(text)) for text in knowledge]
+    knowledge, preferences = (
+        [pattern.sub(lambda _: edit.new, facts.unmarked(text)) for text in texts] for texts in gone
+    )
     if edit.subject == RENAMED and not knowledge and not preferences:
         old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]
-        new_knowledge.append(f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to.")
-    new_preferences = (pattern.sub(lambda _: edit.new, facts.unmarked(t)) for t in preferences)
-    return kept, dedupe(new_knowledge), dedupe(new_preferences)
+        knowledge.append(f"{code_span(edit.new)} is what {code_span(old_name)} was renamed to.")
+    return kept, dedupe(knowledge), dedupe(preferences)
 
 
 def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
