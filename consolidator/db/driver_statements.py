@@ -22,11 +22,10 @@ import weakref
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Dialect, Engine, event, literal_column, null
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import BindParameter
@@ -36,6 +35,7 @@ from consolidator.db.idle_driver import sqlite_utc_text as sqlite_utc_text
 from consolidator.db.schema import UTCDateTime
 
 Processor = Callable[[Any], Any] | None
+Kept = TypeVar("Kept")
 
 
 @dataclass(frozen=True)
@@ -182,47 +182,59 @@ def driver_statement(statement: Any, dialect: Dialect) -> DriverStatement:
     return DriverStatement.compile(statement, dialect)
 
 
-class _ThreadConnections:
-    """An engine's driver connections for these statements: one a thread, opened through the
-    engine (so its connect events tune it) and then kept out of its pool, with the busy
-    timeout off for good. A claim so spends nothing on a pool checkout, its return, or turning
-    the busy timeout off and on around the lock, which together cost a claim more than its
-    SQL. `Engine.dispose` closes them, as it closes the pool's."""
+class _ThreadConnections(Generic[Kept]):
+    """An engine's connections kept one a thread, out of its pool: `open` makes this thread's
+    (through the engine, so its connect events tune it), `close` ends one, whether its thread
+    has ended, it was found broken (`drop`) or the engine is disposed (`close_all`, which
+    `Engine.dispose` calls). A claim so spends nothing on a pool checkout, its return or the
+    pool's ping, which together cost a claim more than its SQL. `usable` says whether a kept
+    one may still be handed out (None: always)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = weakref.ref(engine)
+    def __init__(
+        self,
+        open_: Callable[[], Kept],
+        close: Callable[[Kept], None],
+        usable: Callable[[Kept], bool] | None = None,
+    ) -> None:
+        self.open = open_
+        self.close = close
+        self.usable = usable
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.opened: list[tuple[weakref.ref[threading.Thread], PoolProxiedConnection]] = []
+        self.opened: list[tuple[weakref.ref[threading.Thread], Kept]] = []
 
-    def connection(self) -> sqlite3.Connection:
-        driver: sqlite3.Connection | None = getattr(self.local, "driver", None)
-        return driver if driver is not None else self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        engine = self.engine()
-        assert engine is not None
-        pooled = engine.raw_connection()
-        driver = pooled.driver_connection
-        assert isinstance(driver, sqlite3.Connection)
-        pooled.detach()
-        driver.execute("PRAGMA busy_timeout = 0")
+    def connection(self) -> Kept:
+        kept: Kept | None = getattr(self.local, "kept", None)
+        if kept is not None and (self.usable is None or self.usable(kept)):
+            return kept
+        fresh = self.open()
         with self.lock:
-            # A thread that has ended left its connection here: close it.
-            ended = [entry for entry in self.opened if _ended(entry[0])]
+            # A thread that has ended left its connection here, and this one's own may be
+            # stale: close them.
+            ended = [entry for entry in self.opened if _ended(entry[0]) or entry[1] is kept]
             self.opened = [entry for entry in self.opened if entry not in ended]
-            self.opened.append((weakref.ref(threading.current_thread()), pooled))
+            self.opened.append((weakref.ref(threading.current_thread()), fresh))
         for _, gone in ended:
-            gone.close()
-        self.local.driver = driver
-        return driver
+            self.close(gone)
+        self.local.kept = fresh
+        return fresh
+
+    def drop(self) -> None:
+        """Forget and close this thread's connection: the next one is opened afresh."""
+        kept: Kept | None = getattr(self.local, "kept", None)
+        self.local.kept = None
+        if kept is None:
+            return
+        with self.lock:
+            self.opened = [entry for entry in self.opened if entry[1] is not kept]
+        self.close(kept)
 
     def close_all(self, _engine: Engine | None = None) -> None:
         with self.lock:
             opened, self.opened = self.opened, []
             self.local = threading.local()
-        for _, pooled in opened:
-            pooled.close()
+        for _, connection in opened:
+            self.close(connection)
 
 
 def _ended(thread: weakref.ref[threading.Thread]) -> bool:
@@ -230,8 +242,41 @@ def _ended(thread: weakref.ref[threading.Thread]) -> bool:
     return alive is None or not alive.is_alive()
 
 
-_CONNECTIONS: weakref.WeakKeyDictionary[Engine, _ThreadConnections] = weakref.WeakKeyDictionary()
-_CONNECTIONS_LOCK = threading.Lock()
+_KEEPERS: weakref.WeakKeyDictionary[Engine, _ThreadConnections[Any]] = weakref.WeakKeyDictionary()
+_KEEPERS_LOCK = threading.Lock()
+
+
+def _keeper(
+    engine: Engine, make: Callable[[Engine], _ThreadConnections[Kept]]
+) -> _ThreadConnections[Kept]:
+    """`engine`'s keeper (an engine is either SQLite's or PostgreSQL's, so it has one kind),
+    made by `make` the first time and closed with the engine."""
+    keeper = _KEEPERS.get(engine)
+    if keeper is None:
+        with _KEEPERS_LOCK:
+            keeper = _KEEPERS.get(engine)
+            if keeper is None:
+                keeper = _KEEPERS[engine] = make(engine)
+                event.listen(engine, "engine_disposed", keeper.close_all)
+    return keeper
+
+
+def _sqlite_keeper(engine: Engine) -> _ThreadConnections[sqlite3.Connection]:
+    """Driver connections with the busy timeout off for good (no switching it off and on
+    around the lock), detached from the pool, so closing one closes the driver's."""
+    reference = weakref.ref(engine)
+
+    def open_() -> sqlite3.Connection:
+        owner = reference()
+        assert owner is not None
+        pooled = owner.raw_connection()
+        driver = pooled.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        pooled.detach()
+        driver.execute("PRAGMA busy_timeout = 0")
+        return driver
+
+    return _ThreadConnections(open_, sqlite3.Connection.close)
 
 
 def driver_connection(engine: Engine) -> sqlite3.Connection:
@@ -239,14 +284,8 @@ def driver_connection(engine: Engine) -> sqlite3.Connection:
     SQLAlchemy `Connection` around it) and with the busy timeout off: `write_once` waits for
     the write lock itself, and a read that finds the database locked (only while a crashed
     writer's log is recovered) raises for the contention retry."""
-    connections = _CONNECTIONS.get(engine)
-    if connections is None:
-        with _CONNECTIONS_LOCK:
-            connections = _CONNECTIONS.get(engine)
-            if connections is None:
-                connections = _CONNECTIONS[engine] = _ThreadConnections(engine)
-                event.listen(engine, "engine_disposed", connections.close_all)
-    return connections.connection()
+    keeper: _ThreadConnections[sqlite3.Connection] = _keeper(engine, _sqlite_keeper)
+    return keeper.connection()
 
 
 def read_once(
@@ -291,76 +330,41 @@ def write_once(
         time.sleep(random.uniform(0.0005, 0.0015))
 
 
-class _ThreadAutocommitConnections:
-    """An engine's PostgreSQL connections for the claim: one a thread, checked out once and
-    kept, in autocommit. The pool pings a connection at every checkout, a round trip as long
-    as the claim's own UPDATE, so a claim that checked one out on every poll paid twice the
-    floor's round trips; a kept one pays only its statements. A connection found broken is
-    dropped (`drop_autocommit_connection`) and the next claim checks out a fresh, pinged
-    one. `Engine.dispose` closes them."""
+def _autocommit_keeper(engine: Engine) -> _ThreadConnections[Connection]:
+    """PostgreSQL connections checked out once and kept, in autocommit. The pool pings a
+    connection at every checkout, a round trip as long as the claim's own statement, so a
+    claim that checked one out on every poll paid twice the floor's round trips."""
+    reference = weakref.ref(engine)
 
-    def __init__(self) -> None:
-        self.local = threading.local()
-        self.lock = threading.Lock()
-        self.opened: list[tuple[weakref.ref[threading.Thread], Connection]] = []
-
-    def connection(self, engine: Engine) -> Connection:
-        kept: Connection | None = getattr(self.local, "connection", None)
-        if kept is not None and not kept.closed and not kept.invalidated:
-            return kept
-        connection = engine.connect()
+    def open_() -> Connection:
+        owner = reference()
+        assert owner is not None
+        connection = owner.connect()
         connection.execution_options(isolation_level="AUTOCOMMIT")
-        with self.lock:
-            ended = [entry for entry in self.opened if _ended(entry[0]) or entry[1] is kept]
-            self.opened = [entry for entry in self.opened if entry not in ended]
-            self.opened.append((weakref.ref(threading.current_thread()), connection))
-        for _, gone in ended:
-            gone.close()
-        self.local.connection = connection
         return connection
 
-    def drop(self) -> None:
-        kept: Connection | None = getattr(self.local, "connection", None)
-        self.local.connection = None
-        if kept is None:
+    def close(connection: Connection) -> None:
+        if connection.closed:
             return
-        with self.lock:
-            self.opened = [entry for entry in self.opened if entry[1] is not kept]
-        kept.invalidate()
-        kept.close()
+        # Its pool may be gone by now: closing alone would hand it back there, still open.
+        connection.invalidate()
+        connection.close()
 
-    def close_all(self, _engine: Engine | None = None) -> None:
-        with self.lock:
-            opened, self.opened = self.opened, []
-            self.local = threading.local()
-        for _, connection in opened:
-            # Its pool is gone by now: closing alone would hand it back there, still open.
-            connection.invalidate()
-            connection.close()
+    return _ThreadConnections(open_, close, _still_open)
 
 
-_AUTOCOMMIT: weakref.WeakKeyDictionary[Engine, _ThreadAutocommitConnections] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _autocommit_connections(engine: Engine) -> _ThreadAutocommitConnections:
-    connections = _AUTOCOMMIT.get(engine)
-    if connections is None:
-        with _CONNECTIONS_LOCK:
-            connections = _AUTOCOMMIT.get(engine)
-            if connections is None:
-                connections = _AUTOCOMMIT[engine] = _ThreadAutocommitConnections()
-                event.listen(engine, "engine_disposed", connections.close_all)
-    return connections
+def _still_open(connection: Connection) -> bool:
+    return not connection.closed and not connection.invalidated
 
 
 def autocommit_connection(engine: Engine) -> Connection:
     """This thread's kept PostgreSQL connection of `engine`, in autocommit: each statement on
-    it is one round trip, with no pool checkout (and its ping) before it."""
-    return _autocommit_connections(engine).connection(engine)
+    it is one round trip, with no pool checkout (and its ping) before it. One found broken is
+    dropped (`drop_autocommit_connection`) and the next claim checks out a fresh, pinged one."""
+    keeper: _ThreadConnections[Connection] = _keeper(engine, _autocommit_keeper)
+    return keeper.connection()
 
 
 def drop_autocommit_connection(engine: Engine) -> None:
     """Forget (and close) this thread's kept connection of `engine`, after it broke."""
-    _autocommit_connections(engine).drop()
+    _keeper(engine, _autocommit_keeper).drop()

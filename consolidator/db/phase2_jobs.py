@@ -1,6 +1,7 @@
-"""Phase two's claim: one global job, claimed by one guarded UPDATE whose row count decides
+"""Phase two's claim: one global job, claimed by one guarded UPDATE whose returned row decides
 (`claimable.py` holds the rules: the normal one, where a waiting note skips the cooldown, and a
-rebuild's that only a live lease refuses); a refused claim reads the job to name why."""
+rebuild's that only a live lease refuses); a refused claim names why from the job row, read in
+the same statement on PostgreSQL and right after it on SQLite."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from consolidator.db.leases import job_of, new_ownership_token, record_failure
 from consolidator.db.outcomes import PHASE2_JOB, run_state_of
 from consolidator.db.records import PHASE2, PHASE2_KEY, Claim, ClaimOutcome, JobRecord, RunState
 from consolidator.db.schema import Job
-from consolidator.db.statements import PHASE2_STATE, PHASE2_STATE_AND_CLOCK, phase2_claim
+from consolidator.db.statements import PHASE2_STATE, phase2_claim, phase2_claim_or_state
 
 # How long a phase-two claim waits for SQLite's write lock before it re-reads the job.
 CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
@@ -66,7 +67,7 @@ class _SqliteClaim:
 
 
 @functools.cache
-def _sqlite_claim(
+def _sqlite_claim_statement(
     force: bool, spans: tuple[timedelta, timedelta, timedelta], lease_seconds: int, dialect: Any
 ) -> _SqliteClaim:
     statement = driver_statement(phase2_claim(force, False), dialect)
@@ -77,10 +78,6 @@ def _sqlite_claim(
     slots = {"claim_token": 0, "claim_worker": 1}
     slots |= {name: 2 + distinct.index(offset) for name, offset in offsets.items()}
     return _SqliteClaim(statement, distinct, statement.binder(slots))
-
-
-# SQLite's driver connection, or a SQLAlchemy connection to PostgreSQL in autocommit.
-ClaimConnection = sqlite3.Connection | Connection
 
 
 @dataclass(frozen=True)
@@ -138,97 +135,38 @@ class PhaseTwoJobRepository:
 
         - One guarded UPDATE: not leased by a live owner, past backoff, with input changes
           after the last success's watermark, and past the cooldown unless a note waits
-          (`claimable.PHASE2_RULE`). Its row count decides.
+          (`claimable.PHASE2_RULE`). Whether it updated the row decides.
         - `claimed` carries a fresh token, a higher epoch and the watermark it will consume.
-        - A refused claim then reads the job to name its refusal, in order of precedence:
+        - A refused claim names its refusal from the job row, in order of precedence:
           running, up to date, retry backoff, cooldown. `skipped_up_to_date` claims nothing
           and leaves the cooldown alone.
-        - Many processes poll this at once (bench P7). On SQLite the write lock is held for
-          the UPDATE alone (`driver_statements.write_once`), and a claim that cannot take it
-          at once reads the job instead of queueing: when that shows a refusal, it returns it
-          without waiting behind other writers; only the guarded UPDATE claims.
+        - Many processes poll this at once (bench P7). On PostgreSQL the UPDATE and the read
+          that names a refusal are one statement (`statements.phase2_claim_or_state`), one
+          round trip either way. On SQLite the write lock is held for the UPDATE alone
+          (`driver_statements.write_once`), a refusal is read after it, and a claim that
+          cannot take the lock at once reads the job instead of queueing: when that shows a
+          refusal, it returns it without waiting behind other writers.
         - `force` (a rebuild the user asked for) is refused only by a live lease.
         """
+        rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
         if self.db.sqlite:
-            return self._claim(driver_connection(self.db.engine), lease_seconds, force)
+            return self._sqlite_claim(driver_connection(self.db.engine), rule, lease_seconds)
         try:
-            return self._claim(autocommit_connection(self.db.engine), lease_seconds, force)
+            return self._postgres_claim(autocommit_connection(self.db.engine), rule, lease_seconds)
         except DBAPIError as exc:
             if not exc.connection_invalidated:
                 raise
             drop_autocommit_connection(self.db.engine)
-        return self._claim(autocommit_connection(self.db.engine), lease_seconds, force)
+        return self._postgres_claim(autocommit_connection(self.db.engine), rule, lease_seconds)
 
-    def _claim(self, connection: ClaimConnection, lease_seconds: int, force: bool) -> Claim:
-        """The claim on one connection for all its statements.
-
-        On SQLite it is the thread's own driver connection (`driver_statements`), in
-        autocommit (each read its own transaction, the write `write_once`). On PostgreSQL
-        it is the thread's kept one in autocommit (`autocommit_connection`), so each
-        statement is one round trip instead of three, no pool checkout pings the server
-        first, and no transaction stays open while a busy host schedules the process.
-        """
-        rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        while True:
-            patient = time.monotonic() > deadline
-            try:
-                claim = self._claim_once(connection, rule, lease_seconds, patient=patient)
-            except WriteLockBusy:
-                claim = self._refused(connection, rule, lease_seconds, lost=False)
-            if claim is not None:
-                return claim
-
-    def _claim_once(
-        self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, patient: bool
-    ) -> Claim | None:
-        """The guarded UPDATE and, when it claims nothing, the refusal (None: the job row was
-        missing and has been created).
-
-        On SQLite an impatient attempt waits only briefly for the write lock and raises
-        `WriteLockBusy`, so that the caller reads the job first: the claimer it queued behind
-        has usually taken the job by then, and the answer is a refusal without more waiting.
-        """
-        token = new_ownership_token()
-        claimed = self._claim_row(connection, rule, token, lease_seconds, patient=patient)
-        if claimed is None:
-            return self._refused(connection, rule, lease_seconds, lost=True)
-        row, now = claimed
-        if has_deadline(row):
-            self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
-        epoch, watermark = int(row.lease_epoch), int(row.claimed_watermark or 0)
-        return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark)
-
-    def _claim_row(
-        self,
-        connection: ClaimConnection,
-        rule: Rule,
-        token: str,
-        lease_seconds: int,
-        *,
-        patient: bool,
-    ) -> tuple[Any, datetime] | None:
-        """The guarded UPDATE of `rule`: the claimed row (its epoch, watermark and deadlines)
-        and the time it was claimed at, or None. Its statement and parameters are ready
-        before the write lock is taken."""
-        force = rule is PHASE2_FORCED_RULE
-        if isinstance(connection, sqlite3.Connection):
-            claim = _sqlite_claim(
-                force,
-                self.db.deadlines.spans(lease_seconds=lease_seconds),
-                lease_seconds,
-                self.db.engine.dialect,
-            )
-            now = self.db.host_now()
-            patience = None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS
-            _, raw = write_once(
-                connection,
-                claim.statement,
-                claim.parameters(token, self.db.worker_id, now),
-                patience=patience,
-            )
-            return (claim.statement.rows(raw)[0], now) if raw else None
-        values: dict[str, Any] = {"claim_token": token, "claim_worker": self.db.worker_id}
+    def _postgres_claim(self, connection: Connection, rule: Rule, lease_seconds: int) -> Claim:
+        """The claim on this thread's kept connection in autocommit (`autocommit_connection`):
+        one statement, one round trip, no pool checkout pinging the server first, and no
+        transaction left open while a busy host schedules the process. Everything but the
+        statement (its values, the refusal's naming, the excursions' log) runs before or after
+        it, when PostgreSQL has already committed."""
+        values: dict[str, Any] = {"claim_token": new_ownership_token()}
+        values["claim_worker"] = self.db.worker_id
         database_clock = self.db.clock is None
         if database_clock:
             values.update(self.db.deadlines.span_parameters(lease_seconds=lease_seconds))
@@ -237,46 +175,94 @@ class PhaseTwoJobRepository:
             now = self.db.host_now()
             values.update(moment_parameters(self.db.moment(now, lease_seconds=lease_seconds)))
             values["claim_lease_until"] = now + timedelta(seconds=lease_seconds)
-        row = connection.execute(phase2_claim(force, database_clock), values).first()
-        if row is None:
-            return None
-        return row, row.started_at if database_clock else now
+        statement = phase2_claim_or_state(rule is PHASE2_FORCED_RULE, database_clock)
+        while True:
+            row = connection.execute(statement, values).first()
+            if row is not None:
+                break
+            create_phase2_job(connection)
+        if database_clock:
+            now = row.database_now.astimezone(UTC)
+        if row.claimed_epoch is None:
+            # Claimable as the statement found it: another claimer's UPDATE came first.
+            outcome = self._refusal(rule, row, now, lease_seconds)
+            return Claim(outcome or ClaimOutcome.SKIPPED_RUNNING, PHASE2, PHASE2_KEY)
+        if has_deadline(row):
+            self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
+        return self._claimed(values["claim_token"], row.claimed_epoch, row.claimed_to)
 
-    def _refused(
-        self, connection: ClaimConnection, rule: Rule, lease_seconds: int, *, lost: bool
+    def _sqlite_claim(
+        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int
+    ) -> Claim:
+        """The claim on this thread's own driver connection (`driver_statements`), in
+        autocommit: each read its own transaction, the write `write_once`. An impatient
+        attempt waits only briefly for the write lock and then reads the job first: the
+        claimer it queued behind has usually taken the job by then, and the answer is a
+        refusal without more waiting."""
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            patient = time.monotonic() > deadline
+            try:
+                claim = self._sqlite_claim_once(connection, rule, lease_seconds, patient=patient)
+            except WriteLockBusy:
+                claim = self._sqlite_refused(connection, rule, lease_seconds, lost=False)
+            if claim is not None:
+                return claim
+
+    def _sqlite_claim_once(
+        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int, *, patient: bool
+    ) -> Claim | None:
+        """The guarded UPDATE and, when it claims nothing, the refusal (None: the job row was
+        missing and has been created). Its statement and parameters are ready before the
+        write lock is taken, and its rows are read after it is gone."""
+        token = new_ownership_token()
+        claim = _sqlite_claim_statement(
+            rule is PHASE2_FORCED_RULE,
+            self.db.deadlines.spans(lease_seconds=lease_seconds),
+            lease_seconds,
+            self.db.engine.dialect,
+        )
+        now = self.db.host_now()
+        _, raw = write_once(
+            connection,
+            claim.statement,
+            claim.parameters(token, self.db.worker_id, now),
+            patience=None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS,
+        )
+        if not raw:
+            return self._sqlite_refused(connection, rule, lease_seconds, lost=True)
+        row = claim.statement.rows(raw)[0]
+        if has_deadline(row):
+            self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
+        return self._claimed(token, row.lease_epoch, row.claimed_watermark)
+
+    def _sqlite_refused(
+        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int, *, lost: bool
     ) -> Claim | None:
         """The refusal a read of the job shows, or None when it shows the job claimable (or
         missing: then it is created). `lost`: a guarded UPDATE has just claimed nothing, so
         a job claimable now was lost to a claimer whose run ended before this read."""
-        state = self._phase2_state(connection)
-        if state is None:
-            self._create_job(connection)
+        statement = driver_statement(PHASE2_STATE, self.db.engine.dialect)
+        rows = read_once(connection, statement, statement.parameters())
+        if not rows:
+            with self.db.write() as writing:
+                create_phase2_job(writing)
             return None
-        job, now = state
-        moment = self.db.moment(now, lease_seconds=lease_seconds)
-        self.db.note_excursions(job, moment)
-        outcome = refusal(rule, job, moment)
+        outcome = self._refusal(rule, rows[0], self.db.host_now(), lease_seconds)
         if outcome is None and lost:
             outcome = ClaimOutcome.SKIPPED_RUNNING
         return None if outcome is None else Claim(outcome, PHASE2, PHASE2_KEY)
 
-    def _create_job(self, connection: ClaimConnection) -> None:
-        if isinstance(connection, sqlite3.Connection):
-            with self.db.write() as writing:
-                create_phase2_job(writing)
-        else:
-            create_phase2_job(connection)
+    def _refusal(
+        self, rule: Rule, job: Any, now: datetime, lease_seconds: int
+    ) -> ClaimOutcome | None:
+        """Why `rule` refuses `job` at `now` (None: it does not), its excursions logged."""
+        moment = self.db.moment(now, lease_seconds=lease_seconds)
+        self.db.note_excursions(job, moment)
+        return refusal(rule, job, moment)
 
-    def _phase2_state(self, connection: ClaimConnection) -> tuple[Any, datetime] | None:
-        """The phase-two job row with the input sequence (`input_seq`), and the time now."""
-        if isinstance(connection, sqlite3.Connection):
-            statement = driver_statement(PHASE2_STATE, self.db.engine.dialect)
-            rows = read_once(connection, statement, statement.parameters())
-            return (rows[0], self.db.host_now()) if rows else None
-        database_clock = self.db.clock is None
-        row = connection.execute(PHASE2_STATE_AND_CLOCK if database_clock else PHASE2_STATE).first()
-        if row is None:
-            return None
-        if database_clock:
-            return row, row.database_now.astimezone(UTC)
-        return row, self.db.now(connection)
+    @staticmethod
+    def _claimed(token: str, epoch: Any, watermark: Any) -> Claim:
+        return Claim(
+            ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, int(epoch), int(watermark or 0)
+        )

@@ -118,8 +118,6 @@ def thread_exists(*conditions: Any) -> Any:
 PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq"), NOTE_WAITING.label("note_waiting")).where(
     Job.kind == PHASE2, Job.job_key == PHASE2_KEY
 )
-# The same, with PostgreSQL's clock, so hosts with skewed clocks agree on lease expiry.
-PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("database_now"))
 
 
 # The phase-two job's row id, which its claim finds it by: one page of the table, where the
@@ -127,17 +125,8 @@ PHASE2_STATE_AND_CLOCK = PHASE2_STATE.add_columns(func.clock_timestamp().label("
 PHASE2_JOB_ID = 0
 
 
-@functools.cache
-def phase2_claim(force: bool, database_clock: bool) -> Any:
-    """The guarded UPDATE that claims the phase-two job under its rule (`force`: the rebuild's,
-    `PHASE2_FORCED_RULE`, else `PHASE2_RULE`), returning its new epoch,
-    the watermark claimed, and the deadlines a claim leaves (for `note_excursions`).
-
-    Its moment is bound (`MOMENT_PARAMETERS`, `claim_lease_until`), or with `database_clock`
-    PostgreSQL's own (`DATABASE_MOMENT`, `claim_lease_length`): then the clock is read by the
-    claim itself, not by a statement before it, and returned as `started_at`. Both take
-    `claim_token` and `claim_worker`.
-    """
+def _phase2_claim_update(force: bool, database_clock: bool) -> Any:
+    """The guarded UPDATE of `phase2_claim`, without what it returns."""
     rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
     if database_clock:
         moment = DATABASE_MOMENT
@@ -160,15 +149,56 @@ def phase2_claim(force: bool, database_clock: bool) -> Any:
             input_watermark=INPUT_SEQ,
             claimed_watermark=INPUT_SEQ,
         )
+    )
+
+
+@functools.cache
+def phase2_claim(force: bool, database_clock: bool) -> Any:
+    """The guarded UPDATE that claims the phase-two job under its rule (`force`: the rebuild's,
+    `PHASE2_FORCED_RULE`, else `PHASE2_RULE`), returning its new epoch, the watermark claimed,
+    and the deadlines a claim leaves (for `note_excursions`): SQLite's claim, which has no
+    UPDATE inside a WITH, so a refused claim reads the job (`PHASE2_STATE`) after it.
+
+    Its moment is bound (`MOMENT_PARAMETERS`, `claim_lease_until`), or with `database_clock`
+    PostgreSQL's own (`DATABASE_MOMENT`, `claim_lease_length`), returned as `started_at`.
+    Both take `claim_token` and `claim_worker`.
+    """
+    return _phase2_claim_update(force, database_clock).returning(
+        Job.lease_epoch,
+        Job.claimed_watermark,
+        Job.kind,
+        Job.job_key,
+        Job.retry_at,
+        Job.cooldown_until,
+        *([Job.started_at] if database_clock else []),
+    )
+
+
+@functools.cache
+def phase2_claim_or_state(force: bool, database_clock: bool) -> Any:
+    """PostgreSQL's claim, one round trip whether it claims or is refused: the guarded UPDATE
+    of `phase2_claim` in a WITH, and the job row as the statement found it (`PHASE2_STATE`'s
+    columns, read from the statement's snapshot, so before the UPDATE), so that a refusal is
+    named without a second read. `claimed_epoch` and `claimed_to` (the new epoch and the
+    watermark claimed) are NULL when nothing was claimed; no row at all means no job row.
+
+    Its moment is bound (as SQLite's), or with `database_clock` PostgreSQL's own
+    (`DATABASE_MOMENT`, `claim_lease_length`), returned as `database_now`: the clock is read
+    by the claim itself, the same for the UPDATE's guard and the refusal named after it."""
+    claimed = (
+        _phase2_claim_update(force, database_clock)
         .returning(
-            Job.lease_epoch,
-            Job.claimed_watermark,
-            Job.kind,
-            Job.job_key,
-            Job.retry_at,
-            Job.cooldown_until,
-            *([Job.started_at] if database_clock else []),
+            Job.lease_epoch.label("claimed_epoch"), Job.claimed_watermark.label("claimed_to")
         )
+        .cte("claimed")
+    )
+    columns = [*PHASE2_STATE.selected_columns, claimed.c.claimed_epoch, claimed.c.claimed_to]
+    if database_clock:
+        columns.append(DATABASE_MOMENT.now.label("database_now"))
+    return (
+        select(*columns)
+        .select_from(JOBS.outerjoin(claimed, true()))
+        .where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
     )
 
 

@@ -157,3 +157,30 @@ def test_a_postgresql_claim_outlives_its_kept_connection_and_closes_with_the_eng
     engine.dispose()
     assert not _backend_alive(engine, kept), "the claim's connection outlived the engine"
     engine.dispose()
+
+
+def test_every_postgresql_claim_is_one_statement_whether_claimed_or_refused(
+    pg_url: str,
+) -> None:
+    """Under contention most claims are refused: a refusal must be named from the claim's own
+    statement, not from a second round trip after it."""
+    engine = create_db_engine(pg_url)
+    upgrade(engine)
+    store = Store(engine)
+    assert not store.phase_two.try_claim_phase2(lease_seconds=600).claimed  # creates the job
+    statements: list[str] = []
+    event.listen(
+        engine, "before_cursor_execute", lambda _c, _cur, sql, *_rest: statements.append(sql)
+    )
+
+    def claim_outcome() -> str:
+        statements.clear()
+        outcome = store.phase_two.try_claim_phase2(lease_seconds=600).outcome.value
+        assert len(statements) == 1, statements
+        return outcome
+
+    assert claim_outcome() == "skipped_up_to_date"
+    add_output(store, "a", "a")
+    assert claim_outcome() == "claimed"
+    assert claim_outcome() == "skipped_running"
+    engine.dispose()
