@@ -127,8 +127,8 @@ def _first(
     """`first`, remembered: the reader asks the same of a sentence again and again (each
     condition of each row it tries). The rules switched off are part of the question."""
     cue: Reading | None = None
-    for row in _rows(kinds):
-        if (found := row.find(text)) is None:
+    for row in table():
+        if not (row.kind in kinds or row.id in kinds) or (found := row.find(text)) is None:
             continue
         if row.cue:
             if cue is None and found.start() == 0:
@@ -154,30 +154,21 @@ def holds(
     given: frozenset[str] = frozenset(),
     found: re.Match[str] | None = None,
 ) -> bool:
-    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id,
-    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it, and
-    "name:" before it reads the group of that name in the row's match instead of the text."""
-    return all(_holds(token, text, given, found) for token in condition.split("+"))
-
-
-def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | None) -> bool:
-    group, colon, token = token.rpartition(":")
-    if colon and found is not None:
-        text = found[group] or ""
-    if token.startswith("!"):
-        return not _holds(token[1:], text, given, None)
-    if token.startswith("words>="):
-        return len(text.split()) >= int(token[len("words>=") :])
-    rows = _rows((token,))
-    if token in given or not rows:
-        return token in given
-    return rows[0].reads(text) if rows[0].id == token else bool(first(text, token, given=given))
-
-
-@cache
-def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
-    """The rows of `kinds` (kinds or ids), by precedence."""
-    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
+    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id
+    (its row reads the text), a kind (a row of it decides), "words>=N", or a flag the caller
+    gives; "!" negates it, and "name:" before it reads the group of that name in the row's
+    match instead of the text."""
+    for token in condition.split("+"):
+        group, colon, token = token.rpartition(":")
+        said = (found[group] or "") if colon and found is not None else text
+        negated, token = token.startswith("!"), token.lstrip("!")
+        if token in given or token.startswith("words>="):
+            met = token in given or len(said.split()) >= int(token[len("words>=") :])
+        else:
+            met = rule(token).reads(said) if "." in token else bool(first(said, token, given=given))
+        if met == negated:
+            return False
+    return True
 
 
 @cache

@@ -140,7 +140,11 @@ def _run_on(sentence: str) -> list[str]:
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
-    message's place (the opening request is the task: a plain remark in it is no fact)."""
+    message's place. Read by no rule (or by one for the moment, which sets none), a part is
+    a fact when it states a subject and what it is or does, with a value in what is stated
+    (not in an order beside it, "make it 240, ..."), or in a few words about more than a
+    pronoun ("it works now" says nothing for later); the opening request is the task, so a
+    plain remark in it is a fact only with a value or a change."""
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
     read.revoked.extend(negated_values(bare))
@@ -154,23 +158,13 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
         read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
         _correction(bare, read)
-    elif kind in ("", "moment"):  # a rule for the moment sets none, but may state something
+    elif kind in ("", "moment"):
         said = rule("fact.cue").regex.sub("", bare)
-        if stated := _stated(said, given):
-            read.add(read.facts, _statement(said), stated)
-
-
-def _stated(said: str, given: set[str]) -> str:
-    """The rule that reads `said` as a statement about the project: a subject and what it is
-    or does, with a value in what is stated (not in an order beside it, "make it 240, ..."),
-    or in a few words about more than a pronoun ("it works now" says nothing for later). The
-    opening request states it only with a value or a change."""
-    parts = [said, *clauses(said)[1:]]
-    chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
-    found = first(next(chosen, ""), "statement")
-    if found is None or not ({"later", "change"} & given or holds("shape.value", said)):
-        return ""
-    return found.rule.id
+        parts = [said, *clauses(said)[1:]]
+        chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
+        stated = first(next(chosen, ""), "statement")
+        if stated and ({"later", "change"} & given or holds("shape.value", said)):
+            read.add(read.facts, _statement(said), stated.rule.id)
 
 
 def _statement(text: str, *, user: bool = True) -> str:
