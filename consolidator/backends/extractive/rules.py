@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources import files
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeAlias
 
 # What an entry read from evidence rather than from a sentence is named after: a note handed
 # over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
@@ -32,6 +32,8 @@ DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _CLAUSES: Final = re.compile(r"[,;:.]\s+|\s+(?:--?|\u2014)\s+")
 _NOTHING: Final = re.compile(r"(?!)")
+# What a row's conditions read beside the text: the groups of its match, or named parts.
+_Parts: TypeAlias = re.Match[str] | Mapping[str, str] | None
 
 
 def clauses(text: str) -> list[str]:
@@ -52,12 +54,14 @@ class Rule:
     examples: list[str]
     counter_examples: list[str]
     # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
-    # word, or the order in it.
+    # word, the order in it, or where a clause starts after a comma.
     reads_as: str = "sentence"
     requires: list[str] = field(default_factory=list)
     unless: list[str] = field(default_factory=list)
     strip: bool = False
     cue: bool = False
+    # Rows whose words count for nothing in this row's conditions (a request's scope).
+    apart: list[str] = field(default_factory=list)
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -79,6 +83,9 @@ class Rule:
             return next(filter(None, map(regex.fullmatch, tails)), None)
         if self.reads_as == "word":
             return next(filter(None, (regex.match(w.strip(".,;")) for w in text.split())), None)
+        if self.reads_as == "clause-start":
+            starts = (m.end() for m in rule("structure.clause-start").regex.finditer(text))
+            return next(filter(None, (regex.match(text, start) for start in starts)), None)
         if self.reads_as == "order" and first(text, "statement"):  # "..., use podman here"
             text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
         return regex.search(text)
@@ -136,23 +143,62 @@ def _first(
                 cue = Reading(row, text, found)
             continue
         reading = Reading(row, text[found.end() :].strip() if row.strip else text, found)
-        if _conditions_hold(reading, flags):
+        if _conditions_hold(*reading, flags):
             return reading
-    return cue if cue is not None and _conditions_hold(cue, flags) else None
+    return cue if cue is not None and _conditions_hold(*cue, flags) else None
 
 
-def _conditions_hold(reading: Reading, flags: frozenset[str]) -> bool:
-    row, said, found = reading
+def _conditions_hold(row: Rule, said: str, found: _Parts, flags: frozenset[str]) -> bool:
     return all(holds(c, said, flags, found) for c in row.requires) and not any(
         holds(c, said, flags, found) for c in row.unless
     )
+
+
+def cut(
+    text: str, lead_in: Callable[[str], str], kinds: Iterable[str] = ("request", "run-on")
+) -> list[str]:
+    """`text` cut where a clause starts that a row of `kinds` reads, its conditions holding
+    on the clause, lead-in read past, or on the part named before ":": "whole", "opening"
+    (up to the first clause start), "head" (since the last cut), "raw" (the clause as it
+    starts) or "first" (the clause up to its own next start). A "request" row drops all
+    before (the request a sentence opens with, beside what it states); "run-on" cuts."""
+    starts = list(rule("structure.clause-start").regex.finditer(text))
+    units: list[str] = []
+    begun = 0
+    for start in starts:
+        rest = lead_in(text[start.end() :])
+        parts = {
+            "whole": text,
+            "opening": text[: starts[0].end()],
+            "head": text[begun : start.start()],
+            "raw": text[start.end() :],
+            "rest": rest,
+            "first": rule("structure.clause-start").regex.split(rest, maxsplit=1)[0],
+        }
+        for row in table():
+            if row.kind not in kinds or not row.regex.match(text, start.end()):
+                continue
+            said = rest
+            for other in row.apart:
+                said = rule(other).regex.sub(" ", said)
+            if _conditions_hold(
+                row, said.strip(" .,;!") if row.apart else rest, parts, frozenset()
+            ):
+                break
+        else:
+            continue
+        if row.kind == "request":
+            return cut(rest, lead_in, ("run-on",))
+        units.append(parts["head"])
+        begun = start.end()
+    return [*units, text[begun:]]
 
 
 def holds(
     condition: str,
     text: str,
     given: frozenset[str] = frozenset(),
-    found: re.Match[str] | None = None,
+    found: _Parts = None,
 ) -> bool:
     """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id
     (its row reads the text), a kind (a row of it decides), "words>=N", or a flag the caller

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import Reading, clauses, first, holds, rule
+from consolidator.backends.extractive.rules import Reading, clauses, cut, first, holds, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
@@ -19,22 +19,11 @@ from consolidator.security.redaction import redact
 MAX_STATEMENTS = 8
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
-_CLAUSE_START = rule("structure.clause-start")
-_SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
 _PLAIN = "statement+!shape.vague-subject+words>=5"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
-# A statement of its own: about more than a pronoun, naming a resource.
-_ALONE = "statement+!shape.vague-subject+fact.resource"
-# What a user says on its own to be remembered: a value of something more than a pronoun,
-# or how a thing is done there ("put new fixtures in tests/fixtures/").
-_TOLD_ALONE = (
-    "statement+shape.value+!shape.vague-subject",
-    "statement+shape.there-is+shape.value",
-    "fact.how-to+!statement+!shape.at-hand",
-)
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 
@@ -88,54 +77,9 @@ def _units(sentence: str) -> list[str]:
     aside = rule("structure.aside").regex
     asides = [part for m in aside.finditer(sentence) for part in sentences(m[1])]
     parts = [aside.sub("", sentence).strip() if asides else sentence, *asides]
-    units = (unit for part in parts if part for unit in _run_on(_without_request(part)))
-    cut = ((unit, first(unit, "structure.order-after", given={"gone"})) for unit in units)
-    return [found.found["head"] if found else unit for unit, found in cut]
-
-
-def _without_request(sentence: str) -> str:
-    """`sentence` without the request it opens with when a later clause states something
-    or sets a rule ("fix the export, the fixtures are under tests/data/")."""
-    starts = [m.end() for m in _CLAUSE_START.regex.finditer(sentence)]
-    opening = sentence[: starts[0]] if starts else ""
-    if not opening or holds("statement", sentence):
-        return sentence
-    if first(opening, "take-back", given={"gone"}) or any(holds(s, opening) for s in _SCOPES):
-        return sentence
-    for start in starts:
-        if holds("structure.joined-clause", sentence[start:]):
-            continue  # "..., and you have 100% coverage" is no clause of its own
-        rest = strip_lead_in(sentence[start:])
-        head = _CLAUSE_START.regex.split(rest, maxsplit=1)[0]
-        if holds(_ALONE, rest) or any(holds(told, head) for told in _TOLD_ALONE):
-            return rest
-        rule_set = first(rest, "moment", "instruction")  # one for the moment sets none
-        if len(_beyond_scope(rest).split()) >= 3 and rule_set and rule_set.rule.kind != "moment":
-            return rest
-    return sentence
-
-
-def _beyond_scope(clause: str) -> str:
-    """`clause` without the words that only set where or how long a rule holds: "in all my
-    repos" after a request is the request's scope, not a rule of its own."""
-    for scope in _SCOPES:
-        clause = rule(scope).regex.sub(" ", clause)
-    return clause.strip(" .,;!")
-
-
-def _run_on(sentence: str) -> list[str]:
-    """`sentence` cut before each later clause that is a statement of its own (a subject that
-    is no pronoun and a resource named, or someone to ask) after a part that named a
-    resource."""
-    units: list[str] = []
-    begun = 0
-    for match in _CLAUSE_START.regex.finditer(sentence):
-        rest = strip_lead_in(sentence[match.end() :])
-        head = sentence[begun : match.start()]
-        if holds("fact.resource", head) and (holds(_ALONE, rest) or holds("person", rest)):
-            units.append(head)
-            begun = match.end()
-    return [*units, sentence[begun:]]
+    units = (unit for part in parts if part for unit in cut(part, strip_lead_in))
+    ordered = ((unit, first(unit, "structure.order-after", given={"gone"})) for unit in units)
+    return [found.found["head"] if found else unit for unit, found in ordered]
 
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
