@@ -90,6 +90,12 @@ class Rule:
             text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
         return regex.search(text)
 
+    def beside(self, text: str) -> str:
+        """`text` without what the rows `apart` read, stripped: what this row's conditions count."""
+        for other in self.apart:
+            text = rule(other).regex.sub(" ", text)
+        return text.strip(" .,;!") if self.apart else text
+
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
 
@@ -175,22 +181,15 @@ def cut(
             "rest": rest,
             "first": rule("structure.clause-start").regex.split(rest, maxsplit=1)[0],
         }
-        for row in table():
-            if row.kind not in kinds or not row.regex.match(text, start.end()):
-                continue
-            said = rest
-            for other in row.apart:
-                said = rule(other).regex.sub(" ", said)
-            if _conditions_hold(
-                row, said.strip(" .,;!") if row.apart else rest, parts, frozenset()
-            ):
-                break
-        else:
-            continue
-        if row.kind == "request":
+        rows = (row for row in table() if row.kind in kinds and row.regex.match(text, start.end()))
+        found = next(
+            (r for r in rows if _conditions_hold(r, r.beside(rest), parts, frozenset())), None
+        )
+        if found and found.kind == "request":
             return cut(rest, lead_in, ("run-on",))
-        units.append(parts["head"])
-        begun = start.end()
+        if found:
+            units.append(parts["head"])
+            begun = start.end()
     return [*units, text[begun:]]
 
 

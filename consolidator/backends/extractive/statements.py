@@ -61,9 +61,8 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
                 _read_unit(strip_lead_in(unit), number, read)
-    instructions, stated, revoked = (
-        dedupe(s for s in found if s) for found in (read.instructions, read.facts, read.revoked)
-    )
+    kept = (read.instructions, read.facts, read.revoked)
+    instructions, stated, revoked = (dedupe(found) for found in kept)
     return UserStatements(instructions, stated, revoked, read.rules)
 
 
@@ -224,4 +223,4 @@ def agent_statements(
             read.add(read.facts, _statement(found.said, user=False), found.rule.id)
         elif holds(_FOUND, bare) and not (facts.says_change(bare) or is_question(bare)):
             read.add(read.facts, _statement(bare, user=False), "shape.value")
-    return dedupe(f for f in read.facts if f), dedupe(c for c in read.revoked if c)
+    return dedupe(read.facts), dedupe(read.revoked)
