@@ -157,13 +157,10 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
     old = next((value for k, value in reversed(values_by_kind(previous)) if k == kind), None)
     if old is None or old == new or (told == sentence and not word.search(sentence)):
         return False
-    at = previous.rindex(old)
     into.remove(previous)
     read.revoked.append(old)
-    kept = read.rules.get(previous, "") if into is read.instructions else ""
-    read.add(
-        into, f"{previous[:at]}{new}{previous[at + len(old) :]}", kept or "correction.value-only"
-    )
+    kept = read.rules.get(previous) if into is read.instructions else None
+    read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
 
 
@@ -183,12 +180,9 @@ def _correction(sentence: str, read: UserStatements) -> None:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
         elif not found and not holds("structure.negation", clause):
-            it_is = rule("structure.it-is").regex
-            said = (
-                f"the {named} is {it_is.sub('', clause)}"
-                if named and it_is.match(clause)
-                else clause
-            )
+            said = clause
+            if named and (it_is := rule("structure.it-is").regex).match(clause):
+                said = f"the {named} is {it_is.sub('', clause)}"
             stated = holds("shape.value", said) or holds("statement+!shape.vague-subject", said)
             if stated and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
