@@ -140,8 +140,8 @@ def _first(
     """`first`, remembered: the reader asks the same of a sentence again and again (each
     condition of each row it tries). The rules switched off are part of the question."""
     cue: Reading | None = None
-    for row in table():
-        if not (row.kind in kinds or row.id in kinds) or (found := row.find(text)) is None:
+    for row in _rows(kinds):
+        if (found := row.find(text)) is None:
             continue
         if row.cue:
             if cue is None and found.start() == 0:
@@ -161,7 +161,7 @@ def _conditions_hold(row: Rule, said: str, found: _Parts, flags: frozenset[str])
 
 
 def cut(
-    text: str, lead_in: Callable[[str], str], kinds: Iterable[str] = ("request", "run-on")
+    text: str, lead_in: Callable[[str], str], kinds: tuple[str, ...] = ("request", "run-on")
 ) -> list[str]:
     """`text` cut where a clause starts that a row of `kinds` reads, its conditions holding
     on the clause, lead-in read past, or on the part named before ":": "whole", "opening"
@@ -181,7 +181,7 @@ def cut(
             "rest": rest,
             "first": rule("structure.clause-start").regex.split(rest, maxsplit=1)[0],
         }
-        rows = (row for row in table() if row.kind in kinds and row.regex.match(text, start.end()))
+        rows = (row for row in _rows(kinds) if row.regex.match(text, start.end()))
         found = next(
             (r for r in rows if _conditions_hold(r, r.beside(rest), parts, frozenset())), None
         )
@@ -214,6 +214,12 @@ def holds(
         if met == negated:
             return False
     return True
+
+
+@cache
+def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
+    """The rows of `kinds` (kinds or ids), by precedence."""
+    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
 
 
 @cache
