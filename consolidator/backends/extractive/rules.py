@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources import files
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeAlias
 
 # What an entry read from evidence rather than from a sentence is named after: a note handed
 # over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
@@ -32,6 +32,8 @@ DOC_END: Final = "<!-- End of the offline reader's rules. -->"
 _SWITCHED_OFF: ContextVar[frozenset[str]] = ContextVar("switched_off", default=frozenset())
 _CLAUSES: Final = re.compile(r"[,;:.]\s+|\s+(?:--?|\u2014)\s+")
 _NOTHING: Final = re.compile(r"(?!)")
+# What a row's conditions read beside the text: the groups of its match, or named parts.
+_Parts: TypeAlias = re.Match[str] | Mapping[str, str] | None
 
 
 def clauses(text: str) -> list[str]:
@@ -52,12 +54,14 @@ class Rule:
     examples: list[str]
     counter_examples: list[str]
     # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
-    # word, or the order in it.
+    # word, the order in it, or where a clause starts after a comma.
     reads_as: str = "sentence"
     requires: list[str] = field(default_factory=list)
     unless: list[str] = field(default_factory=list)
     strip: bool = False
     cue: bool = False
+    # Rows whose words count for nothing in this row's conditions (a request's scope).
+    apart: list[str] = field(default_factory=list)
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -79,9 +83,18 @@ class Rule:
             return next(filter(None, map(regex.fullmatch, tails)), None)
         if self.reads_as == "word":
             return next(filter(None, (regex.match(w.strip(".,;")) for w in text.split())), None)
+        if self.reads_as == "clause-start":
+            starts = (m.end() for m in rule("structure.clause-start").regex.finditer(text))
+            return next(filter(None, (regex.match(text, start) for start in starts)), None)
         if self.reads_as == "order" and first(text, "statement"):  # "..., use podman here"
             text = (rule("structure.clause-start").regex.split(text, maxsplit=1)[1:] or [""])[0]
         return regex.search(text)
+
+    def beside(self, text: str) -> str:
+        """`text` without what the rows `apart` read, stripped: what this row's conditions count."""
+        for other in self.apart:
+            text = rule(other).regex.sub(" ", text)
+        return text.strip(" .,;!") if self.apart else text
 
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
@@ -136,42 +149,71 @@ def _first(
                 cue = Reading(row, text, found)
             continue
         reading = Reading(row, text[found.end() :].strip() if row.strip else text, found)
-        if _conditions_hold(reading, flags):
+        if _conditions_hold(*reading, flags):
             return reading
-    return cue if cue is not None and _conditions_hold(cue, flags) else None
+    return cue if cue is not None and _conditions_hold(*cue, flags) else None
 
 
-def _conditions_hold(reading: Reading, flags: frozenset[str]) -> bool:
-    row, said, found = reading
+def _conditions_hold(row: Rule, said: str, found: _Parts, flags: frozenset[str]) -> bool:
     return all(holds(c, said, flags, found) for c in row.requires) and not any(
         holds(c, said, flags, found) for c in row.unless
     )
+
+
+def cut(
+    text: str, lead_in: Callable[[str], str], kinds: tuple[str, ...] = ("request", "run-on")
+) -> list[str]:
+    """`text` cut where a clause starts that a row of `kinds` reads, its conditions holding
+    on the clause, lead-in read past, or on the part named before ":": "whole", "opening"
+    (up to the first clause start), "head" (since the last cut), "raw" (the clause as it
+    starts) or "first" (the clause up to its own next start). A "request" row drops all
+    before (the request a sentence opens with, beside what it states); "run-on" cuts."""
+    starts = list(rule("structure.clause-start").regex.finditer(text))
+    units: list[str] = []
+    begun = 0
+    for start in starts:
+        rest = lead_in(text[start.end() :])
+        parts = {
+            "whole": text,
+            "opening": text[: starts[0].end()],
+            "head": text[begun : start.start()],
+            "raw": text[start.end() :],
+            "rest": rest,
+            "first": rule("structure.clause-start").regex.split(rest, maxsplit=1)[0],
+        }
+        rows = (row for row in _rows(kinds) if row.regex.match(text, start.end()))
+        found = next(
+            (r for r in rows if _conditions_hold(r, r.beside(rest), parts, frozenset())), None
+        )
+        if found and found.kind == "request":
+            return cut(rest, lead_in, ("run-on",))
+        if found:
+            units.append(parts["head"])
+            begun = start.end()
+    return [*units, text[begun:]]
 
 
 def holds(
     condition: str,
     text: str,
     given: frozenset[str] = frozenset(),
-    found: re.Match[str] | None = None,
+    found: _Parts = None,
 ) -> bool:
-    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id,
-    a kind (any of its rows), "words>=N", or a flag the caller gives; "!" negates it, and
-    "name:" before it reads the group of that name in the row's match instead of the text."""
-    return all(_holds(token, text, given, found) for token in condition.split("+"))
-
-
-def _holds(token: str, text: str, given: frozenset[str], found: re.Match[str] | None) -> bool:
-    group, colon, token = token.rpartition(":")
-    if colon and found is not None:
-        text = found[group] or ""
-    if token.startswith("!"):
-        return not _holds(token[1:], text, given, None)
-    if token.startswith("words>="):
-        return len(text.split()) >= int(token[len("words>=") :])
-    rows = _rows((token,))
-    if token in given or not rows:
-        return token in given
-    return rows[0].reads(text) if rows[0].id == token else bool(first(text, token, given=given))
+    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id
+    (its row reads the text), a kind (a row of it decides), "words>=N", or a flag the caller
+    gives; "!" negates it, and "name:" before it reads the group of that name in the row's
+    match instead of the text."""
+    for token in condition.split("+"):
+        group, colon, token = token.rpartition(":")
+        said = (found[group] or "") if colon and found is not None else text
+        negated, token = token.startswith("!"), token.lstrip("!")
+        if token in given or token.startswith("words>="):
+            met = token in given or len(said.split()) >= int(token[len("words>=") :])
+        else:
+            met = rule(token).reads(said) if "." in token else bool(first(said, token, given=given))
+        if met == negated:
+            return False
+    return True
 
 
 @cache

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import Reading, clauses, first, holds, rule
+from consolidator.backends.extractive.rules import Reading, clauses, cut, first, holds, rule
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
@@ -19,22 +19,11 @@ from consolidator.security.redaction import redact
 MAX_STATEMENTS = 8
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
-_CLAUSE_START = rule("structure.clause-start")
-_SCOPES = ("instruction.standing-word", "instruction.every-project", "scope.one-project")
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
 _PLAIN = "statement+!shape.vague-subject+words>=5"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
-# A statement of its own: about more than a pronoun, naming a resource.
-_ALONE = "statement+!shape.vague-subject+fact.resource"
-# What a user says on its own to be remembered: a value of something more than a pronoun,
-# or how a thing is done there ("put new fixtures in tests/fixtures/").
-_TOLD_ALONE = (
-    "statement+shape.value+!shape.vague-subject",
-    "statement+shape.there-is+shape.value",
-    "fact.how-to+!statement+!shape.at-hand",
-)
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 
@@ -72,9 +61,8 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
                 _read_unit(strip_lead_in(unit), number, read)
-    instructions, stated, revoked = (
-        dedupe(s for s in found if s) for found in (read.instructions, read.facts, read.revoked)
-    )
+    kept = (read.instructions, read.facts, read.revoked)
+    instructions, stated, revoked = (dedupe(found) for found in kept)
     return UserStatements(instructions, stated, revoked, read.rules)
 
 
@@ -88,59 +76,18 @@ def _units(sentence: str) -> list[str]:
     aside = rule("structure.aside").regex
     asides = [part for m in aside.finditer(sentence) for part in sentences(m[1])]
     parts = [aside.sub("", sentence).strip() if asides else sentence, *asides]
-    units = (unit for part in parts if part for unit in _run_on(_without_request(part)))
-    cut = ((unit, first(unit, "structure.order-after", given={"gone"})) for unit in units)
-    return [found.found["head"] if found else unit for unit, found in cut]
-
-
-def _without_request(sentence: str) -> str:
-    """`sentence` without the request it opens with when a later clause states something
-    or sets a rule ("fix the export, the fixtures are under tests/data/")."""
-    starts = [m.end() for m in _CLAUSE_START.regex.finditer(sentence)]
-    opening = sentence[: starts[0]] if starts else ""
-    if not opening or holds("statement", sentence):
-        return sentence
-    if first(opening, "take-back", given={"gone"}) or any(holds(s, opening) for s in _SCOPES):
-        return sentence
-    for start in starts:
-        if holds("structure.joined-clause", sentence[start:]):
-            continue  # "..., and you have 100% coverage" is no clause of its own
-        rest = strip_lead_in(sentence[start:])
-        head = _CLAUSE_START.regex.split(rest, maxsplit=1)[0]
-        if holds(_ALONE, rest) or any(holds(told, head) for told in _TOLD_ALONE):
-            return rest
-        rule_set = first(rest, "moment", "instruction")  # one for the moment sets none
-        if len(_beyond_scope(rest).split()) >= 3 and rule_set and rule_set.rule.kind != "moment":
-            return rest
-    return sentence
-
-
-def _beyond_scope(clause: str) -> str:
-    """`clause` without the words that only set where or how long a rule holds: "in all my
-    repos" after a request is the request's scope, not a rule of its own."""
-    for scope in _SCOPES:
-        clause = rule(scope).regex.sub(" ", clause)
-    return clause.strip(" .,;!")
-
-
-def _run_on(sentence: str) -> list[str]:
-    """`sentence` cut before each later clause that is a statement of its own (a subject that
-    is no pronoun and a resource named, or someone to ask) after a part that named a
-    resource."""
-    units: list[str] = []
-    begun = 0
-    for match in _CLAUSE_START.regex.finditer(sentence):
-        rest = strip_lead_in(sentence[match.end() :])
-        head = sentence[begun : match.start()]
-        if holds("fact.resource", head) and (holds(_ALONE, rest) or holds("person", rest)):
-            units.append(head)
-            begun = match.end()
-    return [*units, sentence[begun:]]
+    units = (unit for part in parts if part for unit in cut(part, strip_lead_in))
+    ordered = ((unit, first(unit, "structure.order-after", given={"gone"})) for unit in units)
+    return [found.found["head"] if found else unit for unit, found in ordered]
 
 
 def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
-    message's place (the opening request is the task: a plain remark in it is no fact)."""
+    message's place. Read by no rule (or by one for the moment, which sets none), a part is
+    a fact when it states a subject and what it is or does, with a value in what is stated
+    (not in an order beside it, "make it 240, ..."), or in a few words about more than a
+    pronoun ("it works now" says nothing for later); the opening request is the task, so a
+    plain remark in it is a fact only with a value or a change."""
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
     read.revoked.extend(negated_values(bare))
@@ -154,23 +101,13 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
         read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
         _correction(bare, read)
-    elif kind in ("", "moment"):  # a rule for the moment sets none, but may state something
+    elif kind in ("", "moment"):
         said = rule("fact.cue").regex.sub("", bare)
-        if stated := _stated(said, given):
-            read.add(read.facts, _statement(said), stated)
-
-
-def _stated(said: str, given: set[str]) -> str:
-    """The rule that reads `said` as a statement about the project: a subject and what it is
-    or does, with a value in what is stated (not in an order beside it, "make it 240, ..."),
-    or in a few words about more than a pronoun ("it works now" says nothing for later). The
-    opening request states it only with a value or a change."""
-    parts = [said, *clauses(said)[1:]]
-    chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
-    found = first(next(chosen, ""), "statement")
-    if found is None or not ({"later", "change"} & given or holds("shape.value", said)):
-        return ""
-    return found.rule.id
+        parts = [said, *clauses(said)[1:]]
+        chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
+        stated = first(next(chosen, ""), "statement")
+        if stated and ({"later", "change"} & given or holds("shape.value", said)):
+            read.add(read.facts, _statement(said), stated.rule.id)
 
 
 def _statement(text: str, *, user: bool = True) -> str:
@@ -220,13 +157,10 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
     old = next((value for k, value in reversed(values_by_kind(previous)) if k == kind), None)
     if old is None or old == new or (told == sentence and not word.search(sentence)):
         return False
-    at = previous.rindex(old)
     into.remove(previous)
     read.revoked.append(old)
-    kept = read.rules.get(previous, "") if into is read.instructions else ""
-    read.add(
-        into, f"{previous[:at]}{new}{previous[at + len(old) :]}", kept or "correction.value-only"
-    )
+    kept = read.rules.get(previous) if into is read.instructions else None
+    read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
 
 
@@ -246,12 +180,9 @@ def _correction(sentence: str, read: UserStatements) -> None:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
         elif not found and not holds("structure.negation", clause):
-            it_is = rule("structure.it-is").regex
-            said = (
-                f"the {named} is {it_is.sub('', clause)}"
-                if named and it_is.match(clause)
-                else clause
-            )
+            said = clause
+            if named and (it_is := rule("structure.it-is").regex).match(clause):
+                said = f"the {named} is {it_is.sub('', clause)}"
             stated = holds("shape.value", said) or holds("statement+!shape.vague-subject", said)
             if stated and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
@@ -286,4 +217,4 @@ def agent_statements(
             read.add(read.facts, _statement(found.said, user=False), found.rule.id)
         elif holds(_FOUND, bare) and not (facts.says_change(bare) or is_question(bare)):
             read.add(read.facts, _statement(bare, user=False), "shape.value")
-    return dedupe(f for f in read.facts if f), dedupe(c for c in read.revoked if c)
+    return dedupe(read.facts), dedupe(read.revoked)
