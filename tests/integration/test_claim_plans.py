@@ -17,7 +17,11 @@ from sqlalchemy import Connection, insert
 from consolidator.db.claimable import DeadlineLengths, moment_parameters
 from consolidator.db.records import STAGE1, JobStatus, ThreadState
 from consolidator.db.schema import Job, Thread
-from consolidator.db.statements import phase2_claim, stage1_batch_statements
+from consolidator.db.statements import (
+    phase2_claim,
+    phase2_claim_or_state,
+    stage1_batch_statements,
+)
 from consolidator.db.store import Store
 
 NEEDS_WORK_INDEX = "ix_jobs_stage1_needs_work"
