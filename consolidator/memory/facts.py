@@ -147,9 +147,8 @@ def same_fact(a: str, b: str) -> bool:
     one, other = first.stated, second.stated
     if not one.values or not other.values:
         return False
-    if one.values == other.values and jaccard(one.subject, other.subject) >= _SAME_SUBJECT:
-        return True
-    return _within(one, other) or _within(other, one)
+    alike = one.values == other.values and jaccard(one.subject, other.subject) >= _SAME_SUBJECT
+    return alike or _within(one, other) or _within(other, one)
 
 
 def _within(part: Reading, whole: Reading) -> bool:

@@ -44,11 +44,13 @@ class Subject:
 
 
 def other_value(old: str, new: str) -> bool:
-    """Whether `new` gives another value of the subject `old` gives one of, read three ways:
-    of the subject `new` names, in any words (`supersedes`); one plain word said to be
-    another ("the default branch is now main"); or one value of one kind each, the newer's
-    subject words all among the older's ("api port: 7071" after "the api listens on 7070"),
-    or, said as a change, the older's among its own ("ledger api on 7071 now")."""
+    """Whether `new` gives another value of the subject `old` gives one of (the command a
+    tool's output was read from aside), read four ways: of the subject `new` names, in any
+    words (`supersedes`); one plain word said to be another ("the branch is now main"); one
+    value each in the same words ("queue = orders-q2 now"); or one value of one kind each,
+    the newer's subject words all among the older's ("api port: 7071" after "the api
+    listens on 7070"), or, said as a change, the older's among its own ("api on 7071 now")."""
+    old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
     before = shape("is-value").match(unmarked(old).strip())
@@ -58,6 +60,9 @@ def other_value(old: str, new: str) -> bool:
         was, now = (found["value"].lower().rstrip(".") for found in (before, after))
         if subject and subject == read(after["subject"]).subject and was != now:
             return True
+    was, now = read(old).stated, read(new).stated
+    if was.subject and was.subject == now.subject and len(was.values) == len(now.values) == 1:
+        return was.values != now.values
     held, given = valued(old), valued(new)
     if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
         return False

@@ -61,8 +61,7 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
                 _read_unit(strip_lead_in(unit), number, read)
-    kept = (read.instructions, read.facts, read.revoked)
-    instructions, stated, revoked = (dedupe(found) for found in kept)
+    instructions, stated, revoked = map(dedupe, (read.instructions, read.facts, read.revoked))
     return UserStatements(instructions, stated, revoked, read.rules)
 
 
@@ -118,9 +117,7 @@ def _statement(text: str, *, user: bool = True) -> str:
         text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
     text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).strip(" ,;:-")
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
-    if holds("structure.only-redacted", text):
-        return ""
-    return text[:1].upper() + text[1:]
+    return "" if holds("structure.only-redacted", text) else text[:1].upper() + text[1:]
 
 
 def negated_values(sentence: str) -> list[str]:

@@ -50,16 +50,15 @@ def newest_wins(
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old` superseded when all it gives is one value, of a kind `new` gives, or one clause;
-    only a possible conflict when it says more."""
-    held = [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]
-    if held:
-        stale = len(held) == 1 and held[0] in subjects.valued(new).values()
+    """`old` superseded when all it gives is one value (a URL is a host too) of a kind `new`
+    gives, or one clause; only a possible conflict when it says more."""
+    if held := [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]:
+        one = len(held) == 1 or len(facts.read(old).stated.values) == 1
+        stale = one and not set(held).isdisjoint(subjects.valued(new).values())
     else:
         stale = len(shape("more-clauses").split(old)) == 1
-    if stale:
-        return facts.marker(facts.SUPERSEDED, day) + old
-    return facts.conflict_note(stated, new, day) + old
+    mark = facts.marker(facts.SUPERSEDED, day) if stale else facts.conflict_note(stated, new, day)
+    return mark + old
 
 
 def mark_stale_fixes(

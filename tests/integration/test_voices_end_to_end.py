@@ -1,0 +1,266 @@
+"""Sessions in voices no rule was written from, through the whole offline path: Codex and
+Claude Code files on disk, `consolidator run`, then `context --cwd P` and `MEMORY.md`.
+
+Terse, lower case, typos, English as a second language, values in code blocks, a value only
+a tool's output shows, corrections with no cue word up front. Scored as a user meets them: a
+changed or corrected value shows its new value in `context` and not its old one; a fact said
+once is in a bullet of its folder (what search finds); things that only look alike both stay
+shown, and noise shows nowhere. One project folder per case, all in one memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bench.quality_corpus import Corpus, Session, ToolStep
+from bench.quality_score import context_entries, holds, lines_for, parse_blocks
+from bench.quality_write import write
+from consolidator.face.cli import main
+
+START = datetime(2026, 10, 1, 9, tzinfo=UTC)
+ASK = "pls fix the failing checkout test"
+
+
+@dataclass(frozen=True)
+class Said:
+    """One session of a case: the day it was held, what the user typed, the shell calls the
+    agent made and the agent's last message."""
+
+    day: int
+    turns: tuple[str, ...]
+    steps: tuple[ToolStep, ...] = ()
+    final: str = "Done."
+
+
+def _once(*turns: str, steps: tuple[ToolStep, ...] = (), final: str = "Done.") -> tuple[Said]:
+    return (Said(0, (ASK, *turns) if len(turns) < 2 else turns, steps, final),)
+
+
+def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
+    return Said(0, (ASK, first)), Said(2, (second_opening, second))
+
+
+CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "corrected-region-rather": (
+        _once("bucket region is us-east-2", "eh us-west-2 rather"),
+        "us-west-2",
+        "us-east-2",
+    ),
+    "corrected-gcp-region": (
+        _once("the gke cluster sits in us-central1", "actually europe-west4"),
+        "europe-west4",
+        "us-central1",
+    ),
+    "corrected-region-star": (
+        _once("the bucket lives in eu-west-3", "*eu-west-2"),
+        "eu-west-2",
+        "eu-west-3",
+    ),
+    "corrected-queue-sorry": (
+        _once("events go to queue orders-q1", "orders-q3 sorry"),
+        "orders-q3",
+        "orders-q1",
+    ),
+    "corrected-lower-case-name": (
+        _once("mailhog listens at 8025", "hmm no its 8026"),
+        "8026",
+        "8025",
+    ),
+    "corrected-nope": (_once("redis runs on 6380 here", "nope 6381"), "6381", "6380"),
+    "corrected-label": (_once("worker count: 4", "6 i mean"), "6", "4"),
+    "corrected-script-in-block": (
+        _once("the seed script is\n```\nscripts/seed.sh\n```", "sry, scripts/seed_dev.sh"),
+        "scripts/seed_dev.sh",
+        "scripts/seed.sh",
+    ),
+    "changed-label": (_later("api port: 7071", "api down", "api port: 7072"), "7072", "7071"),
+    "changed-terse-queue": (
+        _later("queue = orders-q1", "consumer lag", "queue = orders-q2 now"),
+        "orders-q2",
+        "orders-q1",
+    ),
+    "changed-url-in-block": (
+        _later(
+            "staging url:\n```\nhttps://stg.shop.io\n```",
+            "check staging",
+            "staging url now:\n```\nhttps://stg2.shop.io\n```",
+        ),
+        "https://stg2.shop.io",
+        "https://stg.shop.io",
+    ),
+    "changed-java-now": (
+        _later("the build use java 17", "build is red", "now we use java 21 for the build"),
+        "21",
+        "17",
+    ),
+    "changed-tool-is-version": (
+        _later("we are using postgres 14.5", "slow query", "postgres is 16.2 now"),
+        "16.2",
+        "14.5",
+    ),
+    "changed-lower-case-where": (
+        _later("minio listens on 9000", "uploads fail", "minio listens on 9002 since monday"),
+        "9002",
+        "9000",
+    ),
+    "changed-by-tool-output": (
+        (
+            Said(0, (ASK, "aws region is eu-west-1")),
+            Said(
+                2,
+                ("check the aws setup",),
+                (ToolStep("aws configure get region", "eu-central-1", 0),),
+            ),
+        ),
+        "eu-central-1",
+        "eu-west-1",
+    ),
+}
+
+ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
+    "lower-case-where": (_once("mailhog listens at 8025"), "8025"),
+    "label-port": (_once("jaeger ui: 16686"), "16686"),
+    "label-limit": (_once("upload limit: 25mb"), "25mb"),
+    "typo-number": (_once("teh worker concurency is 12"), "12"),
+    "second-language-path": (
+        _once("the config file stay in /etc/shopd/shopd.toml"),
+        "/etc/shopd/shopd.toml",
+    ),
+    "second-language-user": (
+        _once("for login you must to use the user qa-buyer-02"),
+        "qa-buyer-02",
+    ),
+    "in-the-opening": (
+        _once("the smtp relay is smtp.relay.acme.net, mails not go out, pls check", "thx"),
+        "smtp.relay.acme.net",
+    ),
+    "command-in-block": (
+        _once("the healthcheck\n```\ncurl -fsS localhost:8088/healthz\n```"),
+        "localhost:8088/healthz",
+    ),
+    "printed-version": (
+        _once(steps=(ToolStep("psql --version", "psql (PostgreSQL) 14.9", 0),)),
+        "14.9",
+    ),
+    "printed-file": (_once(steps=(ToolStep("cat .nvmrc", "20.11.1", 0),)), "20.11.1"),
+    "printed-setting": (
+        _once(steps=(ToolStep("aws configure get region", "ap-southeast-2", 0),)),
+        "ap-southeast-2",
+    ),
+}
+
+BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "two-urls": (
+        _later("staging url: https://stg.shop.io", "prod check", "prod url: https://shop.io"),
+        "https://stg.shop.io",
+        "https://shop.io",
+    ),
+    "two-queues": (
+        _later("queue = orders-q1", "dlq filling", "dlq = orders-dlq1"),
+        "orders-q1",
+        "orders-dlq1",
+    ),
+}
+
+NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
+    "label-asked": (_once("api port: 7071?"), "7071"),
+    "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
+}
+
+CASES: dict[str, tuple[Said, ...]] = {
+    name: case[0] for table in (CHANGED, ONCE, BOTH, NOISE) for name, case in table.items()
+}
+
+
+def _cwd(name: str) -> str:
+    return f"/home/dev/voices/{name}"
+
+
+def _corpus() -> Corpus:
+    sessions = [
+        Session(
+            thread_id=f"{case:08x}-0000-4000-8000-{number:012x}",
+            cwd=_cwd(name),
+            started=START + timedelta(days=said.day, minutes=case),
+            claude=number % 2 == 1,
+            opening=said.turns[0],
+            later=list(said.turns[1:]),
+            steps=list(said.steps),
+            final=said.final,
+        )
+        for case, (name, saids) in enumerate(CASES.items())
+        for number, said in enumerate(saids, start=case * 2)
+    ]
+    return Corpus(sessions, [])
+
+
+@dataclass(frozen=True)
+class Remembered:
+    memory_md: str
+    contexts: dict[str, str]
+
+
+def _cli(*args: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            assert not exc.code, (args, exc.code, out.getvalue())
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def remembered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remembered]:
+    root = tmp_path_factory.mktemp("voices")
+    write(_corpus(), root / "sessions")
+    settings = {
+        "CONSOLIDATOR_HOME": str(root / "home"),
+        "CONSOLIDATOR_SESSIONS_DIR": str(root / "sessions"),
+        "CONSOLIDATOR_BACKEND": "extractive",
+        "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
+        "CONSOLIDATOR_MAX_AGE_DAYS": "0",
+        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OPENAI_API_KEY", raising=False)
+        patch.delenv("OPENAI_BASE_URL", raising=False)
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        _cli("run", "--quiet")
+        contexts = {name: _cli("context", "--cwd", _cwd(name)) for name in CASES}
+        yield Remembered((root / "home" / "memories" / "MEMORY.md").read_text("utf-8"), contexts)
+
+
+@pytest.mark.parametrize("name", CHANGED)
+def test_a_changed_or_corrected_value_shows_only_its_newest(
+    remembered: Remembered, name: str
+) -> None:
+    _, new, old = CHANGED[name]
+    shown = context_entries(remembered.contexts[name])
+    assert holds((new,), shown) and not holds((old,), shown), shown
+
+
+@pytest.mark.parametrize("name", ONCE)
+def test_a_fact_said_or_printed_once_is_stored(remembered: Remembered, name: str) -> None:
+    _, value = ONCE[name]
+    assert holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_two_values_of_two_subjects_both_stay_shown(remembered: Remembered, name: str) -> None:
+    _, first, second = BOTH[name]
+    shown = context_entries(remembered.contexts[name])
+    assert holds((first,), shown) and holds((second,), shown), shown
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_a_question_or_a_request_shows_nothing(remembered: Remembered, name: str) -> None:
+    _, value = NOISE[name]
+    assert not holds((value,), context_entries(remembered.contexts[name]))
