@@ -79,6 +79,42 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "scripts/seed_dev.sh",
         "scripts/seed.sh",
     ),
+    "corrected-in-the-same-sentence": (
+        _once("deploy region is eu-west-1, no wait eu-central-1"),
+        "eu-central-1",
+        "eu-west-1",
+    ),
+    "corrected-port-of-a-url-in-a-block": (
+        _once("the db url:\n```\npostgres://localhost:5432/shop\n```", "sorry, 5433"),
+        "postgres://localhost:5433/shop",
+        "postgres://localhost:5432/shop",
+    ),
+    "corrected-next-session": (
+        (
+            Said(0, (ASK, "the deploy region is eu-west-1")),
+            Said(1, ("deploy failed", "actually the deploy region is eu-central-1")),
+        ),
+        "eu-central-1",
+        "eu-west-1",
+    ),
+    "changed-host-moved": (
+        _later(
+            "redis is at cache-1.internal:6379",
+            "cache misses",
+            "redis moved to cache-2.internal:6379",
+        ),
+        "cache-2.internal:6379",
+        "cache-1.internal:6379",
+    ),
+    "changed-host-in-block": (
+        _later(
+            "the cdn host:\n```\ncdn1.shop.net\n```",
+            "images broken",
+            "cdn host changed\n```\ncdn2.shop.net\n```",
+        ),
+        "cdn2.shop.net",
+        "cdn1.shop.net",
+    ),
     "changed-label": (_later("api port: 7071", "api down", "api port: 7072"), "7072", "7071"),
     "changed-terse-queue": (
         _later("queue = orders-q1", "consumer lag", "queue = orders-q2 now"),
@@ -171,6 +207,7 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
 NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "label-asked": (_once("api port: 7071?"), "7071"),
     "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
+    "a-correction-of-nothing": (_once("the db url is x", "sorry, 5433"), "5433"),
 }
 
 CASES: dict[str, tuple[Said, ...]] = {

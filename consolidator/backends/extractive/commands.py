@@ -348,9 +348,7 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
         subject = argv[-1]
     elif argv[-2] in word_list("field-flags"):
         subject = f"{argv[0]} {argv[-1].lstrip('.')}"
-    secret = any(word in subject.lower() for word in word_list("secret-names"))
-    if not subject or extra or secret or not _ONE_VALUE.fullmatch(value):
-        return None
-    if redact(value).text != value:
+    unsure = extra or not _ONE_VALUE.fullmatch(value) or redact(value).text != value
+    if not subject or unsure or any(word in subject.lower() for word in word_list("secret-names")):
         return None
     return subject, f"{subject} is {value} (printed by {code_span(call.command)})"

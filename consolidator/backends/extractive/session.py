@@ -147,8 +147,6 @@ def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
         return failure, -1
     again = fixed_by.command == failed.command
     changes = [c for c in later[:at] if c.ok and not c.read_only] if again else [fixed_by]
-    if not changes:
-        return replace(failure, fix=fixed_by.command), at  # passed when run again
-    if not changes[-1].edited:
-        return replace(failure, fix=changes[-1].command), at
+    if not changes or not changes[-1].edited:  # no change between: passed when run again
+        return replace(failure, fix=(changes or [fixed_by])[-1].command), at
     return replace(failure, edited=tuple(dedupe(p for c in changes for p in c.edited))), at

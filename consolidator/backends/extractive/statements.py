@@ -12,7 +12,7 @@ from consolidator.backends.extractive.rules import Reading, clauses, cut, first,
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
-from consolidator.memory.lexicon import values_by_kind
+from consolidator.memory.lexicon import shaped_in, values_by_kind
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
@@ -151,7 +151,8 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
     if len(told.split()) > _MAX_CORRECTION_WORDS or holds("statement", rest):
         return False
     into, previous = read.latest[0]
-    old = next((value for k, value in reversed(values_by_kind(previous)) if k == kind), None)
+    ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
+    old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
     if old is None or old == new or (told == sentence and not word.search(sentence)):
         return False
     into.remove(previous)
@@ -181,7 +182,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
             if named and (it_is := rule("structure.it-is").regex).match(clause):
                 said = f"the {named} is {it_is.sub('', clause)}"
             stated = holds("shape.value", said) or holds("statement+!shape.vague-subject", said)
-            if stated and not holds("shape.order-on-it", said):
+            if stated and len(said.split()) > 1 and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
 
 
