@@ -73,7 +73,7 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "8025",
     ),
     "corrected-nope": (_once("redis runs on 6380 here", "nope 6381"), "6381", "6380"),
-    "corrected-label": (_once("worker count: 4", "6 i mean"), "6", "4"),
+    "corrected-label": (_once("worker count: 16", "24 i mean"), "24", "16"),
     "corrected-script-in-block": (
         _once("the seed script is\n```\nscripts/seed.sh\n```", "sry, scripts/seed_dev.sh"),
         "scripts/seed_dev.sh",
