@@ -47,9 +47,9 @@ def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of (the command a
     tool's output was read from aside), read four ways: of the subject `new` names, in any
     words (`supersedes`); one plain word said to be another ("the branch is now main"); one
-    value each in the same words ("queue = orders-q2 now"); or one value of one kind each,
-    the newer's subject words all among the older's ("api port: 7071" after "the api
-    listens on 7070"), or, said as a change, the older's among its own ("api on 7071 now")."""
+    value each, of the same kinds, in the same words ("queue = orders-q2"); or one value of
+    one kind each, the newer's subject words all among the older's ("api port: 7071" after
+    "the api listens on 7070"), or, said as a change, the older's among its own."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
@@ -60,10 +60,11 @@ def other_value(old: str, new: str) -> bool:
         was, now = (found["value"].lower().rstrip(".") for found in (before, after))
         if subject and subject == read(after["subject"]).subject and was != now:
             return True
-    was, now = read(old).stated, read(new).stated
-    if was.subject and was.subject == now.subject and len(was.values) == len(now.values) == 1:
-        return was.values != now.values
     held, given = valued(old), valued(new)
+    was, now = read(old).stated, read(new).stated
+    alike = held and set(held.values()) == set(given.values()) and was.subject == now.subject
+    if alike and was.subject and len(was.values) == len(now.values) == 1:
+        return was.values != now.values
     if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
         return False
     older, newer = (read(text).stated.subject - _NOT_SUBJECT for text in (old, new))

@@ -135,11 +135,6 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "21",
         "17",
     ),
-    "changed-tool-is-version": (
-        _later("we are using postgres 14.5", "slow query", "postgres is 16.2 now"),
-        "16.2",
-        "14.5",
-    ),
     "changed-lower-case-where": (
         _later("minio listens on 9000", "uploads fail", "minio listens on 9002 since monday"),
         "9002",

@@ -50,13 +50,15 @@ def newest_wins(
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old` superseded when all it gives is one value (a URL is a host too) of a kind `new`
-    gives, or one clause; only a possible conflict when it says more."""
+    """`old` superseded when all it gives is one value of a kind `new` gives (or one clause
+    with one value, read as more kinds: a URL is a host too), or, with no value, one clause;
+    only a possible conflict when it says more."""
+    one_clause = len(shape("more-clauses").split(old)) == 1
     if held := [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]:
-        one = len(held) == 1 or len(facts.read(old).stated.values) == 1
+        one = len(held) == 1 or (one_clause and len(facts.read(old).stated.values) == 1)
         stale = one and not set(held).isdisjoint(subjects.valued(new).values())
     else:
-        stale = len(shape("more-clauses").split(old)) == 1
+        stale = one_clause
     mark = facts.marker(facts.SUPERSEDED, day) if stale else facts.conflict_note(stated, new, day)
     return mark + old
 
