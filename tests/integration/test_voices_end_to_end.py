@@ -89,6 +89,12 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "postgres://localhost:5433/shop",
         "postgres://localhost:5432/shop",
     ),
+    "corrected-not-then-value": (_once("grpc port is 50051", "not 50051. 50052"), "50052", "50051"),
+    "corrected-not-then-name": (
+        _once("the bucket region is eu-west-1", "not eu-west-1. eu-central-1"),
+        "eu-central-1",
+        "eu-west-1",
+    ),
     "corrected-next-session": (
         (
             Said(0, (ASK, "the deploy region is eu-west-1")),
