@@ -73,6 +73,7 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "8025",
     ),
     "corrected-nope": (_once("redis runs on 6380 here", "nope 6381"), "6381", "6380"),
+    "corrected-label": (_once("worker count: 16", "24 i mean"), "24", "16"),
     "corrected-script-in-block": (
         _once("the seed script is\n```\nscripts/seed.sh\n```", "sry, scripts/seed_dev.sh"),
         "scripts/seed_dev.sh",
@@ -120,6 +121,7 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "cdn2.shop.net",
         "cdn1.shop.net",
     ),
+    "changed-label": (_later("api port: 7071", "api down", "api port: 7072"), "7072", "7071"),
     "changed-terse-queue": (
         _later("queue = orders-q1", "consumer lag", "queue = orders-q2 now"),
         "orders-q2",
@@ -160,6 +162,8 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "lower-case-where": (_once("mailhog listens at 8025"), "8025"),
+    "label-port": (_once("jaeger ui: 16686"), "16686"),
+    "label-limit": (_once("upload limit: 25mb"), "25mb"),
     "typo-number": (_once("teh worker concurency is 12"), "12"),
     "second-language-path": (
         _once("the config file stay in /etc/shopd/shopd.toml"),

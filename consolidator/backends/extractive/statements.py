@@ -52,8 +52,9 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
     a default is an instruction; a statement about the project is a fact."""
     read = UserStatements([], [], [])
-    block = rule("structure.code-block").regex
+    block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     for number, message in enumerate(spoken):
+        message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
             if sentence.endswith(":") or _corrected(sentence, read):
