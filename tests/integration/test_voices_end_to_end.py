@@ -209,6 +209,13 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "label-asked": (_once("api port: 7071?"), "7071"),
     "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
     "a-correction-of-nothing": (_once("the db url is x", "sorry, 5433"), "5433"),
+    "pasted-yaml": (_once("pls fix the compose file\nservices:\n  db:\n    port: 5544"), "5544"),
+    "pasted-headers": (
+        _once("the api answers with\ncontent-type: application/json\nx-request-id: 4f3a9b2c"),
+        "4f3a9b2c",
+    ),
+    "pasted-log": (_once("got this in the logs\nlevel: error\nport: 5432"), "5432"),
+    "pasted-diff": (_once("i changed this\n-  port: 5543\n+  port: 5544\nnow it fails"), "5544"),
 }
 
 CASES: dict[str, tuple[Said, ...]] = {
@@ -299,6 +306,6 @@ def test_two_values_of_two_subjects_both_stay_shown(remembered: Remembered, name
 
 
 @pytest.mark.parametrize("name", NOISE)
-def test_a_question_or_a_request_shows_nothing(remembered: Remembered, name: str) -> None:
+def test_a_question_a_request_or_a_paste_shows_nothing(remembered: Remembered, name: str) -> None:
     _, value = NOISE[name]
     assert not holds((value,), context_entries(remembered.contexts[name]))

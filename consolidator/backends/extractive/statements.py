@@ -53,8 +53,9 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     a default is an instruction; a statement about the project is a fact."""
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
+    pasted = rule("structure.pasted-settings").regex
     for number, message in enumerate(spoken):
-        message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", message)
+        message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
             if sentence.endswith(":") or _corrected(sentence, read):
