@@ -202,11 +202,11 @@ def scan(
     """
     report = ScanReport()
     # Rows (rollout_path, file_size, file_mtime_ns, state, thread_id, ingested) by path. Each
-    # file found takes its row out, so what is left at the end is what the walk did not see.
-    unseen = store.threads.scan_index(source_id)
+    # file found takes its row out of `unseen`, so what is left at the end is what the walk
+    # did not see; `index` keeps them all for the guard, which counts them only when needed.
+    index = store.threads.scan_index(source_id)
+    unseen = dict(index)
     roots = _distinct_roots(sessions)
-    live_by_root: dict[Path | None, int] = {root: _live_under(unseen, root) for root in roots}
-    live_by_root[None] = sum(1 for row in unseen.values() if row[SCAN_INGESTED] and _is_live(row))
     problems: list[DiscoveryProblem] = []
     replaced: list[str] = []
     for root in roots:
@@ -229,7 +229,7 @@ def scan(
         store,
         unseen,
         roots,
-        live_by_root,
+        index,
         problems,
         report,
         max_vanish_fraction=max_vanish_fraction,
@@ -280,9 +280,12 @@ def _is_live(row: ScanRow) -> bool:
     return row[SCAN_STATE] != _DELETED and row[SCAN_STATE] != _FORGOTTEN
 
 
-def _live_under(unseen: dict[str, ScanRow], root: Path) -> int:
+def _live_under(index: dict[str, ScanRow], root: Path | None) -> int:
+    """How many live threads `index` holds under `root`, or ingested ones for None."""
+    if root is None:
+        return sum(1 for row in index.values() if row[SCAN_INGESTED] and _is_live(row))
     prefix = str(root) + "/"
-    return sum(1 for path, row in unseen.items() if path.startswith(prefix) and _is_live(row))
+    return sum(1 for path, row in index.items() if path.startswith(prefix) and _is_live(row))
 
 
 def _scan_root(
@@ -299,6 +302,9 @@ def _scan_root(
     batches = discover_rollout_batches(root, problems=problems) if root.is_dir() else ()
     take = unseen.pop
     files_seen = 0
+    unchanged = 0
+    forgotten, deleted = _FORGOTTEN, _DELETED
+    state_at, size_at, mtime_at = SCAN_STATE, SCAN_SIZE, SCAN_MTIME_NS
 
     def settle(reads: list[Read], changes: list[ThreadChange]) -> None:
         _count_registered(reads, changes, report, replaced)
@@ -309,13 +315,19 @@ def _scan_root(
             files_seen += len(batch)
             for path, size, mtime_ns in batch:
                 # The hot loop of a rescan: plain values compared, nothing built, nothing
-                # logged. A path is found once at most (each directory is listed once), so
-                # taking the row out loses nothing; and it frees the rows as the walk goes,
-                # which is faster than keeping them and a set of the paths seen.
+                # logged, no call (this is `unchanged_row` written out). A path is found once
+                # at most (each directory is listed once), so taking the row out loses
+                # nothing, and is faster than keeping a set of the paths seen.
                 previous = take(path, None)
-                if previous is not None and unchanged_row(previous, size, mtime_ns):
-                    report.unchanged += 1
-                    continue
+                if previous is not None:
+                    state = previous[state_at]
+                    if state == forgotten or (
+                        previous[size_at] == size
+                        and previous[mtime_at] == mtime_ns
+                        and state != deleted
+                    ):
+                        unchanged += 1
+                        continue
                 try:
                     header = _file_header(
                         path, None if previous is None else previous[SCAN_THREAD_ID]
@@ -332,6 +344,7 @@ def _scan_root(
                 if is_backend_run(header):
                     continue
                 add((header, previous, False))
+    report.unchanged += unchanged
     return files_seen
 
 
@@ -381,7 +394,7 @@ def _vanished(
     store: ThreadStore,
     unseen: dict[str, ScanRow],
     roots: list[Path],
-    live_by_root: dict[Path | None, int],
+    index: dict[str, ScanRow],
     problems: list[DiscoveryProblem],
     report: ScanReport,
     *,
@@ -389,7 +402,8 @@ def _vanished(
     confirm_deletions: bool,
 ) -> tuple[list[str], list[str]]:
     """The threads whose files are gone: (to delete now, to hold), the guard judging each
-    root on its own, and the ingested files as one more group. An ingested file is gone when
+    root on its own (against its live threads in `index`, the rows before the walk), and the
+    ingested files as one more group. An ingested file is gone when
     `stat` no longer finds it; a scanned one when its root's walk did not see it (unless under
     a folder that could not be listed)."""
     # Files under a folder that could not be listed are not known to be gone.
@@ -420,7 +434,7 @@ def _vanished(
     for root, vanished in by_root.items():
         reason = vanish_hold_reason(
             vanished=len(vanished),
-            live=live_by_root[root],
+            live=_live_under(index, root) if vanished else 0,
             folder_lost=root is not None and bool(vanished) and files_by_root[root] == 0,
             max_vanish_fraction=max_vanish_fraction,
         )

@@ -27,6 +27,8 @@ ROLLOUT_SUFFIX = ".jsonl"
 # not rollouts. (A sub-agent the session delegated a task to is `agent-a<id>.jsonl`.)
 INTERNAL_AGENT_PREFIXES = ("agent-acompact-", "agent-aprompt_suggestion-")
 _BY_NAME = attrgetter("name")
+# A folder opened only to be listed: never a terminal, never inherited by a child process.
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class DiscoveredFile(NamedTuple):
@@ -99,33 +101,40 @@ def discover_rollout_batches(
     pending = [root_path]
     while pending:
         directory = pending.pop()
+        descriptor = _open_directory(directory, problems)
+        if descriptor is None:
+            continue
+        prefix = directory if directory.endswith("/") else directory + "/"
         files: list[tuple[str, int, int]] = []
         subdirectories: list[str] = []
-        for entry in _list_directory(directory, problems):
-            name = entry.name
-            rollout_named = name.endswith(suffix) and not name.startswith(not_a_rollout)
-            try:
-                # Any other entry matters only as a directory to walk.
-                if not rollout_named and not entry.is_dir():
+        try:
+            for entry in _list_directory(descriptor, directory, problems):
+                name = entry.name
+                rollout_named = name.endswith(suffix) and not name.startswith(not_a_rollout)
+                try:
+                    # Any other entry matters only as a directory to walk.
+                    if not rollout_named and not entry.is_dir():
+                        continue
+                    entry_stat = entry.stat()
+                except FileNotFoundError:
+                    # Vanished or a dangling symlink: nothing to read either way.
                     continue
-                entry_stat = entry.stat()
-            except FileNotFoundError:
-                # Vanished or a dangling symlink: nothing to read either way.
-                continue
-            except OSError as exc:
-                _record(problems, DiscoveryProblem(entry.path, _reason(exc)))
-                continue
-            mode = entry_stat.st_mode
-            if rollout_named and is_regular(mode):
-                files.append((entry.path, entry_stat.st_size, entry_stat.st_mtime_ns))
-                continue
-            if not is_directory(mode):
-                continue
-            key = (entry_stat.st_dev, entry_stat.st_ino)
-            if key in visited:
-                continue
-            visited.add(key)
-            subdirectories.append(entry.path)
+                except OSError as exc:
+                    _record(problems, DiscoveryProblem(prefix + name, _reason(exc)))
+                    continue
+                mode = entry_stat.st_mode
+                if rollout_named and is_regular(mode):
+                    files.append((prefix + name, entry_stat.st_size, entry_stat.st_mtime_ns))
+                    continue
+                if not is_directory(mode):
+                    continue
+                key = (entry_stat.st_dev, entry_stat.st_ino)
+                if key in visited:
+                    continue
+                visited.add(key)
+                subdirectories.append(prefix + name)
+        finally:
+            os.close(descriptor)
         if files:
             yield files
         # Reversed so that popping from the end walks the tree in sorted order.
@@ -154,12 +163,27 @@ def stat_file(path: str | Path) -> DiscoveredFile | None:
     return DiscoveredFile(abs_path, file_stat.st_size, file_stat.st_mtime_ns)
 
 
-def _list_directory(
-    directory: str, problems: list[DiscoveryProblem] | None
-) -> list[os.DirEntry[str]]:
-    """The sorted entries, read fully so no directory handle stays open across yields."""
+def _open_directory(directory: str, problems: list[DiscoveryProblem] | None) -> int | None:
+    """A descriptor of `directory` to list and stat its entries by, or None when it cannot
+    be opened (recorded as a problem unless it is gone). Stat'ed against the descriptor, a
+    file costs the kernel the lookup of its name alone, not of every folder of its path."""
     try:
-        with os.scandir(directory) as iterator:
+        return os.open(directory, _DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _record(problems, DiscoveryProblem(directory, _reason(exc)))
+        return None
+
+
+def _list_directory(
+    descriptor: int, directory: str, problems: list[DiscoveryProblem] | None
+) -> list[os.DirEntry[str]]:
+    """The entries of the open `directory`, sorted by name, read fully so no listing stays
+    open across yields. Their `path` is their bare name; their `stat` is relative to
+    `descriptor`."""
+    try:
+        with os.scandir(descriptor) as iterator:
             entries = list(iterator)
     except FileNotFoundError:
         return []

@@ -69,16 +69,17 @@ def counts(report: ScanReport) -> tuple[int, int, int, int, int]:
 
 @pytest.fixture
 def unlistable(monkeypatch: pytest.MonkeyPatch) -> set[str]:
-    """Directories that `os.scandir` refuses (as if unreadable), whoever runs the tests."""
+    """Directories that cannot be opened to be listed (as if unreadable), whoever runs the
+    tests."""
     refused: set[str] = set()
-    real_scandir = os.scandir
+    real_open = os.open
 
-    def scandir(path: Any) -> Any:
+    def open_refusing(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if str(path) in refused:
             raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
+        return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    monkeypatch.setattr(discovery.os, "open", open_refusing)
     return refused
 
 
