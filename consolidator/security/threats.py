@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from consolidator.security.fold import folded
 from consolidator.security.instructions import INSTRUCTION_PATTERNS
@@ -21,6 +21,8 @@ from consolidator.security.spans import lower, surrounding_lines
 
 # Beyond this many needle hits a pattern is run over the whole text instead of line windows.
 _MAX_WINDOWS = 2000
+# The longest text whose folder part (up to its last slash) is remembered: a path.
+_PATH_MAX_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,32 @@ def _present_needles(lowered: str, kinds: frozenset[ThreatKind]) -> set[str] | N
     finder = _needle_finder(kinds)
     if finder is None:
         return None
-    if finder.search(lowered) is None:
+    if not _holds_needle(finder, lowered, kinds):
         return set()
     return {needle for needle in _NEEDLES if needle in lowered}
+
+
+def _holds_needle(finder: re.Pattern[str], lowered: str, kinds: frozenset[ThreatKind]) -> bool:
+    """Whether any needle of `finder` occurs in `lowered`. A path's folder is the same for
+    the hundreds of files a scan checks in it: its answer is remembered, and only the rest
+    is searched, from as far before it as a needle may reach back."""
+    cut = lowered.rfind("/") + 1
+    if not cut or len(lowered) > _PATH_MAX_CHARS:
+        return finder.search(lowered) is not None
+    if _folder_holds_needle(lowered[:cut], kinds):
+        return True
+    return finder.search(lowered, max(0, cut - _longest_needle(kinds) + 1)) is not None
+
+
+@lru_cache(maxsize=256)
+def _folder_holds_needle(folder: str, kinds: frozenset[ThreatKind]) -> bool:
+    finder = _needle_finder(kinds)
+    return finder is not None and finder.search(folder) is not None
+
+
+@cache
+def _longest_needle(kinds: frozenset[ThreatKind]) -> int:
+    return max(len(needle) for p in _ALL_PATTERNS if p.kind in kinds for needle in p.needles)
 
 
 @cache
