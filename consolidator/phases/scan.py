@@ -303,8 +303,6 @@ def _scan_root(
     take = unseen.pop
     files_seen = 0
     unchanged = 0
-    forgotten, deleted = _FORGOTTEN, _DELETED
-    state_at, size_at, mtime_at = SCAN_STATE, SCAN_SIZE, SCAN_MTIME_NS
 
     def settle(reads: list[Read], changes: list[ThreadChange]) -> None:
         _count_registered(reads, changes, report, replaced)
@@ -315,19 +313,13 @@ def _scan_root(
             files_seen += len(batch)
             for path, size, mtime_ns in batch:
                 # The hot loop of a rescan: plain values compared, nothing built, nothing
-                # logged, no call (this is `unchanged_row` written out). A path is found once
-                # at most (each directory is listed once), so taking the row out loses
-                # nothing, and is faster than keeping a set of the paths seen.
+                # logged. A path is found once at most (each directory is listed once), so
+                # taking the row out loses nothing, and is faster than keeping a set of the
+                # paths seen.
                 previous = take(path, None)
-                if previous is not None:
-                    state = previous[state_at]
-                    if state == forgotten or (
-                        previous[size_at] == size
-                        and previous[mtime_at] == mtime_ns
-                        and state != deleted
-                    ):
-                        unchanged += 1
-                        continue
+                if previous is not None and unchanged_row(previous, size, mtime_ns):
+                    unchanged += 1
+                    continue
                 try:
                     header = _file_header(
                         path, None if previous is None else previous[SCAN_THREAD_ID]
