@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory import facts
+from consolidator.memory import marks
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
@@ -161,7 +161,7 @@ class _Checks:
     def entries(self, block: Block, section: Section, bullets: Iterable[Bullet]) -> Iterator[_Line]:
         folder = None if is_user_wide(block) else block.applies_to_cwd
         for bullet in bullets:
-            if facts.is_superseded(bullet.text):
+            if marks.is_superseded(bullet.text):
                 continue  # a newer value is shown; MEMORY.md keeps this one, marked
             plain = one_line(bullet.text)
             verdict = None
@@ -349,7 +349,7 @@ def closing_line(omitted: int, footer: str) -> str:
 def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
     """The line counting the entries left out as superseded, "" when there is none."""
     superseded = sum(
-        facts.is_superseded(bullet.text)
+        marks.is_superseded(bullet.text)
         for block in blocks
         for section in SECTIONS
         for bullet in block.section(section)
@@ -362,7 +362,7 @@ def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
 def _said(text: str) -> str:
     """What a preference asks, however it says where it holds: a rule shown among the
     user-wide preferences is not shown again under the project it was also said in."""
-    quote = facts.asked_quote(text)
+    quote = marks.asked_quote(text)
     return " ".join((quote if quote is not None else text).split()).casefold()
 
 

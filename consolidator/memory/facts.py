@@ -1,9 +1,8 @@
-"""When two bullets state the same fact, and the marks a stale or disputed bullet carries.
+"""When two bullets state the same fact.
 
 A bullet is read as a subject (its content words) and values (tokens with a digit, a path, a
 dotted name, a handle, a code span). The same values in mostly the same words are one fact in
-two wordings; whether two bullets give two values of one subject is `memory.subjects`. A
-bullet found stale or disputed is marked, never dropped, so the reader sees both.
+two wordings; whether two bullets give two values of one subject is `memory.subjects`.
 """
 
 from __future__ import annotations
@@ -15,18 +14,12 @@ from functools import cached_property, lru_cache
 from importlib.resources import files
 from typing import Any, Final
 
-SUPERSEDED: Final = "superseded"
-CONFLICTING: Final = "conflicting"
-POSSIBLE_CONFLICT: Final = "possible conflict"
-_MARKER = re.compile(r"^\s*\[(?:superseded|conflicting|possible conflict)[^\]]*\]\s*", re.I)
-_MARKED = re.compile(r"\b(?:superseded|conflicting|possible conflict|outdated|no longer)\b", re.I)
-_CONFLICT_QUOTE = re.compile(r'^\s*\[possible conflict [^\]"]* with "(?P<quote>[^"]*)" of [^\]]*\]')
-_QUOTED_CHARS: Final = 80
+from consolidator.memory.marks import unmarked
+
 _TOKEN = re.compile(r"[a-z0-9_~@][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
 _CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
 # A file a statement cites at a line ("docker-compose.yml:172"): the line is no value.
 _LINE_NUMBER = re.compile(r"(\.[a-z0-9]{1,10}):\d+(?::\d+)?$")
-_ASKED: Final = re.compile(r'the user asked: "(?P<quote>.*)"$')
 _SAME_SUBJECT: Final = 0.6
 
 
@@ -56,48 +49,9 @@ class Reading:
         return Reading(self.subject - self.wording, values)
 
 
-def marker(kind: str, day: str) -> str:
-    """The prefix a stale or disputed bullet carries, e.g. `[superseded 2026-11-05] `."""
-    return f"[{kind} {day}] "
-
-
-def conflict_note(day: str, other: str, other_day: str) -> str:
-    """The prefix of a bullet that may disagree with `other`: both values and their dates."""
-    quote = quoted(other)
-    return f'[{POSSIBLE_CONFLICT} {day or "undated"} with "{quote}" of {other_day or "undated"}] '
-
-
-def quoted(text: str) -> str:
-    quote = unmarked(text).replace("]", ")").replace('"', "'")
-    return quote[: _QUOTED_CHARS - 3] + "..." if len(quote) > _QUOTED_CHARS else quote
-
-
-def conflict_quote(text: str) -> str | None:
-    match = _CONFLICT_QUOTE.match(text)
-    return match["quote"] if match else None
-
-
-def is_marked(text: str) -> bool:
-    return _MARKED.search(text) is not None
-
-
-def is_superseded(text: str) -> bool:
-    return text.lstrip().lower().startswith(f"[{SUPERSEDED}")
-
-
-def unmarked(text: str) -> str:
-    return _MARKER.sub("", text)
-
-
 def says_change(text: str) -> bool:
     """Whether `text` says a value changed ("now", "moved", "upgraded", ...)."""
     return CHANGE.search(unmarked(text)) is not None
-
-
-def asked_quote(text: str) -> str | None:
-    """The user's own words a preference quotes (`..., the user asked: "..."`), if it does."""
-    match = _ASKED.search(unmarked(text))
-    return match["quote"] if match else None
 
 
 @lru_cache(maxsize=65536)

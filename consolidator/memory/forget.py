@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
-from consolidator.memory import facts
+from consolidator.memory import marks
 from consolidator.memory.blocks import Block, Bullet, Memory, Task
 
 
@@ -137,20 +137,20 @@ def _in_remaining_words(bullet: Bullet, sources: tuple[tuple[str, str], ...]) ->
         return bullet
     if not sources:
         return None
-    shown = facts.unmarked(bullet.text)
-    if any(facts.unmarked(text) == shown for _, text in sources):
+    shown = marks.unmarked(bullet.text)
+    if any(marks.unmarked(text) == shown for _, text in sources):
         return replace(bullet, sources=sources)
     prefix = bullet.text[: len(bullet.text) - len(shown)]
-    return replace(bullet, text=prefix + facts.unmarked(sources[0][1]), sources=sources)
+    return replace(bullet, text=prefix + marks.unmarked(sources[0][1]), sources=sources)
 
 
 def _without_lost_conflicts(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     """A possible-conflict mark quotes the other bullet's words; once that bullet is gone the
     quote would outlive it, so the mark goes too."""
-    present = {facts.quoted(bullet.text) for bullet in bullets}
+    present = {marks.quoted(bullet.text) for bullet in bullets}
     return tuple(
-        replace(bullet, text=facts.unmarked(bullet.text))
-        if (quote := facts.conflict_quote(bullet.text)) is not None and quote not in present
+        replace(bullet, text=marks.unmarked(bullet.text))
+        if (quote := marks.conflict_quote(bullet.text)) is not None and quote not in present
         else bullet
         for bullet in bullets
     )

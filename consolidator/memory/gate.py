@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from consolidator.core.errors import ConsolidatorError
-from consolidator.memory import facts, subjects
+from consolidator.memory import marks, subjects
 from consolidator.memory.blocks import (
     Block,
     Bullet,
@@ -210,7 +210,7 @@ def _stated_day(block: Block, bullet: Bullet) -> str:
 def note_possible_conflicts(proposed: Memory, base: Memory) -> tuple[Memory, int]:
     """Mark, in each changed block, a new knowledge bullet that may give another value of an
     unmarked bullet's subject: it keeps both, with the other value and both dates in front
-    (`facts.conflict_note`), so the reader sees the disagreement. A guess from word overlap,
+    (`marks.conflict_note`), so the reader sees the disagreement. A guess from word overlap,
     so it never refuses. Returns the memory and how many bullets were marked."""
     marked = 0
     blocks: list[Block] = []
@@ -225,7 +225,7 @@ def note_possible_conflicts(proposed: Memory, base: Memory) -> tuple[Memory, int
             newer, older = (second, first) if second not in known else (first, second)
             at = next(i for i, b in enumerate(knowledge) if b.text == newer)
             other = next(b for b in knowledge if b.text == older)
-            note = facts.conflict_note(
+            note = marks.conflict_note(
                 _stated_day(block, knowledge[at]), older, _stated_day(block, other)
             )
             knowledge[at] = replace(knowledge[at], text=note + newer)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from consolidator.memory import facts
+from consolidator.memory import marks
 from consolidator.memory.blocks import (
     SECTIONS,
     Block,
@@ -269,7 +269,7 @@ def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
                 used = any(w[0] for w in witnesses)
                 newest = max((w[1] for w in witnesses), default=_OLDEST)
                 slot: _Slot = (block_index, name, bullet_index)
-                current = not facts.is_superseded(bullet.text)
+                current = not marks.is_superseded(bullet.text)
                 bullets.append((current, used, len(bullet.task_ids), newest, position, slot))
                 position += 1
     bullets.sort(key=lambda entry: entry[:5])

@@ -17,9 +17,10 @@ from functools import lru_cache
 from typing import Final
 
 from consolidator.core.runtime_names import Runtime, StatedVersion, runtime_named, stated_versions
-from consolidator.memory import facts
-from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem, unmarked
+from consolidator.memory import facts, marks
+from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
+from consolidator.memory.marks import unmarked
 
 # What a subject is, by the noun that heads it ("the reporting db port": a port), and the
 # kinds of value each may have: a database is reached at a host or a port.
@@ -78,7 +79,7 @@ def other_value(old: str, new: str) -> bool:
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
     """Two unmarked `texts` giving two values of one subject, not both in `known` (already
     accepted); the one not in `known` is read as the newer."""
-    candidates = [text for text in texts if not facts.is_marked(text)]
+    candidates = [text for text in texts if not marks.is_marked(text)]
     index = SubjectIndex(candidates)
     for at, first in enumerate(candidates):
         for second in (candidates[other] for other in index.candidates(first) if other > at):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
-from consolidator.memory import facts
+from consolidator.memory import facts, marks
 from consolidator.memory.blocks import Block, Bullet, Section
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.shape import NotProse, is_refused, not_prose
@@ -85,7 +85,7 @@ class Judgment:
 def judge(entry: Entry) -> Judgment:
     """The evidence that `entry` is sure, and the shape that keeps it out if it has one.
     An entry marked superseded is never sure: a newer value stands beside it."""
-    if facts.is_superseded(entry.bullet.text):
+    if marks.is_superseded(entry.bullet.text):
         return Judgment(())
     shape = _shape(entry)
     found = tuple(evidence for finder in FINDERS if (evidence := finder(entry)) is not None)
@@ -114,7 +114,7 @@ def _shape(entry: Entry) -> NotProse | None:
     text = entry.bullet.text
     if entry.section == "failures":
         return "refused" if is_refused(text) else None
-    return not_prose(facts.asked_quote(text) or facts.unmarked(text))
+    return not_prose(marks.asked_quote(text) or marks.unmarked(text))
 
 
 def _note(entry: Entry) -> Evidence | None:
@@ -174,7 +174,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     text = bullet.text
     if _older_of_two(text):
         return None  # a later value of the same subject stands beside it
-    said = _LEAD_IN.sub("", facts.unmarked(text)).strip()
+    said = _LEAD_IN.sub("", marks.unmarked(text)).strip()
     if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
@@ -225,7 +225,7 @@ def _confirmed_fix(entry: Entry) -> Evidence | None:
 
 
 def _several_sessions(entry: Entry) -> Evidence | None:
-    if entry.section == "preferences" or facts.unmarked(entry.bullet.text) != entry.bullet.text:
+    if entry.section == "preferences" or marks.unmarked(entry.bullet.text) != entry.bullet.text:
         return None
     cited = {task.task_id: task for task in entry.block.tasks}
     threads = {
@@ -272,8 +272,8 @@ def stale_values(block: Block) -> frozenset[str]:
     stale: set[str] = set()
     live: set[str] = set()
     for section, bullet in block.bullets():
-        if facts.is_superseded(bullet.text):
-            stale.update(_value_tokens(facts.unmarked(bullet.text)))
+        if marks.is_superseded(bullet.text):
+            stale.update(_value_tokens(marks.unmarked(bullet.text)))
         elif section != "failures":  # a fix that uses a value does not make it current
             live.update(_value_tokens(bullet.text))
     return frozenset(stale - live)

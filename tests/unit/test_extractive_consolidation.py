@@ -15,7 +15,7 @@ from consolidator.backends.extractive.consolidation import (
     task_id_for,
 )
 from consolidator.core.resources import load_schema
-from consolidator.memory import facts
+from consolidator.memory import marks
 from consolidator.memory.blocks import (
     Block,
     Bullet,
@@ -285,7 +285,7 @@ def cite(thread_id: str) -> ThreadCitation:
 
 
 def test_a_forgotten_sessions_words_quoted_by_a_conflict_mark_go_with_it() -> None:
-    note = facts.conflict_note("2026-11-02", "Reports DB for Northwind on port 5544", "2026-11-01")
+    note = marks.conflict_note("2026-11-02", "Reports DB for Northwind on port 5544", "2026-11-01")
     block = Block(
         "b",
         "b",

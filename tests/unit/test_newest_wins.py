@@ -13,7 +13,7 @@ import pytest
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.face.context import build_context
 from consolidator.memory.blocks import Memory
-from consolidator.memory.facts import is_superseded
+from consolidator.memory.marks import is_superseded
 from consolidator.memory.merge import apply_changes
 from consolidator.memory.offline_notes import ExtractiveNotes
 from tests.factories import item, notes, request

@@ -11,7 +11,7 @@ from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.defaults import USER_DEFAULTS_BLOCK_ID
 from consolidator.memory.blocks import Memory
-from consolidator.memory.facts import is_superseded
+from consolidator.memory.marks import is_superseded
 from consolidator.memory.merge import apply_changes
 from consolidator.sources.items import RolloutItem
 from tests.factories import request

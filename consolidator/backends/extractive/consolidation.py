@@ -34,7 +34,7 @@ from consolidator.backends.extractive.supersede import (
     merge_superseded,
     newest_wins,
 )
-from consolidator.memory import facts, subjects
+from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
 from consolidator.memory.offline_notes import OUTCOME_UNKNOWN, ExtractiveNotes
@@ -110,13 +110,13 @@ def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     marked superseded, as its reading may be wrong. Older versions keep them all."""
     taken_back = [words for words in map(_topic_words, notes.revoked) if words]
     named = [s for s in map(subjects.subject_of, notes.revoked) if s is not None and taken_back]
-    quoted = {facts.unmarked(entry) for entry in notes.outdated}
-    mark = facts.marker(facts.SUPERSEDED, day)
+    quoted = {marks.unmarked(entry) for entry in notes.outdated}
+    mark = marks.marker(marks.SUPERSEDED, day)
 
     def kept(bullets: Bullets) -> Bullets:
         return tuple(
-            replace(b, text=mark + facts.unmarked(b.text))
-            if facts.unmarked(b.text) in quoted
+            replace(b, text=mark + marks.unmarked(b.text))
+            if marks.unmarked(b.text) in quoted
             else b
             for b in bullets
             if not any(words <= _topic_words(b.text) for words in taken_back)
@@ -165,7 +165,7 @@ def _add(
     else:
         shown = bullets[at].text
         if facts.fuller(shown, text):
-            shown = shown[: len(shown) - len(facts.unmarked(shown))] + text
+            shown = shown[: len(shown) - len(marks.unmarked(shown))] + text
         bullets[at] = joined(replace(bullets[at], text=shown), new)
     if index:
         index.add(at, bullets[at].text)

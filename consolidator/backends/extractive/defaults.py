@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
-from consolidator.memory import facts
+from consolidator.memory import facts, marks
 from consolidator.memory.blocks import Block, Bullet, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.sureness import STANDING_KINDS
@@ -95,7 +95,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
             continue
         tasks = {task.task_id: task for task in block.tasks}
         for bullet in block.preferences:
-            quote = facts.asked_quote(bullet.text)
+            quote = marks.asked_quote(bullet.text)
             kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
             if quote is None or (kinds and not kinds & _STANDING_KINDS):
                 continue

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from consolidator.backends.extractive.explained import fix_of
 from consolidator.core.runtime_names import runtime_named
-from consolidator.memory import facts, subjects
+from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import Block, Bullet
 from consolidator.memory.lexicon import shape
 from consolidator.memory.offline_notes import RENAMED, EditedValue
@@ -35,17 +35,17 @@ def newest_wins(
     own = ""
     for at in index.candidates(text):
         bullet = bullets[at]
-        if facts.is_superseded(bullet.text) or not subjects.other_value(bullet.text, text):
+        if marks.is_superseded(bullet.text) or not subjects.other_value(bullet.text, text):
             continue
         stated = max((days.get(task_id, "") for task_id in bullet.task_ids), default="")
-        old = facts.unmarked(bullet.text)
+        old = marks.unmarked(bullet.text)
         if stated < day:
             bullets[at] = replace(bullet, text=_stale_mark(old, text, stated, day))
         elif stated == day:
-            own = facts.marker(facts.CONFLICTING, day)
+            own = marks.marker(marks.CONFLICTING, day)
             bullets[at] = replace(bullet, text=own + old)
         else:
-            own = facts.marker(facts.SUPERSEDED, stated)
+            own = marks.marker(marks.SUPERSEDED, stated)
     return own
 
 
@@ -59,7 +59,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
         stale = one and not set(held).isdisjoint(subjects.valued(new).values())
     else:
         stale = one_clause
-    mark = facts.marker(facts.SUPERSEDED, day) if stale else facts.conflict_note(stated, new, day)
+    mark = marks.marker(marks.SUPERSEDED, day) if stale else marks.conflict_note(stated, new, day)
     return mark + old
 
 
@@ -70,12 +70,12 @@ def mark_stale_fixes(
     gives marked superseded. A failing command naming the old value beside a fix naming the
     new one is history, and stays."""
     values = subjects.shaped_values
-    current = {v for b in knowledge if not facts.is_marked(b.text) for v in values(b.text)}
-    stale = {v for b in knowledge if facts.is_superseded(b.text) for v in values(b.text)} - current
-    mark = facts.marker(facts.SUPERSEDED, day)
+    current = {v for b in knowledge if not marks.is_marked(b.text) for v in values(b.text)}
+    stale = {v for b in knowledge if marks.is_superseded(b.text) for v in values(b.text)} - current
+    mark = marks.marker(marks.SUPERSEDED, day)
     return tuple(
         replace(b, text=mark + b.text)
-        if stale and not facts.is_marked(b.text) and not stale.isdisjoint(values(fix_of(b.text)))
+        if stale and not marks.is_marked(b.text) and not stale.isdisjoint(values(fix_of(b.text)))
         else b
         for b in failures
     )
@@ -87,7 +87,7 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
     kept: list[Bullet] = []
     first_of: dict[frozenset[str], int] = {}
     for bullet in bullets:
-        values = facts.read(bullet.text).stated.values if facts.is_superseded(bullet.text) else None
+        values = facts.read(bullet.text).stated.values if marks.is_superseded(bullet.text) else None
         at = first_of.setdefault(values, len(kept)) if values else len(kept)
         if at < len(kept):
             kept[at] = joined(kept[at], bullet)
@@ -130,7 +130,7 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
     kept, *gone = _split(block, lambda text: subjects.holds_value(text, edit.old, key))
     pattern = re.compile(rf"(?<![\w.-]){re.escape(edit.old)}(?![\w-])", re.IGNORECASE)
     knowledge, preferences = (
-        [pattern.sub(lambda _: edit.new, facts.unmarked(text)) for text in texts] for texts in gone
+        [pattern.sub(lambda _: edit.new, marks.unmarked(text)) for text in texts] for texts in gone
     )
     if edit.subject == RENAMED and not knowledge and not preferences:
         old_name = edit.old.rstrip("/").rsplit("/", 1)[-1]

@@ -98,7 +98,7 @@ def _feed(
     from datetime import UTC, datetime
 
     from consolidator.backends.extractive.statements import MAX_STATEMENTS
-    from consolidator.memory.facts import is_superseded
+    from consolidator.memory.marks import is_superseded
     from consolidator.phases.add_note import add_check_note
 
     day = datetime.now(UTC).date().isoformat()

@@ -22,7 +22,7 @@ from consolidator.face.context import (
     build_context,
     provenance,
 )
-from consolidator.memory import facts
+from consolidator.memory import marks
 from consolidator.memory.blocks import Block, Bullet, Memory, Section, Task
 from consolidator.memory.codec import decode
 from consolidator.memory.scope import is_user_wide, normalise_cwd
@@ -236,7 +236,7 @@ def _entry(block: Block, bullet: Bullet, folder: str | None, checker: EntryCheck
         origin=ORIGIN_LABELS[seen.origin] if seen.origin is not None else None,
         last_seen=seen.last_seen,
         sessions=_sessions_of(task for task in block.tasks if task.task_id in cited),
-        superseded=facts.is_superseded(bullet.text),
+        superseded=marks.is_superseded(bullet.text),
         check=verdict.status,
         check_reason=verdict.reason,
     )
