@@ -8,6 +8,7 @@ a fresh process more than the rest of that question (see `is_current`).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -27,9 +28,11 @@ _REVISION_LINE: Final = re.compile(
 
 
 def alembic_config(engine: Engine) -> Config:
+    """Alembic's configuration for `engine`, writing to the `sys.stdout` of the moment:
+    alembic's own default is the one there was when it was first imported."""
     from alembic.config import Config
 
-    config = Config()
+    config = Config(stdout=sys.stdout)
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["engine"] = engine
     return config

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import inspect, text
 
 from consolidator.core.resources import migrations_dir
@@ -185,3 +188,34 @@ def test_0022_moves_the_phase_two_job_to_its_row_id(db_url: str) -> None:
         assert rows[0].id == 0 and rows[1].id != 0
     finally:
         engine.dispose()
+
+
+_CHECK_AFTER_STDOUT_CLOSED = """
+import contextlib, io, sys
+from consolidator.db.engine import create_db_engine
+from consolidator.db.migrate import check, upgrade
+
+gone = io.StringIO()
+with contextlib.redirect_stdout(gone):
+    import alembic.config
+gone.close()
+engine = create_db_engine(sys.argv[1])
+upgrade(engine)
+check(engine)
+"""
+
+
+@pytest.mark.slow
+def test_a_check_writes_to_the_stdout_of_the_moment(tmp_path: Path) -> None:
+    """Alembic binds its output to the `sys.stdout` there was when it was first imported; a
+    check made after that stream is gone (a test's capture, a redirect) must still run."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    done = subprocess.run(
+        [sys.executable, "-c", _CHECK_AFTER_STDOUT_CLOSED, url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "No new upgrade operations detected." in done.stdout
