@@ -85,13 +85,15 @@ PRE_ENVELOPE_VERSION = "pre-envelope"
 
 
 # The leading keys of a line as Codex writes it, `{"timestamp":…,"type":…,"payload":{"type":…`
-# (serde puts an enum's tag first), with the `"ordinal":N` that Codex 0.146 and later put
-# after the timestamp, compact or with the spaces Python's json module puts in.
-_LEAD = rb'\{ ?"timestamp": ?"[^"\\]*", ?(?:"ordinal": ?[0-9]{1,20}, ?)?"type": ?"'
+# (serde puts an enum's tag first), with the `"ordinal":N` of Codex 0.146 and later, compact or
+# with the spaces of Python's json module. Tried on every line, it never backtracks (`?+`, `*+`)
+# and a string's bytes (any but `"` and `\`) are ranges, which the engine tests in one bitmap.
+_BYTES = rb"[\x00-!#-\[\]-\xff]*+"
+_LEAD = rb'\{ ?+"timestamp": ?+"%s", ?+(?:"ordinal": ?+[0-9]{1,20}+, ?+)?"type": ?+"' % _BYTES
 # `turn_context` lines yield no item either, but they are read for the working directories;
 # an `event_msg` yields an item only when it is a user's request.
-_NO_ITEM_ENVELOPES = rb'event_msg", ?"payload": ?\{ ?"type": ?"(?!user_message")[^"\\]*'
-_REASONING_ITEM = rb'response_item", ?"payload": ?\{ ?"type": ?"reasoning'
+_NO_ITEM_ENVELOPES = rb'event_msg", ?+"payload": ?+\{ ?+"type": ?+"(?!user_message")' + _BYTES
+_REASONING_ITEM = rb'response_item", ?+"payload": ?+\{ ?+"type": ?+"reasoning'
 
 
 @lru_cache(maxsize=16)
@@ -202,8 +204,10 @@ def items_from_record(record: Record) -> list[RolloutItem]:
     record_type = record.get("type")
     timestamp = parse_timestamp(record.get("timestamp"))
     if record_type == "response_item":
-        payload = get_dict(record, "payload")
-        if payload is not None and not _is_compaction_output(record):
+        payload = record.get("payload")
+        metadata = record.get("metadata")
+        compaction = isinstance(metadata, dict) and metadata.get("compaction_output") is True
+        if isinstance(payload, dict) and not compaction:
             return _response_item(payload, timestamp)
         return []
     if record_type == "session_meta":
@@ -258,6 +262,11 @@ class RequestCopies:
         self._held: list[RolloutItem] = []
 
     def keep(self, record: Record, items: list[RolloutItem]) -> list[RolloutItem]:
+        kind = items[0].kind if len(items) == 1 and not self._held else ItemKind.USER
+        if kind is not ItemKind.USER and kind is not ItemKind.INSTRUCTIONS:
+            # Most records: one agent or tool item, and no event copy held to give out first.
+            self._unanswered = 0
+            return items
         from_event = record.get("type") == "event_msg"
         kept: list[RolloutItem] = []
         for item in items:
@@ -285,10 +294,6 @@ class RequestCopies:
         held, self._held = self._held, []
         self._unanswered = 0
         return held
-
-
-def _is_compaction_output(record: Record) -> bool:
-    return (get_dict(record, "metadata") or {}).get("compaction_output") is True
 
 
 def _is_legacy_meta(record: Record) -> bool:

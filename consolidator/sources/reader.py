@@ -237,7 +237,7 @@ def iter_items(
     items (or none, like the `event_msg` lines) is also passed over without being decoded, so
     a problem in it goes unreported: nothing the caller wants was lost with it.
     """
-    passover = codex.skippable_lines(skip) if skip else None
+    passover = codex.skippable_lines(skip).match if skip else None
     claude_items_seen: set[int] = set()
     codex_requests = codex.RequestCopies()
     with open_rollout(path, buffering=_STREAM_BUFFER_BYTES) as stream:
@@ -248,7 +248,7 @@ def iter_items(
                 and source_format is SourceFormat.CODEX
                 and isinstance(line, bytes)
                 and line.endswith(b"\n")
-                and passover.match(line)
+                and passover(line)
             ):
                 continue
             record, problem = _decode(number, line)
@@ -277,7 +277,7 @@ def iter_items(
                 items = [item for item in items if not claude.is_repeat(item, claude_items_seen)]
             elif source_format is SourceFormat.CODEX:
                 items = codex_requests.keep(record, items)
-            if skip:
+            if skip and items:
                 items = [item for item in items if item.kind not in skip]
             yield from items
     yield from (item for item in codex_requests.flush() if item.kind not in skip)
