@@ -16,6 +16,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from consolidator.sources.items import ItemKind, RolloutItem
 
@@ -28,10 +29,12 @@ _HEAD_SHARE_NUMERATOR = 2
 _HEAD_SHARE_DENOMINATOR = 5
 _MAX_TOOL_NAME_CHARS = 64
 _TOOL_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")
-# A line after the first that holds only whitespace (as `str.isspace` defines it), and the
-# start of a line after the first that holds anything.
-_BLANK_LINE = re.compile(r"\n[^\S\n]+(?=\n)")
+# A line after the first that is empty or holds only whitespace (as `str.isspace` defines
+# it), and the start of a line after the first that holds anything.
+_BLANK_LINE = re.compile(r"\n[^\S\n]*(?=\n)")
 _INDENT = re.compile(r"\n(?=[^\n])")
+
+_KIND_LABELS = {kind: f"[{kind.value}]" for kind in ItemKind}
 
 # What reduction drops and only counts; a reader may leave these out to begin with.
 DROPPED_KINDS = frozenset({ItemKind.INSTRUCTIONS, ItemKind.REASONING})
@@ -169,10 +172,10 @@ def render_item(item: RolloutItem) -> str:
         # Continuation lines indented, blank ones emptied: two passes in C rather than a
         # Python loop over every line, which cost stage one a millisecond per 250,000
         # characters.
-        body = _BLANK_LINE.sub("\n", body)
-        # An empty line after the first shows as two newlines in a row (the last line is
-        # not empty after `rstrip`); without one, every newline gets the indentation.
-        body = _INDENT.sub("\n  ", body) if "\n\n" in body else body.replace("\n", "\n  ")
+        body, blank_lines = _BLANK_LINE.subn("\n", body)
+        # Each blank line after the first is now empty, two newlines in a row (the last line
+        # is not blank after `rstrip`); without one, every newline gets the indentation.
+        body = _INDENT.sub("\n  ", body) if blank_lines else body.replace("\n", "\n  ")
     if item.kind is ItemKind.OMISSION:
         return body
     label = _label(item)
@@ -181,8 +184,14 @@ def render_item(item: RolloutItem) -> str:
 
 def _label(item: RolloutItem) -> str:
     if item.kind is ItemKind.TOOL_CALL:
-        name = _TOOL_NAME_UNSAFE.sub("_", (item.name or "")[:_MAX_TOOL_NAME_CHARS]) or "unknown"
-        return f"[tool_call {name}]"
+        return _tool_call_label(item.name)
     if item.kind is ItemKind.TOOL_OUTPUT:
         return "[tool_output]" if item.exit_code is None else f"[tool_output exit={item.exit_code}]"
-    return f"[{item.kind.value}]"
+    return _KIND_LABELS[item.kind]
+
+
+@lru_cache(maxsize=256)
+def _tool_call_label(name: str | None) -> str:
+    """Cached: a session calls a handful of tools, hundreds of times each."""
+    safe = _TOOL_NAME_UNSAFE.sub("_", (name or "")[:_MAX_TOOL_NAME_CHARS]) or "unknown"
+    return f"[tool_call {safe}]"
