@@ -189,14 +189,18 @@ def assignment_spans(scan: Scan) -> Iterator[Span]:
     text, lowered = scan.text, scan.lowered
     candidates: set[tuple[int, str]] = set()
     for anchor, keyword, longer in _KEYWORD_SEARCHES:
+        size = len(keyword)
+        # The letters a longer word goes on with: most hits (`passes`) go on with none of them.
+        follows = {word[size] for word in longer}
         for found in scan.hits(anchor):
-            end = found + len(keyword)
+            end = found + size
             if text[end : end + 1] in _AFTER_NAME_START:
                 candidates.add((end, keyword))
-            for word in longer:
-                end = found + len(word)
-                if lowered.startswith(word, found) and text[end : end + 1] in _AFTER_NAME_START:
-                    candidates.add((end, word))
+            if lowered[end : end + 1] in follows:
+                for word in longer:
+                    end = found + len(word)
+                    if lowered.startswith(word, found) and text[end : end + 1] in _AFTER_NAME_START:
+                        candidates.add((end, word))
     covered = 0
     for name_end, keyword in sorted(candidates):
         # Text already read as a value (`a=token=x`) is not searched again for names.

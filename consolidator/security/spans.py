@@ -43,6 +43,9 @@ class Anchor:
     offset: int = 0
     needle: str = ""
     word: str = ""  # the needle lower-cased, as `Needles` knows it
+    # Every occurrence of `word` is a hit: a folded anchor for a word that no two of its
+    # occurrences can overlap in.
+    every_occurrence: bool = False
 
 
 def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
@@ -59,7 +62,10 @@ def literal(needle: str, *, folded: bool = False, pivot: int = 0) -> Anchor:
     pattern = re.escape(needle[pivot:])
     if pivot:
         pattern += f"(?<={re.escape(needle)})"
-    return Anchor(re.compile(pattern), folded, pivot, needle, needle.lower())
+    word = needle.lower()
+    overlaps = any(word.startswith(word[start:]) for start in range(1, len(word)))
+    every = folded and needle == word and not overlaps
+    return Anchor(re.compile(pattern), folded, pivot, needle, word, every)
 
 
 WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -156,6 +162,8 @@ class Scan:
         """What the anchor's own pattern would find: its word where the haystack holds it
         (the case checked), each hit starting at or after where the last one's pattern match
         ended (a literal searched from its pivot matches from there on)."""
+        if anchor.every_occurrence:
+            return list(self._word(anchor.word))
         needle, pivot = anchor.needle, anchor.offset
         found: list[int] = []
         end = 0
@@ -172,15 +180,29 @@ class Scan:
             assert self._needles is not None
             letter_pass = self._needles.passes[self._needles.letter[word]]
             lowered = self.lowered
-            lists = [self._occurrences.setdefault(other, []) for other, _ in letter_pass.words]
-            positions = {other: lists[i] for i, (other, _) in enumerate(letter_pass.words)}
+            positions = {
+                other: self._occurrences.setdefault(other, []) for other, _ in letter_pass.words
+            }
+            # For each branch of the pattern: where its word's occurrences go, its pivot, and
+            # the same for each word that may occur at the same place.
+            branches = [
+                (
+                    positions[other].append,
+                    pivot,
+                    [
+                        (positions[also].append, also, shift)
+                        for also, shift in letter_pass.also[index]
+                    ],
+                )
+                for index, (other, pivot) in enumerate(letter_pass.words)
+            ]
             for match in letter_pass.pattern.finditer(lowered):
                 at = match.start()
-                index = (match.lastindex or 1) - 1
-                lists[index].append(at - letter_pass.words[index][1])
-                for other, pivot in letter_pass.also[index]:
-                    if at >= pivot and lowered.startswith(other, at - pivot):
-                        positions[other].append(at - pivot)
+                add, pivot, others = branches[(match.lastindex or 1) - 1]
+                add(at - pivot)
+                for add_other, other, other_pivot in others:
+                    if at >= other_pivot and lowered.startswith(other, at - other_pivot):
+                        add_other(at - other_pivot)
             found = self._occurrences[word]
         return found
 
