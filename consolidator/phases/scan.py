@@ -31,6 +31,7 @@ from consolidator.db.records import (
     ThreadChange,
     ThreadState,
 )
+from consolidator.memory.text import clip
 from consolidator.phases.registering import Read, Registrar
 from consolidator.sources.backend_runs import is_backend_run
 from consolidator.sources.discovery import (
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 # Thread states as the scan index returns them (plain strings).
 _DELETED = ThreadState.DELETED.value
 _FORGOTTEN = ThreadState.FORGOTTEN.value
+# How much of a reader's error a file's problem keeps.
+_MAX_REASON_CHARS = 200
 # Deleting this many threads at once is always allowed, whatever their share.
 VANISH_ALWAYS_ALLOWED = 10
 
@@ -162,6 +165,13 @@ def _log_bad(header: RolloutHeader, change: ThreadChange) -> None:
             header.problem,
             extra={"action": "rollout_bad", "thread_id": header.thread_id},
         )
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why a file's header could not be read: the system's reason, or the reader's error."""
+    if isinstance(exc, OSError):
+        return f"cannot read ({exc.strerror or exc})"
+    return clip(f"cannot be read ({type(exc).__name__}: {exc})", _MAX_REASON_CHARS)
 
 
 def unreadable_header(path: str, mtime_ns: int, reason: str) -> RolloutHeader:
@@ -326,8 +336,9 @@ def _scan_root(
                     )
                 except FileNotFoundError:
                     continue
-                except OSError as exc:
-                    why = f"cannot read ({exc.strerror or exc})"
+                except Exception as exc:
+                    # Whatever reading one file raises is that file's problem, not the scan's.
+                    why = _unreadable(exc)
                     report.warnings.append(f"{path}: {why}")
                     if previous is None:
                         # Listed as bad input; its unknown size makes every rescan try again.

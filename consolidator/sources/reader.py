@@ -365,6 +365,9 @@ def _decode(number: int, line: bytes | _LongLine) -> tuple[Record | None, str | 
         return None, f"not valid JSON ({detail})"
     if not isinstance(value, dict):
         return None, "not a JSON object"
+    kind = value.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return None, "a record whose type is not a string"
     return value, None
 
 

@@ -26,6 +26,7 @@ from consolidator.db.records import ThreadChange, ThreadState
 from consolidator.db.schema import Thread
 from consolidator.db.store import Store
 from consolidator.phases import registering
+from consolidator.phases import scan as scan_module
 from consolidator.phases.registering import REGISTER_BATCH
 from consolidator.phases.scan import RootScan, ScanReport, register_file, scan
 from consolidator.sources import discovery
@@ -159,6 +160,37 @@ def test_scan_index_of_an_empty_database(store: Store) -> None:
 
 
 # --- the scan -------------------------------------------------------------------------------
+
+
+def test_a_file_the_reader_fails_on_is_set_aside_and_the_scan_goes_on(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever reading one file's header raises (a reader's defect a hostile file finds) is
+    that file's problem: it is registered as bad with the error and a warning, and every other
+    file of the scan is read as usual."""
+    sessions = tmp_path / "sessions"
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    paths = [
+        write_small_rollout(sessions / f"2026/11/16/rollout-{n}.jsonl", thread_id)
+        for n, thread_id in enumerate(ids)
+    ]
+    real_read_header = scan_module.read_header
+
+    def read_header(path: str | Path) -> RolloutHeader:
+        if str(path) == str(paths[1]):
+            raise TypeError("unhashable type: 'list'")
+        return real_read_header(path)
+
+    monkeypatch.setattr(scan_module, "read_header", read_header)
+
+    report = scan(store, sessions, retry_budget=3)
+
+    why = "cannot be read (TypeError: unhashable type: 'list')"
+    assert counts(report) == (2, 0, 0, 0, 1)
+    assert report.warnings == [f"{paths[1]}: {why}"]
+    rows = {row[1]: row for row in thread_rows(store)}
+    assert rows[str(paths[1])][2] == ThreadState.BAD.value and rows[str(paths[1])][6] == why
+    assert {rows[str(paths[n])][0] for n in (0, 2)} == {ids[0], ids[2]}
 
 
 def test_rescan_registers_only_what_changed(

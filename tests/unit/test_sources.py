@@ -604,6 +604,25 @@ def test_corrupt_lines_in_the_middle_are_skipped_and_counted(tmp_path: Path) -> 
     assert report.summary() == report.problems[0] + " (+3 more)"
 
 
+@pytest.mark.parametrize("kind", [["session_meta"], {"a": 1}, 7, True])
+def test_a_record_whose_type_is_not_a_string_is_a_problem_line(tmp_path: Path, kind: Any) -> None:
+    """Every agent names a record's type with a string; read as a set member, a list or an
+    object there raised, and one such first line stopped every file's scan."""
+    odd = {"timestamp": ts(0), "type": kind, "payload": {"id": SESSION_ID}}
+    first = write(tmp_path / "first" / ROLLOUT_NAME, jsonl(odd, meta(), user_message(1, "kept")))
+    only = write(tmp_path / "only" / ROLLOUT_NAME, jsonl(odd))
+
+    header = read_header(first)
+    items, report = read_all(first)
+
+    assert header.problem is None and header.thread_id == SESSION_ID
+    assert [item.text for item in items] == ["kept"]
+    assert report.problems == ["line 1: a record whose type is not a string; skipped"]
+    assert read_header(only).problem == (
+        "first line: a record whose type is not a string; no session metadata in the first line"
+    )
+
+
 def test_binary_garbage(tmp_path: Path) -> None:
     path = write(tmp_path / ROLLOUT_NAME, b"PK\x03\x04\x00\x00\x08\x00" * 512 + b"\n\xff\x00\n")
 
