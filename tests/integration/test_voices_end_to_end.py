@@ -209,6 +209,8 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "label-asked": (_once("api port: 7071?"), "7071"),
     "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
     "a-correction-of-nothing": (_once("the db url is x", "sorry, 5433"), "5433"),
+    "request-with-pls": (_once("the build is red", "pls fix the compose file"), "compose file"),
+    "request-with-plz": (_once("hi", "plz run the tests again"), "tests again"),
     "pasted-yaml": (_once("pls fix the compose file\nservices:\n  db:\n    port: 5544"), "5544"),
     "pasted-headers": (
         _once("the api answers with\ncontent-type: application/json\nx-request-id: 4f3a9b2c"),
