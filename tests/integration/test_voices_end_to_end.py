@@ -213,10 +213,13 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "request-with-plz": (_once("hi", "plz run the tests again"), "tests again"),
     "pasted-yaml": (_once("pls fix the compose file\nservices:\n  db:\n    port: 5544"), "5544"),
     "pasted-headers": (
-        _once("the api answers with\ncontent-type: application/json\nx-request-id: 4f3a9b2c"),
-        "4f3a9b2c",
+        _once("the api answers with\ncontent-type: application/json\nserver: nginx/1.25.3"),
+        "nginx/1.25.3",
     ),
-    "pasted-log": (_once("got this in the logs\nlevel: error\nport: 5432"), "5432"),
+    "pasted-log": (
+        _once("got this in the logs\nlevel: error\nts: 2026-11-02T10:00:01Z"),
+        "10:00:01",
+    ),
     "pasted-diff": (_once("i changed this\n-  port: 5543\n+  port: 5544\nnow it fails"), "5544"),
 }
 
