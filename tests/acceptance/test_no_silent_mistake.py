@@ -116,3 +116,39 @@ def test_ctrl_c_at_any_moment_of_a_run_prints_no_traceback(tmp_path: Path, delay
     assert child.returncode in (0, 1, 130), (child.returncode, err)
     if child.returncode == 1:
         assert err.strip().splitlines()[-1].startswith("consolidator: "), err
+
+
+_INTERRUPT_IN_A_CALLBACK = """
+import sys, weakref
+import consolidator.face.cli.idle as idle
+
+def interrupt(_ref):
+    raise KeyboardInterrupt
+
+held = [type("Held", (), {})()]
+ref = weakref.ref(held[0], interrupt)
+
+def freeing_while_loading(argv):
+    held.clear()
+    sum(range(10**7))
+    return False
+
+idle.answered_idle = freeing_while_loading
+from consolidator.face.cli import main
+main()
+"""
+
+
+def test_ctrl_c_landing_in_a_weak_reference_callback_still_interrupts(tmp_path: Path) -> None:
+    """Python cannot raise out of a weak reference's callback (the import machinery runs one as
+    it frees a module lock): such a Ctrl-C is neither printed with a traceback nor lost."""
+    child = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_IN_A_CALLBACK, "status"],
+        env=clean_env(CONSOLIDATOR_HOME=str(tmp_path / "home")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert (child.returncode, child.stderr) == (1, "consolidator: interrupted\n")

@@ -13,9 +13,25 @@ if TYPE_CHECKING:
     import click
 
 
+def interrupt_again_where_it_can_be_caught(unraisable: sys.UnraisableHookArgs) -> None:
+    """`sys.unraisablehook` for the console script: a Ctrl-C that lands in a callback Python
+    cannot raise from (a weak reference's, as the import machinery frees a module lock) would
+    be printed with a traceback and lost; it is delivered again instead, once this hook has
+    returned (from another thread, so that it does not land in the hook itself), to the code
+    that runs next, where the error boundary turns it into its one line."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        import _thread
+
+        _thread.start_new_thread(_thread.interrupt_main, ())
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script: run the command line, and turn an interrupt that arrives outside
     its error boundary (while it loads, or as it exits) into the boundary's one line."""
+    if argv is None:
+        sys.unraisablehook = interrupt_again_where_it_can_be_caught
     try:
         from consolidator.face.cli.idle import answered_idle
 
