@@ -73,6 +73,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "8025",
     ),
     "corrected-nope": (_once("redis runs on 6380 here", "nope 6381"), "6381", "6380"),
+    "corrected-snake-name": (
+        _once("db name is shop_dev", "ah wait, shop_test"),
+        "shop_test",
+        "shop_dev",
+    ),
     "corrected-label": (_once("worker count: 16", "24 i mean"), "24", "16"),
     "corrected-script-in-block": (
         _once("the seed script is\n```\nscripts/seed.sh\n```", "sry, scripts/seed_dev.sh"),
@@ -136,6 +141,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "https://stg2.shop.io",
         "https://stg.shop.io",
     ),
+    "changed-tight-setting": (
+        _later("timeout=30s for the payment client", "payments slow", "timeout=45s now"),
+        "45s",
+        "30s",
+    ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",
@@ -164,6 +174,7 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "lower-case-where": (_once("mailhog listens at 8025"), "8025"),
     "label-port": (_once("jaeger ui: 16686"), "16686"),
     "label-limit": (_once("upload limit: 25mb"), "25mb"),
+    "tight-setting": (_once("retries=5 for the payment client"), "retries is 5"),
     "typo-number": (_once("teh worker concurency is 12"), "12"),
     "second-language-path": (
         _once("the config file stay in /etc/shopd/shopd.toml"),

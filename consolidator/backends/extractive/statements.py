@@ -53,9 +53,10 @@ def user_statements(spoken: Iterable[str]) -> UserStatements:
     a default is an instruction; a statement about the project is a fact."""
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
-    pasted = rule("structure.pasted-settings").regex
+    pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
     for number, message in enumerate(spoken):
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
+        message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
             if sentence.endswith(":") or _corrected(sentence, read):
