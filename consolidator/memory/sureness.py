@@ -158,8 +158,11 @@ _PRONOUN_SUBJECT: Final = re.compile(
 )
 # What the agent has or is, not the project: "you have 100% coverage".
 _THE_AGENT_S_STATE: Final = re.compile(r"^you\s+(?:have|had|are|were|got)\b", re.IGNORECASE)
+# Said with doubt, or of what is yet to be: neither is how the project is now.
 _HEDGE: Final = re.compile(
-    r"\b(?:maybe|might|probably|perhaps|i think|i guess|not sure|would|could)\b", re.IGNORECASE
+    r"\b(?:maybe|might|probably|perhaps|i think|i guess|not sure|would|could"
+    r"|will|going to|gonna|plan to)\b",
+    re.IGNORECASE,
 )
 _LEAD_IN: Final = re.compile(
     r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey)\b[\s,:;.!-]*)+", re.IGNORECASE

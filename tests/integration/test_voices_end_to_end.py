@@ -73,6 +73,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "8025",
     ),
     "corrected-nope": (_once("redis runs on 6380 here", "nope 6381"), "6381", "6380"),
+    "corrected-its": (
+        _once("branch for release is release-7", "no its release-8"),
+        "release-8",
+        "release-7",
+    ),
     "corrected-snake-name": (
         _once("db name is shop_dev", "ah wait, shop_test"),
         "shop_test",
@@ -145,6 +150,15 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("timeout=30s for the payment client", "payments slow", "timeout=45s now"),
         "45s",
         "30s",
+    ),
+    "changed-not-used-any-more": (
+        _later(
+            "we use mysql 5.7 for the shop db",
+            "db errors",
+            "we not use mysql anymore, now is postgres 16",
+        ),
+        "postgres 16",
+        "mysql 5.7",
     ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
@@ -220,6 +234,7 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "label-asked": (_once("api port: 7071?"), "7071"),
     "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
     "a-correction-of-nothing": (_once("the db url is x", "sorry, 5433"), "5433"),
+    "a-plan": (_once("tomorrow i will move redis to 6390"), "6390"),
     "request-with-pls": (_once("the build is red", "pls fix the compose file"), "compose file"),
     "request-with-plz": (_once("hi", "plz run the tests again"), "tests again"),
     "pasted-yaml": (_once("pls fix the compose file\nservices:\n  db:\n    port: 5544"), "5544"),

@@ -21,7 +21,9 @@ MAX_STATEMENTS = 8
 _MAX_CORRECTION_WORDS = 5
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
-_PLAIN = "statement+!shape.vague-subject+words>=5"
+# A statement about more than a pronoun ("its" beside a corrected value states nothing).
+_ABOUT_SOMETHING = "statement+!shape.vague-subject"
+_PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
 # The old value a correction names beside its new one ("5433, not 5432").
@@ -151,7 +153,7 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
         return False
     kind, new = given[0]
     rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
-    if len(told.split()) > _MAX_CORRECTION_WORDS or holds("statement", rest):
+    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_ABOUT_SOMETHING, rest):
         return False
     into, previous = read.latest[0]
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
@@ -184,7 +186,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
             said = clause
             if named and (it_is := rule("structure.it-is").regex).match(clause):
                 said = f"the {named} is {it_is.sub('', clause)}"
-            stated = holds("shape.value", said) or holds("statement+!shape.vague-subject", said)
+            stated = holds("shape.value", said) or holds(_ABOUT_SOMETHING, said)
             if stated and len(said.split()) > 1 and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
 
