@@ -51,7 +51,7 @@ _TRACE: Final = re.compile(
     r"|Traceback \(most recent call last\)"
     r"|^\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"
     r"|^\s*\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL)\]?[\s:]"
-    r"|^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s"
+    r"|(?:^|`)\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s"
     r"|^\s*Exception in thread\b"
     r"|^\s*#\d+\s+0x[0-9a-f]+",
 )

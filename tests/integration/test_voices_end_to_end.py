@@ -160,6 +160,20 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "postgres 16",
         "mysql 5.7",
     ),
+    "changed-no-verb": (
+        _later("port of api is 8080", "api down", "port of api now 8090"),
+        "8090",
+        "8080",
+    ),
+    "changed-block-no-verb": (
+        _later(
+            "the seed cmd:\n```\nmake seed\n```",
+            "seed broke",
+            "seed cmd now\n```\nmake seed-all\n```",
+        ),
+        "make seed-all",
+        "make seed`",
+    ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",
@@ -188,6 +202,7 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "lower-case-where": (_once("mailhog listens at 8025"), "8025"),
     "label-port": (_once("jaeger ui: 16686"), "16686"),
     "label-limit": (_once("upload limit: 25mb"), "25mb"),
+    "hyphenated-name": (_once("we deploy on fly.io, app name shop-api-prod"), "shop-api-prod"),
     "tight-setting": (_once("retries=5 for the payment client"), "retries is 5"),
     "typo-number": (_once("teh worker concurency is 12"), "12"),
     "second-language-path": (
@@ -234,6 +249,10 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "label-asked": (_once("api port: 7071?"), "7071"),
     "label-then-order": ((Said(0, ("todo: 3301 vs 3300 pls check",)),), "3301"),
     "a-correction-of-nothing": (_once("the db url is x", "sorry, 5433"), "5433"),
+    "quoted-error": (
+        _once("it says `ModuleNotFoundError: No module named 'shop.settings'`"),
+        "ModuleNotFoundError",
+    ),
     "a-plan": (_once("tomorrow i will move redis to 6390"), "6390"),
     "request-with-pls": (_once("the build is red", "pls fix the compose file"), "compose file"),
     "request-with-plz": (_once("hi", "plz run the tests again"), "tests again"),
