@@ -156,8 +156,13 @@ _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
 _PRONOUN_SUBJECT: Final = re.compile(
     r"^(?:i|it|it's|its|this|that|these|those|there|he|she|they)\b", re.IGNORECASE
 )
-# What the agent has or is, not the project: "you have 100% coverage".
-_THE_AGENT_S_STATE: Final = re.compile(r"^you\s+(?:have|had|are|were|got)\b", re.IGNORECASE)
+# What the agent has or is, or what it is told to do, not the project: "you have 100%
+# coverage", "for this task you need to check the logs".
+_THE_AGENT_S_STATE: Final = re.compile(
+    r"^you\s+(?:have|had|are|were|got)\b"
+    r"|^(?:\S+\s+){0,6}?you\s+(?:must|should|need|needs|have to|had to|ought to)\b",
+    re.IGNORECASE,
+)
 # Said with doubt, or of what is yet to be: neither is how the project is now.
 _HEDGE: Final = re.compile(
     r"\b(?:maybe|might|probably|perhaps|i think|i guess|not sure|would|could"

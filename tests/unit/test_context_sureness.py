@@ -215,6 +215,7 @@ def test_each_kind_of_evidence_is_named() -> None:
     assert _evidence("knowledge", _said("ROUND_HALF_EVEN moves two totals.", "agent")) == []
     assert _evidence("knowledge", _said("It might be on port 6544.")) == []
     assert _evidence("knowledge", _said("Tomorrow i will move redis to 6390")) == []
+    assert _evidence("knowledge", _said("For this task you need to check the logs")) == []
     assert _evidence("knowledge", _said("The api is going to listen on 8443.")) == []
     held = judge(
         Entry(_block(), "knowledge", _said("scripts/sync.sh runs the upload.", "agent"), True)
