@@ -1,10 +1,9 @@
 """Defaults for every project, read off the projects' own preferences (no model).
 
 A standing instruction belongs to the project it was given in: a rule learned in one
-project's broken environment must not follow the user elsewhere. It becomes user-wide when
-the user said so ("in all my repos", "everywhere") or gave the same instruction in two or more
-projects. The user-wide block is derived from the project blocks every time, never edited in
-place, so a re-extracted or forgotten session leaves it on the next run like any other entry.
+project's broken environment must not follow the user elsewhere. It is user-wide when the user
+said so ("in all my repos", "everywhere") or gave it in two or more projects. That block is
+derived again every time, so a re-extracted or forgotten session leaves it like any entry.
 """
 
 from __future__ import annotations
@@ -51,23 +50,22 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
     tasks: dict[str, Task] = {}
     bullets: list[Bullet] = []
     for group in filter(_holds_everywhere, _same_instructions(_instructions(blocks))):
+        said = [(s, c) for s in group for c in s.citations]
         cited = sorted(
-            {c.thread_id: (c, s.cwd) for s in group for c in s.citations}.values(),
+            {c.thread_id: (c, s.cwd) for s, c in said}.values(),
             key=lambda pair: (pair[0].updated_at, pair[0].thread_id),
         )
         for citation, cwd in cited:
             made = Task(task_id_for(citation.thread_id), f"gave a default in {cwd}", (citation,))
             tasks.setdefault(citation.thread_id, made)
-        sources = (
-            (c.thread_id, preference_text(EVERY_PROJECT, s.quote))
-            for s in group
-            for c in s.citations
+        sources = dict.fromkeys(
+            (c.thread_id, preference_text(EVERY_PROJECT, s.quote)) for s, c in said
         )
         bullets.append(
             Bullet(
                 preference_text(EVERY_PROJECT, group[0].quote),
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
-                tuple(dict.fromkeys(sources)),
+                tuple(sources),
                 tuple(dict.fromkeys(origin for s in group for origin in s.bullet.origins)),
                 tuple(dict.fromkeys(rule for s in group for rule in s.bullet.rules)),
             )
