@@ -213,15 +213,13 @@ def _with_session(
     liked = subjects.SubjectIndex(b.text for b in preferences)
     for text in failure_bullets(notes.failures):
         _add(failures, None, witness(text, "tool", EXIT_CODES), same=same_failure)
+    printed = {fact for fact in notes.facts if notes.rule_of(fact) == PRINTED}
     # Preferences first: a statement marks the preference giving another value of its subject.
     stated: list[tuple[list[Bullet], str, Origin]] = [
         *((preferences, text, "agent") for text in edited_preferences),
         *((preferences, text, author) for text in asked),
         *((knowledge, text, "agent") for text in edited_knowledge),
-        *(
-            (knowledge, fact, "tool" if notes.rule_of(fact) == PRINTED else author)
-            for fact in notes.facts
-        ),
+        *((knowledge, fact, "tool" if fact in printed else author) for fact in notes.facts),
         *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
     newest_wins = supersede.newest_wins
