@@ -256,24 +256,10 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             continue  # nothing reusable, and no older entry of the thread to drop
         blocks[block_id] = block
         changed.append(block_id)
-    changed += _with_user_defaults(request, blocks)
+    if derived := defaults.user_defaults(blocks, request.other_blocks, task_id_for):
+        blocks[derived.block_id] = derived
+        changed.append(derived.block_id)
     changed = list(dict.fromkeys(changed))
     upserts = tuple(blocks[block_id] for block_id in changed if blocks[block_id].tasks)
     deletions = tuple(block_id for block_id in changed if not blocks[block_id].tasks)
     return ConsolidationResult(upserts=upserts, deletions=deletions)
-
-
-def _with_user_defaults(request: ConsolidationRequest, blocks: dict[str, Block]) -> list[str]:
-    """Derive the user-wide defaults block again into `blocks`; its id when it changed. Left
-    alone when the request shows it only by its index line."""
-    others = {block.block_id: block for block in request.other_blocks}
-    if defaults.USER_DEFAULTS_BLOCK_ID in others:
-        return []
-    every = others | blocks
-    current = blocks.get(defaults.USER_DEFAULTS_BLOCK_ID)
-    derived = defaults.user_defaults([every[key] for key in sorted(every)], task_id_for)
-    derived = derived or (current and replace(current, tasks=()))
-    if derived is None or derived == current:
-        return []
-    blocks[derived.block_id] = derived
-    return [derived.block_id]

@@ -9,8 +9,8 @@ derived again every time, so a re-extracted or forgotten session leaves it like 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
 from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
@@ -44,12 +44,21 @@ class _Stated:
     bullet: Bullet
 
 
-def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
-    """The user-wide block of the defaults the project blocks among `blocks` support, each
-    citing every session that gave it; None when there is none."""
+def user_defaults(
+    blocks: Mapping[str, Block], others: Sequence[Block], task_id_for: Callable[[str], str]
+) -> Block | None:
+    """The user-wide block the project blocks in `blocks` and `others` support now, each
+    default citing every session that gave it (with no tasks once none is left); None when
+    it is unchanged, or when `others` shows it only by its index line."""
+    every = {block.block_id: block for block in others}
+    if USER_DEFAULTS_BLOCK_ID in every:
+        return None
+    every |= blocks
+    current = blocks.get(USER_DEFAULTS_BLOCK_ID)
     tasks: dict[str, Task] = {}
     bullets: list[Bullet] = []
-    for group in filter(_holds_everywhere, _same_instructions(_instructions(blocks))):
+    stated = _instructions([every[key] for key in sorted(every)])
+    for group in filter(_holds_everywhere, _same_instructions(stated)):
         said = [(s, c) for s in group for c in s.citations]
         cited = sorted(
             {c.thread_id: (c, s.cwd) for s, c in said}.values(),
@@ -71,8 +80,8 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
             )
         )
     if not bullets:
-        return None
-    return Block(
+        return replace(current, tasks=()) if current and current.tasks else None
+    derived = Block(
         block_id=USER_DEFAULTS_BLOCK_ID,
         title="Defaults in every project",
         scope="Standing instructions the user gave for every project, or in two or more.",
@@ -81,6 +90,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
         tasks=tuple(sorted(tasks.values(), key=lambda t: (t.citations[0].updated_at, t.task_id))),
         preferences=tuple(bullets),
     )
+    return None if derived == current else derived
 
 
 def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
