@@ -7,32 +7,21 @@ two wordings; whether two bullets give two values of one subject is `memory.subj
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from importlib.resources import files
 from typing import Any, Final
 
+from consolidator.memory.lexicon import data, shape
 from consolidator.memory.marks import unmarked
 
-_TOKEN = re.compile(r"[a-z0-9_~@][a-z0-9_./~:-]*[a-z0-9_]|[a-z0-9]")
-_CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
-# A file a statement cites at a line ("docker-compose.yml:172"): the line is no value.
-_LINE_NUMBER = re.compile(r"(\.[a-z0-9]{1,10}):\d+(?::\d+)?$")
 _SAME_SUBJECT: Final = 0.6
-
-
-WORDS: Final[dict[str, Any]] = json.loads(
-    files(__package__).joinpath("subject_words.json").read_text(encoding="utf-8")
-)["words"]
+WORDS: Final[dict[str, Any]] = data("subject_words.json")["words"]
 STOPWORDS: Final = frozenset(WORDS["stopwords"])
 SHORT_FORMS: Final[dict[str, str]] = WORDS["short-forms"]
 # Words that say where a thing is or that it moved, not what it is.
 PLACE_WORDS: Final = frozenset(WORDS["place-words"])
-CHANGE: Final = re.compile(
-    r"\b(?:" + "|".join(map(re.escape, WORDS["change-words"])) + r")\b", re.I
-)
+CHANGE: Final = re.compile(rf"\b(?:{'|'.join(map(re.escape, WORDS['change-words']))})\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -45,7 +34,7 @@ class Reading:
     @cached_property
     def stated(self) -> Reading:
         """What the text states in any wording: no change or place words, no cited lines."""
-        values = frozenset(_LINE_NUMBER.sub(r"\1", value) for value in self.values)
+        values = frozenset(shape("line-at-end").sub(r"\1", value) for value in self.values)
         return Reading(self.subject - self.wording, values)
 
 
@@ -59,10 +48,10 @@ def read(text: str) -> Reading:
     """The subject words and the values of `text`; a code span is one value whole (`make
     lint` and `tox -e lint` are two commands, not mostly the same words)."""
     plain = unmarked(text).lower()
-    values: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(plain)}
+    values: set[str] = {" ".join(span.split()) for span in shape("code-span").findall(plain)}
     subject: set[str] = set()
     wording: set[str] = set()
-    for raw in _TOKEN.findall(_CODE_SPAN.sub(" ", plain).replace("`", " ")):
+    for raw in shape("token").findall(shape("code-span").sub(" ", plain).replace("`", " ")):
         token = raw.rstrip(".:/-")
         if not token or token in STOPWORDS:
             continue

@@ -16,14 +16,15 @@ _EDGES: Final = "`'\".,;:!?()*"
 
 
 @cache
-def _lexicon() -> dict[str, Any]:
-    return dict(json.loads(files(__package__).joinpath("lexicon.json").read_text("utf-8")))
+def data(name: str) -> dict[str, Any]:
+    """The words or shapes file `name` beside this module, read once."""
+    return dict(json.loads(files(__package__).joinpath(name).read_text("utf-8")))
 
 
 @cache
 def shape(name: str) -> re.Pattern[str]:
     """The shape of a value of kind `name` in a sentence, compiled on first use."""
-    return re.compile(_lexicon()["in_text"][name])
+    return re.compile(data("lexicon.json")["in_text"][name])
 
 
 @lru_cache(maxsize=65536)
@@ -49,7 +50,7 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
 
 @cache
 def _alone() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((kind, re.compile(pattern)) for kind, pattern in _lexicon()["alone"])
+    return tuple((kind, re.compile(pattern)) for kind, pattern in data("lexicon.json")["alone"])
 
 
 def value_kind(token: str) -> str:

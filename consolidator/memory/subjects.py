@@ -1,11 +1,9 @@
 """Whether two statements give two values of one subject: read here, once, for every caller.
 
-A statement is about a subject: what its head noun names ("the reporting db port"), a tool
-right before its version ("we're on node 22 now"), or a thing said to be or to become
-something ("the default branch is master"). Whose subject it is is read from words, a guess,
-so callers only ever mark (superseded, possible conflict), never drop. Value shapes are
-`memory.lexicon`'s; runtime names are `core.runtime_names`'. Each reading of a text is
-cached, as a block's entries are compared with every statement a pass adds.
+A subject is what a head noun names ("the reporting db port"), a tool right before its
+version ("we're on node 22 now"), or a thing said to be or become something ("the default
+branch is master"). It is read from words, a guess, so callers only mark (superseded,
+possible conflict), never drop. Each reading is cached: a block's entries meet every statement.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from consolidator.memory.marks import unmarked
 # What a subject is, by the noun that heads it ("the reporting db port": a port), and the
 # kinds of value each may have: a database is reached at a host or a port.
 _HEAD_KINDS: Final[dict[str, str]] = WORDS["head-kinds"]
-_VALUE_KINDS: Final = {kind: frozenset(values) for kind, values in WORDS["value-kinds"].items()}
+_VALUE_KINDS: Final[dict[str, list[str]]] = WORDS["value-kinds"]
 _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
 # The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
 _SAYS_WHERE: Final = facts.PLACE_WORDS | frozenset(WORDS["where-verbs"])
@@ -46,11 +44,11 @@ class Subject:
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of (the command a
-    tool's output was read from aside), read four ways: of the subject `new` names, in any
-    words (`supersedes`); one plain word said to be another ("the branch is now main"); one
-    value each, of the same kinds, in the same words ("queue = orders-q2"); or one value of
-    one kind each, the newer's subject words all among the older's ("api port: 7071" after
-    "the api listens on 7070"), or, said as a change, the older's among its own."""
+    tool's output was read from aside): of the subject `new` names (`supersedes`); one plain
+    word said to be another ("the branch is now main"); one value each, of the same kinds, in
+    the same words ("queue = orders-q2"); or one value of one kind each, the newer's subject
+    words all among the older's ("api port: 7071" after "the api listens on 7070"), or, said
+    as a change, the older's among its own."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
@@ -68,7 +66,7 @@ def other_value(old: str, new: str) -> bool:
         return was.values != now.values
     if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
         return False
-    older, newer = (read(text).stated.subject - _NOT_SUBJECT for text in (old, new))
+    older, newer = was.subject - _NOT_SUBJECT, now.subject - _NOT_SUBJECT
     if not older or not newer:
         return False
     return all(_among(word, older) for word in newer) or (
@@ -149,7 +147,7 @@ def subject_of(text: str) -> Subject | None:
     # No noun of a kind: the words before the verb saying a change or a place, and the kind
     # of the one value the statement gives ("the job queue lives on mq-2.lan").
     verb = next((i for i, t in enumerate(tokens) if CHANGE.fullmatch(t) or t in _SAYS_WHERE), -1)
-    kinds = {kind for kind, _ in shaped_in(plain)}
+    kinds = {kind for kind, _ in shaped_values(text)}
     if verb < 0 or len(kinds) != 1 or any(token in _HEAD_KINDS for token in tokens):
         return None
     qualifiers = _qualifiers(tokens, verb)
@@ -168,8 +166,7 @@ def _qualifiers(tokens: list[str], end: int) -> frozenset[str]:
 
 def values_of_kind(text: str, kind: str) -> frozenset[str]:
     """The values `text` gives that a subject of `kind` may have, by their shape."""
-    wanted = _VALUE_KINDS.get(kind, frozenset())
-    return frozenset(value for found, value in shaped_values(text) if found in wanted)
+    return frozenset(v for found, v in shaped_values(text) if found in _VALUE_KINDS.get(kind, ()))
 
 
 def shaped_values(text: str) -> tuple[tuple[str, str], ...]:

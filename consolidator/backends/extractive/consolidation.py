@@ -18,22 +18,11 @@ from functools import lru_cache
 from typing import Any
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
+from consolidator.backends.extractive import defaults, supersede
 from consolidator.backends.extractive.commands import PRINTED
-from consolidator.backends.extractive.defaults import (
-    USER_DEFAULTS_BLOCK_ID,
-    preference_text,
-    user_defaults,
-)
 from consolidator.backends.extractive.explained import failure_bullets, same_failure
 from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
 from consolidator.backends.extractive.sentences import strip_lead_in
-from consolidator.backends.extractive.supersede import (
-    apply_edit,
-    joined,
-    mark_stale_fixes,
-    merge_superseded,
-    newest_wins,
-)
 from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
@@ -46,9 +35,6 @@ TASK_ID_CHARS = 100
 _TOPIC_FILLER = frozenset(facts.WORDS["topic-filler"])
 _NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
 Bullets = tuple[Bullet, ...]
-# An entry as one session gives it: its text, where the session had it from, and the rule
-# that read it when `rules` does not name one.
-_Witness = Callable[[str, Origin, str], Bullet]
 
 
 def block_id_for(cwd: str | None) -> str:
@@ -133,9 +119,11 @@ def _topic_words(text: str) -> frozenset[str]:
     return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
 
-def _witness(citation: ThreadCitation, rules: Mapping[str, str]) -> _Witness:
-    """How one session's entries are cited: its task, its thread and its wording, where it
-    had each from, and the rule that read it by its text (`fallback` for one it does not name)."""
+def _witness(
+    citation: ThreadCitation, rules: Mapping[str, str]
+) -> Callable[[str, Origin, str], Bullet]:
+    """An entry as one session gives it: its task, its thread and its wording, where it had
+    it from, and the rule that read it by its text (`fallback` for one it does not name)."""
     thread = citation.thread_id
     task_ids = (task_id_for(thread),)
 
@@ -166,7 +154,7 @@ def _add(
         shown = bullets[at].text
         if facts.fuller(shown, text):
             shown = shown[: len(shown) - len(marks.unmarked(shown))] + text
-        bullets[at] = joined(replace(bullets[at], text=shown), new)
+        bullets[at] = supersede.joined(replace(bullets[at], text=shown), new)
     if index:
         index.add(at, bullets[at].text)
 
@@ -192,7 +180,8 @@ def _with_session(
     """`block` with what one session's notes say: its task, what it takes back or edits, its
     preferences, facts and fixed failures; the newest value of a subject wins over the older
     in knowledge and preferences alike."""
-    asked = [preference_text(f"when working in {project}", quote) for quote in notes.instructions]
+    where = f"when working in {project}"
+    asked = [defaults.preference_text(where, quote) for quote in notes.instructions]
     said = {one_line(text): rule for text, rule in notes.rules}
     wrapped = zip(asked, notes.instructions, strict=True)
     rules = said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
@@ -210,9 +199,9 @@ def _with_session(
     edited_knowledge: list[str] = []
     edited_preferences: list[str] = []
     for edit in notes.edited:
-        block, new_knowledge, new_preferences = apply_edit(block, edit)
-        edited_knowledge += new_knowledge
-        edited_preferences += new_preferences
+        block, knowledge_texts, preference_texts = supersede.apply_edit(block, edit)
+        edited_knowledge += knowledge_texts
+        edited_preferences += preference_texts
     days = {
         task.task_id: max((c.updated_at[:10] for c in task.citations), default="")
         for task in (*block.tasks, task)
@@ -224,17 +213,16 @@ def _with_session(
     liked = subjects.SubjectIndex(b.text for b in preferences)
     for text in failure_bullets(notes.failures):
         _add(failures, None, witness(text, "tool", EXIT_CODES), same=same_failure)
+    printed = {fact for fact in notes.facts if notes.rule_of(fact) == PRINTED}
     # Preferences first: a statement marks the preference giving another value of its subject.
     stated: list[tuple[list[Bullet], str, Origin]] = [
         *((preferences, text, "agent") for text in edited_preferences),
         *((preferences, text, author) for text in asked),
         *((knowledge, text, "agent") for text in edited_knowledge),
-        *(
-            (knowledge, fact, "tool" if notes.rule_of(fact) == PRINTED else author)
-            for fact in notes.facts
-        ),
+        *((knowledge, fact, "tool" if fact in printed else author) for fact in notes.facts),
         *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
+    newest_wins = supersede.newest_wins
     for section, words, origin in stated:
         if not (text := one_line(words)):
             continue
@@ -244,13 +232,13 @@ def _with_session(
         else:
             newest_wins(preferences, liked, text, day, days)
             _add(knowledge, known, new, lambda t: newest_wins(knowledge, known, t, day, days))
-    knowledge_now = merge_superseded(tuple(knowledge))
+    knowledge_now = supersede.merge_superseded(tuple(knowledge))
     return replace(
         block,
         tasks=(*block.tasks, task),
         knowledge=knowledge_now,
         preferences=tuple(preferences),
-        failures=mark_stale_fixes(tuple(failures), knowledge_now, day),
+        failures=supersede.mark_stale_fixes(tuple(failures), knowledge_now, day),
     )
 
 
@@ -268,25 +256,10 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
             continue  # nothing reusable, and no older entry of the thread to drop
         blocks[block_id] = block
         changed.append(block_id)
-    if _with_user_defaults(request, blocks):
-        changed.append(USER_DEFAULTS_BLOCK_ID)
+    if derived := defaults.user_defaults(blocks, request.other_blocks, task_id_for):
+        blocks[derived.block_id] = derived
+        changed.append(derived.block_id)
     changed = list(dict.fromkeys(changed))
     upserts = tuple(blocks[block_id] for block_id in changed if blocks[block_id].tasks)
     deletions = tuple(block_id for block_id in changed if not blocks[block_id].tasks)
     return ConsolidationResult(upserts=upserts, deletions=deletions)
-
-
-def _with_user_defaults(request: ConsolidationRequest, blocks: dict[str, Block]) -> bool:
-    """Derive the user-wide defaults block again into `blocks`; whether it changed. Left
-    alone when the request shows it only by its index line."""
-    if any(block.block_id == USER_DEFAULTS_BLOCK_ID for block in request.other_blocks):
-        return False
-    every = {block.block_id: block for block in request.other_blocks} | blocks
-    current = blocks.get(USER_DEFAULTS_BLOCK_ID)
-    derived = user_defaults([every[key] for key in sorted(every)], task_id_for)
-    if derived is None and current is not None:
-        derived = replace(current, tasks=())
-    if derived is None or derived == current:
-        return False
-    blocks[USER_DEFAULTS_BLOCK_ID] = derived
-    return True

@@ -1,17 +1,16 @@
 """Defaults for every project, read off the projects' own preferences (no model).
 
 A standing instruction belongs to the project it was given in: a rule learned in one
-project's broken environment must not follow the user elsewhere. It becomes user-wide when
-the user said so ("in all my repos", "everywhere") or gave the same instruction in two or more
-projects. The user-wide block is derived from the project blocks every time, never edited in
-place, so a re-extracted or forgotten session leaves it on the next run like any other entry.
+project's broken environment must not follow the user elsewhere. It is user-wide when the user
+said so ("in all my repos", "everywhere") or gave it in two or more projects. That block is
+derived again every time, so a re-extracted or forgotten session leaves it like any entry.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
 from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
@@ -45,36 +44,44 @@ class _Stated:
     bullet: Bullet
 
 
-def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) -> Block | None:
-    """The user-wide block of the defaults the project blocks among `blocks` support, each
-    citing every session that gave it; None when there is none."""
+def user_defaults(
+    blocks: Mapping[str, Block], others: Sequence[Block], task_id_for: Callable[[str], str]
+) -> Block | None:
+    """The user-wide block the project blocks in `blocks` and `others` support now, each
+    default citing every session that gave it (with no tasks once none is left); None when
+    it is unchanged, or when `others` shows it only by its index line."""
+    every = {block.block_id: block for block in others}
+    if USER_DEFAULTS_BLOCK_ID in every:
+        return None
+    every |= blocks
+    current = blocks.get(USER_DEFAULTS_BLOCK_ID)
     tasks: dict[str, Task] = {}
     bullets: list[Bullet] = []
-    for group in filter(_holds_everywhere, _same_instructions(_instructions(blocks))):
+    stated = _instructions([every[key] for key in sorted(every)])
+    for group in filter(_holds_everywhere, _same_instructions(stated)):
+        said = [(s, c) for s in group for c in s.citations]
         cited = sorted(
-            {c.thread_id: (c, s.cwd) for s in group for c in s.citations}.values(),
+            {c.thread_id: (c, s.cwd) for s, c in said}.values(),
             key=lambda pair: (pair[0].updated_at, pair[0].thread_id),
         )
         for citation, cwd in cited:
             made = Task(task_id_for(citation.thread_id), f"gave a default in {cwd}", (citation,))
             tasks.setdefault(citation.thread_id, made)
-        sources = (
-            (c.thread_id, preference_text(EVERY_PROJECT, s.quote))
-            for s in group
-            for c in s.citations
+        sources = dict.fromkeys(
+            (c.thread_id, preference_text(EVERY_PROJECT, s.quote)) for s, c in said
         )
         bullets.append(
             Bullet(
                 preference_text(EVERY_PROJECT, group[0].quote),
                 tuple(dict.fromkeys(tasks[c.thread_id].task_id for c, _ in cited)),
-                tuple(dict.fromkeys(sources)),
+                tuple(sources),
                 tuple(dict.fromkeys(origin for s in group for origin in s.bullet.origins)),
                 tuple(dict.fromkeys(rule for s in group for rule in s.bullet.rules)),
             )
         )
     if not bullets:
-        return None
-    return Block(
+        return replace(current, tasks=()) if current and current.tasks else None
+    derived = Block(
         block_id=USER_DEFAULTS_BLOCK_ID,
         title="Defaults in every project",
         scope="Standing instructions the user gave for every project, or in two or more.",
@@ -83,6 +90,7 @@ def user_defaults(blocks: Sequence[Block], task_id_for: Callable[[str], str]) ->
         tasks=tuple(sorted(tasks.values(), key=lambda t: (t.citations[0].updated_at, t.task_id))),
         preferences=tuple(bullets),
     )
+    return None if derived == current else derived
 
 
 def _instructions(blocks: Sequence[Block]) -> list[_Stated]:

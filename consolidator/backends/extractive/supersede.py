@@ -1,10 +1,9 @@
 """Newest wins: what a session states or edits makes older entries stale.
 
-A statement giving another value of an entry's subject marks the older of the two superseded
-(a possible conflict when the older says more than that value; both conflicting when said the
-same day): read from words, a guess, so it marks. An edit names the old value and the new one
-exactly, so the entries giving the old value are dropped (they stay in history) and come back
-with the new value in their words. A fix using a value no current entry gives is stale too.
+A statement giving another value of an entry's subject is read from words, a guess, so it
+marks the older superseded (a possible conflict when it says more; both conflicting when said
+the same day). An edit names both values exactly, so the entries giving the old value are
+dropped (history keeps them) and come back with the new one. A fix no current value backs is stale.
 """
 
 from __future__ import annotations
