@@ -4,13 +4,13 @@ symptom, cause and fix rather than an edit; and that bullet, one per command fam
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from consolidator.backends.extractive.commands import command_family
+from consolidator.backends.extractive.commands import Call, command_family, pattern
 from consolidator.backends.extractive.rules import rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.memory import facts
-from consolidator.memory.offline_notes import EditedValue, FailureNote
+from consolidator.memory.offline_notes import FailureNote
 from consolidator.memory.text import clip, code_span, one_line, read_code_span
 from consolidator.security.redaction import redact
 
@@ -19,7 +19,6 @@ _MAX_EXPLAINED_CHARS = 300
 _MIN_EXPLAINED_WORDS = 4
 _PLAIN_FIRST_WORD = re.compile(r"^[a-z](?=[a-z]*\s)")
 _STRAY_STOP = re.compile(r"(?<=[!?])\.+")
-_ASSERTION = re.compile(r"\bassert(?:ion)?\b|AssertionError", re.IGNORECASE)
 _SAID = " -> the agent said: "
 _FIXED_BY = " -> fixed by "
 _FIXED_IN = " -> fixed in "
@@ -33,16 +32,17 @@ def _words(*texts: str) -> frozenset[str]:
     return frozenset(facts.stem(w) for w in found if len(w) >= 3 and not w.isdigit()) - common
 
 
-def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedValue]) -> str:
-    """Up to two sentences the agent said between `failure` and its fix that state something
-    about it: they name its command, a word of its error, or the file or value the fix
-    changed. Words about anything else explain nothing of it."""
+def account(failure: FailureNote, between: Sequence[Call]) -> str:
+    """Up to two sentences the agent said `between` the failed call and its fix that state
+    something about it: they name its command, a word of its error, or the file or value the
+    fix changed. Words about anything else explain nothing of it."""
     if not failure.fixed:
         return ""
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)
-    values = (f"{change.subject} {change.new}" for change in changes)
+    values = (f"{c.subject} {c.new}" for later in between[1:] for c in later.changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
     first_person, doubled = rule("shape.first-person"), rule("structure.doubled-mark")
+    said = (text for call in between[:-1] for text in call.said)
     bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
     # A question, a sentence that only introduces what follows, or what the agent will do
     # next says nothing of why it failed.
@@ -62,12 +62,11 @@ def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedV
 
 def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
     """Each fixed failure as symptom, cause and fix: the error, what the agent said about it,
-    and the command that fixed it or the files the fix went into (an edit is not a fix). A
-    test that passed once the code was edited, with nothing said about why, is the ordinary
-    loop of changing code and running it again: no bullet."""
+    and the command that fixed it or the files the fix went into. A test that passed once the
+    code was edited, with nothing said of why, is the ordinary edit-and-rerun loop: no bullet."""
     bullets = []
     for failure in failures:
-        plain = failure.fixed and _ASSERTION.search(failure.error) is None
+        plain = failure.fixed and pattern("assertion").search(failure.error) is None
         if not (failure.fix or failure.explained or plain):
             continue
         said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
