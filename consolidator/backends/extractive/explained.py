@@ -82,8 +82,7 @@ def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
 
 def fix_of(text: str) -> str:
     """The command a failure's bullet says fixed it, "" when none did."""
-    at = text.rfind(_FIXED_BY)
-    return text[at + len(_FIXED_BY) :] if at != -1 else ""
+    return text.rpartition(_FIXED_BY)[2] if _FIXED_BY in text else ""
 
 
 def same_failure(old: str, new: str) -> bool:
@@ -95,7 +94,6 @@ def same_failure(old: str, new: str) -> bool:
 def _failure_key(text: str) -> str:
     span = read_code_span(text, 0)
     for separator in (_FIXED_BY, _FIXED_IN, _PASSED_AGAIN):
-        at = text.rfind(separator)
-        if span is not None and at != -1:
-            return f"{command_family(span[0])}{separator}{text[at + len(separator) :]}"
+        if span is not None and separator in text:
+            return f"{command_family(span[0])}{separator}{text.rpartition(separator)[2]}"
     return text
