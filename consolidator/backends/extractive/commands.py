@@ -181,9 +181,7 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     first_line = (command.strip().splitlines() or [""])[0]
     for segment in pattern("segment-split").split(first_line):
         argv = _argv(segment)
-        while argv and (
-            pattern("env-assignment").match(argv[0]) or argv[0] in word_list("wrappers")
-        ):
+        while argv and (pattern("assignment").match(argv[0]) or argv[0] in word_list("wrappers")):
             argv = argv[1:]
         if not argv or argv[0] in word_list("setup-programs"):
             continue

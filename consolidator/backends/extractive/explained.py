@@ -44,19 +44,14 @@ def account(failure: FailureNote, between: Sequence[Call]) -> str:
     first_person, doubled = rule("shape.first-person"), rule("structure.doubled-mark")
     said = (text for call in between[:-1] for text in call.said)
     bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
-    # A question, a sentence that only introduces what follows, or what the agent will do
-    # next says nothing of why it failed.
-    said_of_it = [
-        s
-        for s in bare
-        if not (is_question(s) or s.endswith(":") or first_person.regex.match(s))
-        and len(s.split()) >= _MIN_EXPLAINED_WORDS
-        and _words(s) & about
-    ][:_MAX_EXPLAINED]
-    kept = (
-        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.regex.sub(r"\1", s))
-        for s in said_of_it
-    )
+    said_of_it: list[str] = []
+    for s in bare:
+        # A question, a sentence that only introduces what follows, or what the agent will do
+        # next says nothing of why it failed.
+        aside = is_question(s) or s.endswith(":") or first_person.regex.match(s)
+        if not aside and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about:
+            said_of_it.append(doubled.regex.sub(r"\1", s))
+    kept = (_PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), s) for s in said_of_it[:_MAX_EXPLAINED])
     return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
 
 
