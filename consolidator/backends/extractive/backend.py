@@ -1,21 +1,30 @@
 """The offline stage-one backend: a deterministic extract of a rollout, with no model, for a
 machine with no key and for tests without a network. It keeps what can be taken verbatim and
 checked (the user's words, failures and their fixes, files edited, values printed), the same
-bytes for the same input."""
+bytes for the same input, and words its notes (description, summary, keywords, slug)."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 
 from consolidator.backends import base
-from consolidator.backends.extractive import prose, statements
+from consolidator.backends.extractive import statements
 from consolidator.backends.extractive.commands import PRINTED, printed_fact
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.rules import EVIDENCE
+from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.backends.extractive.sentences import answer_words
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
-from consolidator.memory.offline_notes import OUTCOME_PARTIAL, ExtractiveNotes, render_raw_memory
-from consolidator.memory.text import clip, dedupe, one_line
+from consolidator.memory.offline_notes import (
+    OUTCOME_PARTIAL,
+    OUTCOME_SUCCESS,
+    OUTCOME_UNKNOWN,
+    ExtractiveNotes,
+    render_raw_memory,
+)
+from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line
 from consolidator.security.redaction import checked_at_end, redact
 from consolidator.sources.items import DELEGATED, ItemKind
 
@@ -25,6 +34,11 @@ _TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/pr
 MAX_COMMANDS = 15
 # An answer shorter than this is an acknowledgement or a promise ("I'll publish it."), not one.
 MIN_ANSWER_WORDS = 8
+MAX_KEYWORDS = 5
+MAX_SLUG_CHARS = 60
+_MAX_HEADLINE_CHARS = 100
+_MAX_AGENT_NOTE_CHARS = 200
+_WORD = re.compile(r"[a-z][a-z0-9_+]*[a-z0-9+]")
 
 
 class ExtractiveBackend:
@@ -54,15 +68,15 @@ def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
     ):
         return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
     return base.Stage1Result(
-        rollout_summary=prose.summarise(session, notes),
-        rollout_slug=prose.slug_for(notes.task, notes.keywords),
+        rollout_summary=_summarise(session, notes),
+        rollout_slug=_slug_for(notes.task, notes.keywords),
         raw_memory=render_raw_memory(notes),
         notes=notes,
     )
 
 
 def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
-    outcome = prose.judge_outcome(session)
+    outcome = _judge_outcome(session)
     edited = _project_files(call.edited for call in session.calls)
     spoken = statements.user_statements([t for t in session.spoken if t not in session.notes])
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
@@ -86,12 +100,12 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     commands = [call.command for call in worked if call.command]
     commands = [c for i, c in enumerate(commands) if c not in commands[i - 1 : i]]
     return ExtractiveNotes(
-        description=prose.describe(session, outcome, edited, rollout.cwd),
+        description=_describe(session, outcome, edited, rollout.cwd),
         task=session.task,
         task_outcome=outcome,
         cwd=one_line(rollout.cwd or ""),
         git_branch=one_line(rollout.git_branch or ""),
-        keywords=prose.top_keywords(session),
+        keywords=_top_keywords(session),
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
         files=tuple(dedupe([*edited, *mentioned])[:MAX_FILES]),
@@ -108,6 +122,80 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
 
 
 def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
-    return dedupe(
-        path for paths in groups for path in paths if not path.startswith(_TEMPORARY_ROOTS)
-    )
+    return dedupe(p for paths in groups for p in paths if not p.startswith(_TEMPORARY_ROOTS))
+
+
+def _judge_outcome(session: Session) -> str:
+    if not any(call.ok is not None and not call.read_only for call in session.calls):
+        return OUTCOME_UNKNOWN
+    return OUTCOME_PARTIAL if session.unfixed else OUTCOME_SUCCESS
+
+
+def _describe(session: Session, outcome: str, edited: list[str], cwd: str | None) -> str:
+    subject = _headline(session.task) or f"Session in {cwd or 'an unknown place'}"
+    parts = [_count(len(session.calls), "tool call")]
+    if session.failures:
+        fixed = sum(1 for failure in session.failures if failure.fix)
+        parts.append(f"{_count(len(session.failures), 'failed command')} ({fixed} fixed)")
+    if edited:
+        parts.append(f"edited {_listed(edited, 3)}")
+    judged = "" if outcome == OUTCOME_UNKNOWN else f" ({outcome})"
+    return one_line(f"{subject}{judged}: {'; '.join(parts)}")
+
+
+def _listed(items: list[str], shown: int) -> str:
+    more = f" (+{len(items) - shown} more)" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _top_keywords(session: Session) -> tuple[str, ...]:
+    """The most frequent words of the task and the commands; ties go to the earlier word."""
+    sources = [session.task, *(call.command for call in session.calls)]
+    words = (word for source in sources for word in _WORD.findall(source.lower()))
+    kept = (w for w in words if w not in word_list("stopwords") and not w.isdigit() and len(w) >= 3)
+    return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
+
+
+def _summarise(session: Session, notes: ExtractiveNotes) -> str:
+    title = _headline(notes.task) or notes.description
+    lines = [f"# {title}", ""]
+    if notes.task:
+        lines.append(f"- Task: {notes.task}")
+    unfixed = _count(session.unfixed, "failed command")
+    outcome = {
+        OUTCOME_PARTIAL: f"partial: {unfixed} never followed by a fix.",
+        OUTCOME_SUCCESS: "success: every failed command was followed by one that worked.",
+    }.get(notes.task_outcome, "unknown: no command results to judge by.")
+    lines.append(f"- Outcome: {outcome}")
+    if session.calls:
+        lines.append(f"- Activity: {_count(len(session.calls), 'tool call')}")
+    fixes = [f for f in notes.failures if f.fix]
+    if fixes:
+        shown = "; ".join(f"{code_span(f.command)} -> {code_span(f.fix)}" for f in fixes[:3])
+        lines.append(f"- Fixed: {shown}")
+    edited = dedupe(path for call in session.calls for path in call.edited)
+    if edited:
+        lines.append(f"- Files edited: {_listed(edited, 5)}")
+    if session.last_agent_message:
+        note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)
+        lines.append(f'- Agent\'s last message: "{note}"')
+    return "\n".join(lines) + "\n"
+
+
+def _slug_for(task: str, keywords: Iterable[str]) -> str | None:
+    folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
+    words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in word_list("slug-stopwords")]
+    words = words or [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
+    return hyphenated(words, MAX_SLUG_CHARS) or (words[0][:MAX_SLUG_CHARS] if words else None)
+
+
+def _headline(task: str) -> str:
+    """The task's first sentence, without its full stop, short enough for a title."""
+    first = re.split(r"(?<=[.!?])\s", task, maxsplit=1)[0] if task else ""
+    if first.endswith((".", "!", "?")) and not first.endswith(".."):
+        first = first[:-1]
+    return clip(first, _MAX_HEADLINE_CHARS)

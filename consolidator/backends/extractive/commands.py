@@ -1,22 +1,20 @@
-"""A tool call and its result, read one way whatever the agent (how each agent spells a call,
-and the shapes read in it, are data, `calls.json`): what it ran, the files it edited or read,
-whether it failed and on which line, and the value it printed when it was run to print one.
-A shell command is taken apart into a key (`python -m pytest` and `uv run pytest -x` are one)
-that pairs a failure with the command that later fixed it.
+"""A tool call and its result, read one way whatever the agent (its spelling and the shapes
+read in it are data, `calls.json`): what it ran, the files it edited or read, whether it failed
+and on which line, the value it printed when run to print one. A shell command is reduced to a
+key (`python -m pytest` and `uv run pytest -x` are one) that pairs a failure with its fix.
 
-An edit is evidence of a new value even when nobody says it (an `apply_patch` of `port: 5544`
-to `port: 5545`, an `Edit` of `.nvmrc`, a `git mv`): every edit, whatever the agent, is read as
-a file's lines taken out and put in; a key and its value are read only in configuration files,
-a runtime's version only in the files that pin one (`verify.runtimes`)."""
+An edit is evidence of a new value nobody said (`port: 5544` to `port: 5545`, an edit of
+`.nvmrc`, a `git mv`): every edit is a file's lines taken out and put in; a key and its value
+are read only in configuration files, a runtime's version only where one is pinned."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import cache
 from importlib.resources import files
 from typing import Any, Final, NamedTuple
 
@@ -33,32 +31,8 @@ MAX_COMMAND_CHARS = 120
 MAX_ERROR_CHARS = 160
 _MAX_VALUE_CHARS = 120
 _PINNED = " version"
-Relative = Callable[[str], str]
-
-
-_EDIT_TOOL = re.compile(r"edit|write|create|replace|insert|patch|notebook|delete|move", re.I)
-_READING_TOOL = re.compile(r"read|view|list|search")
-_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
-_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_VERSION_SUFFIX = re.compile(r"(?<=.)(?:@|==|>=|<=|~=|\^).*$")
-# A shell redirection ("2>&1", ">out.log"): where output goes, shared by unrelated commands.
-_REDIRECT = re.compile(r"[<>]")
-_PATH_TOKEN = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)*[\w.@+-]+\.[A-Za-z0-9]{1,10}")
-# A quote or backslash: the only reason to split a command's words the shell's slow way.
-_QUOTING = re.compile(r"[\"'\\]")
-_WORD = re.compile(r"[^ \t\r\n]+")
-# A patch's file sections; "Move to" opens the section of the file's new path.
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)[ \t\r]*$", re.M
-)
-_CONFIG_NAME = re.compile(r"^(?:\.env(?:\..+)?|Dockerfile|\.\w+rc|[\w.-]*compose[\w.-]*)$")
-# `key: value`, `key = value`, `"key": value,`, `export KEY=value`: one setting on a line.
-_SETTING = re.compile(
-    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*"
-    r"(?P<value>[^\s{\[#][^#]*?)\s*,?\s*$"
-)
+# A version as a command prints it ("v20.11.0", "1.2.3-beta"): wider than the lexicon's.
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
-_ONE_VALUE = re.compile(r"[\w.:/@+-]{1,60}")
 
 
 @dataclass
@@ -83,8 +57,7 @@ class Call:
 
 
 class FileEdit(NamedTuple):
-    """One edit of the file at `path`: the lines it took out and put in, and the path the
-    file had before, when the edit moved it."""
+    """One edit of the file at `path`: the lines it took out and put in, and where it moved from."""
 
     path: str
     removed: list[str]
@@ -95,12 +68,12 @@ class FileEdit(NamedTuple):
 @cache
 def _spelling() -> dict[str, Any]:
     """How the agents spell a tool call (`calls.json` beside this module)."""
-    data = files(__package__).joinpath("calls.json").read_text(encoding="utf-8")
-    return dict(json.loads(data))
+    return dict(json.loads(files(__package__).joinpath("calls.json").read_text("utf-8")))
 
 
 @cache
-def _pattern(name: str) -> re.Pattern[str]:
+def pattern(name: str) -> re.Pattern[str]:
+    """A shape the agents' words are read by (`calls.json`, "patterns"), compiled once."""
     return re.compile(_spelling()["patterns"][name])
 
 
@@ -108,25 +81,24 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     """What a tool call did, from its arguments: a patch (on its own or in the shell), a shell
     command, an edit's old and new text, or a named tool and what it was given."""
     tool = (item.name or "").strip() or "tool"
-    relative = partial(_relative, cwd=cwd)
     command, payload = _arguments(tool, item.text)
     texts = [command, *payload.values()]
     patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
     if patch is not None:
-        edits = list(patch_edits(patch, relative))
+        edits = list(patch_edits(patch, cwd))
         edited = tuple(dedupe(edit.path for edit in edits))
         line = f"{'apply_patch' if command else tool} {' '.join(edited)}"
         call = Call(tool, line, "apply_patch", frozenset(edited), edited)
     elif command is not None:
         key, args, read_only = _command_key(command)
-        mentioned, edits = _files_named(command, relative)
+        mentioned, edits = _files_named(command, cwd)
         call = Call(tool, command, key, args, (), mentioned, read_only, True)
     else:
         named = _text(payload, "path")
-        paths = (relative(named),) if named and "\n" not in named else ()
+        paths = (_relative(named, cwd),) if named and "\n" not in named else ()
         listed = tool.lower() in word_list("read-only-tools")
-        editor = not listed and _EDIT_TOOL.search(tool) is not None
-        reads = listed or (not editor and _READING_TOOL.match(tool.lower()) is not None)
+        editor = not listed and pattern("edit-tool").search(tool) is not None
+        reads = listed or (not editor and pattern("reading-tool").match(tool.lower()) is not None)
         line = f"{tool} {' '.join(paths) or _text(payload, 'detail')}"
         edited, mentioned = (paths, ()) if editor else ((), paths)
         call = Call(tool, line, tool, frozenset(paths), edited, mentioned, reads)
@@ -136,7 +108,10 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
             for path in paths
             if editor and isinstance(pair, dict) and _argument(pair, "new")
         ]
-    call.command, call.changes = _command_line(call.command), edited_values(edits)
+    # The command on one line, clipped, " ..." where it had more.
+    lines = [line for line in call.command.strip().splitlines() if line.strip()]
+    text = one_line(redact(lines[0] if lines else "").text) + (" ..." if len(lines) > 1 else "")
+    call.command, call.changes = clip(text, MAX_COMMAND_CHARS), edited_values(edits)
     return call
 
 
@@ -163,31 +138,30 @@ def _argument(payload: dict[str, Any], name: str) -> Any:
 
 
 def _text(payload: dict[str, Any], name: str) -> str:
-    value = _argument(payload, name)
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value := _argument(payload, name), str) else ""
 
 
 def _argv(segment: str) -> list[str]:
     """A command's words, read the shell's (slow) way only when a quote or backslash is there."""
-    if not _QUOTING.search(segment):
-        return _WORD.findall(segment)
+    if not pattern("quoting").search(segment):
+        return pattern("word").findall(segment)
     try:
         return shlex.split(segment)
     except ValueError:
         return segment.split()
 
 
-def _files_named(command: str, relative: Relative) -> tuple[tuple[str, ...], list[FileEdit]]:
+def _files_named(command: str, cwd: str | None) -> tuple[tuple[str, ...], list[FileEdit]]:
     """The files a shell command names, and the moves of those it renamed with `git mv`."""
     named: list[str] = []
     moves: list[FileEdit] = []
-    for argv in map(_argv, _SEGMENT_SPLIT.split(command.strip())):
-        named += [relative(path) for path in map(_path_in, argv) if path]
+    for argv in map(_argv, pattern("segment-split").split(command.strip())):
+        named += [_relative(path, cwd) for path in map(_path_in, argv) if path]
         paths = [arg for arg in argv[2:] if not arg.startswith("-")]
         if argv[:2] == ["git", "mv"] and len(paths) == 2:
             source, target = paths
             target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
-            moves.append(FileEdit(relative(target), [], [], relative(source)))
+            moves.append(FileEdit(_relative(target, cwd), [], [], _relative(source, cwd)))
     return tuple(dedupe(named)), moves
 
 
@@ -195,7 +169,7 @@ def _path_in(token: str) -> str:
     """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
     path = token.split("::", 1)[0]
     extension = path.rsplit(".", 1)[-1]
-    if not _PATH_TOKEN.fullmatch(path) or "://" in path:
+    if not pattern("path-token").fullmatch(path) or "://" in path:
         return ""
     known = extension.lower() in word_list("file-extensions")
     return path if known or ("/" in path and not extension.isdigit()) else ""
@@ -205,9 +179,9 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     """What a command runs (`pytest`, `make lint`), its notable arguments, and whether it only
     reads: wrappers, runners, `python -m` and shells are looked through."""
     first_line = (command.strip().splitlines() or [""])[0]
-    for segment in _SEGMENT_SPLIT.split(first_line):
+    for segment in pattern("segment-split").split(first_line):
         argv = _argv(segment)
-        while argv and (_ENV_ASSIGNMENT.match(argv[0]) or argv[0] in word_list("wrappers")):
+        while argv and (pattern("assignment").match(argv[0]) or argv[0] in word_list("wrappers")):
             argv = argv[1:]
         if not argv or argv[0] in word_list("setup-programs"):
             continue
@@ -239,9 +213,9 @@ def command_family(command: str) -> str:
 
 
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or _REDIRECT.search(arg):
+    if arg.startswith("-") or len(arg) < 3 or pattern("redirect").search(arg):
         return ""
-    value = _VERSION_SUFFIX.sub("", arg.split("::", 1)[0])
+    value = pattern("version-suffix").sub("", arg.split("::", 1)[0])
     value = value.removeprefix("./").rstrip("/")
     generic = arg.lower() in word_list("generic-args")
     return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
@@ -252,26 +226,19 @@ def _relative(path: str, cwd: str | None) -> str:
     return one_line(redact(path.strip().removeprefix(root).removeprefix("./")).text)
 
 
-def _command_line(command: str) -> str:
-    lines = [line for line in command.strip().splitlines() if line.strip()]
-    text = one_line(redact(lines[0] if lines else "").text) + (" ..." if len(lines) > 1 else "")
-    return clip(text, MAX_COMMAND_CHARS)
-
-
-def patch_edits(patch: str, relative: Relative) -> Iterator[FileEdit]:
+def patch_edits(patch: str, cwd: str | None) -> Iterator[FileEdit]:
     """A Codex `apply_patch`, file section by file section."""
-    parts, previous = _PATCH_FILE.split(patch), ""
+    parts, previous = pattern("patch-file").split(patch), ""
     for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
-        lines, path = body.splitlines(), relative(named)
+        lines, path = body.splitlines(), _relative(named, cwd)
         removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
         yield FileEdit(path, removed, added, previous if action == "Move to" else "")
         previous = path
 
 
 def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
-    """The values `edits` changed, renames included: each key an edit took out with one value
-    and put in with another, the n-th of a key with the n-th (two sections of one file); a
-    runtime's new pin also with no old one."""
+    """The values `edits` changed, renames included: a key taken out with one value and put in
+    with another (the n-th with the n-th), and a runtime's new pin even with no old one."""
     found: list[EditedValue] = []
     for path, removed, added, moved_from in edits:
         if moved_from:
@@ -293,13 +260,13 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     a secret is read redacted and left out."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    named = _CONFIG_NAME.match(name) is not None
+    named = pattern("config-name").match(name) is not None
     config = named or extension in word_list("config-extensions")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
-        match = _SETTING.match(redact(line).text) if config else None
+        match = pattern("setting").match(redact(line).text) if config else None
         value = one_line(match["value"]).strip("\"'") if match else ""
         if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
             yield match["key"], value
@@ -307,11 +274,10 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
 
 def take_output(call: Call, item: RolloutItem) -> bool:
     """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
-    code recorded, only the output's first and last lines tell: its middle may be a file that
-    merely mentions an error. A call the agent's client refused to run ("File has not been
-    read yet") shows how the agent used its tools, not how the project behaves."""
+    code, only the output's first and last lines tell (its middle may be a file that mentions
+    an error). A call the client refused to run shows how the agent used its tools: no lesson."""
     stripped = (line.strip() for line in item.text.splitlines())
-    lines = [line for line in stripped if line and not _pattern("status-line").match(line)]
+    lines = [line for line in stripped if line and not pattern("status-line").match(line)]
     shapes = _spelling()["failure-lines"]
     edges = [line for line in lines[:1] + lines[-1:] if any(re.search(s, line) for s in shapes)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
@@ -319,11 +285,10 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     if not call.ok:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
         chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
-        missing = (
-            "failed with no output" if item.exit_code is None else f"exit code {item.exit_code}"
-        )
+        code = item.exit_code
+        missing = "failed with no output" if code is None else f"exit code {code}"
         call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
-    return _pattern("refused").match(item.text) is None
+    return pattern("refused").match(item.text) is None
 
 
 def printed_fact(call: Call) -> tuple[str, str] | None:
@@ -348,7 +313,7 @@ def printed_fact(call: Call) -> tuple[str, str] | None:
         subject = argv[-1]
     elif argv[-2] in word_list("field-flags"):
         subject = f"{argv[0]} {argv[-1].lstrip('.')}"
-    unsure = extra or not _ONE_VALUE.fullmatch(value) or redact(value).text != value
+    unsure = extra or not pattern("one-value").fullmatch(value) or redact(value).text != value
     if not subject or unsure or any(word in subject.lower() for word in word_list("secret-names")):
         return None
     return subject, f"{subject} is {value} (printed by {code_span(call.command)})"

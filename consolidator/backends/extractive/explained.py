@@ -4,13 +4,13 @@ symptom, cause and fix rather than an edit; and that bullet, one per command fam
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from consolidator.backends.extractive.commands import command_family
+from consolidator.backends.extractive.commands import Call, command_family, pattern
 from consolidator.backends.extractive.rules import rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.memory import facts
-from consolidator.memory.offline_notes import EditedValue, FailureNote
+from consolidator.memory.offline_notes import FailureNote
 from consolidator.memory.text import clip, code_span, one_line, read_code_span
 from consolidator.security.redaction import redact
 
@@ -19,7 +19,6 @@ _MAX_EXPLAINED_CHARS = 300
 _MIN_EXPLAINED_WORDS = 4
 _PLAIN_FIRST_WORD = re.compile(r"^[a-z](?=[a-z]*\s)")
 _STRAY_STOP = re.compile(r"(?<=[!?])\.+")
-_ASSERTION = re.compile(r"\bassert(?:ion)?\b|AssertionError", re.IGNORECASE)
 _SAID = " -> the agent said: "
 _FIXED_BY = " -> fixed by "
 _FIXED_IN = " -> fixed in "
@@ -33,41 +32,36 @@ def _words(*texts: str) -> frozenset[str]:
     return frozenset(facts.stem(w) for w in found if len(w) >= 3 and not w.isdigit()) - common
 
 
-def account(failure: FailureNote, said: Iterable[str], changes: Iterable[EditedValue]) -> str:
-    """Up to two sentences the agent said between `failure` and its fix that state something
-    about it: they name its command, a word of its error, or the file or value the fix
-    changed. Words about anything else explain nothing of it."""
+def account(failure: FailureNote, between: Sequence[Call]) -> str:
+    """Up to two sentences the agent said `between` the failed call and its fix that state
+    something about it: they name its command, a word of its error, or the file or value the
+    fix changed. Words about anything else explain nothing of it."""
     if not failure.fixed:
         return ""
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)
-    values = (f"{change.subject} {change.new}" for change in changes)
+    values = (f"{c.subject} {c.new}" for later in between[1:] for c in later.changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
     first_person, doubled = rule("shape.first-person"), rule("structure.doubled-mark")
+    said = (text for call in between[:-1] for text in call.said)
     bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
-    # A question, a sentence that only introduces what follows, or what the agent will do
-    # next says nothing of why it failed.
-    said_of_it = [
-        s
-        for s in bare
-        if not (is_question(s) or s.endswith(":") or first_person.regex.match(s))
-        and len(s.split()) >= _MIN_EXPLAINED_WORDS
-        and _words(s) & about
-    ][:_MAX_EXPLAINED]
-    kept = (
-        _PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), doubled.regex.sub(r"\1", s))
-        for s in said_of_it
-    )
+    said_of_it: list[str] = []
+    for s in bare:
+        # A question, a sentence that only introduces what follows, or what the agent will do
+        # next says nothing of why it failed.
+        aside = is_question(s) or s.endswith(":") or first_person.regex.match(s)
+        if not aside and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about:
+            said_of_it.append(doubled.regex.sub(r"\1", s))
+    kept = (_PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), s) for s in said_of_it[:_MAX_EXPLAINED])
     return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
 
 
 def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
     """Each fixed failure as symptom, cause and fix: the error, what the agent said about it,
-    and the command that fixed it or the files the fix went into (an edit is not a fix). A
-    test that passed once the code was edited, with nothing said about why, is the ordinary
-    loop of changing code and running it again: no bullet."""
+    and the command that fixed it or the files the fix went into. A test that passed once the
+    code was edited, with nothing said of why, is the ordinary edit-and-rerun loop: no bullet."""
     bullets = []
     for failure in failures:
-        plain = failure.fixed and _ASSERTION.search(failure.error) is None
+        plain = failure.fixed and pattern("assertion").search(failure.error) is None
         if not (failure.fix or failure.explained or plain):
             continue
         said = f"{_SAID}{one_line(failure.explained)}" if one_line(failure.explained) else ""
@@ -83,8 +77,7 @@ def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:
 
 def fix_of(text: str) -> str:
     """The command a failure's bullet says fixed it, "" when none did."""
-    at = text.rfind(_FIXED_BY)
-    return text[at + len(_FIXED_BY) :] if at != -1 else ""
+    return text.rpartition(_FIXED_BY)[2] if _FIXED_BY in text else ""
 
 
 def same_failure(old: str, new: str) -> bool:
@@ -96,7 +89,6 @@ def same_failure(old: str, new: str) -> bool:
 def _failure_key(text: str) -> str:
     span = read_code_span(text, 0)
     for separator in (_FIXED_BY, _FIXED_IN, _PASSED_AGAIN):
-        at = text.rfind(separator)
-        if span is not None and at != -1:
-            return f"{command_family(span[0])}{separator}{text[at + len(separator) :]}"
+        if span is not None and separator in text:
+            return f"{command_family(span[0])}{separator}{text.rpartition(separator)[2]}"
     return text

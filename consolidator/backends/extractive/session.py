@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from consolidator.backends.extractive.commands import Call, parse_call, take_output
+from consolidator.backends.extractive.commands import Call, parse_call, pattern, take_output
 from consolidator.backends.extractive.explained import account
 from consolidator.backends.extractive.rules import word_list
 from consolidator.memory.offline_notes import EditedValue, FailureNote
@@ -38,9 +38,6 @@ class Session:
     disproved: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)
     edited: list[EditedValue] = field(default_factory=list)
-
-
-_EMBEDDED_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
@@ -100,7 +97,7 @@ def user_text(text: str) -> str:
     stripped = text.strip()
     # Text a harness put in the user's turn: readers classify most of it, this is a backstop.
     injected = stripped.startswith(tuple(word_list("injected-openings")))
-    stripped = "" if injected else _EMBEDDED_REMINDER.sub("", stripped).strip()
+    stripped = "" if injected else pattern("embedded-reminder").sub("", stripped).strip()
     normalized = " ".join(stripped.lower().split()).strip(" .!")
     return "" if not normalized or normalized in word_list("acknowledgements") else stripped
 
@@ -119,11 +116,9 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
         if call.edited and failure.edited and not failure.fix:
             continue
         unfixed += not failure.fixed
-        between = calls[index : index + passed + 2]
-        said = [text for earlier_call in between[:-1] for text in earlier_call.said]
-        changes = [change for later in between[1:] for change in later.changes]
         if len(failures) < MAX_FAILURES:
-            failures.append(replace(failure, explained=account(failure, said, changes)))
+            explained = account(failure, calls[index : index + passed + 2])
+            failures.append(replace(failure, explained=explained))
     return failures, unfixed
 
 
@@ -133,10 +128,8 @@ def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
     the next call of the tool, if the failed one could not run or the user had named it. The
     last change is the fix; an edit is where the fix went."""
     tried = [(at, c) for at, c in enumerate(later) if c.tool == failed.tool and not c.read_only]
-    at, fixed_by = next(
-        ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args)),
-        (-1, None),
-    )
+    passed = ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args))
+    at, fixed_by = next(passed, (-1, None))
     if fixed_by is None and tried and tried[0][1].ok:
         named = rf"(?<![\w-]){re.escape(tried[0][1].key)}(?![\w-])"
         could_not_run = any(words in failed.error.lower() for words in word_list("could-not-run"))
