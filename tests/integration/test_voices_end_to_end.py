@@ -89,6 +89,18 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "scripts/seed_dev.sh",
         "scripts/seed.sh",
     ),
+    "corrected-after-a-hesitation": (_once("the redis is on 6379... eh 6380"), "6380", "6379"),
+    "corrected-after-a-dash": (_once("api port 5432 - no, 5433"), "5433", "5432"),
+    "corrected-after-a-semicolon": (
+        _once("staging is stg.shop.io; correction, stg2.shop.io"),
+        "stg2.shop.io",
+        "stg.shop.io",
+    ),
+    "corrected-by-a-correction-label": (
+        _once("the ci uses node 18.19.0", "Correction: node 20.11.1"),
+        "20.11.1",
+        "18.19.0",
+    ),
     "corrected-in-the-same-sentence": (
         _once("deploy region is eu-west-1, no wait eu-central-1"),
         "eu-central-1",
