@@ -40,6 +40,26 @@ def _session(command: str, printed: str, exit_code: int | None = 0) -> Extractiv
             "acme-billing\n",
             "gh owner.login is acme-billing",
         ),
+        (
+            "git remote get-url origin",
+            "git@github.com:acme/shop.git\n",
+            "origin is git@github.com:acme/shop.git",
+        ),
+        ("git config --get core.hooksPath", ".githooks\n", "core.hooksPath is .githooks"),
+        (
+            "git symbolic-ref refs/remotes/origin/HEAD",
+            "refs/remotes/origin/develop\n",
+            "refs/remotes/origin/HEAD is refs/remotes/origin/develop",
+        ),
+        ("kubectl config current-context", "prod-eu\n", "current-context is prod-eu"),
+        ("grep -n PORT .env", "3:PORT=8085\n", "PORT in .env is 8085"),
+        ("cat -n .env", "     1\tPORT=8085\n", "PORT in .env is 8085"),
+        ("head -3 config.toml", "[server]\nport = 8081\n", "port in config.toml is 8081"),
+        (
+            "cat .tool-versions",
+            "python 3.12.1\nnodejs 20.11.0\n",
+            "node version in .tool-versions is 20.11.0",
+        ),
         # Codex's shell output carries its status lines around the value.
         (
             "node -v",
@@ -57,8 +77,47 @@ def test_a_value_a_command_was_run_to_print_is_a_fact_the_tool_gave(
     assert notes.rule_of(said) == PRINTED
 
 
+@pytest.mark.parametrize(
+    ("command", "printed", "facts"),
+    [
+        (
+            "cat .tool-versions",
+            "python 3.12.1\nnodejs 20.11.0\n",
+            (
+                "python version in .tool-versions is 3.12.1",
+                "node version in .tool-versions is 20.11.0",
+            ),
+        ),
+        (
+            "grep port config.toml",
+            "port = 8081\nadmin_port = 8082\n",
+            ("port in config.toml is 8081", "admin_port in config.toml is 8082"),
+        ),
+        # A secret's line is read redacted and left out; the settings beside it are kept.
+        (
+            "cat .env",
+            "PORT=8085\nAPI_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n",
+            ("PORT in .env is 8085",),
+        ),
+        ("cat .env", "PASSWORD=hunter2\nDEBUG=true\n", ("DEBUG in .env is true",)),
+    ],
+)
+def test_each_setting_a_few_printed_lines_of_a_configuration_file_show_is_a_fact(
+    command: str, printed: str, facts: tuple[str, ...]
+) -> None:
+    notes = _session(command, printed)
+    said = [text for text in notes.facts if notes.rule_of(text) == PRINTED]
+    assert said == [f"{fact} (printed by `{command}`)" for fact in facts]
+
+
 def test_a_command_run_to_print_a_value_is_no_step_of_a_procedure() -> None:
-    for command, printed in (("node --version", "v20.11.1"), ("aws configure get region", "x")):
+    for command, printed in (
+        ("node --version", "v20.11.1"),
+        ("aws configure get region", "x"),
+        ("git config --get core.hooksPath", ".githooks"),
+        ("git symbolic-ref refs/remotes/origin/HEAD", "refs/remotes/origin/main"),
+        ("kubectl config current-context", "prod-eu"),
+    ):
         assert _session(command, printed).commands == ()
 
 
@@ -69,7 +128,15 @@ def test_a_command_run_to_print_a_value_is_no_step_of_a_procedure() -> None:
         ("cat README.md", "# Billing API\n", 0),
         ("cat .nvmrc", "20.11.1\n18.19.0\n", 0),
         ("grep -rn TODO src", "src/a.py:3: # TODO: retry\n", 0),
-        ("grep port config.toml", "port = 8081\nadmin_port = 8082\n", 0),
+        ("cat .env", "".join(f"SETTING_{n}=value-{n}\n" for n in range(5)), 0),
+        ("grep -n port src/server.py", "12:    port = 8085\n", 0),
+        ("cat .env", "PASSWORD=hunter2\n", 0),
+        ("grep -n API_KEY .env", "4:API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n", 0),
+        ("gh config get oauth_token", "gho_16C7e42F292c6912E7710c838347Ae178B4a\n", 0),
+        ("git remote get-url origin", "https://dev:hunter2@git.acme.io/shop.git\n", 0),
+        ("kubectl get pods", "NAME READY\nweb-1 1/1\n", 0),
+        ("kubectl get ns default -o name", "namespace/default\n", 0),
+        ("go get github.com/acme/lib", "go: added github.com/acme/lib v1.2.3\n", 0),
         ("grep port notes.md", "port = 8081\n", 0),
         ("grep host config.toml", "port = 8081\n", 0),
         ("echo $STRIPE_API_KEY", "sk_live_abc123\n", 0),

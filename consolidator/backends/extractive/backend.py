@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from consolidator.backends import base
 from consolidator.backends.extractive import statements
-from consolidator.backends.extractive.commands import PRINTED, printed_fact
+from consolidator.backends.extractive.commands import PRINTED, printed_facts
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.backends.extractive.sentences import answer_words
@@ -80,7 +80,7 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     edited = _project_files(call.edited for call in session.calls)
     spoken = statements.user_statements([t for t in session.spoken if t not in session.notes])
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
-    printed = dict(fact for call in session.calls if (fact := printed_fact(call)) is not None)
+    printed = dict(fact for call in session.calls for fact in printed_facts(call))
     facts = dedupe([*noted, *spoken.facts, *printed.values()])
     rules = {text: f"{EVIDENCE}.{session.noted_by}" for text in noted} | spoken.rules
     rules |= dict.fromkeys(printed.values(), PRINTED)

@@ -52,7 +52,7 @@ class Call:
     said: list[str] = field(default_factory=list)
     ok: bool | None = None
     error: str = ""
-    # The output's lines when there are two at most: what a printing command printed.
+    # The output's lines when there are four at most (more is a dump): what a command printed.
     printed: tuple[str, ...] = ()
 
 
@@ -199,7 +199,7 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
             or (program == "git" and rest[:1] != [] and rest[0] in word_list("git-probes"))
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
             or (len(rest) == 1 and rest[0] in word_list("version-flags"))
-            or " ".join([program, *rest[:-1]]) in word_list("value-getters")
+            or not word_list("value-getters").isdisjoint(rest[1:][-2:])
         )
         return key, frozenset(_significant(arg) for arg in rest) - {""}, read_only
     return first_line.split(" ", 1)[0], frozenset(), False
@@ -281,7 +281,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     shapes = _spelling()["failure-lines"]
     edges = [line for line in lines[:1] + lines[-1:] if any(re.search(s, line) for s in shapes)]
     call.ok = not edges if item.exit_code is None else item.exit_code == 0
-    call.printed = tuple(lines) if len(lines) <= 2 else ()
+    call.printed = tuple(lines) if len(lines) <= 4 else ()
     if not call.ok:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
         chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
@@ -291,29 +291,28 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     return pattern("refused").match(item.text) is None
 
 
-def printed_fact(call: Call) -> tuple[str, str] | None:
-    """What `call` printed a value of and the sentence that says so, when it was run to print
-    that one value (a version, a file that pins one, a setting, what a CLI is set to) and
-    printed nothing else. A secret's name, or a value redaction would change, is never kept."""
-    printed = call.shell and call.ok and call.printed
+def printed_facts(call: Call) -> list[tuple[str, str]]:
+    """What `call` was run to print values of (a version, a one-value file, a getter's value, a
+    field, a configuration file's few settings), each with its sentence; never a secret."""
+    printed = call.printed if call.shell and call.ok else ()
     argv = _argv(call.command.removesuffix(" 2>&1")) if printed else []
     if len(argv) < 2 or "|" in call.command:
-        return None
-    line, extra, subject = call.printed[0], call.printed[1:], ""
-    value, name = line.strip("\"'"), argv[-1].rsplit("/", 1)[-1]
-    versions = _VERSION.findall(line)
+        return []
+    one, versions = printed[0] if len(printed) == 1 else "", _VERSION.findall(printed[0])
+    reads, path, found = argv[0] in word_list("file-readers"), argv[-1], [(argv[-1], one)]
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
-        subject, value, extra = f"{argv[0]} version", versions[0], ()  # then maybe a platform
-    elif argv[0] == "cat" and len(argv) == 2 and name in word_list("one-value-files"):
-        subject = argv[1]
-    elif argv[0] in ("grep", "rg") and len(argv) == 3:  # a setting of a configuration file
-        settings = ((k, v) for k, v in _keyed(argv[2], [line]) if argv[1].lower() in k.lower())
-        subject, value = next(((f"{k} in {argv[2]}", v) for k, v in settings), ("", value))
-    elif " ".join(argv[:-1]) in word_list("value-getters"):
-        subject = argv[-1]
+        found = [(f"{argv[0]} version", versions[0])]  # then maybe a platform
+    elif reads and path.rsplit("/", 1)[-1] not in word_list("one-value-files"):
+        lines = [pattern("line-number").sub("", line) for line in printed]
+        wanted = argv[-2].lower() if argv[0] in word_list("searchers") else ""
+        found = [(f"{k} in {path}", v) for k, v in _keyed(path, lines) if wanted in k.lower()]
     elif argv[-2] in word_list("field-flags"):
-        subject = f"{argv[0]} {argv[-1].lstrip('.')}"
-    unsure = extra or not pattern("one-value").fullmatch(value) or redact(value).text != value
-    if not subject or unsure or any(word in subject.lower() for word in word_list("secret-names")):
-        return None
-    return subject, f"{subject} is {value} (printed by {code_span(call.command)})"
+        found = [(f"{argv[0]} {path.lstrip('.')}", one)]
+    elif not reads and word_list("value-getters").isdisjoint(argv[-2:]):
+        return []
+    return [
+        (subject, f"{subject} is {value} (printed by {code_span(call.command)})")
+        for subject, value in ((subject, value.strip("\"'")) for subject, value in found)
+        if pattern("one-value").fullmatch(value) and redact(value).text == value
+        if not pattern("secret-name").search(subject)
+    ]
