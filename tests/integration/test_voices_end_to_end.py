@@ -214,6 +214,7 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "lower-case-where": (_once("mailhog listens at 8025"), "8025"),
     "label-port": (_once("jaeger ui: 16686"), "16686"),
     "label-limit": (_once("upload limit: 25mb"), "25mb"),
+    "place-put-first": (_once("in staging the emails go to mailtrap"), "mailtrap"),
     "purpose-first": (_once("for run the e2e you need the server on 4173"), "4173"),
     "hyphenated-name": (_once("we deploy on fly.io, app name shop-api-prod"), "shop-api-prod"),
     "tight-setting": (_once("retries=5 for the payment client"), "retries is 5"),
