@@ -50,8 +50,11 @@ def thread_id_problem(value: str) -> str | None:
     return None
 
 
-def text_problem(label: str, value: str | None) -> str | None:
-    """Why a path, cwd or branch read from a session cannot be stored, or None."""
+def text_problem(label: str, value: str | None, *, recurs: bool = True) -> str | None:
+    """Why a path, cwd or branch read from a session cannot be stored, or None.
+
+    The answer for a value that `recurs` (a cwd, a branch) is remembered; a file's own path
+    is checked once by a scan, and remembering each would push the recurring ones out."""
     if value is None:
         return None
     hidden = _first_hidden_character(value)
@@ -60,14 +63,19 @@ def text_problem(label: str, value: str | None) -> str | None:
             f"{label} holds a line break, control or invisible character"
             f" (U+{ord(hidden):04X}): {one_line(value[:120])}"
         )
-    threat = _first_threat(value)
+    threat = _recurring_threat(value) if recurs else _first_threat(value)
     return f"{label} looks like a prompt injection ({threat})" if threat is not None else None
 
 
 @lru_cache(maxsize=4096)
+def _recurring_threat(value: str) -> str | None:
+    """`_first_threat`, remembered: a scan reads the same few cwds and branches from
+    thousands of files."""
+    return _first_threat(value)
+
+
 def _first_threat(value: str) -> str | None:
-    """What the first injection or exfiltration threat in `value` is, or None; a scan reads
-    the same few cwds and branches from thousands of files."""
+    """What the first injection or exfiltration threat in `value` is, or None."""
     threats = scan_threats(value, _REFUSED_THREATS)
     return threats[0].detail if threats else None
 

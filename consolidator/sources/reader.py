@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG, S_ISSOCK
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from consolidator.core.errors import ConsolidatorError
 from consolidator.security.names import text_problem, thread_id_problem
@@ -34,10 +35,13 @@ from consolidator.sources.items import (
     RolloutItem,
     SourceFormat,
 )
-from consolidator.sources.records import Record, SessionFacts, parse_timestamp
-from consolidator.sources.tail import MAX_LINE_BYTES, last_timestamp
+from consolidator.sources.records import Record, SessionFacts, json_line_value, parse_timestamp
+from consolidator.sources.tail import MAX_LINE_BYTES, TAIL_BLOCK_BYTES, last_timestamp
 
 HEADER_MAX_LINES = 256
+# A file this small is read for its header in memory (`_header_stream`): its last block, which
+# the tail would read anyway, is all of it.
+SMALL_FILE_BYTES = TAIL_BLOCK_BYTES
 _SKIP_CHUNK_BYTES = 1024 * 1024
 # The full read's buffer: with the default 8 KiB, refills and lines split across them cost
 # as much as the reading itself. `read_header` keeps the default: it wants a few lines.
@@ -84,9 +88,8 @@ def read_header(path: str | Path) -> RolloutHeader:
     the rollout bad input; the thread then gets the id derived from its file name.
     """
     abs_path = _absolute(path)
-    with open_rollout(abs_path) as stream:
-        stat = os.fstat(stream.fileno())
-        mtime = datetime.fromtimestamp(stat.st_mtime_ns / 1e9, tz=UTC)
+    fd, stat = _open_regular(abs_path)
+    with _header_stream(fd, stat.st_size) as stream:
         sniffed = _sniff(stream)
         last_event_at = None
         if sniffed.format is not None:
@@ -98,7 +101,7 @@ def read_header(path: str | Path) -> RolloutHeader:
         (sniffed.session_id and thread_id_problem(sniffed.session_id))
         or (thread_id != sniffed.session_id and thread_id_problem(thread_id))
         or (parent_thread_id and thread_id_problem(parent_thread_id))
-        or text_problem("rollout path", abs_path)
+        or text_problem("rollout path", abs_path, recurs=False)
         or text_problem("cwd", cwd)
         or text_problem("git branch", git_branch)
         or text_problem("format version", sniffed.format_version)
@@ -115,7 +118,7 @@ def read_header(path: str | Path) -> RolloutHeader:
         cwd=cwd,
         git_branch=git_branch,
         started_at=sniffed.started_at or sniffed.first_record_at,
-        last_event_at=last_event_at or mtime,
+        last_event_at=last_event_at or datetime.fromtimestamp(stat.st_mtime_ns / 1e9, tz=UTC),
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
         problem=problem,
@@ -156,18 +159,56 @@ def open_rollout(path: str | Path, *, buffering: int = -1) -> BinaryIO:
     The file type is checked on the opened descriptor, so a FIFO or a link to `/dev/zero`
     swapped in after the scan is refused instead of read forever.
     """
+    fd, _stat = _open_regular(path)
+    return _buffered(fd, buffering)
+
+
+def _open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """`open_rollout`'s descriptor, not yet blocking, and its `fstat`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        mode = os.fstat(fd).st_mode
-        if not S_ISREG(mode):
+        stat = os.fstat(fd)
+        if not S_ISREG(stat.st_mode):
             raise NotARegularFile(
-                errno.EINVAL, f"not a regular file ({_file_kind(mode)})", os.fspath(path)
+                errno.EINVAL, f"not a regular file ({_file_kind(stat.st_mode)})", os.fspath(path)
             )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, stat
+
+
+def _buffered(fd: int, buffering: int = -1) -> BinaryIO:
+    """The regular file open on `fd` as a blocking buffered stream, which owns `fd`."""
+    try:
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
+
+
+def _header_stream(fd: int, size: int) -> BinaryIO:
+    """The regular file open on `fd` (of `size` bytes by its `fstat`), to read a header
+    from. A file under `SMALL_FILE_BYTES` is read whole in one call and closed: its first
+    lines and its tail are then found in memory, with no buffered stream built around it
+    (most rollouts a first scan meets are small, and the tail reads them whole anyway)."""
+    if size < SMALL_FILE_BYTES:
+        try:
+            data = os.read(fd, SMALL_FILE_BYTES)
+        except BaseException:
+            os.close(fd)
+            raise
+        if size <= len(data) < SMALL_FILE_BYTES:
+            os.close(fd)
+            return io.BytesIO(data)
+        # Shorter than its `fstat` said, or grown past the limit: read as a stream.
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+        except BaseException:
+            os.close(fd)
+            raise
+    return _buffered(fd)
 
 
 def _file_kind(mode: int) -> str:
@@ -353,7 +394,7 @@ def _decode(number: int, line: bytes | _LongLine) -> tuple[Record | None, str | 
             return None, "truncated last line (no newline, not valid UTF-8)"
         return None, f"not UTF-8 (invalid byte at offset {exc.start})"
     try:
-        value = _loads(text)
+        value = json_line_value(text)
     except RecursionError:
         return None, "JSON nested too deeply"
     except ValueError as exc:
@@ -369,24 +410,6 @@ def _decode(number: int, line: bytes | _LongLine) -> tuple[Record | None, str | 
     if kind is not None and not isinstance(kind, str):
         return None, "a record whose type is not a string"
     return value, None
-
-
-_JSON = json.JSONDecoder()
-_LINE_ENDS = ("", "\n", "\r\n")
-
-
-def _loads(text: str) -> Any:
-    """`json.loads(text)`, with a shortcut for the usual line: one JSON value and its newline.
-
-    `json.loads` looks for whitespace on both sides of the value with two regex calls, which
-    cost a third as much as parsing a typical line. Anything else (leading whitespace,
-    trailing data, an error to word) goes through `json.loads` itself.
-    """
-    try:
-        value, end = _JSON.raw_decode(text)
-    except ValueError:
-        return json.loads(text)
-    return value if text[end:] in _LINE_ENDS else json.loads(text)
 
 
 class _Sniffed:

@@ -39,6 +39,24 @@ class SessionFacts:
     parent_thread_id: str | None = None
 
 
+_JSON = json.JSONDecoder()
+_LINE_ENDS = ("", "\n", "\r\n")
+
+
+def json_line_value(text: str) -> Any:
+    """`json.loads(text)`, with a shortcut for the usual line: one JSON value and its newline.
+
+    `json.loads` looks for whitespace on both sides of the value with two regex calls, which
+    cost a third as much as parsing a typical line. Anything else (leading whitespace,
+    trailing data, an error to word) goes through `json.loads` itself.
+    """
+    try:
+        value, end = _JSON.raw_decode(text)
+    except ValueError:
+        return json.loads(text)
+    return value if text[end:] in _LINE_ENDS else json.loads(text)
+
+
 def parse_timestamp(value: object) -> datetime | None:
     """An aware UTC datetime from an ISO 8601 string (`Z`, offsets, fractions) or epoch number.
 

@@ -3,11 +3,10 @@ readable record, found without reading the file from the start."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import BinaryIO
 
-from consolidator.sources.records import parse_timestamp
+from consolidator.sources.records import json_line_value, parse_timestamp
 
 # The longest line a rollout may hold; the reader refuses longer ones.
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -61,7 +60,7 @@ def _timestamp_of(raw: bytes) -> datetime | None:
     if not raw.strip() or b"timestamp" not in raw:
         return None
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = json_line_value(raw.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     return parse_timestamp(value.get("timestamp")) if isinstance(value, dict) else None

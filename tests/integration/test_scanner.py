@@ -396,6 +396,7 @@ def test_rescan_decides_as_the_plain_comparison(
     """With small batches too, so that reads gathered across directories are registered in
     several batches a scan."""
     monkeypatch.setattr(registering, "REGISTER_BATCH", batch)
+    monkeypatch.setattr(registering, "REGISTER_GROUP", 2 * batch)
     fast, plain = two_sqlite_stores
     rng = random.Random(seed)
     sessions = tmp_path / "sessions"

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from consolidator.phases.stage_one.reduction import DROPPED_KINDS
 from consolidator.sources import codex
 from consolidator.sources.items import ItemKind, ReadReport, RolloutItem
-from consolidator.sources.reader import _loads, iter_items
+from consolidator.sources.reader import iter_items
+from consolidator.sources.records import json_line_value
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sessions"
 SESSION_ID = "019a0000-1111-7222-8333-944455556666"
@@ -240,4 +241,4 @@ def test_the_json_shortcut_reads_lines_as_json_loads_does(
 ) -> None:
     text = before + json.dumps(value, ensure_ascii=False) + after
     for candidate in (text, text[: len(text) - cut]):
-        assert _outcome(_loads, candidate) == _outcome(json.loads, candidate)
+        assert _outcome(json_line_value, candidate) == _outcome(json.loads, candidate)

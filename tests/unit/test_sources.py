@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from consolidator.sources import reader
 from consolidator.sources.items import ItemKind, ReadReport, RolloutItem, SourceFormat
 from consolidator.sources.reader import (
     MAX_LINE_BYTES,
@@ -556,6 +557,35 @@ def test_header_reads_only_the_head_and_the_tail(tmp_path: Path) -> None:
     assert header.problem is None and header.last_event_at is not None
     assert path.stat().st_size > 20_000_000
     assert spent < 1_000_000
+
+
+def test_a_small_file_read_in_memory_gives_the_header_the_stream_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file under `SMALL_FILE_BYTES` is read whole at once for its header; the header is
+    the one the buffered stream reads, for sessions of every kind and for broken files."""
+    broken = {
+        "empty.jsonl": b"",
+        "blank.jsonl": b"\n\n",
+        "bom.jsonl": b"\xef\xbb\xbf" + jsonl(meta(), user_message(5, "hi")),
+        "garbage.jsonl": b"\x00\x01 not json\n",
+        "unfinished.jsonl": jsonl(meta(), user_message(5, "hi")) + b'{"timestamp": "2026',
+        "no-newline.jsonl": jsonl(meta()) + json.dumps(user_message(9, "hi")).encode(),
+        "crlf.jsonl": jsonl(meta(), user_message(5, "hi")).replace(b"\n", b"\r\n"),
+        "no-meta.jsonl": jsonl(user_message(5, "hi")),
+        ROLLOUT_NAME: jsonl(meta(), user_message(5, "hi")),
+    }
+    paths = [write(tmp_path / name, data) for name, data in broken.items()]
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    paths += [*CODEX_EXAMPLES, *CLAUDE_EXAMPLES, *sorted(fixtures.rglob("*.jsonl"))]
+    small = [path for path in paths if path.stat().st_size < reader.SMALL_FILE_BYTES]
+    assert len(small) > len(broken)
+
+    in_memory = [read_header(path) for path in paths]
+    monkeypatch.setattr(reader, "SMALL_FILE_BYTES", 0)
+    streamed = [read_header(path) for path in paths]
+
+    assert in_memory == streamed
 
 
 # --- the bad-input corpus -------------------------------------------------------------------
