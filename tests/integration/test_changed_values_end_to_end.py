@@ -125,6 +125,21 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "/srv/log/shop/",
         "/var/log/shop/",
     ),
+    "host-moved-then-value-now": (
+        _later("staging db host is db-s1.corp", "staging down", "staging db moved, db-s2.corp now"),
+        "db-s2.corp",
+        "db-s1.corp",
+    ),
+    "path-moved-then-value-now": (
+        _later("the docs live in docs/v1/", "docs build", "docs moved, docs/v2/ now"),
+        "docs/v2/",
+        "docs/v1/",
+    ),
+    "version-upgraded-then-value-now": (
+        _later("node version is 18.19.0", "build broke", "node upgraded, 20.11.1 now"),
+        "20.11.1",
+        "18.19.0",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -138,6 +153,16 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("the api port is 8080", "admin down", "admin port change, now 8081"),
         "8080",
         "8081",
+    ),
+    "two-ports-one-said-moved": (
+        _later("the api port is 8080", "admin down", "admin port moved, 8081 now"),
+        "8080",
+        "8081",
+    ),
+    "two-hosts-one-said-changed": (
+        _later("the cache host is cache-1.lan", "sessions", "session host changed, sess-2.lan now"),
+        "cache-1.lan",
+        "sess-2.lan",
     ),
     "two-people-to-ask": (
         _later("ask @ana about billing", "search broken", "ask @bo about search"),
