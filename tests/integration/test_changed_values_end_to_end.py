@@ -140,6 +140,15 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "20.11.1",
         "18.19.0",
     ),
+    "url-changed-then-value-now": (
+        _later(
+            "the staging url is https://stg.acme.io",
+            "staging down",
+            "staging url changed, https://stg2.acme.io now",
+        ),
+        "https://stg2.acme.io",
+        "https://stg.acme.io",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -202,6 +211,15 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("backups go to s3://shop-backups-1", "uploads", "uploads go to s3://shop-uploads-1"),
         "s3://shop-backups-1",
         "s3://shop-uploads-1",
+    ),
+    "two-places-mail-goes-to": (
+        _later(
+            "emails go to mailtrap-1.lan in staging",
+            "prod mails",
+            "emails go to ses-1.corp in prod",
+        ),
+        "mailtrap-1.lan",
+        "ses-1.corp",
     ),
     "two-report-folders": (
         _later(
