@@ -28,7 +28,7 @@ _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
 # The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
 _SAYS_WHERE: Final = facts.PLACE_WORDS | frozenset(WORDS["where-verbs"])
 _NOT_SUBJECT: Final = frozenset(
-    map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["time-words"]})
+    map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["no-subject-words"]})
 )
 _MAX_QUALIFIERS: Final = 3
 _CACHED: Final = 65536

@@ -1,0 +1,308 @@
+"""A value said again in other words in a later session, through the whole offline path:
+Codex and Claude Code files on disk, `consolidator run`, then `context --cwd P`.
+
+Newest wins across sessions two days apart, however the second session words the subject:
+a host, a port, a path, a version, a branch, a bucket, a person to ask, a command, in terse,
+lower-case and second-language voices; `context` shows the new value and not the old one.
+Two subjects that only look alike (the api port and the admin port, whom to ask about
+billing and whom about search) both stay shown. One project folder per case, all in one
+memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bench.quality_corpus import Corpus, Session
+from bench.quality_score import context_entries, holds
+from bench.quality_write import write
+from consolidator.face.cli import main
+
+START = datetime(2026, 11, 2, 9, tzinfo=UTC)
+ASK = "pls fix the failing checkout test"
+
+
+@dataclass(frozen=True)
+class Said:
+    """One session of a case: the day it was held and what the user typed."""
+
+    day: int
+    turns: tuple[str, ...]
+
+
+def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
+    return Said(0, (ASK, first)), Said(2, (second_opening, second))
+
+
+# Each case: its sessions, the new value, the old one.
+CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "person-to-ask-in-other-words": (
+        _later("@jonas reviews the backend PRs", "pr waiting", "backend reviews go to @petra now"),
+        "@petra",
+        "@jonas",
+    ),
+    "person-asked-about-then-questions-go-to": (
+        _later("for payments ask @carla", "refund bug", "payments questions now go to @dirk"),
+        "@dirk",
+        "@carla",
+    ),
+    "person-questions-go-to-then-ask": (
+        _later("security questions go to @ines", "cve report", "for security ask @femke now"),
+        "@femke",
+        "@ines",
+    ),
+    "person-terse-label-then-questions": (
+        _later("deploys: ask @ida", "deploy stuck", "deploy questions go to @jan now"),
+        "@jan",
+        "@ida",
+    ),
+    "base-url-change-now": (
+        _later(
+            "the api base url is http://localhost:8000",
+            "api calls fail",
+            "base url change, now http://localhost:9000",
+        ),
+        "http://localhost:9000",
+        "http://localhost:8000",
+    ),
+    "port-change-now": (
+        _later("the grpc port is 50051", "grpc down", "grpc port change, now 50061"),
+        "50061",
+        "50051",
+    ),
+    "version-change-now": (
+        _later("the api version is 2.3.1", "client broke", "api version change, now 2.4.0"),
+        "2.4.0",
+        "2.3.1",
+    ),
+    "branch-change-now": (
+        _later(
+            "the release branch is release-7", "release", "release branch change, now release-8"
+        ),
+        "release-8",
+        "release-7",
+    ),
+    "host-change-now": (
+        _later(
+            "the docker registry is registry-1.acme.io",
+            "push fails",
+            "registry change, now registry-2.acme.io",
+        ),
+        "registry-2.acme.io",
+        "registry-1.acme.io",
+    ),
+    "command-change-now": (
+        _later(
+            "the lint command is `make lint`", "lint red", "lint command change, now `just lint`"
+        ),
+        "just lint",
+        "make lint",
+    ),
+    "path-written-then-goes": (
+        _later(
+            "the coverage report is written to build/cov/",
+            "no coverage",
+            "coverage goes to out/coverage/ these days",
+        ),
+        "out/coverage/",
+        "build/cov/",
+    ),
+    "path-second-language-go": (
+        _later(
+            "the build output go to dist/v1/", "dist empty", "build output goes to dist/v2/ now"
+        ),
+        "dist/v2/",
+        "dist/v1/",
+    ),
+    "path-other-language-first": (
+        _later("de logs gaan naar /var/log/shop/", "no logs", "logs go now to /srv/log/shop/"),
+        "/srv/log/shop/",
+        "/var/log/shop/",
+    ),
+    "host-moved-then-value-now": (
+        _later("staging db host is db-s1.corp", "staging down", "staging db moved, db-s2.corp now"),
+        "db-s2.corp",
+        "db-s1.corp",
+    ),
+    "path-moved-then-value-now": (
+        _later("the docs live in docs/v1/", "docs build", "docs moved, docs/v2/ now"),
+        "docs/v2/",
+        "docs/v1/",
+    ),
+    "version-upgraded-then-value-now": (
+        _later("node version is 18.19.0", "build broke", "node upgraded, 20.11.1 now"),
+        "20.11.1",
+        "18.19.0",
+    ),
+    "url-changed-then-value-now": (
+        _later(
+            "the staging url is https://stg.acme.io",
+            "staging down",
+            "staging url changed, https://stg2.acme.io now",
+        ),
+        "https://stg2.acme.io",
+        "https://stg.acme.io",
+    ),
+}
+
+# Each case: its sessions and the two values `context` must both show.
+BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "two-ports": (
+        _later("the api port is 8080", "admin down", "the admin port is 8081"),
+        "8080",
+        "8081",
+    ),
+    "two-ports-one-said-as-a-change": (
+        _later("the api port is 8080", "admin down", "admin port change, now 8081"),
+        "8080",
+        "8081",
+    ),
+    "two-ports-one-said-moved": (
+        _later("the api port is 8080", "admin down", "admin port moved, 8081 now"),
+        "8080",
+        "8081",
+    ),
+    "two-hosts-one-said-changed": (
+        _later("the cache host is cache-1.lan", "sessions", "session host changed, sess-2.lan now"),
+        "cache-1.lan",
+        "sess-2.lan",
+    ),
+    "two-people-to-ask": (
+        _later("ask @ana about billing", "search broken", "ask @bo about search"),
+        "@ana",
+        "@bo",
+    ),
+    "two-reviewers": (
+        _later("@jonas reviews the backend PRs", "ui review", "frontend reviews go to @petra now"),
+        "@jonas",
+        "@petra",
+    ),
+    "two-kinds-of-questions": (
+        _later(
+            "questions about billing go to @carla", "search", "questions about search go to @dirk"
+        ),
+        "@carla",
+        "@dirk",
+    ),
+    "two-topics-to-ask-about": (
+        _later("design questions go to @noor", "cve report", "for security ask @omar now"),
+        "@noor",
+        "@omar",
+    ),
+    "two-urls-one-said-as-a-change": (
+        _later(
+            "the staging url is https://stg.acme.io", "prod", "prod url change, now https://acme.io"
+        ),
+        "https://stg.acme.io",
+        "https://acme.io",
+    ),
+    "two-branches-one-said-as-a-change": (
+        _later("the release branch is release-7", "hotfix", "hotfix branch change, now hotfix-8"),
+        "release-7",
+        "hotfix-8",
+    ),
+    "two-buckets-as-urls": (
+        _later("backups go to s3://shop-backups-1", "uploads", "uploads go to s3://shop-uploads-1"),
+        "s3://shop-backups-1",
+        "s3://shop-uploads-1",
+    ),
+    "two-places-mail-goes-to": (
+        _later(
+            "emails go to mailtrap-1.lan in staging",
+            "prod mails",
+            "emails go to ses-1.corp in prod",
+        ),
+        "mailtrap-1.lan",
+        "ses-1.corp",
+    ),
+    "two-report-folders": (
+        _later(
+            "the nightly reports are written to reports/nightly/",
+            "weekly",
+            "the weekly reports go to reports/weekly/",
+        ),
+        "reports/nightly/",
+        "reports/weekly/",
+    ),
+}
+
+CASES: dict[str, tuple[Said, ...]] = {
+    name: case[0] for table in (CHANGED, BOTH) for name, case in table.items()
+}
+
+
+def _cwd(name: str) -> str:
+    return f"/home/dev/changed/{name}"
+
+
+def _corpus() -> Corpus:
+    sessions = [
+        Session(
+            thread_id=f"{case:08x}-0000-4000-8000-{number:012x}",
+            cwd=_cwd(name),
+            started=START + timedelta(days=said.day, minutes=case),
+            claude=number % 2 == 1,
+            opening=said.turns[0],
+            later=list(said.turns[1:]),
+            steps=[],
+            final="Done.",
+        )
+        for case, (name, saids) in enumerate(CASES.items())
+        for number, said in enumerate(saids, start=case * 2)
+    ]
+    return Corpus(sessions, [])
+
+
+def _cli(*args: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            assert not exc.code, (args, exc.code, out.getvalue())
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def contexts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    root = tmp_path_factory.mktemp("changed")
+    write(_corpus(), root / "sessions")
+    settings = {
+        "CONSOLIDATOR_HOME": str(root / "home"),
+        "CONSOLIDATOR_SESSIONS_DIR": str(root / "sessions"),
+        "CONSOLIDATOR_BACKEND": "extractive",
+        "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
+        "CONSOLIDATOR_MAX_AGE_DAYS": "0",
+        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OPENAI_API_KEY", raising=False)
+        patch.delenv("OPENAI_BASE_URL", raising=False)
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        _cli("run", "--quiet")
+        yield {name: _cli("context", "--cwd", _cwd(name)) for name in CASES}
+
+
+@pytest.mark.parametrize("name", CHANGED)
+def test_a_value_said_again_in_other_words_shows_only_its_newest(
+    contexts: dict[str, str], name: str
+) -> None:
+    _, new, old = CHANGED[name]
+    shown = context_entries(contexts[name])
+    assert holds((new,), shown) and not holds((old,), shown), shown
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_two_subjects_that_only_look_alike_both_stay_shown(
+    contexts: dict[str, str], name: str
+) -> None:
+    _, first, second = BOTH[name]
+    shown = context_entries(contexts[name])
+    assert holds((first,), shown) and holds((second,), shown), shown
