@@ -11,29 +11,15 @@ memory.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from bench.quality_corpus import Corpus, Session
 from bench.quality_score import context_entries, holds
-from bench.quality_write import write
-from consolidator.face.cli import main
+from tests.offline_path import Remembered, Said, remember
 
 START = datetime(2026, 11, 2, 9, tzinfo=UTC)
 ASK = "pls fix the failing checkout test"
-
-
-@dataclass(frozen=True)
-class Said:
-    """One session of a case: the day it was held and what the user typed."""
-
-    day: int
-    turns: tuple[str, ...]
 
 
 def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
@@ -241,68 +227,24 @@ def _cwd(name: str) -> str:
     return f"/home/dev/changed/{name}"
 
 
-def _corpus() -> Corpus:
-    sessions = [
-        Session(
-            thread_id=f"{case:08x}-0000-4000-8000-{number:012x}",
-            cwd=_cwd(name),
-            started=START + timedelta(days=said.day, minutes=case),
-            claude=number % 2 == 1,
-            opening=said.turns[0],
-            later=list(said.turns[1:]),
-            steps=[],
-            final="Done.",
-        )
-        for case, (name, saids) in enumerate(CASES.items())
-        for number, said in enumerate(saids, start=case * 2)
-    ]
-    return Corpus(sessions, [])
-
-
-def _cli(*args: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            assert not exc.code, (args, exc.code, out.getvalue())
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
-def contexts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("changed")
-    write(_corpus(), root / "sessions")
-    settings = {
-        "CONSOLIDATOR_HOME": str(root / "home"),
-        "CONSOLIDATOR_SESSIONS_DIR": str(root / "sessions"),
-        "CONSOLIDATOR_BACKEND": "extractive",
-        "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
-        "CONSOLIDATOR_MAX_AGE_DAYS": "0",
-        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("OPENAI_API_KEY", raising=False)
-        patch.delenv("OPENAI_BASE_URL", raising=False)
-        for name, value in settings.items():
-            patch.setenv(name, value)
-        _cli("run", "--quiet")
-        yield {name: _cli("context", "--cwd", _cwd(name)) for name in CASES}
+def remembered(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
+    return remember(tmp_path_factory.mktemp("changed"), CASES, _cwd, START)
 
 
 @pytest.mark.parametrize("name", CHANGED)
 def test_a_value_said_again_in_other_words_shows_only_its_newest(
-    contexts: dict[str, str], name: str
+    remembered: Remembered, name: str
 ) -> None:
     _, new, old = CHANGED[name]
-    shown = context_entries(contexts[name])
+    shown = context_entries(remembered.contexts[name])
     assert holds((new,), shown) and not holds((old,), shown), shown
 
 
 @pytest.mark.parametrize("name", BOTH)
 def test_two_subjects_that_only_look_alike_both_stay_shown(
-    contexts: dict[str, str], name: str
+    remembered: Remembered, name: str
 ) -> None:
     _, first, second = BOTH[name]
-    shown = context_entries(contexts[name])
+    shown = context_entries(remembered.contexts[name])
     assert holds((first,), shown) and holds((second,), shown), shown

@@ -8,40 +8,32 @@ One project folder per case, all in one memory.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime
 
 import pytest
 
-from bench.quality_corpus import Corpus, Session, ToolStep
+from bench.quality_corpus import ToolStep
 from bench.quality_score import context_entries, holds
-from bench.quality_write import write
-from consolidator.face.cli import main
+from tests.offline_path import Remembered, Said, remember
 
 START = datetime(2026, 10, 1, 9, tzinfo=UTC)
 ASK = "pls fix the failing checkout test"
+CHECKED = "Checked; the setup looks right."
 
 
-@dataclass(frozen=True)
-class Ran:
+def _ran(day: int, *steps: ToolStep) -> Said:
     """One session of a case: the day it was held and the shell calls the agent made."""
-
-    day: int
-    steps: tuple[ToolStep, ...]
+    return Said(day, (ASK,), steps, CHECKED)
 
 
-def _once(command: str, printed: str) -> tuple[Ran]:
-    return (Ran(0, (ToolStep(command, printed, 0),)),)
+def _once(command: str, printed: str) -> tuple[Said]:
+    return (_ran(0, ToolStep(command, printed, 0)),)
 
 
 _ENV_DUMP = "\n".join(f"SETTING_{n}=value-{n}" for n in range(7)) + "\nPORT=8086"
 
 # Each case: its sessions, then the values `context` must show.
-SHOWN: dict[str, tuple[tuple[Ran, ...], tuple[str, ...]]] = {
+SHOWN: dict[str, tuple[tuple[Said, ...], tuple[str, ...]]] = {
     "remote-url": (
         _once("git remote get-url origin", "git@github.com:acme/shop.git"),
         ("git@github.com:acme/shop.git",),
@@ -63,11 +55,11 @@ SHOWN: dict[str, tuple[tuple[Ran, ...], tuple[str, ...]]] = {
 }
 
 # A runtime's version printed in one session, then another in a later one: the later wins.
-CHANGED: dict[str, tuple[tuple[Ran, ...], str, str]] = {
+CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
     "node-upgraded": (
         (
-            Ran(0, (ToolStep("node --version", "v18.19.0", 0),)),
-            Ran(2, (ToolStep("node --version", "v20.11.1", 0),)),
+            _ran(0, ToolStep("node --version", "v18.19.0", 0)),
+            _ran(2, ToolStep("node --version", "v20.11.1", 0)),
         ),
         "v20.11.1",
         "v18.19.0",
@@ -75,18 +67,18 @@ CHANGED: dict[str, tuple[tuple[Ran, ...], str, str]] = {
 }
 
 # Printed, and no fact: shown nowhere in `context`.
-NOISE: dict[str, tuple[tuple[Ran, ...], str]] = {
+NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "long-env-dump": (_once("cat .env", _ENV_DUMP), "8086"),
     "grepped-code": (_once("grep -n port src/server.py", "12:    port = 8087"), "8087"),
     "getter-printing-a-table": (
         _once("kubectl get pods", "NAME READY\nweb-1 1/1\nweb-2 1/1"),
         "web-1",
     ),
-    "failed-getter": ((Ran(0, (ToolStep("git config --get x.y", "9090", 1),)),), "9090"),
+    "failed-getter": ((_ran(0, ToolStep("git config --get x.y", "9090", 1)),), "9090"),
 }
 
 # Printed secrets: stored nowhere in the memory's files, shown nowhere.
-SECRETS: dict[str, tuple[tuple[Ran, ...], str]] = {
+SECRETS: dict[str, tuple[tuple[Said, ...], str]] = {
     "grepped-password": (_once("grep PASSWORD .env", "PASSWORD=hunter2"), "hunter2"),
     "api-key-in-env": (
         _once("cat .env.local", "DB_PORT=5544\nAPI_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c"),
@@ -98,7 +90,7 @@ SECRETS: dict[str, tuple[tuple[Ran, ...], str]] = {
     ),
 }
 
-CASES: dict[str, tuple[Ran, ...]] = {
+CASES: dict[str, tuple[Said, ...]] = {
     name: case[0] for table in (SHOWN, CHANGED, NOISE, SECRETS) for name, case in table.items()
 }
 
@@ -107,62 +99,9 @@ def _cwd(name: str) -> str:
     return f"/home/dev/printed/{name}"
 
 
-def _corpus() -> Corpus:
-    sessions = [
-        Session(
-            thread_id=f"{case:08x}-0000-4000-8000-{number:012x}",
-            cwd=_cwd(name),
-            started=START + timedelta(days=ran.day, minutes=case),
-            claude=number % 2 == 1,
-            opening=ASK,
-            later=[],
-            steps=list(ran.steps),
-            final="Checked; the setup looks right.",
-        )
-        for case, (name, rans) in enumerate(CASES.items())
-        for number, ran in enumerate(rans, start=case * 2)
-    ]
-    return Corpus(sessions, [])
-
-
-@dataclass(frozen=True)
-class Remembered:
-    stored: str
-    contexts: dict[str, str]
-
-
-def _cli(*args: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            assert not exc.code, (args, exc.code, out.getvalue())
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
-def remembered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remembered]:
-    root = tmp_path_factory.mktemp("printed")
-    write(_corpus(), root / "sessions")
-    settings = {
-        "CONSOLIDATOR_HOME": str(root / "home"),
-        "CONSOLIDATOR_SESSIONS_DIR": str(root / "sessions"),
-        "CONSOLIDATOR_BACKEND": "extractive",
-        "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
-        "CONSOLIDATOR_MAX_AGE_DAYS": "0",
-        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("OPENAI_API_KEY", raising=False)
-        patch.delenv("OPENAI_BASE_URL", raising=False)
-        for name, value in settings.items():
-            patch.setenv(name, value)
-        _cli("run", "--quiet")
-        contexts = {name: _cli("context", "--cwd", _cwd(name)) for name in CASES}
-        memories = sorted(Path(root / "home" / "memories").rglob("*.md"))
-        stored = "\n".join(path.read_text("utf-8") for path in memories)
-        yield Remembered(stored, contexts)
+def remembered(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
+    return remember(tmp_path_factory.mktemp("printed"), CASES, _cwd, START)
 
 
 @pytest.mark.parametrize("name", SHOWN)

@@ -10,32 +10,16 @@ shown, and noise shows nowhere. One project folder per case, all in one memory.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from bench.quality_corpus import Corpus, Session, ToolStep
+from bench.quality_corpus import ToolStep
 from bench.quality_score import context_entries, holds, lines_for, parse_blocks
-from bench.quality_write import write
-from consolidator.face.cli import main
+from tests.offline_path import Remembered, Said, remember
 
 START = datetime(2026, 10, 1, 9, tzinfo=UTC)
 ASK = "pls fix the failing checkout test"
-
-
-@dataclass(frozen=True)
-class Said:
-    """One session of a case: the day it was held, what the user typed, the shell calls the
-    agent made and the agent's last message."""
-
-    day: int
-    turns: tuple[str, ...]
-    steps: tuple[ToolStep, ...] = ()
-    final: str = "Done."
 
 
 def _once(*turns: str, steps: tuple[ToolStep, ...] = (), final: str = "Done.") -> tuple[Said]:
@@ -292,60 +276,9 @@ def _cwd(name: str) -> str:
     return f"/home/dev/voices/{name}"
 
 
-def _corpus() -> Corpus:
-    sessions = [
-        Session(
-            thread_id=f"{case:08x}-0000-4000-8000-{number:012x}",
-            cwd=_cwd(name),
-            started=START + timedelta(days=said.day, minutes=case),
-            claude=number % 2 == 1,
-            opening=said.turns[0],
-            later=list(said.turns[1:]),
-            steps=list(said.steps),
-            final=said.final,
-        )
-        for case, (name, saids) in enumerate(CASES.items())
-        for number, said in enumerate(saids, start=case * 2)
-    ]
-    return Corpus(sessions, [])
-
-
-@dataclass(frozen=True)
-class Remembered:
-    memory_md: str
-    contexts: dict[str, str]
-
-
-def _cli(*args: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            assert not exc.code, (args, exc.code, out.getvalue())
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
-def remembered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remembered]:
-    root = tmp_path_factory.mktemp("voices")
-    write(_corpus(), root / "sessions")
-    settings = {
-        "CONSOLIDATOR_HOME": str(root / "home"),
-        "CONSOLIDATOR_SESSIONS_DIR": str(root / "sessions"),
-        "CONSOLIDATOR_BACKEND": "extractive",
-        "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
-        "CONSOLIDATOR_MAX_AGE_DAYS": "0",
-        "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("OPENAI_API_KEY", raising=False)
-        patch.delenv("OPENAI_BASE_URL", raising=False)
-        for name, value in settings.items():
-            patch.setenv(name, value)
-        _cli("run", "--quiet")
-        contexts = {name: _cli("context", "--cwd", _cwd(name)) for name in CASES}
-        yield Remembered((root / "home" / "memories" / "MEMORY.md").read_text("utf-8"), contexts)
+def remembered(tmp_path_factory: pytest.TempPathFactory) -> Remembered:
+    return remember(tmp_path_factory.mktemp("voices"), CASES, _cwd, START)
 
 
 @pytest.mark.parametrize("name", CHANGED)
