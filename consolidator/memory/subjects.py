@@ -231,12 +231,18 @@ def same_kind(kind: str) -> str:
 
 @lru_cache(maxsize=_CACHED)
 def valued(text: str) -> dict[str, str]:
-    """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m")."""
+    """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m").
+    The host or port inside an address with its scheme is part of that one value."""
     found: dict[str, str] = {}
     for kind, value in [*shaped_values(text), *values_by_kind(unmarked(text))]:
         unit = re.sub(r"\d", "", value) if kind == "number" else ""
         found.setdefault(value.lower(), same_kind(kind) + unit)
-    return found
+    urls = [value for value, kind in found.items() if kind == "url"]
+    return {value: kind for value, kind in found.items() if not _within_any(value, urls)}
+
+
+def _within_any(value: str, addresses: list[str]) -> bool:
+    return any(value != address and value in address for address in addresses)
 
 
 def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:

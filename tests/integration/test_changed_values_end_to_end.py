@@ -135,6 +135,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "https://stg2.acme.io",
         "https://stg.acme.io",
     ),
+    "image-switched-after-its-subject": (
+        _later("the ci image is ci-base:7", "ci red", "ci image switched to ci-base:8"),
+        "ci-base:8",
+        "ci-base:7",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.

@@ -192,6 +192,16 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "eu-central-1",
         "eu-west-1",
     ),
+    "corrected-bucket-address": (
+        _once("bucket is s3://shop-assets", "s3://shop-assets-prod actually"),
+        "s3://shop-assets-prod",
+        "s3://shop-assets",
+    ),
+    "corrected-flag-in-capitals": (
+        _once("the feature flag is new_checkout", "NEW_CHECKOUT_V2 sorry"),
+        "NEW_CHECKOUT_V2",
+        "new_checkout",
+    ),
 }
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
