@@ -27,6 +27,7 @@ from consolidator.security.spans import (
     Span,
     anchored,
     literal,
+    setting_at,
     surrounding_lines,
 )
 
@@ -102,6 +103,8 @@ def prose_spans(scan: Scan) -> Iterator[Span]:
     )
     for match in anchored(lowered, _PROSE_SECRET, starts, offset=0):
         start, end = match.span("value")
+        if "\n" in lowered[match.start() : start] and setting_at(scan.text, start):
+            continue  # an empty setting, then the next line's own ("API_KEY=\nDB_PORT=5544")
         value = scan.text[start:end].rstrip(_TRAILING)
         if len(value) >= 6 and not _NOT_A_VALUE.fullmatch(value):
             yield start, start + len(value), "secret named in prose"

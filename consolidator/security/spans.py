@@ -247,6 +247,16 @@ def at_word_start(text: str, match: re.Match[str]) -> bool:
     return match.start() == 0 or text[match.start() - 1] not in WORD_CHARS
 
 
+# A line's own setting: a name, then "=" or ": " and its value ("DB_PORT=5544", "port: 5544").
+_SETTING = re.compile(r"[A-Za-z_][\w-]*[ \t]*(?:=|:(?:\s|$))", re.MULTILINE)
+
+
+def setting_at(text: str, position: int) -> bool:
+    """Whether a setting of its own starts at `position`: a word that begins the next line
+    there is that setting's name, not the rest of a secret on the line before."""
+    return _SETTING.match(text, position) is not None
+
+
 def lower(text: str) -> str:
     """Lower-case with offsets unchanged (a few characters grow when lower-cased)."""
     lowered = text.lower()

@@ -29,6 +29,7 @@ from consolidator.security.spans import (
     anchored,
     at_word_start,
     literal,
+    setting_at,
 )
 
 # Token prefixes, one anchor per first letter: a class of first letters ([AGS]) would make
@@ -239,7 +240,7 @@ def header_spans(scan: Scan) -> Iterator[Span]:
 # piece before the break, the break, and the piece after it.
 _WRAPPED = re.compile(
     r"(?:gh[pousr]_|github_pat_|gl(?:pat|dt|ft|rt)-|sk-|sk_live_|sk_test_|xox[abposre]-|hf_)"
-    r"[A-Za-z0-9_-]{0,255}(?P<joint>\r?\n[ \t]{0,16})[A-Za-z0-9_-]{1,255}"
+    r"[A-Za-z0-9_-]{0,255}(?P<joint>\r?\n[ \t]{0,16})(?P<piece>[A-Za-z0-9_-]{1,255})"
 )
 _WRAPPED_ANCHORS = (
     _PREFIXES_LOWER_G,
@@ -257,6 +258,8 @@ def wrapped_token_spans(scan: Scan) -> Iterator[Span]:
     for start, end in scan.windows(_WRAPPED_ANCHORS):
         for m in _WRAPPED.finditer(text, start, end):
             if not at_word_start(text, m):
+                continue
+            if setting_at(text, m.start("piece")):
                 continue
             joint_start, joint_end = m.span("joint")
             joined = text[m.start() : joint_start] + text[joint_end : m.end()]

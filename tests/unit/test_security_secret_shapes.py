@@ -268,3 +268,23 @@ def test_everyday_credential_formats_are_redacted(case: str) -> None:
 )
 def test_text_near_the_everyday_formats_survives(text: str) -> None:
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "API_KEY=sk-live-abcdef1234567890abcd\nDB_PORT=5544",
+            "API_KEY=[REDACTED_SECRET]\nDB_PORT=5544",
+        ),
+        (
+            "API_KEY: sk-live-51HxYzAbCdEfGhIjKl\ndb_port: 5544",
+            "API_KEY: [REDACTED_SECRET]\ndb_port: 5544",
+        ),
+        ("API_KEY=\nDB_PORT=5544", "API_KEY=\nDB_PORT=5544"),
+        ("PASSWORD:\nDB_PORT: 5544", "PASSWORD:\nDB_PORT: 5544"),
+        ("password:\n  hunter2hunter2\nport: 5544", "password:\n  [REDACTED_SECRET]\nport: 5544"),
+    ],
+)
+def test_the_next_lines_own_setting_is_no_part_of_a_secret(text: str, redacted: str) -> None:
+    assert redact(text).text == redacted
