@@ -17,8 +17,7 @@ _EDGES: Final = "`'\".,;:!?()*"
 
 @cache
 def data(name: str, package: str = __package__) -> dict[str, Any]:
-    """The data file `name` (words, shapes, a rule table) of `package`, by default this
-    module's, read once."""
+    """The words, shapes or rules file `name` of `package` (by default this one), read once."""
     return dict(json.loads(files(package).joinpath(name).read_text("utf-8")))
 
 
