@@ -16,9 +16,9 @@ _EDGES: Final = "`'\".,;:!?()*"
 
 
 @cache
-def data(name: str) -> dict[str, Any]:
-    """The words or shapes file `name` beside this module, read once."""
-    return dict(json.loads(files(__package__).joinpath(name).read_text("utf-8")))
+def data(name: str, package: str = __package__) -> dict[str, Any]:
+    """The words, shapes or rules file `name` of `package` (by default this one), read once."""
+    return dict(json.loads(files(package).joinpath(name).read_text("utf-8")))
 
 
 @cache

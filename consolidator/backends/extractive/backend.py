@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from consolidator.backends import base
 from consolidator.backends.extractive import statements
-from consolidator.backends.extractive.commands import PRINTED, printed_facts
+from consolidator.backends.extractive.commands import PRINTED, pattern, printed_facts
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.backends.extractive.sentences import answer_words
@@ -29,8 +29,6 @@ from consolidator.security.redaction import checked_at_end, redact
 from consolidator.sources.items import DELEGATED, ItemKind
 
 MAX_FILES = 20
-# Scratch files (`/tmp/...`, macOS `/var/folders/...` screenshots) are not project files.
-_TEMPORARY_ROOTS = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/")
 MAX_COMMANDS = 15
 # An answer shorter than this is an acknowledgement or a promise ("I'll publish it."), not one.
 MIN_ANSWER_WORDS = 8
@@ -38,7 +36,6 @@ MAX_KEYWORDS = 5
 MAX_SLUG_CHARS = 60
 _MAX_HEADLINE_CHARS = 100
 _MAX_AGENT_NOTE_CHARS = 200
-_WORD = re.compile(r"[a-z][a-z0-9_+]*[a-z0-9+]")
 
 
 class ExtractiveBackend:
@@ -122,7 +119,8 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
 
 
 def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
-    return dedupe(p for paths in groups for p in paths if not p.startswith(_TEMPORARY_ROOTS))
+    scratch = tuple(word_list("temporary-roots"))  # `/tmp/...`, a macOS screenshot: no project file
+    return dedupe(p for paths in groups for p in paths if not p.startswith(scratch))
 
 
 def _judge_outcome(session: Session) -> str:
@@ -155,7 +153,7 @@ def _count(number: int, noun: str) -> str:
 def _top_keywords(session: Session) -> tuple[str, ...]:
     """The most frequent words of the task and the commands; ties go to the earlier word."""
     sources = [session.task, *(call.command for call in session.calls)]
-    words = (word for source in sources for word in _WORD.findall(source.lower()))
+    words = (word for source in sources for word in pattern("keyword").findall(source.lower()))
     kept = (w for w in words if w not in word_list("stopwords") and not w.isdigit() and len(w) >= 3)
     return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
 

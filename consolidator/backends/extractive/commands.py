@@ -15,10 +15,10 @@ import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.resources import files
 from typing import Any, Final, NamedTuple
 
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
+from consolidator.memory.lexicon import data
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import clip, code_span, dedupe, one_line
 from consolidator.security.redaction import redact
@@ -31,8 +31,6 @@ MAX_COMMAND_CHARS = 120
 MAX_ERROR_CHARS = 160
 _MAX_VALUE_CHARS = 120
 _PINNED = " version"
-# A version as a command prints it ("v20.11.0", "1.2.3-beta"): wider than the lexicon's.
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?(?![\w.])")
 
 
 @dataclass
@@ -65,10 +63,9 @@ class FileEdit(NamedTuple):
     moved_from: str = ""
 
 
-@cache
 def _spelling() -> dict[str, Any]:
     """How the agents spell a tool call (`calls.json` beside this module)."""
-    return dict(json.loads(files(__package__).joinpath("calls.json").read_text("utf-8")))
+    return data("calls.json", __package__)
 
 
 @cache
@@ -298,7 +295,8 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
     argv = _argv(call.command.removesuffix(" 2>&1")) if printed else []
     if len(argv) < 2 or "|" in call.command:
         return []
-    one, versions = printed[0] if len(printed) == 1 else "", _VERSION.findall(printed[0])
+    one = printed[0] if len(printed) == 1 else ""
+    versions = pattern("printed-version").findall(printed[0])
     reads, path, found = argv[0] in word_list("file-readers"), argv[-1], [(argv[-1], one)]
     if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
         found = [(f"{argv[0]} version", versions[0])]  # then maybe a platform

@@ -25,7 +25,6 @@ MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
 THIS_PROJECT: Final = "in this project"
 
-_RULE_FORM = word_list("rule-form")
 # The kinds of rule whose entries may hold in every project.
 _STANDING_KINDS: Final = STANDING_KINDS | {EVIDENCE}
 _MAKE_SURE = re.compile(r"\bmake sure\b")
@@ -152,5 +151,5 @@ def _keys(quote: str) -> list[str | frozenset[str]]:
     to a stem so "commit" is "committing"."""
     plain = " ".join(re.findall(r"[a-z0-9]+", quote.casefold()))
     named = re.findall(r"[a-z0-9][a-z0-9+_-]*", _MAKE_SURE.sub(" ", quote.casefold()))
-    names = frozenset(facts.stem(word) for word in named if word not in _RULE_FORM)
+    names = frozenset(facts.stem(word) for word in named if word not in word_list("rule-form"))
     return [plain, names] if len(names) >= 2 else [plain]

@@ -17,8 +17,6 @@ from consolidator.security.redaction import redact
 _MAX_EXPLAINED = 2
 _MAX_EXPLAINED_CHARS = 300
 _MIN_EXPLAINED_WORDS = 4
-_PLAIN_FIRST_WORD = re.compile(r"^[a-z](?=[a-z]*\s)")
-_STRAY_STOP = re.compile(r"(?<=[!?])\.+")
 _SAID = " -> the agent said: "
 _FIXED_BY = " -> fixed by "
 _FIXED_IN = " -> fixed in "
@@ -42,8 +40,8 @@ def account(failure: FailureNote, between: Sequence[Call]) -> str:
     values = (f"{c.subject} {c.new}" for later in between[1:] for c in later.changes)
     about = _words(command_family(failure.command), failure.error, failure.fix, *edited, *values)
     first_person, doubled = rule("shape.first-person"), rule("structure.doubled-mark")
-    said = (text for call in between[:-1] for text in call.said)
-    bare = (_STRAY_STOP.sub("", strip_lead_in(s)) for text in said for s in sentences(text))
+    said = (s for call in between[:-1] for text in call.said for s in sentences(text))
+    bare = (pattern("stray-stop").sub("", strip_lead_in(s)) for s in said)
     said_of_it: list[str] = []
     for s in bare:
         # A question, a sentence that only introduces what follows, or what the agent will do
@@ -51,7 +49,8 @@ def account(failure: FailureNote, between: Sequence[Call]) -> str:
         aside = is_question(s) or s.endswith(":") or first_person.regex.match(s)
         if not aside and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about:
             said_of_it.append(doubled.regex.sub(r"\1", s))
-    kept = (_PLAIN_FIRST_WORD.sub(lambda m: m[0].upper(), s) for s in said_of_it[:_MAX_EXPLAINED])
+    plain_first_word = pattern("plain-first-word")
+    kept = (plain_first_word.sub(lambda m: m[0].upper(), s) for s in said_of_it[:_MAX_EXPLAINED])
     return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
 
 

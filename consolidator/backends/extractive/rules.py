@@ -7,7 +7,6 @@ how a test shows that every rule is needed by one of its own examples."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,8 +14,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from importlib.resources import files
 from typing import Final, NamedTuple, TypeAlias
+
+from consolidator.memory.lexicon import data
 
 # What an entry read from evidence rather than from a sentence is named after: a note handed
 # over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
@@ -116,8 +116,8 @@ def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
 @cache
 def table() -> tuple[Rule, ...]:
     """Every rule of the table, by precedence then id."""
-    data = json.loads(files(__package__).joinpath("rules.json").read_text(encoding="utf-8"))
-    return tuple(sorted((Rule(**row) for row in data["rules"]), key=lambda r: (r.precedence, r.id)))
+    rows = (Rule(**row) for row in data("rules.json", __package__)["rules"])
+    return tuple(sorted(rows, key=lambda r: (r.precedence, r.id)))
 
 
 @cache
@@ -225,8 +225,7 @@ def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
 @cache
 def word_list(name: str) -> frozenset[str]:
     """One of the word lists the reader reads by (`words.json` beside the table)."""
-    data = json.loads(files(__package__).joinpath("words.json").read_text(encoding="utf-8"))
-    return frozenset(data["words"][name])
+    return frozenset(data("words.json", __package__)["words"][name])
 
 
 def table_in_markdown() -> str:

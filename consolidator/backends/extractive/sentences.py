@@ -10,11 +10,8 @@ import pysbd
 
 from consolidator.backends.extractive.rules import rule, word_list
 
-_CUE_BREAK = rule("structure.cue-break")
-_LEAD_IN = rule("structure.lead-in")
 # A paragraph longer than this is pasted output, not something the user said in sentences.
 _MAX_PARAGRAPH_CHARS = 4000
-_NO_BREAK = rule("structure.no-break")
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 # What the segmenter cuts at or reads a list item by: an ASCII text with none of these is one
 # sentence, without the segmenter's dozens of passes over it.
@@ -24,7 +21,7 @@ _SEGMENTER_MARKS = re.compile(r"[.!?)]|-[\"']")
 def _segments(paragraph: str) -> tuple[str, ...]:
     """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
     the segmenter reads a copy where those full stops are masked."""
-    return _cut(paragraph, _NO_BREAK.regex)
+    return _cut(paragraph, rule("structure.no-break").regex)
 
 
 @lru_cache(maxsize=4096)
@@ -46,7 +43,7 @@ def _lower_starts(segment: str) -> list[str]:
     """`segment` cut where a word in lower case starts a sentence, not after an abbreviation."""
     parts: list[str] = []
     begun = 0
-    spans = [m.span() for m in _NO_BREAK.regex.finditer(segment)]
+    spans = [m.span() for m in rule("structure.no-break").regex.finditer(segment)]
     for match in rule("structure.lower-start").regex.finditer(segment):
         if any(start <= match.start() < end for start, end in spans):
             continue
@@ -67,7 +64,7 @@ def sentences(text: str) -> list[str]:
         for segment in _segments(rule("structure.list-marker").regex.sub("", paragraph, 1)):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
-                cut = [part] if is_question(part) else _CUE_BREAK.regex.split(part)
+                cut = [part] if is_question(part) else rule("structure.cue-break").regex.split(part)
                 sentences.extend(s.strip() for s in cut if s and s.strip())
     return sentences
 
@@ -80,7 +77,7 @@ def strip_lead_in(sentence: str) -> str:
     previous = None
     while previous != sentence:
         previous = sentence
-        sentence = _LEAD_IN.regex.sub("", sentence).strip()
+        sentence = rule("structure.lead-in").regex.sub("", sentence).strip()
     return sentence
 
 
