@@ -11,8 +11,9 @@
   outputs with the index less the time without it (the same sessions in a copy without the
   index), against stage one's own work on one session besides the model call (read, reduce,
   redact a 64 KB rollout). Goal: at most 5%. The sessions measured are stored as stage one
-  stores them, each finished in a transaction of its own (`complete_stage1`, the claim not
-  timed): the index's entry is written when its session commits, never a batch's at once.
+  stores them, each finished in a transaction of its own (`complete_stage1`; the claims, a
+  batch at a time, not timed): an index entry is written as its session commits, never a
+  batch's at once.
 
 The databases are filled with rows directly, so their size does not depend on stage one, and
 searched as the fill and the measured sessions leave them: on PostgreSQL the GIN index's
@@ -44,7 +45,7 @@ from bench.common import (
     sqlite_url,
 )
 from bench.data import write_rollout
-from consolidator.db.records import Stage1Payload, ThreadRecord, ThreadState
+from consolidator.db.records import Eligibility, Stage1Payload, ThreadRecord, ThreadState
 from consolidator.db.schema import Stage1Output, Thread
 from consolidator.db.search import PG_COLUMN, SQLITE_TABLE, QueryTerms, SearchScope, scope_key
 from consolidator.db.store import Store
@@ -140,19 +141,27 @@ def _payload(output: dict[str, Any]) -> Stage1Payload:
 
 
 def _stored(store: Store, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[float]:
-    """Store each session as stage one does (its own claim, then its own finishing
-    transaction); yields the seconds each finish took, the claim left out."""
+    """Store each session as stage one does, finished in a transaction of its own
+    (`complete_stage1`); yields the seconds each finish took. The threads are registered and
+    claimed a batch at a time, untimed."""
+    everything = Eligibility(min_idle_seconds=0, max_age_days=0)
     for start in range(0, len(pairs), BATCH):
         batch = pairs[start : start + BATCH]
         store.threads.register_threads(
             [_header(thread) for thread, _ in batch], ingested=False, retry_budget=3
         )
-    for thread, output in pairs:
-        claim = store.stage_one.try_claim_stage1(thread["thread_id"], lease_seconds=600)
-        started = time.perf_counter()
-        finished = store.stage_one.complete_stage1(claim, _payload(output))
-        yield time.perf_counter() - started
-        assert finished, thread["thread_id"]
+        claims = {
+            claim.job_key: claim
+            for claim in store.stage_one.claim_stage1_batch(
+                limit=len(batch), lease_seconds=3600, eligibility=everything
+            )
+        }
+        for thread, output in batch:
+            claim = claims[thread["thread_id"]]
+            started = time.perf_counter()
+            finished = store.stage_one.complete_stage1(claim, _payload(output))
+            yield time.perf_counter() - started
+            assert finished, thread["thread_id"]
 
 
 def _storing_seconds(indexed: Store, bare: Store, first: int, count: int) -> tuple[float, float]:
