@@ -24,6 +24,8 @@ _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "pers
 # A statement about more than a pronoun ("its" beside a corrected value states nothing).
 _ABOUT_SOMETHING = "statement+!shape.vague-subject"
 _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
+# Beside a corrected value, the writer's own words ("i was wrong: ...") state nothing.
+_SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
 # The old value a correction names beside its new one ("5433, not 5432").
@@ -49,19 +51,23 @@ class UserStatements:
             self.latest[:] = [(into, text)]
 
 
-def user_statements(spoken: Iterable[str]) -> UserStatements:
+def user_statements(spoken: Iterable[str], answers: Iterable[str] = ()) -> UserStatements:
     """Sentence by sentence, and within a sentence part by part: a question or an
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
-    a default is an instruction; a statement about the project is a fact."""
+    a default is an instruction; a statement about the project is a fact. A message in
+    `answers` answers the agent's question, and corrects nothing said before it."""
     read = UserStatements([], [], [])
+    answers = frozenset(answers)
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
     for number, message in enumerate(spoken):
+        if message in answers:
+            read.latest.clear()
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
         message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
-            if sentence.endswith(":") or _corrected(sentence, read):
+            if sentence.endswith(":") or _corrected(sentence, read, message):
                 continue  # a sentence ending in ":" introduces what follows
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
@@ -141,11 +147,12 @@ def negated_values(sentence: str) -> list[str]:
     ]
 
 
-def _corrected(sentence: str, read: UserStatements) -> bool:
-    """Read `sentence` as a correction given in a few words ("no wait, 3301", "@maaike
-    sry", "5433 not 5432"): with a word of correcting, before or after it, it gives one value
-    of a kind the entry read last holds, and states nothing else; the value replaces the
-    last of its kind there, which is taken back. A corrected instruction keeps its rule."""
+def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
+    """Read `sentence` of `message` as a correction given in a few words ("no wait, 3301",
+    "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
+    reply that only replaces a value, it gives one value of a kind the entry read last
+    holds, and states nothing else; the value replaces the last of its kind there, which is
+    taken back. A corrected instruction keeps its rule."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     given = values_by_kind(told)
@@ -153,18 +160,33 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
         return False
     kind, new = given[0]
     rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
-    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_ABOUT_SOMETHING, rest):
+    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest):
         return False
     into, previous = read.latest[0]
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
-    if old is None or old == new or (told == sentence and not word.search(sentence)):
+    _, found, after = message.partition(sentence)
+    cued = told != sentence or word.search(sentence) or _only_replaces(new, found + after)
+    if old is None or old == new or not cued:
         return False
     into.remove(previous)
     read.revoked.append(old)
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _only_replaces(new: str, reply: str) -> bool:
+    """Whether `reply` (the rest of a message from where it gives `new`) is short and says no
+    more than that `new` replaces the value before: with words beside it ("600s,
+    misremembered", "9102!! not 9100", not a bare "5433", which may answer anything) that
+    state nothing and add nothing."""
+    heard = rule("old-value.not").regex.sub(" ", reply)
+    said = rule("correction.value-only").regex.sub(" ", heard)
+    beside = said.replace(new, " ").strip(" ,.;:!-*")
+    if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
+        return False
+    return not holds("statement", beside) and not holds("shape.says-more", said)
 
 
 def _correction(sentence: str, read: UserStatements) -> None:
