@@ -213,6 +213,16 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "30s",
     ),
     "corrected-with-a-grunt": (_once("the smtp port is 587", "ugh, 2525."), "2525", "587"),
+    "corrected-by-saying-it-again": (
+        _once("smtp relay is mail1.corp.lan", "no the smtp relay is mail2.corp.lan"),
+        "mail2.corp.lan",
+        "mail1.corp.lan",
+    ),
+    "corrected-person-said-again": (
+        _once("reviews go to @rui", "no, reviews go to @lea"),
+        "@lea",
+        "@rui",
+    ),
     "corrected-after-i-was-wrong": (
         _once("the tls certs live in /etc/ssl/shop", "i was wrong: /etc/ssl/shop-2024"),
         "/etc/ssl/shop-2024",
@@ -293,11 +303,20 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "pasted-diff": (_once("i changed this\n-  port: 5543\n+  port: 5544\nnow it fails"), "5544"),
 }
 
-# A short reply that adds a value, or answers the agent's question, corrects nothing.
+# A short reply that adds a value, answers the agent's question or names more than the entry
+# before corrects nothing.
 KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
     "a-second-value-too": (_once("the api listens on 8081", "8082 too"), "8081"),
     "a-value-for-another-place": (_once("db port is 5432", "5433 for staging"), "5432"),
     "a-count-of-something-else": (_once("redis db index is 2", "3 workers"), "index is 2"),
+    "a-correction-naming-more": (
+        _once("ask @tomas for db access", "no, @ines does db access for prod"),
+        "@tomas",
+    ),
+    "a-correction-naming-another-thing": (
+        _once("the cache ttl is 300s", "sorry, the session ttl is 600s"),
+        "cache ttl is 300s",
+    ),
     "an-answer-to-the-agent": (
         _asked("the worker pool is 8", "Should the test runner use 4 workers?", "no, 16"),
         "pool is 8",

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import Reading, clauses, cut, first, holds, rule
+from consolidator.backends.extractive.rules import (
+    Reading,
+    clauses,
+    cut,
+    first,
+    holds,
+    rule,
+    word_list,
+)
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
@@ -151,8 +159,9 @@ def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
     """Read `sentence` of `message` as a correction given in a few words ("no wait, 3301",
     "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
     reply that only replaces a value, it gives one value of a kind the entry read last
-    holds, and states nothing else; the value replaces the last of its kind there, which is
-    taken back. A corrected instruction keeps its rule."""
+    holds, and states nothing else (or only names that entry's subject again); the value
+    replaces the last of its kind there, which is taken back. A corrected instruction keeps
+    its rule."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     given = values_by_kind(told)
@@ -160,9 +169,10 @@ def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
         return False
     kind, new = given[0]
     rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
-    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest):
-        return False
     into, previous = read.latest[0]
+    said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
+    if said_more and not _restates(rest, previous):
+        return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
     _, found, after = message.partition(sentence)
@@ -174,6 +184,14 @@ def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _restates(rest: str, previous: str) -> bool:
+    """Whether `rest`, the words beside a corrected value, only name again what `previous`
+    is about ("no @ines does db access now" after "ask @tomas for db access")."""
+    named, said = ({w.strip(".,;:!?") for w in text.lower().split()} for text in (previous, rest))
+    words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
+    return bool(words) and words <= named
 
 
 def _only_replaces(new: str, reply: str) -> bool:
