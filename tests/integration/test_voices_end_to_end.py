@@ -223,6 +223,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "@lea",
         "@rui",
     ),
+    "corrected-after-the-agent-asked-something-else": (
+        _asked("the dev server runs on port 3300", "Want me to restart it?", "no wait, 3301"),
+        "3301",
+        "3300",
+    ),
     "corrected-after-i-was-wrong": (
         _once("the tls certs live in /etc/ssl/shop", "i was wrong: /etc/ssl/shop-2024"),
         "/etc/ssl/shop-2024",

@@ -5,7 +5,7 @@ of the rule that read it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from consolidator.backends.extractive.rules import (
@@ -59,23 +59,21 @@ class UserStatements:
             self.latest[:] = [(into, text)]
 
 
-def user_statements(spoken: Iterable[str], answers: Iterable[str] = ()) -> UserStatements:
+def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> UserStatements:
     """Sentence by sentence, and within a sentence part by part: a question or an
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
-    a default is an instruction; a statement about the project is a fact. A message in
-    `answers` answers the agent's question, and corrects nothing said before it."""
+    a default is an instruction; a statement about the project is a fact. `answers` are
+    messages that answer the agent's question, by the question."""
     read = UserStatements([], [], [])
-    answers = frozenset(answers)
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
     for number, message in enumerate(spoken):
-        if message in answers:
-            read.latest.clear()
+        asked = answers.get(message, "")
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
         message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
-            if sentence.endswith(":") or _corrected(sentence, read, message):
+            if sentence.endswith(":") or _corrected(sentence, read, message, asked):
                 continue  # a sentence ending in ":" introduces what follows
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
@@ -155,13 +153,14 @@ def negated_values(sentence: str) -> list[str]:
     ]
 
 
-def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
+def _corrected(sentence: str, read: UserStatements, message: str, asked: str) -> bool:
     """Read `sentence` of `message` as a correction given in a few words ("no wait, 3301",
     "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
     reply that only replaces a value, it gives one value of a kind the entry read last
     holds, and states nothing else (or only names that entry's subject again); the value
     replaces the last of its kind there, which is taken back. A corrected instruction keeps
-    its rule."""
+    its rule. An answer to the agent's question `asked` is worded, and gives no value of a
+    kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     given = values_by_kind(told)
@@ -176,8 +175,9 @@ def _corrected(sentence: str, read: UserStatements, message: str) -> bool:
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
     _, found, after = message.partition(sentence)
-    cued = told != sentence or word.search(sentence) or _only_replaces(new, found + after)
-    if old is None or old == new or not cued:
+    worded = told != sentence or word.search(sentence)
+    cued = worded or (not asked and _only_replaces(new, found + after))
+    if old is None or old == new or not cued or kind in dict(values_by_kind(asked)):
         return False
     into.remove(previous)
     read.revoked.append(old)
