@@ -165,6 +165,8 @@ class Session:
     steps: list[ToolStep] = field(default_factory=list)
     final: str = ""
     nothing: bool = False
+    # The agent's replies to the user's turns, by turn, where one is not "Done." ("" keeps it).
+    replies: list[str] = field(default_factory=list)
 
 
 @dataclass

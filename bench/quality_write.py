@@ -46,6 +46,14 @@ def _user_turns(session: Session) -> list[str]:
     return [session.opening, *session.later]
 
 
+def _answer(session: Session, turn: int, turns: int) -> str:
+    """The agent's message after the user's turn `turn`: its own reply when the session
+    gives one, the final answer after the last turn, "Done." otherwise."""
+    if turn < len(session.replies) and session.replies[turn]:
+        return session.replies[turn]
+    return session.final if turn == turns - 1 else "Done."
+
+
 def patch_text(patch: Patch) -> str:
     """The patch as Codex's `apply_patch` tool takes it."""
     head = f"*** Update File: {patch.path}\n"
@@ -91,7 +99,7 @@ def _codex_lines(session: Session) -> list[dict[str, Any]]:
             moment += timedelta(seconds=7)
             for item in _codex_step(session, step, f"call_{turn}_{number}"):
                 lines.append(line("response_item", item))
-        answer = session.final if turn == len(turns) - 1 else "Done."
+        answer = _answer(session, turn, len(turns))
         lines.append(line("response_item", message("assistant", answer)))
         lines.append(line("event_msg", {"type": "agent_message", "message": answer}))
     return lines
@@ -181,6 +189,6 @@ def _claude_lines(session: Session) -> list[dict[str, Any]]:
                 result["is_error"] = True
                 result["content"] = f"Exit code {step.exit_code}\n{step.output}"
             record("user", [result])
-        answer = session.final if turn == len(turns) - 1 else "Done."
+        answer = _answer(session, turn, len(turns))
         record("assistant", [{"type": "text", "text": answer}])
     return lines

@@ -28,6 +28,8 @@ class Said:
     turns: tuple[str, ...]
     steps: tuple[ToolStep, ...] = ()
     final: str = "Done."
+    # The agent's replies to the user's turns but the last, where one is not "Done.".
+    replies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ def _corpus(
             later=list(said.turns[1:]),
             steps=list(said.steps),
             final=said.final,
+            replies=list(said.replies),
         )
         for case, (name, saids) in enumerate(cases.items())
         for number, said in enumerate(saids, start=case * 2)

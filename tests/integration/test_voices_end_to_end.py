@@ -26,6 +26,11 @@ def _once(*turns: str, steps: tuple[ToolStep, ...] = (), final: str = "Done.") -
     return (Said(0, (ASK, *turns) if len(turns) < 2 else turns, steps, final),)
 
 
+def _asked(first: str, question: str, answer: str) -> tuple[Said]:
+    """`first` said, then the agent's `question`, then the user's `answer` to it."""
+    return (Said(0, (ASK, first, answer), replies=("Done.", question)),)
+
+
 def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
     return Said(0, (ASK, first)), Said(2, (second_opening, second))
 
@@ -202,6 +207,32 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "NEW_CHECKOUT_V2",
         "new_checkout",
     ),
+    "corrected-with-no-word-of-correcting": (
+        _once("the lambda timeout is 30s", "45s... mixed them up"),
+        "45s",
+        "30s",
+    ),
+    "corrected-with-a-grunt": (_once("the smtp port is 587", "ugh, 2525."), "2525", "587"),
+    "corrected-by-saying-it-again": (
+        _once("smtp relay is mail1.corp.lan", "no the smtp relay is mail2.corp.lan"),
+        "mail2.corp.lan",
+        "mail1.corp.lan",
+    ),
+    "corrected-person-said-again": (
+        _once("reviews go to @rui", "no, reviews go to @lea"),
+        "@lea",
+        "@rui",
+    ),
+    "corrected-after-the-agent-asked-something-else": (
+        _asked("the dev server runs on port 3300", "Want me to restart it?", "no wait, 3301"),
+        "3301",
+        "3300",
+    ),
+    "corrected-after-i-was-wrong": (
+        _once("the tls certs live in /etc/ssl/shop", "i was wrong: /etc/ssl/shop-2024"),
+        "/etc/ssl/shop-2024",
+        "/etc/ssl/shop",
+    ),
 }
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
@@ -277,8 +308,32 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "pasted-diff": (_once("i changed this\n-  port: 5543\n+  port: 5544\nnow it fails"), "5544"),
 }
 
+# A short reply that adds a value, answers the agent's question or names more than the entry
+# before corrects nothing.
+KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
+    "a-second-value-too": (_once("the api listens on 8081", "8082 too"), "8081"),
+    "a-value-for-another-place": (_once("db port is 5432", "5433 for staging"), "5432"),
+    "a-count-of-something-else": (_once("redis db index is 2", "3 workers"), "index is 2"),
+    "a-correction-naming-more": (
+        _once("ask @tomas for db access", "no, @ines does db access for prod"),
+        "@tomas",
+    ),
+    "a-correction-naming-another-thing": (
+        _once("the cache ttl is 300s", "sorry, the session ttl is 600s"),
+        "cache ttl is 300s",
+    ),
+    "an-answer-to-the-agent": (
+        _asked("the worker pool is 8", "Should the test runner use 4 workers?", "no, 16"),
+        "pool is 8",
+    ),
+    "a-bare-answer-to-the-agent": (
+        _asked("grafana on port 3000", "Which port should the mock server use?", "3001"),
+        "port 3000",
+    ),
+}
+
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (CHANGED, ONCE, BOTH, NOISE) for name, case in table.items()
+    name: case[0] for table in (CHANGED, ONCE, BOTH, NOISE, KEPT) for name, case in table.items()
 }
 
 
@@ -317,3 +372,12 @@ def test_two_values_of_two_subjects_both_stay_shown(remembered: Remembered, name
 def test_a_question_a_request_or_a_paste_shows_nothing(remembered: Remembered, name: str) -> None:
     _, value = NOISE[name]
     assert not holds((value,), context_entries(remembered.contexts[name]))
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_a_value_added_or_an_answer_keeps_the_earlier_value(
+    remembered: Remembered, name: str
+) -> None:
+    _, kept = KEPT[name]
+    shown = context_entries(remembered.contexts[name])
+    assert holds((kept,), shown), shown

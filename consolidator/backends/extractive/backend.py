@@ -75,7 +75,8 @@ def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
 def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     outcome = _judge_outcome(session)
     edited = _project_files(call.edited for call in session.calls)
-    spoken = statements.user_statements([t for t in session.spoken if t not in session.notes])
+    said = [t for t in session.spoken if t not in session.notes]
+    spoken = statements.user_statements(said, session.answers)
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
     printed = dict(fact for call in session.calls for fact in printed_facts(call))
     facts = dedupe([*noted, *spoken.facts, *printed.values()])

@@ -38,11 +38,14 @@ class Session:
     disproved: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)
     edited: list[EditedValue] = field(default_factory=list)
+    # What the user said right after the agent asked something, and what it asked.
+    answers: dict[str, str] = field(default_factory=dict)
 
 
 def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     session = Session()
     asked: list[str] = []  # the user's words since the last call
+    asking = ""  # the agent's message since the user's last, when it asks something
     by_id: dict[str, Call] = {}
     delegated = ""  # a sub-agent's task: the prompt the agent that delegated it wrote
     for item in items:
@@ -62,8 +65,12 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
                 session.noted_by = item.name
             session.spoken.append(text)
             asked.append(text)
+            if asking:
+                session.answers[text] = asking
+            asking = ""
         elif item.kind is ItemKind.ASSISTANT and item.text.strip():
             session.last_agent_message = item.text
+            asking = item.text if "?" in item.text else ""
             if session.calls:
                 session.calls[-1].said.append(item.text)
         elif item.kind is ItemKind.TOOL_CALL:

@@ -5,10 +5,18 @@ of the rule that read it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import Reading, clauses, cut, first, holds, rule
+from consolidator.backends.extractive.rules import (
+    Reading,
+    clauses,
+    cut,
+    first,
+    holds,
+    rule,
+    word_list,
+)
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
@@ -24,6 +32,8 @@ _READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "pers
 # A statement about more than a pronoun ("its" beside a corrected value states nothing).
 _ABOUT_SOMETHING = "statement+!shape.vague-subject"
 _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
+# Beside a corrected value, the writer's own words ("i was wrong: ...") state nothing.
+_SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
 # The old value a correction names beside its new one ("5433, not 5432").
@@ -49,19 +59,21 @@ class UserStatements:
             self.latest[:] = [(into, text)]
 
 
-def user_statements(spoken: Iterable[str]) -> UserStatements:
+def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> UserStatements:
     """Sentence by sentence, and within a sentence part by part: a question or an
     acknowledgement leaves nothing; a correction revokes its topic and states its new value;
-    a default is an instruction; a statement about the project is a fact."""
+    a default is an instruction; a statement about the project is a fact. `answers` are
+    messages that answer the agent's question, by the question."""
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
     for number, message in enumerate(spoken):
+        asked = answers.get(message, "")
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
         message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         for sentence in sentences(message):
-            if sentence.endswith(":") or _corrected(sentence, read):
+            if sentence.endswith(":") or _corrected(sentence, read, message, asked):
                 continue  # a sentence ending in ":" introduces what follows
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
@@ -141,11 +153,14 @@ def negated_values(sentence: str) -> list[str]:
     ]
 
 
-def _corrected(sentence: str, read: UserStatements) -> bool:
-    """Read `sentence` as a correction given in a few words ("no wait, 3301", "@maaike
-    sry", "5433 not 5432"): with a word of correcting, before or after it, it gives one value
-    of a kind the entry read last holds, and states nothing else; the value replaces the
-    last of its kind there, which is taken back. A corrected instruction keeps its rule."""
+def _corrected(sentence: str, read: UserStatements, message: str, asked: str) -> bool:
+    """Read `sentence` of `message` as a correction given in a few words ("no wait, 3301",
+    "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
+    reply that only replaces a value, it gives one value of a kind the entry read last
+    holds, and states nothing else (or only names that entry's subject again); the value
+    replaces the last of its kind there, which is taken back. A corrected instruction keeps
+    its rule. An answer to the agent's question `asked` is worded, and gives no value of a
+    kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     given = values_by_kind(told)
@@ -153,18 +168,43 @@ def _corrected(sentence: str, read: UserStatements) -> bool:
         return False
     kind, new = given[0]
     rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
-    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_ABOUT_SOMETHING, rest):
-        return False
     into, previous = read.latest[0]
+    said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
+    if said_more and not _restates(rest, previous):
+        return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
-    if old is None or old == new or (told == sentence and not word.search(sentence)):
+    _, found, after = message.partition(sentence)
+    worded = told != sentence or word.search(sentence)
+    cued = worded or (not asked and _only_replaces(new, found + after))
+    if old is None or old == new or not cued or kind in dict(values_by_kind(asked)):
         return False
     into.remove(previous)
     read.revoked.append(old)
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _restates(rest: str, previous: str) -> bool:
+    """Whether `rest`, the words beside a corrected value, only name again what `previous`
+    is about ("no @ines does db access now" after "ask @tomas for db access")."""
+    named, said = ({w.strip(".,;:!?") for w in text.lower().split()} for text in (previous, rest))
+    words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
+    return bool(words) and words <= named
+
+
+def _only_replaces(new: str, reply: str) -> bool:
+    """Whether `reply` (the rest of a message from where it gives `new`) is short and says no
+    more than that `new` replaces the value before: with words beside it ("600s,
+    misremembered", "9102!! not 9100", not a bare "5433", which may answer anything) that
+    state nothing and add nothing."""
+    heard = rule("old-value.not").regex.sub(" ", reply)
+    said = rule("correction.value-only").regex.sub(" ", heard)
+    beside = said.replace(new, " ").strip(" ,.;:!-*")
+    if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
+        return False
+    return not holds("statement", beside) and not holds("shape.says-more", said)
 
 
 def _correction(sentence: str, read: UserStatements) -> None:
