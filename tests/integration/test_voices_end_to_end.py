@@ -244,6 +244,10 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "hyphenated-name": (_once("we deploy on fly.io, app name shop-api-prod"), "shop-api-prod"),
     "tight-setting": (_once("retries=5 for the payment client"), "retries is 5"),
     "typo-number": (_once("teh worker concurency is 12"), "12"),
+    "flag-opening-a-clause": (
+        _once("run tests with pytest -n auto please, -x is too slow"),
+        "-x is too slow",
+    ),
     "second-language-path": (
         _once("the config file stay in /etc/shopd/shopd.toml"),
         "/etc/shopd/shopd.toml",

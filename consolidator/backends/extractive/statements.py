@@ -5,6 +5,7 @@ of the rule that read it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -36,6 +37,8 @@ _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
 _SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
+# Marks a clause cut from its sentence starts with, short of a flag it opens with ("-x").
+_LEADING_MARKS = re.compile(r"^[\s,;:-]*?(?=-+\w)|^[\s,;:-]+")
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 
@@ -132,7 +135,8 @@ def _statement(text: str, *, user: bool = True) -> str:
     redaction would be left."""
     for rule_id in _OLD_VALUES if user else ():
         text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
-    text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).strip(" ,;:-")
+    text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).rstrip(" ,;:-")
+    text = _LEADING_MARKS.sub("", text, count=1)
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     return "" if holds("structure.only-redacted", text) else text[:1].upper() + text[1:]
 
