@@ -1,24 +1,25 @@
 """Secrets recognised by their shape: known token prefixes and authorization headers.
 
 Detection of token shapes with a known prefix is delegated to detect-secrets' plugin classes,
-called through `analyze_string` on instances built once, when a text is first scanned: the
-library loads an HTTP client, which a pass that redacts nothing has no use for. Its higher-level
-entry points (`scan_line`, `analyze_line` under `default_settings()`) were avoided on purpose:
-they read and mutate one process-wide settings object, which is unsafe under stage one's worker
-threads, and `analyze_line` calls a plugin's `verify()` (an HTTP request carrying the candidate
-secret to the provider) whenever a verification filter is configured. A redactor must never send
-a secret anywhere. The high-entropy and keyword plugins are left out: the first flags commit
-hashes and uuids, the second reports one value per line with no position and flags names such
-as `secret_name` or `password_hash`. Own patterns cover newer token formats the plugins miss.
+called through `analyze_string` on instances built once, when a text first has a place one of
+them reads: the library loads an HTTP client, which a pass whose texts give none has no use
+for. Its higher-level entry points (`scan_line`, `analyze_line` under `default_settings()`)
+were avoided on purpose: they read and mutate one process-wide settings object, which is unsafe
+under stage one's worker threads, and `analyze_line` calls a plugin's `verify()` (an HTTP
+request carrying the candidate secret to the provider) whenever a verification filter is
+configured. A redactor must never send a secret anywhere. The high-entropy and keyword plugins
+are left out: the first flags commit hashes and uuids, the second reports one value per line
+with no position and flags names such as `secret_name` or `password_hash`. Own patterns cover
+newer token formats the plugins miss.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from consolidator.security.spans import (
     PLACEHOLDER,
@@ -65,8 +66,8 @@ _NPM_TOKEN = literal("npm_", pivot=1)
 
 
 @dataclass(frozen=True)
-class _Plugin:
-    """A detect-secrets plugin and where in a text it can match.
+class _Place:
+    """Where in a text a detect-secrets plugin can match.
 
     `context`: lower-case words of which one must occur somewhere in the text for the plugin
     to run at all (a Discord or Telegram token alone is too generic a shape). `anchors`: one
@@ -74,15 +75,56 @@ class _Plugin:
     so the plugin only reads the lines around their hits; without anchors, the whole text.
     """
 
-    detector: Any
     context: tuple[Anchor, ...] = ()
     anchors: tuple[Anchor, ...] = ()
+
+    def windows(self, scan: Scan) -> list[tuple[int, int]]:
+        """The windows of `scan` the plugin reads; none when its context is missing."""
+        if self.context and not any(scan.contains(word) for word in self.context):
+            return []
+        return scan.windows(self.anchors)
+
+
+@dataclass(frozen=True)
+class _Plugin:
+    """A detect-secrets plugin and where in a text it can match."""
+
+    detector: Any
+    place: _Place
 
 
 # Left out: the high-entropy plugins (commit hashes, uuids), KeywordDetector (no positions,
 # flags `secret_name`), Artifactory (matches upper-case words starting with "AP"), and the
 # IBM / SoftLayer / Cloudant assignment patterns, which the assignment and URL rules below
 # already cover at a fraction of the cost. The anchors come from each plugin's `denylist`.
+# Known without loading the library, so a text no plugin would read never loads it.
+_PLACES: Final[Mapping[str, _Place]] = {
+    "AWSKeyDetector": _Place(anchors=(_PREFIXES_UPPER_A, _AWS)),
+    "AzureStorageKeyDetector": _Place(anchors=(_PREFIXES_UPPER_A,)),
+    "DiscordBotTokenDetector": _Place(
+        context=(_DISCORD, _BOT),
+        anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
+    ),
+    "GitHubTokenDetector": _Place(anchors=(_PREFIXES_LOWER_G,)),
+    "GitLabTokenDetector": _Place(anchors=(_PREFIXES_LOWER_G, _GITLAB_RUNNER)),
+    "JwtTokenDetector": _Place(anchors=(_JWT_PREFIX,)),
+    "MailchimpDetector": _Place(anchors=(_MAILCHIMP,)),
+    # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
+    "NpmDetector": _Place(context=(_NPM,)),
+    "OpenAIDetector": _Place(anchors=(_OPENAI,)),
+    "PypiTokenDetector": _Place(anchors=(_PYPI,)),
+    "SendGridDetector": _Place(anchors=(_PREFIXES_UPPER_S,)),
+    "SlackDetector": _Place(anchors=(_PREFIXES_X, *_PREFIXES_H)),
+    "SquareOAuthDetector": _Place(anchors=_PREFIXES_LOWER_S),
+    "StripeDetector": _Place(anchors=_STRIPE_PREFIX),
+    "TelegramBotTokenDetector": _Place(
+        context=(_TELEGRAM, _BOT),
+        anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
+    ),
+    "TwilioKeyDetector": _Place(anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
+}
+
+
 @cache
 def _detect_secrets_plugins() -> tuple[_Plugin, ...]:
     from detect_secrets.plugins.aws import AWSKeyDetector
@@ -102,33 +144,25 @@ def _detect_secrets_plugins() -> tuple[_Plugin, ...]:
     from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
     from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-    return (
-        _Plugin(AWSKeyDetector(), anchors=(_PREFIXES_UPPER_A, _AWS)),
-        _Plugin(AzureStorageKeyDetector(), anchors=(_PREFIXES_UPPER_A,)),
-        _Plugin(
-            DiscordBotTokenDetector(),
-            context=(_DISCORD, _BOT),
-            anchors=(Anchor(re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
-        ),
-        _Plugin(GitHubTokenDetector(), anchors=(_PREFIXES_LOWER_G,)),
-        _Plugin(GitLabTokenDetector(), anchors=(_PREFIXES_LOWER_G, _GITLAB_RUNNER)),
-        _Plugin(JwtTokenDetector(), anchors=(_JWT_PREFIX,)),
-        _Plugin(MailchimpDetector(), anchors=(_MAILCHIMP,)),
-        # Its pattern lets whitespace, newlines included, follow `_authToken=`: no anchors.
-        _Plugin(NpmDetector(), context=(_NPM,)),
-        _Plugin(OpenAIDetector(), anchors=(_OPENAI,)),
-        _Plugin(PypiTokenDetector(), anchors=(_PYPI,)),
-        _Plugin(SendGridDetector(), anchors=(_PREFIXES_UPPER_S,)),
-        _Plugin(SlackDetector(), anchors=(_PREFIXES_X, *_PREFIXES_H)),
-        _Plugin(SquareOAuthDetector(), anchors=_PREFIXES_LOWER_S),
-        _Plugin(StripeDetector(), anchors=_STRIPE_PREFIX),
-        _Plugin(
-            TelegramBotTokenDetector(),
-            context=(_TELEGRAM, _BOT),
-            anchors=(Anchor(re.compile(r":[0-9A-Za-z_-]{35}")),),
-        ),
-        _Plugin(TwilioKeyDetector(), anchors=(_PREFIXES_UPPER_A, _PREFIXES_UPPER_S)),
+    detectors = (
+        AWSKeyDetector,
+        AzureStorageKeyDetector,
+        DiscordBotTokenDetector,
+        GitHubTokenDetector,
+        GitLabTokenDetector,
+        JwtTokenDetector,
+        MailchimpDetector,
+        NpmDetector,
+        OpenAIDetector,
+        PypiTokenDetector,
+        SendGridDetector,
+        SlackDetector,
+        SquareOAuthDetector,
+        StripeDetector,
+        TelegramBotTokenDetector,
+        TwilioKeyDetector,
     )
+    return tuple(_Plugin(detector(), _PLACES[detector.__name__]) for detector in detectors)
 
 
 @dataclass(frozen=True)
@@ -281,11 +315,11 @@ def _finding_reaches(joined: str, head: int) -> bool:
 def detect_secrets_spans(scan: Scan) -> Iterator[Span]:
     text = scan.text
     values: dict[str, str] = {}
+    if not any(place.windows(scan) for place in _PLACES.values()):
+        return
     for plugin in _detect_secrets_plugins():
-        if plugin.context and not any(scan.contains(word) for word in plugin.context):
-            continue
         label = str(plugin.detector.secret_type)
-        for start, end in scan.windows(plugin.anchors):
+        for start, end in plugin.place.windows(scan):
             window = text if (start, end) == (0, len(text)) else text[start:end]
             for raw in plugin.detector.analyze_string(window):
                 value = str(raw).strip(" \t\r\n\"'=:")

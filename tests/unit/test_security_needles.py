@@ -39,7 +39,7 @@ def _module_anchors() -> Iterator[Anchor]:
                 elif isinstance(item, tuple):
                     yield from (part for part in item if isinstance(part, Anchor))
     for plugin in tokens._detect_secrets_plugins():
-        yield from (*plugin.context, *plugin.anchors)
+        yield from (*plugin.place.context, *plugin.place.anchors)
     for token in tokens._TOKEN_PATTERNS:
         yield from token.anchors
 

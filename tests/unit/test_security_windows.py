@@ -399,11 +399,11 @@ def test_prefix_anchors_cover_every_literal_prefix() -> None:
         "TwilioKeyDetector": ["AC" + "a" * 32, "SK" + "0" * 32],
     }
     for plugin in tokens._detect_secrets_plugins():
-        if not plugin.anchors:
+        if not plugin.place.anchors:
             continue
         for sample in samples[_plugin_name(plugin)]:
             scan = search.Scan(f"x {sample} y")
-            assert scan.windows(plugin.anchors), (_plugin_name(plugin), sample)
+            assert scan.windows(plugin.place.anchors), (_plugin_name(plugin), sample)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -441,3 +441,15 @@ def test_a_needle_searched_from_a_rarer_letter_is_found_where_find_finds_it(
     anchor = search.literal(word, pivot=pivot % len(word))
 
     assert search.Scan(text).hits(anchor) == expected
+
+
+def test_the_plugins_load_only_for_a_text_one_of_them_reads() -> None:
+    """The plugins' library loads an HTTP client: a text with no anchor or context of any
+    plugin is redacted without it, and the first text with one builds the plugins."""
+    tokens._detect_secrets_plugins.cache_clear()
+    plain = "ran the migrations, then restarted the worker on port 8080"
+
+    assert redact(plain).text == plain
+    assert tokens._detect_secrets_plugins.cache_info().currsize == 0
+    assert not list(tokens.detect_secrets_spans(search.Scan("the aws region is set")))
+    assert tokens._detect_secrets_plugins.cache_info().currsize == 1
