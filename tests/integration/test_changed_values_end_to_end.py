@@ -135,6 +135,16 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "https://stg2.acme.io",
         "https://stg.acme.io",
     ),
+    "limit-raised": (
+        _later("the upload limit is 10mb", "big files", "upload limit raised to 50mb"),
+        "50mb",
+        "10mb",
+    ),
+    "count-lowered-first": (
+        _later("retry count is 5", "flaky retries", "lowered the retry count to 3"),
+        "retry count to 3",
+        "retry count is 5",
+    ),
     "image-switched-after-its-subject": (
         _later("the ci image is ci-base:7", "ci red", "ci image switched to ci-base:8"),
         "ci-base:8",
