@@ -55,11 +55,16 @@ def _alone() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 def value_kind(token: str) -> str:
     """The kind of value `token` is written as, "" when it is a plain word."""
-    bare = token.strip(_EDGES)
+    bare = _bare(token)
     return next((kind for kind, alone in _alone() if alone.fullmatch(bare)), "")
+
+
+def _bare(token: str) -> str:
+    """`token` without the marks around it and a possessive ("@lea's job": @lea)."""
+    return re.sub(r"'s$", "", token.strip(_EDGES)).strip(_EDGES)
 
 
 def values_by_kind(text: str) -> list[tuple[str, str]]:
     """Each word of `text` that is a value, with its kind, in order."""
-    found = ((value_kind(word), word.strip(_EDGES)) for word in text.split())
+    found = ((value_kind(word), _bare(word)) for word in text.split())
     return [(kind, value) for kind, value in found if kind]

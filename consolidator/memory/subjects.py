@@ -30,6 +30,9 @@ _SAYS_WHERE: Final = facts.PLACE_WORDS | frozenset(WORDS["where-verbs"])
 _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["no-subject-words"]})
 )
+# Beside a person, the words saying they are whom to go to ("ping", "questions", "job"),
+# not what about: "for infra questions ping @olaf" is about the infra.
+_ASKED: Final = frozenset(map(stem, WORDS["asked-words"]))
 _MAX_QUALIFIERS: Final = 3
 _CACHED: Final = 65536
 
@@ -48,7 +51,7 @@ def other_value(old: str, new: str) -> bool:
     word said to be another ("the branch is now main"); one value each, of the same kinds, in
     the same words ("queue = orders-q2"); or one value of one kind each, the newer's subject
     words all among the older's ("api port: 7071" after "the api listens on 7070"), or, said
-    as a change, the older's among its own."""
+    as a change, the older's among its own; beside a person, what about, not how asked."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
@@ -66,7 +69,8 @@ def other_value(old: str, new: str) -> bool:
         return was.values != now.values
     if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
         return False
-    older, newer = was.subject - _NOT_SUBJECT, now.subject - _NOT_SUBJECT
+    ignored = _NOT_SUBJECT | (_ASKED if [*held.values()] == ["person"] else frozenset())
+    older, newer = was.subject - ignored, now.subject - ignored
     if not older or not newer:
         return False
     return all(_among(word, older) for word in newer) or (

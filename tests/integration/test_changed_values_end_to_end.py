@@ -3,7 +3,8 @@ Codex and Claude Code files on disk, `consolidator run`, then `context --cwd P`.
 
 Newest wins across sessions two days apart, however the second session words the subject:
 a host, a port, a path, a version, a branch, a bucket, a person to ask, a command, in terse,
-lower-case and second-language voices; `context` shows the new value and not the old one.
+lower-case and second-language voices, by a short form or its long one, with an arrow;
+`context` shows the new value and not the old one.
 Two subjects that only look alike (the api port and the admin port, whom to ask about
 billing and whom about search) both stay shown. One project folder per case, all in one
 memory.
@@ -150,6 +151,36 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "ci-base:8",
         "ci-base:7",
     ),
+    "person-asked-about-then-pinged-for-questions": (
+        _later("ask @mira about the infra", "infra", "for infra questions ping @olaf now"),
+        "@olaf",
+        "@mira",
+    ),
+    "person-pinged-then-their-job": (
+        _later("ping @rui for frontend reviews", "ui", "frontend reviews are @lea's job now"),
+        "@lea",
+        "@rui",
+    ),
+    "short-form-then-long-form-after-its-noun": (
+        _later("pg port 5432", "db down", "the port for postgres is now 5433"),
+        "5433",
+        "5432",
+    ),
+    "long-form-then-short-form": (
+        _later("terraform state bucket: tf-state-1", "plan", "tf state bucket now tf-state-2"),
+        "tf-state-2",
+        "tf-state-1",
+    ),
+    "moved-then-value-alone": (
+        _later("rabbit is at mq1.corp.lan", "queue down", "rabbitmq moved, mq3.corp.lan"),
+        "mq3.corp.lan",
+        "mq1.corp.lan",
+    ),
+    "arrow-to-value": (
+        _later("python is 3.11 in ci", "ci red", "ci python -> 3.12"),
+        "3.12",
+        "3.11",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -230,6 +261,31 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         ),
         "reports/nightly/",
         "reports/weekly/",
+    ),
+    "two-people-one-pinged-for-questions": (
+        _later("ask @ana about billing", "search", "for search questions ping @bo now"),
+        "@ana",
+        "@bo",
+    ),
+    "two-reviews-one-said-a-job": (
+        _later("ping @rui for frontend reviews", "api", "backend reviews are @lea's job now"),
+        "@rui",
+        "@lea",
+    ),
+    "two-buckets-short-and-long-form": (
+        _later("terraform state bucket: tf-state-1", "logs", "tf logs bucket now tf-logs-2"),
+        "tf-state-1",
+        "tf-logs-2",
+    ),
+    "two-hosts-one-said-moved-alone": (
+        _later("the cache host is cache-1.lan", "sessions", "session host moved, sess-2.lan"),
+        "cache-1.lan",
+        "sess-2.lan",
+    ),
+    "two-ports-one-with-an-arrow": (
+        _later("the api port is 8080", "admin down", "admin port -> 8081"),
+        "8080",
+        "8081",
     ),
 }
 
