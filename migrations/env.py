@@ -8,11 +8,11 @@ from alembic import context
 from sqlalchemy import Engine
 
 from consolidator.db.engine import create_db_engine
-from consolidator.db.schema import Base
+from consolidator.db.schema import alembic_metadata
 from consolidator.db.search import SEARCH_OBJECTS
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = alembic_metadata()
 
 
 def _engine() -> Engine:

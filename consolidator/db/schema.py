@@ -120,9 +120,10 @@ class Stage1Output(Base):
     # `raw_memory` is the rendering; null for a model's output.
     notes_json: Mapped[str | None] = mapped_column(Text)
 
-    # Which folders hold outputs, for the session search's scope (a prefix match on
-    # PostgreSQL whatever the database's collation).
-    __table_args__ = (Index(None, "cwd", postgresql_ops={"cwd": "text_pattern_ops"}),)
+
+# Which folders hold outputs, for the session search's scope (a prefix match on PostgreSQL
+# whatever the database's collation: see `alembic_metadata`).
+OUTPUTS_CWD_INDEX = Index(None, Stage1Output.cwd)
 
 
 class Job(Base):
@@ -172,12 +173,11 @@ STAGE1_BEHIND = or_(
     Job.last_success_watermark.is_(None), Job.last_success_watermark < Job.input_watermark
 )
 STAGE1_NEEDS_WORK = and_(STAGE1_KIND, STAGE1_HAS_BUDGET, STAGE1_BEHIND)
-Index(
+STAGE1_NEEDS_WORK_INDEX = Index(
     "ix_jobs_stage1_needs_work",
     Job.kind,
     Job.input_watermark,
     sqlite_where=STAGE1_NEEDS_WORK,
-    postgresql_where=STAGE1_NEEDS_WORK,
 )
 # A failed stage-one job, by when it may be tried again: what reviving spent budgets looks
 # for (built from these terms too). Partial like the one above, so that an UPDATE of the
@@ -185,11 +185,10 @@ Index(
 # page, and a stage-one claim or finish writes this one only when the job enters or leaves
 # failure.
 STAGE1_FAILED = and_(STAGE1_KIND, Job.status == literal_column("'failed'"))
-Index(
+STAGE1_FAILED_INDEX = Index(
     "ix_jobs_stage1_failed_retry_at",
     Job.retry_at,
     sqlite_where=STAGE1_FAILED,
-    postgresql_where=STAGE1_FAILED,
 )
 
 
@@ -401,3 +400,18 @@ class HeldNote(Base):
     text: Mapped[str] = mapped_column(Text)
     cwd: Mapped[str | None] = mapped_column(Text)
     origin: Mapped[str] = mapped_column(String(20))
+
+
+def alembic_metadata() -> MetaData:
+    """The models' metadata with the index options only PostgreSQL reads, for Alembic to
+    compare and render. Named in `Index(...)`, they would have SQLAlchemy load its PostgreSQL
+    dialect (to check them) in every process, SQLite's included, where no statement reads
+    them: the tables are made by migrations, and Alembic loads that dialect anyway."""
+    options: tuple[tuple[Index, dict[str, Any]], ...] = (
+        (OUTPUTS_CWD_INDEX, {"postgresql_ops": {"cwd": "text_pattern_ops"}}),
+        (STAGE1_NEEDS_WORK_INDEX, {"postgresql_where": STAGE1_NEEDS_WORK}),
+        (STAGE1_FAILED_INDEX, {"postgresql_where": STAGE1_FAILED}),
+    )
+    for index, kwargs in options:
+        index.dialect_kwargs.update(kwargs)
+    return Base.metadata

@@ -12,7 +12,7 @@ and the write counts, zero means the lease was lost and nothing may be written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -33,7 +33,7 @@ from sqlalchemy import (
     true,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from consolidator.db.claimable import (
     DATABASE_MOMENT,
@@ -363,8 +363,12 @@ TOMBSTONE = select(Thread.state).where(Thread.thread_id == bindparam("tombstone"
 def insert_ignore_statement(table: Any, on_sqlite: bool) -> Any:
     """INSERT ... ON CONFLICT DO NOTHING RETURNING the key, built once per table: the values
     come as parameters, since building a statement with them cost a scan more than running
-    it."""
-    dialect_insert = sqlite.insert if on_sqlite else postgresql.insert
+    it. PostgreSQL's dialect is imported on PostgreSQL alone: a SQLite process needs none of it."""
+    dialect_insert: Callable[[Any], Any] = sqlite.insert
+    if not on_sqlite:
+        from sqlalchemy.dialects import postgresql
+
+        dialect_insert = postgresql.insert
     primary_key = next(iter(table.__table__.primary_key.columns))
     return dialect_insert(table).on_conflict_do_nothing().returning(primary_key)
 

@@ -101,3 +101,19 @@ def test_a_pass_that_finds_nothing_new_loads_no_backend_or_secret_scanner(home: 
         "consolidator.phases.phase_two.skill_proposals",
         "jsonschema",
     }
+
+
+def test_a_sqlite_pass_that_reads_new_sessions_loads_no_postgresql_dialect(tmp_path: Path) -> None:
+    """The models' PostgreSQL-only index options are handed to Alembic alone: named in the
+    tables, they had SQLAlchemy load that dialect, to check them, in every SQLite process."""
+    sessions = tmp_path / "sessions"
+    shutil.copytree(REPO / "examples" / "sessions", sessions)
+    later = sessions / "claude"
+    shutil.move(later, tmp_path / "later")
+    home = tmp_path / "home"
+    modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+    shutil.move(tmp_path / "later", later)
+    loaded = modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+    assert "consolidator.backends.extractive" in loaded
+    assert "sqlalchemy.dialects.sqlite" in loaded
+    assert "sqlalchemy.dialects.postgresql" not in loaded

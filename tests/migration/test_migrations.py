@@ -6,6 +6,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
@@ -22,7 +23,7 @@ from consolidator.db.migrate import (
     stored_revisions,
     upgrade,
 )
-from consolidator.db.schema import Base
+from consolidator.db.schema import Base, alembic_metadata
 from consolidator.db.store import Store
 from consolidator.memory.blocks import Block, Bullet, Memory, Task, ThreadCitation
 from consolidator.memory.codec import encode
@@ -38,6 +39,40 @@ def test_upgrade_head_matches_the_models(db_url: str) -> None:
         assert set(Base.metadata.tables) <= tables
     finally:
         engine.dispose()
+
+
+def _partial_and_operators(options: dict[str, Any], dialect: str) -> tuple[bool, object]:
+    return options.get(f"{dialect}_where") is not None, options.get(f"{dialect}_ops") or {}
+
+
+def test_the_models_state_which_indexes_are_partial_and_their_operator_classes(
+    db_url: str,
+) -> None:
+    """Alembic's check compares neither an index's predicate nor its operator classes, so
+    this does: the models hand Alembic PostgreSQL's options apart from the indexes."""
+    engine = create_db_engine(db_url)
+    dialect = engine.dialect.name
+    try:
+        upgrade(engine)
+        inspector = inspect(engine)
+        built = {
+            (table, tuple(index["column_names"])): _partial_and_operators(
+                dict(index.get("dialect_options", {})), dialect
+            )
+            for table in inspector.get_table_names()
+            for index in inspector.get_indexes(table)
+        }
+    finally:
+        engine.dispose()
+    modelled = {
+        (table.name, tuple(column.name for column in index.columns)): _partial_and_operators(
+            dict(index.dialect_kwargs), dialect
+        )
+        for table in alembic_metadata().tables.values()
+        for index in table.indexes
+    }
+    assert any(partial for partial, _ in modelled.values())
+    assert modelled == {key: built.get(key) for key in modelled}
 
 
 def test_downgrade_and_upgrade_round_trip(db_url: str) -> None:
