@@ -171,7 +171,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     if not read.latest or is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
-    rest = word.sub(" ", told).replace(new, " ").strip(" ,.;:!-*")
+    _, rest = _beside(told, new)
     into, previous = read.latest[0]
     said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
     if said_more and not _restates(rest, previous):
@@ -190,6 +190,13 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     return True
 
 
+def _beside(told: str, new: str) -> tuple[str, str]:
+    """`told` (its old values cut) without its words of correcting, and the words left beside
+    the value `new` there."""
+    said = rule("correction.value-only").regex.sub(" ", told)
+    return said, said.replace(new, " ").strip(" ,.;:!-*")
+
+
 def _restates(rest: str, previous: str) -> bool:
     """Whether `rest`, the words beside a corrected value, only name again what `previous`
     is about ("no @ines does db access now" after "ask @tomas for db access")."""
@@ -204,8 +211,7 @@ def _only_replaces(new: str, reply: str) -> bool:
     misremembered", "9102!! not 9100", not a bare "5433", which may answer anything) that
     state nothing and add nothing."""
     heard = rule("old-value.not").regex.sub(" ", reply)
-    said = rule("correction.value-only").regex.sub(" ", heard)
-    beside = said.replace(new, " ").strip(" ,.;:!-*")
+    said, beside = _beside(heard, new)
     if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
         return False
     return not holds("statement", beside) and not holds("shape.says-more", said)
