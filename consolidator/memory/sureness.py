@@ -23,6 +23,10 @@ The evidence, each a finder in `FINDERS`:
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name) and the fix names no value the memory marks superseded;
 - `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed;
+  neither this nor `current_value` holds for an entry that only a rule of a guessed kind
+  read (a remark with a value that no rule reads as a statement, "max upload 25mb (nginx)"):
+  it is kept for search, and said again it is still a guess (a request said twice is still
+  a request);
 - `repository_check`: the project folder bears out what it names.
 
 A kind of rule recorded per witness can join as one more finder, without changing the rest.
@@ -137,6 +141,17 @@ def _model_judgment(entry: Entry) -> Evidence | None:
 STANDING_KINDS: Final = frozenset(("instruction", "reminder"))
 
 
+# The kind of rule that keeps what the reader only guesses is a statement: stored and
+# searched, never shown on that reading alone.
+GUESSED_KINDS: Final = frozenset(("kept",))
+
+
+def only_guessed(bullet: Bullet) -> bool:
+    """Whether every rule that read the bullet only guessed it states something."""
+    kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
+    return bool(kinds) and kinds <= GUESSED_KINDS
+
+
 def standing_rule(bullet: Bullet) -> str | None:
     """The rule of a standing kind that read the bullet, None when no such rule did."""
     kinds = ((rule.split(".", 1)[0], rule) for _, rule in bullet.rules)
@@ -180,8 +195,8 @@ def _current_value(entry: Entry) -> Evidence | None:
     if entry.section != "knowledge" or bullet.origin not in ("user", "note", "tool"):
         return None
     text = bullet.text
-    if _older_of_two(text):
-        return None  # a later value of the same subject stands beside it
+    if _older_of_two(text) or only_guessed(bullet):
+        return None  # a later value of the same subject stands beside it, or a guess
     said = _LEAD_IN.sub("", marks.unmarked(text)).strip()
     if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
         return None
@@ -233,8 +248,11 @@ def _confirmed_fix(entry: Entry) -> Evidence | None:
 
 
 def _several_sessions(entry: Entry) -> Evidence | None:
-    if entry.section == "preferences" or marks.unmarked(entry.bullet.text) != entry.bullet.text:
+    bullet = entry.bullet
+    if entry.section == "preferences" or marks.unmarked(bullet.text) != bullet.text:
         return None
+    if only_guessed(bullet):
+        return None  # a request said again in another session is still no statement
     cited = {task.task_id: task for task in entry.block.tasks}
     threads = {
         thread

@@ -275,6 +275,15 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     ),
 }
 
+# Remarks with a value that no rule reads as a statement: stored for search, not shown.
+GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "no-verb-with-an-aside": (_once("max upload size 25mb (nginx)"), "25mb"),
+    "no-verb-a-place": (_once("certs in ~/.certs"), "~/.certs"),
+    "addressed-to-the-reader": (_once("u need java 17 for the android build"), "java 17"),
+    "set-in-a-file": (_once("worker concurrency set to 12 in sidekiq.yml"), "sidekiq.yml"),
+    "an-arrow-to-a-name": (_once("uploads bucket -> acme-uploads-prod"), "acme-uploads-prod"),
+}
+
 BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
     "two-urls": (
         _later("staging url: https://stg.shop.io", "prod check", "prod url: https://shop.io"),
@@ -337,7 +346,9 @@ KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
 }
 
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (CHANGED, ONCE, BOTH, NOISE, KEPT) for name, case in table.items()
+    name: case[0]
+    for table in (CHANGED, ONCE, GUESSED, BOTH, NOISE, KEPT)
+    for name, case in table.items()
 }
 
 
@@ -363,6 +374,15 @@ def test_a_changed_or_corrected_value_shows_only_its_newest(
 def test_a_fact_said_or_printed_once_is_stored(remembered: Remembered, name: str) -> None:
     _, value = ONCE[name]
     assert holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
+
+
+@pytest.mark.parametrize("name", GUESSED)
+def test_a_remark_with_a_value_no_rule_reads_is_stored_but_not_shown(
+    remembered: Remembered, name: str
+) -> None:
+    _, value = GUESSED[name]
+    assert holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
+    assert not holds((value,), context_entries(remembered.contexts[name]))
 
 
 @pytest.mark.parametrize("name", BOTH)

@@ -223,6 +223,24 @@ def test_each_kind_of_evidence_is_named() -> None:
     assert [e.kind for e in held.evidence] == ["repository_check"]
 
 
+def test_a_remark_only_guessed_to_state_a_value_is_stored_but_never_sure() -> None:
+    said = user_statements(["pls fix the upload", "max upload size 25mb (nginx)"])
+    [(text, rule)] = said.rules.items()
+    assert (text, rule) == ("Max upload size 25mb (nginx)", "kept.value")
+    two = _block(threads=("a", "b"))
+    assert _evidence("knowledge", _said(text, threads=("a", "b"), rule=rule), two) == []
+    read = _said(text, threads=("a", "b"), rule="statement.start")
+    assert _evidence("knowledge", read, two) == ["current_value", "several_sessions"]
+    mixed = Bullet(
+        text,
+        ("t-a", "t-b"),
+        (("a", text), ("b", text)),
+        (("a", "user"), ("b", "user")),
+        (("a", rule), ("b", "statement.start")),
+    )
+    assert _evidence("knowledge", mixed, two) == ["current_value", "several_sessions"]
+
+
 def test_a_model_s_entries_keep_its_judgment_but_not_a_pasted_shape() -> None:
     curated = Bullet("Billing exports run nightly from the worker.", ("t-a",))
     pasted = Bullet("const total = lines.reduce(sum, 0);", ("t-a",))

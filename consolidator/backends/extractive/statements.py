@@ -22,6 +22,7 @@ from consolidator.backends.extractive.sentences import is_question, sentences, s
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
 from consolidator.memory.lexicon import shaped_in, values_by_kind
+from consolidator.memory.shape import not_prose
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
 
@@ -127,6 +128,8 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
         stated = first(next(chosen, ""), "statement")
         if stated and ({"later", "change"} & given or holds("shape.value", said)):
             read.add(read.facts, _statement(said), stated.rule.id)
+        elif (kept := first(said, "kept", given=given)) and not_prose(said) is None:
+            read.add(read.facts, _statement(said), kept.rule.id)
 
 
 def _statement(text: str, *, user: bool = True) -> str:
