@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.quality_corpus import ToolStep
-from bench.quality_score import context_entries, holds
+from bench.quality_score import context_entries, holds, lines_for, parse_blocks
 from tests.offline_path import Remembered, Said, remember
 
 START = datetime(2026, 10, 1, 9, tzinfo=UTC)
@@ -30,6 +30,10 @@ def _once(command: str, printed: str) -> tuple[Said]:
     return (_ran(0, ToolStep(command, printed, 0)),)
 
 
+_KUBECTL_REFUSED = (
+    "Client Version: v1.29.1\nKustomize Version: v5.0.4\n"
+    "The connection to the server localhost:8080 was refused"
+)
 _ENV_DUMP = "\n".join(f"SETTING_{n}=value-{n}" for n in range(7)) + "\nPORT=8086"
 
 # Each case: its sessions, then the values `context` must show.
@@ -75,6 +79,47 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
         "web-1",
     ),
     "failed-getter": ((_ran(0, ToolStep("git config --get x.y", "9090", 1)),), "9090"),
+    "failed-version-probe": (
+        (_ran(0, ToolStep("kubectl version", _KUBECTL_REFUSED, 1)),),
+        "v1.29.1",
+    ),
+    "failed-path-probe": (
+        (_ran(0, ToolStep("which python3.12", "/opt/py/bin/python3.12", 1)),),
+        "/opt/py/bin/python3.12",
+    ),
+    "version-word-that-sets-one": (_once("npm version patch", "v1.4.3"), "v1.4.3"),
+    "verbose-flag-beside-another": (
+        _once("pytest -v tests/test_checkout.py", "tests/test_checkout.py::test_total PASSED"),
+        "tests/test_checkout.py::test_total",
+    ),
+    "test-tally": (
+        _once("go test ./...", "ok  \tshop/api\t0.012s\nok  \tshop/db\t0.020s"),
+        "0.012s",
+    ),
+    "echo-of-a-word": (_once("echo checkout-v2", "checkout-v2"), "checkout-v2"),
+    "branch-listing": (
+        _once("git branch", "* main\n  feature/checkout-v2\n  release/2.3"),
+        "release/2.3",
+    ),
+    "search-matching-many-files": (
+        _once(
+            "grep -rn PORT .",
+            "src/app.py:3:PORT = 8080\n.env:1:PORT=8085\n"
+            "docker-compose.yml:12:      - PORT=9000\nREADME.md:40:PORT=3000",
+        ),
+        "9000",
+    ),
+    "long-container-listing": (
+        _once(
+            "docker ps",
+            "CONTAINER ID   IMAGE         PORTS                    NAMES\n"
+            "3f2a1b9c8d7e   postgres:15   0.0.0.0:5544->5432/tcp   shop-db\n"
+            "9a8b7c6d5e4f   redis:7       0.0.0.0:6380->6379/tcp   shop-redis\n"
+            "1b2c3d4e5f6a   mailhog       0.0.0.0:8025->8025/tcp   shop-mail\n"
+            "7e6d5c4b3a2f   minio         0.0.0.0:9000->9000/tcp   shop-s3",
+        ),
+        "0.0.0.0:6380",
+    ),
 }
 
 # Printed secrets: stored nowhere in the memory's files, shown nowhere.
@@ -87,6 +132,20 @@ SECRETS: dict[str, tuple[tuple[Said, ...], str]] = {
     "token-getter": (
         _once("gh config get oauth_token", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
         "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
+    "echoed-secret-variable": (
+        _once("echo $STRIPE_SECRET_KEY", "sk_live_51HxT9aLkQ2fGhJ8kLmNoPqRs"),
+        "sk_live_51HxT9aLkQ2fGhJ8kLmNoPqRs",
+    ),
+    "printed-url-with-a-password": (
+        _once("printenv DATABASE_URL", "postgres://shop:hunter2pass@db:5432/shop"),
+        "hunter2pass",
+    ),
+    "secret-getter": (
+        _once(
+            "aws configure get aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+        ),
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
 }
 
@@ -124,6 +183,7 @@ def test_a_newer_printed_value_shows_and_the_older_does_not(
 def test_a_dump_code_or_a_table_shows_nothing(remembered: Remembered, name: str) -> None:
     _, value = NOISE[name]
     assert not holds((value,), context_entries(remembered.contexts[name]))
+    assert not holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
 
 
 @pytest.mark.parametrize("name", SECRETS)

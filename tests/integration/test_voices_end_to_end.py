@@ -26,6 +26,25 @@ def _once(*turns: str, steps: tuple[ToolStep, ...] = (), final: str = "Done.") -
     return (Said(0, (ASK, *turns) if len(turns) < 2 else turns, steps, final),)
 
 
+def _probed(request: str, command: str, printed: str) -> tuple[Said]:
+    """The user's terse `request`, answered by one command that `printed` the value."""
+    return (Said(0, (request,), (ToolStep(command, printed, 0),)),)
+
+
+_PSQL_VERSION = (
+    "                         version\n"
+    "----------------------------------------------------------\n"
+    " PostgreSQL 14.9 on x86_64-pc-linux-gnu, compiled by gcc (GCC) 7.3.1 20180712"
+    " (Red Hat 7.3.1-12), 64-bit\n"
+    "(1 row)\n"
+)
+_JAVA_VERSION = (
+    'openjdk version "17.0.9" 2023-10-17\n'
+    "OpenJDK Runtime Environment (build 17.0.9+9-Ubuntu-122.04)\n"
+    "OpenJDK 64-Bit Server VM (build 17.0.9+9-Ubuntu-122.04, mixed mode, sharing)"
+)
+
+
 def _asked(first: str, question: str, answer: str) -> tuple[Said]:
     """`first` said, then the agent's `question`, then the user's `answer` to it."""
     return (Said(0, (ASK, first, answer), replies=("Done.", question)),)
@@ -272,6 +291,67 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
     "printed-setting": (
         _once(steps=(ToolStep("aws configure get region", "ap-southeast-2", 0),)),
         "ap-southeast-2",
+    ),
+    "printed-server-version": (
+        _probed("check what db version we have", "psql -c 'select version()'", _PSQL_VERSION),
+        "14.9",
+    ),
+    "printed-server-version-in-a-container": (
+        _probed(
+            "pg ver in docker?",
+            'docker exec shop-db psql -U postgres -tAc "select version()"',
+            "PostgreSQL 15.4 (Debian 15.4-1.pgdg120+1) on x86_64-pc-linux-gnu, 64-bit",
+        ),
+        "15.4",
+    ),
+    "printed-version-by-a-single-dash-flag": (
+        _probed("what jdk is installed", "java -version 2>&1", _JAVA_VERSION),
+        "17.0.9",
+    ),
+    "printed-go-version": (
+        _probed("go ver on this box?", "go version", "go version go1.21.5 linux/amd64"),
+        "1.21.5",
+    ),
+    "printed-version-beside-a-flag": (
+        _probed(
+            "kubectl ver",
+            "kubectl version --client",
+            "Client Version: v1.28.4\nKustomize Version: v5.0.4-0.20230601165947-6ce0bf390ce3",
+        ),
+        "v1.28.4",
+    ),
+    "printed-short-version": (
+        _probed("helm?", "helm version --short", "v3.13.2+g2a2fb3b"),
+        "v3.13.2+g2a2fb3b",
+    ),
+    "printed-version-in-a-subfolder": (
+        _probed("node ver for web", "cd web && node --version", "v18.19.1"),
+        "v18.19.1",
+    ),
+    "printed-current-branch": (
+        _probed("what branch am i on", "git branch --show-current", "feature/checkout-v2"),
+        "feature/checkout-v2",
+    ),
+    "printed-checked-out-branch": (
+        _probed("which branch is checked out", "git rev-parse --abbrev-ref HEAD", "release/2.3"),
+        "release/2.3",
+    ),
+    "printed-variable": (
+        _probed("whats DATABASE_PORT set to", "echo $DATABASE_PORT", "5433"),
+        "5433",
+    ),
+    "printed-braced-variable": (_probed("node env?", 'echo "${NODE_ENV}"', "staging"), "staging"),
+    "printed-environment": (
+        _probed("aws profile in use?", "printenv AWS_PROFILE", "shop-dev"),
+        "shop-dev",
+    ),
+    "printed-interpreter-path": (
+        _probed("which python does it use", "which python", "/home/dev/.pyenv/shims/python"),
+        "/home/dev/.pyenv/shims/python",
+    ),
+    "printed-tool-pin": (
+        _probed("asdf pins", "cat .tool-versions", "nodejs 20.11.0\nterraform 1.6.5"),
+        "1.6.5",
     ),
 }
 

@@ -60,6 +60,30 @@ def _session(command: str, printed: str, exit_code: int | None = 0) -> Extractiv
             "python 3.12.1\nnodejs 20.11.0\n",
             "node version in .tool-versions is 20.11.0",
         ),
+        (
+            "psql -c 'select version()'",
+            " version\n---------\n PostgreSQL 14.9 on x86_64-pc-linux-gnu, compiled by gcc 7.3.1\n",
+            "PostgreSQL version is 14.9",
+        ),
+        ("java -version 2>&1", 'openjdk version "17.0.9" 2023-10-17\n', "java version is 17.0.9"),
+        ("go version", "go version go1.21.5 linux/amd64\n", "go version is 1.21.5"),
+        ("kubectl version --client", "Client Version: v1.28.4\n", "kubectl version is v1.28.4"),
+        ("cd web && node --version", "v18.19.1\n", "node version is v18.19.1"),
+        ("uv run python --version", "Python 3.12.1\n", "python version is 3.12.1"),
+        ("git branch --show-current", "feature/checkout-v2\n", "git branch is feature/checkout-v2"),
+        ("git rev-parse --abbrev-ref HEAD", "release/2.3\n", "HEAD is release/2.3"),
+        ("echo $DATABASE_PORT", "5433\n", "DATABASE_PORT is 5433"),
+        ("printenv AWS_PROFILE", "shop-dev\n", "AWS_PROFILE is shop-dev"),
+        (
+            "which python",
+            "/home/dev/.pyenv/shims/python\n",
+            "python is /home/dev/.pyenv/shims/python",
+        ),
+        (
+            "cat .tool-versions",
+            "terraform 1.6.5\n",
+            "terraform version in .tool-versions is 1.6.5",
+        ),
         # Codex's shell output carries its status lines around the value.
         (
             "node -v",
@@ -117,6 +141,9 @@ def test_a_command_run_to_print_a_value_is_no_step_of_a_procedure() -> None:
         ("git config --get core.hooksPath", ".githooks"),
         ("git symbolic-ref refs/remotes/origin/HEAD", "refs/remotes/origin/main"),
         ("kubectl config current-context", "prod-eu"),
+        ("kubectl version --client", "Client Version: v1.28.4"),
+        ("psql -c 'select version()'", "PostgreSQL 14.9 on x86_64-pc-linux-gnu"),
+        ("git branch --show-current", "main"),
     ):
         assert _session(command, printed).commands == ()
 
@@ -144,6 +171,15 @@ def test_a_command_run_to_print_a_value_is_no_step_of_a_procedure() -> None:
         ("pytest -v", "1 passed in 0.12s\n", 0),
         ("node --version && npm --version", "v20.11.1\n10.2.4\n", 0),
         ("npm test", "ok\n", 0),
+        ("npm version patch", "v1.4.3\n", 0),
+        ("pytest -v tests/test_a.py", "tests/test_a.py::test_one PASSED\n", 0),
+        ("echo checkout-v2", "checkout-v2\n", 0),
+        ("echo $?", "0\n", 0),
+        ("grep -n 'version()' src/db.py", "12:    cur.execute('select version()')  # 1.2.3\n", 0),
+        ("echo $SECRET_KEY", "sk_live_51HxT9aLkQ2fGhJ8k\n", 0),
+        ("printenv DATABASE_URL", "postgres://shop:hunter2pass@db:5432/shop\n", 0),
+        ("kubectl version", "Client Version: v1.29.1\nThe connection was refused\n", 1),
+        ("git branch", "* main\n  release/2.3\n", 0),
     ],
 )
 def test_anything_else_a_command_prints_is_no_fact(

@@ -195,11 +195,25 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
             program in word_list("probes")
             or (program == "git" and rest[:1] != [] and rest[0] in word_list("git-probes"))
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
-            or (len(rest) == 1 and rest[0] in word_list("version-flags"))
+            or _asks_version(rest)
             or not word_list("value-getters").isdisjoint(rest[1:][-2:])
         )
         return key, frozenset(_significant(arg) for arg in rest) - {""}, read_only
     return first_line.split(" ", 1)[0], frozenset(), False
+
+
+def _asks_version(args: list[str]) -> bool:
+    """Whether a command's arguments ask it, or a server it queries, for a version: a version
+    flag alone (`-v` is more often `--verbose` beside others), a version word among flags only
+    (`kubectl version --client`, `java -version`; not `npm version patch`, which sets one), or
+    a query of a version function (`psql -c 'select version()'`)."""
+    args = [arg for arg in args if not pattern("redirect").search(arg)]
+    words = word_list("version-words")
+    return (
+        (len(args) == 1 and args[0] in word_list("version-flags"))
+        or (not words.isdisjoint(args) and all(a.startswith("-") or a in words for a in args))
+        or any(pattern("version-query").search(arg) for arg in args)
+    )
 
 
 def command_family(command: str) -> str:
@@ -263,6 +277,12 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
             continue
+        listed = (
+            pattern("listed-version").match(line) if name in word_list("version-lists") else None
+        )
+        if listed:
+            yield f"{listed['tool']}{_PINNED}", listed["value"]
+            continue
         match = pattern("setting").match(redact(line).text) if config else None
         value = one_line(match["value"]).strip("\"'") if match else ""
         if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
@@ -290,23 +310,34 @@ def take_output(call: Call, item: RolloutItem) -> bool:
 
 def printed_facts(call: Call) -> list[tuple[str, str]]:
     """What `call` was run to print values of (a version, a one-value file, a getter's value, a
-    field, a configuration file's few settings), each with its sentence; never a secret."""
+    variable or a path a printer expanded, a field, a configuration file's few settings), each
+    with its sentence; never a secret."""
     printed = call.printed if call.shell and call.ok else ()
-    argv = _argv(call.command.removesuffix(" 2>&1")) if printed else []
-    if len(argv) < 2 or "|" in call.command:
+    argv = _printing_argv(call.command) if printed else []
+    if len(argv) < 2:
         return []
+    program, path = argv[0].rsplit("/", 1)[-1], argv[-1]
     one = printed[0] if len(printed) == 1 else ""
-    versions = pattern("printed-version").findall(printed[0])
-    reads, path, found = argv[0] in word_list("file-readers"), argv[-1], [(argv[-1], one)]
-    if argv[1:] in ([flag] for flag in word_list("version-flags")) and len(versions) == 1:
-        found = [(f"{argv[0]} version", versions[0])]  # then maybe a platform
+    reads = program in word_list("file-readers")
+    if not reads and _asks_version(argv[1:]):
+        found = [version] if (version := _printed_version(program, argv[1:], printed)) else []
     elif reads and path.rsplit("/", 1)[-1] not in word_list("one-value-files"):
         lines = [pattern("line-number").sub("", line) for line in printed]
-        wanted = argv[-2].lower() if argv[0] in word_list("searchers") else ""
+        wanted = argv[-2].lower() if program in word_list("searchers") else ""
         found = [(f"{k} in {path}", v) for k, v in _keyed(path, lines) if wanted in k.lower()]
     elif argv[-2] in word_list("field-flags"):
         found = [(f"{argv[0]} {path.lstrip('.')}", one)]
-    elif not reads and word_list("value-getters").isdisjoint(argv[-2:]):
+    elif program in word_list("value-printers") and len(argv) == 2:
+        # What a printer was given back unchanged (`echo done`) or with no name (`echo $?`)
+        # tells nothing.
+        named = pattern("printed-name").match(path)
+        found = [(named["name"], one)] if named and one != path else []
+    elif not word_list("value-getters").isdisjoint(argv[-2:]):
+        # A getter named by its last word (`git branch --show-current`) is named by its command.
+        found = [(" ".join(argv[:-1]) if path.startswith("-") else path, one)]
+    elif reads:
+        found = [(path, one)]
+    else:
         return []
     return [
         (subject, f"{subject} is {value} (printed by {code_span(call.command)})")
@@ -314,3 +345,38 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         if pattern("one-value").fullmatch(value) and redact(value).text == value
         if not pattern("secret-name").search(subject)
     ]
+
+
+def _printing_argv(command: str) -> list[str]:
+    """The words of the one command a shell line ran to print something, past the variables,
+    wrappers and runners before it, its stderr joined in: none when the line piped one
+    command into another or ran more than one (`node -v && npm -v` prints two values)."""
+    if "|" in command:
+        return []
+    segments = pattern("segment-split").split(command.strip())
+    argvs = [[word for word in _argv(segment) if word != "2>&1"] for segment in segments]
+    argvs = [argv for argv in argvs if argv and argv[0] not in word_list("setup-programs")]
+    if len(argvs) != 1:
+        return []
+    argv = argvs[0]
+    while len(argv) > 1 and (
+        pattern("assignment").match(argv[0])
+        or (argv[0] in word_list("wrappers") and not argv[1].startswith("-"))
+    ):
+        argv = argv[1:]
+    return argv[2:] if " ".join(argv[:2]) in word_list("runners") else argv
+
+
+def _printed_version(
+    program: str, args: list[str], printed: tuple[str, ...]
+) -> tuple[str, str] | None:
+    """The version a command asked for one printed, and what it is the version of: the first
+    version of the first line that has one (a name, then its version, then what it was built
+    with), of the program, or of what a query's output names before it (`PostgreSQL 14.9`)."""
+    query = any(pattern("version-query").search(arg) for arg in args)
+    for line in printed:
+        if found := pattern("printed-version").search(line):
+            named = pattern("version-named").search(line[: found.start()]) if query else None
+            name = named["name"] if named and named["name"].lower() != "version" else program
+            return f"{name}{_PINNED}", found.group(0)
+    return None
