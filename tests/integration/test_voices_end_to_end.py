@@ -244,6 +244,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "acme-raw-v2",
         "acme-raw",
     ),
+    "corrected-name-of-an-entry-lengthened": (
+        _once("the sentry project is shop-web", "sorry shop-web-2"),
+        "shop-web-2",
+        "shop-web",
+    ),
     "corrected-with-what-i-did": (
         _spec("node version for this repo is 18", "actually 20, i bumped it"),
         "20",

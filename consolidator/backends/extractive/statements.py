@@ -169,12 +169,12 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
     reply that only replaces a value, it gives one value of a kind the entry read last
     holds, and states nothing else (or only names that entry's subject again); the value
-    replaces the last of its kind there, which is taken back. A statement read last that gave
-    no entry ("the bucket is acme-raw") is corrected by a value lengthening its name ("sorry
-    acme-raw-v2"). What the writer says they did after it ("actually 20, i bumped it") is
-    its reason, no more said. A corrected instruction keeps its rule. An answer to the
-    agent's question `asked` is worded, and gives no value of a kind the question holds ("no,
-    16" to "4 workers?" answers it)."""
+    replaces the last of its kind there, which is taken back. A thing said last to be a plain
+    name ("the bucket is acme-raw"), as an entry or not, is corrected by a value lengthening
+    that name ("sorry acme-raw-v2"). What the writer says they did after it ("actually 20, i
+    bumped it") is its reason, no more said. A corrected instruction keeps its rule. An answer
+    to the agent's question `asked` is worded, and gives no value of a kind the question holds
+    ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     worded = told != sentence or word.search(sentence)
@@ -183,11 +183,11 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     if not (read.latest or read.heard) or is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
-    named = _lengthened(new, read.heard[0]) if read.heard else None
-    if named is None and not read.latest:
+    lengthened = _lengthened_name(new, read)
+    if lengthened is None and not read.latest:
         return False
+    into, previous, named = lengthened or (*read.latest[0], None)
     _, rest = _beside(told, new)
-    into, previous = (read.facts, _statement(read.heard[0])) if named else read.latest[0]
     said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
     if said_more and not _restates(rest, previous):
         return False
@@ -201,10 +201,19 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
         return False
     if previous in into:
         into.remove(previous)
+    if not named:  # taking back a name would take back the longer one, which holds it
         read.revoked.append(old)
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _lengthened_name(new: str, read: UserStatements) -> tuple[list[str], str, str] | None:
+    """Where `new` lengthens a name said last (see `_lengthened`): what was heard without an
+    entry, else the entry read last; the list it is in, its text and the name."""
+    heard = [(read.facts, _statement(said)) for said in read.heard]
+    found = ((into, said, _lengthened(new, said)) for into, said in [*heard, *read.latest])
+    return next(((into, said, name) for into, said, name in found if name), None)
 
 
 def _lengthened(new: str, heard: str) -> str | None:
