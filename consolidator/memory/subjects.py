@@ -70,7 +70,10 @@ def other_value(old: str, new: str) -> bool:
     if len(held) != 1 or held.keys() == given.keys() or [*held.values()] != [*given.values()]:
         return False
     ignored = _NOT_SUBJECT | (_ASKED if [*held.values()] == ["person"] else frozenset())
-    older, newer = was.subject - ignored, now.subject - ignored
+    # A name both give beside their values ("s3 region eu-west-1", "we migrated s3 to
+    # eu-central-1") names what they are about; only the value of a kind changed.
+    named = (was.values & now.values) - held.keys() - given.keys()
+    older, newer = (was.subject - ignored) | named, (now.subject - ignored) | named
     if not older or not newer:
         return False
     return all(_among(word, older) for word in newer) or (

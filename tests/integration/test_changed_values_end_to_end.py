@@ -3,7 +3,8 @@ Codex and Claude Code files on disk, `consolidator run`, then `context --cwd P`.
 
 Newest wins across sessions two days apart, however the second session words the subject:
 a host, a port, a path, a version, a branch, a bucket, a person to ask, a command, in terse,
-lower-case and second-language voices, by a short form or its long one, with an arrow;
+lower-case and second-language voices, by a short form or its long one, with an arrow, by a
+name with a digit both give ("s3 region eu-west-1", "we migrated s3 to eu-central-1");
 `context` shows the new value and not the old one.
 Two subjects that only look alike (the api port and the admin port, whom to ask about
 billing and whom about search) both stay shown. One project folder per case, all in one
@@ -181,6 +182,24 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "3.12",
         "3.11",
     ),
+    "region-migrated-by-a-name-with-a-digit": (
+        (
+            Said(0, ("can you look at the flaky login spec", "s3 region eu-west-1")),
+            Said(3, ("continue on the login spec", "we migrated s3 to eu-central-1")),
+        ),
+        "eu-central-1",
+        "eu-west-1",
+    ),
+    "region-moved-by-a-name-with-a-digit": (
+        _later("ec2 region us-east-1", "instances", "we moved ec2 to us-east-2"),
+        "us-east-2",
+        "us-east-1",
+    ),
+    "version-upgraded-by-a-name-with-a-digit": (
+        _later("k8s version 1.27", "cluster", "we upgraded k8s to 1.29"),
+        "1.29",
+        "1.27",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -286,6 +305,16 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("the api port is 8080", "admin down", "admin port -> 8081"),
         "8080",
         "8081",
+    ),
+    "two-things-of-one-name-with-a-digit": (
+        _later("k8s api listens on 6443", "dashboard", "k8s dashboard moved to 8443"),
+        "6443",
+        "8443",
+    ),
+    "two-names-with-a-digit-one-region-each": (
+        _later("s3 region eu-west-1", "queues", "we moved sqs to eu-central-1"),
+        "eu-west-1",
+        "eu-central-1",
     ),
 }
 

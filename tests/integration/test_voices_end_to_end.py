@@ -1,8 +1,9 @@
 """Sessions in voices no rule was written from, through the whole offline path: Codex and
 Claude Code files on disk, `consolidator run`, then `context --cwd P` and `MEMORY.md`.
 
-Terse, lower case, typos, English as a second language, values in code blocks, a value only
-a tool's output shows, corrections with no cue word up front. Scored as a user meets them: a
+Terse, lower case, typos (in the word of correcting too), English as a second language,
+values in code blocks, a value only a tool's output shows, corrections with no cue word up
+front or with what the writer did as their reason. Scored as a user meets them: a
 changed or corrected value shows its new value in `context` and not its old one; a fact said
 once is in a bullet of its folder (what search finds); things that only look alike both stay
 shown, and noise shows nowhere. One project folder per case, all in one memory.
@@ -52,6 +53,11 @@ def _asked(first: str, question: str, answer: str) -> tuple[Said]:
 
 def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
     return Said(0, (ASK, first)), Said(2, (second_opening, second))
+
+
+def _spec(*turns: str) -> tuple[Said]:
+    """`turns` after a request about the login spec."""
+    return (Said(0, ("can you look at the flaky login spec", *turns)),)
 
 
 CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
@@ -252,6 +258,51 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "/etc/ssl/shop-2024",
         "/etc/ssl/shop",
     ),
+    "corrected-name-lengthened": (
+        _spec("the bucket is acme-raw", "sorry acme-raw-v2"),
+        "acme-raw-v2",
+        "acme-raw",
+    ),
+    "corrected-name-of-an-entry-lengthened": (
+        _once("the sentry project is shop-web", "sorry shop-web-2"),
+        "shop-web-2",
+        "shop-web",
+    ),
+    "corrected-with-what-i-did": (
+        _spec("node version for this repo is 18", "actually 20, i bumped it"),
+        "20",
+        "18",
+    ),
+    "corrected-with-what-we-did": (
+        _once("python version for ci is 3.11", "actually 3.12, we upgraded last week"),
+        "3.12",
+        "3.11",
+    ),
+    "corrected-second-language-with-a-reason": (
+        _once("the staging db is db-stg1.corp", "no is db-stg2.corp, i did confuse them"),
+        "db-stg2.corp",
+        "db-stg1.corp",
+    ),
+    "corrected-misspelt-cue-after": (
+        _spec("teh queue port is 5672", "5673 actualy"),
+        "5673",
+        "5672",
+    ),
+    "corrected-other-misspelling-of-the-cue": (
+        _once("grpc port is 50051", "50052 actully"),
+        "50052",
+        "50051",
+    ),
+    "corrected-command-in-block": (
+        _once("the seed cmd is\n```\nmake seed\n```", "sorry\n```\nmake seed-dev\n```"),
+        "make seed-dev",
+        "make seed`",
+    ),
+    "corrected-its-without-apostrophe": (
+        _once("the queue port is 5672", "its 5673"),
+        "5673",
+        "5672",
+    ),
 }
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
@@ -422,6 +473,22 @@ KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
     "a-bare-answer-to-the-agent": (
         _asked("grafana on port 3000", "Which port should the mock server use?", "3001"),
         "port 3000",
+    ),
+    "an-answer-to-the-agent-with-a-reason": (
+        _asked("the worker pool is 8", "How many retries should the client use?", "3, i checked"),
+        "pool is 8",
+    ),
+    "an-its-answer-to-the-agent": (
+        _asked("the dev server runs on port 3300", "Which port should the mock use?", "its 3301"),
+        "port 3300",
+    ),
+    "a-reason-that-states-a-value": (
+        _once("the node version is 18", "actually 20, we moved redis to cache-2.lan"),
+        "cache-2.lan",
+    ),
+    "a-longer-name-said-of-itself": (
+        _once("the bucket is acme-raw", "acme-raw-logs holds the logs"),
+        "acme-raw-logs",
     ),
 }
 

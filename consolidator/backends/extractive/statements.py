@@ -21,7 +21,7 @@ from consolidator.backends.extractive.rules import (
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts
-from consolidator.memory.lexicon import shaped_in, values_by_kind
+from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
 from consolidator.memory.shape import not_prose
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
@@ -55,12 +55,16 @@ class UserStatements:
     rules: dict[str, str] = field(default_factory=dict)
     # The entry read last, which a correction giving only a value corrects.
     latest: list[tuple[list[str], str]] = field(default_factory=list)
+    # A thing said last to be something that gave no entry ("the bucket is acme-raw": no
+    # value's shape), whose name a correction may lengthen.
+    heard: list[str] = field(default_factory=list)
 
     def add(self, into: list[str], text: str, rule_id: str) -> None:
         if text:
             into.append(text)
             self.rules.setdefault(text, rule_id)
             self.latest[:] = [(into, text)]
+            self.heard.clear()
 
 
 def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> UserStatements:
@@ -108,8 +112,11 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     (not in an order beside it, "make it 240, ..."), or in a few words about more than a
     pronoun ("it works now" says nothing for later); the opening request is the task, so a
     plain remark in it is a fact only with a value or a change."""
+    read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
+    if shape("is-value").match(bare):
+        read.heard.append(bare)
     read.revoked.extend(negated_values(bare))
     changed = facts.says_change(bare) and not holds("shape.first-person", bare)
     flags = {"later": number > 0, "change": changed, "gone": holds("structure.gone", bare)}
@@ -165,39 +172,77 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
     reply that only replaces a value, it gives one value of a kind the entry read last
     holds, and states nothing else (or only names that entry's subject again); the value
-    replaces the last of its kind there, which is taken back. A corrected instruction keeps
-    its rule. An answer to the agent's question `asked` is worded, and gives no value of a
-    kind the question holds ("no, 16" to "4 workers?" answers it)."""
+    replaces the last of its kind there, which is taken back. A thing said last to be a plain
+    name ("the bucket is acme-raw"), as an entry or not, is corrected by a value lengthening
+    that name ("sorry acme-raw-v2"). What the writer says they did after it ("actually 20, i
+    bumped it") is its reason, no more said. A corrected instruction keeps its rule. An answer
+    to the agent's question `asked` is worded, and gives no value of a kind the question holds
+    ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
-    given = values_by_kind(told)
-    if not read.latest or is_question(sentence) or len(given) != 1:
+    worded = told != sentence or word.search(sentence)
+    told = rule("structure.own-doing").regex.sub("", told)
+    given = _values_given(told)
+    if not (read.latest or read.heard) or is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
+    lengthened = _lengthened_name(new, read)
+    if lengthened is None and not read.latest:
+        return False
+    into, previous, named = lengthened or (*read.latest[0], None)
     _, rest = _beside(told, new)
-    into, previous = read.latest[0]
     said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
     if said_more and not _restates(rest, previous):
         return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
-    old = next((v for k, v in reversed([*ports, *values_by_kind(previous)]) if k == kind), None)
+    old = named or next(
+        (v for k, v in reversed([*ports, *_values_given(previous)]) if k == kind), None
+    )
     _, found, after = message.partition(sentence)
-    worded = told != sentence or word.search(sentence)
     cued = worded or (not asked and _only_replaces(new, found + after))
-    if old is None or old == new or not cued or kind in dict(values_by_kind(asked)):
+    if old is None or old == new or not cued or kind in dict(values_by_kind(asked)) or not previous:
         return False
-    into.remove(previous)
-    read.revoked.append(old)
+    if previous in into:
+        into.remove(previous)
+    if not named:  # taking back a name would take back the longer one, which holds it
+        read.revoked.append(old)
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _lengthened_name(new: str, read: UserStatements) -> tuple[list[str], str, str] | None:
+    """Where `new` lengthens a name said last (see `_lengthened`): what was heard without an
+    entry, else the entry read last; the list it is in, its text and the name."""
+    heard = [(read.facts, _statement(said)) for said in read.heard]
+    found = ((into, said, _lengthened(new, said)) for into, said in [*heard, *read.latest])
+    return next(((into, said, name) for into, said, name in found if name), None)
+
+
+def _lengthened(new: str, heard: str) -> str | None:
+    """The name `heard` says a thing is ("the bucket is acme-raw") when `new` lengthens it
+    ("acme-raw-v2"): a plain word said as a name, given again with a suffix."""
+    said = shape("is-value").match(heard)
+    name = said["value"].strip(".`'\"") if said else ""
+    return name if len(name) > 2 and re.match(rf"{re.escape(name)}[-_.]\w", new) else None
 
 
 def _beside(told: str, new: str) -> tuple[str, str]:
     """`told` (its old values cut) without its words of correcting, and the words left beside
     the value `new` there."""
     said = rule("correction.value-only").regex.sub(" ", told)
-    return said, said.replace(new, " ").strip(" ,.;:!-*")
+    return said, said.replace(new, " ").strip(" ,.;:!-*`")
+
+
+def _values_given(text: str) -> list[tuple[str, str]]:
+    """Each value `text` gives, with its kind, in order: a command in a code span of more
+    than one word whole ("`make seed-dev`"), as a correction repeats it."""
+    spans = shape("code-span")
+    found = (
+        [("command", m[1])] if m[1] and len(m[1].split()) > 1 else values_by_kind(m[0])
+        for m in re.finditer(rf"{spans.pattern}|[^`]+", text)
+    )
+    return [value for part in found for value in part]
 
 
 def _restates(rest: str, previous: str) -> bool:
@@ -211,13 +256,13 @@ def _restates(rest: str, previous: str) -> bool:
 def _only_replaces(new: str, reply: str) -> bool:
     """Whether `reply` (the rest of a message from where it gives `new`) is short and says no
     more than that `new` replaces the value before: with words beside it ("600s,
-    misremembered", "9102!! not 9100", not a bare "5433", which may answer anything) that
-    state nothing and add nothing."""
+    misremembered", "9102!! not 9100", "its 5673", not a bare "5433", which may answer
+    anything) that state nothing beyond a pronoun and add nothing."""
     heard = rule("old-value.not").regex.sub(" ", reply)
     said, beside = _beside(heard, new)
     if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
         return False
-    return not holds("statement", beside) and not holds("shape.says-more", said)
+    return not holds(_ABOUT_SOMETHING, beside) and not holds("shape.says-more", said)
 
 
 def _correction(sentence: str, read: UserStatements) -> None:
