@@ -21,6 +21,14 @@ RUNTIME_NAMES: Final[dict[Runtime, tuple[str, ...]]] = {
     "go": ("golang", "go"),
     "rust": ("rust",),
 }
+# The files whose first line is the version, and the runtime each pins: a tool printing one
+# (`cat .nvmrc`) gives that runtime's version.
+FIRST_LINE_PINS: Final[dict[str, Runtime]] = {
+    ".python-version": "python",
+    ".nvmrc": "node",
+    ".node-version": "node",
+    "rust-toolchain": "rust",
+}
 _RUNTIME_OF: Final[dict[str, Runtime]] = {
     name: runtime for runtime, names in RUNTIME_NAMES.items() for name in names
 }
@@ -43,6 +51,12 @@ class StatedVersion:
 def runtime_named(word: str) -> Runtime | None:
     """The runtime a word names ("python", "nodejs"), as `Runtime` spells it."""
     return _RUNTIME_OF.get(word.lower())
+
+
+def pinned_by(text: str) -> Runtime | None:
+    """The runtime a file `text` names pins by its first line (".nvmrc is 22.3.0": node)."""
+    names = re.findall(r"(?<![\w/-])(\.?[a-z][\w.-]*)", text.lower())
+    return next((FIRST_LINE_PINS[name] for name in names if name in FIRST_LINE_PINS), None)
 
 
 def stated_versions(text: str) -> Iterator[StatedVersion]:

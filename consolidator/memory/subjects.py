@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.core.runtime_names import Runtime, StatedVersion, runtime_named, stated_versions
+from consolidator.core.runtime_names import (
+    Runtime,
+    StatedVersion,
+    pinned_by,
+    runtime_named,
+    stated_versions,
+)
 from consolidator.memory import facts, marks
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
@@ -119,8 +125,10 @@ class SubjectIndex:
 @lru_cache(maxsize=_CACHED)
 def _keys(text: str) -> frozenset[str]:
     """The values of `text` and its words' first letters, which a word it may be matched
-    with by its start or plural shares."""
-    return _values(text) | {word[:3] for word in _tokens(text) if word not in STOPWORDS}
+    with by its start or plural shares; a file pinning a runtime is matched by its name."""
+    pinned = pinned_by(unmarked(text).lower())
+    words = [*_tokens(text), *([pinned] if pinned else [])]
+    return _values(text) | {word[:3] for word in words if word not in STOPWORDS}
 
 
 def _values(text: str) -> frozenset[str]:
@@ -136,7 +144,8 @@ def _tokens(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=_CACHED)
 def subject_of(text: str) -> Subject | None:
     """The first noun of a kind with up to three words before it ("we moved the cache host to
-    ..."), a tool before a dotted version, or the thing a change or a place is said of; None
+    ..."), the runtime a file pins beside a version (".nvmrc is 22.3.0"), a tool before a
+    dotted version, or the thing a change or a place is said of; None
     for a bare noun ("the host")."""
     tokens = list(_tokens(text))
     for index, token in enumerate(tokens):
@@ -148,6 +157,8 @@ def subject_of(text: str) -> Subject | None:
         if qualifiers:
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
     plain = unmarked(text).lower()
+    if (runtime := pinned_by(plain)) and values_of_kind(text, "version"):
+        return Subject("version", frozenset({runtime}))
     tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["version"]), None)
     if tool and tool["tool"] not in STOPWORDS:
         return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))

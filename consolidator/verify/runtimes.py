@@ -16,18 +16,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from consolidator.core.runtime_names import RUNTIME_NAMES, Runtime, StatedVersion
+from consolidator.core.runtime_names import (
+    FIRST_LINE_PINS,
+    RUNTIME_NAMES,
+    Runtime,
+    StatedVersion,
+)
 from consolidator.verify.folder import FolderView
 from consolidator.verify.outcome import Finding
 
 _VERSION: Final = re.compile(r"\d+(?:\.\d+){0,2}")
-# The files whose first line is the version, and the runtime each pins.
-_FIRST_LINE_PINS: Final[dict[str, Runtime]] = {
-    ".python-version": "python",
-    ".nvmrc": "node",
-    ".node-version": "node",
-    "rust-toolchain": "rust",
-}
 _IMAGES: Final[dict[Runtime, tuple[str, ...]]] = {
     "python": ("python",),
     "node": ("node",),
@@ -148,9 +146,9 @@ def pinned_in_line(path: str, line: str) -> Pin | None:
     """The runtime version `line` states in the file at `path`, if that file pins one (by
     its name: `.nvmrc`, `pyproject.toml`, `Dockerfile`...); None for any other line."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
-    if name in _FIRST_LINE_PINS:
+    if name in FIRST_LINE_PINS:
         match = _VERSION.search(line.strip())
-        return Pin(_FIRST_LINE_PINS[name], RepoValue(match.group(0), False)) if match else None
+        return Pin(FIRST_LINE_PINS[name], RepoValue(match.group(0), False)) if match else None
     if name in _LINE_PINS:
         runtime, pattern, is_range = _LINE_PINS[name]
         found = pattern.match(line)
@@ -220,7 +218,7 @@ def _docker_from(view: FolderView, runtime: Runtime) -> Iterator[RepoValue]:
 
 
 def _pinning_first_lines(view: FolderView, runtime: Runtime) -> Iterator[RepoValue]:
-    for name, pinned in _FIRST_LINE_PINS.items():
+    for name, pinned in FIRST_LINE_PINS.items():
         if pinned == runtime:
             yield from _first_line_version(view, name)
 

@@ -3,12 +3,16 @@ Codex and Claude Code files on disk, `consolidator run`, then `context --cwd P`.
 
 Newest wins across sessions two days apart, however the second session words the subject:
 a host, a port, a path, a version, a branch, a bucket, a person to ask, a command, in terse,
-lower-case and second-language voices, by a short form or its long one, with an arrow, by a
-name with a digit both give ("s3 region eu-west-1", "we migrated s3 to eu-central-1");
-`context` shows the new value and not the old one.
+lower-case and second-language voices, by a short form or its long one, with an arrow (from
+the old value too, "db port 5432 -> 5433"), by a name with a digit both give ("s3 region
+eu-west-1", "we migrated s3 to eu-central-1"), in the opening message of the later session,
+or as a file pinning a runtime that the agent printed (`cat .nvmrc` after "we use node
+20.11"); and within one session, a correction naming the old value in its reason ("4011,
+4010 is taken by prism"). `context` shows the new value and not the old one.
 Two subjects that only look alike (the api port and the admin port, whom to ask about
-billing and whom about search) both stay shown. One project folder per case, all in one
-memory.
+billing and whom about search, an arrow said of another service or by a verb) both stay
+shown, and a value added, an answer to the agent or a reason naming another value keeps the
+earlier one. One project folder per case, all in one memory.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bench.quality_corpus import ToolStep
 from bench.quality_score import context_entries, holds
 from tests.offline_path import Remembered, Said, remember
 
@@ -26,6 +31,26 @@ ASK = "pls fix the failing checkout test"
 
 def _later(first: str, second_opening: str, second: str) -> tuple[Said, Said]:
     return Said(0, (ASK, first)), Said(2, (second_opening, second))
+
+
+def _once(first: str, second: str) -> tuple[Said]:
+    """`first` then `second`, in one session."""
+    return (Said(0, (ASK, first, second)),)
+
+
+def _asked(first: str, question: str, answer: str) -> tuple[Said]:
+    """`first` said, then the agent's `question`, then the user's `answer` to it."""
+    return (Said(0, (ASK, first, answer), replies=("Done.", question)),)
+
+
+def _opening(first: str, opening: str) -> tuple[Said, Said]:
+    """`first` said, then days later a session whose opening message says the change."""
+    return Said(0, (ASK, first)), Said(3, (opening,))
+
+
+def _printed(first: str, request: str, command: str, printed: str) -> tuple[Said, Said]:
+    """`first` said, then a later session where the agent ran `command`, which `printed`."""
+    return Said(0, (ASK, first)), Said(2, (request,), (ToolStep(command, printed, 0),))
 
 
 # Each case: its sessions, the new value, the old one.
@@ -200,6 +225,112 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "1.29",
         "1.27",
     ),
+    "arrow-from-the-old-value": (
+        _later("the db port is 5432", "db", "db port 5432 -> 5433"),
+        "5433",
+        "5432",
+    ),
+    "arrow-from-the-old-value-after-a-colon": (
+        _later("grpc port is 50051", "grpc", "grpc port: 50051 -> 50061"),
+        "50061",
+        "50051",
+    ),
+    "fat-arrow-from-the-old-value": (
+        _later("redis on 6379", "redis", "redis port: 6379 => 6380"),
+        "6380",
+        "6379",
+    ),
+    "unicode-arrow-from-the-old-version": (
+        _later("node version is 18.19.0", "ci", "node 18.19.0 \u2192 20.11.1"),
+        "20.11.1",
+        "18.19.0",
+    ),
+    "arrow-from-the-old-name-in-code": (
+        _later("the queue is `orders-q1`", "queue", "queue `orders-q1` -> `orders-q2`"),
+        "orders-q2",
+        "orders-q1",
+    ),
+    "arrow-from-the-old-version-in-code": (
+        _later("terraform version is 1.5.7", "tf", "terraform `1.5.7` -> `1.6.5`"),
+        "1.6.5",
+        "1.5.7",
+    ),
+    "arrow-from-the-old-host": (
+        _later("the cache host is cache-1.lan", "cache", "cache host cache-1.lan -> cache-2.lan"),
+        "cache-2.lan",
+        "cache-1.lan",
+    ),
+    "opening-message-arrow": (
+        _opening("the db port is 5432", "db port 5432 -> 5433, please update the compose file"),
+        "5433",
+        "5432",
+    ),
+    "opening-message-unicode-arrow": (
+        _opening(
+            "the staging host is stg-1.acme.io",
+            "staging host stg-1.acme.io \u2192 stg-2.acme.io, deploy script needs fixing",
+        ),
+        "stg-2.acme.io",
+        "stg-1.acme.io",
+    ),
+    "opening-message-old-value-in-use": (
+        _opening(
+            "mailpit listens on 1025",
+            "mailpit is on 1026 now, 1025 clashes with postfix. fix the env pls",
+        ),
+        "1026",
+        "1025",
+    ),
+    "corrected-old-value-named-in-the-reason": (
+        _once("grpc mock on 4010", "4011, 4010 is taken by prism"),
+        "4011",
+        "4010",
+    ),
+    "corrected-old-value-named-after-because": (
+        _once("mailpit listens on 1025", "no 1026 because 1025 clashes with postfix"),
+        "1026",
+        "1025",
+    ),
+    "corrected-sorry-old-value-named-in-the-reason": (
+        _once("the api runs on port 8000", "sorry 8001, 8000 is used by the docs server"),
+        "8001",
+        "8000",
+    ),
+    "corrected-old-value-named-in-brackets": (
+        _once("the smtp port is 1025", "1026 (1025 is taken by mailhog)"),
+        "1026",
+        "1025",
+    ),
+    "corrected-old-value-named-second-language": (
+        _once("the api listens on 8000", "its 8001, the 8000 is use by other service"),
+        "8001",
+        "8000",
+    ),
+    "arrow-from-the-old-value-in-one-session": (
+        _once("db port 5432", "db port 5432 -> 5433"),
+        "5433",
+        "5432",
+    ),
+    "printed-nvmrc-after-node-said": (
+        _printed("we use node 20.11", "build fails", "cat .nvmrc", "22.3.0\n"),
+        "22.3.0",
+        "20.11",
+    ),
+    "printed-nvmrc-with-a-v": (
+        _printed("we use node 20.11", "build", "cat .nvmrc", "v22.3.0\n"),
+        "v22.3.0",
+        "20.11",
+    ),
+    "printed-nvmrc-after-node-version-said": (
+        _printed("node version is 18.19.0", "ci red", "cat .nvmrc", "20.11.1\n"),
+        "20.11.1",
+        "18.19.0",
+    ),
+    "printed-nvmrc-after-a-second-language-voice": (
+        _printed("we are using the node 20.11 for this project", "deps", "cat .nvmrc", "22.3.0\n"),
+        "22.3.0",
+        "20.11",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -316,10 +447,68 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "eu-west-1",
         "eu-central-1",
     ),
+    "an-arrow-said-of-another-service": (
+        _later("the db port is 5432", "cache", "cache port 5432 -> 5433"),
+        "db port is 5432",
+        "5433",
+    ),
+    "an-arrow-a-service-forwards-by": (
+        _later("db port 5432", "proxy", "pgbouncer forwards 6432 -> 5432"),
+        "db port 5432",
+        "6432",
+    ),
+    "an-arrow-a-proxy-maps-by": (
+        _later("the db port is 5432", "replica", "the proxy maps 5432 -> 5433 for the replica"),
+        "db port is 5432",
+        "5433",
+    ),
+    "a-file-pinning-another-runtime": (
+        _printed("node is 18.19.0", "py", "cat .python-version", "3.12.1\n"),
+        "18.19.0",
+        "3.12.1",
+    ),
+    "opening-message-about-another-service": (
+        _opening(
+            "grafana runs on port 3000",
+            "heads up prometheus is on 9091 now, can you fix the scrape config",
+        ),
+        "3000",
+        "9091",
+    ),
+    "another-thing-moved-to-the-value": (
+        _later("ebs volumes are gp2", "rds", "we moved the rds storage to gp3"),
+        "gp2",
+        "gp3",
+    ),
+}
+
+# Each case: its sessions and the earlier value `context` must still show: a value added, an
+# answer to the agent's question, a reason naming another value, a port of another thing.
+KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
+    "a-value-too-with-a-reason": (
+        _once("the grpc mock runs on port 4010", "4011 too, 4010 is for grpc"),
+        "port 4010",
+    ),
+    "an-answer-naming-the-value-before": (
+        _asked(
+            "grafana on port 3000",
+            "Which port should the mock server use?",
+            "3001, 3000 is grafana",
+        ),
+        "port 3000",
+    ),
+    "a-reason-naming-another-value": (
+        _once("the api runs on port 8000", "sorry 8001, 9000 is the docs server"),
+        "port 8000",
+    ),
+    "a-change-beside-a-port-of-its-own": (
+        _once("the admin port is 8080", "the api is on 8081 now, 8080 is the admin port"),
+        "8080",
+    ),
 }
 
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (CHANGED, BOTH) for name, case in table.items()
+    name: case[0] for table in (CHANGED, BOTH, KEPT) for name, case in table.items()
 }
 
 
@@ -348,3 +537,11 @@ def test_two_subjects_that_only_look_alike_both_stay_shown(
     _, first, second = BOTH[name]
     shown = context_entries(remembered.contexts[name])
     assert holds((first,), shown) and holds((second,), shown), shown
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_a_value_added_or_an_answer_keeps_the_earlier_value(
+    remembered: Remembered, name: str
+) -> None:
+    _, earlier = KEPT[name]
+    assert holds((earlier,), context_entries(remembered.contexts[name]))

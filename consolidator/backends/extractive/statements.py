@@ -20,7 +20,7 @@ from consolidator.backends.extractive.rules import (
 )
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
-from consolidator.memory import facts
+from consolidator.memory import facts, subjects
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
 from consolidator.memory.shape import not_prose
 from consolidator.memory.text import clip, dedupe, one_line
@@ -42,6 +42,8 @@ _FOUND = "statement+shape.value+words>=5+!shape.narration"
 _LEADING_MARKS = re.compile(r"^[\s,;:-]*?(?=-+\w)|^[\s,;:-]+")
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
+# What a statement keeps of a match for an old value: the verb, or the thing it is of.
+_KEPT_BESIDE_OLD = ("verb", "subject")
 
 
 @dataclass(frozen=True)
@@ -115,9 +117,12 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
+    bare = _changed_without_reason(bare)
     if shape("is-value").match(bare):
         read.heard.append(bare)
     read.revoked.extend(negated_values(bare))
+    for old in map(_words, _arrowed_from(bare)):  # said earlier in the session, then changed
+        read.facts[:] = [said for said in read.facts if not old <= _words(said)]
     changed = facts.says_change(bare) and not holds("shape.first-person", bare)
     flags = {"later": number > 0, "change": changed, "gone": holds("structure.gone", bare)}
     given = {flag for flag, on in flags.items() if on}
@@ -143,18 +148,24 @@ def _statement(text: str, *, user: bool = True) -> str:
     """The statement as kept: the old value of a user's correction cut (an agent's "only
     checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
     redaction would be left."""
-    for rule_id in _OLD_VALUES if user else ():
-        text = rule(rule_id).regex.sub(lambda m: (m.groupdict().get("verb") or "") + " ", text)
+    for rule_id in (*_OLD_VALUES, "old-value.arrow") if user else ():
+        text = rule(rule_id).regex.sub(lambda m: _kept_beside_old(m) + " ", text)
     text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).rstrip(" ,;:-")
     text = _LEADING_MARKS.sub("", text, count=1)
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     return "" if holds("structure.only-redacted", text) else text[:1].upper() + text[1:]
 
 
+def _kept_beside_old(found: re.Match[str]) -> str:
+    parts = found.groupdict()
+    return next((parts[name] for name in _KEPT_BESIDE_OLD if parts.get(name)), "")
+
+
 def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are not (or no longer) so: taken back. A value
     of a few words is distinctive when one of its words is; a kind and its number are
-    distinctive together."""
+    distinctive together, and so are a thing and the value an arrow leads from ("db port
+    5432 -> 5433")."""
     found = [
         m["old"] or m.groupdict().get("old_lead") or ""
         for rule_id in (*_OLD_VALUES, "take-back.was-old", "take-back.scratched")
@@ -162,9 +173,21 @@ def negated_values(sentence: str) -> list[str]:
     ]
     values = (value.rstrip(".,").strip("`") for value in found)
     kind_number = rule("old-value.kind-not-number").regex.finditer(sentence)
-    return [v for v in values if holds("shape.distinctive", v)] + [
-        f"{m['kind']} {m['old']}" for m in kind_number
+    return [
+        *(v for v in values if holds("shape.distinctive", v)),
+        *(f"{m['kind']} {m['old']}" for m in kind_number),
+        *_arrowed_from(sentence),
     ]
+
+
+def _arrowed_from(sentence: str) -> list[str]:
+    """The thing and the old value an arrow leads from ("db port 5432 -> 5433")."""
+    found = rule("old-value.arrow").regex.finditer(sentence)
+    return [f"{m['subject'].rstrip(':')} {m['old']}" for m in found]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower())) - {"the"}
 
 
 def _corrected(sentence: str, read: UserStatements, message: str, asked: str) -> bool:
@@ -175,13 +198,14 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     replaces the last of its kind there, which is taken back. A thing said last to be a plain
     name ("the bucket is acme-raw"), as an entry or not, is corrected by a value lengthening
     that name ("sorry acme-raw-v2"). What the writer says they did after it ("actually 20, i
-    bumped it") is its reason, no more said. A corrected instruction keeps its rule. An answer
+    bumped it"), or a clause naming the value it replaces ("4011, 4010 is taken by prism"), is
+    its reason, no more said. A corrected instruction keeps its rule. An answer
     to the agent's question `asked` is worded, and gives no value of a kind the question holds
     ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     word = rule("correction.value-only").regex
     worded = told != sentence or word.search(sentence)
-    told = rule("structure.own-doing").regex.sub("", told)
+    told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
     given = _values_given(told)
     if not (read.latest or read.heard) or is_question(sentence) or len(given) != 1:
         return False
@@ -199,7 +223,12 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
         (v for k, v in reversed([*ports, *_values_given(previous)]) if k == kind), None
     )
     _, found, after = message.partition(sentence)
-    cued = worded or (not asked and _only_replaces(new, found + after))
+    # A reason naming the old value says the new one replaces it, unless more is said.
+    if reasoned:
+        replaces = not holds("shape.says-more", told)
+    else:
+        replaces = _only_replaces(new, found + after)
+    cued = worded or (not asked and replaces)
     if old is None or old == new or not cued or kind in dict(values_by_kind(asked)) or not previous:
         return False
     if previous in into:
@@ -209,6 +238,35 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
+    """`told` without a clause after its value naming a value the entry read last gives
+    ("4011, 4010 is taken by prism"): the reason the old value no longer holds; and whether
+    one was cut."""
+    reason = rule("structure.reason-after").regex.search(told)
+    if not reason or not read.latest or not _values_given(told[: reason.start()]):
+        return told, False
+    previous = read.latest[0][1]
+    held = {v for _, v in _values_given(previous)} | {p for _, p in shaped_in(previous.lower())}
+    named = {v for _, v in _values_given(reason["reason"])}
+    return (told[: reason.start()], True) if named and named <= held else (told, False)
+
+
+def _changed_without_reason(said: str) -> str:
+    """`said` without a clause after a changed value saying the one it replaces, of its
+    kind, is in use ("mailpit is on 1026 now, 1025 clashes with postfix"): the reason, not
+    a value; one naming what it is of ("8080 is the admin port") states a fact of its own."""
+    reason = rule("structure.reason-after").regex.search(said)
+    head = said[: reason.start()] if reason else said
+    if not reason or not facts.says_change(head) or len(given := _values_given(head)) != 1:
+        return said
+    why = reason["reason"]
+    named = _values_given(why)
+    in_use = not word_list("in-use-words").isdisjoint(re.findall(r"[a-z]+", why.lower()))
+    if len(named) != 1 or named[0][0] != given[0][0] or not in_use:
+        return said
+    return said if subjects.subject_of(why) else head
 
 
 def _lengthened_name(new: str, read: UserStatements) -> tuple[list[str], str, str] | None:
