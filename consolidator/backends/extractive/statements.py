@@ -116,8 +116,10 @@ def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = F
     request that gives a value no rule reads as a statement is kept as a guess: said later,
     or in an opening with more than one part (`beside`) a name linked to its value ("staging
     bucket: acme-stg-assets. need a cleanup script") or the trouble at hand up to the end of
-    its clause ("checkout svc on 8443 keeps timing out, pls have a look"); what else the
-    opening says may be the request in a verb no list knows ("tidy up src/ledger/x.py")."""
+    its clause when it says where, a value of a kind the lexicon knows ("checkout svc on 8443
+    keeps timing out, pls have a look"; not the e2e job of "the CI keeps timing out on the
+    e2e job", which names what fails); what else the opening says may be the request in a
+    verb no list knows ("tidy up src/ledger/x.py")."""
     read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
@@ -133,7 +135,8 @@ def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = F
     given |= {"aside"} if number > 0 or (beside and linked) else set()
     if found and kind == "trouble":
         said = bare[: found.found.end()] + bare[found.found.end() :].split(",", 1)[0]
-        if (kept := first(said, "kept", given=given)) and not_prose(said) is None:
+        where = shaped_in(said.lower()) and not_prose(said) is None
+        if where and (kept := first(said, "kept", given=given)):
             read.add(read.facts, _statement(said), kept.rule.id)
     elif found and kind in ("reminder", "instruction", "fact", "person"):
         into = read.instructions if kind in ("reminder", "instruction") else read.facts
