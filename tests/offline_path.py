@@ -89,6 +89,9 @@ def remember(
         "CONSOLIDATOR_MIN_IDLE_SECONDS": "0",
         "CONSOLIDATOR_MAX_AGE_DAYS": "0",
         "CONSOLIDATOR_PHASE2_COOLDOWN_SECONDS": "0",
+        # One folder a case, each with a few entries: a cap sized for one person's memory
+        # would fold and evict what a case checks once there are a hundred cases or more.
+        "CONSOLIDATOR_MEMORY_BUDGET_BYTES": str(1 << 20),
     }
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("OPENAI_API_KEY", raising=False)

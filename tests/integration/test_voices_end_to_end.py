@@ -46,6 +46,14 @@ _JAVA_VERSION = (
 )
 
 
+_ROW = "--format '{{.Names}} {{.Ports}}'"
+
+
+def _opening(message: str, *steps: ToolStep) -> tuple[Said]:
+    """A session that opens with `message`, nothing said after it."""
+    return (Said(0, (message,), steps),)
+
+
 def _asked(first: str, question: str, answer: str) -> tuple[Said]:
     """`first` said, then the agent's `question`, then the user's `answer` to it."""
     return (Said(0, (ASK, first, answer), replies=("Done.", question)),)
@@ -404,6 +412,38 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
         _probed("asdf pins", "cat .tool-versions", "nodejs 20.11.0\nterraform 1.6.5"),
         "1.6.5",
     ),
+    "printed-one-row-of-a-template": (
+        _probed("which port is redis on", f"docker ps {_ROW}", "shop-redis 0.0.0.0:6390->6379/tcp"),
+        "6390",
+    ),
+    "printed-one-row-with-a-tab": (
+        _probed(
+            "redis port??",
+            "docker ps --filter name=redis --format '{{.Names}}\t{{.Ports}}'",
+            "shop-redis\t0.0.0.0:6391->6379/tcp",
+        ),
+        "6391",
+    ),
+    "printed-one-row-of-an-image": (
+        _probed(
+            "wich image the api container run",
+            "docker ps --filter name=api --format '{{.Names}} {{.Image}}'",
+            "shop-api ghcr.io/acme/shop-api:1.8.2",
+        ),
+        "ghcr.io/acme/shop-api:1.8.2",
+    ),
+    "printed-version-of-a-subcommand": (
+        _probed("compose ver?", "docker compose version", "Docker Compose version v2.24.5"),
+        "v2.24.5",
+    ),
+    "printed-version-of-a-plugin": (
+        _probed(
+            "buildx installed? which version",
+            "docker buildx version",
+            "github.com/docker/buildx v0.12.1 30feaa1",
+        ),
+        "v0.12.1",
+    ),
 }
 
 # Remarks with a value that no rule reads as a statement: stored for search, not shown.
@@ -413,6 +453,38 @@ GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
     "addressed-to-the-reader": (_once("u need java 17 for the android build"), "java 17"),
     "set-in-a-file": (_once("worker concurrency set to 12 in sidekiq.yml"), "sidekiq.yml"),
     "an-arrow-to-a-name": (_once("uploads bucket -> acme-uploads-prod"), "acme-uploads-prod"),
+    "opening-label-beside-the-request": (
+        _opening("staging bucket: acme-stg-assets. need a cleanup script for old files"),
+        "acme-stg-assets",
+    ),
+    "opening-trouble-on-a-port": (
+        _opening("checkout svc on 8443 keeps timing out, pls have a look"),
+        "8443",
+    ),
+    "opening-setting-beside-the-request": (
+        _opening("bucket for backups = acme-bkp-eu. write a restore script"),
+        "acme-bkp-eu",
+    ),
+    "opening-tight-setting": (
+        _opening("mock server port=4010. write contract tests for orders"),
+        "4010",
+    ),
+    "opening-trouble-started": (
+        _opening("payments svc on 9443 started throwing 502s, pls check"),
+        "9443",
+    ),
+    "opening-trouble-with-a-typo": (
+        _opening("the sftp on 2222 keeps dropping conections, can u debug"),
+        "2222",
+    ),
+    "opening-queue-beside-a-question": (
+        _opening("queue name = orders-retry-q. consumer is slow, can u profile it"),
+        "orders-retry-q",
+    ),
+    "opening-trouble-second-language": (
+        _opening("mailer svc on port 2525 keeps bouncing mails, have a look"),
+        "2525",
+    ),
 }
 
 BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
@@ -450,6 +522,63 @@ NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
         "10:00:01",
     ),
     "pasted-diff": (_once("i changed this\n-  port: 5543\n+  port: 5544\nnow it fails"), "5544"),
+    "opening-order-with-a-path": (
+        _opening("tidy up src/ledger/rounding.py, its a mess"),
+        "rounding",
+    ),
+    "opening-question": (_opening("why does redis sit on 6390? it was 6379"), "6390"),
+    "opening-pasted-log": (
+        _opening(
+            "seeing this in prod\n```\nERROR 2026-11-02 conn refused 10.0.0.5:5432\n```\nany idea?"
+        ),
+        "10.0.0.5",
+    ),
+    "a-failed-listing": (
+        _opening(
+            "which port is redis on",
+            ToolStep(
+                f"docker ps {_ROW}",
+                "Cannot connect to the Docker daemon at unix:///var/run/docker.sock",
+                1,
+            ),
+        ),
+        "docker.sock",
+    ),
+    "a-long-listing": (
+        _opening(
+            "which port is redis on",
+            ToolStep(
+                f"docker ps {_ROW}",
+                "shop-redis 0.0.0.0:6392->6379/tcp\nshop-db 0.0.0.0:5433->5432/tcp\n"
+                "shop-api 0.0.0.0:8080->8080/tcp\nshop-mq 0.0.0.0:5672->5672/tcp\n"
+                "shop-web 0.0.0.0:3000->3000/tcp",
+                0,
+            ),
+        ),
+        "6392",
+    ),
+    "a-piped-listing": (
+        _probed(
+            "redis port", f"docker ps {_ROW} | grep redis", "shop-redis 0.0.0.0:6393->6379/tcp"
+        ),
+        "6393",
+    ),
+    "a-two-row-listing": (
+        _probed(
+            "ports?",
+            f"docker ps {_ROW}",
+            "shop-redis 0.0.0.0:6394->6379/tcp\nshop-db 0.0.0.0:5434->5432/tcp",
+        ),
+        "6394",
+    ),
+    "a-secret-in-a-row": (
+        _probed(
+            "api token in the container?",
+            "docker inspect --format '{{.Name}} {{.Token}}' shop-api",
+            "/shop-api sk-live-9f8e7d6c5b4a39281706",
+        ),
+        "sk-live",
+    ),
 }
 
 # A short reply that adds a value, answers the agent's question or names more than the entry

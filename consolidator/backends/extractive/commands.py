@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import takewhile
 from typing import Any, Final, NamedTuple
 
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
@@ -206,14 +207,25 @@ def _asks_version(args: list[str]) -> bool:
     """Whether a command's arguments ask it, or a server it queries, for a version: a version
     flag alone (`-v` is more often `--verbose` beside others), a version word among flags only
     (`kubectl version --client`, `java -version`; not `npm version patch`, which sets one), or
-    a query of a version function (`psql -c 'select version()'`)."""
+    a query of a version function (`psql -c 'select version()'`); a subcommand's plain words
+    may come first (`docker compose version`)."""
     args = [arg for arg in args if not pattern("redirect").search(arg)]
     words = word_list("version-words")
+    asked = args[len(_subcommands(args)) :]
     return (
         (len(args) == 1 and args[0] in word_list("version-flags"))
-        or (not words.isdisjoint(args) and all(a.startswith("-") or a in words for a in args))
+        or (not words.isdisjoint(asked) and all(a.startswith("-") or a in words for a in asked))
         or any(pattern("version-query").search(arg) for arg in args)
     )
+
+
+def _subcommands(args: list[str]) -> list[str]:
+    """The plain words before a version word (`compose` of `docker compose version`): none
+    when no version word follows them."""
+    words = word_list("version-words")
+    plain = [arg for arg in takewhile(pattern("subcommand-word").fullmatch, args)]
+    before = list(takewhile(lambda arg: arg not in words, plain))
+    return before if len(before) < len(args) and args[len(before)] in words else []
 
 
 def command_family(command: str) -> str:
@@ -325,6 +337,8 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         lines = [pattern("line-number").sub("", line) for line in printed]
         wanted = argv[-2].lower() if program in word_list("searchers") else ""
         found = [(f"{k} in {path}", v) for k, v in _keyed(path, lines) if wanted in k.lower()]
+    elif template := [pattern("template-field").findall(arg) for arg in argv if "{{" in arg]:
+        found = _printed_row(template[0], printed)
     elif argv[-2] in word_list("field-flags"):
         found = [(f"{argv[0]} {path.lstrip('.')}", one)]
     elif program in word_list("value-printers") and len(argv) == 2:
@@ -345,6 +359,22 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         if pattern("one-value").fullmatch(value) and redact(value).text == value
         if not pattern("secret-name").search(subject)
     ]
+
+
+def _printed_row(fields: list[str], printed: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The one row a format template of two fields or more printed, its first cell naming
+    the row ("shop-redis 0.0.0.0:6390->6379/tcp" of `{{.Names}} {{.Ports}}`): each other
+    field's value, a published port by its port on the host; none for a listing of more rows
+    or cells than the template has fields."""
+    cells = printed[0].split() if len(printed) == 1 else []
+    if len(fields) < 2 or len(cells) != len(fields):
+        return []
+    found = []
+    for column, cell in zip(fields[1:], cells[1:], strict=True):
+        published = pattern("port-mapping").fullmatch(cell)
+        name = f"{cells[0]} {'host port' if published else column.lower()}"
+        found.append((name, published["port"] if published else cell))
+    return found
 
 
 def _printing_argv(command: str) -> list[str]:
@@ -378,5 +408,6 @@ def _printed_version(
         if found := pattern("printed-version").search(line):
             named = pattern("version-named").search(line[: found.start()]) if query else None
             name = named["name"] if named and named["name"].lower() != "version" else program
+            name = " ".join([name, *_subcommands(args)]) if name == program else name
             return f"{name}{_PINNED}", found.group(0)
     return None

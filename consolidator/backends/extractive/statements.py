@@ -30,7 +30,7 @@ MAX_STATEMENTS = 8
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
-_READ = ("drop", "reminder", "take-back", "moment", "instruction", "fact", "person")
+_READ = ("drop", "trouble", "reminder", "take-back", "moment", "instruction", "fact", "person")
 # A statement about more than a pronoun ("its" beside a corrected value states nothing).
 _ABOUT_SOMETHING = "statement+!shape.vague-subject"
 _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
@@ -82,12 +82,13 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
         message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
+        beside = len(clauses(message)) > 1
         for sentence in sentences(message):
             if sentence.endswith(":") or _corrected(sentence, read, message, asked):
                 continue  # a sentence ending in ":" introduces what follows
             label = first(strip_lead_in(sentence), "structure.label", given={"gone"})
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
-                _read_unit(strip_lead_in(unit), number, read)
+                _read_unit(strip_lead_in(unit), number, read, beside=beside)
     instructions, stated, revoked = map(dedupe, (read.instructions, read.facts, read.revoked))
     return UserStatements(instructions, stated, revoked, read.rules)
 
@@ -107,13 +108,20 @@ def _units(sentence: str) -> list[str]:
     return [found.found["head"] if found else unit for unit, found in ordered]
 
 
-def _read_unit(bare: str, number: int, read: UserStatements) -> None:
+def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = False) -> None:
     """One part of a sentence read into `read` by the rule that decides it; `number` is its
     message's place. Read by no rule (or by one for the moment, which sets none), a part is
     a fact when it states a subject and what it is or does, with a value in what is stated
     (not in an order beside it, "make it 240, ..."), or in a few words about more than a
     pronoun ("it works now" says nothing for later); the opening request is the task, so a
-    plain remark in it is a fact only with a value or a change."""
+    plain remark in it is a fact only with a value or a change. A remark aside from the
+    request that gives a value no rule reads as a statement is kept as a guess: said later,
+    or in an opening with more than one part (`beside`) a name linked to its value ("staging
+    bucket: acme-stg-assets. need a cleanup script") or the trouble at hand up to the end of
+    its clause when it says where, a value of a kind the lexicon knows ("checkout svc on 8443
+    keeps timing out, pls have a look"; not the e2e job of "the CI keeps timing out on the
+    e2e job", which names what fails); what else the opening says may be the request in a
+    verb no list knows ("tidy up src/ledger/x.py")."""
     read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
@@ -128,7 +136,14 @@ def _read_unit(bare: str, number: int, read: UserStatements) -> None:
     given = {flag for flag, on in flags.items() if on}
     found = first(bare, *_READ, given=given)
     kind = found.rule.kind if found else ""
-    if found and kind in ("reminder", "instruction", "fact", "person"):
+    linked = kind == "trouble" or holds("shape.linked", bare)
+    given |= {"aside"} if number > 0 or (beside and linked) else set()
+    if found and kind == "trouble":
+        said = bare[: found.found.end()] + bare[found.found.end() :].split(",", 1)[0]
+        where = shaped_in(said.lower()) and not_prose(said) is None
+        if where and (kept := first(said, "kept", given=given)):
+            read.add(read.facts, _statement(said), kept.rule.id)
+    elif found and kind in ("reminder", "instruction", "fact", "person"):
         into = read.instructions if kind in ("reminder", "instruction") else read.facts
         read.add(into, _statement(found.said), found.rule.id)
     elif kind == "take-back":
