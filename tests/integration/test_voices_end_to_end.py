@@ -453,6 +453,8 @@ GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
     "addressed-to-the-reader": (_once("u need java 17 for the android build"), "java 17"),
     "set-in-a-file": (_once("worker concurrency set to 12 in sidekiq.yml"), "sidekiq.yml"),
     "an-arrow-to-a-name": (_once("uploads bucket -> acme-uploads-prod"), "acme-uploads-prod"),
+    "terse-is": (_once("orm is sqlalchemy"), "sqlalchemy"),
+    "terse-goes-through": (_once("payments go through adyen"), "adyen"),
     "opening-label-beside-the-request": (
         _opening("staging bucket: acme-stg-assets. need a cleanup script for old files"),
         "acme-stg-assets",
