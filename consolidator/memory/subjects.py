@@ -214,12 +214,32 @@ def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool
 
 
 def _among(word: str, others: Iterable[str]) -> bool:
-    """`word` is one of `others`, a plural of one, or begins one ("stag" of "staging")."""
+    """`word` is one of `others`, a plural of one, begins one ("stag" of "staging"), or is
+    one misspelt ("cahce" of "cache")."""
     for other in others:
         short, long = sorted((word, other), key=len)
         if long in (short, short + "s") or (len(short) >= 4 and long.startswith(short)):
             return True
+        if _slip(short, long):
+            return True
     return False
+
+
+def _slip(short: str, long: str) -> bool:
+    """`short` and `long` are one word of five letters or more typed with one slip: two
+    letters swapped, one wrong, missing or doubled, between the same first and last letter
+    (so "react" and "reach", "build" and "guild" stay two words)."""
+    if (
+        len(short) < 5
+        or len(long) - len(short) > 1
+        or short[:: len(short) - 1] != long[:: len(long) - 1]
+    ):
+        return False
+    if len(short) == len(long):
+        apart = [i for i, (a, b) in enumerate(zip(short, long, strict=True)) if a != b]
+        swapped = len(apart) == 2 and apart[1] == apart[0] + 1
+        return len(apart) == 1 or (swapped and short[apart[0]] == long[apart[1]])
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def supersedes(new: str, old: str) -> bool:

@@ -331,10 +331,30 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "22.3.0",
         "20.11",
     ),
+    "subject-misspelt-before": (
+        _later("the cahce ttl is 60s", "export slow", "cache ttl changed to 120s"),
+        "120s",
+        "60s",
+    ),
+    "subject-misspelt-after": (
+        _later("the worker timeout is 30s", "jobs die", "wroker timeout is 90s now"),
+        "90s",
+        "30s",
+    ),
+    "second-language-become": (
+        _later("the timeout of worker is 30s", "jobs die", "now the worker timeout is become 60s"),
+        "60s",
+        "30s",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
 BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "two-words-one-letter-apart": (
+        _later("the react build takes 90s", "slow", "the reach build takes 40s"),
+        "90s",
+        "40s",
+    ),
     "two-ports": (
         _later("the api port is 8080", "admin down", "the admin port is 8081"),
         "8080",
