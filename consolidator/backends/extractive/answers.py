@@ -37,10 +37,15 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     asked = {part for word in question.split() for part in _parts(word)}
     searched = any(argv and argv[0] in word_list("searchers") for argv in argvs)
     lines = list(call.printed)
-    found = _answer_cell(lines) or _answer_keyed(lines, asked, words, searched)
+    if searched and len(lines) != 1:
+        return []  # a search that found several lines chose none of them
+    last = argvs[-1] if argvs else []
+    # A file read whole is where every line it printed is (`cat invoice.py`).
+    read = last[-1] if len(last) > 1 and last[0] in word_list("file-readers") else ""
+    found = _answer_cell(lines) or _answer_keyed(lines, asked, words, "" if searched else read)
     if found is None and len(lines) == 1 and not searched:
         named = {part for word in words for part in _parts(word)}
-        found = _answer_alone(lines[0], argvs[-1] if argvs else [], bool(asked & named))
+        found = _answer_alone(lines[0], last, bool(asked & named))
     if found is None:
         return []
     subject, value, sure = found
@@ -93,22 +98,23 @@ def _answer_cell(lines: list[str]) -> tuple[str, str, bool] | None:
 
 
 def _answer_keyed(
-    lines: list[str], asked: set[str], words: list[str], searched: bool
+    lines: list[str], asked: set[str], words: list[str], read: str
 ) -> tuple[str, str, bool] | None:
-    """The one keyed line of a search's one line, or of a record's few, whose key the
-    question names: sure where the command names the key or the record (`pip show django`
-    and its `Name: Django`), a guess in a line of code or of a file not one of settings."""
-    keyed: list[tuple[str, str, str, str]] = []  # key, value, its shape, the file searched
+    """The one keyed line of a search's one line, of a file's, or of a record's few (every
+    line keyed), whose key the question names: sure where the command names the key or the
+    record (`pip show django` and its `Name: Django`), a guess in a line of code or of a file
+    not one of settings."""
+    keyed: list[tuple[str, str, str, str]] = []  # key, value, its shape, its file
     for line in lines:
         hit = pattern("search-hit").match(line)
         text = line[hit.end() :] if hit else pattern("line-number").sub("", line)
         for shape in ("code-setting", "setting", "named-version"):
             if match := pattern(shape).match(text):
-                keyed.append((match["key"], match["value"], shape, hit["path"] if hit else ""))
+                keyed.append((match["key"], match["value"], shape, hit["path"] if hit else read))
                 break
     chosen = [entry for entry in keyed if _parts(entry[0]) & asked]
-    if (searched and len(lines) != 1) or len(chosen) != 1:
-        return None
+    if len(chosen) != 1 or (len(lines) > 1 and len(keyed) != len(lines)):
+        return None  # none, or several, or one line of a few that are not all keyed
     key, value, shape, path = chosen[0]
     records = [v.strip().lower() for k, v, _, _ in keyed if k != key]
     record = next((word for word in words if word in records), "")
