@@ -345,6 +345,14 @@ UNANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
         "a@x.io",
     ),
     "no-question": ((_ran(0, ToolStep("uname -m", "aarch64", 0)),), "aarch64"),
+    "count-of-the-moment": (
+        _answered(
+            "how many orders are stuck?",
+            "psql -c \"select count(*) from orders where state = 'stuck'\"",
+            " count \n-------\n    37\n(1 row)",
+        ),
+        "37",
+    ),
     "status-word-to-another-question": (
         _answered("what day is it?", "git status -s", "clean"),
         "clean",

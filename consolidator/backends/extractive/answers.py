@@ -42,7 +42,8 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     last = argvs[-1] if argvs else []
     # A file read whole is where every line it printed is (`cat invoice.py`).
     read = last[-1] if len(last) > 1 and last[0] in word_list("file-readers") else ""
-    found = _answer_cell(lines) or _answer_keyed(lines, asked, words, "" if searched else read)
+    cell = _answer_cell(lines, call.command, asked)
+    found = cell or _answer_keyed(lines, asked, words, "" if searched else read)
     if found is None and len(lines) == 1 and not searched:
         named = {part for word in words for part in _parts(word)}
         found = _answer_alone(lines[0], last, bool(asked & named))
@@ -85,16 +86,18 @@ def _singular(word: str) -> str:
     return word.removesuffix("s") if len(word) > 3 and not word.endswith("ss") else word
 
 
-def _answer_cell(lines: list[str]) -> tuple[str, str, bool] | None:
+def _answer_cell(lines: list[str], command: str, asked: set[str]) -> tuple[str, str, bool] | None:
     """A table of one column and one row (`psql -c 'show max_connections'`): its header
-    and its cell; a query chose the column, so it is sure."""
+    and its cell, sure where the query named the column and the question asks for it; a
+    column a function computed (`count(*)`) holds data of the moment, not a setting."""
     rows = [line for line in lines if not pattern("row-count").match(line)]
     if len(rows) != 3 or not pattern("table-rule").match(rows[1]):
         return None
     header, cell = rows[0].strip(), rows[2].strip()
-    if not header or " " in header or "|" in header or "|" in cell:
+    if not header or " " in header or "|" in header or "|" in cell or not _parts(header) & asked:
         return None
-    return header, cell, True
+    named = re.search(rf"(?<![\w.]){re.escape(header)}\b(?!\s*\()", command, re.IGNORECASE)
+    return (header, cell, True) if named else None
 
 
 def _answer_keyed(
