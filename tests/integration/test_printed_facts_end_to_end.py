@@ -149,8 +149,254 @@ SECRETS: dict[str, tuple[tuple[Said, ...], str]] = {
     ),
 }
 
+
+def _answered(question: str, command: str, printed: str, code: int = 0) -> tuple[Said]:
+    """A user's question, then the one command the agent ran to answer it."""
+    return (Said(0, (question,), (ToolStep(command, printed, code),), "Done."),)
+
+
+# A question, and the short output of the one command run to answer it whose line or cell
+# names what it is, by a key the command selected, a record it showed or a file's field:
+# shown in `context`.
+ANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "jq-field": (
+        _answered(
+            "what's the node engine in package.json", "jq -r .engines.node package.json", ">=18.17"
+        ),
+        ">=18.17",
+    ),
+    "env-grep": (
+        _answered("what's the db host", "env | grep DB_HOST", "DB_HOST=pg-main.internal"),
+        "pg-main.internal",
+    ),
+    "pip-show": (
+        _answered(
+            "django version?",
+            "pip show django",
+            "Name: Django\nVersion: 4.2.7\nSummary: A high-level Python web framework",
+        ),
+        "4.2.7",
+    ),
+    "npm-ls": (
+        _answered(
+            "what version of react we got",
+            "npm ls react --depth=0",
+            "shop-web@1.0.0 /app\n\u2514\u2500\u2500 react@18.2.0",
+        ),
+        "18.2.0",
+    ),
+    "redis-info-grep": (
+        _answered(
+            "what redis version do we run",
+            "redis-cli INFO server | grep redis_version",
+            "redis_version:7.2.4",
+        ),
+        "7.2.4",
+    ),
+    "psql-one-cell": (
+        _answered(
+            "whats max_connections on staging",
+            "psql -h stg-db -c 'show max_connections'",
+            " max_connections \n-----------------\n 200\n(1 row)",
+        ),
+        "200",
+    ),
+    "yq-field": (
+        _answered(
+            "whats the python requirement in pyproject",
+            "yq -r .project.requires-python pyproject.toml",
+            ">=3.11",
+        ),
+        ">=3.11",
+    ),
+    "container-env-grep": (
+        _answered(
+            "what's NODE_ENV set to in the container?",
+            "docker exec web env | grep NODE_ENV",
+            "NODE_ENV=staging",
+        ),
+        "staging",
+    ),
+    "npm-ls-other-root": (
+        _answered(
+            "what typescript version is in the tree",
+            "npm ls typescript",
+            "web@0.3.0 /srv/web\n\u2514\u2500\u2500 typescript@5.4.5",
+        ),
+        "5.4.5",
+    ),
+    "psql-prod-cell": (
+        _answered(
+            "what's the shared_buffers on prod db?",
+            "psql -h prod-db -c 'show shared_buffers'",
+            " shared_buffers \n----------------\n 4GB\n(1 row)",
+        ),
+        "4GB",
+    ),
+    "yarn-list": (
+        _answered(
+            "what lodash do we resolve to?",
+            "yarn list --pattern lodash --depth=0",
+            "\u2514\u2500 lodash@4.17.21",
+        ),
+        "4.17.21",
+    ),
+}
+
+# A question and one value alone (or a line of code) that only the question says what it is
+# of: stored in the project's entries for search, not shown.
+GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "latest-tag": (
+        _answered("what's the latest tag", "git describe --tags --abbrev=0", "v2.14.3"),
+        "v2.14.3",
+    ),
+    "machine-arch": (_answered("what arch is the build box", "uname -m", "aarch64"), "aarch64"),
+    "constant-in-code": (
+        _answered(
+            "where is the api base url set",
+            "grep -rn API_BASE src/",
+            "src/config.ts:3:export const API_BASE = 'https://api.shop.io'",
+        ),
+        "https://api.shop.io",
+    ),
+    "short-sha": (
+        _answered("which commit is prod on?", "git rev-parse --short origin/prod", "4f2a9c1"),
+        "4f2a9c1",
+    ),
+    "kernel": (
+        _answered("what kernel does the ci runner have", "uname -r", "6.5.0-1017-azure"),
+        "6.5.0-1017-azure",
+    ),
+    "redis-config-tail": (
+        _answered(
+            "which maxmemory-policy is redis using",
+            "redis-cli CONFIG GET maxmemory-policy | tail -1",
+            "allkeys-lru",
+        ),
+        "allkeys-lru",
+    ),
+    "constant-in-python": (
+        _answered(
+            "where's the retry limit defined?",
+            "rg -n MAX_RETRIES",
+            "src/http/client.py:12:MAX_RETRIES = 5",
+        ),
+        "src/http/client.py",
+    ),
+    "bucket-region": (
+        _answered(
+            "which region is the assets bucket in",
+            "aws s3api get-bucket-location --bucket shop-assets --output text",
+            "eu-central-1",
+        ),
+        "eu-central-1",
+    ),
+    "env-in-a-pod": (
+        _answered(
+            "how many gunicorn workers does prod run?",
+            "kubectl exec deploy/api -- printenv WEB_CONCURRENCY",
+            "4",
+        ),
+        "WEB_CONCURRENCY",
+    ),
+    "unaligned-query": (
+        _answered("which timezone is the db in", "psql -Atc 'show timezone'", "Etc/UTC"),
+        "Etc/UTC",
+    ),
+    "image-deployed": (
+        _answered(
+            "hey what's the image tag deployed on staging?",
+            "kubectl get deploy web -n staging -o jsonpath='{..image}'",
+            "registry.acme.io/web:2.31.0",
+        ),
+        "registry.acme.io/web:2.31.0",
+    ),
+    "key-a-wider-search-found": (
+        _answered("what's the db host", "env | grep HOST", "CACHE_HOST=redis-main"),
+        "redis-main",
+    ),
+}
+
+# A question and output that answers nothing for sure: stored nowhere in the project's
+# entries (a failure, several matches, a tally, many rows, a dump, no question asked).
+UNANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "failed-grep": (
+        _answered("what's the db host", "env | grep DB_HOST", "DB_HOST=pg-old.internal", 1),
+        "pg-old.internal",
+    ),
+    "grep-matching-many": (
+        _answered(
+            "what port does the app use?",
+            "grep -rn PORT src/",
+            "src/a.py:3:PORT = 8080\nsrc/b.py:9:PORT = 9090",
+        ),
+        "9090",
+    ),
+    "test-tally": (
+        _answered("did the checkout tests pass?", "pytest tests/test_checkout.py -q", "3 passed"),
+        "3 passed",
+    ),
+    "many-rows": (
+        _answered(
+            "which users are admins?",
+            "psql -c 'select email from users where admin'",
+            " email \n-------\n a@x.io\n b@x.io\n(2 rows)",
+        ),
+        "a@x.io",
+    ),
+    "no-question": ((_ran(0, ToolStep("uname -m", "aarch64", 0)),), "aarch64"),
+    "count-of-the-moment": (
+        _answered(
+            "how many orders are stuck?",
+            "psql -c \"select count(*) from orders where state = 'stuck'\"",
+            " count \n-------\n    37\n(1 row)",
+        ),
+        "37",
+    ),
+    "status-word-to-another-question": (
+        _answered("what day is it?", "git status -s", "clean"),
+        "clean",
+    ),
+    "env-dump": (
+        _answered("what's in the env?", "env", "A=1\nB=2\nC=3\nD=4\nE=5\nPORT=8091"),
+        "8091",
+    ),
+}
+
+# Secrets printed in answer to a question: stored nowhere.
+SECRETS.update(
+    {
+        "asked-for-a-secret-variable": (
+            _answered(
+                "whats the stripe key on staging",
+                "env | grep STRIPE",
+                "STRIPE_SECRET_KEY=sk_live_51HxT9aLkQ2fGhJ8kLmNoPqRs",
+            ),
+            "sk_live_51HxT9aLkQ2fGhJ8kLmNoPqRs",
+        ),
+        "asked-for-a-url-with-a-password": (
+            _answered(
+                "what's the db url?",
+                "printenv | grep DATABASE_URL",
+                "DATABASE_URL=postgres://shop:hunter2pass@db:5432/shop",
+            ),
+            "hunter2pass",
+        ),
+        "asked-for-a-token-file": (
+            _answered(
+                "what's the api token?",
+                "cat ~/.config/shop/token",
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        ),
+    }
+)
+
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (SHOWN, CHANGED, NOISE, SECRETS) for name, case in table.items()
+    name: case[0]
+    for table in (SHOWN, CHANGED, NOISE, SECRETS, ANSWERED, GUESSED, UNANSWERED)
+    for name, case in table.items()
 }
 
 
@@ -191,3 +437,29 @@ def test_a_printed_secret_is_stored_nowhere(remembered: Remembered, name: str) -
     _, secret = SECRETS[name]
     assert secret not in remembered.stored
     assert secret not in remembered.contexts[name]
+
+
+@pytest.mark.parametrize("name", ANSWERED)
+def test_a_value_printed_in_answer_to_a_question_is_shown(
+    remembered: Remembered, name: str
+) -> None:
+    _, value = ANSWERED[name]
+    assert holds((value,), context_entries(remembered.contexts[name])), remembered.contexts[name]
+
+
+@pytest.mark.parametrize("name", GUESSED)
+def test_a_value_only_the_question_names_is_stored_not_shown(
+    remembered: Remembered, name: str
+) -> None:
+    _, value = GUESSED[name]
+    assert holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
+    assert not holds((value,), context_entries(remembered.contexts[name]))
+
+
+@pytest.mark.parametrize("name", UNANSWERED)
+def test_output_that_answers_nothing_for_sure_is_stored_nowhere(
+    remembered: Remembered, name: str
+) -> None:
+    _, value = UNANSWERED[name]
+    assert not holds((value,), lines_for(_cwd(name), parse_blocks(remembered.memory_md)))
+    assert not holds((value,), context_entries(remembered.contexts[name]))

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from consolidator.backends import base
 from consolidator.backends.extractive import statements
+from consolidator.backends.extractive.answers import answered_facts
 from consolidator.backends.extractive.commands import PRINTED, pattern, printed_facts
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
@@ -79,9 +80,10 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     spoken = statements.user_statements(said, session.answers)
     noted = [clip(one_line(redact(note).text), MAX_QUOTE_CHARS) for note in session.notes]
     printed = dict(fact for call in session.calls for fact in printed_facts(call))
-    facts = dedupe([*noted, *spoken.facts, *printed.values()])
+    answered = dict(fact for call in session.calls for fact in answered_facts(call))
+    facts = dedupe([*noted, *spoken.facts, *printed.values(), *answered])
     rules = {text: f"{EVIDENCE}.{session.noted_by}" for text in noted} | spoken.rules
-    rules |= dict.fromkeys(printed.values(), PRINTED)
+    rules |= dict.fromkeys(printed.values(), PRINTED) | answered
     conclusions: list[str] = []
     if session.last_agent_message:
         agent_facts, conclusions = statements.agent_statements(session.last_agent_message, rules)

@@ -19,6 +19,7 @@ from typing import Any
 
 from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive import defaults, supersede
+from consolidator.backends.extractive.answers import GUESSED_PRINTED
 from consolidator.backends.extractive.commands import PRINTED
 from consolidator.backends.extractive.explained import failure_bullets, same_failure
 from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
@@ -213,7 +214,7 @@ def _with_session(
     liked = subjects.SubjectIndex(b.text for b in preferences)
     for text in failure_bullets(notes.failures):
         _add(failures, None, witness(text, "tool", EXIT_CODES), same=same_failure)
-    printed = {fact for fact in notes.facts if notes.rule_of(fact) == PRINTED}
+    printed = {fact for fact in notes.facts if notes.rule_of(fact) in (PRINTED, GUESSED_PRINTED)}
     # Preferences first: a statement marks the preference giving another value of its subject.
     stated: list[tuple[list[Bullet], str, Origin]] = [
         *((preferences, text, "agent") for text in edited_preferences),
