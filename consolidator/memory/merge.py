@@ -24,6 +24,7 @@ from consolidator.memory.blocks import (
     bullet_count,
     task_count,
 )
+from consolidator.memory.sureness import only_guessed
 
 
 def apply_changes(memory: Memory, upserts: Sequence[Block], deletions: Collection[str]) -> Memory:
@@ -96,7 +97,9 @@ def enforce_budget(
     fits with at least half of it knowledge, so the task list never crowds out what was
     learned; folding keeps every task and citation, so it is not an eviction either. Only if
     everything is folded and the file is still too big are bullets evicted: those marked
-    superseded first (a newer value stands beside them), then least supported first (fewest
+    superseded first (a newer value stands beside them), then those the offline reader only
+    guessed state something (never shown, so a guess never pushes out what is), then least
+    supported first (fewest
     citing tasks), so a bullet with several witnesses goes only once every single-witness
     one is gone, then stalest (the newest `updated_at` among their tasks'
     citations is the oldest), then in file order. Only if every bullet is gone and the task
@@ -253,7 +256,7 @@ _Slot = tuple[int, Section | None, int]
 
 
 def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
-    bullets: list[tuple[bool, bool, int, float, int, _Slot]] = []
+    bullets: list[tuple[bool, bool, bool, int, float, int, _Slot]] = []
     tasks: list[tuple[bool, float, int, _Slot]] = []
     position = 0
     for block_index, block in enumerate(memory.blocks):
@@ -270,11 +273,13 @@ def _eviction_order(memory: Memory, usage: _Usage) -> list[_Slot]:
                 newest = max((w[1] for w in witnesses), default=_OLDEST)
                 slot: _Slot = (block_index, name, bullet_index)
                 current = not marks.is_superseded(bullet.text)
-                bullets.append((current, used, len(bullet.task_ids), newest, position, slot))
+                read = not only_guessed(bullet)
+                witnessed = len(bullet.task_ids)
+                bullets.append((current, read, used, witnessed, newest, position, slot))
                 position += 1
-    bullets.sort(key=lambda entry: entry[:5])
+    bullets.sort(key=lambda entry: entry[:6])
     tasks.sort(key=lambda entry: entry[:3])
-    return [entry[5] for entry in bullets] + [entry[3] for entry in tasks]
+    return [entry[6] for entry in bullets] + [entry[3] for entry in tasks]
 
 
 def _evict(memory: Memory, order: list[_Slot], count: int) -> Memory:

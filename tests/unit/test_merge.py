@@ -121,6 +121,20 @@ def test_budget_evicts_least_supported_then_stalest_bullets_first() -> None:
     assert survivors(full - 2 * line - 1) == (("two witnesses, old",), 3)
 
 
+def test_budget_evicts_a_guess_before_any_entry_a_rule_read() -> None:
+    tasks = (
+        Task("old", "old task", (cite("o", "2024-01-01T00:00:00Z"),), folded=True),
+        Task("new", "new task", (cite("n", "2025-06-01T00:00:00+00:00"),), folded=True),
+    )
+    read = Bullet("Port is 8081, read", ("old",), rules=(("o", "statement.start"),))
+    guess = Bullet("Max upload 25mb (nginx)", ("new", "old"), rules=(("n", "kept.value"),))
+    memory = Memory((block("a", read, guess, tasks=tasks),))
+    full = len(render_memory_md(memory).encode())
+    fitted, evicted = enforce_budget(memory, full - 1, render_memory_md)
+    assert [b.text for b in fitted.blocks[0].knowledge] == [read.text]
+    assert evicted == 1
+
+
 def test_budget_folds_the_stalest_tasks_before_evicting_anything() -> None:
     tasks = tuple(
         Task(f"t{n}", f"task number {n} " + "x" * 200, (cite(f"th{n}", f"2025-01-{n:02d}"),))
