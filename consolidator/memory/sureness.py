@@ -22,8 +22,8 @@ The evidence, each a finder in `FINDERS`:
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name) and the fix names no value the memory marks superseded;
-- `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed;
-  neither this nor `current_value` holds for an entry that only a rule of a guessed kind
+- `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed and
+  not hedged; neither this nor `current_value` holds for an entry that only a rule of a guessed kind
   read (a remark with a value that no rule reads as a statement, "max upload 25mb (nginx)"):
   it is kept for search, and said again it is still a guess (a request said twice is still
   a request);
@@ -189,6 +189,10 @@ _LEAD_IN: Final = re.compile(
 )
 
 
+def _said(text: str) -> str:
+    return _LEAD_IN.sub("", marks.unmarked(text)).strip()
+
+
 def _current_value(entry: Entry) -> Evidence | None:
     """Knowledge the user stated (or a tool's output showed, with a value), undisputed."""
     bullet = entry.bullet
@@ -197,7 +201,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     text = bullet.text
     if _older_of_two(text) or only_guessed(bullet):
         return None  # a later value of the same subject stands beside it, or a guess
-    said = _LEAD_IN.sub("", marks.unmarked(text)).strip()
+    said = _said(text)
     if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
@@ -251,8 +255,8 @@ def _several_sessions(entry: Entry) -> Evidence | None:
     bullet = entry.bullet
     if entry.section == "preferences" or marks.unmarked(bullet.text) != bullet.text:
         return None
-    if only_guessed(bullet):
-        return None  # a request said again in another session is still no statement
+    if only_guessed(bullet) or _HEDGE.search(_said(bullet.text)):
+        return None  # a request or a guess said again in another session is still one
     cited = {task.task_id: task for task in entry.block.tasks}
     threads = {
         thread

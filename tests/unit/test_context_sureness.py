@@ -213,6 +213,8 @@ def test_each_kind_of_evidence_is_named() -> None:
     concluded = _said("ROUND_HALF_EVEN moves two totals by a cent.", "agent", ("a", "b"))
     assert _evidence("knowledge", concluded, two) == ["several_sessions"]
     assert _evidence("knowledge", _said("ROUND_HALF_EVEN moves two totals.", "agent")) == []
+    would = "A test that sums the sample invoice's lines and expects 118.35 would pin it."
+    assert _evidence("knowledge", _said(would, "agent", ("a", "b")), two) == []
     assert _evidence("knowledge", _said("It might be on port 6544.")) == []
     assert _evidence("knowledge", _said("Tomorrow i will move redis to 6390")) == []
     assert _evidence("knowledge", _said("For this task you need to check the logs")) == []
