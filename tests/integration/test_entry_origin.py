@@ -73,7 +73,7 @@ def _line_with(lines: list[str], words: str) -> str:
 def test_each_entry_says_where_it_came_from(settings: Settings, store: Store) -> None:
     lines = _context_lines(_memory(store, settings), settings, DEPLOY)
 
-    assert "[the user said, seen 2026-11-23]" in _line_with(lines, "fails at the S3 sync step")
+    assert "[the user said, seen 2026-11-23]" in _line_with(lines, "Don't cat .env files")
     assert "[a tool showed, seen 2026-11-23]" in _line_with(lines, "AccessDenied) when calling")
     # One session's conclusion of the agent is not sure enough to inject: it is searched.
     assert not [line for line in lines if "Commit 7be21c0 added" in line]

@@ -408,8 +408,8 @@ def test_who_owns_what_is_kept_from_the_opening_request_too() -> None:
 def test_the_sample_sessions_requests_and_rules_read_as_a_user_means_them() -> None:
     spoken = user_statements(
         [
-            "The nightly deploy job fails at the S3 sync step. Figure out what is wrong with"
-            " scripts/sync_assets.sh.",
+            "The nightly deploy job fails at the S3 sync step with AccessDenied, but it worked"
+            " last week. Figure out what is wrong with scripts/sync_assets.sh.",
             "don't cat .env files, they hold real credentials.",
             "use `make build`, it downloads and pins the right hugo version into ./bin.",
             "yes rename them, then stop",
@@ -417,6 +417,7 @@ def test_the_sample_sessions_requests_and_rules_read_as_a_user_means_them() -> N
     )
     assert spoken.instructions == ["Don't cat .env files, they hold real credentials."]
     assert "Figure out what is wrong with scripts/sync_assets.sh." not in spoken.facts
+    assert not any("fails at the S3 sync step" in fact for fact in spoken.facts)  # the task
     assert (
         "Use `make build`, it downloads and pins the right hugo version into ./bin." in spoken.facts
     )
