@@ -16,17 +16,17 @@ The evidence, each a finder in `FINDERS`:
   kind (always, never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm, a
   reminder); its table reads nothing bound to the moment ("until", "for now") so;
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
-  showed, with a value), not hedged, not the agent's own state ("you have ..."), about "it"
-  or "this" only with a value (a number, a path, a name, a handle, a ticket), and not taken
-  back or disputed;
+  showed, with a value), not hedged, not told as past unless it says what became of it, not
+  the agent's own state ("you have ..."), about "it" or "this" only with a value (a number,
+  a path, a name, a handle, a ticket), and not taken back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name) and the fix names no value the memory marks superseded;
-- `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed and
-  not hedged; neither this nor `current_value` holds for an entry that only a rule of a guessed kind
-  read (a remark with a value that no rule reads as a statement, "max upload 25mb (nginx)"):
-  it is kept for search, and said again it is still a guess (a request said twice is still
-  a request);
+- `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed,
+  said as `current_value` must be (not hedged, not past); neither this nor `current_value`
+  holds for an entry that only a rule of a guessed kind read (a remark with a value that no
+  rule reads as a statement, "max upload 25mb (nginx)"): it is kept for search, and said
+  again it is still a guess (a request said twice is still a request);
 - `repository_check`: the project folder bears out what it names.
 
 A kind of rule recorded per witness can join as one more finder, without changing the rest.
@@ -184,6 +184,8 @@ _HEDGE: Final = re.compile(
     r"|will|going to|gonna|plan to)\b",
     re.IGNORECASE,
 )
+# What was rather than what is: an event told ("customer 4471 was billed 100.01").
+_PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
 _LEAD_IN: Final = re.compile(
     r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey)\b[\s,:;.!-]*)+", re.IGNORECASE
 )
@@ -191,6 +193,12 @@ _LEAD_IN: Final = re.compile(
 
 def _said(text: str) -> str:
     return _LEAD_IN.sub("", marks.unmarked(text)).strip()
+
+
+def _not_now(said: str) -> bool:
+    """Said with doubt, of what is yet to be, or of what was, unless it names what became of
+    it ("the port was moved to 6544"): none of it is how the project is now."""
+    return bool(_HEDGE.search(said) or (_PAST.search(said) and not facts.says_change(said)))
 
 
 def _current_value(entry: Entry) -> Evidence | None:
@@ -202,7 +210,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     if _older_of_two(text) or only_guessed(bullet):
         return None  # a later value of the same subject stands beside it, or a guess
     said = _said(text)
-    if _THE_AGENT_S_STATE.match(said) or _HEDGE.search(said):
+    if _THE_AGENT_S_STATE.match(said) or _not_now(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
     if not values and (bullet.origin == "tool" or _PRONOUN_SUBJECT.match(said)):
@@ -255,7 +263,7 @@ def _several_sessions(entry: Entry) -> Evidence | None:
     bullet = entry.bullet
     if entry.section == "preferences" or marks.unmarked(bullet.text) != bullet.text:
         return None
-    if only_guessed(bullet) or _HEDGE.search(_said(bullet.text)):
+    if only_guessed(bullet) or _not_now(_said(bullet.text)):
         return None  # a request or a guess said again in another session is still one
     cited = {task.task_id: task for task in entry.block.tasks}
     threads = {

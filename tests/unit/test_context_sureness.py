@@ -219,6 +219,10 @@ def test_each_kind_of_evidence_is_named() -> None:
     assert _evidence("knowledge", _said("Tomorrow i will move redis to 6390")) == []
     assert _evidence("knowledge", _said("For this task you need to check the logs")) == []
     assert _evidence("knowledge", _said("The api is going to listen on 8443.")) == []
+    billed = "Customer 4471 was billed 100.01 on invoice INV-2026-0912."
+    assert _evidence("knowledge", _said(billed)) == []
+    moved = _said("The staging db was moved to port 6544.")
+    assert _evidence("knowledge", moved) == ["current_value"]
     held = judge(
         Entry(_block(), "knowledge", _said("scripts/sync.sh runs the upload.", "agent"), True)
     )
