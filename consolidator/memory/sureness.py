@@ -18,7 +18,8 @@ The evidence, each a finder in `FINDERS`:
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
   showed, with a value), not hedged, not told as past unless it says what became of it, not
   the agent's own state ("you have ..."), about "it" or "this" only with a value (a number,
-  a path, a name, a handle, a ticket), and not taken back or disputed;
+  a path, a name, a handle, a ticket), a change only with what it became ("the script is
+  different now" names nothing), and not taken back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name) and the fix names no value the memory marks superseded;
@@ -184,6 +185,9 @@ _HEDGE: Final = re.compile(
     r"|will|going to|gonna|plan to)\b",
     re.IGNORECASE,
 )
+# A change said without what it became ("the deploy script is different now", "we're on
+# the new version now"): the value is elsewhere, or nowhere.
+_UNNAMED: Final = re.compile(r"\b(?:different|new|other)\b", re.IGNORECASE)
 # What was rather than what is: an event told ("customer 4471 was billed 100.01").
 _PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
 _LEAD_IN: Final = re.compile(
@@ -213,7 +217,11 @@ def _current_value(entry: Entry) -> Evidence | None:
     if _THE_AGENT_S_STATE.match(said) or _not_now(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
-    if not values and (bullet.origin == "tool" or _PRONOUN_SUBJECT.match(said)):
+    if not values and (
+        bullet.origin == "tool"
+        or _PRONOUN_SUBJECT.match(said)
+        or (facts.says_change(said) and _UNNAMED.search(said))
+    ):
         return None
     who = "a tool's output showed it" if bullet.origin == "tool" else "the user stated it"
     return Evidence("current_value", f"{who} as the project's current state")
