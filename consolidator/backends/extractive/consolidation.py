@@ -121,8 +121,7 @@ def _with_session(
 ) -> Block:
     """`block` with one session's task, what it takes back or edits, its preferences, facts and
     fixed failures; the newest value of a subject wins in knowledge and preferences alike."""
-    where = f"when working in {project}"
-    asked = [defaults.preference_text(where, quote) for quote in notes.instructions]
+    asked = [defaults.preference_text(f"when working in {project}", q) for q in notes.instructions]
     said = {one_line(text): rule for text, rule in notes.rules}
     wrapped = zip(asked, notes.instructions, strict=True)
     rules = said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
