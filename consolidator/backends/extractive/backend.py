@@ -74,7 +74,8 @@ def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
 
 
 def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
-    outcome = _judge_outcome(session)
+    ran = any(call.ok is not None and not call.read_only for call in session.calls)
+    outcome = (OUTCOME_PARTIAL if session.unfixed else OUTCOME_SUCCESS) if ran else OUTCOME_UNKNOWN
     edited = _project_files(call.edited for call in session.calls)
     said = [t for t in session.spoken if t not in session.notes]
     spoken = statements.user_statements(said, session.answers)
@@ -99,13 +100,17 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     worked = (call for call in session.calls if call.shell and call.ok and not call.read_only)
     commands = [call.command for call in worked if call.command]
     commands = [c for i, c in enumerate(commands) if c not in commands[i - 1 : i]]
+    # The most frequent words of the task and the commands; ties go to the earlier word.
+    sources = [session.task, *(call.command for call in session.calls)]
+    words = (word for source in sources for word in pattern("keyword").findall(source.lower()))
+    counted = Counter(w for w in words if w not in word_list("stopwords") and len(w) >= 3)
     return ExtractiveNotes(
         description=_describe(session, outcome, edited, rollout.cwd),
         task=session.task,
         task_outcome=outcome,
         cwd=one_line(rollout.cwd or ""),
         git_branch=one_line(rollout.git_branch or ""),
-        keywords=_top_keywords(session),
+        keywords=tuple(w for w, _ in counted.most_common() if not w.isdigit())[:MAX_KEYWORDS],
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
         files=tuple(dedupe([*edited, *mentioned])[:MAX_FILES]),
@@ -124,12 +129,6 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
 def _project_files(groups: Iterable[Iterable[str]]) -> list[str]:
     scratch = tuple(word_list("temporary-roots"))  # `/tmp/...`, a macOS screenshot: no project file
     return dedupe(p for paths in groups for p in paths if not p.startswith(scratch))
-
-
-def _judge_outcome(session: Session) -> str:
-    if not any(call.ok is not None and not call.read_only for call in session.calls):
-        return OUTCOME_UNKNOWN
-    return OUTCOME_PARTIAL if session.unfixed else OUTCOME_SUCCESS
 
 
 def _describe(session: Session, outcome: str, edited: list[str], cwd: str | None) -> str:
@@ -153,17 +152,8 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def _top_keywords(session: Session) -> tuple[str, ...]:
-    """The most frequent words of the task and the commands; ties go to the earlier word."""
-    sources = [session.task, *(call.command for call in session.calls)]
-    words = (word for source in sources for word in pattern("keyword").findall(source.lower()))
-    kept = (w for w in words if w not in word_list("stopwords") and not w.isdigit() and len(w) >= 3)
-    return tuple(word for word, _ in Counter(kept).most_common(MAX_KEYWORDS))
-
-
 def _summarise(session: Session, notes: ExtractiveNotes) -> str:
-    title = _headline(notes.task) or notes.description
-    lines = [f"# {title}", ""]
+    lines = [f"# {_headline(notes.task) or notes.description}", ""]
     if notes.task:
         lines.append(f"- Task: {notes.task}")
     unfixed = _count(session.unfixed, "failed command")
@@ -174,12 +164,10 @@ def _summarise(session: Session, notes: ExtractiveNotes) -> str:
     lines.append(f"- Outcome: {outcome}")
     if session.calls:
         lines.append(f"- Activity: {_count(len(session.calls), 'tool call')}")
-    fixes = [f for f in notes.failures if f.fix]
-    if fixes:
+    if fixes := [f for f in notes.failures if f.fix]:
         shown = "; ".join(f"{code_span(f.command)} -> {code_span(f.fix)}" for f in fixes[:3])
         lines.append(f"- Fixed: {shown}")
-    edited = dedupe(path for call in session.calls for path in call.edited)
-    if edited:
+    if edited := dedupe(path for call in session.calls for path in call.edited):
         lines.append(f"- Files edited: {_listed(edited, 5)}")
     if session.last_agent_message:
         note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)

@@ -1,23 +1,20 @@
-"""Offline phase two: deterministic consolidation of extractive stage-one notes.
-
-No model: each input with something reusable becomes a task in the block of its cwd; the
-user's standing instructions become preferences, stated facts and the agent's conclusions
-knowledge, fixed failures "Failures and how to do differently". A fact said again joins its
-entry as another witness, and the newest value of a subject wins (`supersede`). The same
-inputs always give the same memory, so the pipeline is testable end to end without a key.
-"""
+"""Offline phase two: each input with something reusable becomes a task in its cwd's block;
+standing instructions become preferences, facts and the agent's conclusions knowledge, fixed
+failures "Failures and how to do differently". A fact said again gains a witness, the newest
+value of a subject wins (`supersede`), and the same inputs give the same memory, so the
+pipeline is testable end to end without a key."""
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
-from consolidator.backends.base import ConsolidationInput, ConsolidationRequest, ConsolidationResult
+from consolidator.backends.base import ConsolidationRequest, ConsolidationResult
 from consolidator.backends.extractive import defaults, supersede
 from consolidator.backends.extractive.answers import GUESSED_PRINTED
 from consolidator.backends.extractive.commands import PRINTED
@@ -55,46 +52,15 @@ def task_id_for(thread_id: str) -> str:
     return f"t-{head}-{hashlib.sha256(thread_id.encode('utf-8')).hexdigest()[:10]}"
 
 
-def _project_name(cwd: str | None) -> str:
-    return posixpath.basename(cwd.rstrip("/")) if cwd else "any project"
-
-
-def _new_block(item: ConsolidationInput) -> Block:
-    project = _project_name(item.cwd)
-    return Block(
-        block_id=block_id_for(item.cwd),
-        title=f"{project} ({item.cwd})" if item.cwd else "Sessions without a working directory",
-        scope=f"Work done by coding agents in {project}: preferences, fixes and facts.",
-        applies_to_cwd=item.cwd,
-        reuse_rule="reuse when working in this directory; re-check facts against the repo",
-        tasks=(),
-    )
-
-
 def _each_section(block: Block, change: Callable[[Bullets], Bullets]) -> Block:
     changed: dict[str, Any] = {name: change(block.section(name)) for name in SECTIONS}
     return replace(block, **changed)
 
 
-def _without_thread(block: Block, thread_id: str) -> Block:
-    """Drop the thread's task (under any form of its id) and its citations, so a re-extracted
-    thread replaces its old entry."""
-    task_id = task_id_for(thread_id)
-    tasks = []
-    for task in block.tasks:
-        citations = tuple(c for c in task.citations if c.thread_id != thread_id)
-        if task.task_id != task_id and citations:
-            tasks.append(replace(task, citations=citations))
-    live = {task.task_id for task in tasks}
-    block = replace(block, tasks=tuple(tasks))
-    return _each_section(block, lambda bullets: prune_bullets(bullets, live, {thread_id}))
-
-
 def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
-    """`block` without the entries a correction takes back: naming every word of a topic
-    ("the build script") or about the subject it names in any words ("the staging host":
-    "point it at stage1.infra.internal"); each a repository check quoted as stated otherwise
-    marked superseded, as its reading may be wrong. Older versions keep them all."""
+    """`block` without the entries a correction takes back, naming every word of a topic ("the
+    build script") or its subject in any words; one a repository check found stated otherwise
+    is marked superseded, as its reading may be wrong. Older versions keep them all."""
     taken_back = [words for words in map(_topic_words, notes.revoked) if words]
     named = [s for s in map(subjects.subject_of, notes.revoked) if s is not None and taken_back]
     quoted = {marks.unmarked(entry) for entry in notes.outdated}
@@ -120,22 +86,6 @@ def _topic_words(text: str) -> frozenset[str]:
     return frozenset(facts.stem(word) for word in words if word not in _TOPIC_FILLER)
 
 
-def _witness(
-    citation: ThreadCitation, rules: Mapping[str, str]
-) -> Callable[[str, Origin, str], Bullet]:
-    """An entry as one session gives it: its task, its thread and its wording, where it had
-    it from, and the rule that read it by its text (`fallback` for one it does not name)."""
-    thread = citation.thread_id
-    task_ids = (task_id_for(thread),)
-
-    def bullet(text: str, origin: Origin, fallback: str) -> Bullet:
-        rule = rules.get(text, fallback)
-        ruled = ((thread, rule),) if rule else ()
-        return Bullet(text, task_ids, ((thread, text),), ((thread, origin),), ruled)
-
-    return bullet
-
-
 def _add(
     bullets: list[Bullet],
     index: subjects.SubjectIndex | None,
@@ -143,9 +93,8 @@ def _add(
     mark: Callable[[str], str] = lambda _: "",
     same: Callable[[str, str], bool] = facts.same_fact,
 ) -> None:
-    """Add `new` to `bullets` with the mark `mark` gives it, or its session as a witness of
-    the entry saying the same, shown in its text when that says all it says and more (keeping
-    its mark); only entries `index` finds are compared."""
+    """Add `new` with the mark `mark` gives it, or as a witness of the entry `index` finds
+    saying the same, which shows its text (keeping its mark) when that says all and more."""
     text = new.text
     candidates = index.candidates(text, same=True) if index else range(len(bullets))
     at = next((at for at in candidates if same(bullets[at].text, text)), len(bullets))
@@ -160,14 +109,6 @@ def _add(
         index.add(at, bullets[at].text)
 
 
-def _notes_for(item: ConsolidationInput) -> ExtractiveNotes:
-    notes = item.notes or ExtractiveNotes()
-    if notes.task:
-        return notes
-    first_line = next((line for line in item.rollout_summary.splitlines() if line.strip()), "")
-    return replace(notes, task=first_line.lstrip("#-* ").strip() or "session")
-
-
 def _short_title(task: str, limit: int = 100) -> str:
     """The task's first sentence after any greeting, so a long request is no long heading."""
     lead = strip_lead_in(one_line(task)) or one_line(task)
@@ -178,23 +119,23 @@ def _short_title(task: str, limit: int = 100) -> str:
 def _with_session(
     block: Block, project: str, notes: ExtractiveNotes, citation: ThreadCitation
 ) -> Block:
-    """`block` with what one session's notes say: its task, what it takes back or edits, its
-    preferences, facts and fixed failures; the newest value of a subject wins over the older
-    in knowledge and preferences alike."""
-    where = f"when working in {project}"
-    asked = [defaults.preference_text(where, quote) for quote in notes.instructions]
+    """`block` with one session's task, what it takes back or edits, its preferences, facts and
+    fixed failures; the newest value of a subject wins in knowledge and preferences alike."""
+    asked = [defaults.preference_text(f"when working in {project}", q) for q in notes.instructions]
     said = {one_line(text): rule for text, rule in notes.rules}
     wrapped = zip(asked, notes.instructions, strict=True)
     rules = said | {one_line(text): said.get(one_line(quote), "") for text, quote in wrapped}
-    witness = _witness(citation, rules)
+    thread = citation.thread_id
+
+    def witness(text: str, origin: Origin, fallback: str) -> Bullet:
+        """An entry as this session gives it, with the rule that read it by its text."""
+        ruled = ((thread, rule),) if (rule := rules.get(text, fallback)) else ()
+        return Bullet(text, (task_id_for(thread),), ((thread, text),), ((thread, origin),), ruled)
+
     author = _NOTE_AUTHORS.get(notes.noted_by, "user")
     judged = notes.task_outcome not in ("", OUTCOME_UNKNOWN)
-    task = Task(
-        task_id=task_id_for(citation.thread_id),
-        title=_short_title(notes.task) + (f" ({notes.task_outcome})" if judged else ""),
-        citations=(citation,),
-        keywords=tuple(notes.keywords),
-    )
+    title = _short_title(notes.task) + (f" ({notes.task_outcome})" if judged else "")
+    task = Task(task_id_for(thread), title, (citation,), keywords=tuple(notes.keywords))
     day = citation.updated_at[:10]
     block = _taken_back(block, notes, day)
     edited_knowledge: list[str] = []
@@ -247,12 +188,34 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
     blocks: dict[str, Block] = {block.block_id: block for block in request.touched_blocks}
     changed: list[str] = []
     for item in sorted(request.inputs, key=lambda i: (i.updated_at, i.thread_id)):
-        block_id = block_id_for(item.cwd)
-        block = _without_thread(blocks.get(block_id) or _new_block(item), item.thread_id)
-        notes = _notes_for(item)
+        block_id, thread = block_id_for(item.cwd), item.thread_id
+        project = posixpath.basename(item.cwd.rstrip("/")) if item.cwd else "any project"
+        block = blocks.get(block_id) or Block(
+            block_id=block_id,
+            title=f"{project} ({item.cwd})" if item.cwd else "Sessions without a working directory",
+            scope=f"Work done by coding agents in {project}: preferences, fixes and facts.",
+            applies_to_cwd=item.cwd,
+            reuse_rule="reuse when working in this directory; re-check facts against the repo",
+            tasks=(),
+        )
+        # A re-extracted thread replaces its old entry: its task (under any form of its id) and
+        # its citations go first.
+        tasks = tuple(
+            replace(task, citations=cited)
+            for task in block.tasks
+            if (cited := tuple(c for c in task.citations if c.thread_id != thread))
+            and task.task_id != task_id_for(thread)
+        )
+        live = {task.task_id for task in tasks}
+        block = _each_section(
+            replace(block, tasks=tasks), partial(prune_bullets, live=live, forgotten={thread})
+        )
+        notes = item.notes or ExtractiveNotes()
+        if not notes.task:
+            lines = (line for line in item.rollout_summary.splitlines() if line.strip())
+            notes = replace(notes, task=next(lines, "").lstrip("#-* ").strip() or "session")
         if notes.states_something or notes.files or notes.user_quotes:
-            citation = request.citations[item.thread_id]
-            block = _with_session(block, _project_name(item.cwd), notes, citation)
+            block = _with_session(block, project, notes, request.citations[thread])
         elif block_id not in blocks:
             continue  # nothing reusable, and no older entry of the thread to drop
         blocks[block_id] = block

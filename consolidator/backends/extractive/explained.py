@@ -31,9 +31,8 @@ def _words(*texts: str) -> frozenset[str]:
 
 
 def account(failure: FailureNote, between: Sequence[Call]) -> str:
-    """Up to two sentences the agent said `between` the failed call and its fix that state
-    something about it: they name its command, a word of its error, or the file or value the
-    fix changed. Words about anything else explain nothing of it."""
+    """Up to two sentences the agent said `between` the failed call and its fix that name its
+    command, a word of its error, or the file or value the fix changed: nothing else explains it."""
     if not failure.fixed:
         return ""
     edited = (path.rsplit("/", 1)[-1] for path in failure.edited)

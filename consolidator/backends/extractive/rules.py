@@ -1,9 +1,8 @@
 """The engine of the offline reader's rule table (`rules.json`, beside this module).
 
 Each sentence decision is a row: kind, pattern, precedence, conditions, examples (see
-docs/contributing.md). `first` gives the row that decides; the reader acts on its kind and
-keeps its id, so every entry traces to its rule. `without_rules` switches rows off, which is
-how a test shows that every rule is needed by one of its own examples."""
+docs/contributing.md). `first` gives the row that decides, and the entry keeps its id;
+`without_rules` switches rows off, so a test shows each rule is needed by an example."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ from typing import Final, NamedTuple, TypeAlias
 
 from consolidator.memory.lexicon import data
 
-# What an entry read from evidence rather than from a sentence is named after: a note handed
-# over (evidence.note, evidence.agent_note, evidence.check), a failure and its fix told by
-# exit codes (evidence.exit-code), a value a session's edit changed (evidence.edit).
+# What an entry read from evidence rather than a sentence is named after: a note handed over
+# (evidence.note, .agent_note, .check), exit codes (.exit-code), a session's edit (.edit).
 EVIDENCE: Final = "evidence"
 EXIT_CODES: Final = f"{EVIDENCE}.exit-code"
 EDIT: Final = f"{EVIDENCE}.edit"
@@ -65,10 +63,11 @@ class Rule:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        """Compiled on first use; a fresh process compiles only what it reads."""
-        if self.id in _SWITCHED_OFF.get():
-            return _NOTHING
-        return _compiled(self.pattern, re.IGNORECASE if "i" in self.flags else 0)
+        """Compiled on first use (`re` keeps it): a fresh process compiles only what it reads."""
+        switched_off = self.id in _SWITCHED_OFF.get()
+        return (
+            _NOTHING if switched_off else re.compile(self.pattern, re.I if "i" in self.flags else 0)
+        )
 
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
@@ -109,11 +108,6 @@ class Reading(NamedTuple):
 
 
 @cache
-def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-@cache
 def table() -> tuple[Rule, ...]:
     """Every rule of the table, by precedence then id."""
     rows = (Rule(**row) for row in data("rules.json", __package__)["rules"])
@@ -126,10 +120,16 @@ def rule(rule_id: str) -> Rule:
     return {row.id: row for row in table()}[rule_id]
 
 
+@cache
+def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
+    """The rows of `kinds` (kinds or ids), by precedence."""
+    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
+
+
 def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
     """The row of one of `kinds` (or ids) that reads `text` first by precedence, its conditions
-    holding on what it says; `given` are the flags the caller knows of the text. A cue that
-    opens `text` is read past (flag "cued") and decides last."""
+    holding on what it says; `given` are the caller's flags of the text. A cue that opens
+    `text` is read past (flag "cued") and decides last."""
     return _first(text, kinds, frozenset(given), _SWITCHED_OFF.get())
 
 
@@ -137,8 +137,8 @@ def first(text: str, *kinds: str, given: Iterable[str] = ()) -> Reading | None:
 def _first(
     text: str, kinds: tuple[str, ...], flags: frozenset[str], switched_off: frozenset[str]
 ) -> Reading | None:
-    """`first`, remembered: the reader asks the same of a sentence again and again (each
-    condition of each row it tries). The rules switched off are part of the question."""
+    """Remembered, as the reader asks the same of a sentence again and again (each condition
+    of each row it tries); the rules switched off are part of the question."""
     cue: Reading | None = None
     for row in _rows(kinds):
         if (found := row.find(text)) is None:
@@ -163,46 +163,39 @@ def _conditions_hold(row: Rule, said: str, found: _Parts, flags: frozenset[str])
 def cut(
     text: str, lead_in: Callable[[str], str], kinds: tuple[str, ...] = ("request", "run-on")
 ) -> list[str]:
-    """`text` cut where a clause starts that a row of `kinds` reads, its conditions holding
-    on the clause, lead-in read past, or on the part named before ":": "whole", "opening"
-    (up to the first clause start), "head" (since the last cut), "raw" (the clause as it
-    starts) or "first" (the clause up to its own next start). A "request" row drops all
-    before (the request a sentence opens with, beside what it states); "run-on" cuts."""
-    starts = list(rule("structure.clause-start").regex.finditer(text))
+    """`text` cut where a clause starts that a row of `kinds` reads, its conditions holding on
+    the clause past its lead-in or on a part named before ":" (below). A "request" row drops all
+    before (the request a sentence opens with); "run-on" cuts."""
+    splitter = rule("structure.clause-start").regex
+    starts = list(splitter.finditer(text))
     units: list[str] = []
     begun = 0
     for start in starts:
         rest = lead_in(text[start.end() :])
         parts = {
             "whole": text,
-            "opening": text[: starts[0].end()],
-            "head": text[begun : start.start()],
-            "raw": text[start.end() :],
+            "opening": text[: starts[0].end()],  # up to the first clause start
+            "head": text[begun : start.start()],  # since the last cut
+            "raw": text[start.end() :],  # the clause as it starts
             "rest": rest,
-            "first": rule("structure.clause-start").regex.split(rest, maxsplit=1)[0],
+            "first": splitter.split(rest, maxsplit=1)[0],  # up to the clause's own next start
         }
-        rows = (row for row in _rows(kinds) if row.regex.match(text, start.end()))
-        found = next(
-            (r for r in rows if _conditions_hold(r, r.beside(rest), parts, frozenset())), None
-        )
-        if found and found.kind == "request":
-            return cut(rest, lead_in, ("run-on",))
-        if found:
-            units.append(parts["head"])
-            begun = start.end()
+        for row in (row for row in _rows(kinds) if row.regex.match(text, start.end())):
+            if _conditions_hold(row, row.beside(rest), parts, frozenset()):
+                if row.kind == "request":
+                    return cut(rest, lead_in, ("run-on",))
+                units.append(parts["head"])
+                begun = start.end()
+                break
     return [*units, text[begun:]]
 
 
 def holds(
-    condition: str,
-    text: str,
-    given: frozenset[str] = frozenset(),
-    found: _Parts = None,
+    condition: str, text: str, given: frozenset[str] = frozenset(), found: _Parts = None
 ) -> bool:
-    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id
-    (its row reads the text), a kind (a row of it decides), "words>=N", or a flag the caller
-    gives; "!" negates it, and "name:" before it reads the group of that name in the row's
-    match instead of the text."""
+    """A condition of a row: tokens joined by "+", all of which hold. A token is a rule id (its
+    row reads the text), a kind (a row of it decides), "words>=N", or a flag the caller gives;
+    "!" negates it, and "name:" before it reads that group of the row's match, not the text."""
     for token in condition.split("+"):
         group, colon, token = token.rpartition(":")
         said = (found[group] or "") if colon and found is not None else text
@@ -217,30 +210,21 @@ def holds(
 
 
 @cache
-def _rows(kinds: tuple[str, ...]) -> tuple[Rule, ...]:
-    """The rows of `kinds` (kinds or ids), by precedence."""
-    return tuple(row for row in table() if row.kind in kinds or row.id in kinds)
-
-
-@cache
 def word_list(name: str) -> frozenset[str]:
     """One of the word lists the reader reads by (`words.json` beside the table)."""
     return frozenset(data("words.json", __package__)["words"][name])
 
 
 def table_in_markdown() -> str:
-    """The table as the offline reader's section of `docs/backends.md` shows it: each kind
-    of rule, then each rule with what it reads, one example and one counter-example."""
+    """The offline reader's section of `docs/backends.md`: each kind of rule, then each rule
+    with what it reads, one example and one counter-example."""
     lines = [DOC_START, ""]
     for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")
-        for row in (found for found in table() if found.kind == kind):
-            example, counter = (
-                e[0].replace("\n", "\\n") for e in (row.examples, row.counter_examples)
-            )
+        for r in _rows((kind,)):
+            said, not_said = (e[0].replace("\n", "\\n") for e in (r.examples, r.counter_examples))
             lines.append(
-                f"  - `{row.id}` ({row.precedence}): {row.describe} "
-                f'Reads "{example}", not "{counter}".'
+                f'  - `{r.id}` ({r.precedence}): {r.describe} Reads "{said}", not "{not_said}".'
             )
     return "\n".join([*lines, "", DOC_END]) + "\n"
 

@@ -130,10 +130,9 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
 
 
 def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
-    """`failed` with what fixed it, and where in `later` the call that passed is (-1: none):
-    the next similar success of the tool, or what changed before the same command passed; else
-    the next call of the tool, if the failed one could not run or the user had named it. The
-    last change is the fix; an edit is where the fix went."""
+    """`failed` with what fixed it, and where in `later` the call that passed is (-1: none): the
+    tool's next similar success, or else its next call if the failed one could not run or the
+    user had named it. The last change before it is the fix; an edit is where the fix went."""
     tried = [(at, c) for at, c in enumerate(later) if c.tool == failed.tool and not c.read_only]
     passed = ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args))
     at, fixed_by = next(passed, (-1, None))
