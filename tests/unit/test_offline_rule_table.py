@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from consolidator.backends.extractive.answers import answered_facts
+from consolidator.backends.extractive.commands import Call
 from consolidator.backends.extractive.defaults import scope_of
 from consolidator.backends.extractive.rules import Rule, table, without_rules
 from consolidator.backends.extractive.statements import agent_statements, user_statements
@@ -23,10 +25,19 @@ def test_each_rule_reads_its_examples_and_none_of_its_counter_examples(rule: Rul
 
 def _reading(sentence: str) -> object:
     """Everything the reader makes of `sentence`: as the opening request, as a later remark,
-    as the agent's final message, and where an instruction in it holds."""
+    as the agent's final message, where an instruction in it holds, and as the words a command
+    the agent ran right after them answered (`uname -m` printing one value)."""
     opening = user_statements([sentence])
     later = user_statements(["can you have a look at this", sentence])
-    return (opening, later, agent_statements(sentence), [scope_of(i) for i in later.instructions])
+    answered = Call("Bash", "uname -m", "uname", shell=True, ok=True, asked=sentence)
+    answered.printed = ("aarch64",)
+    return (
+        opening,
+        later,
+        agent_statements(sentence),
+        [scope_of(i) for i in later.instructions],
+        answered_facts(answered),
+    )
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])

@@ -1,11 +1,7 @@
-"""A tool call and its result, read one way whatever the agent (its spelling and the shapes
-read in it are data, `calls.json`): what it ran, the files it edited or read, whether it failed
-and on which line, the value it printed when run to print one. A shell command is reduced to a
-key (`python -m pytest` and `uv run pytest -x` are one) that pairs a failure with its fix.
-
-An edit is evidence of a new value nobody said (`port: 5544` to `port: 5545`, an edit of
-`.nvmrc`, a `git mv`): every edit is a file's lines taken out and put in; a key and its value
-are read only in configuration files, a runtime's version only where one is pinned."""
+"""A tool call and its result, read one way whatever the agent (spelling, shapes and limits are
+data, `calls.json`): what it ran, the files it edited or read, whether it failed and on which
+line, the values it printed. A shell command's key (`python -m pytest` and `uv run pytest -x`
+are one) pairs a failure with its fix; an edit gives a new value nobody said."""
 
 from __future__ import annotations
 
@@ -14,9 +10,9 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from itertools import takewhile
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, TypeAlias
 
 from consolidator.backends.extractive.rules import EVIDENCE, word_list
 from consolidator.memory.lexicon import data
@@ -28,10 +24,8 @@ from consolidator.verify.runtimes import pinned_in_line
 
 # What an entry read from a value a command run to print it printed is named after.
 PRINTED: Final = f"{EVIDENCE}.output"
-MAX_COMMAND_CHARS = 120
-MAX_ERROR_CHARS = 160
-_MAX_VALUE_CHARS = 120
 _PINNED = " version"
+_spelling = partial(data, "calls.json", __package__)
 
 
 @dataclass
@@ -44,10 +38,8 @@ class Call:
     mentioned: tuple[str, ...] = ()
     read_only: bool = False
     shell: bool = False
-    # The values the call's edits changed (a setting, a pinned version, a file's path).
-    changes: tuple[EditedValue, ...] = ()
-    # The user's words since the call before (a command they named), the agent's after it.
-    asked: str = ""
+    changes: tuple[EditedValue, ...] = ()  # a setting, a pinned version, a file's path
+    asked: str = ""  # the user's words since the call before; `said`, the agent's after it
     said: list[str] = field(default_factory=list)
     ok: bool | None = None
     error: str = ""
@@ -55,18 +47,8 @@ class Call:
     printed: tuple[str, ...] = ()
 
 
-class FileEdit(NamedTuple):
-    """One edit of the file at `path`: the lines it took out and put in, and where it moved from."""
-
-    path: str
-    removed: list[str]
-    added: list[str]
-    moved_from: str = ""
-
-
-def _spelling() -> dict[str, Any]:
-    """How the agents spell a tool call (`calls.json` beside this module)."""
-    return data("calls.json", __package__)
+# One edit of a file: its path, the lines it took out and put in, and where it moved from.
+FileEdit: TypeAlias = tuple[str, list[str], list[str], str]
 
 
 @cache
@@ -76,109 +58,100 @@ def pattern(name: str) -> re.Pattern[str]:
 
 
 def parse_call(item: RolloutItem, cwd: str | None) -> Call:
-    """What a tool call did, from its arguments: a patch (on its own or in the shell), a shell
-    command, an edit's old and new text, or a named tool and what it was given."""
+    """What a tool call did, from its arguments: a patch (alone or in the shell), a shell command
+    (an argv, or a shell tool's text that is no JSON object), an edit, or a named tool's use."""
     tool = (item.name or "").strip() or "tool"
-    command, payload = _arguments(tool, item.text)
-    texts = [command, *payload.values()]
-    patch = next((t for t in texts if isinstance(t, str) and "*** Begin Patch" in t), None)
-    if patch is not None:
-        edits = list(patch_edits(patch, cwd))
-        edited = tuple(dedupe(edit.path for edit in edits))
+    try:
+        payload = json.loads(item.text) if item.text.strip().startswith("{") else None
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {"command" if tool.lower() in word_list("shell-tools") else "text": item.text}
+    value = _argument(payload, "command", object)
+    command = value if isinstance(value, str) and value.strip() else None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        shell = len(value) >= 3 and value[0] in word_list("shells")
+        script = shell and value[1] in _spelling()["shell-flags"]
+        command = value[2] if script else shlex.join(value)
+    texts = (text for text in [command, *payload.values()] if isinstance(text, str))
+    edits: list[FileEdit] = []
+    if (patch := next((text for text in texts if "*** Begin Patch" in text), None)) is not None:
+        parts = pattern("patch-file").split(patch)
+        for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+            removed, added = (
+                [line[1:] for line in body.splitlines() if line[:1] == s] for s in "-+"
+            )
+            moved = edits[-1][0] if action == "Move to" and edits else ""
+            edits.append((_relative(named, cwd), removed, added, moved))
+        edited = tuple(dedupe(edit[0] for edit in edits))
         line = f"{'apply_patch' if command else tool} {' '.join(edited)}"
         call = Call(tool, line, "apply_patch", frozenset(edited), edited)
     elif command is not None:
         key, args, read_only = _command_key(command)
-        mentioned, edits = _files_named(command, cwd)
-        call = Call(tool, command, key, args, (), mentioned, read_only, True)
+        files: list[str] = []
+        for argv in segments(command):
+            files += [_relative(path, cwd) for path in map(_path_in, argv) if path]
+            given = [arg for arg in argv[2:] if not arg.startswith("-")]
+            if argv[:2] == ["git", "mv"] and len(given) == 2:  # a file renamed
+                source, target = given
+                target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
+                edits.append((_relative(target, cwd), [], [], _relative(source, cwd)))
+        call = Call(tool, command, key, args, (), tuple(dedupe(files)), read_only, True)
     else:
-        named = _text(payload, "path")
-        paths = (_relative(named, cwd),) if named and "\n" not in named else ()
+        path = _argument(payload, "path")
+        paths = (_relative(path, cwd),) if path and "\n" not in path else ()
         listed = tool.lower() in word_list("read-only-tools")
         editor = not listed and pattern("edit-tool").search(tool) is not None
         reads = listed or (not editor and pattern("reading-tool").match(tool.lower()) is not None)
-        line = f"{tool} {' '.join(paths) or _text(payload, 'detail')}"
+        line = f"{tool} {' '.join(paths) or _argument(payload, 'detail')}"
         edited, mentioned = (paths, ()) if editor else ((), paths)
         call = Call(tool, line, tool, frozenset(paths), edited, mentioned, reads)
         edits = [
-            FileEdit(path, _text(pair, "old").splitlines(), _text(pair, "new").splitlines())
-            for pair in [payload, *(_argument(payload, "edits") or [])]
+            (path, _argument(pair, "old").splitlines(), _argument(pair, "new").splitlines(), "")
+            for pair in [payload, *(_argument(payload, "edits", list) or [])]
             for path in paths
             if editor and isinstance(pair, dict) and _argument(pair, "new")
         ]
     # The command on one line, clipped, " ..." where it had more.
     lines = [line for line in call.command.strip().splitlines() if line.strip()]
     text = one_line(redact(lines[0] if lines else "").text) + (" ..." if len(lines) > 1 else "")
-    call.command, call.changes = clip(text, MAX_COMMAND_CHARS), edited_values(edits)
+    call.command = clip(text, _spelling()["limits"]["command"])
+    call.changes = edited_values(edits)
     return call
 
 
-def _arguments(tool: str, text: str) -> tuple[str | None, dict[str, Any]]:
-    """The shell command a call ran, if any, and its arguments by name: a text that is not a
-    JSON object is a shell tool's command, another tool's text."""
-    try:
-        payload = json.loads(text) if text.strip().startswith("{") else None
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        payload = {"command" if tool.lower() in word_list("shell-tools") else "text": text}
-    value = _argument(payload, "command")
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        shell = len(value) >= 3 and value[0] in word_list("shells")
-        script = shell and value[1] in _spelling()["shell-flags"]
-        return (value[2] if script else shlex.join(value)), payload
-    return (value if isinstance(value, str) and value.strip() else None), payload
+def _argument(payload: dict[str, Any], name: str, kind: type = str) -> Any:
+    """The argument `name` of a call under whichever of its spellings, "" when none or no `kind`."""
+    found = next((payload[key] for key in _spelling()["arguments"][name] if payload.get(key)), "")
+    return found if isinstance(found, kind) else ""
 
 
-def _argument(payload: dict[str, Any], name: str) -> Any:
-    """The argument `name` of a call, under whichever of its spellings the agent used."""
-    return next((payload[key] for key in _spelling()["arguments"][name] if payload.get(key)), None)
-
-
-def _text(payload: dict[str, Any], name: str) -> str:
-    return value if isinstance(value := _argument(payload, name), str) else ""
-
-
-def _argv(segment: str) -> list[str]:
-    """A command's words, read the shell's (slow) way only when a quote or backslash is there."""
-    if not pattern("quoting").search(segment):
-        return pattern("word").findall(segment)
-    try:
-        return shlex.split(segment)
-    except ValueError:
-        return segment.split()
-
-
-def _files_named(command: str, cwd: str | None) -> tuple[tuple[str, ...], list[FileEdit]]:
-    """The files a shell command names, and the moves of those it renamed with `git mv`."""
-    named: list[str] = []
-    moves: list[FileEdit] = []
-    for argv in map(_argv, pattern("segment-split").split(command.strip())):
-        named += [_relative(path, cwd) for path in map(_path_in, argv) if path]
-        paths = [arg for arg in argv[2:] if not arg.startswith("-")]
-        if argv[:2] == ["git", "mv"] and len(paths) == 2:
-            source, target = paths
-            target += source.rsplit("/", 1)[-1] if target.endswith("/") else ""
-            moves.append(FileEdit(_relative(target, cwd), [], [], _relative(source, cwd)))
-    return tuple(dedupe(named)), moves
+def segments(command: str) -> list[list[str]]:
+    """The words of each command a shell line joins, read the shell's slow way only if quoted."""
+    found = []
+    for segment in pattern("segment-split").split(command.strip()):
+        try:
+            quoted = pattern("quoting").search(segment)
+            found.append(shlex.split(segment) if quoted else pattern("word").findall(segment))
+        except ValueError:
+            found.append(segment.split())
+    return found
 
 
 def _path_in(token: str) -> str:
     """The file a command's argument names (`tests/test_api.py::test_get`), "" when none."""
     path = token.split("::", 1)[0]
     extension = path.rsplit(".", 1)[-1]
-    if not pattern("path-token").fullmatch(path) or "://" in path:
-        return ""
     known = extension.lower() in word_list("file-extensions")
-    return path if known or ("/" in path and not extension.isdigit()) else ""
+    named = known or ("/" in path and not extension.isdigit())
+    return path if named and pattern("path-token").fullmatch(path) else ""
 
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
-    """What a command runs (`pytest`, `make lint`), its notable arguments, and whether it only
-    reads: wrappers, runners, `python -m` and shells are looked through."""
+    """What a command runs (`make lint`, past wrappers, runners, `python -m` and shells), its
+    notable arguments, and whether it only reads."""
     first_line = (command.strip().splitlines() or [""])[0]
-    for segment in pattern("segment-split").split(first_line):
-        argv = _argv(segment)
+    for argv in segments(first_line):
         while argv and (pattern("assignment").match(argv[0]) or argv[0] in word_list("wrappers")):
             argv = argv[1:]
         if not argv or argv[0] in word_list("setup-programs"):
@@ -204,11 +177,9 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
 
 
 def _asks_version(args: list[str]) -> bool:
-    """Whether a command's arguments ask it, or a server it queries, for a version: a version
-    flag alone (`-v` is more often `--verbose` beside others), a version word among flags only
-    (`kubectl version --client`, `java -version`; not `npm version patch`, which sets one), or
-    a query of a version function (`psql -c 'select version()'`); a subcommand's plain words
-    may come first (`docker compose version`)."""
+    """Whether a command asks it, or a server, for a version: a version flag alone (`-v` is
+    more often `--verbose`), a version word among flags only (`kubectl version --client`, not
+    `npm version patch`), after a subcommand's words, or a query (`select version()`)."""
     args = [arg for arg in args if not pattern("redirect").search(arg)]
     words = word_list("version-words")
     asked = args[len(_subcommands(args)) :]
@@ -220,28 +191,24 @@ def _asks_version(args: list[str]) -> bool:
 
 
 def _subcommands(args: list[str]) -> list[str]:
-    """The plain words before a version word (`compose` of `docker compose version`): none
-    when no version word follows them."""
+    """The plain words before a version word (`compose` of `docker compose version`)."""
     words = word_list("version-words")
-    plain = [arg for arg in takewhile(pattern("subcommand-word").fullmatch, args)]
-    before = list(takewhile(lambda arg: arg not in words, plain))
-    return before if len(before) < len(args) and args[len(before)] in words else []
+    plain = pattern("subcommand-word").fullmatch
+    before = list(takewhile(lambda arg: arg not in words and plain(arg), args))
+    return before if words & set(args[len(before) :][:1]) else []
 
 
 def command_family(command: str) -> str:
-    """What a command runs and on what, however it was run: `python -m pytest tests -q` and
-    `pytest tests` are one family, `pytest tests/test_api.py` another."""
+    """What a command runs and on what: `python -m pytest tests -q` is `pytest tests`."""
     key, args, _ = _command_key(command)
     return " ".join([key, *sorted(args)])
 
 
 def _significant(arg: str) -> str:
-    if arg.startswith("-") or len(arg) < 3 or pattern("redirect").search(arg):
-        return ""
-    value = pattern("version-suffix").sub("", arg.split("::", 1)[0])
-    value = value.removeprefix("./").rstrip("/")
-    generic = arg.lower() in word_list("generic-args")
-    return "" if generic or len(value) < 3 or value.isdigit() else value.lower()
+    value = pattern("version-suffix").sub("", arg.split("::", 1)[0]).removeprefix("./").rstrip("/")
+    plain = not arg.startswith("-") and not pattern("redirect").search(arg)
+    kept = plain and len(value) >= 3 and not value.isdigit()
+    return value.lower() if kept and arg.lower() not in word_list("generic-args") else ""
 
 
 def _relative(path: str, cwd: str | None) -> str:
@@ -249,19 +216,9 @@ def _relative(path: str, cwd: str | None) -> str:
     return one_line(redact(path.strip().removeprefix(root).removeprefix("./")).text)
 
 
-def patch_edits(patch: str, cwd: str | None) -> Iterator[FileEdit]:
-    """A Codex `apply_patch`, file section by file section."""
-    parts, previous = pattern("patch-file").split(patch), ""
-    for action, named, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
-        lines, path = body.splitlines(), _relative(named, cwd)
-        removed, added = ([line[1:] for line in lines if line[:1] == s] for s in "-+")
-        yield FileEdit(path, removed, added, previous if action == "Move to" else "")
-        previous = path
-
-
 def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
-    """The values `edits` changed, renames included: a key taken out with one value and put in
-    with another (the n-th with the n-th), and a runtime's new pin even with no old one."""
+    """The values `edits` changed: a rename, a key's n-th value out against its n-th in, and a
+    runtime's new pin even with no old one."""
     found: list[EditedValue] = []
     for path, removed, added, moved_from in edits:
         if moved_from:
@@ -278,33 +235,31 @@ def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
-    """Each line's runtime pin or, in a configuration file, its key and value; a line holding
-    a secret is read redacted and left out."""
+def is_config(path: str) -> bool:
+    """Whether the file at `path` is one of settings, by its name or its extension."""
     name = path.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
-    named = pattern("config-name").match(name) is not None
-    config = named or extension in word_list("config-extensions")
+    return bool(pattern("config-name").match(name)) or extension in word_list("config-extensions")
+
+
+def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
+    """Each line's runtime pin or, in a configuration file, its key and value; never a secret."""
+    config, listing = is_config(path), path.rsplit("/", 1)[-1] in word_list("version-lists")
+    limit = _spelling()["limits"]["value"]
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
-            continue
-        listed = (
-            pattern("listed-version").match(line) if name in word_list("version-lists") else None
-        )
-        if listed:
+        elif listing and (listed := pattern("listed-version").match(line)):
             yield f"{listed['tool']}{_PINNED}", listed["value"]
-            continue
-        match = pattern("setting").match(redact(line).text) if config else None
-        value = one_line(match["value"]).strip("\"'") if match else ""
-        if match and value and "[REDACTED" not in match["value"] and len(value) <= _MAX_VALUE_CHARS:
-            yield match["key"], value
+        elif config and (match := pattern("setting").match(redact(line).text)):
+            value = one_line(match["value"]).strip("\"'")
+            if value and "[REDACTED" not in match["value"] and len(value) <= limit:
+                yield match["key"], value
 
 
 def take_output(call: Call, item: RolloutItem) -> bool:
-    """Whether `call` ran and, if it did, whether it failed and on which line. With no exit
-    code, only the output's first and last lines tell (its middle may be a file that mentions
-    an error). A call the client refused to run shows how the agent used its tools: no lesson."""
+    """Whether `call` ran (a refused call is no lesson) and whether it failed, on which line: with
+    no exit code, only the first and last lines tell (a file printed may mention an error)."""
     stripped = (line.strip() for line in item.text.splitlines())
     lines = [line for line in stripped if line and not pattern("status-line").match(line)]
     shapes = _spelling()["failure-lines"]
@@ -314,31 +269,55 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     if not call.ok:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
         chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
-        code = item.exit_code
-        missing = "failed with no output" if code is None else f"exit code {code}"
-        call.error = clip(one_line(redact(chosen).text), MAX_ERROR_CHARS) or missing
+        missing = f"exit code {item.exit_code}" if item.exit_code is not None else ""
+        error = clip(one_line(redact(chosen).text), _spelling()["limits"]["error"])
+        call.error = error or missing or "failed with no output"
     return pattern("refused").match(item.text) is None
 
 
 def printed_facts(call: Call) -> list[tuple[str, str]]:
-    """What `call` was run to print values of (a version, a one-value file, a getter's value, a
-    variable or a path a printer expanded, a field, a configuration file's few settings), each
-    with its sentence; never a secret."""
-    printed = call.printed if call.shell and call.ok else ()
-    argv = _printing_argv(call.command) if printed else []
+    """What `call`, one command piping nothing past wrappers and runners, was run to print (a
+    version, a one-value file, a getter's or a printer's value, a field, a file's settings)."""
+    printed = call.printed if call.shell and call.ok and "|" not in call.command else ()
+    words = segments(call.command) if printed else []
+    argvs = [[word for word in argv if word != "2>&1"] for argv in words]
+    argvs = [argv for argv in argvs if argv and argv[0] not in word_list("setup-programs")]
+    argv = argvs[0] if len(argvs) == 1 and printed else []
+    while len(argv) > 1 and (
+        pattern("assignment").match(argv[0])
+        or (argv[0] in word_list("wrappers") and not argv[1].startswith("-"))
+    ):
+        argv = argv[1:]
+    argv = argv[2:] if " ".join(argv[:2]) in word_list("runners") else argv
     if len(argv) < 2:
         return []
     program, path = argv[0].rsplit("/", 1)[-1], argv[-1]
     one = printed[0] if len(printed) == 1 else ""
     reads = program in word_list("file-readers")
     if not reads and _asks_version(argv[1:]):
-        found = [version] if (version := _printed_version(program, argv[1:], printed)) else []
+        # The first version printed, of the program or of what a query's output names before
+        # it (`PostgreSQL 14.9`), after the subcommand asked (`docker compose version`).
+        query = any(pattern("version-query").search(arg) for arg in argv[1:])
+        hits = ((line, m) for line in printed if (m := pattern("printed-version").search(line)))
+        line, version = next(hits, ("", None))
+        named = pattern("version-named").search(line[: version.start() if version and query else 0])
+        name = named["name"] if named and named["name"].lower() != "version" else program
+        name = " ".join([name, *_subcommands(argv[1:])]) if name == program else name
+        found = [(f"{name}{_PINNED}", version.group(0))] if version else []
     elif reads and path.rsplit("/", 1)[-1] not in word_list("one-value-files"):
         lines = [pattern("line-number").sub("", line) for line in printed]
         wanted = argv[-2].lower() if program in word_list("searchers") else ""
         found = [(f"{k} in {path}", v) for k, v in _keyed(path, lines) if wanted in k.lower()]
     elif template := [pattern("template-field").findall(arg) for arg in argv if "{{" in arg]:
-        found = _printed_row(template[0], printed)
+        # The one row a template of two fields or more printed, named by its first cell
+        # (`{{.Names}} {{.Ports}}`): each other field, a published port by its port on the host.
+        fields, cells = template[0], one.split()
+        cells = cells if len(fields) > 1 and len(cells) == len(fields) else []
+        ports = [pattern("port-mapping").fullmatch(cell) for cell in cells]
+        found = [
+            (f"{cells[0]} {'host port' if p else f.lower()}", p["port"] if p else c)
+            for f, c, p in zip(fields[1:], cells[1:], ports[1:], strict=False)
+        ]
     elif argv[-2] in word_list("field-flags"):
         found = [(f"{argv[0]} {path.lstrip('.')}", one)]
     elif program in word_list("value-printers") and len(argv) == 2:
@@ -359,55 +338,3 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         if pattern("one-value").fullmatch(value) and redact(value).text == value
         if not pattern("secret-name").search(subject)
     ]
-
-
-def _printed_row(fields: list[str], printed: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The one row a format template of two fields or more printed, its first cell naming
-    the row ("shop-redis 0.0.0.0:6390->6379/tcp" of `{{.Names}} {{.Ports}}`): each other
-    field's value, a published port by its port on the host; none for a listing of more rows
-    or cells than the template has fields."""
-    cells = printed[0].split() if len(printed) == 1 else []
-    if len(fields) < 2 or len(cells) != len(fields):
-        return []
-    found = []
-    for column, cell in zip(fields[1:], cells[1:], strict=True):
-        published = pattern("port-mapping").fullmatch(cell)
-        name = f"{cells[0]} {'host port' if published else column.lower()}"
-        found.append((name, published["port"] if published else cell))
-    return found
-
-
-def _printing_argv(command: str) -> list[str]:
-    """The words of the one command a shell line ran to print something, past the variables,
-    wrappers and runners before it, its stderr joined in: none when the line piped one
-    command into another or ran more than one (`node -v && npm -v` prints two values)."""
-    if "|" in command:
-        return []
-    segments = pattern("segment-split").split(command.strip())
-    argvs = [[word for word in _argv(segment) if word != "2>&1"] for segment in segments]
-    argvs = [argv for argv in argvs if argv and argv[0] not in word_list("setup-programs")]
-    if len(argvs) != 1:
-        return []
-    argv = argvs[0]
-    while len(argv) > 1 and (
-        pattern("assignment").match(argv[0])
-        or (argv[0] in word_list("wrappers") and not argv[1].startswith("-"))
-    ):
-        argv = argv[1:]
-    return argv[2:] if " ".join(argv[:2]) in word_list("runners") else argv
-
-
-def _printed_version(
-    program: str, args: list[str], printed: tuple[str, ...]
-) -> tuple[str, str] | None:
-    """The version a command asked for one printed, and what it is the version of: the first
-    version of the first line that has one (a name, then its version, then what it was built
-    with), of the program, or of what a query's output names before it (`PostgreSQL 14.9`)."""
-    query = any(pattern("version-query").search(arg) for arg in args)
-    for line in printed:
-        if found := pattern("printed-version").search(line):
-            named = pattern("version-named").search(line[: found.start()]) if query else None
-            name = named["name"] if named and named["name"].lower() != "version" else program
-            name = " ".join([name, *_subcommands(args)]) if name == program else name
-            return f"{name}{_PINNED}", found.group(0)
-    return None
