@@ -527,8 +527,33 @@ KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
     ),
 }
 
+# A correction that gives only its new value, and the words of what it corrects that the
+# new entry must keep beside that value.
+RESTATED: dict[str, tuple[tuple[Said, ...], str, str, str]] = {
+    "command-corrected-by-its-value-alone": (
+        _later(
+            "the release script is make release-all",
+            "release prep",
+            "not make release-all but scripts/release.sh, i had them mixed up",
+        ),
+        "release script",
+        "scripts/release.sh",
+        "make release-all",
+    ),
+    "host-corrected-by-its-value-alone": (
+        _later(
+            "the reports db host is staging-db-1",
+            "slow reports",
+            "not staging-db-1 but staging-db-2, my mistake",
+        ),
+        "reports db host",
+        "staging-db-2",
+        "staging-db-1",
+    ),
+}
+
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (CHANGED, BOTH, KEPT) for name, case in table.items()
+    name: case[0] for table in (CHANGED, BOTH, KEPT, RESTATED) for name, case in table.items()
 }
 
 
@@ -565,3 +590,12 @@ def test_a_value_added_or_an_answer_keeps_the_earlier_value(
 ) -> None:
     _, earlier = KEPT[name]
     assert holds((earlier,), context_entries(remembered.contexts[name]))
+
+
+@pytest.mark.parametrize("name", RESTATED)
+def test_a_correction_by_its_value_alone_keeps_the_words_of_what_it_corrects(
+    remembered: Remembered, name: str
+) -> None:
+    _, subject, new, old = RESTATED[name]
+    shown = context_entries(remembered.contexts[name])
+    assert holds((subject, new), shown) and not holds((old,), shown), shown

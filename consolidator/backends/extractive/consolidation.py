@@ -79,6 +79,22 @@ def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     return _each_section(block, kept) if taken_back or quoted else block
 
 
+def _restated(fact: str, notes: ExtractiveNotes, block: Block) -> str:
+    """A correction that gives only its new value ("not make build-billing but
+    tools/build_billing.sh") in the words of the entry it corrects, the old value swapped:
+    "The build script is tools/build_billing.sh"; the value alone says nothing for later."""
+    if facts.read(fact).subject or not notes.rule_of(fact).startswith("take-back."):
+        return fact
+    value = fact.rstrip(".")
+    for old in notes.revoked:
+        for bullet in (*block.knowledge, *block.preferences):
+            said = marks.unmarked(bullet.text)
+            at = said.lower().find(old.lower())
+            if old and at >= 0:
+                return said[:at] + value + said[at + len(old) :]
+    return fact
+
+
 @lru_cache(maxsize=4096)
 def _topic_words(text: str) -> frozenset[str]:
     """Remembered by text: a block's entries are read again by each session taking one back."""
@@ -137,6 +153,8 @@ def _with_session(
     title = _short_title(notes.task) + (f" ({notes.task_outcome})" if judged else "")
     task = Task(task_id_for(thread), title, (citation,), keywords=tuple(notes.keywords))
     day = citation.updated_at[:10]
+    restated = {fact: _restated(fact, notes, block) for fact in notes.facts}
+    rules |= {new: rules.get(fact, "") for fact, new in restated.items()}
     block = _taken_back(block, notes, day)
     edited_knowledge: list[str] = []
     edited_preferences: list[str] = []
@@ -161,7 +179,7 @@ def _with_session(
         *((preferences, text, "agent") for text in edited_preferences),
         *((preferences, text, author) for text in asked),
         *((knowledge, text, "agent") for text in edited_knowledge),
-        *((knowledge, fact, "tool" if fact in printed else author) for fact in notes.facts),
+        *((knowledge, restated[f], "tool" if f in printed else author) for f in notes.facts),
         *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
     newest_wins = supersede.newest_wins
