@@ -10,13 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.core.runtime_names import (
-    Runtime,
-    StatedVersion,
-    pinned_by,
-    runtime_named,
-    stated_versions,
-)
+from consolidator.core import runtime_names
+from consolidator.core.runtime_names import Runtime, StatedVersion, pinned_by
 from consolidator.memory import facts, marks
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
@@ -228,8 +223,7 @@ def _alike(short: str, long: str) -> bool:
 
 def supersedes(new: str, old: str) -> bool:
     """`new` names a subject and `old`, about it in any words, holds another value of it."""
-    subject = subject_of(new)
-    if subject is None:
+    if (subject := subject_of(new)) is None:
         return False
     given, held = (values_of_kind(text, subject.kind) for text in (new, old))
     return bool(given and held) and not held & given and names_subject(old, subject)
@@ -266,7 +260,8 @@ def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     """The versions of `runtime` an entry states: after its name ("node 18"), or anywhere in
     a sentence naming it ("python has to be 3.8")."""
     plain = unmarked(text)
-    stated = [found for found in stated_versions(plain) if found.runtime == runtime]
-    if stated or runtime not in map(runtime_named, re.findall(r"[a-z]+", plain.lower())):
+    stated = [found for found in runtime_names.stated_versions(plain) if found.runtime == runtime]
+    named = map(runtime_names.runtime_named, re.findall(r"[a-z]+", plain.lower()))
+    if stated or runtime not in named:
         return stated
     return [StatedVersion(runtime, m["version"]) for m in shape("version").finditer(plain)]

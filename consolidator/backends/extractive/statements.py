@@ -8,15 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import (
-    Reading,
-    clauses,
-    cut,
-    first,
-    holds,
-    rule,
-    word_list,
-)
+from consolidator.backends.extractive.rules import clauses, cut, first, holds, rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts, subjects
@@ -192,32 +184,39 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     the last of its kind, taken back. An answer to the agent's question `asked` is worded, and
     gives no value of a kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
-    word = rule("correction.value-only").regex
-    worded = told != sentence or word.search(sentence)
+    worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
     given = _values_given(told)
-    if not (read.latest or read.heard) or is_question(sentence) or len(given) != 1:
+    if is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
-    lengthened = _lengthened_name(new, read)
-    if lengthened is None and not read.latest:
-        return False
-    into, previous, named = lengthened or (*read.latest[0], None)
-    _, rest = _beside(told, new)
-    said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
-    if said_more and not _restates(rest, previous):
-        return False
+    # A value lengthening the name a thing was said last to be ("the bucket is acme-raw"),
+    # heard without an entry or as the entry read last, corrects that name ("acme-raw-v2").
+    for chosen in [*((read.facts, _statement(said)) for said in read.heard), *read.latest]:
+        named = ((m := shape("is-value").match(chosen[1])) and m["value"].strip(".`'\"")) or ""
+        if len(named) > 2 and re.match(rf"{re.escape(named)}[-_.]\w", new):
+            break
+    else:
+        if not read.latest:
+            return False
+        chosen, named = read.latest[0], ""
+    into, previous = chosen
+    rest = _beside(told, new)[1]
+    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest):
+        # Said more, unless it only names again what the entry is about ("no @ines does db
+        # access now" after "ask @tomas for db access").
+        about, said = ({w.strip(".,;:!?") for w in t.lower().split()} for t in (previous, rest))
+        words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
+        if not words or not words <= about:
+            return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = named or next(
         (v for k, v in reversed([*ports, *_values_given(previous)]) if k == kind), None
     )
     _, found, after = message.partition(sentence)
     # A reason naming the old value says the new one replaces it, unless more is said.
-    if reasoned:
-        replaces = not holds("shape.says-more", told)
-    else:
-        replaces = _only_replaces(new, found + after)
-    cued = worded or (not asked and replaces)
+    only = not holds("shape.says-more", told) if reasoned else _only_replaces(new, found + after)
+    cued = worded or (not asked and only)
     if old is None or old == new or not cued or kind in dict(values_by_kind(asked)) or not previous:
         return False
     if previous in into:
@@ -256,17 +255,6 @@ def _changed_without_reason(said: str) -> str:
     return said if subjects.subject_of(why) else head
 
 
-def _lengthened_name(new: str, read: UserStatements) -> tuple[list[str], str, str] | None:
-    """Where `new` ("acme-raw-v2") lengthens the name a thing was said last to be ("the bucket
-    is acme-raw"), heard without an entry or the entry read last: its list, text and name."""
-    for into, said in [*((read.facts, _statement(heard)) for heard in read.heard), *read.latest]:
-        found = shape("is-value").match(said)
-        name = found["value"].strip(".`'\"") if found else ""
-        if len(name) > 2 and re.match(rf"{re.escape(name)}[-_.]\w", new):
-            return into, said, name
-    return None
-
-
 def _beside(told: str, new: str) -> tuple[str, str]:
     """`told` without its words of correcting, and the words there beside the value `new`."""
     said = rule("correction.value-only").regex.sub(" ", told)
@@ -281,13 +269,6 @@ def _values_given(text: str) -> list[tuple[str, str]]:
         for m in re.finditer(rf"{spans.pattern}|[^`]+", text)
     )
     return [value for part in found for value in part]
-
-
-def _restates(rest: str, previous: str) -> bool:
-    """Whether `rest` only names again what `previous` is about ("no @ines does db access")."""
-    named, said = ({w.strip(".,;:!?") for w in text.lower().split()} for text in (previous, rest))
-    words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
-    return bool(words) and words <= named
 
 
 def _only_replaces(new: str, reply: str) -> bool:
@@ -310,7 +291,12 @@ def _correction(sentence: str, read: UserStatements) -> None:
     named = ""
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
-        topic = _topic(found) if found else None
+        # What a take-back names: nothing for a pronoun or "that rule" (named elsewhere).
+        named_by = found.found.groupdict() if found and "topic" in found.found.re.groupindex else {}
+        topic = next(filter(None, map(named_by.get, ("topic", "gone", "out"))), "").strip(" .!")
+        about, over = rule("structure.about").regex, rule("structure.over").regex
+        topic = "" if holds("structure.pointing-back", topic) else about.sub("", topic, 1)
+        topic = over.sub("", topic)
         if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
@@ -321,18 +307,6 @@ def _correction(sentence: str, read: UserStatements) -> None:
             stated = holds("shape.value", said) or holds(_ABOUT_SOMETHING, said)
             if stated and len(said.split()) > 1 and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
-
-
-def _topic(reading: Reading) -> str | None:
-    """What a take-back reading names ("" for a pronoun, "that rule": what it points back to
-    is named elsewhere), or None when its rule names no topic (a retraction)."""
-    if "topic" not in reading.found.re.groupindex:
-        return None
-    found = reading.found.groupdict()
-    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
-    if holds("structure.pointing-back", topic):
-        return ""
-    return rule("structure.over").regex.sub("", rule("structure.about").regex.sub("", topic, 1))
 
 
 def agent_statements(

@@ -14,16 +14,13 @@ from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import Block, Bullet
 from consolidator.memory.lexicon import shape
 from consolidator.memory.offline_notes import RENAMED, EditedValue
+from consolidator.memory.subjects import SubjectIndex
 from consolidator.memory.text import code_span, dedupe
 from consolidator.verify.runtimes import agrees, as_stated, pin_value
 
 
 def newest_wins(
-    bullets: list[Bullet],
-    index: subjects.SubjectIndex,
-    text: str,
-    day: str,
-    days: Mapping[str, str],
+    bullets: list[Bullet], index: SubjectIndex, text: str, day: str, days: Mapping[str, str]
 ) -> str:
     """Mark each of `bullets` `text`, said on `day`, gives another value of the subject of;
     the mark `text` itself carries (superseded when an entry is newer)."""
@@ -106,12 +103,8 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
     runtime = runtime_named(edit.subject.removesuffix(" version"))
     if edit.subject.endswith(" version") and runtime is not None:
         pinned = pin_value(edit.path, edit.new)
-        kept, _, _ = _split(
-            block,
-            lambda text: any(
-                not agrees(said, pinned) for said in subjects.runtime_versions(text, runtime)
-            ),
-        )
+        versions = subjects.runtime_versions
+        kept = _split(block, lambda t: any(not agrees(v, pinned) for v in versions(t, runtime)))[0]
         return kept, [as_stated(runtime, pinned, code_span(edit.path))], []
     if not edit.old.strip():
         return block, [], []
@@ -129,11 +122,7 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
 
 def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
     """`block` without the knowledge and preferences `gone` holds for, and their texts."""
-    knowledge = [b.text for b in block.knowledge if gone(b.text)]
-    preferences = [b.text for b in block.preferences if gone(b.text)]
-    kept = replace(
-        block,
-        knowledge=tuple(b for b in block.knowledge if not gone(b.text)),
-        preferences=tuple(b for b in block.preferences if not gone(b.text)),
-    )
-    return kept, knowledge, preferences
+    both = (block.knowledge, block.preferences)
+    kept = [tuple(b for b in bs if not gone(b.text)) for bs in both]
+    knowledge, preferences = ([b.text for b in bs if gone(b.text)] for bs in both)
+    return replace(block, knowledge=kept[0], preferences=kept[1]), knowledge, preferences
