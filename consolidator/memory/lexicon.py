@@ -39,8 +39,7 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     found += [("region", m.group(0)) for m in shape("region").finditer(text)]
     for match in shape("path").finditer(text):
         path = match.group(1).rstrip(".")
-        if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:
-            found.append(("script" if shape("script").search(path) else "path", path))
+        found.append(("script" if shape("script").search(path) else "path", path))
     return tuple(dict.fromkeys(found))
 
 
