@@ -250,9 +250,8 @@ def _changed_without_reason(said: str) -> str:
     why = reason["reason"]
     named = _values_given(why)
     in_use = not word_list("in-use-words").isdisjoint(re.findall(r"[a-z]+", why.lower()))
-    if len(named) != 1 or named[0][0] != given[0][0] or not in_use:
-        return said
-    return said if subjects.subject_of(why) else head
+    same = len(named) == 1 and named[0][0] == given[0][0] and in_use
+    return head if same and not subjects.subject_of(why) else said
 
 
 def _beside(told: str, new: str) -> tuple[str, str]:
@@ -263,10 +262,9 @@ def _beside(told: str, new: str) -> tuple[str, str]:
 
 def _values_given(text: str) -> list[tuple[str, str]]:
     """Each value `text` gives, with its kind, in order; a command in a code span whole."""
-    spans = shape("code-span")
     found = (
         [("command", m[1])] if m[1] and len(m[1].split()) > 1 else values_by_kind(m[0])
-        for m in re.finditer(rf"{spans.pattern}|[^`]+", text)
+        for m in re.finditer(rf"{shape('code-span').pattern}|[^`]+", text)
     )
     return [value for part in found for value in part]
 
