@@ -1,9 +1,5 @@
-"""When two bullets state the same fact.
-
-A bullet is read as a subject (its content words) and values (tokens with a digit, a path, a
-dotted name, a handle, a code span). The same values in mostly the same words are one fact in
-two wordings; whether two bullets give two values of one subject is `memory.subjects`.
-"""
+"""When two bullets state the same fact: the same values (tokens with a digit, a path, a
+handle, a code span) in mostly the same subject words. Two values of one subject: `subjects`."""
 
 from __future__ import annotations
 
@@ -45,8 +41,7 @@ def says_change(text: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
-    """The subject words and the values of `text`; a code span is one value whole (`make
-    lint` and `tox -e lint` are two commands, not mostly the same words)."""
+    """The subject words and the values of `text`; a code span is one value whole."""
     plain = unmarked(text).lower()
     values: set[str] = {" ".join(span.split()) for span in shape("code-span").findall(plain)}
     subject: set[str] = set()
@@ -78,9 +73,8 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def same_fact(a: str, b: str) -> bool:
-    """The same values in mostly the same words, also once change and place words and cited
-    lines are left out, or one's values and words all within the other's. Never two whose
-    values each hold one of their own ("8080 in dev" / "8080 in dev, 9090 in prod")."""
+    """The same values in mostly the same words (also without change and place words and cited
+    lines), or one's values and words all within the other's: not "8080 in dev, 9090 in prod"."""
     first, second = read(a), read(b)
     if first.values == second.values:
         if not first.subject and not second.subject:

@@ -1,8 +1,5 @@
-"""The shapes of values, in one place for the offline reader, the subject matching and the
-commit gate (`lexicon.json` beside this module): a host, a port, a version, a path or script,
-a command, a name, a cloud region in a sentence (`shaped_in`), and the kind of one value a
-person writes alone ("3301", "@maaike", "db-2.lan", "v1.4": `value_kind`), so a correction
-that gives only a value is matched with the value of the same kind in the sentence before."""
+"""The shapes of values (`lexicon.json`) for the offline reader, the subject matching and the
+commit gate: in a sentence (`shaped_in`), and of one value written alone (`value_kind`)."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ def shape(name: str) -> re.Pattern[str]:
 
 @lru_cache(maxsize=65536)
 def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
-    """The values `text` (in lower case) gives, once each, with the kind its shape says it
-    is: host, port, version, script, name, region, path. The line of a file it cites
-    ("client.py:41") is no port."""
+    """The values `text` (in lower case) gives, once each, with the kind its shape says; the
+    line of a file it cites ("client.py:41") is no port."""
     found = [("host", m.group(0)) for m in shape("host").finditer(text)]
     lines = set(shape("cited-line").findall(text))
     found += [("port", m.group(1)) for m in shape("port").finditer(text) if m[1] not in lines]
@@ -43,8 +39,7 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     found += [("region", m.group(0)) for m in shape("region").finditer(text)]
     for match in shape("path").finditer(text):
         path = match.group(1).rstrip(".")
-        if "://" not in text[max(0, match.start() - 3) : match.start() + 1]:
-            found.append(("script" if shape("script").search(path) else "path", path))
+        found.append(("script" if shape("script").search(path) else "path", path))
     return tuple(dict.fromkeys(found))
 
 

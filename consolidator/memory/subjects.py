@@ -1,10 +1,6 @@
-"""Whether two statements give two values of one subject: read here, once, for every caller.
-
-A subject is what a head noun names ("the reporting db port"), a tool right before its
-version ("we're on node 22 now"), or a thing said to be or become something ("the default
-branch is master"). It is read from words, a guess, so callers only mark (superseded,
-possible conflict), never drop. Each reading is cached: a block's entries meet every statement.
-"""
+"""Whether two statements give two values of one subject ("the reporting db port", "node" of
+"we're on node 22 now"): read from words, a guess, so callers only mark, never drop. Each
+reading is cached: a block's entries meet every statement."""
 
 from __future__ import annotations
 
@@ -14,13 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from consolidator.core.runtime_names import (
-    Runtime,
-    StatedVersion,
-    pinned_by,
-    runtime_named,
-    stated_versions,
-)
+from consolidator.core import runtime_names
+from consolidator.core.runtime_names import Runtime, StatedVersion, pinned_by
 from consolidator.memory import facts, marks
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
@@ -52,12 +43,10 @@ class Subject:
 
 
 def other_value(old: str, new: str) -> bool:
-    """Whether `new` gives another value of the subject `old` gives one of (the command a
-    tool's output was read from aside): of the subject `new` names (`supersedes`); one plain
-    word said to be another ("the branch is now main"); one value each, of the same kinds, in
-    the same words ("queue = orders-q2"); or one value of one kind each, the newer's subject
-    words all among the older's ("api port: 7071" after "the api listens on 7070"), or, said
-    as a change, the older's among its own; beside a person, what about, not how asked."""
+    """Whether `new` gives another value of the subject `old` gives one of: of the subject
+    `new` names; one plain word said to be another ("the branch is now main"); one value each
+    of the same kinds in the same words; or one of one kind each, the newer's subject words all
+    among the older's (or, said as a change, the older's among its own)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
@@ -88,8 +77,8 @@ def other_value(old: str, new: str) -> bool:
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
-    """Two unmarked `texts` giving two values of one subject, not both in `known` (already
-    accepted); the one not in `known` is read as the newer."""
+    """Two unmarked `texts` giving two values of one subject, not both `known` (accepted); the
+    one not known is the newer."""
     candidates = [text for text in texts if not marks.is_marked(text)]
     index = SubjectIndex(candidates)
     for at, first in enumerate(candidates):
@@ -103,8 +92,7 @@ def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str,
 
 
 class SubjectIndex:
-    """Entries by the words and values they are read by, so a statement is compared only with
-    the entries it shares one with: any two `other_value` or `same_fact` holds for do."""
+    """Entries by their words and values: a statement is compared only with those sharing one."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self._at: dict[str, set[int]] = {}
@@ -117,15 +105,14 @@ class SubjectIndex:
 
     def candidates(self, text: str, *, same: bool = False) -> list[int]:
         """The entries `text` may give another value of the subject of; with `same`, those it
-        may state the same fact as (one sharing a value, when it gives one)."""
+        may state the same fact as."""
         values = _values(text) if same else frozenset()
         return sorted(set().union(*(self._at.get(key, ()) for key in values or _keys(text))))
 
 
 @lru_cache(maxsize=_CACHED)
 def _keys(text: str) -> frozenset[str]:
-    """The values of `text` and its words' first letters, which a word it may be matched
-    with by its start or plural shares; a file pinning a runtime is matched by its name."""
+    """The values of `text` and its words' first letters (and a pinning file's runtime)."""
     pinned = pinned_by(unmarked(text).lower())
     words = [*_tokens(text), *([pinned] if pinned else [])]
     return _values(text) | {word[:3] for word in words if word not in STOPWORDS}
@@ -143,10 +130,9 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=_CACHED)
 def subject_of(text: str) -> Subject | None:
-    """The first noun of a kind with up to three words before it ("we moved the cache host to
-    ..."), the runtime a file pins beside a version (".nvmrc is 22.3.0"), a tool before a
-    dotted version, or the thing a change or a place is said of; None
-    for a bare noun ("the host")."""
+    """The first noun of a kind with up to three words before it ("the cache host"), the
+    runtime a file pins, a tool before a dotted version, or the thing a change or a place is
+    said of; None for a bare noun ("the host")."""
     tokens = list(_tokens(text))
     for index, token in enumerate(tokens):
         if token not in _HEAD_KINDS:
@@ -183,7 +169,7 @@ def _qualifiers(tokens: list[str], end: int) -> frozenset[str]:
 
 
 def values_of_kind(text: str, kind: str) -> frozenset[str]:
-    """The values `text` gives that a subject of `kind` may have, by their shape."""
+    """The values `text` gives that a subject of `kind` may have."""
     return frozenset(v for found, v in shaped_values(text) if found in _VALUE_KINDS.get(kind, ()))
 
 
@@ -194,8 +180,8 @@ def shaped_values(text: str) -> tuple[tuple[str, str], ...]:
 
 def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool:
     """Whether `text` holds a value of the kind or names it, and every word of the subject is
-    one of its words or part of that value ("stage1" is the staging host's). `exactly`: not
-    when it names a narrower subject ("the staging view box") its value does not carry."""
+    one of its words or part of that value ("stage1"). `exactly`: not when it names a narrower
+    subject ("the staging view box") its value does not carry."""
     values = values_of_kind(text, subject.kind)
     reading = read(text)
     if not values and subject.kind not in {_HEAD_KINDS.get(w) for w in reading.subject}:
@@ -214,26 +200,19 @@ def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool
 
 
 def _among(word: str, others: Iterable[str]) -> bool:
-    """`word` is one of `others`, a plural of one, begins one ("stag" of "staging"), or is
-    one misspelt ("cahce" of "cache")."""
-    for other in others:
-        short, long = sorted((word, other), key=len)
-        if long in (short, short + "s") or (len(short) >= 4 and long.startswith(short)):
-            return True
-        if _slip(short, long):
-            return True
-    return False
+    """`word` is one of `others`, a plural of one, or begins one ("stag" of "staging")."""
+    return any(_alike(*sorted((word, other), key=len)) for other in others)
 
 
-def _slip(short: str, long: str) -> bool:
-    """`short` and `long` are one word of five letters or more typed with one slip: two
-    letters swapped, one wrong, missing or doubled, between the same first and last letter
-    (so "react" and "reach", "build" and "guild" stay two words)."""
-    if (
-        len(short) < 5
-        or len(long) - len(short) > 1
-        or short[:: len(short) - 1] != long[:: len(long) - 1]
-    ):
+def _alike(short: str, long: str) -> bool:
+    """`_among`, or one word of five letters or more typed with one slip ("cahce"): two letters
+    swapped, one wrong, missing or doubled, between the same first and last letter (so "react"
+    and "reach", "build" and "guild" stay two words)."""
+    if long in (short, short + "s") or (len(short) >= 4 and long.startswith(short)):
+        return True
+    if len(short) < 5 or len(long) - len(short) > 1:
+        return False
+    if short[:: len(short) - 1] != long[:: len(long) - 1]:
         return False
     if len(short) == len(long):
         apart = [i for i, (a, b) in enumerate(zip(short, long, strict=True)) if a != b]
@@ -244,16 +223,14 @@ def _slip(short: str, long: str) -> bool:
 
 def supersedes(new: str, old: str) -> bool:
     """`new` names a subject and `old`, about it in any words, holds another value of it."""
-    subject = subject_of(new)
-    if subject is None:
+    if (subject := subject_of(new)) is None:
         return False
     given, held = (values_of_kind(text, subject.kind) for text in (new, old))
     return bool(given and held) and not held & given and names_subject(old, subject)
 
 
 def holds_value(text: str, value: str, key: str = "") -> bool:
-    """Whether `text` gives `value` whole, and with a `key` ("port") gives it as that: it
-    names the key or the value has the shape of the key's kind."""
+    """Whether `text` gives `value` whole, and with a `key` ("port") as that: by name or shape."""
     wanted = value.lower()
     if wanted not in read(text).values and all(v != wanted for _, v in shaped_values(text)):
         return False
@@ -269,25 +246,22 @@ def same_kind(kind: str) -> str:
 
 @lru_cache(maxsize=_CACHED)
 def valued(text: str) -> dict[str, str]:
-    """Each value `text` gives, by its shape, with its kind; a number with its unit ("15m").
-    The host or port inside an address with its scheme is part of that one value."""
+    """Each value `text` gives with its kind, a number's with its unit ("15m"); the host or
+    port inside an address with its scheme is part of that one value."""
     found: dict[str, str] = {}
     for kind, value in [*shaped_values(text), *values_by_kind(unmarked(text))]:
         unit = re.sub(r"\d", "", value) if kind == "number" else ""
         found.setdefault(value.lower(), same_kind(kind) + unit)
     urls = [value for value, kind in found.items() if kind == "url"]
-    return {value: kind for value, kind in found.items() if not _within_any(value, urls)}
-
-
-def _within_any(value: str, addresses: list[str]) -> bool:
-    return any(value != address and value in address for address in addresses)
+    return {v: k for v, k in found.items() if not any(v != url and v in url for url in urls)}
 
 
 def runtime_versions(text: str, runtime: Runtime) -> list[StatedVersion]:
     """The versions of `runtime` an entry states: after its name ("node 18"), or anywhere in
-    a sentence naming it by any of its names ("python has to be 3.8", "requires >=3.9")."""
+    a sentence naming it ("python has to be 3.8")."""
     plain = unmarked(text)
-    stated = [found for found in stated_versions(plain) if found.runtime == runtime]
-    if stated or runtime not in map(runtime_named, re.findall(r"[a-z]+", plain.lower())):
+    stated = [found for found in runtime_names.stated_versions(plain) if found.runtime == runtime]
+    named = map(runtime_names.runtime_named, re.findall(r"[a-z]+", plain.lower()))
+    if stated or runtime not in named:
         return stated
     return [StatedVersion(runtime, m["version"]) for m in shape("version").finditer(plain)]

@@ -1,10 +1,6 @@
-"""Defaults for every project, read off the projects' own preferences (no model).
-
-A standing instruction belongs to the project it was given in: a rule learned in one
-project's broken environment must not follow the user elsewhere. It is user-wide when the user
-said so ("in all my repos", "everywhere") or gave it in two or more projects. That block is
-derived again every time, so a re-extracted or forgotten session leaves it like any entry.
-"""
+"""Defaults for every project, read off the projects' own preferences. A standing instruction
+belongs to its project (a rule learned in a broken environment must not follow the user),
+unless said for all or given in two or more. Derived anew each time, so forgetting works."""
 
 from __future__ import annotations
 
@@ -46,9 +42,8 @@ class _Stated:
 def user_defaults(
     blocks: Mapping[str, Block], others: Sequence[Block], task_id_for: Callable[[str], str]
 ) -> Block | None:
-    """The user-wide block the project blocks in `blocks` and `others` support now, each
-    default citing every session that gave it (with no tasks once none is left); None when
-    it is unchanged, or when `others` shows it only by its index line."""
+    """The user-wide block the project blocks support now, each default citing every session
+    that gave it; None when unchanged, or when `others` shows it only by its index line."""
     every = {block.block_id: block for block in others}
     if USER_DEFAULTS_BLOCK_ID in every:
         return None
@@ -93,9 +88,8 @@ def user_defaults(
 
 
 def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
-    """The standing instructions of the project blocks, by the rules that read them: of a
-    standing kind, or evidence (a note); one whose rules are not known (a model wrote it, or
-    it was stored before rules were) is taken as it is."""
+    """The project blocks' standing instructions, by the rules that read them (of a standing
+    kind, or a note); one whose rules are not known (a model wrote it) is taken as it is."""
     stated: list[_Stated] = []
     for block in blocks:
         if is_user_wide(block) or not block.applies_to_cwd:
@@ -113,24 +107,21 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
 
 
 def _holds_everywhere(group: list[_Stated]) -> bool:
-    """Said for every project, or given in two or more projects where neither time was tied
-    to the project it was said in ("in this repo", "here"): such a rule stays home."""
+    """Said for every project, or given in two or more not tied to their own ("in this repo")."""
     if any(scope_of(s.quote) == EVERY_PROJECT for s in group):
         return True
     return len({s.cwd for s in group if scope_of(s.quote) != THIS_PROJECT}) >= 2
 
 
 def scope_of(quote: str) -> str:
-    """Where the user said a standing instruction holds: every project, this one, or "" when
-    the words do not say."""
+    """Where the user said a standing instruction holds: every project, this one, or ""."""
     if holds("instruction.every-project", quote):
         return EVERY_PROJECT
     return THIS_PROJECT if holds("scope.one-project", quote) else ""
 
 
 def _same_instructions(stated: list[_Stated]) -> list[list[_Stated]]:
-    """`stated` grouped by rule, however worded: each joins the first group whose first has
-    its plain words or its names (`_keys`), found by key rather than compared with each."""
+    """`stated` grouped by rule, however worded: each joins the first group sharing a key."""
     groups: list[list[_Stated]] = []
     group_of: dict[str | frozenset[str], int] = {}
     for each in stated:
@@ -145,10 +136,8 @@ def _same_instructions(stated: list[_Stated]) -> list[list[_Stated]]:
 
 def _keys(quote: str) -> list[str | frozenset[str]]:
     """What an instruction is the same rule as another by: its plain words, or two or more
-    names (tools, commands, what they act on), so that two rules of one shape about two tools
-    ("run black before committing", "run ruff before committing") are two rules. A name is a
-    word that is neither grammar nor of a rule's form (always, never, prefer, instead), folded
-    to a stem so "commit" is "committing"."""
+    names (words neither grammar nor of a rule's form, stemmed), so that "run black before
+    committing" and "run ruff before committing" are two rules."""
     plain = " ".join(re.findall(r"[a-z0-9]+", quote.casefold()))
     named = re.findall(r"[a-z0-9][a-z0-9+_-]*", _MAKE_SURE.sub(" ", quote.casefold()))
     names = frozenset(facts.stem(word) for word in named if word not in word_list("rule-form"))

@@ -9,28 +9,21 @@ from functools import lru_cache
 import pysbd
 
 from consolidator.backends.extractive.rules import rule, word_list
+from consolidator.memory.lexicon import shape
 
 # A paragraph longer than this is pasted output, not something the user said in sentences.
 _MAX_PARAGRAPH_CHARS = 4000
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
-# What the segmenter cuts at or reads a list item by: an ASCII text with none of these is one
-# sentence, without the segmenter's dozens of passes over it.
-_SEGMENTER_MARKS = re.compile(r"[.!?)]|-[\"']")
-
-
-def _segments(paragraph: str) -> tuple[str, ...]:
-    """`paragraph` cut into sentences, never inside a code span or before a dotfile's name;
-    the segmenter reads a copy where those full stops are masked."""
-    return _cut(paragraph, rule("structure.no-break").regex)
 
 
 @lru_cache(maxsize=4096)
-def _cut(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
-    """`_segments`, remembered (sessions say "sounds good, go ahead" again and again) with the
-    masking pattern as part of the question: a switched-off rule reads nothing."""
+def _segments(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
+    """`paragraph` cut into sentences, never where `no_break` reads (a code span, before a
+    dotfile's name): the segmenter reads a copy where those full stops are masked. Remembered
+    (sessions say "sounds good, go ahead" again and again); a switched-off rule reads nothing."""
     masked = no_break.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
-    if masked.isascii() and not _SEGMENTER_MARKS.search(masked):
-        # As the segmenter gives such a text: from its first character that is no space.
+    if masked.isascii() and not shape("segmenter-marks").search(masked):
+        # One sentence, as the segmenter gives it: from its first character that is no space.
         start = len(paragraph) - len(paragraph.lstrip())
         return (paragraph[start:],) if start < len(paragraph) else ()
     # A segmenter keeps the text it works on in itself, so one shared by the stage-one
@@ -61,7 +54,8 @@ def sentences(text: str) -> list[str]:
     for paragraph in text.splitlines():
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
-        for segment in _segments(rule("structure.list-marker").regex.sub("", paragraph, 1)):
+        listed = rule("structure.list-marker").regex.sub("", paragraph, 1)
+        for segment in _segments(listed, rule("structure.no-break").regex):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
                 cut = [part] if is_question(part) else rule("structure.cue-break").regex.split(part)

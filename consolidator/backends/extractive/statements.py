@@ -1,7 +1,6 @@
-"""What the user's and the agent's sentences state: defaults, facts about the project,
-corrections and what they take back, and the agent's conclusions. The table decides
-(`rules.first`); this module cuts sentences into what each part says and acts on the kind
-of the rule that read it."""
+"""What the user's and the agent's sentences state: defaults, facts, corrections and what they
+take back, the agent's conclusions. The table decides (`rules.first`); this module cuts
+sentences into parts and acts on the kind of the rule that read each."""
 
 from __future__ import annotations
 
@@ -9,15 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from consolidator.backends.extractive.rules import (
-    Reading,
-    clauses,
-    cut,
-    first,
-    holds,
-    rule,
-    word_list,
-)
+from consolidator.backends.extractive.rules import clauses, cut, first, holds, rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS
 from consolidator.memory import facts, subjects
@@ -38,8 +29,6 @@ _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
 _SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
-# Marks a clause cut from its sentence starts with, short of a flag it opens with ("-x").
-_LEADING_MARKS = re.compile(r"^[\s,;:-]*?(?=-+\w)|^[\s,;:-]+")
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 # What a statement keeps of a match for an old value: the verb, or the thing it is of.
@@ -48,8 +37,7 @@ _KEPT_BESIDE_OLD = ("verb", "subject")
 
 @dataclass(frozen=True)
 class UserStatements:
-    """What the user's words leave: defaults, statements about the project, what they took
-    back, and the rule of the table that read each instruction and fact, by its text."""
+    """Defaults, facts, what was taken back, and the rule that read each entry, by its text."""
 
     instructions: list[str]
     facts: list[str]
@@ -57,8 +45,8 @@ class UserStatements:
     rules: dict[str, str] = field(default_factory=dict)
     # The entry read last, which a correction giving only a value corrects.
     latest: list[tuple[list[str], str]] = field(default_factory=list)
-    # A thing said last to be something that gave no entry ("the bucket is acme-raw": no
-    # value's shape), whose name a correction may lengthen.
+    # A thing said last to be a name that gave no entry ("the bucket is acme-raw"), which a
+    # correction may lengthen.
     heard: list[str] = field(default_factory=list)
 
     def add(self, into: list[str], text: str, rule_id: str) -> None:
@@ -70,10 +58,8 @@ class UserStatements:
 
 
 def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> UserStatements:
-    """Sentence by sentence, and within a sentence part by part: a question or an
-    acknowledgement leaves nothing; a correction revokes its topic and states its new value;
-    a default is an instruction; a statement about the project is a fact. `answers` are
-    messages that answer the agent's question, by the question."""
+    """Part by part: a question leaves nothing, a correction revokes its topic and states its
+    new value, a default is an instruction, a statement a fact. `answers`: replies, by question."""
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
@@ -94,10 +80,8 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
 
 
 def _units(sentence: str) -> list[str]:
-    """What one sentence says, each part on its own: an aside in brackets apart from the
-    sentence around it (unless the whole is a question); a request it opens with cut off when
-    a later clause states something or sets a rule; statements run together with commas,
-    each naming its own resource, one by one; and an order after a statement cut off."""
+    """The parts of a sentence: an aside in brackets (unless it is a question), what is left
+    by `cut` (an opening request, run-on statements), an order after a statement cut off."""
     if is_question(sentence):
         return [sentence]
     aside = rule("structure.aside").regex
@@ -109,19 +93,12 @@ def _units(sentence: str) -> list[str]:
 
 
 def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = False) -> None:
-    """One part of a sentence read into `read` by the rule that decides it; `number` is its
-    message's place. Read by no rule (or by one for the moment, which sets none), a part is
-    a fact when it states a subject and what it is or does, with a value in what is stated
-    (not in an order beside it, "make it 240, ..."), or in a few words about more than a
-    pronoun ("it works now" says nothing for later); the opening request is the task, so a
-    plain remark in it is a fact only with a value or a change. A remark aside from the
-    request that gives a value no rule reads as a statement is kept as a guess: said later,
-    or in an opening with more than one part (`beside`) a name linked to its value ("staging
-    bucket: acme-stg-assets. need a cleanup script") or the trouble at hand up to the end of
-    its clause when it says where, a value of a kind the lexicon knows ("checkout svc on 8443
-    keeps timing out, pls have a look"; not the e2e job of "the CI keeps timing out on the
-    e2e job", which names what fails); what else the opening says may be the request in a
-    verb no list knows ("tidy up src/ledger/x.py")."""
+    """One part of a sentence read by the rule that decides it; `number` is its message's
+    place. Read by no rule, a part is a fact when it states something with a value, or about
+    more than a pronoun ("it works now" says nothing for later) said later or as a change: the
+    opening request is the task. A remark aside from the request (said later, or beside it in
+    an opening: `beside`) no rule reads as a statement is kept as a guess, and so is trouble
+    up to the end of its clause when it says where ("checkout svc on 8443 keeps timing out")."""
     read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
@@ -161,26 +138,20 @@ def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = F
 
 def _statement(text: str, *, user: bool = True) -> str:
     """The statement as kept: the old value of a user's correction cut (an agent's "only
-    checks src/, not tests/" says what it found), secrets redacted; "" when nothing but a
-    redaction would be left."""
+    checks src/, not tests/" says what it found), secrets redacted, "" if nothing else is left."""
     for rule_id in (*_OLD_VALUES, "old-value.arrow") if user else ():
-        text = rule(rule_id).regex.sub(lambda m: _kept_beside_old(m) + " ", text)
+        text = rule(rule_id).regex.sub(
+            lambda m: next(filter(None, map(m.groupdict().get, _KEPT_BESIDE_OLD)), "") + " ", text
+        )
     text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).rstrip(" ,;:-")
-    text = _LEADING_MARKS.sub("", text, count=1)
+    text = shape("leading-marks").sub("", text, count=1)
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
     return "" if holds("structure.only-redacted", text) else text[:1].upper() + text[1:]
 
 
-def _kept_beside_old(found: re.Match[str]) -> str:
-    parts = found.groupdict()
-    return next((parts[name] for name in _KEPT_BESIDE_OLD if parts.get(name)), "")
-
-
 def negated_values(sentence: str) -> list[str]:
-    """The distinctive values a sentence says are not (or no longer) so: taken back. A value
-    of a few words is distinctive when one of its words is; a kind and its number are
-    distinctive together, and so are a thing and the value an arrow leads from ("db port
-    5432 -> 5433")."""
+    """The distinctive values a sentence says are no longer so; a kind and its number are
+    distinctive together, and so are a thing and the value an arrow leads from."""
     found = [
         m["old"] or m.groupdict().get("old_lead") or ""
         for rule_id in (*_OLD_VALUES, "take-back.was-old", "take-back.scratched")
@@ -206,44 +177,46 @@ def _words(text: str) -> set[str]:
 
 
 def _corrected(sentence: str, read: UserStatements, message: str, asked: str) -> bool:
-    """Read `sentence` of `message` as a correction given in a few words ("no wait, 3301",
-    "@maaike sry", "5433 not 5432"): with a word of correcting, before or after it, or in a
-    reply that only replaces a value, it gives one value of a kind the entry read last
-    holds, and states nothing else (or only names that entry's subject again); the value
-    replaces the last of its kind there, which is taken back. A thing said last to be a plain
-    name ("the bucket is acme-raw"), as an entry or not, is corrected by a value lengthening
-    that name ("sorry acme-raw-v2"). What the writer says they did after it ("actually 20, i
-    bumped it"), or a clause naming the value it replaces ("4011, 4010 is taken by prism"), is
-    its reason, no more said. A corrected instruction keeps its rule. An answer
-    to the agent's question `asked` is worded, and gives no value of a kind the question holds
-    ("no, 16" to "4 workers?" answers it)."""
+    """Read `sentence` of `message` as a correction in a few words ("no wait, 3301", "5433 not
+    5432"): worded, or a reply that only replaces a value, it gives one value of a kind the
+    entry read last holds (or lengthens a name said last), and says nothing else but that
+    entry's subject or its reason ("i bumped it", "4010 is taken by prism"); the value replaces
+    the last of its kind, taken back. An answer to the agent's question `asked` is worded, and
+    gives no value of a kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
-    word = rule("correction.value-only").regex
-    worded = told != sentence or word.search(sentence)
+    worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
     given = _values_given(told)
-    if not (read.latest or read.heard) or is_question(sentence) or len(given) != 1:
+    if is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
-    lengthened = _lengthened_name(new, read)
-    if lengthened is None and not read.latest:
-        return False
-    into, previous, named = lengthened or (*read.latest[0], None)
-    _, rest = _beside(told, new)
-    said_more = len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest)
-    if said_more and not _restates(rest, previous):
-        return False
+    # A value lengthening the name a thing was said last to be ("the bucket is acme-raw"),
+    # heard without an entry or as the entry read last, corrects that name ("acme-raw-v2").
+    for chosen in [*((read.facts, _statement(said)) for said in read.heard), *read.latest]:
+        named = ((m := shape("is-value").match(chosen[1])) and m["value"].strip(".`'\"")) or ""
+        if len(named) > 2 and re.match(rf"{re.escape(named)}[-_.]\w", new):
+            break
+    else:
+        if not read.latest:
+            return False
+        chosen, named = read.latest[0], ""
+    into, previous = chosen
+    rest = _beside(told, new)[1]
+    if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest):
+        # Said more, unless it only names again what the entry is about ("no @ines does db
+        # access now" after "ask @tomas for db access").
+        about, said = ({w.strip(".,;:!?") for w in t.lower().split()} for t in (previous, rest))
+        words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
+        if not words or not words <= about:
+            return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
     old = named or next(
         (v for k, v in reversed([*ports, *_values_given(previous)]) if k == kind), None
     )
     _, found, after = message.partition(sentence)
     # A reason naming the old value says the new one replaces it, unless more is said.
-    if reasoned:
-        replaces = not holds("shape.says-more", told)
-    else:
-        replaces = _only_replaces(new, found + after)
-    cued = worded or (not asked and replaces)
+    only = not holds("shape.says-more", told) if reasoned else _only_replaces(new, found + after)
+    cued = worded or (not asked and only)
     if old is None or old == new or not cued or kind in dict(values_by_kind(asked)) or not previous:
         return False
     if previous in into:
@@ -256,9 +229,8 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
 
 
 def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
-    """`told` without a clause after its value naming a value the entry read last gives
-    ("4011, 4010 is taken by prism"): the reason the old value no longer holds; and whether
-    one was cut."""
+    """`told` without a clause naming a value the entry read last gives ("4011, 4010 is taken
+    by prism"), the reason; and whether one was cut."""
     reason = rule("structure.reason-after").regex.search(told)
     if not reason or not read.latest or not _values_given(told[: reason.start()]):
         return told, False
@@ -269,9 +241,8 @@ def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
 
 
 def _changed_without_reason(said: str) -> str:
-    """`said` without a clause after a changed value saying the one it replaces, of its
-    kind, is in use ("mailpit is on 1026 now, 1025 clashes with postfix"): the reason, not
-    a value; one naming what it is of ("8080 is the admin port") states a fact of its own."""
+    """`said` without a reason after a changed value ("mailpit is on 1026 now, 1025 clashes
+    with postfix"); one naming what it is of ("8080 is the admin port") is a fact of its own."""
     reason = rule("structure.reason-after").regex.search(said)
     head = said[: reason.start()] if reason else said
     if not reason or not facts.says_change(head) or len(given := _values_given(head)) != 1:
@@ -279,58 +250,28 @@ def _changed_without_reason(said: str) -> str:
     why = reason["reason"]
     named = _values_given(why)
     in_use = not word_list("in-use-words").isdisjoint(re.findall(r"[a-z]+", why.lower()))
-    if len(named) != 1 or named[0][0] != given[0][0] or not in_use:
-        return said
-    return said if subjects.subject_of(why) else head
-
-
-def _lengthened_name(new: str, read: UserStatements) -> tuple[list[str], str, str] | None:
-    """Where `new` lengthens a name said last (see `_lengthened`): what was heard without an
-    entry, else the entry read last; the list it is in, its text and the name."""
-    heard = [(read.facts, _statement(said)) for said in read.heard]
-    found = ((into, said, _lengthened(new, said)) for into, said in [*heard, *read.latest])
-    return next(((into, said, name) for into, said, name in found if name), None)
-
-
-def _lengthened(new: str, heard: str) -> str | None:
-    """The name `heard` says a thing is ("the bucket is acme-raw") when `new` lengthens it
-    ("acme-raw-v2"): a plain word said as a name, given again with a suffix."""
-    said = shape("is-value").match(heard)
-    name = said["value"].strip(".`'\"") if said else ""
-    return name if len(name) > 2 and re.match(rf"{re.escape(name)}[-_.]\w", new) else None
+    same = len(named) == 1 and named[0][0] == given[0][0] and in_use
+    return head if same and not subjects.subject_of(why) else said
 
 
 def _beside(told: str, new: str) -> tuple[str, str]:
-    """`told` (its old values cut) without its words of correcting, and the words left beside
-    the value `new` there."""
+    """`told` without its words of correcting, and the words there beside the value `new`."""
     said = rule("correction.value-only").regex.sub(" ", told)
     return said, said.replace(new, " ").strip(" ,.;:!-*`")
 
 
 def _values_given(text: str) -> list[tuple[str, str]]:
-    """Each value `text` gives, with its kind, in order: a command in a code span of more
-    than one word whole ("`make seed-dev`"), as a correction repeats it."""
-    spans = shape("code-span")
+    """Each value `text` gives, with its kind, in order; a command in a code span whole."""
     found = (
         [("command", m[1])] if m[1] and len(m[1].split()) > 1 else values_by_kind(m[0])
-        for m in re.finditer(rf"{spans.pattern}|[^`]+", text)
+        for m in re.finditer(rf"{shape('code-span').pattern}|[^`]+", text)
     )
     return [value for part in found for value in part]
 
 
-def _restates(rest: str, previous: str) -> bool:
-    """Whether `rest`, the words beside a corrected value, only name again what `previous`
-    is about ("no @ines does db access now" after "ask @tomas for db access")."""
-    named, said = ({w.strip(".,;:!?") for w in text.lower().split()} for text in (previous, rest))
-    words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
-    return bool(words) and words <= named
-
-
 def _only_replaces(new: str, reply: str) -> bool:
-    """Whether `reply` (the rest of a message from where it gives `new`) is short and says no
-    more than that `new` replaces the value before: with words beside it ("600s,
-    misremembered", "9102!! not 9100", "its 5673", not a bare "5433", which may answer
-    anything) that state nothing beyond a pronoun and add nothing."""
+    """Whether `reply` is short and says only that `new` replaces the value before, with words
+    beside it ("600s, misremembered", "its 5673"; a bare "5433" may answer anything)."""
     heard = rule("old-value.not").regex.sub(" ", reply)
     said, beside = _beside(heard, new)
     if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
@@ -339,9 +280,8 @@ def _only_replaces(new: str, reply: str) -> bool:
 
 
 def _correction(sentence: str, read: UserStatements) -> None:
-    """Read `sentence` as a correction, clause by clause: the topics it takes back go to
-    `revoked`, the clauses with a new value to `facts`; "it is" after a topic taken back
-    is that topic ("wrong about the timeout, it's 45s")."""
+    """Clause by clause: topics taken back are revoked, clauses with a new value facts; "it is"
+    after a topic taken back is that topic ("wrong about the timeout, it's 45s")."""
     parts = clauses(sentence)
     given = {"gone"} if holds("structure.gone", sentence) else set()
     readings = [first(part, "take-back", given=given) for part in parts]
@@ -349,7 +289,12 @@ def _correction(sentence: str, read: UserStatements) -> None:
     named = ""
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
-        topic = _topic(found) if found else None
+        # What a take-back names: nothing for a pronoun or "that rule" (named elsewhere).
+        named_by = found.found.groupdict() if found and "topic" in found.found.re.groupindex else {}
+        topic = next(filter(None, map(named_by.get, ("topic", "gone", "out"))), "").strip(" .!")
+        about, over = rule("structure.about").regex, rule("structure.over").regex
+        topic = "" if holds("structure.pointing-back", topic) else about.sub("", topic, 1)
+        topic = over.sub("", topic)
         if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
@@ -360,18 +305,6 @@ def _correction(sentence: str, read: UserStatements) -> None:
             stated = holds("shape.value", said) or holds(_ABOUT_SOMETHING, said)
             if stated and len(said.split()) > 1 and not holds("shape.order-on-it", said):
                 read.add(read.facts, _statement(said), by)
-
-
-def _topic(reading: Reading) -> str | None:
-    """What a take-back reading names ("" for a pronoun, "that rule": what it points back to
-    is named elsewhere), or None when its rule names no topic (a retraction)."""
-    if "topic" not in reading.found.re.groupindex:
-        return None
-    found = reading.found.groupdict()
-    topic = (found.get("topic") or found.get("gone") or found.get("out") or "").strip(" .!")
-    if holds("structure.pointing-back", topic):
-        return ""
-    return rule("structure.over").regex.sub("", rule("structure.about").regex.sub("", topic, 1))
 
 
 def agent_statements(

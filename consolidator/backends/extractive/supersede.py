@@ -1,10 +1,6 @@
-"""Newest wins: what a session states or edits makes older entries stale.
-
-A statement giving another value of an entry's subject is read from words, a guess, so it
-marks the older superseded (a possible conflict when it says more; both conflicting when said
-the same day). An edit names both values exactly, so the entries giving the old value are
-dropped (history keeps them) and come back with the new one. A fix no current value backs is stale.
-"""
+"""Newest wins: a statement giving another value of an entry's subject is a guess, so it only
+marks the older (superseded, a possible conflict, conflicting on one day); an edit names both
+values exactly, so the entries giving the old one come back with the new one."""
 
 from __future__ import annotations
 
@@ -18,19 +14,16 @@ from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import Block, Bullet
 from consolidator.memory.lexicon import shape
 from consolidator.memory.offline_notes import RENAMED, EditedValue
+from consolidator.memory.subjects import SubjectIndex
 from consolidator.memory.text import code_span, dedupe
 from consolidator.verify.runtimes import agrees, as_stated, pin_value
 
 
 def newest_wins(
-    bullets: list[Bullet],
-    index: subjects.SubjectIndex,
-    text: str,
-    day: str,
-    days: Mapping[str, str],
+    bullets: list[Bullet], index: SubjectIndex, text: str, day: str, days: Mapping[str, str]
 ) -> str:
-    """Mark in `bullets` each one `text`, said on `day`, gives another value of the subject
-    of; the mark `text` itself carries (superseded when an entry is newer than it)."""
+    """Mark each of `bullets` `text`, said on `day`, gives another value of the subject of;
+    the mark `text` itself carries (superseded when an entry is newer)."""
     own = ""
     for at in index.candidates(text):
         bullet = bullets[at]
@@ -49,9 +42,8 @@ def newest_wins(
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old` superseded when all it gives is one value of a kind `new` gives (or one clause
-    with one value, read as more kinds: a URL is a host too), or, with no value, one clause;
-    only a possible conflict when it says more."""
+    """`old` superseded when all it gives is one value (or clause) of a kind `new` gives; only
+    a possible conflict when it says more."""
     one_clause = len(shape("more-clauses").split(old)) == 1
     if held := [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]:
         one = len(held) == 1 or (one_clause and len(facts.read(old).stated.values) == 1)
@@ -65,9 +57,7 @@ def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
 def mark_stale_fixes(
     failures: tuple[Bullet, ...], knowledge: tuple[Bullet, ...], day: str
 ) -> tuple[Bullet, ...]:
-    """`failures` with each fix using a value a superseded entry gave and no current entry
-    gives marked superseded. A failing command naming the old value beside a fix naming the
-    new one is history, and stays."""
+    """`failures` with each fix using a value only superseded entries gave marked superseded."""
     values = subjects.shaped_values
     current = {v for b in knowledge if not marks.is_marked(b.text) for v in values(b.text)}
     stale = {v for b in knowledge if marks.is_superseded(b.text) for v in values(b.text)} - current
@@ -81,8 +71,7 @@ def mark_stale_fixes(
 
 
 def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
-    """Entries marked superseded that gave the same old values in other words as one entry
-    citing every witness: the old value is one record, however it was worded."""
+    """Superseded entries giving the same old values as one entry citing every witness."""
     kept: list[Bullet] = []
     first_of: dict[frozenset[str], int] = {}
     for bullet in bullets:
@@ -96,8 +85,7 @@ def merge_superseded(bullets: tuple[Bullet, ...]) -> tuple[Bullet, ...]:
 
 
 def joined(kept: Bullet, other: Bullet) -> Bullet:
-    """`kept` cited by `other`'s witnesses too, with one wording of each thread while both
-    trace their wordings."""
+    """`kept` cited by `other`'s witnesses too (one wording of each thread)."""
     threads = {thread_id for thread_id, _ in kept.sources}
     sources = (*kept.sources, *(s for s in other.sources if s[0] not in threads))
     return replace(
@@ -111,17 +99,12 @@ def joined(kept: Bullet, other: Bullet) -> Bullet:
 
 def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[str]]:
     """The block without the entries the edit superseded, and the new value as knowledge and
-    preferences: a runtime pin drops what it rules out and is remembered as pinned; another
-    edit drops the entries giving the old value and gives them back with the new one."""
+    preferences: a runtime pin drops what it rules out; another edit gives them the new value."""
     runtime = runtime_named(edit.subject.removesuffix(" version"))
     if edit.subject.endswith(" version") and runtime is not None:
         pinned = pin_value(edit.path, edit.new)
-        kept, _, _ = _split(
-            block,
-            lambda text: any(
-                not agrees(said, pinned) for said in subjects.runtime_versions(text, runtime)
-            ),
-        )
+        versions = subjects.runtime_versions
+        kept = _split(block, lambda t: any(not agrees(v, pinned) for v in versions(t, runtime)))[0]
         return kept, [as_stated(runtime, pinned, code_span(edit.path))], []
     if not edit.old.strip():
         return block, [], []
@@ -139,11 +122,7 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
 
 def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
     """`block` without the knowledge and preferences `gone` holds for, and their texts."""
-    knowledge = [b.text for b in block.knowledge if gone(b.text)]
-    preferences = [b.text for b in block.preferences if gone(b.text)]
-    kept = replace(
-        block,
-        knowledge=tuple(b for b in block.knowledge if not gone(b.text)),
-        preferences=tuple(b for b in block.preferences if not gone(b.text)),
-    )
-    return kept, knowledge, preferences
+    both = (block.knowledge, block.preferences)
+    kept = [tuple(b for b in bs if not gone(b.text)) for bs in both]
+    knowledge, preferences = ([b.text for b in bs if gone(b.text)] for bs in both)
+    return replace(block, knowledge=kept[0], preferences=kept[1]), knowledge, preferences
