@@ -552,8 +552,22 @@ RESTATED: dict[str, tuple[tuple[Said, ...], str, str, str]] = {
     ),
 }
 
+# "not A but B" of two values of one kind, however plain: A leaves `context`.
+PAIRED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "port-not-a-but-b": (
+        _later("staging db is on port 6543", "db timeouts", "not 6543 but 6544"),
+        "6543",
+    ),
+    "person-not-a-but-b": (
+        _later("for payments ask @carla", "refund bug", "not @carla but @dirk, sorry"),
+        "@carla",
+    ),
+}
+
 CASES: dict[str, tuple[Said, ...]] = {
-    name: case[0] for table in (CHANGED, BOTH, KEPT, RESTATED) for name, case in table.items()
+    name: case[0]
+    for table in (CHANGED, BOTH, KEPT, RESTATED, PAIRED)
+    for name, case in table.items()
 }
 
 
@@ -599,3 +613,12 @@ def test_a_correction_by_its_value_alone_keeps_the_words_of_what_it_corrects(
     _, subject, new, old = RESTATED[name]
     shown = context_entries(remembered.contexts[name])
     assert holds((subject, new), shown) and not holds((old,), shown), shown
+
+
+@pytest.mark.parametrize("name", PAIRED)
+def test_not_one_value_but_another_of_its_kind_takes_the_first_back(
+    remembered: Remembered, name: str
+) -> None:
+    _, old = PAIRED[name]
+    shown = context_entries(remembered.contexts[name])
+    assert not holds((old,), shown), shown

@@ -235,7 +235,7 @@ def test_a_one_off_request_is_not_an_instruction(request_once: str) -> None:
         ),
         (
             "TL;DR - verified that src/cache.py:88 drops the key on every retry..",
-            "Src/cache.py:88 drops the key on every retry.",
+            "src/cache.py:88 drops the key on every retry.",
         ),
     ],
 )

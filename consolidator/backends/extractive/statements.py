@@ -146,7 +146,9 @@ def _statement(text: str, *, user: bool = True) -> str:
     text = rule("structure.doubled-mark").regex.sub(lambda m: m[1], text).rstrip(" ,;:-")
     text = shape("leading-marks").sub("", text, count=1)
     text = clip(one_line(redact(text).text), MAX_QUOTE_CHARS)
-    return "" if holds("structure.only-redacted", text) else text[:1].upper() + text[1:]
+    if holds("structure.only-redacted", text):
+        return ""
+    return text[:1].upper() + text[1:] if shape("plain-start").match(text) else text
 
 
 def negated_values(sentence: str) -> list[str]:
@@ -158,12 +160,26 @@ def negated_values(sentence: str) -> list[str]:
         for m in rule(rule_id).regex.finditer(sentence)
     ]
     values = (value.rstrip(".,").strip("`") for value in found)
+    # "not 6543 but 6544": a value paired with one of its kind is taken back however plain.
+    paired = [
+        m["old_lead"]
+        for m in rule("old-value.not-but").regex.finditer(sentence)
+        if m["old_lead"] and _same_kind(m["old_lead"], sentence[m.end() :].split(",")[0])
+    ]
     kind_number = rule("old-value.kind-not-number").regex.finditer(sentence)
     return [
-        *(v for v in values if holds("shape.distinctive", v)),
+        *(v for v in values if holds("shape.distinctive", v) or v in paired),
         *(f"{m['kind']} {m['old']}" for m in kind_number),
         *_arrowed_from(sentence),
     ]
+
+
+def _same_kind(old: str, new: str) -> bool:
+    """Whether `old` and `new` are each one value, of one kind, and `old` is long enough to
+    be taken back by itself (not "3" of "not 3 but 4 workers")."""
+    kinds = [dict(values_by_kind(value.strip(" `.!"))) for value in (old, new)]
+    one_each = all(len(found) == 1 for found in kinds) and len(old.strip(" `")) > 2
+    return one_each and kinds[0].keys() == kinds[1].keys()
 
 
 def _arrowed_from(sentence: str) -> list[str]:
