@@ -149,6 +149,15 @@ def test_a_rule_said_in_general_in_one_project_holds_everywhere() -> None:
     assert any(block.block_id == USER_DEFAULTS_BLOCK_ID for block in memory.blocks)
 
 
+def test_one_default_said_generally_in_two_wordings_is_one_entry() -> None:
+    memory = _memory(
+        _said("cli", "01", "Fix the flags.", "in general from now on uv, not pip."),
+        _said("web", "02", "Fix the chart.", "always use uv, never pip, in every repo"),
+    )
+    (defaults,) = [b for b in memory.blocks if b.block_id == USER_DEFAULTS_BLOCK_ID]
+    assert [len(b.task_ids) for b in defaults.preferences] == [2], defaults.preferences
+
+
 def test_a_person_to_ask_said_anew_supersedes_the_one_before() -> None:
     memory = _memory(
         _said("game", "01", "Fix the shader build.", "For the shader part ask @lotte"),

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from consolidator.backends.extractive.rules import EVIDENCE, holds, word_list
+from consolidator.backends.extractive.rules import EVIDENCE, holds, rule, word_list
 from consolidator.memory import facts, marks
 from consolidator.memory.blocks import Block, Bullet, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
@@ -24,6 +24,7 @@ THIS_PROJECT: Final = "in this project"
 # The kinds of rule whose entries may hold in every project.
 _STANDING_KINDS: Final = STANDING_KINDS | {EVIDENCE}
 _MAKE_SURE = re.compile(r"\bmake sure\b")
+_FORM_ROWS: Final = ("instruction.standing-word", "instruction.every-project")
 
 
 def preference_text(where: str, quote: str) -> str:
@@ -139,6 +140,9 @@ def _keys(quote: str) -> list[str | frozenset[str]]:
     names (words neither grammar nor of a rule's form, stemmed), so that "run black before
     committing" and "run ruff before committing" are two rules."""
     plain = " ".join(re.findall(r"[a-z0-9]+", quote.casefold()))
-    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", _MAKE_SURE.sub(" ", quote.casefold()))
+    bare = _MAKE_SURE.sub(" ", quote.casefold())
+    for form in _FORM_ROWS:  # "from now on", "in every repo": how and where, not what
+        bare = rule(form).regex.sub(" ", bare)
+    named = re.findall(r"[a-z0-9][a-z0-9+_-]*", bare)
     names = frozenset(facts.stem(word) for word in named if word not in word_list("rule-form"))
     return [plain, names] if len(names) >= 2 else [plain]
