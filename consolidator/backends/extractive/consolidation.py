@@ -86,12 +86,12 @@ def _restated(fact: str, notes: ExtractiveNotes, block: Block) -> str:
     if facts.read(fact).subject or not notes.rule_of(fact).startswith("take-back."):
         return fact
     value = fact.rstrip(".")
-    for old in notes.revoked:
+    for old in filter(None, notes.revoked):
+        whole = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", re.IGNORECASE)
         for bullet in (*block.knowledge, *block.preferences):
             said = marks.unmarked(bullet.text)
-            at = said.lower().find(old.lower())
-            if old and at >= 0:
-                return said[:at] + value + said[at + len(old) :]
+            if found := whole.search(said):
+                return said[: found.start()] + value + said[found.end() :]
     return fact
 
 
