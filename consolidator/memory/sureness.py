@@ -205,6 +205,12 @@ def _not_now(said: str) -> bool:
     return bool(_HEDGE.search(said) or (_PAST.search(said) and not facts.says_change(said)))
 
 
+def _alone(said: str) -> bool:
+    """A value by itself ("tools/build.sh", left of a correction with nothing to correct)
+    states nothing: what it is the value of is not said."""
+    return len(said.split()) < 2
+
+
 def _current_value(entry: Entry) -> Evidence | None:
     """Knowledge the user stated (or a tool's output showed, with a value), undisputed."""
     bullet = entry.bullet
@@ -214,7 +220,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     if _older_of_two(text) or only_guessed(bullet):
         return None  # a later value of the same subject stands beside it, or a guess
     said = _said(text)
-    if _THE_AGENT_S_STATE.match(said) or _not_now(said):
+    if _THE_AGENT_S_STATE.match(said) or _not_now(said) or _alone(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
     if not values and (
@@ -271,7 +277,7 @@ def _several_sessions(entry: Entry) -> Evidence | None:
     bullet = entry.bullet
     if entry.section == "preferences" or marks.unmarked(bullet.text) != bullet.text:
         return None
-    if only_guessed(bullet) or _not_now(_said(bullet.text)):
+    if only_guessed(bullet) or _not_now(_said(bullet.text)) or _alone(_said(bullet.text)):
         return None  # a request or a guess said again in another session is still one
     cited = {task.task_id: task for task in entry.block.tasks}
     threads = {

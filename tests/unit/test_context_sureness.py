@@ -250,6 +250,17 @@ def test_a_remark_only_guessed_to_state_a_value_is_stored_but_never_sure() -> No
     assert _evidence("knowledge", mixed, two) == ["current_value", "several_sessions"]
 
 
+def test_a_value_by_itself_is_stored_but_never_sure() -> None:
+    said = user_statements(
+        ["not make build-billing but tools/build_billing.sh, sorry, I mixed them up."]
+    )
+    assert said.facts == ["tools/build_billing.sh"]
+    two = _block(threads=("a", "b"))
+    assert _evidence("knowledge", _said(said.facts[0], threads=("a", "b")), two) == []
+    stated = _said("tools/build_billing.sh is how we build.", threads=("a", "b"))
+    assert _evidence("knowledge", stated, two) == ["current_value", "several_sessions"]
+
+
 def test_a_model_s_entries_keep_its_judgment_but_not_a_pasted_shape() -> None:
     curated = Bullet("Billing exports run nightly from the worker.", ("t-a",))
     pasted = Bullet("const total = lines.reduce(sum, 0);", ("t-a",))

@@ -260,6 +260,11 @@ def test_an_agent_conclusion_keeps_no_label_or_doubled_mark(message: str, kept: 
             "Always run `make check. lint` before you push, it catches the import order.",
             "`make check. lint` before you push",
         ),
+        (
+            "fix the failing query test in tests/test_query.py. run ruff check . before you"
+            " push, CI goes red otherwise",
+            "ruff check . before you push",
+        ),
     ],
 )
 def test_a_sentence_is_never_cut_inside_a_code_span_or_before_a_dotfile(
@@ -268,7 +273,7 @@ def test_a_sentence_is_never_cut_inside_a_code_span_or_before_a_dotfile(
     spoken = user_statements([said])
     kept = [*spoken.instructions, *spoken.facts]
     assert any(whole in statement for statement in kept), kept
-    assert not any(statement.startswith(("env", "nvmrc", "lint")) for statement in kept), kept
+    assert not any(statement.startswith(("env", "nvmrc", "lint", "Before")) for statement in kept)
 
 
 @pytest.mark.parametrize(
@@ -354,15 +359,20 @@ def test_a_request_or_a_remark_shaped_like_a_rule_is_no_default_and_takes_nothin
     assert spoken.instructions == [] and spoken.revoked == []
 
 
-def test_a_correction_keeps_no_sentence_naming_what_it_took_back() -> None:
+def test_a_correction_keeps_no_sentence_naming_what_it_took_back_nor_the_work_asked_before_it() -> (
+    None
+):
     for said in (
         "heads-up: we don't use the VPN for staging any more, it's public behind SSO now.",
         "finish wiring the filter, look for what still needs work, isort is no longer used"
         " here, ignore that rule",
+        "finish wiring the index filter into src/index/filter_invoice.py, look for what still"
+        " needs work (Note that the integration fixtures live in tests/fixtures/billing-cases/),"
+        " isort is no longer used here, ignore that rule",
     ):
         spoken = user_statements([said])
         assert spoken.revoked and not any(
-            word in fact for fact in spoken.facts for word in ("VPN", "isort")
+            word in fact for fact in spoken.facts for word in ("VPN", "isort", "wiring")
         ), spoken
 
 

@@ -302,7 +302,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
     given = {"gone"} if holds("structure.gone", sentence) else set()
     readings = [first(part, "take-back", given=given) for part in parts]
     by = next((found.rule.id for found in readings if found), "")
-    named = ""
+    named, by_now = "", False
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
         # What a take-back names: nothing for a pronoun or "that rule" (named elsewhere).
@@ -311,6 +311,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
         about, over = rule("structure.about").regex, rule("structure.over").regex
         topic = "" if holds("structure.pointing-back", topic) else about.sub("", topic, 1)
         topic = over.sub("", topic)
+        by_now = by_now or found is not None
         if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
@@ -319,7 +320,9 @@ def _correction(sentence: str, read: UserStatements) -> None:
             if named and (it_is := rule("structure.it-is").regex).match(clause):
                 said = f"the {named} is {it_is.sub('', clause)}"
             stated = holds("shape.value", said) or holds(_ABOUT_SOMETHING, said)
-            if stated and len(said.split()) > 1 and not holds("shape.order-on-it", said):
+            # An order before anything is taken back is the work asked for, not the new value.
+            work = holds("shape.order-on-it", said) or (holds("shape.order", said) and not by_now)
+            if stated and len(said.split()) > 1 and not work:
                 read.add(read.facts, _statement(said), by)
 
 
