@@ -14,7 +14,9 @@ repository bears out, what a model curated), and only when it is a whole clause 
 Entries are taken in order of use to an agent until the byte budget is spent, each one whole:
 user-wide preferences; the nearest project's preferences, failures and reusable knowledge;
 pointers to the rollout summaries behind them (newest first); then the rest of the user-wide
-entries. An entry marked superseded is left out: a newer value stands beside it. The last
+entries. An entry marked superseded is left out: a newer value stands beside it; so is
+knowledge that says again, in other words, what an entry of its block already shown says
+(`memory.facts.restates`): the prompt pays once for each fact. The last
 lines count what was left out and name the commands that show or search all of it.
 """
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from consolidator.memory import marks
+from consolidator.memory import facts, marks
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
 from consolidator.memory.render import one_line
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
@@ -157,6 +159,18 @@ class _Checks:
     failed: list[FailedCheck] = field(default_factory=list)
     left_out: int = 0
     searchable: int = 0
+    shown_knowledge: dict[str, list[str]] = field(default_factory=dict)
+
+    def restated(self, block: Block, section: Section, bullet: Bullet) -> bool:
+        """Knowledge said again in other words than an entry of its block already shown: left
+        to search. A marked entry (a dispute, a conflict) is neither folded nor folded into."""
+        if section != "knowledge" or marks.unmarked(bullet.text) != bullet.text:
+            return False
+        shown = self.shown_knowledge.setdefault(block.block_id, [])
+        if any(facts.restates(bullet.text, earlier) for earlier in shown):
+            return True
+        shown.append(bullet.text)
+        return False
 
     def entries(self, block: Block, section: Section, bullets: Iterable[Bullet]) -> Iterator[_Line]:
         folder = None if is_user_wide(block) else block.applies_to_cwd
@@ -169,7 +183,7 @@ class _Checks:
                 verdict = self.checker.verdict(folder, bullet.text)
             holds = verdict is not None and verdict.status == "holds"
             judgment = self.judged(Entry(block, section, bullet, repository_holds=holds))
-            if not judgment.sure:
+            if not judgment.sure or self.restated(block, section, bullet):
                 self.searchable += 1
                 continue
             shown = ShownEntry(block.block_id, section, plain, judgment.evidence)

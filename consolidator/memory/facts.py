@@ -88,6 +88,24 @@ def same_fact(a: str, b: str) -> bool:
     return alike or _within(one, other) or _within(other, one)
 
 
+def _value_parts(values: frozenset[str]) -> frozenset[str]:
+    """Each value cut at its colons ("localhost:5454", "client.py:41"): a port said with its
+    host and a port said alone are one value."""
+    parts = (part for value in values for part in re.split(r"[:\s]+", value))
+    return frozenset(part for part in parts if any(c.isdigit() or c in "/._~@" for c in part))
+
+
+def restates(said: str, shown: str) -> bool:
+    """Whether `said` says again what `shown` says, in other words: each of its values is one
+    of `shown`'s and a subject word is shared ("psql -p 5454 gets you the dev db" after "dev
+    postgres listens on localhost:5454"). A text with no value restates nothing."""
+    one, other = read(said), read(shown)
+    values = _value_parts(one.values)
+    return (
+        bool(values) and values <= _value_parts(other.values) and bool(one.subject & other.subject)
+    )
+
+
 def _within(part: Reading, whole: Reading) -> bool:
     return part.values <= whole.values and part.subject <= whole.subject
 

@@ -261,6 +261,29 @@ def test_a_value_by_itself_is_stored_but_never_sure() -> None:
     assert _evidence("knowledge", stated, two) == ["current_value", "several_sessions"]
 
 
+def test_knowledge_said_again_in_other_words_is_shown_once() -> None:
+    block = _block(
+        threads=("a", "b"),
+        knowledge=(
+            _said("Dev postgres listens on localhost:5454, not the usual one.", threads=("a", "b")),
+            _said("psql -h localhost -p 5454 gets you the dev db."),
+            _said("Connect to the dev database on port 5454"),
+            _said("The staging host is stage2.platform.internal."),
+            _said("stage2.platform.internal needs the VPN."),
+            _said("[possible conflict 2026-11-01] The dev database is on port 5454."),
+        ),
+    )
+    context = _context(block)
+    shown = [entry.text for entry in context.entries]
+    assert shown == [
+        "Dev postgres listens on localhost:5454, not the usual one.",
+        "The staging host is stage2.platform.internal.",
+        "stage2.platform.internal needs the VPN.",
+        "[possible conflict 2026-11-01] The dev database is on port 5454.",
+    ]
+    assert context.searchable == 2
+
+
 def test_a_model_s_entries_keep_its_judgment_but_not_a_pasted_shape() -> None:
     curated = Bullet("Billing exports run nightly from the worker.", ("t-a",))
     pasted = Bullet("const total = lines.reduce(sum, 0);", ("t-a",))
