@@ -73,3 +73,23 @@ def test_a_value_in_a_one_line_code_block_belongs_to_the_line_before(
 def test_a_pasted_block_of_several_lines_states_nothing() -> None:
     message = "here is the log:\n```\nerror: boom\nat main.py:3\nexit 1\n```"
     assert user_statements([OPENING, message]).facts == []
+
+
+@pytest.mark.parametrize(
+    ("typed", "kept"),
+    [
+        ("allways use pnpm, nevr npm", "Always use pnpm, never npm"),
+        ("pls dont commit the .env file", "Don't commit the .env file"),
+        ("Dont push to main directly", "Don't push to main directly"),
+        ("alway run the linter b4 you push", "Always run the linter before you push"),
+    ],
+)
+def test_a_rule_typed_in_a_hurry_reads_as_one_typed_with_care(typed: str, kept: str) -> None:
+    read = user_statements([OPENING, typed])
+    assert read.instructions == [kept]
+    assert not read.facts
+
+
+def test_a_word_that_only_looks_like_a_slip_is_left_as_it_is() -> None:
+    read = user_statements([OPENING, "the chat client lives in src/im/, cd u/ for the user tools"])
+    assert any("src/im/" in fact and "cd u/" in fact for fact in read.facts), read.facts

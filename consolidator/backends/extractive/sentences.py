@@ -4,7 +4,7 @@ maintained segmenter, with what only leads into a sentence taken off."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import pysbd
 
@@ -32,6 +32,26 @@ def _segments(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
     return tuple(paragraph[span.start : span.end] for span in segmenter.segment(masked))
 
 
+@cache
+def _spellings() -> tuple[re.Pattern[str], dict[str, str]]:
+    """Informal or slipped spellings of words the rules read by ("dont", "allways", "pls"),
+    each with the spelling the rules know: one table, so no rule lists a word's misspellings."""
+    spelled = dict(pair.split(" ", 1) for pair in word_list("informal-spellings"))
+    words = "|".join(sorted(map(re.escape, spelled), key=len, reverse=True))
+    return re.compile(rf"(?<![\w'@./-])(?:{words})(?![\w'@/-]|\.\w)", re.I), spelled
+
+
+def respelled(text: str) -> str:
+    """`text` with each informal spelling written as the rules know it, its capital kept."""
+    informal, spelled = _spellings()
+
+    def known(match: re.Match[str]) -> str:
+        word = spelled[match[0].lower()]
+        return word[:1].upper() + word[1:] if match[0][:1].isupper() else word
+
+    return informal.sub(known, text)
+
+
 def _lower_starts(segment: str) -> list[str]:
     """`segment` cut where a word in lower case starts a sentence, not after an abbreviation."""
     parts: list[str] = []
@@ -54,7 +74,7 @@ def sentences(text: str) -> list[str]:
     for paragraph in text.splitlines():
         if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
             continue
-        listed = rule("structure.list-marker").regex.sub("", paragraph, 1)
+        listed = rule("structure.list-marker").regex.sub("", respelled(paragraph), 1)
         for segment in _segments(listed, rule("structure.no-break").regex):
             for part in _lower_starts(segment):
                 # A question is asked whole: "What should I keep in mind here?" holds no cue.
