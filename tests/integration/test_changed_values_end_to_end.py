@@ -550,6 +550,18 @@ RESTATED: dict[str, tuple[tuple[Said, ...], str, str, str]] = {
         "staging-db-2",
         "staging-db-1",
     ),
+    "command-corrected-by-a-script-without-a-cue": (
+        _later("the build script is make dist", "build again", "not make dist but scripts/dist.sh"),
+        "build script",
+        "scripts/dist.sh",
+        "make dist",
+    ),
+    "person-corrected-with-an-apology-after-it": (
+        _later("for the shader part ask @carla", "shader again", "not @carla but @dirk, sorry"),
+        "shader part",
+        "@dirk",
+        "@carla",
+    ),
 }
 
 # "not A but B" of two values of one kind, however plain: A leaves `context`.

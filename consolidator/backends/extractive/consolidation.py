@@ -19,8 +19,9 @@ from consolidator.backends.extractive import defaults, supersede
 from consolidator.backends.extractive.answers import GUESSED_PRINTED
 from consolidator.backends.extractive.commands import PRINTED
 from consolidator.backends.extractive.explained import failure_bullets, same_failure
-from consolidator.backends.extractive.rules import EDIT, EXIT_CODES
+from consolidator.backends.extractive.rules import EDIT, EXIT_CODES, rule
 from consolidator.backends.extractive.sentences import strip_lead_in
+from consolidator.backends.extractive.statements import same_kind
 from consolidator.memory import facts, marks, subjects
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Origin, Task, ThreadCitation
 from consolidator.memory.forget import prune_bullets
@@ -79,20 +80,27 @@ def _taken_back(block: Block, notes: ExtractiveNotes, day: str) -> Block:
     return _each_section(block, kept) if taken_back or quoted else block
 
 
-def _restated(fact: str, notes: ExtractiveNotes, block: Block) -> str:
+def _restated(fact: str, notes: ExtractiveNotes, block: Block) -> tuple[str, str]:
     """A correction that gives only its new value ("not make build-billing but
     tools/build_billing.sh") in the words of the entry it corrects, the old value swapped:
-    "The build script is tools/build_billing.sh"; the value alone says nothing for later."""
-    if facts.read(fact).subject or not notes.rule_of(fact).startswith("take-back."):
-        return fact
-    value = fact.rstrip(".")
+    "The build script is tools/build_billing.sh"; the value alone says nothing for later.
+    With the rule that read those words (the correction read only the value), else the
+    fact's own."""
+    unchanged = (fact, notes.rule_of(fact))
+    value = " ".join(rule("correction.value-only").regex.sub(" ", fact).split()).strip(" ,;.!")
+    if facts.read(value).subject or not value:
+        return unchanged  # "@dirk, sorry" gives @dirk; words besides a value say more
+    taking_back = notes.rule_of(fact).startswith("take-back.")
     for old in filter(None, notes.revoked):
+        if not (taking_back or same_kind(old, value)):
+            continue  # a value of another kind is no new value of this one
         whole = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", re.IGNORECASE)
         for bullet in (*block.knowledge, *block.preferences):
             said = marks.unmarked(bullet.text)
             if found := whole.search(said):
-                return said[: found.start()] + value + said[found.end() :]
-    return fact
+                read_by = next((read for _, read in bullet.rules if read), unchanged[1])
+                return said[: found.start()] + value + said[found.end() :], read_by
+    return unchanged
 
 
 @lru_cache(maxsize=4096)
@@ -145,7 +153,7 @@ def _with_session(
 
     def witness(text: str, origin: Origin, fallback: str) -> Bullet:
         """An entry as this session gives it, with the rule that read it by its text."""
-        ruled = ((thread, rule),) if (rule := rules.get(text, fallback)) else ()
+        ruled = ((thread, read_by),) if (read_by := rules.get(text, fallback)) else ()
         return Bullet(text, (task_id_for(thread),), ((thread, text),), ((thread, origin),), ruled)
 
     author = _NOTE_AUTHORS.get(notes.noted_by, "user")
@@ -154,7 +162,7 @@ def _with_session(
     task = Task(task_id_for(thread), title, (citation,), keywords=tuple(notes.keywords))
     day = citation.updated_at[:10]
     restated = {fact: _restated(fact, notes, block) for fact in notes.facts}
-    rules |= {new: rules.get(fact, "") for fact, new in restated.items()}
+    rules |= {new: read_by or rules.get(fact, "") for fact, (new, read_by) in restated.items()}
     block = _taken_back(block, notes, day)
     edited_knowledge: list[str] = []
     edited_preferences: list[str] = []
@@ -179,7 +187,7 @@ def _with_session(
         *((preferences, text, "agent") for text in edited_preferences),
         *((preferences, text, author) for text in asked),
         *((knowledge, text, "agent") for text in edited_knowledge),
-        *((knowledge, restated[f], "tool" if f in printed else author) for f in notes.facts),
+        *((knowledge, restated[f][0], "tool" if f in printed else author) for f in notes.facts),
         *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
     newest_wins = supersede.newest_wins

@@ -164,7 +164,7 @@ def negated_values(sentence: str) -> list[str]:
     paired = [
         m["old_lead"]
         for m in rule("old-value.not-but").regex.finditer(sentence)
-        if m["old_lead"] and _same_kind(m["old_lead"], sentence[m.end() :].split(",")[0])
+        if m["old_lead"] and same_kind(m["old_lead"], sentence[m.end() :].split(",")[0])
     ]
     kind_number = rule("old-value.kind-not-number").regex.finditer(sentence)
     return [
@@ -174,10 +174,11 @@ def negated_values(sentence: str) -> list[str]:
     ]
 
 
-def _same_kind(old: str, new: str) -> bool:
+def same_kind(old: str, new: str) -> bool:
     """Whether `old` and `new` are each one value, of one kind, and `old` is long enough to
     be taken back by itself (not "3" of "not 3 but 4 workers")."""
-    kinds = [dict(values_by_kind(value.strip(" `.!"))) for value in (old, new)]
+    bare = [value.strip(" `.!") for value in (old, new)]
+    kinds = [dict(shaped_in(value.lower()) or values_by_kind(value)) for value in bare]
     one_each = all(len(found) == 1 for found in kinds) and len(old.strip(" `")) > 2
     return one_each and kinds[0].keys() == kinds[1].keys()
 
