@@ -14,13 +14,12 @@ from consolidator.backends.extractive.commands import (
     printed_facts,
     segments,
 )
-from consolidator.backends.extractive.rules import first, word_list
+from consolidator.backends.extractive.rules import first, limit, word_list
 from consolidator.memory.text import clip, code_span, one_line
 from consolidator.security.redaction import redact
 
 # The row of the guessed kind (stored, not shown) an answer only the question names is kept by.
 GUESSED_PRINTED: Final = "kept.output"
-_MAX_QUESTION_CHARS = 120
 
 
 def answered_facts(call: Call) -> list[tuple[str, str]]:
@@ -73,7 +72,7 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     said = f"{subject} is {value} (printed by {code_span(call.command)})"
     if sure:
         return [(said, PRINTED)]
-    asking = clip(one_line(redact(question).text), _MAX_QUESTION_CHARS)
+    asking = clip(one_line(redact(question).text), limit("question-chars"))
     said = said if subject else f"{code_span(call.command)} printed {value}"
     return [(f'Asked "{asking}": {said}', GUESSED_PRINTED)]
 
