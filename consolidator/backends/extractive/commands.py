@@ -166,8 +166,7 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
         sub = rest[0] if rest and not rest[0].startswith("-") else ""
         key = f"{program} {sub}" if sub and program in word_list("subcommand-programs") else program
         read_only = (
-            program in word_list("probes")
-            or (program == "git" and rest[:1] != [] and rest[0] in word_list("git-probes"))
+            not word_list("probes").isdisjoint({program, key})
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
             or _asks_version(rest)
             or not word_list("value-getters").isdisjoint(rest[1:][-2:])
