@@ -79,10 +79,9 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
 
 def _parts(word: str) -> set[str]:
     """The words of a name (`API_BASE`, `maxConnections`, `tags`): lower, singular, no stopword."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", word).lower()
-    # Singular: `-ies` as `-y` past two letters, a last `s` past three unless doubled.
-    parts = (re.sub(r"(?<=..)ies$", "y", part) for part in re.findall(r"[a-z0-9]+", spaced))
-    found = (re.sub(r"(?<=...)(?<!s)s$", "", part) for part in parts)
+    spaced = pattern("camel-hump").sub(" ", word).lower()
+    parts = (pattern("plural-ies").sub("y", part) for part in re.findall(r"[a-z0-9]+", spaced))
+    found = (pattern("plural-s").sub("", part) for part in parts)
     return {p for p in found if len(p) > 1 and p not in word_list("stopwords")}
 
 
