@@ -15,7 +15,6 @@ _SAME_SUBJECT: Final = 0.6
 WORDS: Final[dict[str, Any]] = data("subject_words.json")["words"]
 STOPWORDS: Final = frozenset(WORDS["stopwords"])
 SHORT_FORMS: Final[dict[str, str]] = WORDS["short-forms"]
-# Words that say where a thing is or that it moved, not what it is.
 PLACE_WORDS: Final = frozenset(WORDS["place-words"])
 CHANGE: Final = re.compile(rf"\b(?:{'|'.join(map(re.escape, WORDS['change-words']))})\b", re.I)
 

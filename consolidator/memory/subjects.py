@@ -17,18 +17,13 @@ from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, rea
 from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
 from consolidator.memory.marks import unmarked
 
-# What a subject is, by the noun that heads it ("the reporting db port": a port), and the
-# kinds of value each may have: a database is reached at a host or a port.
 _HEAD_KINDS: Final[dict[str, str]] = WORDS["head-kinds"]
 _VALUE_KINDS: Final[dict[str, list[str]]] = WORDS["value-kinds"]
 _PHRASE_BREAK: Final = frozenset(WORDS["phrase-breaks"])
-# The verb of "X lives on mq-2.lan", "X is stg-02.corp": the words before it name X.
 _SAYS_WHERE: Final = facts.PLACE_WORDS | frozenset(WORDS["where-verbs"])
 _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["no-subject-words"]})
 )
-# Beside a person, the words saying they are whom to go to ("ping", "questions", "job"),
-# not what about: "for infra questions ping @olaf" is about the infra.
 _ASKED: Final = frozenset(map(stem, WORDS["asked-words"]))
 _MAX_QUALIFIERS: Final = 3
 _CACHED: Final = 65536

@@ -14,13 +14,12 @@ from consolidator.backends.extractive.commands import (
     printed_facts,
     segments,
 )
-from consolidator.backends.extractive.rules import first, word_list
+from consolidator.backends.extractive.rules import first, limit, word_list
 from consolidator.memory.text import clip, code_span, one_line
 from consolidator.security.redaction import redact
 
 # The row of the guessed kind (stored, not shown) an answer only the question names is kept by.
 GUESSED_PRINTED: Final = "kept.output"
-_MAX_QUESTION_CHARS = 120
 
 
 def answered_facts(call: Call) -> list[tuple[str, str]]:
@@ -73,17 +72,16 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     said = f"{subject} is {value} (printed by {code_span(call.command)})"
     if sure:
         return [(said, PRINTED)]
-    asking = clip(one_line(redact(question).text), _MAX_QUESTION_CHARS)
+    asking = clip(one_line(redact(question).text), limit("question-chars"))
     said = said if subject else f"{code_span(call.command)} printed {value}"
     return [(f'Asked "{asking}": {said}', GUESSED_PRINTED)]
 
 
 def _parts(word: str) -> set[str]:
     """The words of a name (`API_BASE`, `maxConnections`, `tags`): lower, singular, no stopword."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", word).lower()
-    # Singular: `-ies` as `-y` past two letters, a last `s` past three unless doubled.
-    parts = (re.sub(r"(?<=..)ies$", "y", part) for part in re.findall(r"[a-z0-9]+", spaced))
-    found = (re.sub(r"(?<=...)(?<!s)s$", "", part) for part in parts)
+    spaced = pattern("camel-hump").sub(" ", word).lower()
+    parts = (pattern("plural-ies").sub("y", part) for part in re.findall(r"[a-z0-9]+", spaced))
+    found = (pattern("plural-s").sub("", part) for part in parts)
     return {p for p in found if len(p) > 1 and p not in word_list("stopwords")}
 
 

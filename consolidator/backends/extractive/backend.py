@@ -15,7 +15,7 @@ from consolidator.backends.extractive import statements
 from consolidator.backends.extractive.answers import answered_facts
 from consolidator.backends.extractive.commands import PRINTED, pattern, printed_facts
 from consolidator.backends.extractive.consolidation import consolidate_extractively
-from consolidator.backends.extractive.rules import EVIDENCE, word_list
+from consolidator.backends.extractive.rules import EVIDENCE, limit, word_list
 from consolidator.backends.extractive.sentences import answer_words
 from consolidator.backends.extractive.session import MAX_QUOTE_CHARS, Session, analyse
 from consolidator.memory.offline_notes import (
@@ -28,15 +28,6 @@ from consolidator.memory.offline_notes import (
 from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line
 from consolidator.security.redaction import checked_at_end, redact
 from consolidator.sources.items import DELEGATED, ItemKind
-
-MAX_FILES = 20
-MAX_COMMANDS = 15
-# An answer shorter than this is an acknowledgement or a promise ("I'll publish it."), not one.
-MIN_ANSWER_WORDS = 8
-MAX_KEYWORDS = 5
-MAX_SLUG_CHARS = 60
-_MAX_HEADLINE_CHARS = 100
-_MAX_AGENT_NOTE_CHARS = 200
 
 
 class ExtractiveBackend:
@@ -62,7 +53,7 @@ def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
     if not (
         notes.states_something
         or any(call.ok and not call.read_only for call in session.calls)
-        or (notes.task and any(answer_words(i.text) >= MIN_ANSWER_WORDS for i in answers))
+        or (notes.task and any(answer_words(i.text) >= limit("answer-words") for i in answers))
     ):
         return base.Stage1Result(rollout_summary="", rollout_slug=None, raw_memory="")
     return base.Stage1Result(
@@ -110,11 +101,11 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
         task_outcome=outcome,
         cwd=one_line(rollout.cwd or ""),
         git_branch=one_line(rollout.git_branch or ""),
-        keywords=tuple(w for w, _ in counted.most_common() if not w.isdigit())[:MAX_KEYWORDS],
+        keywords=tuple(w for w, _ in counted.most_common() if not w.isdigit())[: limit("keywords")],
         user_quotes=tuple(session.quotes),
         failures=tuple(session.failures),
-        files=tuple(dedupe([*edited, *mentioned])[:MAX_FILES]),
-        commands=tuple(commands[:MAX_COMMANDS]),
+        files=tuple(dedupe([*edited, *mentioned])[: limit("files")]),
+        commands=tuple(commands[: limit("commands")]),
         instructions=tuple(instructions),
         facts=tuple(facts),
         conclusions=tuple(conclusions),
@@ -170,7 +161,7 @@ def _summarise(session: Session, notes: ExtractiveNotes) -> str:
     if edited := dedupe(path for call in session.calls for path in call.edited):
         lines.append(f"- Files edited: {_listed(edited, 5)}")
     if session.last_agent_message:
-        note = clip(one_line(redact(session.last_agent_message).text), _MAX_AGENT_NOTE_CHARS)
+        note = clip(one_line(redact(session.last_agent_message).text), limit("agent-note-chars"))
         lines.append(f'- Agent\'s last message: "{note}"')
     return "\n".join(lines) + "\n"
 
@@ -179,7 +170,8 @@ def _slug_for(task: str, keywords: Iterable[str]) -> str | None:
     folded = unicodedata.normalize("NFKD", task).encode("ascii", "ignore").decode().lower()
     words = [w for w in re.findall(r"[a-z0-9]+", folded) if w not in word_list("slug-stopwords")]
     words = words or [w for k in keywords for w in re.findall(r"[a-z0-9]+", k)]
-    return hyphenated(words, MAX_SLUG_CHARS) or (words[0][:MAX_SLUG_CHARS] if words else None)
+    most = limit("slug-chars")
+    return hyphenated(words, most) or (words[0][:most] if words else None)
 
 
 def _headline(task: str) -> str:
@@ -187,4 +179,4 @@ def _headline(task: str) -> str:
     first = re.split(r"(?<=[.!?])\s", task, maxsplit=1)[0] if task else ""
     if first.endswith((".", "!", "?")) and not first.endswith(".."):
         first = first[:-1]
-    return clip(first, _MAX_HEADLINE_CHARS)
+    return clip(first, limit("headline-chars"))

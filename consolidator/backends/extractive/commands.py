@@ -1,7 +1,7 @@
-"""A tool call and its result, read one way whatever the agent (spelling, shapes and limits are
-data, `calls.json`): what it ran, the files it edited or read, whether it failed and on which
-line, the values it printed. A shell command's key (`python -m pytest` and `uv run pytest -x`
-are one) pairs a failure with its fix; an edit gives a new value nobody said."""
+"""A tool call and its result, read one way whatever the agent (spelling and shapes are data,
+`calls.json`; limits `words.json`): what it ran, the files it edited or read, whether it failed
+and on which line, the values it printed. A shell command's key (`python -m pytest` and `uv run
+pytest -x` are one) pairs a failure with its fix; an edit gives a new value nobody said."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from functools import cache, partial
 from itertools import takewhile
 from typing import Any, Final, TypeAlias
 
-from consolidator.backends.extractive.rules import EVIDENCE, word_list
+from consolidator.backends.extractive.rules import EVIDENCE, limit, word_list
 from consolidator.memory.lexicon import data
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.text import clip, code_span, dedupe, one_line
@@ -115,7 +115,7 @@ def parse_call(item: RolloutItem, cwd: str | None) -> Call:
     # The command on one line, clipped, " ..." where it had more.
     lines = [line for line in call.command.strip().splitlines() if line.strip()]
     text = one_line(redact(lines[0] if lines else "").text) + (" ..." if len(lines) > 1 else "")
-    call.command = clip(text, _spelling()["limits"]["command"])
+    call.command = clip(text, limit("command-chars"))
     call.changes = edited_values(edits)
     return call
 
@@ -166,8 +166,7 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
         sub = rest[0] if rest and not rest[0].startswith("-") else ""
         key = f"{program} {sub}" if sub and program in word_list("subcommand-programs") else program
         read_only = (
-            program in word_list("probes")
-            or (program == "git" and rest[:1] != [] and rest[0] in word_list("git-probes"))
+            not word_list("probes").isdisjoint({program, key})
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
             or _asks_version(rest)
             or not word_list("value-getters").isdisjoint(rest[1:][-2:])
@@ -245,7 +244,7 @@ def is_config(path: str) -> bool:
 def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     """Each line's runtime pin or, in a configuration file, its key and value; never a secret."""
     config, listing = is_config(path), path.rsplit("/", 1)[-1] in word_list("version-lists")
-    limit = _spelling()["limits"]["value"]
+    most = limit("value-chars")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
@@ -253,7 +252,7 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
             yield f"{listed['tool']}{_PINNED}", listed["value"]
         elif config and (match := pattern("setting").match(redact(line).text)):
             value = one_line(match["value"]).strip("\"'")
-            if value and "[REDACTED" not in match["value"] and len(value) <= limit:
+            if value and "[REDACTED" not in match["value"] and len(value) <= most:
                 yield match["key"], value
 
 
@@ -270,7 +269,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
         chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
         missing = f"exit code {item.exit_code}" if item.exit_code is not None else ""
-        error = clip(one_line(redact(chosen).text), _spelling()["limits"]["error"])
+        error = clip(one_line(redact(chosen).text), limit("error-chars"))
         call.error = error or missing or "failed with no output"
     return pattern("refused").match(item.text) is None
 

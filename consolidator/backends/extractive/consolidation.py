@@ -19,7 +19,7 @@ from consolidator.backends.extractive import defaults, supersede
 from consolidator.backends.extractive.answers import GUESSED_PRINTED
 from consolidator.backends.extractive.commands import PRINTED
 from consolidator.backends.extractive.explained import failure_bullets, same_failure
-from consolidator.backends.extractive.rules import EDIT, EXIT_CODES, rule
+from consolidator.backends.extractive.rules import EDIT, EXIT_CODES, limit, rule
 from consolidator.backends.extractive.sentences import strip_lead_in
 from consolidator.backends.extractive.statements import same_kind
 from consolidator.memory import facts, marks, subjects
@@ -29,8 +29,6 @@ from consolidator.memory.offline_notes import OUTCOME_UNKNOWN, ExtractiveNotes
 from consolidator.memory.text import one_line
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-# Room for "t-" in front and a digest behind within an id's 128 characters.
-TASK_ID_CHARS = 100
 _TOPIC_FILLER = frozenset(facts.WORDS["topic-filler"])
 _NOTE_AUTHORS: dict[str, Origin] = {"agent_note": "agent_note", "note": "note", "check": "tool"}
 Bullets = tuple[Bullet, ...]
@@ -47,9 +45,10 @@ def task_id_for(thread_id: str) -> str:
     """A thread's whole id, as sub-agents and segments share their start with their parent;
     one too long or not well formed keeps its start and gains a digest of the whole."""
     plain = _ID_UNSAFE.sub("", thread_id)
-    if plain == thread_id and len(plain) <= TASK_ID_CHARS and plain[-1:].isalnum():
+    most = limit("task-id-chars")
+    if plain == thread_id and len(plain) <= most and plain[-1:].isalnum():
         return "t-" + plain
-    head = plain[:TASK_ID_CHARS].rstrip("-._") or "thread"
+    head = plain[:most].rstrip("-._") or "thread"
     return f"t-{head}-{hashlib.sha256(thread_id.encode('utf-8')).hexdigest()[:10]}"
 
 

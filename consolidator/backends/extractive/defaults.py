@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from consolidator.backends.extractive.rules import EVIDENCE, holds, rule, word_list
+from consolidator.backends.extractive.rules import EVIDENCE, holds, limit, rule, word_list
 from consolidator.memory import facts, marks
 from consolidator.memory.blocks import Block, Bullet, Task, ThreadCitation
 from consolidator.memory.scope import is_user_wide
@@ -17,7 +17,6 @@ from consolidator.memory.sureness import STANDING_KINDS
 from consolidator.memory.text import clip
 
 USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
-MAX_QUOTE_CHARS: Final = 240
 EVERY_PROJECT: Final = "in every project"
 THIS_PROJECT: Final = "in this project"
 
@@ -29,7 +28,7 @@ _FORM_ROWS: Final = ("instruction.standing-word", "instruction.every-project")
 
 def preference_text(where: str, quote: str) -> str:
     """How a standing instruction reads in a block: where it holds, then the user's words."""
-    return f'{where}, the user asked: "{clip(quote, MAX_QUOTE_CHARS)}"'
+    return f'{where}, the user asked: "{clip(quote, limit("preference-chars"))}"'
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from consolidator.backends.extractive.commands import Call, command_family, pattern
-from consolidator.backends.extractive.rules import rule, word_list
+from consolidator.backends.extractive.rules import limit, rule, word_list
 from consolidator.backends.extractive.sentences import is_question, sentences, strip_lead_in
 from consolidator.memory import facts
 from consolidator.memory.offline_notes import FailureNote
 from consolidator.memory.text import clip, code_span, one_line, read_code_span
 from consolidator.security.redaction import redact
 
-_MAX_EXPLAINED = 2
-_MAX_EXPLAINED_CHARS = 300
-_MIN_EXPLAINED_WORDS = 4
 _SAID = " -> the agent said: "
 _FIXED_BY = " -> fixed by "
 _FIXED_IN = " -> fixed in "
@@ -46,11 +43,11 @@ def account(failure: FailureNote, between: Sequence[Call]) -> str:
         # A question, a sentence that only introduces what follows, or what the agent will do
         # next says nothing of why it failed.
         aside = is_question(s) or s.endswith(":") or first_person.regex.match(s)
-        if not aside and len(s.split()) >= _MIN_EXPLAINED_WORDS and _words(s) & about:
+        if not aside and len(s.split()) >= limit("explained-words") and _words(s) & about:
             said_of_it.append(doubled.regex.sub(r"\1", s))
-    plain_first_word = pattern("plain-first-word")
-    kept = (plain_first_word.sub(lambda m: m[0].upper(), s) for s in said_of_it[:_MAX_EXPLAINED])
-    return clip(one_line(redact(" ".join(kept)).text), _MAX_EXPLAINED_CHARS)
+    capital = pattern("plain-first-word")
+    kept = (capital.sub(lambda m: m[0].upper(), s) for s in said_of_it[: limit("explained")])
+    return clip(one_line(redact(" ".join(kept)).text), limit("explained-chars"))
 
 
 def failure_bullets(failures: Iterable[FailureNote]) -> list[str]:

@@ -215,6 +215,11 @@ def word_list(name: str) -> frozenset[str]:
     return frozenset(data("words.json", __package__)["words"][name])
 
 
+def limit(name: str) -> int:
+    """One of the reader's limits (`words.json` too): the most, or least, it keeps of a kind."""
+    return int(data("words.json", __package__)["limits"][name])
+
+
 def table_in_markdown() -> str:
     """The offline reader's section of `docs/backends.md`: each kind of rule, then each rule
     with what it reads, one example and one counter-example."""

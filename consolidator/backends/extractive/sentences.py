@@ -8,11 +8,9 @@ from functools import cache, lru_cache
 
 import pysbd
 
-from consolidator.backends.extractive.rules import rule, word_list
+from consolidator.backends.extractive.rules import limit, rule, word_list
 from consolidator.memory.lexicon import shape
 
-# A paragraph longer than this is pasted output, not something the user said in sentences.
-_MAX_PARAGRAPH_CHARS = 4000
 _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 
 
@@ -72,7 +70,7 @@ def sentences(text: str) -> list[str]:
     segmenter, which knows "e.g.", "v1.2", "src/app.py" and "port 6510." from a full stop."""
     sentences: list[str] = []
     for paragraph in text.splitlines():
-        if not paragraph.strip() or len(paragraph) > _MAX_PARAGRAPH_CHARS:
+        if not paragraph.strip() or len(paragraph) > limit("paragraph-chars"):
             continue
         listed = rule("structure.list-marker").regex.sub("", respelled(paragraph), 1)
         for segment in _segments(listed, rule("structure.no-break").regex):

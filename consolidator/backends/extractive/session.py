@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from consolidator.backends.extractive.commands import Call, parse_call, pattern, take_output
 from consolidator.backends.extractive.explained import account
-from consolidator.backends.extractive.rules import word_list
+from consolidator.backends.extractive.rules import limit, word_list
 from consolidator.memory.offline_notes import EditedValue, FailureNote
 from consolidator.memory.text import clip, dedupe, one_line
 from consolidator.security.redaction import redact
@@ -18,8 +18,7 @@ from consolidator.sources.note import AGENT_NOTE_ITEM, CHECK_ITEM, NOTE_ITEM, re
 
 MAX_QUOTE_CHARS = 300
 MAX_QUOTES = 12
-MAX_TASK_CHARS = 200
-MAX_FAILURES = 10
+MAX_TASK_CHARS = limit("task-chars")
 
 
 @dataclass
@@ -123,7 +122,7 @@ def _pair_failures(calls: list[Call]) -> tuple[list[FailureNote], int]:
         if call.edited and failure.edited and not failure.fix:
             continue
         unfixed += not failure.fixed
-        if len(failures) < MAX_FAILURES:
+        if len(failures) < limit("failures"):
             explained = account(failure, calls[index : index + passed + 2])
             failures.append(replace(failure, explained=explained))
     return failures, unfixed
