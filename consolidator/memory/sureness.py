@@ -186,8 +186,9 @@ _HEDGE: Final = re.compile(
     re.IGNORECASE,
 )
 # A change said without what it became ("the deploy script is different now", "we're on
-# the new version now"): the value is elsewhere, or nowhere.
+# the new version now", "we moved the python version"): the value is elsewhere, or nowhere.
 _UNNAMED: Final = re.compile(r"\b(?:different|new|other)\b", re.IGNORECASE)
+_BECAME: Final = re.compile(r"\b(?:is|are|to|into|on|at|with|uses?)\b|->|\u2192", re.IGNORECASE)
 # What was rather than what is: an event told ("customer 4471 was billed 100.01").
 _PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
 _LEAD_IN: Final = re.compile(
@@ -226,7 +227,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     if not values and (
         bullet.origin == "tool"
         or _PRONOUN_SUBJECT.match(said)
-        or (facts.says_change(said) and _UNNAMED.search(said))
+        or (facts.says_change(said) and (_UNNAMED.search(said) or not _BECAME.search(said)))
     ):
         return None
     who = "a tool's output showed it" if bullet.origin == "tool" else "the user stated it"

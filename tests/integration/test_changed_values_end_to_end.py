@@ -556,6 +556,28 @@ RESTATED: dict[str, tuple[tuple[Said, ...], str, str, str]] = {
         "scripts/dist.sh",
         "make dist",
     ),
+    "script-said-as-what-we-are-on-beside-the-one-gone": (
+        _later(
+            "to build just run make build-auth",
+            "wire the schema",
+            "we gate merges on go vet ./... so run that first (we're on tools/build_auth.sh now,"
+            " make build-auth is gone)",
+        ),
+        "To build just run tools/build_auth.sh",
+        "tools/build_auth.sh",
+        "make build-auth",
+    ),
+    "host-said-as-it-is-after-the-old-one-was-called-old": (
+        _later(
+            "the api host is stage1.blog.internal",
+            "api again",
+            "oh and scratch that, stage1.blog.internal was the old staging host. it's"
+            " stage2.blog.internal",
+        ),
+        "The api host is stage2.blog.internal",
+        "stage2.blog.internal",
+        "stage1.blog.internal",
+    ),
     "person-corrected-with-an-apology-after-it": (
         _later("for the shader part ask @carla", "shader again", "not @carla but @dirk, sorry"),
         "shader part",
@@ -625,6 +647,8 @@ def test_a_correction_by_its_value_alone_keeps_the_words_of_what_it_corrects(
     _, subject, new, old = RESTATED[name]
     shown = context_entries(remembered.contexts[name])
     assert holds((subject, new), shown) and not holds((old,), shown), shown
+    # The value goes in alone, never with the words it was said with ("we're on ... now").
+    assert not any(word in entry for entry in shown for word in ("It's", "We're", "sorry")), shown
 
 
 @pytest.mark.parametrize("name", PAIRED)

@@ -223,6 +223,8 @@ def test_each_kind_of_evidence_is_named() -> None:
     assert _evidence("knowledge", _said(billed)) == []
     assert _evidence("knowledge", _said("The deploy script is different now")) == []
     assert _evidence("knowledge", _said("We're on the new version now")) == []
+    assert _evidence("knowledge", _said("We moved the python version")) == []
+    assert _evidence("knowledge", _said("We switched to mkdocs")) == ["current_value"]
     assert _evidence("knowledge", _said("The job queue is sqs now")) == ["current_value"]
     moved = _said("The staging db was moved to port 6544.")
     assert _evidence("knowledge", moved) == ["current_value"]

@@ -86,9 +86,13 @@ def _restated(fact: str, notes: ExtractiveNotes, block: Block) -> tuple[str, str
     With the rule that read those words (the correction read only the value), else the
     fact's own."""
     unchanged = (fact, notes.rule_of(fact))
-    value = " ".join(rule("correction.value-only").regex.sub(" ", fact).split()).strip(" ,;.!")
-    if facts.read(value).subject or not value:
-        return unchanged  # "@dirk, sorry" gives @dirk; words besides a value say more
+    bare = rule("correction.value-only").regex.sub(" ", fact)
+    reading = facts.read(bare)
+    if reading.subject or len(reading.values) != 1:
+        return unchanged  # words besides the value say more ("@dirk, sorry" is @dirk)
+    (lowered,) = reading.values
+    at = bare.lower().find(lowered)
+    value = bare[at : at + len(lowered)] if at >= 0 else lowered
     taking_back = notes.rule_of(fact).startswith("take-back.")
     for old in filter(None, notes.revoked):
         if not (taking_back or same_kind(old, value)):
