@@ -371,9 +371,9 @@ def _results(name: str, urls: Sequence[str], config: Config, stage_one: float) -
             unit="x",
             detail=f"{ms(overhead)} per session ({ms(with_index / measured)} with the index,"
             f" {ms(without_index / measured)} without; the text analysis alone"
-            f" {ms(analysis / measured)}) vs stage one {ms(stage_one)}; stored {size} to a"
-            f" transaction, as stage one's store thread took them on a pass of the offline"
-            f" backend here ({mean:.1f} on average)",
+            f" {ms(analysis / measured)}) vs stage one {ms(stage_one)}; {size} sessions a"
+            f" transaction: what stage one's store thread found ready at once on a pass of the"
+            f" offline backend here, {mean:.1f} on average, rounded down",
             data={
                 "batch_size": size,
                 "pass_mean_batch": round(mean, 2),

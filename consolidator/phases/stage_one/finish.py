@@ -117,8 +117,8 @@ def _finished(
 # what is ready when the store thread gets to it (each worker has at most one store waiting,
 # so `concurrency` bounds it too); the limit keeps a transaction short when a host runs many
 # workers, since SQLite's one write lock, and the change log's counter row on PostgreSQL, wait
-# for it to commit, and 16 finishes already spread a commit's fixed cost (on SQLite the new
-# segment of the search index) thin.
+# for it to commit; and 16 finishes already spread a commit's fixed cost (on SQLite the new
+# segment of the search index) thin: the index's upkeep a session is no lower at 64.
 STORE_BATCH_LIMIT = 16
 
 Ready = tuple[Claim, Extracted, LeaseWatch | None]
