@@ -11,9 +11,12 @@
   outputs with the index less the time without it (the same sessions in a copy without the
   index), against stage one's own work on one session besides the model call (read, reduce,
   redact a 64 KB rollout). Goal: at most 5%. The sessions measured are stored as stage one
-  stores them, each finished in a transaction of its own (`complete_stage1`; the claims, a
-  batch at a time, not timed): an index entry is written as its session commits, never a
-  batch's at once.
+  stores them: its store thread finishes the sessions ready at the same moment in one
+  transaction (`complete_stage1_many`, one alone by `complete_stage1`), so the batch size is
+  taken from a real pass of stage one in the same run (the offline backend, the default
+  number of workers, 64 KB rollouts, on a store of the same kind): the mean number of
+  sessions its store thread found ready, rounded down. The claims, a batch at a time, are
+  not timed.
 
 The databases are filled with rows directly, so their size does not depend on stage one, and
 searched as the fill and the measured sessions leave them: on PostgreSQL the GIN index's
@@ -26,7 +29,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,12 +47,16 @@ from bench.common import (
     postgres_schema,
     sqlite_url,
 )
-from bench.data import write_rollout
+from bench.data import TextSource, write_rollout
+from consolidator.backends.extractive.backend import ExtractiveBackend
+from consolidator.core.config import setting_default
 from consolidator.db.records import Eligibility, Stage1Payload, ThreadRecord, ThreadState
 from consolidator.db.schema import Stage1Output, Thread
 from consolidator.db.search import PG_COLUMN, SQLITE_TABLE, QueryTerms, SearchScope, scope_key
 from consolidator.db.store import Store
+from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
+from consolidator.phases.stage_one.run import Stage1Options, run_stage_one
 from consolidator.sources.items import RolloutHeader, SourceFormat
 from tests.real_text import real_passages
 
@@ -140,10 +147,12 @@ def _payload(output: dict[str, Any]) -> Stage1Payload:
     )
 
 
-def _stored(store: Store, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[float]:
-    """Store each session as stage one does, finished in a transaction of its own
-    (`complete_stage1`); yields the seconds each finish took. The threads are registered and
-    claimed a batch at a time, untimed."""
+def _stored(
+    store: Store, pairs: list[tuple[dict[str, Any], dict[str, Any]]], size: int
+) -> Iterator[float]:
+    """Store the sessions as stage one's store thread does, `size` finished in one
+    transaction (`complete_stage1_many`; one alone by `complete_stage1`); yields the seconds
+    each transaction took. The threads are registered and claimed a batch at a time, untimed."""
     everything = Eligibility(min_idle_seconds=0, max_age_days=0)
     for start in range(0, len(pairs), BATCH):
         batch = pairs[start : start + BATCH]
@@ -156,26 +165,60 @@ def _stored(store: Store, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) ->
                 limit=len(batch), lease_seconds=3600, eligibility=everything
             )
         }
-        for thread, output in batch:
-            claim = claims[thread["thread_id"]]
+        for first in range(0, len(batch), size):
+            finishes = [
+                (claims[thread["thread_id"]], _payload(output))
+                for thread, output in batch[first : first + size]
+            ]
             started = time.perf_counter()
-            finished = store.stage_one.complete_stage1(claim, _payload(output))
+            if len(finishes) == 1:
+                finished = [store.stage_one.complete_stage1(*finishes[0])]
+            else:
+                finished = store.stage_one.complete_stage1_many(finishes)
             yield time.perf_counter() - started
-            assert finished, thread["thread_id"]
+            assert all(finished), finishes[0][0].job_key
 
 
-def _storing_seconds(indexed: Store, bare: Store, first: int, count: int) -> tuple[float, float]:
+def _storing_seconds(
+    indexed: Store, bare: Store, first: int, count: int, size: int
+) -> tuple[float, float]:
     """The seconds spent storing `count` sessions from number `first` with the index and
-    without it, one session at a time through the store's own write path, a session in one
-    store then the same in the other, so a change of the machine's load falls on both."""
+    without it, `size` in a transaction through the store's own write path, a transaction in
+    one store then the same in the other, so a change of the machine's load falls on both."""
     pairs = list(
         _rows(range(first, first + count), real_passages(), random.Random(11), datetime.now(UTC))
     )
     with_index = without_index = 0.0
-    for kept, plain in zip(_stored(indexed, pairs), _stored(bare, pairs), strict=True):
+    for kept, plain in zip(_stored(indexed, pairs, size), _stored(bare, pairs, size), strict=True):
         with_index += kept
         without_index += plain
     return with_index, without_index
+
+
+def _worker_batches(url: str, config: Config, name: str) -> tuple[int, float]:
+    """The batch size stage one's store thread forms for the offline backend: a real pass
+    (`run_stage_one`, the default number of workers) over 64 KB rollouts in a store at `url`;
+    the mean number of sessions a store transaction took, rounded down (the upkeep falls
+    with the size, so rounding down can only overstate it), and the mean itself."""
+    sessions = config.workdir / f"p10-pass-{name}"
+    threads = config.pick(96, 48)
+    source = TextSource(random.Random(13))
+    for index in range(threads):
+        write_rollout(sessions, 64 * 1024, seed=2000 + index, source=source)
+    store = migrated_store(url)
+    scan(store, sessions, retry_budget=3)
+    options = Stage1Options(
+        concurrency=int(setting_default("stage1_concurrency")),
+        lease_seconds=600,
+        eligibility=Eligibility(min_idle_seconds=0, max_age_days=0),
+        transcript_budget_chars=transcript_budget_chars(128_000, 16_000),
+    )
+    report = run_stage_one(store, ExtractiveBackend(), options)
+    store.engine.dispose()
+    if report.succeeded != threads or not report.store_batches:
+        raise RuntimeError(f"stage one did not store every thread: {report.as_json()}")
+    mean = threads / report.store_batches
+    return max(1, int(mean)), mean
 
 
 def _drop_index(engine: Engine) -> None:
@@ -274,15 +317,18 @@ def _stage_one_seconds(config: Config) -> float:
     return median_time(lambda: build_input(thread, budget), config.pick(21, 7))
 
 
-def _results(name: str, url: str, bare_url: str, config: Config, stage_one: float) -> list[Result]:
+def _results(name: str, urls: Sequence[str], config: Config, stage_one: float) -> list[Result]:
+    """`urls`: the searched store, its copy without the index, and the stage-one pass's."""
+    url, bare_url, pass_url = urls
     sessions = config.pick(100_000, 3_000)
     measured = config.pick(5_000, 1_000)
     rounds = config.pick(200, 40)
+    size, mean = _worker_batches(pass_url, config, name)
     store = migrated_store(url)
     _seed(store.engine, 0, sessions - measured, seed=10)
     bare = migrated_store(bare_url)
     _drop_index(bare.engine)
-    with_index, without_index = _storing_seconds(store, bare, sessions - measured, measured)
+    with_index, without_index = _storing_seconds(store, bare, sessions - measured, measured, size)
     bare.engine.dispose()
     analysis = _analysis_seconds(store.engine, sessions - measured)
 
@@ -325,8 +371,12 @@ def _results(name: str, url: str, bare_url: str, config: Config, stage_one: floa
             unit="x",
             detail=f"{ms(overhead)} per session ({ms(with_index / measured)} with the index,"
             f" {ms(without_index / measured)} without; the text analysis alone"
-            f" {ms(analysis / measured)}) vs stage one {ms(stage_one)}",
+            f" {ms(analysis / measured)}) vs stage one {ms(stage_one)}; {size} sessions a"
+            f" transaction: what stage one's store thread found ready at once on a pass of the"
+            f" offline backend here, {mean:.1f} on average, rounded down",
             data={
+                "batch_size": size,
+                "pass_mean_batch": round(mean, 2),
                 "overhead_seconds": round(overhead, 7),
                 "analysis_seconds": round(analysis / measured, 7),
                 "stage_one_seconds": stage_one,
@@ -337,13 +387,8 @@ def _results(name: str, url: str, bare_url: str, config: Config, stage_one: floa
 
 def run(config: Config) -> list[Result]:
     stage_one = _stage_one_seconds(config)
-    results = _results(
-        "sqlite",
-        sqlite_url(config.workdir, "search.db"),
-        sqlite_url(config.workdir, "bare.db"),
-        config,
-        stage_one,
-    )
+    urls = tuple(sqlite_url(config.workdir, f"{db}.db") for db in ("search", "bare", "pass"))
+    results = _results("sqlite", urls, config, stage_one)
     problem = postgres_problem()
     if problem is not None:
         results.append(
@@ -360,6 +405,6 @@ def run(config: Config) -> list[Result]:
         )
         return results
     with ExitStack() as stack:
-        url, bare_url = (stack.enter_context(postgres_schema()) for _ in range(2))
-        results.extend(_results("postgresql", url, bare_url, config, stage_one))
+        urls = tuple(stack.enter_context(postgres_schema()) for _ in range(3))
+        results.extend(_results("postgresql", urls, config, stage_one))
     return results

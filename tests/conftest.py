@@ -146,6 +146,25 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def twin_url(db_url: str, tmp_path: Path) -> Iterator[str]:
+    """A second empty database of the kind `db_url` is, migrated: two stores to compare."""
+    if db_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path}/twin.db"
+        upgrade_url(url)
+        yield url
+        return
+    with fresh_schema(PG_ADMIN_URL, "t") as url:
+        upgrade_url(url)
+        yield url
+
+
+def upgrade_url(url: str) -> None:
+    engine = create_db_engine(url)
+    upgrade(engine)
+    engine.dispose()
+
+
+@pytest.fixture
 def migrated_url(db_url: str) -> str:
     engine = create_db_engine(db_url)
     upgrade(engine)

@@ -19,7 +19,7 @@ from consolidator.db.records import (
     VersionRecord,
     thread_record,
 )
-from consolidator.db.schema import Thread
+from consolidator.db.schema import InputChange, Job, QuarantinedEntry, Stage1Output, Thread
 from consolidator.db.statements import THREADS
 from consolidator.db.status import counts_of
 from consolidator.db.store import Store
@@ -80,3 +80,21 @@ def status_counts(store: Store) -> StatusCounts:
     with store.database.read() as connection:
         moment = store.database.moment(store.database.now(connection))
         return counts_of(connection, moment)
+
+
+def finished_rows(store: Store) -> dict[str, list[tuple[object, ...]]]:
+    """What stage one's finishes wrote, to compare two stores: every output, stage-one job
+    and quarantine entry less its generated id, and the change log less its sequence numbers
+    (their order across threads is the order of the commits), each sorted."""
+
+    def rows(*columns: object, **where: object) -> list[tuple[object, ...]]:
+        query = select(*columns).filter_by(**where) if where else select(*columns)
+        with store.engine.connect() as connection:
+            return sorted(tuple(row) for row in connection.execute(query))
+
+    return {
+        "outputs": rows(*Stage1Output.__table__.columns),
+        "jobs": rows(*(c for c in Job.__table__.columns if c.name != "id")),
+        "changes": rows(InputChange.thread_id, InputChange.change, InputChange.created_at),
+        "quarantine": rows(*(c for c in QuarantinedEntry.__table__.columns if c.name != "id")),
+    }

@@ -119,6 +119,9 @@ class StageOneJobs(Protocol):
     - `complete_stage1` stores the output (None: removes an earlier one, logged as a
       deletion), marks the job succeeded at the claimed watermark and logs an input change
       for phase two, all only if the claim still owns the job.
+    - `complete_stage1_many` does `complete_stage1` for several claims in one transaction,
+      each under its own fence (one answer each, in order): a lost lease refuses its finish
+      alone. An error rolls back all of them.
     - `fail_job` backs off; a transient failure (the endpoint was down) refunds the attempt.
     """
 
@@ -133,6 +136,10 @@ class StageOneJobs(Protocol):
     def count_waiting_stage1(self, eligibility: Eligibility) -> Stage1Waiting: ...
 
     def complete_stage1(self, claim: Claim, payload: Stage1Payload | None) -> bool: ...
+
+    def complete_stage1_many(
+        self, finishes: Sequence[tuple[Claim, Stage1Payload | None]]
+    ) -> list[bool]: ...
 
     def fail_job(
         self, claim: Claim, error: str, *, retryable: bool, transient: bool = False

@@ -3,48 +3,44 @@
 Per thread: claim (short transaction) -> read, reduce and redact the rollout -> one model call
 with no transaction open -> validate, redact and store through a fenced finish. Claims run in
 `concurrency` worker threads so one host can keep a provider busy; one more thread stores
-what they extract while the model works on their next requests.
+what they extract while the model works on their next requests, the threads it finds ready
+together in one transaction (each still fenced by its own claim): a commit has a fixed cost,
+most of all the search index's on SQLite, which a batch pays once.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from consolidator.backends.base import (
     Backend,
     BackendError,
     ModelMisconfigured,
     ModelUnavailable,
-    Stage1Input,
-    Stage1Result,
     Usage,
 )
 from consolidator.db.ports import StageOneStore
-from consolidator.db.records import Claim, Eligibility, Stage1Payload, ThreadRecord
-from consolidator.memory.offline_notes_json import dump_notes
+from consolidator.db.records import Claim, Eligibility, ThreadRecord
 from consolidator.phases.leases import Heartbeat, LeaseWatch
 from consolidator.phases.stage_one.answer import WITHHELD_MARKER as WITHHELD_MARKER
-from consolidator.phases.stage_one.answer import sanitize_result, withhold_flagged
+from consolidator.phases.stage_one.finish import (
+    STORE_BATCH_LIMIT,
+    Extracted,
+    store_claim,
+    store_claims,
+)
+from consolidator.phases.stage_one.finish import ThreadResult as ThreadResult
 from consolidator.phases.stage_one.input import read_within
-from consolidator.phases.stage_one.usage import record_usage
 from consolidator.security.redaction import redact
-from consolidator.sources.items import ReadReport, RolloutItem
 
 log = logging.getLogger(__name__)
-
-
-class ThreadResult(StrEnum):
-    SUCCEEDED = "succeeded"
-    EMPTY = "empty"
-    FAILED = "failed"
-    LOST = "lost"
 
 
 @dataclass(frozen=True)
@@ -69,6 +65,9 @@ class Stage1Report:
     errors: list[str] = field(default_factory=list)
     # Set when the model endpoint was down: the pass stopped claiming, no budget was spent.
     unavailable: str | None = None
+    # The batches the store thread took the extracted threads in: fewer than the threads when
+    # several were ready at once, so they shared a commit.
+    store_batches: int = 0
 
     def count(self, result: ThreadResult) -> None:
         setattr(self, result.value, getattr(self, result.value) + 1)
@@ -129,30 +128,6 @@ def extract_claim(
     return _extract(store, backend, claim, thread, options, watch)
 
 
-def store_claim(
-    store: StageOneStore,
-    backend: Backend,
-    claim: Claim,
-    extracted: Extracted,
-    watch: LeaseWatch | None = None,
-) -> ThreadResult:
-    """Finish an extracted claim, fenced by its token; a lease known lost stores nothing."""
-    if watch is not None and watch.lost.is_set():
-        return ThreadResult.LOST
-    return _finish(store, backend, claim, extracted)
-
-
-@dataclass(frozen=True)
-class Extracted:
-    """A thread read and extracted, not stored yet."""
-
-    thread: ThreadRecord
-    result: Stage1Result
-    rollout: Stage1Input
-    report: ReadReport
-    usage: Usage
-
-
 def _extract(
     store: StageOneStore,
     backend: Backend,
@@ -206,69 +181,6 @@ def _extract(
         )
         raise
     return Extracted(thread, result, rollout, report, usage)
-
-
-def _finish(
-    store: StageOneStore,
-    backend: Backend,
-    claim: Claim,
-    extracted: Extracted,
-) -> ThreadResult:
-    """Store the result (what a scan flags withheld, the rest redacted) under the claim, then
-    the thread's use of memory and what could not be read of its rollout."""
-    thread, usage, report = extracted.thread, extracted.usage, extracted.report
-    result, quarantined = withhold_flagged(sanitize_result(extracted.result), claim.job_key)
-    payload = None
-    if not result.is_empty:
-        payload = Stage1Payload(
-            quarantined=quarantined,
-            raw_memory=result.raw_memory,
-            notes_json=dump_notes(result.notes) if result.notes is not None else None,
-            rollout_summary=result.rollout_summary,
-            rollout_slug=result.rollout_slug,
-            backend=backend.name,
-            model=backend.model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-        )
-    if not store.stage_one.complete_stage1(claim, payload):
-        log.warning(
-            "lease lost before %s finished; its result was discarded",
-            claim.job_key,
-            extra={"action": "stage1_lease_lost", "thread_id": claim.job_key},
-        )
-        return ThreadResult.LOST
-    _record_usage(store, thread, extracted.rollout.items)
-    read_problem = report.summary()
-    if read_problem is not None or thread.problem is not None:
-        if read_problem is not None:
-            skipped = report.lines_skipped
-            read_problem = f"{skipped} line(s) skipped, e.g. {read_problem}" if skipped else None
-        store.threads.note_read_problem(thread.thread_id, read_problem)
-    return ThreadResult.EMPTY if payload is None else ThreadResult.SUCCEEDED
-
-
-def _record_usage(store: StageOneStore, thread: ThreadRecord, items: Sequence[RolloutItem]) -> None:
-    """The usage signal is a ranking hint, never content: failing to record it does not fail
-    the thread."""
-    try:
-        used = record_usage(store, thread, items)
-    except Exception as exc:
-        log.warning(
-            "could not record which memory %s used: %s: %s",
-            thread.thread_id,
-            type(exc).__name__,
-            exc,
-            extra={"action": "usage_not_recorded", "thread_id": thread.thread_id},
-        )
-        return
-    if used:
-        log.debug(
-            "%s used %d remembered session(s)",
-            thread.thread_id,
-            used,
-            extra={"action": "usage_recorded", "thread_id": thread.thread_id, "used": used},
-        )
 
 
 def run_stage_one(
@@ -359,6 +271,9 @@ class _Stage1Workers:
     halt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     denied: list[ModelMisconfigured] = field(default_factory=list)
+    ready: queue.SimpleQueue[tuple[Claim, Extracted, LeaseWatch, Future[None]]] = field(
+        default_factory=queue.SimpleQueue
+    )
 
     def claim(self) -> Claim | None:
         """The next eligible thread, claimed; None when none is left or the run is stopping."""
@@ -373,8 +288,9 @@ class _Stage1Workers:
     def work(self, heartbeat: Heartbeat, storer: Executor, first: Claim | None = None) -> None:
         """One worker: claim a thread (`first`, when one was claimed for it) and extract it,
         until none is left. `storer` stores and counts an extracted thread while the worker
-        claims and reads the next, so the stores run while the model works; each worker has
-        at most one store waiting."""
+        claims and reads the next, so the stores run while the model works (with the threads
+        of other workers ready at the same moment); each worker has at most one store
+        waiting."""
         claim = first
         stored: Future[None] | None = None
         while True:
@@ -403,24 +319,61 @@ class _Stage1Workers:
             if isinstance(extracted, Extracted):
                 if stored is not None:
                     stored.result()
-                stored = storer.submit(self._store, heartbeat, claim, extracted, watch)
+                stored = self._hand_over(storer, heartbeat, claim, extracted, watch)
             else:
                 heartbeat.unwatch(claim)
                 self._count(claim, *extracted)
             claim = None
 
-    def _store(
-        self, heartbeat: Heartbeat, claim: Claim, extracted: Extracted, watch: LeaseWatch
-    ) -> None:
-        """Store one extracted thread and count it; an error stops the run."""
-        try:
-            result = store_claim(self.store, self.backend, claim, extracted, watch)
-        except Exception as exc:
-            self.fail(exc)
+    def _hand_over(
+        self,
+        storer: Executor,
+        heartbeat: Heartbeat,
+        claim: Claim,
+        extracted: Extracted,
+        watch: LeaseWatch,
+    ) -> Future[None]:
+        """Queue an extracted thread for the store thread; the future is done once it is
+        stored and counted."""
+        done: Future[None] = Future()
+        self.ready.put((claim, extracted, watch, done))
+        storer.submit(self._store_ready, heartbeat)
+        return done
+
+    def _store_ready(self, heartbeat: Heartbeat) -> None:
+        """Store and count what is queued now, up to `STORE_BATCH_LIMIT` threads in one
+        transaction (`store_claims`), never waiting for more; an error stops the run. A call
+        finding the queue emptied by an earlier one does nothing."""
+        batch: list[tuple[Claim, Extracted, LeaseWatch, Future[None]]] = []
+        while len(batch) < STORE_BATCH_LIMIT:
+            try:
+                batch.append(self.ready.get_nowait())
+            except queue.Empty:
+                break
+        if not batch:
             return
+        with self.lock:
+            self.report.store_batches += 1
+        try:
+            try:
+                results = store_claims(
+                    self.store,
+                    self.backend,
+                    [(claim, extracted, watch) for claim, extracted, watch, _ in batch],
+                )
+            except Exception as exc:
+                results = [exc] * len(batch)
+            finally:
+                for claim, _extracted, _watch, _done in batch:
+                    heartbeat.unwatch(claim)
+            for (claim, extracted, _watch, _done), result in zip(batch, results, strict=True):
+                if isinstance(result, Exception):
+                    self.fail(result)
+                else:
+                    self._count(claim, result, extracted.usage)
         finally:
-            heartbeat.unwatch(claim)
-        self._count(claim, result, extracted.usage)
+            for _claim, _extracted, _watch, done in batch:
+                done.set_result(None)
 
     def _count(self, claim: Claim, result: ThreadResult, usage: Usage) -> None:
         with self.lock:
