@@ -413,6 +413,11 @@ def test_asking_the_agent_not_to_do_something_is_a_prohibition(asked_not: str) -
 def test_who_owns_what_is_kept_from_the_opening_request_too() -> None:
     opening = "oh and Kim owns the billing dashboards. can you make the refund test deterministic?"
     assert user_statements([opening]).facts == ["Kim owns the billing dashboards."]
+    opening = (
+        "Refactor src/template/stream_invoice.py so the template stream is computed once,"
+        " @tomas-docs owns the parser pipeline, loop them in on changes"
+    )
+    assert user_statements([opening]).facts == ["@tomas-docs owns the parser pipeline"]
 
 
 def test_the_sample_sessions_requests_and_rules_read_as_a_user_means_them() -> None:

@@ -29,7 +29,7 @@ from consolidator.memory.offline_notes_json import (
     notes_document,
     stored_notes,
 )
-from consolidator.phases.stage_one.run import WITHHELD_MARKER, sanitize_result, withhold_flagged
+from consolidator.phases.stage_one.answer import WITHHELD_MARKER, sanitize_result, withhold_flagged
 
 PORT_FACT = "The API listens on port 8081 now"
 NOTES = ExtractiveNotes(
