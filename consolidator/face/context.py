@@ -305,7 +305,12 @@ def build_context(
         "## User-wide preferences",
         checks.entries_of(user_wide, "preferences"),
     )
-    everywhere = {_said(b.text) for block in user_wide for b in block.preferences}
+    everywhere = {
+        _said(text)
+        for block in user_wide
+        for b in block.preferences
+        for text in (b.text, *(worded for _, worded in b.sources))
+    }
     for block in projects:
         budget.heading(f"## {one_line(block.title)}")
         for section in _PROJECT_ORDER:
@@ -375,7 +380,8 @@ def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
 
 def _said(text: str) -> str:
     """What a preference asks, however it says where it holds: a rule shown among the
-    user-wide preferences is not shown again under the project it was also said in."""
+    user-wide preferences, in any of the wordings it was given in, is not shown again under
+    the project it was also said in."""
     quote = marks.asked_quote(text)
     return " ".join((quote if quote is not None else text).split()).casefold()
 

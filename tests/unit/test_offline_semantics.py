@@ -6,10 +6,13 @@ first five tests are entries the reader got wrong, in the words they were found 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from consolidator.backends.base import ConsolidationInput
 from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.backends.extractive.consolidation import consolidate_extractively
 from consolidator.backends.extractive.defaults import USER_DEFAULTS_BLOCK_ID
+from consolidator.face.context import build_context
 from consolidator.memory.blocks import Memory
 from consolidator.memory.marks import is_superseded
 from consolidator.memory.merge import apply_changes
@@ -156,6 +159,16 @@ def test_one_default_said_generally_in_two_wordings_is_one_entry() -> None:
     )
     (defaults,) = [b for b in memory.blocks if b.block_id == USER_DEFAULTS_BLOCK_ID]
     assert [len(b.task_ids) for b in defaults.preferences] == [2], defaults.preferences
+    # Nor is the second wording shown again under its own project.
+    shown = build_context(
+        memory,
+        cwd="/home/dev/web",
+        memory_dir=Path("/m"),
+        max_bytes=20_000,
+        version=1,
+        source="database",
+    )
+    assert [entry.text.count("uv") for entry in shown.entries] == [1], shown.markdown
 
 
 def test_a_person_to_ask_said_anew_supersedes_the_one_before() -> None:
