@@ -305,12 +305,7 @@ def build_context(
         "## User-wide preferences",
         checks.entries_of(user_wide, "preferences"),
     )
-    everywhere = {
-        _said(text)
-        for block in user_wide
-        for b in block.preferences
-        for text in (b.text, *(worded for _, worded in b.sources))
-    }
+    everywhere = _asked_everywhere(user_wide)
     for block in projects:
         budget.heading(f"## {one_line(block.title)}")
         for section in _PROJECT_ORDER:
@@ -376,6 +371,16 @@ def _superseded_line(blocks: Iterable[Block], footer: str) -> str:
     if not superseded:
         return ""
     return f"{superseded} superseded entries left out: a newer value is shown {footer}"
+
+
+def _asked_everywhere(user_wide: Iterable[Block]) -> set[str]:
+    """What the user-wide preferences ask, in every wording each was given in."""
+    return {
+        _said(text)
+        for block in user_wide
+        for bullet in block.preferences
+        for text in (bullet.text, *(worded for _, worded in bullet.sources))
+    }
 
 
 def _said(text: str) -> str:
