@@ -20,6 +20,7 @@ FUM = "/home/USER/projects/spotter-worktrees/spotter-fum"
 FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 DEMO = "/path/to/Demo"
 SPOTTER = "/home/marco/projects/spotter"
+CODEMIE = "/Users/user/repo"
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,16 @@ REAL_SESSIONS = (
         "/Users/pete/git/moredip/session-share",
         True,
         "claude in VS Code: image, session id",
+    ),
+    RealSession("196820da-1026-4b6f-a513-a6aae42da1a6", CODEMIE, True, "track /clear: design"),
+    RealSession("3fe1b6bc-dbd0-4320-b980-4f147befa187", CODEMIE, True, "codex metrics plugin"),
+    RealSession("624a4a58-b34c-462d-a70d-13421c8125a8", CODEMIE, True, "incremental sync"),
+    RealSession("9eda1058-9706-484a-b992-d03f9cfa2546", CODEMIE, True, "show tools, explore"),
+    RealSession(
+        "019e1625-789d-76c0-80ab-3724b5ddb799",
+        "/Users/Sample_User/repos/codemie-ai/codemie-code",
+        True,
+        "codex TUI: context compaction setting",
     ),
     RealSession(
         "6c2214d7-b87e-4432-8e41-22ba294ea584.agent-afc096d",

@@ -65,6 +65,10 @@ PRE_ENVELOPE_25 = f"{CAPTURED}11-33-15-abe798b0-5650-427c-a584-0aad42833cba.json
 PRE_ENVELOPE_20 = f"{CAPTURED}11-33-15-7f0f032c-3a92-4cc6-b7dc-654f2f6bbefe.jsonl"
 VSCODE_ID = "019d9353-333c-7c41-a909-26f5c6221a5a"
 VSCODE = f"codex/sessions/2026/04/15/rollout-2026-04-15T18-46-36-{VSCODE_ID}.jsonl"
+CODEMIE = "claude/projects/-Users-user-repo"
+CODEMIE_CWD = "/Users/user/repo"
+CODEMIE_TUI_ID = "019e1625-789d-76c0-80ab-3724b5ddb799"
+CODEMIE_TUI = f"codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-{CODEMIE_TUI_ID}.jsonl"
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,55 @@ EXPECTED: dict[str, Expected] = {
         "2.1.22",
         None,
         "what's this an image of?",
+    ),
+    # The codemie-code developers' own sessions (Claude Code 2.0.76 and 2.1.4, the home folder
+    # replaced by `/Users/user/repo` by the publisher): design talks with many corrections and
+    # preferences in the user's words, `/clear`, a BMAD slash command, interruptions.
+    f"{CODEMIE}/196820da-1026-4b6f-a513-a6aae42da1a6.jsonl": Expected(
+        "claude",
+        "196820da-1026-4b6f-a513-a6aae42da1a6",
+        CODEMIE_CWD,
+        "conversations",
+        "2.0.76",
+        None,
+        "there is logic that tracks files in claude folder for sso conversation tracking",
+    ),
+    f"{CODEMIE}/3fe1b6bc-dbd0-4320-b980-4f147befa187.jsonl": Expected(
+        "claude",
+        "3fe1b6bc-dbd0-4320-b980-4f147befa187",
+        CODEMIE_CWD,
+        "codex",
+        "2.0.76",
+        None,
+        "TODO is not acceptable, implementation must be full.",
+    ),
+    f"{CODEMIE}/624a4a58-b34c-462d-a70d-13421c8125a8.jsonl": Expected(
+        "claude",
+        "624a4a58-b34c-462d-a70d-13421c8125a8",
+        CODEMIE_CWD,
+        "conversations",
+        "2.0.76",
+        None,
+        "performance is crucial. there is a need to track latest synced message id",
+    ),
+    f"{CODEMIE}/9eda1058-9706-484a-b992-d03f9cfa2546.jsonl": Expected(
+        "claude",
+        "9eda1058-9706-484a-b992-d03f9cfa2546",
+        CODEMIE_CWD,
+        "conversations",
+        "2.1.4",
+        None,
+        "show tools and store response in file",
+    ),
+    # Codex TUI 0.125.0 (`originator: codex-tui`), unredacted but for the user's name.
+    CODEMIE_TUI: Expected(
+        "codex",
+        CODEMIE_TUI_ID,
+        "/Users/Sample_User/repos/codemie-ai/codemie-code",
+        "feat/codex-agent-plugin",
+        "envelope 0.125.0 codex-tui",
+        None,
+        "let's update the defailt context compart to 90 in env var",
     ),
     # Published without its parent session: a sub-agent file whose parent is not on disk.
     "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
