@@ -164,6 +164,23 @@ def test_the_next_command_counts_as_the_fix_when_nothing_similar_follows() -> No
     )
 
 
+def test_a_failure_that_prints_only_a_list_of_options_is_quoted_by_its_exit_code() -> None:
+    # As a real session's CLI printed it: no line of it is the error.
+    printed = (
+        "Exit code 1\n\nOptions:\n  1. Codex requires compatible models (e.g., gpt-4.1)\n"
+        "  2. Update profile: codemie setup\n  3. Override for this session: codemie-codex"
+        " --model gpt-4.1"
+    )
+    failures = notes_of(
+        shell("a", "codemie-codex --task hi"),
+        output("a", printed, 1),
+        shell("b", "codemie-codex --profile ollama --task hi"),
+        output("b", "hello"),
+    ).failures
+
+    assert [failure.error for failure in failures] == ["exit code 1"]
+
+
 def test_an_unfixed_failure_makes_the_outcome_partial() -> None:
     notes = notes_of(
         user("run the migrations"),

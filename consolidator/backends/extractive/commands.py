@@ -267,7 +267,8 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     call.printed = tuple(lines) if len(lines) <= 4 else ()
     if not call.ok:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
-        chosen = re.sub(r"^E\s+", "", next(found, lines[-1] if lines else ""))
+        said = [line for line in lines if not pattern("not-the-error").search(line)]
+        chosen = re.sub(r"^E\s+", "", next(found, said[-1] if said else ""))
         missing = f"exit code {item.exit_code}" if item.exit_code is not None else ""
         error = clip(one_line(redact(chosen).text), limit("error-chars"))
         call.error = error or missing or "failed with no output"
