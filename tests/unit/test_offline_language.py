@@ -89,6 +89,9 @@ def test_a_plain_statement_about_the_project_is_a_fact_without_a_cue(
         # A reply picking one of the options the agent offered.
         "a - run codex exec command to check real token data location",
         "B) look at the logs in /var/log/app/ and find the crash",
+        # A file attached by its path ahead of the request.
+        "@src/providers/plugins/sso/ARCHITECTURE-REFACTORING.md review old and current"
+        " implementation for claude metrics.",
     ],
 )
 def test_a_request_about_the_work_at_hand_is_not_a_fact(request_now: str) -> None:
