@@ -92,14 +92,28 @@ def test_text_about_secrets_is_kept(text: str) -> None:
     assert redact(text).text == text
 
 
+# A real session whose tool outputs print secret-shaped strings of the repository it read
+# (its secret scanner's own tests, an `apiKey: '...'` placeholder): redacting those is right,
+# and a string of it may change only where it holds one of them.
+SECRET_SHAPED: dict[str, tuple[str, ...]] = {
+    "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": (
+        "'sk-ant-'",
+        "'REDACTED_API_KEY'",
+        "apiKey: 'proxy-handled'",
+    ),
+}
+
+
 def test_the_real_sessions_lose_nothing_to_the_hidden_forms() -> None:
     """The real session files hold no secret: every string in them survives redaction."""
     real = Path(__file__).parents[1] / "fixtures" / "real"
     changed = []
     for path in sorted(real.rglob("*.jsonl")):
+        shaped = SECRET_SHAPED.get(path.name, ())
         for line in path.read_text(encoding="utf-8").splitlines():
             for text in _strings(json.loads(line)) if line.strip() else []:
-                if len(text) >= 6 and redact(text).text != text:
+                secret_shaped = any(marker in text for marker in shaped)
+                if len(text) >= 6 and redact(text).text != text and not secret_shaped:
                     changed.append((path.name, text[:120]))
     assert changed == []
 
