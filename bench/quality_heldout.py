@@ -8,7 +8,8 @@ moves, it moved because the reader reads people better, not because it learned t
 
 What is scored is what a user and an agent see: `context --cwd P` for each project, the
 bullets of `MEMORY.md` (a bullet is found by `search_memory` and `consolidator search`), and
-which of them sit in a user-wide block.
+which of them sit in a user-wide block. The results give figures only, never which case
+was missed: the report reaches whoever tunes the reader, and the cases must stay unread.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def score(
             target=1.0,
             unit="",
             detail=f"{len(changes) - len(wrong)}/{len(changes)}",
-            data={"wrong": wrong},
+            data={"wrong": len(wrong)},
         ),
         Result(
             id="QH2",
@@ -148,7 +149,7 @@ def score(
             target=1.0,
             unit="",
             detail=f"{len(recurring) - len(recurring_lost)}/{len(recurring)}",
-            data={"missed": recurring_lost},
+            data={"missed": len(recurring_lost)},
         ),
         Result(
             id="QH3",
@@ -158,7 +159,7 @@ def score(
             target=0.8,
             unit="",
             detail=f"{len(one_off) - len(one_off_lost)}/{len(one_off)}",
-            data={"missed": one_off_lost},
+            data={"missed": len(one_off_lost)},
         ),
         Result(
             id="QH4",
@@ -167,8 +168,8 @@ def score(
             comparison="<=",
             target=0,
             unit="",
-            detail=", ".join(noise) or "none",
-            data={"shown": noise},
+            detail=f"{len(noise)} shown",
+            data={"shown": len(noise)},
         ),
         Result(
             id="QH5",
@@ -177,7 +178,7 @@ def score(
             comparison="<=",
             target=0,
             unit="",
-            detail=", ".join(wide) or "none",
-            data={"promoted": wide},
+            detail=f"{len(wide)} promoted",
+            data={"promoted": len(wide)},
         ),
     ]
