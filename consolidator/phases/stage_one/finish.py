@@ -166,10 +166,11 @@ def store_claims(
                 except Exception as exc:
                     results[index] = exc
             return results
-    for index, _ in finishing:
-        claim, extracted, watch = ready[index]
+    for index, payload in finishing:
+        claim, extracted, _watch = ready[index]
         try:
-            results[index] = store_claim(store, backend, claim, extracted, watch)
+            owned_alone = store.stage_one.complete_stage1(claim, payload)
+            results[index] = _finished(store, claim, extracted, payload, owned=owned_alone)
         except Exception as exc:
             results[index] = exc
     return results
