@@ -40,12 +40,15 @@ def says_change(text: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
-    """The subject words and the values of `text`; a code span is one value whole."""
-    plain = unmarked(text).lower()
+    """The subject words and the values of `text`; a code span is one value whole, and a
+    numbered part of the conversation ("phase 4.1", "option 1") is a word, not a value."""
+    plain = shape("discussion-part").sub(r"\g<part>", unmarked(text).lower())
     values: set[str] = {" ".join(span.split()) for span in shape("code-span").findall(plain)}
+    values.update(f"[{tag}]" for tag in shape("tag").findall(plain))
     subject: set[str] = set()
     wording: set[str] = set()
-    for raw in shape("token").findall(shape("code-span").sub(" ", plain).replace("`", " ")):
+    words = shape("tag").sub(" ", shape("code-span").sub(" ", plain)).replace("`", " ")
+    for raw in shape("token").findall(words):
         token = raw.rstrip(".:/-")
         if not token or token in STOPWORDS:
             continue

@@ -27,7 +27,9 @@ def shape(name: str) -> re.Pattern[str]:
 @lru_cache(maxsize=65536)
 def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     """The values `text` (in lower case) gives, once each, with the kind its shape says; the
-    line of a file it cites ("client.py:41") is no port."""
+    line of a file it cites ("client.py:41") is no port, a numbered part of the conversation
+    ("phase 4.1") no version."""
+    text = shape("discussion-part").sub(r"\g<part>", text)
     found = [("host", m.group(0)) for m in shape("host").finditer(text)]
     lines = set(shape("cited-line").findall(text))
     found += [("port", m.group(1)) for m in shape("port").finditer(text) if m[1] not in lines]

@@ -14,7 +14,10 @@ The evidence, each a finder in `FINDERS`:
   reader always records the session behind its words), so its judgment stands;
 - `standing_instruction`: a preference the offline reader read by a rule of an instruction
   kind (always, never, don't, prefer X over Y, use X not Y, a habit, an obligation, a norm, a
-  reminder); its table reads nothing bound to the moment ("until", "for now") so;
+  reminder); its table reads nothing bound to the moment ("until", "for now") so. An
+  obligation, a prohibition or a habit is how a request of the moment is said too ("don't
+  create separate documents"): read by those rules alone, it needs a second session, a value
+  or a routine of the work (commits, pushes, tests) to be sure;
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
   showed, with a value), not hedged, not told as past unless it says what became of it, not
   the agent's own state ("you have ..."), about "it" or "this" only with a value (a number,
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
-from consolidator.memory import facts, marks
+from consolidator.memory import facts, lexicon, marks
 from consolidator.memory.blocks import Block, Bullet, Section
 from consolidator.memory.scope import is_user_wide
 from consolidator.memory.shape import NotProse, is_refused, not_prose
@@ -155,13 +158,41 @@ def only_guessed(bullet: Bullet) -> bool:
 
 def standing_rule(bullet: Bullet) -> str | None:
     """The rule of a standing kind that read the bullet, None when no such rule did."""
-    kinds = ((rule.split(".", 1)[0], rule) for _, rule in bullet.rules)
-    return next((rule for kind, rule in kinds if kind in STANDING_KINDS), None)
+    return next(iter(_standing_forms(bullet)), None)
+
+
+def _standing_forms(bullet: Bullet) -> frozenset[str]:
+    return frozenset(rule for _, rule in bullet.rules if rule.split(".", 1)[0] in STANDING_KINDS)
+
+
+# The instruction rules whose form a request of the moment takes as often as a standing rule
+# does ("don't create separate documents", "there is a need to ...", "before providing the
+# proposal check ..."): what they read is sure only when something ties it to more than the
+# task at hand.
+_FORMS_OF_THE_MOMENT_TOO: Final = frozenset(
+    ("instruction.obligation", "instruction.prohibition", "instruction.habit")
+)
+_ROUTINES: Final = frozenset(facts.stem(word) for word in facts.WORDS["routine-words"])
+
+
+def _tied_beyond_the_task(entry: Entry) -> bool:
+    """Said in two or more sessions, naming a value (a command, a path, a version), or about
+    a routine that recurs in every task (commits, pushes, releases, tests)."""
+    if len(_threads(entry)) >= 2:
+        return True
+    quote = marks.asked_quote(entry.bullet.text) or marks.unmarked(entry.bullet.text)
+    said = facts.read(quote)
+    named = said.values or lexicon.shape("path").search(quote.lower())
+    return bool(named or said.subject & _ROUTINES)
 
 
 def _standing_instruction(entry: Entry) -> Evidence | None:
     found = standing_rule(entry.bullet) if entry.section == "preferences" else None
     if found is None:
+        return None
+    if _standing_forms(entry.bullet) <= _FORMS_OF_THE_MOMENT_TOO and not _tied_beyond_the_task(
+        entry
+    ):
         return None
     scope = "every project" if is_user_wide(entry.block) else f"in {entry.block.applies_to_cwd}"
     return Evidence("standing_instruction", f"read as a standing rule ({found}), {scope}")
@@ -192,7 +223,9 @@ _BECAME: Final = re.compile(r"\b(?:is|are|to|into|on|at|with|uses?)\b|->|\u2192"
 # What was rather than what is: an event told ("customer 4471 was billed 100.01").
 _PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
 _LEAD_IN: Final = re.compile(
-    r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey)\b[\s,:;.!-]*)+", re.IGNORECASE
+    r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey|in addition"
+    r"|(?:no|yes|yeah|nope|yep)(?=\s*,))\b[\s,:;.!-]*)+",
+    re.IGNORECASE,
 )
 
 
@@ -212,6 +245,15 @@ def _alone(said: str) -> bool:
     return len(said.split()) < 2
 
 
+# The rule that reads an order for the resource it says how to use ("put new fixtures in
+# tests/fixtures/"): with no value in it, it is an order and nothing more.
+_ORDER_NAMING_A_RESOURCE: Final = "fact.how-to"
+
+
+def _only_read_as(bullet: Bullet, rule_id: str) -> bool:
+    return bool(bullet.rules) and all(rule == rule_id for _, rule in bullet.rules)
+
+
 def _current_value(entry: Entry) -> Evidence | None:
     """Knowledge the user stated (or a tool's output showed, with a value), undisputed."""
     bullet = entry.bullet
@@ -226,6 +268,7 @@ def _current_value(entry: Entry) -> Evidence | None:
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
     if not values and (
         bullet.origin == "tool"
+        or _only_read_as(bullet, _ORDER_NAMING_A_RESOURCE)
         or _PRONOUN_SUBJECT.match(said)
         or (facts.says_change(said) and (_UNNAMED.search(said) or not _BECAME.search(said)))
     ):
@@ -280,16 +323,21 @@ def _several_sessions(entry: Entry) -> Evidence | None:
         return None
     if only_guessed(bullet) or _not_now(_said(bullet.text)) or _alone(_said(bullet.text)):
         return None  # a request or a guess said again in another session is still one
+    threads = _threads(entry)
+    if len(threads) < 2:
+        return None
+    return Evidence("several_sessions", f"seen in {len(threads)} sessions")
+
+
+def _threads(entry: Entry) -> frozenset[str]:
+    """The sessions the entry's tasks cite."""
     cited = {task.task_id: task for task in entry.block.tasks}
-    threads = {
+    return frozenset(
         thread
         for task_id in entry.bullet.task_ids
         if task_id in cited
         for thread in cited[task_id].thread_ids
-    }
-    if len(threads) < 2:
-        return None
-    return Evidence("several_sessions", f"seen in {len(threads)} sessions")
+    )
 
 
 def _repository_check(entry: Entry) -> Evidence | None:

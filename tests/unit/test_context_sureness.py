@@ -322,3 +322,60 @@ def test_an_older_value_in_possible_conflict_is_left_to_search_a_same_day_disput
     shown = _context(block).markdown
     assert "port 6543" not in shown and "its 6544 now" in shown
     assert "pool size is 8" in shown and "pool size is 16" in shown
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Don't create separate documents.",
+        "Don't produce code, design solution first",
+        "There is a need to implement metrics plugin for codex similar to how claude and gemini"
+        " is implemented",
+        "The issue must be address, option 1 is not accepable.",
+        "Before providing proposal for phase 4.1 check existing implementation for metrics.",
+    ],
+)
+def test_a_request_about_the_work_at_hand_said_as_a_rule_is_stored_not_shown(quote: str) -> None:
+    spoken = user_statements(["can you have a look at this", quote])
+    [said] = spoken.instructions
+    once = _said(_pref(said), rule=spoken.rules[said])
+    assert not judge(Entry(_block(), "preferences", once)).sure
+    twice = _said(_pref(said), threads=("a", "b"), rule=spoken.rules[said])
+    judgment = judge(Entry(_block(threads=("a", "b")), "preferences", twice))
+    assert [e.kind for e in judgment.evidence] == ["standing_instruction"]
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "don't touch the generated files in gen/",
+        "Put [billing-layout] at the front of the commit subject",
+        "Make lint has to pass before anything gets pushed",
+    ],
+)
+def test_a_rule_of_that_form_naming_a_value_or_a_routine_of_the_work_is_sure(quote: str) -> None:
+    spoken = user_statements(["can you have a look at this", quote])
+    said = [*spoken.instructions, *spoken.facts]
+    section: Section = "preferences" if spoken.instructions else "knowledge"
+    text = _pref(said[0]) if spoken.instructions else said[0]
+    assert judge(Entry(_block(), section, _said(text, rule=spoken.rules[said[0]]))).sure
+
+
+@pytest.mark.parametrize(
+    ("said", "rule"),
+    [
+        ("It's just separate phase1", "statement.start"),
+        ("No, it's not phase 1 there bunch of pahses completed", "statement.start"),
+        ("In addition - there is timestamp and session id", "statement.start"),
+        ("Update phase 4.1 document", "fact.how-to"),
+    ],
+)
+def test_a_numbered_part_of_the_discussion_is_no_value_of_the_project(said: str, rule: str) -> None:
+    assert _evidence("knowledge", _said(said, rule=rule)) == []
+
+
+def test_a_version_beside_a_tool_is_still_a_value() -> None:
+    assert _evidence("knowledge", _said("Update python 3.12 in ci", rule="fact.how-to")) == [
+        "current_value"
+    ]
+    assert _evidence("knowledge", _said("It's just python3.12")) == ["current_value"]
