@@ -17,15 +17,18 @@ The evidence, each a finder in `FINDERS`:
   reminder); its table reads nothing bound to the moment ("until", "for now") so. An
   obligation, a prohibition or a habit is how a request of the moment is said too ("don't
   create separate documents"): read by those rules alone, it needs a second session, a value
-  or a routine of the work (commits, pushes, tests) to be sure;
+  or a routine of the work (commits, pushes, tests) to be sure, and so does a remark about
+  "it" with a standing word in it ("it's bad idea, since ... every time");
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
   showed, with a value), not hedged, not told as past unless it says what became of it, not
   the agent's own state ("you have ..."), about "it" or "this" only with a value (a number,
   a path, a name, a handle, a ticket), a change only with what it became ("the script is
-  different now" names nothing), and not taken back or disputed;
+  different now" names nothing), not a setting printed from files outside the project (the
+  user's machine), and not taken back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
-  fix the exit codes cannot name) and the fix names no value the memory marks superseded;
+  fix the exit codes cannot name), not known by its exit code alone (nothing says when the
+  fix applies again) and the fix names no value the memory marks superseded;
 - `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed,
   said as `current_value` must be (not hedged, not past); neither this nor `current_value`
   holds for an entry that only a rule of a guessed kind read (a remark with a value that no
@@ -175,12 +178,11 @@ _FORMS_OF_THE_MOMENT_TOO: Final = frozenset(
 _ROUTINES: Final = frozenset(facts.stem(word) for word in facts.WORDS["routine-words"])
 
 
-def _tied_beyond_the_task(entry: Entry) -> bool:
+def _tied_beyond_the_task(entry: Entry, quote: str) -> bool:
     """Said in two or more sessions, naming a value (a command, a path, a version), or about
     a routine that recurs in every task (commits, pushes, releases, tests)."""
     if len(_threads(entry)) >= 2:
         return True
-    quote = marks.asked_quote(entry.bullet.text) or marks.unmarked(entry.bullet.text)
     said = facts.read(quote)
     named = said.values or lexicon.shape("path").search(quote.lower())
     return bool(named or said.subject & _ROUTINES)
@@ -190,9 +192,9 @@ def _standing_instruction(entry: Entry) -> Evidence | None:
     found = standing_rule(entry.bullet) if entry.section == "preferences" else None
     if found is None:
         return None
-    if _standing_forms(entry.bullet) <= _FORMS_OF_THE_MOMENT_TOO and not _tied_beyond_the_task(
-        entry
-    ):
+    quote = marks.asked_quote(entry.bullet.text) or marks.unmarked(entry.bullet.text)
+    weak = _standing_forms(entry.bullet) <= _FORMS_OF_THE_MOMENT_TOO or _POINTS_BACK.match(quote)
+    if weak and not _tied_beyond_the_task(entry, quote):
         return None
     scope = "every project" if is_user_wide(entry.block) else f"in {entry.block.applies_to_cwd}"
     return Evidence("standing_instruction", f"read as a standing rule ({found}), {scope}")
@@ -200,9 +202,11 @@ def _standing_instruction(entry: Entry) -> Evidence | None:
 
 _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
 # A sentence about "it" or "this" says something only with a value in it.
-_PRONOUN_SUBJECT: Final = re.compile(
-    r"^(?:i|it|it's|its|this|that|these|those|there|he|she|they)\b", re.IGNORECASE
-)
+_POINTING_BACK: Final = r"it|it's|its|this|that|these|those|there|he|she|they"
+_PRONOUN_SUBJECT: Final = re.compile(rf"^(?:i|{_POINTING_BACK})\b", re.IGNORECASE)
+# What a subject that points back ("it's bad idea, since ... every time") says is about
+# something named earlier in the conversation, not a rule of its own.
+_POINTS_BACK: Final = re.compile(rf"^(?:{_POINTING_BACK})\b", re.IGNORECASE)
 # What the agent has or is, or what it is told to do, not the project: "you have 100%
 # coverage", "for this task you need to check the logs".
 _THE_AGENT_S_STATE: Final = re.compile(
@@ -260,8 +264,8 @@ def _current_value(entry: Entry) -> Evidence | None:
     if entry.section != "knowledge" or bullet.origin not in ("user", "note", "tool"):
         return None
     text = bullet.text
-    if _older_of_two(text) or only_guessed(bullet):
-        return None  # a later value of the same subject stands beside it, or a guess
+    if _older_of_two(text) or only_guessed(bullet) or _printed_off_the_project(entry):
+        return None  # a later value stands beside it, a guess, or the machine's own setting
     said = _said(text)
     if _THE_AGENT_S_STATE.match(said) or _not_now(said) or _alone(said):
         return None
@@ -275,6 +279,20 @@ def _current_value(entry: Entry) -> Evidence | None:
         return None
     who = "a tool's output showed it" if bullet.origin == "tool" else "the user stated it"
     return Evidence("current_value", f"{who} as the project's current state")
+
+
+def _printed_off_the_project(entry: Entry) -> bool:
+    """A tool printed it from files outside the project folder only (`cat ~/.codex/config.toml`):
+    it is how the user's machine is set up, not the project."""
+    printed = lexicon.shape("printed-by").search(entry.bullet.text)
+    paths = (
+        [word.strip("'\"") for word in printed["command"].split() if "/" in word] if printed else []
+    )
+    inside = entry.block.applies_to_cwd or "/"
+    return bool(paths) and all(
+        path.startswith("~") or (path.startswith("/") and not path.startswith(inside))
+        for path in paths
+    )
 
 
 # `[possible conflict 2026-10-02 with "..." of 2026-10-11]`: this one's day, then the other's.
@@ -301,6 +319,11 @@ _TALLY: Final = re.compile(
 )
 
 
+# A failure known only by its exit code: nothing says what went wrong, so neither the agent
+# nor the exit codes can tell when the fix applies again.
+_NO_ERROR: Final = re.compile(r" failed \(exit code -?\d+\)")
+
+
 def _confirmed_fix(entry: Entry) -> Evidence | None:
     if entry.section != "failures" or not entry.bullet.sources:
         return None
@@ -309,7 +332,7 @@ def _confirmed_fix(entry: Entry) -> Evidence | None:
     if not found or " failed (" not in text:
         return None
     error = text[text.index(" failed (") : found[-1].start()]
-    if _TALLY.search(error):
+    if _TALLY.search(error) or _NO_ERROR.fullmatch(error):
         return None
     fix = text[found[-1].end() :]
     if _value_tokens(fix) & stale_values(entry.block):

@@ -370,7 +370,7 @@ def test_a_rule_of_that_form_naming_a_value_or_a_routine_of_the_work_is_sure(quo
         ("Update phase 4.1 document", "fact.how-to"),
     ],
 )
-def test_a_numbered_part_of_the_discussion_is_no_value_of_the_project(said: str, rule: str) -> None:
+def test_a_reply_about_a_part_of_the_discussion_states_no_value(said: str, rule: str) -> None:
     assert _evidence("knowledge", _said(said, rule=rule)) == []
 
 
@@ -379,3 +379,51 @@ def test_a_version_beside_a_tool_is_still_a_value() -> None:
         "current_value"
     ]
     assert _evidence("knowledge", _said("It's just python3.12")) == ["current_value"]
+
+
+def test_a_failure_known_only_by_its_exit_code_is_stored_not_shown() -> None:
+    bare = (
+        '`codemie-codex --task "Calculate 5 factorial and explain the calculation step by step"`'
+        ' failed (exit code 1) -> fixed by `codemie-codex --profile ollama --task "Calculate 5'
+        ' factorial"`'
+    )
+    named = "`make test` failed (exit code 2: no rule to make target) -> fixed by `make check`"
+    assert _evidence("failures", _said(bare, "tool")) == []
+    assert _evidence("failures", _said(named, "tool")) == ["confirmed_fix"]
+
+
+def test_what_a_tool_printed_from_the_user_s_home_is_not_the_project_s_state() -> None:
+    home = "trust_level in ~/.codex/config.toml is trusted (printed by `cat ~/.codex/config.toml`)"
+    own = "region in deploy/aws.toml is eu-west-1 (printed by `cat deploy/aws.toml`)"
+    inside = f"port in {PROJECT}/dev.env is 5454 (printed by `cat {PROJECT}/dev.env`)"
+    assert _evidence("knowledge", _said(home, "tool")) == []
+    assert _evidence("knowledge", _said(own, "tool")) == ["current_value"]
+    assert _evidence("knowledge", _said(inside, "tool")) == ["current_value"]
+
+
+def test_a_reaction_about_it_with_a_standing_word_is_no_standing_rule() -> None:
+    reaction = "It's bad idea, since entire converation will be proceed every time."
+    spoken = user_statements(["can you have a look at this", reaction])
+    [said] = spoken.instructions
+    bullet = _said(_pref(said), rule=spoken.rules[said])
+    assert not judge(Entry(_block(), "preferences", bullet)).sure
+    said_again = _said(_pref(said), threads=("a", "b"), rule=spoken.rules[said])
+    assert judge(Entry(_block(threads=("a", "b")), "preferences", said_again)).sure
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "search for /clear command in ~/.claude folders - there are plenty of sessions with this"
+        " command, analyze file creation date and update date and find closest files with update"
+        " date, so that you can figure out when previous session ended",
+        "TODO is not acceptable, implementation must be full. comments about performance also"
+        " valid, need to look only for current date while performing matching for session.",
+    ],
+)
+def test_an_order_or_a_reply_to_the_agent_is_no_statement_of_the_project(message: str) -> None:
+    """Stored as a guess at most (found by search), never read as a statement."""
+    spoken = user_statements(["can you have a look at this", message])
+    read_as = {spoken.rules[fact] for fact in spoken.facts if "search" in fact.lower()}
+    assert read_as <= {"kept.after-order"}
+    assert not [fact for fact in spoken.facts if "need to" in fact]

@@ -25,6 +25,7 @@ from consolidator.memory.offline_notes import (
     ExtractiveNotes,
     render_raw_memory,
 )
+from consolidator.memory.sureness import GUESSED_KINDS
 from consolidator.memory.text import clip, code_span, dedupe, hyphenated, one_line
 from consolidator.security.redaction import checked_at_end, redact
 from consolidator.sources.items import DELEGATED, ItemKind
@@ -84,6 +85,8 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
         conclusions = [] if outcome == OUTCOME_PARTIAL else conclusions
         conclusions = [c for c in dedupe([*conclusions, *agent_facts]) if c not in facts]
     most = statements.MAX_STATEMENTS
+    # A guess never crowds out a statement: the guesses go last before the cut.
+    facts = sorted(facts, key=lambda fact: rules.get(fact, "").split(".")[0] in GUESSED_KINDS)
     instructions, facts, conclusions = spoken.instructions[:most], facts[:most], conclusions[:most]
     kept = dedupe([*instructions, *facts, *conclusions])
     mentioned = _project_files(call.mentioned for call in session.calls)

@@ -128,8 +128,14 @@ def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = F
     elif kind in ("", "moment"):
         said = rule("fact.cue").regex.sub("", bare)
         parts = [said, *clauses(said)[1:]]
-        chosen = (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p))
-        stated = first(next(chosen, ""), "statement")
+        chosen = next(
+            (p for p in parts if holds("statement+shape.value", p) or holds(_PLAIN, p)), ""
+        )
+        stated = first(chosen, "statement")
+        # An order first, then a clause not about what it names ("it pins hugo"): a guess.
+        ordered = chosen != said and holds("shape.order", said)
+        if stated and ordered and not holds("shape.vague-subject", chosen):
+            stated, given = None, given | {"after-order"}
         if stated and ({"later", "change"} & given or holds("shape.value", said)):
             read.add(read.facts, _statement(said), stated.rule.id)
         elif (kept := first(said, "kept", given=given)) and not_prose(said) is None:
