@@ -47,6 +47,7 @@ from consolidator.phases.publish.files import (
     state_bytes,
     sweep_temp_files,
     temp_files,
+    write_all_private,
     write_private,
 )
 from consolidator.skills.names import name_problem
@@ -178,8 +179,7 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     written: list[str] = []
     for names, directory in groups:
         changed = [name for name in names if read_regular_bytes(memory_dir / name) != desired[name]]
-        for name in changed:
-            write_private(memory_dir / name, desired[name], sync_directory=False)
+        write_all_private([(memory_dir / name, desired[name]) for name in changed])
         if changed:
             fsync_directory(directory)
         written.extend(changed)
