@@ -164,11 +164,11 @@ def _built_validator() -> Draft202012Validator:
     """The schema's validator, its definitions put in place of their references once: every
     stored output is checked when it is read, and looking a reference up per value would be
     most of the cost. jsonschema is imported here: it is a quarter of a second, and a pass that
-    writes no notes never needs it."""
+    writes no notes never needs it. That the schema is one of its draft is a test's to check,
+    not every process's."""
     from jsonschema import Draft202012Validator
 
     schema = json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text("utf-8"))
-    Draft202012Validator.check_schema(schema)
     definitions = schema.pop("$defs")
 
     def inlined(node: Any) -> Any:

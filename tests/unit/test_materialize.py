@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from consolidator.core.private_files import write_all_atomically
 from consolidator.phases.publish import projection as materialize
 from consolidator.phases.publish.projection import (
     MemoryDirectoryError,
@@ -136,6 +137,30 @@ def test_only_changed_files_are_rewritten(tmp_path: Path) -> None:
 
     assert report.written == ("MEMORY.md",)
     assert (tmp_path / "memory_summary.md").stat().st_mtime_ns == summary_mtime
+
+
+def test_files_written_together_are_all_private_and_whole(tmp_path: Path) -> None:
+    files = [(tmp_path / f"{name}.md", f"text of {name}\n".encode()) for name in "abcdef"]
+    write_all_atomically(files)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == {
+        path.name: data for path, data in files
+    }
+    assert {stat.S_IMODE(path.stat().st_mode) for path, _ in files} == {0o600}
+
+
+def test_files_written_together_are_none_renamed_when_one_cannot_be_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.md").write_text("old a\n")
+    files = [
+        (tmp_path / "a.md", b"new a\n"),
+        (tmp_path / "gone" / "b.md", b"new b\n"),
+        (tmp_path / "c.md", b"new c\n"),
+    ]
+    with pytest.raises(FileNotFoundError):
+        write_all_atomically(files)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.md"]
+    assert (tmp_path / "a.md").read_text() == "old a\n"
 
 
 def test_stale_rollout_summary_is_removed(tmp_path: Path) -> None:

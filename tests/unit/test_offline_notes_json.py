@@ -142,6 +142,13 @@ def _schema_errors(document: object) -> list[str]:
     return ["/".join(map(str, e.absolute_path)) or "the document" for e in errors]
 
 
+def test_the_schema_is_a_schema_of_its_draft() -> None:
+    schema = json.loads(
+        resources.files("consolidator.memory").joinpath(SCHEMA_FILE).read_text("utf-8")
+    )
+    Draft202012Validator.check_schema(schema)
+
+
 def test_the_schema_admits_every_document_written() -> None:
     for notes in (NOTES, ExtractiveNotes(), ExtractiveNotes(noted_by="check", facts=("x",))):
         assert _schema_errors(notes_document(notes)) == []

@@ -229,11 +229,12 @@ def consolidate_extractively(request: ConsolidationRequest) -> ConsolidationResu
         )
         # A re-extracted thread replaces its old entry: its task (under any form of its id) and
         # its citations go first.
+        own_task = task_id_for(thread)
         tasks = tuple(
-            replace(task, citations=cited)
+            task if len(cited) == len(task.citations) else replace(task, citations=cited)
             for task in block.tasks
             if (cited := tuple(c for c in task.citations if c.thread_id != thread))
-            and task.task_id != task_id_for(thread)
+            and task.task_id != own_task
         )
         live = {task.task_id for task in tasks}
         block = _each_section(

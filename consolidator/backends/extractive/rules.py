@@ -63,11 +63,10 @@ class Rule:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        """Compiled on first use (`re` keeps it): a fresh process compiles only what it reads."""
-        switched_off = self.id in _SWITCHED_OFF.get()
-        return (
-            _NOTHING if switched_off else re.compile(self.pattern, re.I if "i" in self.flags else 0)
-        )
+        """Compiled on first use: a fresh process compiles only what it reads."""
+        if self.id in _SWITCHED_OFF.get():
+            return _NOTHING
+        return _compiled(self.pattern, re.I if "i" in self.flags else 0)
 
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
@@ -97,6 +96,14 @@ class Rule:
 
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
+
+
+@cache
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    """A row's pattern, compiled once: `re`'s own cache holds 512 patterns, fewer than a pass
+    compiles (the segmenter's, the redaction's, every module's), so it would compile a row
+    again each time the others pushed it out."""
+    return re.compile(pattern, flags)
 
 
 class Reading(NamedTuple):

@@ -9,12 +9,12 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from consolidator.core.errors import ConfigError
-from consolidator.core.private_files import write_atomically
+from consolidator.core.private_files import write_all_atomically, write_atomically
 
 _DIR_MODE: Final = 0o700
 _TEMP_PREFIX: Final = ".consolidator-tmp-"
@@ -63,6 +63,11 @@ def read_regular_bytes(path: Path) -> bytes | None:
 
 def write_private(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
     write_atomically(path, data, prefix=_TEMP_PREFIX, sync_directory=sync_directory)
+
+
+def write_all_private(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Replace each of `files` as `write_private` does, synced together; folders unsynced."""
+    write_all_atomically(files, prefix=_TEMP_PREFIX)
 
 
 def replace_file(path: Path, data: bytes) -> None:

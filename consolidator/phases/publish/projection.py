@@ -47,6 +47,7 @@ from consolidator.phases.publish.files import (
     state_bytes,
     sweep_temp_files,
     temp_files,
+    write_all_private,
     write_private,
 )
 from consolidator.skills.names import name_problem
@@ -178,8 +179,7 @@ def _apply(memory_dir: Path, projection: Projection) -> ProjectionReport:
     written: list[str] = []
     for names, directory in groups:
         changed = [name for name in names if read_regular_bytes(memory_dir / name) != desired[name]]
-        for name in changed:
-            write_private(memory_dir / name, desired[name], sync_directory=False)
+        write_all_private([(memory_dir / name, desired[name]) for name in changed])
         if changed:
             fsync_directory(directory)
         written.extend(changed)
@@ -206,7 +206,9 @@ def is_current(memory_dir: Path, projection: Projection) -> bool:
     """Whether projecting `projection` would change nothing: every file ours and as desired,
     the state file as it would be rewritten, no folder to make, no temp file to sweep."""
     desired = _desired_files(projection)
-    folders = {(memory_dir / name).parent for name in desired} | {memory_dir}
+    # The folders by name first: a path joined for each of a thousand files costs milliseconds.
+    folder_names = {name.rpartition("/")[0] for name in desired}
+    folders = {memory_dir / folder for folder in folder_names} | {memory_dir}
     return (
         projection.version is not None
         and all(folder.is_dir() and not folder.is_symlink() for folder in folders)

@@ -10,10 +10,26 @@ from consolidator.backends.base import Stage1Result
 from consolidator.db.records import QuarantineItem
 from consolidator.memory.offline_notes_json import map_texts
 from consolidator.security.invisible import strip_invisible
+from consolidator.security.patterns import THREAT_KINDS, ThreatKind
 from consolidator.security.redaction import nothing_to_redact, redact
 from consolidator.security.threats import scan_threats
 
 log = logging.getLogger(__name__)
+
+_ALL_BUT_SECRETS: frozenset[ThreatKind] = THREAT_KINDS - {"secret"}
+
+
+def checked_answer(
+    result: Stage1Result, thread_id: str
+) -> tuple[Stage1Result, tuple[QuarantineItem, ...]]:
+    """`withhold_flagged` on the sanitized answer. An answer that sanitizing left as it was
+    has just been shown to hold nothing to redact, every field included, so the scan does not
+    search its fields for secrets again: that search is most of what a scan costs."""
+    sanitized = sanitize_result(result)
+    cleared = sanitized is result
+    return withhold_flagged(
+        sanitized, thread_id, kinds=_ALL_BUT_SECRETS if cleared else THREAT_KINDS
+    )
 
 
 def sanitize_result(result: Stage1Result) -> Stage1Result:
@@ -48,10 +64,11 @@ WITHHELD_MARKER = "[withheld: the security scan flagged this text; see `consolid
 
 
 def withhold_flagged(
-    result: Stage1Result, thread_id: str
+    result: Stage1Result, thread_id: str, *, kinds: frozenset[ThreatKind] = THREAT_KINDS
 ) -> tuple[Stage1Result, tuple[QuarantineItem, ...]]:
-    """Scan every stage-one field; a flagged field is replaced by `WITHHELD_MARKER` and
-    returned as a quarantine entry, so nothing derived from it is ever stored or rendered."""
+    """Scan every stage-one field for threats of `kinds`; a flagged field is replaced by
+    `WITHHELD_MARKER` and returned as a quarantine entry, so nothing derived from it is ever
+    stored or rendered."""
     fields = {
         "rollout_summary": result.rollout_summary,
         "raw_memory": result.raw_memory,
@@ -60,7 +77,7 @@ def withhold_flagged(
     quarantined: list[QuarantineItem] = []
     replaced: dict[str, str | None] = {}
     for name, text in fields.items():
-        threats = scan_threats(text) if text else []
+        threats = scan_threats(text, kinds) if text else []
         if not threats:
             continue
         reason = f"stage one {name}: " + "; ".join(

@@ -14,7 +14,7 @@ from consolidator.db.ports import StageOneStore
 from consolidator.db.records import Claim, Stage1Payload, ThreadRecord
 from consolidator.memory.offline_notes_json import dump_notes
 from consolidator.phases.leases import LeaseWatch
-from consolidator.phases.stage_one.answer import sanitize_result, withhold_flagged
+from consolidator.phases.stage_one.answer import checked_answer
 from consolidator.phases.stage_one.usage import record_usage
 from consolidator.sources.items import ReadReport, RolloutItem
 
@@ -69,7 +69,7 @@ def _payload(backend: Backend, claim: Claim, extracted: Extracted) -> Stage1Payl
     """What storing the extraction writes: what a scan flags withheld, the rest redacted;
     None when nothing is worth remembering."""
     usage = extracted.usage
-    result, quarantined = withhold_flagged(sanitize_result(extracted.result), claim.job_key)
+    result, quarantined = checked_answer(extracted.result, claim.job_key)
     if result.is_empty:
         return None
     return Stage1Payload(
