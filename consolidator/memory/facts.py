@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Final
 
-from consolidator.memory.lexicon import data, shape
+from consolidator.memory.lexicon import data, shape, without_discussion_parts
 from consolidator.memory.marks import unmarked
 
 _SAME_SUBJECT: Final = 0.6
@@ -42,7 +42,7 @@ def says_change(text: str) -> bool:
 def read(text: str) -> Reading:
     """The subject words and the values of `text`; a code span is one value whole, and a
     numbered part of the conversation ("phase 4.1", "option 1") is a word, not a value."""
-    plain = shape("discussion-part").sub(r"\g<part>", unmarked(text).lower())
+    plain = without_discussion_parts(unmarked(text).lower())
     values: set[str] = {" ".join(span.split()) for span in shape("code-span").findall(plain)}
     values.update(f"[{tag}]" for tag in shape("tag").findall(plain))
     subject: set[str] = set()

@@ -29,7 +29,7 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
     """The values `text` (in lower case) gives, once each, with the kind its shape says; the
     line of a file it cites ("client.py:41") is no port, a numbered part of the conversation
     ("phase 4.1") no version."""
-    text = shape("discussion-part").sub(r"\g<part>", text)
+    text = without_discussion_parts(text)
     found = [("host", m.group(0)) for m in shape("host").finditer(text)]
     lines = set(shape("cited-line").findall(text))
     found += [("port", m.group(1)) for m in shape("port").finditer(text) if m[1] not in lines]
@@ -43,6 +43,12 @@ def shaped_in(text: str) -> tuple[tuple[str, str], ...]:
         path = match.group(1).rstrip(".")
         found.append(("script" if shape("script").search(path) else "path", path))
     return tuple(dict.fromkeys(found))
+
+
+def without_discussion_parts(text: str) -> str:
+    """`text` with each numbered part of the conversation ("phase 4.1", "option 1") cut to its
+    word: it names a piece of the plan being discussed, not a value of the project."""
+    return shape("discussion-part").sub(r"\g<part>", text)
 
 
 @cache
