@@ -27,3 +27,11 @@ def test_a_statement_said_after_many_guesses_is_kept_and_shown(tmp_path: Path) -
     assert "port 6544" in left.memory_md
     assert "The staging db listens on port 6544." in left.contexts["shop"]
     assert not [guess for guess in GUESSES if guess.capitalize() in left.contexts["shop"]]
+
+
+def test_terse_remarks_of_how_the_project_is_are_stored_but_not_shown(tmp_path: Path) -> None:
+    turns = ("fix the flaky checkout test", "ci uses buildkite now", "looks good to me")
+    left = remember(tmp_path, {"shop": [Said(0, turns)]}, lambda name: f"/work/{name}", START)
+    assert "Ci uses buildkite now" in left.memory_md
+    assert "buildkite" not in left.contexts["shop"]
+    assert "looks good" not in left.stored.lower()

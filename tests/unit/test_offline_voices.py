@@ -93,3 +93,42 @@ def test_a_rule_typed_in_a_hurry_reads_as_one_typed_with_care(typed: str, kept: 
 def test_a_word_that_only_looks_like_a_slip_is_left_as_it_is() -> None:
     read = user_statements([OPENING, "the chat client lives in src/im/, cd u/ for the user tools"])
     assert any("src/im/" in fact and "cd u/" in fact for fact in read.facts), read.facts
+
+
+@pytest.mark.parametrize(
+    "terse",
+    [
+        "ci uses buildkite now",
+        "mobile uses expo",
+        "we use pnpm now",
+        "prod db = aurora",
+        "logs in datadog",
+        "auth goes through keycloak",
+        "we're on yarn berry",
+        "monorepo managed by nx",
+        "db migrations with alembic",
+    ],
+)
+def test_a_terse_remark_of_how_the_project_is_is_kept_for_search_as_a_guess(terse: str) -> None:
+    read = user_statements([OPENING, terse])
+    [fact] = read.facts
+    assert fact.lower() == terse
+    assert read.rules[fact] == "kept.terse"
+
+
+@pytest.mark.parametrize(
+    "reaction",
+    [
+        "works on my machine",
+        "agree with you",
+        "fine by me",
+        "stuck on this one",
+        "tried with sudo",
+        "ran into this again",
+        "nothing in the logs",
+        "thanks for the help",
+    ],
+)
+def test_a_few_words_of_reaction_are_not_kept(reaction: str) -> None:
+    read = user_statements([OPENING, reaction])
+    assert read.facts == read.instructions == []
