@@ -21,10 +21,10 @@ The evidence, each a finder in `FINDERS`:
   "it" with a standing word in it ("it's bad idea, since ... every time");
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
   showed, with a value), not hedged, not told as past unless it says what became of it, not
-  the agent's own state ("you have ..."), about "it" or "this" only with a value (a number,
-  a path, a name, a handle, a ticket), a change only with what it became ("the script is
-  different now" names nothing), not a setting printed from files outside the project (the
-  user's machine), and not taken back or disputed;
+  the agent's own state ("you have ..."), not about "it", "this" or "I" (what "it" was is in
+  the conversation, not in the entry: "it runs on 8081"), a change only with what it became
+  ("the script is different now" names nothing), not a setting printed from files outside
+  the project (the user's machine), and not taken back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
   when the failure was no test run's tally (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name), not known by its exit code alone (nothing says when the
@@ -201,12 +201,14 @@ def _standing_instruction(entry: Entry) -> Evidence | None:
 
 
 _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
-# A sentence about "it" or "this" says something only with a value in it.
-_POINTING_BACK: Final = r"it|it's|its|this|that|these|those|there|he|she|they"
+# A sentence about "it" or "this" names what it is about only in the conversation it was
+# said in.
+_POINTING_BACK: Final = r"it|it's|its|this|that|these|those|he|she|they"
 _PRONOUN_SUBJECT: Final = re.compile(rf"^(?:i|{_POINTING_BACK})\b", re.IGNORECASE)
 # What a subject that points back ("it's bad idea, since ... every time") says is about
-# something named earlier in the conversation, not a rule of its own.
-_POINTS_BACK: Final = re.compile(rf"^(?:{_POINTING_BACK})\b", re.IGNORECASE)
+# something named earlier in the conversation, not a rule of its own; "there is" names
+# what it is about only with a value ("there is a redis on 6380").
+_POINTS_BACK: Final = re.compile(rf"^(?:there|{_POINTING_BACK})\b", re.IGNORECASE)
 # What the agent has or is, or what it is told to do, not the project: "you have 100%
 # coverage", "for this task you need to check the logs".
 _THE_AGENT_S_STATE: Final = re.compile(
@@ -267,13 +269,15 @@ def _current_value(entry: Entry) -> Evidence | None:
     if _older_of_two(text) or only_guessed(bullet) or _printed_off_the_project(entry):
         return None  # a later value stands beside it, a guess, or the machine's own setting
     said = _said(text)
-    if _THE_AGENT_S_STATE.match(said) or _not_now(said) or _alone(said):
+    if _THE_AGENT_S_STATE.match(said) or _PRONOUN_SUBJECT.match(said):
+        return None
+    if _not_now(said) or _alone(said):
         return None
     values = sorted(facts.read(said).values) or _HANDLE_OR_TICKET.findall(said)
     if not values and (
         bullet.origin == "tool"
         or _only_read_as(bullet, _ORDER_NAMING_A_RESOURCE)
-        or _PRONOUN_SUBJECT.match(said)
+        or _POINTS_BACK.match(said)
         or (facts.says_change(said) and (_UNNAMED.search(said) or not _BECAME.search(said)))
     ):
         return None

@@ -378,7 +378,22 @@ def test_a_version_beside_a_tool_is_still_a_value() -> None:
     assert _evidence("knowledge", _said("Update python 3.12 in ci", rule="fact.how-to")) == [
         "current_value"
     ]
-    assert _evidence("knowledge", _said("It's just python3.12")) == ["current_value"]
+    assert _evidence("knowledge", _said("The runtime is just python3.12")) == ["current_value"]
+
+
+@pytest.mark.parametrize(
+    "pointing",
+    ["This is for BLOG-437", "It runs on 8081", "That's in src/api/", "It's just python3.12"],
+)
+def test_a_value_said_of_it_or_this_is_stored_but_never_sure(pointing: str) -> None:
+    """What "it" or "this" was is in the conversation, not in the entry: shown to a new
+    session, the value belongs to whatever the agent takes "it" for."""
+    assert user_statements(["fix the checkout", pointing]).facts == [pointing]
+    assert _evidence("knowledge", _said(pointing)) == []
+    named = pointing.replace("It", "The api", 1).replace("This", "The task", 1)
+    assert _evidence("knowledge", _said(named.replace("That's", "The router is", 1))) == [
+        "current_value"
+    ]
 
 
 def test_a_failure_known_only_by_its_exit_code_is_stored_not_shown() -> None:
