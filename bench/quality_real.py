@@ -21,6 +21,7 @@ FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 DEMO = "/path/to/Demo"
 SPOTTER = "/home/marco/projects/spotter"
 CODEMIE = "/Users/user/repo"
+SOPH = "/Users/soph/Work/entire/devenv/cli"
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,26 @@ REAL_SESSIONS = (
         "/Users/Sample_User/repos/codemie-ai/codemie-code",
         True,
         "codex TUI: context compaction setting",
+    ),
+    RealSession("63784323-7042-4ab8-82b1-3c0b79467bf9", SOPH, True, "entire: shadow branches"),
+    RealSession("c26d2153-23c8-42ed-ab6c-808579b64e5b", SOPH, True, "entire: checkpoint ids doc"),
+    RealSession(
+        "85cc202e-0e74-46ce-a485-e5fcd11f7a8c",
+        "/Users/alex/workspace/cli",
+        True,
+        "entire: a resume test that hangs",
+    ),
+    RealSession(
+        "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0",
+        "/Users/paul/src/entireio/cli",
+        True,
+        "entire: literal test expectations",
+    ),
+    RealSession(
+        "d64b50bb-125b-4b54-867a-e59841e553d8",
+        "/Users/gtrrz-victor/wks/cli",
+        True,
+        "entire: stripe-cli style errors",
     ),
     RealSession(
         "6c2214d7-b87e-4432-8e41-22ba294ea584.agent-afc096d",

@@ -92,14 +92,19 @@ def test_text_about_secrets_is_kept(text: str) -> None:
     assert redact(text).text == text
 
 
-# A real session whose tool outputs print secret-shaped strings of the repository it read
-# (its secret scanner's own tests, an `apiKey: '...'` placeholder): redacting those is right,
-# and a string of it may change only where it holds one of them.
+# Real sessions whose tool outputs print secret-shaped strings of the repository they read
+# (its secret scanner's own tests, an `apiKey: '...'` placeholder, a `highEntropySecret`
+# constant whose value the publisher already replaced): redacting those is right, and a
+# string of them may change only where it holds one of them.
 SECRET_SHAPED: dict[str, tuple[str, ...]] = {
     "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": (
         "'sk-ant-'",
         "'REDACTED_API_KEY'",
         "apiKey: 'proxy-handled'",
+    ),
+    "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0.jsonl": (
+        'highEntropySecret = "[REDACTED]"',
+        '"token=" + highEntropySecret',
     ),
 }
 

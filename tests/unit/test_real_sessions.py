@@ -69,6 +69,8 @@ CODEMIE = "claude/projects/-Users-user-repo"
 CODEMIE_CWD = "/Users/user/repo"
 CODEMIE_TUI_ID = "019e1625-789d-76c0-80ab-3724b5ddb799"
 CODEMIE_TUI = f"codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-{CODEMIE_TUI_ID}.jsonl"
+SOPH = "claude/projects/-Users-soph-Work-entire-devenv-cli"
+SOPH_CWD = "/Users/soph/Work/entire/devenv/cli"
 
 
 @dataclass(frozen=True)
@@ -396,6 +398,60 @@ EXPECTED: dict[str, Expected] = {
         None,
         "let's update the defailt context compart to 90 in env var",
     ),
+    # The entireio/cli developers' own sessions, kept by Entire in the repository's
+    # `entire/checkpoints/v1` branch (Entire replaced what looked like secrets by
+    # `[REDACTED]`): design talks, corrections of facts about the project, pasted output and
+    # plans, preferences on tests; hook `progress` and `system` records.
+    f"{SOPH}/63784323-7042-4ab8-82b1-3c0b79467bf9.jsonl": Expected(
+        "claude",
+        "63784323-7042-4ab8-82b1-3c0b79467bf9",
+        SOPH_CWD,
+        "soph/bug-with-rebase-or-commit-change-during-claude-session",
+        "2.1.22",
+        None,
+        "We track the changed files in a checkpoint right, can we ultrathink if we could use this",
+    ),
+    f"{SOPH}/c26d2153-23c8-42ed-ab6c-808579b64e5b.jsonl": Expected(
+        "claude",
+        "c26d2153-23c8-42ed-ab6c-808579b64e5b",
+        SOPH_CWD,
+        "main",
+        "2.1.12",
+        None,
+        "for manual-commits we use git hooks to also add the trailer to the commits",
+    ),
+    # The branch changes mid-way (`add-codeowners`, then `fix-resume-test-hanging`).
+    "claude/projects/-Users-alex-workspace-cli/"
+    "85cc202e-0e74-46ce-a485-e5fcd11f7a8c.jsonl": Expected(
+        "claude",
+        "85cc202e-0e74-46ce-a485-e5fcd11f7a8c",
+        "/Users/alex/workspace/cli",
+        "add-codeowners",
+        "2.1.12",
+        None,
+        "can we talk about what we're doing first?",
+    ),
+    "claude/projects/-Users-paul-src-entireio-cli/"
+    "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0.jsonl": Expected(
+        "claude",
+        "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0",
+        "/Users/paul/src/entireio/cli",
+        "20260206-secrets-redaction",
+        "2.1.34",
+        None,
+        "i'd like to see literal expectations (either byte slices or strings) instead of",
+    ),
+    # A request interrupted and sent again, then a plan approved in plan mode.
+    "claude/projects/-Users-gtrrz-victor-wks-cli/"
+    "d64b50bb-125b-4b54-867a-e59841e553d8.jsonl": Expected(
+        "claude",
+        "d64b50bb-125b-4b54-867a-e59841e553d8",
+        "/Users/gtrrz-victor/wks/cli",
+        "gtrrz-victor/do-not-show-suggestions-if-cmd-fails",
+        "2.1.12",
+        None,
+        "something like stripe-cli is doing about handling errors",
+    ),
     # Published without its parent session: a sub-agent file whose parent is not on disk.
     "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
     f"{ORPHAN_PARENT}/subagents/agent-afc096d.jsonl": Expected(
@@ -503,6 +559,7 @@ def test_status_counts_threads_per_format_version(store: Store) -> None:
 
     assert formats[("claude", "2.1.39")] == 2
     assert formats[("claude", "1.0.98")] == 2
+    assert formats[("claude", "2.1.12")] == 3
     assert formats[("codex", "envelope 0.135.0 codex_exec")] == 2
     assert formats[("codex", "envelope 0.171.0 codex_exec")] == 3
     assert formats[("codex", "envelope 0.171.0 consolidator_capture")] == 2
