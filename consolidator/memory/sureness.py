@@ -239,10 +239,16 @@ def _said(text: str) -> str:
     return _LEAD_IN.sub("", marks.unmarked(text)).strip()
 
 
+def said_with_doubt(text: str) -> bool:
+    """Said with doubt or of what is yet to be ("the user might use `git stash`"): it states
+    no value of anything now, so it neither shows nor outdates what was said before it."""
+    return bool(_HEDGE.search(_said(text)))
+
+
 def _not_now(said: str) -> bool:
     """Said with doubt, of what is yet to be, or of what was, unless it names what became of
     it ("the port was moved to 6544"): none of it is how the project is now."""
-    return bool(_HEDGE.search(said) or (_PAST.search(said) and not facts.says_change(said)))
+    return said_with_doubt(said) or bool(_PAST.search(said) and not facts.says_change(said))
 
 
 def _alone(said: str) -> bool:

@@ -249,6 +249,17 @@ def test_a_new_value_in_words_supersedes_by_subject_not_by_shared_words() -> Non
     ]
 
 
+def test_a_value_said_with_doubt_outdates_nothing() -> None:
+    knowledge, _ = _knowledge(
+        ("a", "2026-03-02", _said("the staging db listens on port 6544")),
+        ("b", "2026-03-09", _said("the staging db might listen on port 6545")),
+    )
+    assert knowledge == [
+        "the staging db listens on port 6544",
+        "the staging db might listen on port 6545",
+    ]
+
+
 def test_a_preference_holding_the_old_value_is_marked_superseded_not_dropped() -> None:
     rule = replace(notes("Work", ()), instructions=("always deploy with scripts/deploy.sh",))
     _, preferences = _knowledge(

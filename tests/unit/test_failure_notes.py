@@ -221,3 +221,25 @@ def test_a_failed_edit_made_again_is_no_lesson() -> None:
         output("c4", "Success. Updated the following files:\nM src/app/theme.ts\n"),
     ).failures
     assert failures == ()
+
+
+def test_removing_a_scratch_binary_is_no_fix_of_the_run_that_failed() -> None:
+    # From a real session: a manual test of a build in /tmp that was meant to fail.
+    notes = notes_of(
+        user("show a suggestion when a command is unknown"),
+        shell("c1", "go build -o /tmp/app-test ./cmd/app && /tmp/app-test aaaa 2>&1"),
+        output("c1", "Error: Invalid usage: Unknown command: app aaaa", 1),
+        shell("c2", "rm /tmp/app-test"),
+        output("c2", ""),
+    )
+    assert [failure.fix for failure in notes.failures if failure.fix] == []
+
+
+def test_the_plan_a_harness_hands_over_and_a_hook_s_refusal_are_not_the_user_s_words() -> None:
+    notes = notes_of(
+        user("make errors print once"),
+        user("Implement the following plan:\n\n# Plan\n\nThe command has already printed it."),
+        user("Operation stopped by hook: Another session is active: the api is on port 8081"),
+    )
+    said = " ".join([*notes.facts, *notes.instructions, *notes.user_quotes])
+    assert "already printed" not in said and "8081" not in said

@@ -63,9 +63,12 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
+    copied = (rule("structure.numbered-lines").regex, rule("structure.terminal-copy").regex)
     for number, message in enumerate(spoken):
         asked = answers.get(message, "")
-        message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", pasted.sub("\n", message))
+        for lines in (*copied, pasted):
+            message = lines.sub("\n", message)
+        message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", message)
         message = setting.sub(lambda m: f"{m['name']} is ", message)
         message = block.sub(lambda m: f"{m['intro']} `{m['fenced'] or m['indented']}`", message)
         beside = len(clauses(message)) > 1

@@ -15,6 +15,7 @@ from consolidator.memory.blocks import Block, Bullet
 from consolidator.memory.lexicon import shape
 from consolidator.memory.offline_notes import RENAMED, EditedValue
 from consolidator.memory.subjects import SubjectIndex
+from consolidator.memory.sureness import said_with_doubt
 from consolidator.memory.text import code_span, dedupe
 from consolidator.verify.runtimes import agrees, as_stated, pin_value
 
@@ -25,6 +26,8 @@ def newest_wins(
     """Mark each of `bullets` `text`, said on `day`, gives another value of the subject of;
     the mark `text` itself carries (superseded when an entry is newer)."""
     own = ""
+    if said_with_doubt(text):
+        return own
     for at in index.candidates(text):
         bullet = bullets[at]
         if marks.is_superseded(bullet.text) or not subjects.other_value(bullet.text, text):
