@@ -132,3 +132,30 @@ def test_a_terse_remark_of_how_the_project_is_is_kept_for_search_as_a_guess(ters
 def test_a_few_words_of_reaction_are_not_kept(reaction: str) -> None:
     read = user_statements([OPENING, reaction])
     assert read.facts == read.instructions == []
+
+
+@pytest.mark.parametrize(
+    "conditional",
+    [
+        "2. if there is error, always exit with os.Exit(1)",
+        "when the build is red, never merge",
+        "because the runners are slow, always cache the deps",
+    ],
+)
+def test_a_rule_keeps_the_condition_it_opens_with(conditional: str) -> None:
+    # A condition is not a request said before a rule: cut off, the rule holds everywhere.
+    [kept] = user_statements([OPENING, conditional]).instructions
+    assert kept.lower().startswith(conditional.removeprefix("2. ").split(",")[0])
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'use this example from brew:\n"""\nExample usage:\n  brew search TEXT\n  brew help\n"""',
+        "this is not correct:\n 296 +the api runs on 8081\n 297 +\n 298 +the db runs on 5433",
+        "take this scenario:\nThe api runs on 8081 now.     \n     \n  The db runs on 5433.    \n",
+    ],
+)
+def test_lines_pasted_into_a_message_are_not_read(message: str) -> None:
+    read = user_statements([OPENING, message])
+    assert read.facts == read.instructions == []

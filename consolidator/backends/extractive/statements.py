@@ -29,6 +29,8 @@ _PLAIN = f"{_ABOUT_SOMETHING}+words>=5"
 _SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 # What the agent found, said without a cue: how the project is, with a value; not narration.
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
+# Lines pasted into a message, not said: none of them is read.
+_PASTED_LINES = ("fenced-lines", "numbered-lines", "terminal-copy", "pasted-settings")
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 # What a statement keeps of a match for an old value: the verb, or the thing it is of.
@@ -62,11 +64,11 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
     new value, a default is an instruction, a statement a fact. `answers`: replies, by question."""
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
-    pasted, setting = rule("structure.pasted-settings").regex, rule("structure.setting-line").regex
-    copied = (rule("structure.numbered-lines").regex, rule("structure.terminal-copy").regex)
+    setting = rule("structure.setting-line").regex
+    copied = [rule(f"structure.{lines}").regex for lines in _PASTED_LINES]
     for number, message in enumerate(spoken):
         asked = answers.get(message, "")
-        for lines in (*copied, pasted):
+        for lines in copied:
             message = lines.sub("\n", message)
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", message)
         message = setting.sub(lambda m: f"{m['name']} is ", message)
