@@ -243,3 +243,25 @@ def test_the_plan_a_harness_hands_over_and_a_hook_s_refusal_are_not_the_user_s_w
     )
     said = " ".join([*notes.facts, *notes.instructions, *notes.user_quotes])
     assert "already printed" not in said and "8081" not in said
+
+
+def test_a_usage_error_is_fixed_by_the_same_program_not_by_whatever_runs_next() -> None:
+    notes = notes_of(
+        user("suggest the right command when one is mistyped"),
+        shell("c1", "./bin/app enabl 2>&1"),
+        output("c1", 'Error: Invalid usage: Unknown command: app enabl. Did you mean "enable"?', 1),
+        shell("c2", "make fmt && make lint"),
+        output("c2", "ok"),
+    )
+    assert [failure.fix for failure in notes.failures if failure.fix] == []
+
+
+def test_a_missing_program_is_fixed_by_what_installs_it() -> None:
+    (failure,) = notes_of(
+        user("set up the web app"),
+        shell("c1", "pnpm install"),
+        output("c1", "bash: pnpm: command not found", 127),
+        shell("c2", "npm install -g pnpm"),
+        output("c2", "added 1 package"),
+    ).failures
+    assert failure.fix == "npm install -g pnpm"
