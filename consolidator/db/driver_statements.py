@@ -22,6 +22,7 @@ import weakref
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Dialect, Engine, event, literal_column, null
@@ -79,9 +80,7 @@ class DriverStatement:
                 name: _bind_processor(bind.type, dialect) for name, bind in binds.items()
             },
             row_type=namedtuple("DriverRow", fields, rename=True),
-            result_processors=tuple(
-                c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
-            ),
+            result_processors=tuple(_result_processor(c.type, dialect) for c in columns),
         )
 
     @functools.cached_property
@@ -174,6 +173,20 @@ def _bind_processor(type_: Any, dialect: Dialect) -> Processor:
         return sqlite_utc_text
     processor: Processor = type_.dialect_impl(dialect).bind_processor(dialect)
     return processor
+
+
+def _result_processor(type_: Any, dialect: Dialect) -> Processor:
+    if dialect.name == "sqlite" and isinstance(type_, UTCDateTime):
+        return _sqlite_utc_datetime
+    processor: Processor = type_.dialect_impl(dialect).result_processor(dialect, None)
+    return processor
+
+
+def _sqlite_utc_datetime(text: str) -> datetime:
+    """What `UTCDateTime` reads back on SQLite (the text SQLAlchemy parses with
+    `fromisoformat`, made aware in UTC), in one step instead of the type machinery's three."""
+    value = datetime.fromisoformat(text)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 @functools.cache
@@ -313,8 +326,8 @@ def write_once(
     `engine._begin_immediate`), up to `patience` seconds (then `WriteLockBusy`) or the busy
     timeout (then "database is locked", as SQLAlchemy raises it, for the contention retry);
     `connection` is a `driver_connection`, whose busy timeout is off. The caller processes
-    the rows after the lock is gone."""
-    deadline = time.monotonic() + (SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience)
+    the rows after the lock is gone. The first try reads no clock: most find the lock free."""
+    deadline: float | None = None
     while True:
         try:
             cursor = connection.execute(statement.sql, parameters)
@@ -323,7 +336,11 @@ def write_once(
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise OperationalError(statement.sql, parameters, exc) from exc
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is None:
+                wait = SQLITE_BUSY_TIMEOUT_MS / 1000 if patience is None else patience
+                deadline = now + wait
+            elif now >= deadline:
                 if patience is not None:
                     raise WriteLockBusy(f"the write lock stayed taken {patience} s") from exc
                 raise OperationalError(statement.sql, parameters, exc) from exc

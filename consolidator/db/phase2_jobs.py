@@ -5,13 +5,12 @@ the same statement on PostgreSQL and right after it on SQLite."""
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, update
 from sqlalchemy.exc import DBAPIError
@@ -50,34 +49,58 @@ CLAIM_WRITE_LOCK_PATIENCE_SECONDS = 0.003
 Rule = tuple[Term, ...]
 
 
+class _ClaimedDeadlines(NamedTuple):
+    """The deadlines a SQLite claim found on the job it took, for `note_excursions`."""
+
+    kind: str
+    job_key: str
+    retry_at: datetime | None
+    cooldown_until: datetime | None
+
+
 @dataclass(frozen=True)
 class _SqliteClaim:
-    """The SQLite claim's statement and how its parameters follow from the time now. Each
-    time it binds is now plus a fixed offset (its deadlines' horizons, the lease's end), so
-    a claim adds and writes out each distinct offset once; the rest is laid out here, once a
-    process, so that a claim spends little Python before it takes the write lock."""
+    """The SQLite claim's statements (the guarded UPDATE, and the read that names a refusal)
+    and how the UPDATE's parameters follow from the time now. Each time it binds is now plus
+    a fixed offset (its deadlines' horizons, the lease's end), so a claim adds and writes out
+    each distinct offset once; the rest is laid out here, once a repository and kind of
+    claim, so that a claim spends little Python around its SQL."""
 
     statement: DriverStatement
+    lease_seconds: int
     offsets: tuple[timedelta, ...]
     bind: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    state: DriverStatement
+    state_parameters: tuple[Any, ...]
+
+    @classmethod
+    def of(
+        cls,
+        force: bool,
+        spans: tuple[timedelta, timedelta, timedelta],
+        lease_seconds: int,
+        dialect: Any,
+    ) -> _SqliteClaim:
+        statement = driver_statement(phase2_claim(force, False), dialect)
+        times = zip(MOMENT_PARAMETERS, (timedelta(0), *spans), strict=True)
+        offsets = {param.key: offset for param, offset in times}
+        offsets["claim_lease_until"] = timedelta(seconds=lease_seconds)
+        distinct = tuple(dict.fromkeys(offsets.values()))
+        slots = {"claim_token": 0, "claim_worker": 1}
+        slots |= {name: 2 + distinct.index(offset) for name, offset in offsets.items()}
+        state = driver_statement(PHASE2_STATE, dialect)
+        return cls(
+            statement,
+            lease_seconds,
+            distinct,
+            statement.binder(slots),
+            state,
+            state.parameters(),
+        )
 
     def parameters(self, token: str, worker: str, now: datetime) -> tuple[Any, ...]:
-        texts = [sqlite_utc_text(now + offset) for offset in self.offsets]
-        return self.bind((token, worker, *texts))
-
-
-@functools.cache
-def _sqlite_claim_statement(
-    force: bool, spans: tuple[timedelta, timedelta, timedelta], lease_seconds: int, dialect: Any
-) -> _SqliteClaim:
-    statement = driver_statement(phase2_claim(force, False), dialect)
-    times = zip(MOMENT_PARAMETERS, (timedelta(0), *spans), strict=True)
-    offsets = {param.key: offset for param, offset in times}
-    offsets["claim_lease_until"] = timedelta(seconds=lease_seconds)
-    distinct = tuple(dict.fromkeys(offsets.values()))
-    slots = {"claim_token": 0, "claim_worker": 1}
-    slots |= {name: 2 + distinct.index(offset) for name, offset in offsets.items()}
-    return _SqliteClaim(statement, distinct, statement.binder(slots))
+        """The UPDATE's parameters for a claim by `worker` with `token` at `now`."""
+        return self.bind((token, worker, *[sqlite_utc_text(now + o) for o in self.offsets]))
 
 
 @dataclass(frozen=True)
@@ -94,6 +117,11 @@ class PhaseTwoJobRepository:
     """
 
     db: Database
+    # The SQLite claim laid out for each kind (`force` or not) and lease length this
+    # repository has claimed with (the database's deadline lengths are fixed when it is made).
+    _sqlite_claims: dict[tuple[bool, int], _SqliteClaim] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def phase2_job(self) -> JobRecord | None:
         with self.db.read() as connection:
@@ -150,7 +178,7 @@ class PhaseTwoJobRepository:
         """
         rule = PHASE2_FORCED_RULE if force else PHASE2_RULE
         if self.db.sqlite:
-            return self._sqlite_claim(driver_connection(self.db.engine), rule, lease_seconds)
+            return self._sqlite_claim(rule, lease_seconds)
         try:
             return self._postgres_claim(autocommit_connection(self.db.engine), rule, lease_seconds)
         except DBAPIError as exc:
@@ -191,64 +219,68 @@ class PhaseTwoJobRepository:
             self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
         return self._claimed(values["claim_token"], row.claimed_epoch, row.claimed_to)
 
-    def _sqlite_claim(
-        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int
-    ) -> Claim:
+    def _sqlite_claim(self, rule: Rule, lease_seconds: int) -> Claim:
         """The claim on this thread's own driver connection (`driver_statements`), in
         autocommit: each read its own transaction, the write `write_once`. An impatient
         attempt waits only briefly for the write lock and then reads the job first: the
         claimer it queued behind has usually taken the job by then, and the answer is a
         refusal without more waiting."""
+        force = rule is PHASE2_FORCED_RULE
+        plan = self._sqlite_claims.get((force, lease_seconds))
+        if plan is None:
+            plan = self._sqlite_claims[force, lease_seconds] = _SqliteClaim.of(
+                force,
+                self.db.deadlines.spans(lease_seconds=lease_seconds),
+                lease_seconds,
+                self.db.engine.dialect,
+            )
+        connection = driver_connection(self.db.engine)
         deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        patient = False
         while True:
-            patient = time.monotonic() > deadline
             try:
-                claim = self._sqlite_claim_once(connection, rule, lease_seconds, patient=patient)
+                claim = self._sqlite_claim_once(connection, plan, rule, patient=patient)
             except WriteLockBusy:
-                claim = self._sqlite_refused(connection, rule, lease_seconds, lost=False)
+                claim = self._sqlite_refused(connection, plan, rule, lost=False)
             if claim is not None:
                 return claim
+            patient = time.monotonic() > deadline
 
     def _sqlite_claim_once(
-        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int, *, patient: bool
+        self, connection: sqlite3.Connection, plan: _SqliteClaim, rule: Rule, *, patient: bool
     ) -> Claim | None:
         """The guarded UPDATE and, when it claims nothing, the refusal (None: the job row was
         missing and has been created). Its statement and parameters are ready before the
-        write lock is taken, and its rows are read after it is gone."""
+        write lock is taken, and its row is read after it is gone."""
         token = new_ownership_token()
-        claim = _sqlite_claim_statement(
-            rule is PHASE2_FORCED_RULE,
-            self.db.deadlines.spans(lease_seconds=lease_seconds),
-            lease_seconds,
-            self.db.engine.dialect,
-        )
         now = self.db.host_now()
         _, raw = write_once(
             connection,
-            claim.statement,
-            claim.parameters(token, self.db.worker_id, now),
+            plan.statement,
+            plan.parameters(token, self.db.worker_id, now),
             patience=None if patient else CLAIM_WRITE_LOCK_PATIENCE_SECONDS,
         )
         if not raw:
-            return self._sqlite_refused(connection, rule, lease_seconds, lost=True)
-        row = claim.statement.rows(raw)[0]
-        if has_deadline(row):
-            self.db.note_excursions(row, self.db.moment(now, lease_seconds=lease_seconds))
-        return self._claimed(token, row.lease_epoch, row.claimed_watermark)
+            return self._sqlite_refused(connection, plan, rule, lost=True)
+        epoch, watermark, retry_at, cooldown_until = raw[0]
+        if retry_at is not None or cooldown_until is not None:
+            row = plan.statement.rows(raw)[0]
+            job = _ClaimedDeadlines(PHASE2, PHASE2_KEY, row.retry_at, row.cooldown_until)
+            self.db.note_excursions(job, self.db.moment(now, lease_seconds=plan.lease_seconds))
+        return Claim(ClaimOutcome.CLAIMED, PHASE2, PHASE2_KEY, token, epoch, watermark or 0)
 
     def _sqlite_refused(
-        self, connection: sqlite3.Connection, rule: Rule, lease_seconds: int, *, lost: bool
+        self, connection: sqlite3.Connection, plan: _SqliteClaim, rule: Rule, *, lost: bool
     ) -> Claim | None:
         """The refusal a read of the job shows, or None when it shows the job claimable (or
         missing: then it is created). `lost`: a guarded UPDATE has just claimed nothing, so
         a job claimable now was lost to a claimer whose run ended before this read."""
-        statement = driver_statement(PHASE2_STATE, self.db.engine.dialect)
-        rows = read_once(connection, statement, statement.parameters())
+        rows = read_once(connection, plan.state, plan.state_parameters)
         if not rows:
             with self.db.write() as writing:
                 create_phase2_job(writing)
             return None
-        outcome = self._refusal(rule, rows[0], self.db.host_now(), lease_seconds)
+        outcome = self._refusal(rule, rows[0], self.db.host_now(), plan.lease_seconds)
         if outcome is None and lost:
             outcome = ClaimOutcome.SKIPPED_RUNNING
         return None if outcome is None else Claim(outcome, PHASE2, PHASE2_KEY)

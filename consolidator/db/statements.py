@@ -114,10 +114,20 @@ def thread_exists(*conditions: Any) -> Any:
 
 
 # -- phase two's claim: one guarded UPDATE whose row count decides; the watermark claimed is
-# the change log's counter at that moment. A refused claim reads the job to name its refusal.
-PHASE2_STATE = select(JOBS, INPUT_SEQ.label("input_seq"), NOTE_WAITING.label("note_waiting")).where(
-    Job.kind == PHASE2, Job.job_key == PHASE2_KEY
-)
+# the change log's counter at that moment. A refused claim reads the job to name its refusal:
+# what `PHASE2_RULE`'s terms and `note_excursions` read of it, and no more (a poll refused
+# under contention converts each column it reads).
+PHASE2_STATE = select(
+    Job.kind,
+    Job.job_key,
+    Job.status,
+    Job.lease_until,
+    Job.retry_at,
+    Job.cooldown_until,
+    Job.last_success_watermark,
+    INPUT_SEQ.label("input_seq"),
+    NOTE_WAITING.label("note_waiting"),
+).where(Job.kind == PHASE2, Job.job_key == PHASE2_KEY)
 
 
 # The phase-two job's row id, which its claim finds it by: one page of the table, where the
@@ -166,8 +176,6 @@ def phase2_claim(force: bool, database_clock: bool) -> Any:
     return _phase2_claim_update(force, database_clock).returning(
         Job.lease_epoch,
         Job.claimed_watermark,
-        Job.kind,
-        Job.job_key,
         Job.retry_at,
         Job.cooldown_until,
         *([Job.started_at] if database_clock else []),

@@ -71,6 +71,24 @@ def test_a_cooldown_set_a_year_ahead_does_not_hold_phase_two(
     assert report.status == "succeeded", report
 
 
+def test_a_claim_let_through_by_a_cooldown_set_ahead_logs_it(
+    timed: Store, clock: DrivenClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The claim that succeeds only because a deadline lies beyond its horizon says so, as a
+    refused one does: the warning names the deadline the claim found on the job."""
+    clock.advance(A_YEAR)
+    _new_session(timed, tmp_path / "s", "thread-ahead")
+    assert run_phase_two(timed, ExtractiveBackend(), OPTIONS).status == "succeeded"
+    clock.advance(-A_YEAR)
+    _new_session(timed, tmp_path / "s", "thread-after")
+
+    with caplog.at_level(logging.WARNING, logger="consolidator.db.base"):
+        claim = timed.phase_two.try_claim_phase2(lease_seconds=LEASE_SECONDS)
+    assert claim.claimed
+    warnings = [r.getMessage() for r in caplog.records if "cooldown_until" in r.getMessage()]
+    assert len(warnings) == 1 and "phase2 job global" in warnings[0], warnings
+
+
 def test_a_lease_taken_a_year_ahead_by_a_dead_worker_runs_out(
     timed: Store, clock: DrivenClock
 ) -> None:
