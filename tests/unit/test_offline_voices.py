@@ -159,3 +159,8 @@ def test_a_rule_keeps_the_condition_it_opens_with(conditional: str) -> None:
 def test_lines_pasted_into_a_message_are_not_read(message: str) -> None:
     read = user_statements([OPENING, message])
     assert read.facts == read.instructions == []
+
+
+def test_an_opening_sent_again_after_an_interruption_is_still_the_opening() -> None:
+    opening = "make the errors print once. The command has already printed the error"
+    assert user_statements([opening, opening]) == user_statements([opening])

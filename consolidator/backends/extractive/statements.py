@@ -66,7 +66,8 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     setting = rule("structure.setting-line").regex
     copied = [rule(f"structure.{lines}").regex for lines in _PASTED_LINES]
-    for number, message in enumerate(spoken):
+    # A message sent again (after an interruption) says nothing new, where it was first said.
+    for number, message in enumerate(dict.fromkeys(spoken)):
         asked = answers.get(message, "")
         for lines in copied:
             message = lines.sub("\n", message)
