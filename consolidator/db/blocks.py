@@ -6,13 +6,12 @@ new blocks, and a forget that rewrites a block row purges every version holding 
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection, insert, select
-from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db.schema import (
-    BlockList,
+    Col,
     MemoryBlock,
     MemoryBlockThread,
     MemoryVersionBlock,
@@ -66,7 +65,7 @@ def store_blocks(connection: Connection, stored: StoredMemory) -> list[int]:
 
 
 def write_block_list(
-    connection: Connection, owner: InstrumentedAttribute[int], key: int, stored: StoredMemory
+    connection: Connection, owner: Col[int], key: int, stored: StoredMemory
 ) -> None:
     """`stored`'s blocks, in order, as the block list of the version `owner == key` (its
     block-list table's key column); blocks already stored unchanged are reused."""
@@ -75,7 +74,7 @@ def write_block_list(
         for position, ref in enumerate(store_blocks(connection, stored))
     ]
     if rows:
-        connection.execute(insert(owner.class_), rows)
+        connection.execute(insert(owner.table), rows)
 
 
 def version_memory(connection: Connection, version: int | None) -> StoredMemory:
@@ -89,12 +88,12 @@ def pending_memory(connection: Connection, pending_id: int) -> StoredMemory:
     return _joined(connection, PendingVersionBlock.pending_id, pending_id)
 
 
-def _joined(connection: Connection, owner: InstrumentedAttribute[int], key: int) -> StoredMemory:
-    table = cast(type[BlockList], owner.class_)
+def _joined(connection: Connection, owner: Col[int], key: int) -> StoredMemory:
+    table = owner.table
     query = (
         select(MemoryBlock.block_json)
-        .join(table, MemoryBlock.id == table.block_ref)
+        .join(table, MemoryBlock.id == table.c.block_ref)
         .where(owner == key)
-        .order_by(table.position)
+        .order_by(table.c.position)
     )
     return encode(decode(join_json(str(value) for value in connection.execute(query).scalars())))

@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, literal, or_, select, update
-from sqlalchemy.orm import InstrumentedAttribute
 
 from consolidator.db import pending as pending_statements
 from consolidator.db.blocks import block_values
 from consolidator.db.schema import (
+    Col,
     MemoryBlock,
     MemoryBlockThread,
     MemoryVersion,
@@ -43,8 +43,8 @@ _NAMED_PER_QUERY = 50
 
 def _linked(
     connection: Connection,
-    wanted: InstrumentedAttribute[int],
-    key: InstrumentedAttribute[Any],
+    wanted: Col[int],
+    key: Col[Any],
     values: Sequence[Any],
 ) -> list[int]:
     """The distinct `wanted` of a link table's rows whose `key` is one of `values`, sorted."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, TypeAlias
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
+    Column,
     DateTime,
     Dialect,
     ForeignKey,
@@ -14,6 +16,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -21,7 +24,12 @@ from sqlalchemy import (
     literal_column,
     or_,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import KeyedColumnElement
+
+# A table class's column as its class gives it (`Job.kind`), for statements to use. SQLAlchemy
+# types a `Column` read from a class as `Never`, so that a Core table never passes for an ORM
+# class; the element it is an instance of says all a statement needs.
+Col: TypeAlias = KeyedColumnElement
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -57,8 +65,42 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+class Base:
+    """A table written as a class: each `Column` of the class (and of the classes it extends)
+    is a column of the table named `__tablename__`, read back as the class's attribute
+    (`Job.kind`), and the class stands for its table in a statement (`update(Job)`).
+
+    SQLAlchemy Core, not its ORM: nothing here maps rows to objects (every read returns rows
+    and `db.records` turns them into records), and the ORM's import and mapping of the
+    classes cost a pass about a twentieth of a second at every start."""
+
+    metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING_CONVENTION)
+    __tablename__: ClassVar[str]
+    __table__: ClassVar[Table]
+    __table_args__: ClassVar[tuple[Any, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__tablename__" not in vars(cls):
+            return
+        columns: dict[str, Column[Any]] = {}
+        # The class's own columns first, then those of the classes it extends, in order.
+        for owner in cls.__mro__:
+            for name, value in vars(owner).items():
+                if isinstance(value, Column) and name not in columns:
+                    # A column of a class that others extend too: each table has its own copy.
+                    column = value if owner is cls else value._copy()
+                    column.name = column.key = name
+                    columns[name] = column
+        cls.__table__ = Table(
+            cls.__tablename__, cls.metadata, *columns.values(), *cls.__table_args__
+        )
+        for name, column in columns.items():
+            setattr(cls, name, column)
+
+    @classmethod
+    def __clause_element__(cls) -> Table:
+        return cls.__table__
 
 
 class Thread(Base):
@@ -66,28 +108,28 @@ class Thread(Base):
 
     __tablename__ = "threads"
 
-    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    source: Mapped[str] = mapped_column(String(20))
-    rollout_path: Mapped[str] = mapped_column(Text)
+    thread_id: Col[str] = Column(String(200), primary_key=True)
+    source: Col[str] = Column(String(20), nullable=False)
+    rollout_path: Col[str] = Column(Text, nullable=False)
     # Which sessions folder registered it (see the `source_id` setting); None = any.
-    source_id: Mapped[str | None] = mapped_column(String(200))
-    ingested: Mapped[bool] = mapped_column(default=False)
-    cwd: Mapped[str | None] = mapped_column(Text)
-    git_branch: Mapped[str | None] = mapped_column(String(400))
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    source_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    file_size: Mapped[int] = mapped_column(BigInteger)
-    file_mtime_ns: Mapped[int] = mapped_column(BigInteger)
-    state: Mapped[str] = mapped_column(String(20))
-    problem: Mapped[str | None] = mapped_column(Text)
-    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    source_id: Col[str | None] = Column(String(200))
+    ingested: Col[bool] = Column(Boolean, default=False, nullable=False)
+    cwd: Col[str | None] = Column(Text)
+    git_branch: Col[str | None] = Column(String(400))
+    started_at: Col[datetime | None] = Column(UTCDateTime)
+    source_updated_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    file_size: Col[int] = Column(BigInteger, nullable=False)
+    file_mtime_ns: Col[int] = Column(BigInteger, nullable=False)
+    state: Col[str] = Column(String(20), nullable=False)
+    problem: Col[str | None] = Column(Text)
+    first_seen_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False)
     # Set while the mass-vanish guard keeps this vanished rollout's memory (see scanner).
-    deletion_held_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    deletion_held_since: Col[datetime | None] = Column(UTCDateTime)
     # The variant of the agent's session format the reader saw (e.g. `envelope 0.135.0 ...`).
-    format_version: Mapped[str | None] = mapped_column(String(100))
+    format_version: Col[str | None] = Column(String(100))
     # For a sub-agent transcript: the thread of the session that spawned it.
-    parent_thread_id: Mapped[str | None] = mapped_column(String(200))
+    parent_thread_id: Col[str | None] = Column(String(200))
 
     __table_args__ = (
         Index(None, "rollout_path"),
@@ -101,24 +143,24 @@ class Stage1Output(Base):
 
     __tablename__ = "stage1_outputs"
 
-    thread_id: Mapped[str] = mapped_column(
+    thread_id: Col[str] = Column(
         String(200), ForeignKey("threads.thread_id", ondelete="CASCADE"), primary_key=True
     )
-    raw_memory: Mapped[str] = mapped_column(Text)
-    rollout_summary: Mapped[str] = mapped_column(Text)
-    rollout_slug: Mapped[str | None] = mapped_column(String(200))
-    rollout_path: Mapped[str] = mapped_column(Text)
-    cwd: Mapped[str | None] = mapped_column(Text)
-    git_branch: Mapped[str | None] = mapped_column(String(400))
-    source_updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    generated_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    backend: Mapped[str] = mapped_column(String(40))
-    model: Mapped[str] = mapped_column(String(200))
-    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    raw_memory: Col[str] = Column(Text, nullable=False)
+    rollout_summary: Col[str] = Column(Text, nullable=False)
+    rollout_slug: Col[str | None] = Column(String(200))
+    rollout_path: Col[str] = Column(Text, nullable=False)
+    cwd: Col[str | None] = Column(Text)
+    git_branch: Col[str | None] = Column(String(400))
+    source_updated_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    generated_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    backend: Col[str] = Column(String(40), nullable=False)
+    model: Col[str] = Column(String(200), nullable=False)
+    input_tokens: Col[int] = Column(Integer, default=0, nullable=False)
+    output_tokens: Col[int] = Column(Integer, default=0, nullable=False)
     # The offline backend's notes as typed JSON (`memory.offline_notes_json`), of which
     # `raw_memory` is the rendering; null for a model's output.
-    notes_json: Mapped[str | None] = mapped_column(Text)
+    notes_json: Col[str | None] = Column(Text)
 
 
 # Which folders hold outputs, for the session search's scope (a prefix match on PostgreSQL
@@ -135,29 +177,29 @@ class Job(Base):
 
     __tablename__ = "jobs"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    kind: Mapped[str] = mapped_column(String(20))
-    job_key: Mapped[str] = mapped_column(String(200))
-    status: Mapped[str] = mapped_column(String(20))
-    worker_id: Mapped[str | None] = mapped_column(String(200))
-    ownership_token: Mapped[str | None] = mapped_column(String(64))
-    lease_epoch: Mapped[int] = mapped_column(BigInteger, default=0)
-    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    retry_remaining: Mapped[int] = mapped_column(Integer)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
-    input_watermark: Mapped[int] = mapped_column(BigInteger, default=0)
-    claimed_watermark: Mapped[int | None] = mapped_column(BigInteger)
-    last_success_watermark: Mapped[int | None] = mapped_column(BigInteger)
-    last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    cooldown_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    kind: Col[str] = Column(String(20), nullable=False)
+    job_key: Col[str] = Column(String(200), nullable=False)
+    status: Col[str] = Column(String(20), nullable=False)
+    worker_id: Col[str | None] = Column(String(200))
+    ownership_token: Col[str | None] = Column(String(64))
+    lease_epoch: Col[int] = Column(BigInteger, default=0, nullable=False)
+    lease_until: Col[datetime | None] = Column(UTCDateTime)
+    started_at: Col[datetime | None] = Column(UTCDateTime)
+    finished_at: Col[datetime | None] = Column(UTCDateTime)
+    retry_at: Col[datetime | None] = Column(UTCDateTime)
+    retry_remaining: Col[int] = Column(Integer, nullable=False)
+    attempts: Col[int] = Column(Integer, default=0, nullable=False)
+    last_error: Col[str | None] = Column(Text)
+    input_watermark: Col[int] = Column(BigInteger, default=0, nullable=False)
+    claimed_watermark: Col[int | None] = Column(BigInteger)
+    last_success_watermark: Col[int | None] = Column(BigInteger)
+    last_success_at: Col[datetime | None] = Column(UTCDateTime)
+    cooldown_until: Col[datetime | None] = Column(UTCDateTime)
     # Phase two only: what its last run did, and the model endpoint's last error (for status).
-    last_outcome: Mapped[str | None] = mapped_column(Text)
-    endpoint_error: Mapped[str | None] = mapped_column(Text)
-    endpoint_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_outcome: Col[str | None] = Column(Text)
+    endpoint_error: Col[str | None] = Column(Text)
+    endpoint_error_at: Col[datetime | None] = Column(UTCDateTime)
 
     __table_args__ = (UniqueConstraint("kind", "job_key"),)
 
@@ -198,10 +240,10 @@ class InputChange(Base):
 
     __tablename__ = "input_changes"
 
-    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    thread_id: Mapped[str] = mapped_column(String(200))
-    change: Mapped[str] = mapped_column(String(20))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    seq: Col[int] = Column(BigInteger, primary_key=True, autoincrement=False)
+    thread_id: Col[str] = Column(String(200), nullable=False)
+    change: Col[str] = Column(String(20), nullable=False)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False)
 
     __table_args__ = (Index(None, "thread_id"),)
 
@@ -209,34 +251,36 @@ class InputChange(Base):
 class Counter(Base):
     __tablename__ = "counters"
 
-    name: Mapped[str] = mapped_column(String(40), primary_key=True)
-    value: Mapped[int] = mapped_column(BigInteger)
+    name: Col[str] = Column(String(40), primary_key=True)
+    value: Col[int] = Column(BigInteger, nullable=False)
 
 
 class VersionColumns:
     """The columns a memory version and a pending version share: what it holds and the
     phase-two run that wrote it (null or 0 for a version no run wrote)."""
 
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    kind: Mapped[str] = mapped_column(String(20))
-    content_bytes: Mapped[int] = mapped_column(Integer)
-    watermark_from: Mapped[int | None] = mapped_column(BigInteger)
-    watermark_to: Mapped[int | None] = mapped_column(BigInteger)
-    backend: Mapped[str | None] = mapped_column(String(40))
-    model: Mapped[str | None] = mapped_column(String(200))
-    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    diff_summary: Mapped[str] = mapped_column(Text)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    kind: Col[str] = Column(String(20), nullable=False)
+    content_bytes: Col[int] = Column(Integer, nullable=False)
+    watermark_from: Col[int | None] = Column(BigInteger)
+    watermark_to: Col[int | None] = Column(BigInteger)
+    backend: Col[str | None] = Column(String(40))
+    model: Col[str | None] = Column(String(200))
+    input_tokens: Col[int] = Column(Integer, default=0, nullable=False)
+    output_tokens: Col[int] = Column(Integer, default=0, nullable=False)
+    diff_summary: Col[str] = Column(Text, nullable=False)
     # The `memory_summary.md` a model wrote for exactly this content and the gate let
     # through; null: rendered instead.
-    summary_md: Mapped[str | None] = mapped_column(Text)
+    summary_md: Col[str | None] = Column(Text)
 
 
 class BlockList:
     """A version's blocks, in order; positions may have gaps after a forget."""
 
-    position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    block_ref: Mapped[int] = mapped_column(Integer, ForeignKey("memory_blocks.id"), index=True)
+    position: Col[int] = Column(Integer, primary_key=True)
+    block_ref: Col[int] = Column(
+        Integer, ForeignKey("memory_blocks.id"), index=True, nullable=False
+    )
 
 
 class MemoryVersion(VersionColumns, Base):
@@ -249,9 +293,9 @@ class MemoryVersion(VersionColumns, Base):
 
     __tablename__ = "memory_versions"
 
-    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    quarantined: Mapped[int] = mapped_column(Integer, default=0)
-    evicted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    version: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    quarantined: Col[int] = Column(Integer, default=0, nullable=False)
+    evicted: Col[int] = Column(Integer, default=0, server_default="0", nullable=False)
 
 
 class MemoryBlock(Base):
@@ -264,22 +308,22 @@ class MemoryBlock(Base):
 
     __tablename__ = "memory_blocks"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    digest: Mapped[str] = mapped_column(String(64), index=True)
-    block_id: Mapped[str] = mapped_column(String(200))
-    block_json: Mapped[str] = mapped_column(Text)
-    content_md: Mapped[str] = mapped_column(Text)
-    content_bytes: Mapped[int] = mapped_column(Integer)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    digest: Col[str] = Column(String(64), index=True, nullable=False)
+    block_id: Col[str] = Column(String(200), nullable=False)
+    block_json: Col[str] = Column(Text, nullable=False)
+    content_md: Col[str] = Column(Text, nullable=False)
+    content_bytes: Col[int] = Column(Integer, nullable=False)
     # The last `consolidator verify` of the block's entries against its folder (JSON), and
     # when. Any rewrite of the block (a forget) clears them with the words they quote.
-    checks_json: Mapped[str | None] = mapped_column(Text)
-    checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    checks_json: Col[str | None] = Column(Text)
+    checked_at: Col[datetime | None] = Column(UTCDateTime)
 
 
 class MemoryVersionBlock(BlockList, Base):
     __tablename__ = "memory_version_blocks"
 
-    version: Mapped[int] = mapped_column(
+    version: Col[int] = Column(
         Integer, ForeignKey("memory_versions.version", ondelete="CASCADE"), primary_key=True
     )
 
@@ -289,10 +333,10 @@ class MemoryBlockThread(Base):
 
     __tablename__ = "memory_block_threads"
 
-    block_ref: Mapped[int] = mapped_column(
+    block_ref: Col[int] = Column(
         Integer, ForeignKey("memory_blocks.id", ondelete="CASCADE"), primary_key=True
     )
-    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    thread_id: Col[str] = Column(String(200), primary_key=True, index=True)
 
 
 class QuarantinedEntry(Base):
@@ -300,17 +344,17 @@ class QuarantinedEntry(Base):
 
     __tablename__ = "quarantined_entries"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    version: Mapped[int | None] = mapped_column(Integer)
-    reason: Mapped[str] = mapped_column(Text)
-    text: Mapped[str] = mapped_column(Text)
-    thread_ids: Mapped[str] = mapped_column(Text)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    version: Col[int | None] = Column(Integer)
+    reason: Col[str] = Column(Text, nullable=False)
+    text: Col[str] = Column(Text, nullable=False)
+    thread_ids: Col[str] = Column(Text, nullable=False)
     # A set-aside input (no version): when phase two tries it again by itself, and how often
     # it was set aside. None for an entry that is never retried (a refused note, a quarantined
     # bullet).
-    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_at: Col[datetime | None] = Column(UTCDateTime)
+    attempts: Col[int] = Column(Integer, default=0, server_default="0", nullable=False)
 
 
 class Skill(Base):
@@ -324,15 +368,15 @@ class Skill(Base):
 
     __tablename__ = "skills"
 
-    name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
-    cwd: Mapped[str] = mapped_column(Text)
-    proposed_json: Mapped[str | None] = mapped_column(Text)
-    published_json: Mapped[str | None] = mapped_column(Text)
-    rejected_evidence: Mapped[str | None] = mapped_column(Text)
-    reason: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    name: Col[str] = Column(String(64), primary_key=True)
+    fingerprint: Col[str] = Column(String(64), unique=True, nullable=False)
+    cwd: Col[str] = Column(Text, nullable=False)
+    proposed_json: Col[str | None] = Column(Text)
+    published_json: Col[str | None] = Column(Text)
+    rejected_evidence: Col[str | None] = Column(Text)
+    reason: Col[str | None] = Column(Text)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False)
 
 
 class SkillThread(Base):
@@ -340,10 +384,10 @@ class SkillThread(Base):
 
     __tablename__ = "skill_threads"
 
-    skill_name: Mapped[str] = mapped_column(
+    skill_name: Col[str] = Column(
         String(64), ForeignKey("skills.name", ondelete="CASCADE"), primary_key=True
     )
-    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
+    thread_id: Col[str] = Column(String(200), primary_key=True, index=True)
 
 
 class MemoryUse(Base):
@@ -353,9 +397,9 @@ class MemoryUse(Base):
 
     __tablename__ = "memory_uses"
 
-    thread_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    used_by: Mapped[str] = mapped_column(String(200), primary_key=True, index=True)
-    used_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    thread_id: Col[str] = Column(String(200), primary_key=True)
+    used_by: Col[str] = Column(String(200), primary_key=True, index=True)
+    used_at: Col[datetime] = Column(UTCDateTime, nullable=False)
 
 
 class PendingVersion(VersionColumns, Base):
@@ -371,20 +415,20 @@ class PendingVersion(VersionColumns, Base):
 
     __tablename__ = "pending_versions"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    status: Mapped[str] = mapped_column(String(20), index=True)
-    built_on: Mapped[int | None] = mapped_column(Integer)
-    published_version: Mapped[int | None] = mapped_column(Integer)
-    superseded_by: Mapped[int | None] = mapped_column(Integer)
-    reason: Mapped[str | None] = mapped_column(Text)
-    rejected_changes: Mapped[str | None] = mapped_column(Text)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    decided_at: Col[datetime | None] = Column(UTCDateTime)
+    status: Col[str] = Column(String(20), index=True, nullable=False)
+    built_on: Col[int | None] = Column(Integer)
+    published_version: Col[int | None] = Column(Integer)
+    superseded_by: Col[int | None] = Column(Integer)
+    reason: Col[str | None] = Column(Text)
+    rejected_changes: Col[str | None] = Column(Text)
 
 
 class PendingVersionBlock(BlockList, Base):
     __tablename__ = "pending_version_blocks"
 
-    pending_id: Mapped[int] = mapped_column(
+    pending_id: Col[int] = Column(
         Integer, ForeignKey("pending_versions.id", ondelete="CASCADE"), primary_key=True
     )
 
@@ -395,11 +439,11 @@ class HeldNote(Base):
 
     __tablename__ = "held_notes"
 
-    note_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    text: Mapped[str] = mapped_column(Text)
-    cwd: Mapped[str | None] = mapped_column(Text)
-    origin: Mapped[str] = mapped_column(String(20))
+    note_id: Col[str] = Column(String(200), primary_key=True)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False)
+    text: Col[str] = Column(Text, nullable=False)
+    cwd: Col[str | None] = Column(Text)
+    origin: Col[str] = Column(String(20), nullable=False)
 
 
 def alembic_metadata() -> MetaData:

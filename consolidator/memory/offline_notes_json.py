@@ -29,6 +29,7 @@ from consolidator.memory.offline_notes import (
     FailureNote,
     parse_raw_memory,
 )
+from consolidator.memory.schema_check import Check, compiled_check
 from consolidator.memory.text import one_line
 
 if TYPE_CHECKING:
@@ -160,14 +161,10 @@ def _validator() -> Draft202012Validator:
 
 
 @cache
-def _built_validator() -> Draft202012Validator:
-    """The schema's validator, its definitions put in place of their references once: every
-    stored output is checked when it is read, and looking a reference up per value would be
-    most of the cost. jsonschema is imported here: it is a quarter of a second, and a pass that
-    writes no notes never needs it. That the schema is one of its draft is a test's to check,
-    not every process's."""
-    from jsonschema import Draft202012Validator
-
+def _inlined_schema() -> dict[str, Any]:
+    """The schema, its definitions put in place of their references once: every stored
+    output is checked when it is written, and looking a reference up per value would be most
+    of the cost."""
     schema = json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text("utf-8"))
     definitions = schema.pop("$defs")
 
@@ -180,10 +177,37 @@ def _built_validator() -> Draft202012Validator:
             return [inlined(item) for item in node]
         return node
 
-    return Draft202012Validator(inlined(schema))
+    inlined_schema: dict[str, Any] = inlined(schema)
+    return inlined_schema
+
+
+@cache
+def _built_validator() -> Draft202012Validator:
+    """The schema's `jsonschema` validator, which names what is wrong with a document the
+    quick check refused. jsonschema is imported here: it is a tenth of a second, and a pass
+    whose notes all pass the quick check never needs it. That the schema is one of its draft
+    is a test's to check, not every process's."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(_inlined_schema())
+
+
+def _quick_check() -> Check | None:
+    """The schema as one plain function (`schema_check`), built by the first of the threads
+    that write notes at once; None if the schema outgrew what that module checks."""
+    with _VALIDATOR_BUILT:
+        return _built_quick_check()
+
+
+@cache
+def _built_quick_check() -> Check | None:
+    return compiled_check(_inlined_schema())
 
 
 def _check(document: Any) -> None:
+    quick = _quick_check()
+    if quick is not None and quick(document):
+        return
     from jsonschema.exceptions import best_match
 
     validator = _validator()

@@ -103,9 +103,8 @@ def test_a_pass_that_finds_nothing_new_loads_no_backend_or_secret_scanner(home: 
     }
 
 
-def test_a_sqlite_pass_that_reads_new_sessions_loads_no_postgresql_dialect(tmp_path: Path) -> None:
-    """The models' PostgreSQL-only index options are handed to Alembic alone: named in the
-    tables, they had SQLAlchemy load that dialect, to check them, in every SQLite process."""
+def _pass_over_new_sessions(tmp_path: Path) -> set[str]:
+    """The modules of a pass that finds new sessions (a pass before it read the others)."""
     sessions = tmp_path / "sessions"
     shutil.copytree(REPO / "examples" / "sessions", sessions)
     later = sessions / "claude"
@@ -113,7 +112,21 @@ def test_a_sqlite_pass_that_reads_new_sessions_loads_no_postgresql_dialect(tmp_p
     home = tmp_path / "home"
     modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
     shutil.move(tmp_path / "later", later)
-    loaded = modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+    return modules_after("run", "--quiet", "--sessions", str(sessions), home=home)
+
+
+def test_a_sqlite_pass_that_reads_new_sessions_loads_no_postgresql_dialect(tmp_path: Path) -> None:
+    """The models' PostgreSQL-only index options are handed to Alembic alone: named in the
+    tables, they had SQLAlchemy load that dialect, to check them, in every SQLite process."""
+    loaded = _pass_over_new_sessions(tmp_path)
     assert "consolidator.backends.extractive" in loaded
     assert "sqlalchemy.dialects.sqlite" in loaded
     assert "sqlalchemy.dialects.postgresql" not in loaded
+
+
+def test_a_pass_that_reads_new_sessions_loads_no_orm_or_schema_validator(tmp_path: Path) -> None:
+    """The tables are SQLAlchemy Core, and the notes a pass writes pass the schema's quick
+    check: neither the ORM nor `jsonschema` is loaded by a pass that writes notes."""
+    loaded = _pass_over_new_sessions(tmp_path)
+    assert "consolidator.memory.schema_check" in loaded
+    assert not loaded & {"sqlalchemy.orm", "jsonschema"}
