@@ -29,7 +29,6 @@ from consolidator.memory.offline_notes import (
     FailureNote,
     parse_raw_memory,
 )
-from consolidator.memory.schema_check import Check, compiled_check
 from consolidator.memory.text import one_line
 
 if TYPE_CHECKING:
@@ -43,6 +42,8 @@ _VALIDATOR_BUILT: Final = threading.Lock()
 SCHEMA_FILE: Final = "offline_notes.schema.json"
 
 NoteOrigin = Literal["user", "agent", "tool", "edit"]
+# Whether a document is one the schema admits.
+Check = Callable[[Any], bool]
 # The entries that are their text alone, each with the field of `ExtractiveNotes` holding
 # them, in the order a document lists them.
 _PLAIN: Final = (
@@ -192,21 +193,31 @@ def _built_validator() -> Draft202012Validator:
     return Draft202012Validator(_inlined_schema())
 
 
-def _quick_check() -> Check | None:
-    """The schema as one plain function (`schema_check`), built by the first of the threads
-    that write notes at once; None if the schema outgrew what that module checks."""
+def _quick_check() -> Check:
+    """The schema compiled to plain Python (`fastjsonschema`), built by the first of the
+    threads that write notes at once."""
     with _VALIDATOR_BUILT:
         return _built_quick_check()
 
 
 @cache
-def _built_quick_check() -> Check | None:
-    return compiled_check(_inlined_schema())
+def _built_quick_check() -> Check:
+    import fastjsonschema
+
+    validate = fastjsonschema.compile(_inlined_schema())
+
+    def admits(document: Any) -> bool:
+        try:
+            validate(document)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        return True
+
+    return admits
 
 
 def _check(document: Any) -> None:
-    quick = _quick_check()
-    if quick is not None and quick(document):
+    if _quick_check()(document):
         return
     from jsonschema.exceptions import best_match
 

@@ -128,5 +128,5 @@ def test_a_pass_that_reads_new_sessions_loads_no_orm_or_schema_validator(tmp_pat
     """The tables are SQLAlchemy Core, and the notes a pass writes pass the schema's quick
     check: neither the ORM nor `jsonschema` is loaded by a pass that writes notes."""
     loaded = _pass_over_new_sessions(tmp_path)
-    assert "consolidator.memory.schema_check" in loaded
+    assert "fastjsonschema" in loaded
     assert not loaded & {"sqlalchemy.orm", "jsonschema"}

@@ -1,6 +1,6 @@
-"""The quick check of the notes schema: it never admits a document `jsonschema` refuses, it
-agrees with it on the documents of the notes' own tests, it compiles nothing it does not
-check, and writing notes that pass it never loads `jsonschema`."""
+"""The quick check of the notes schema (`fastjsonschema`): it never admits a document
+`jsonschema` refuses, it agrees with it on the documents of the notes' own tests, and writing
+notes that pass it never loads `jsonschema`."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from jsonschema import Draft202012Validator
 from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, FailureNote
 from consolidator.memory.offline_notes_json import (
     SCHEMA_FILE,
-    _inlined_schema,
+    Check,
+    _quick_check,
     notes_document,
 )
-from consolidator.memory.schema_check import Check, compiled_check
 
 NOTES = ExtractiveNotes(
     description="Move the API (success): 4 tool calls",
@@ -77,16 +77,18 @@ def _jsonschema() -> Draft202012Validator:
 
 
 def _quick() -> Check:
-    quick = compiled_check(_inlined_schema())
-    assert quick is not None
-    return quick
+    return _quick_check()
 
 
 @pytest.mark.parametrize("change", CHANGES)
 def test_the_quick_check_agrees_with_jsonschema(change: dict[str, Any]) -> None:
     document = VALID | change
 
-    assert _quick()(document) == _jsonschema().is_valid(document) or change == {"version": 1.0}
+    # Where they differ, the quick check refuses and jsonschema decides: 1.0 is an integer to
+    # jsonschema only, and a pattern's "$" matches before a final newline in Python's `re` only
+    # (the quick check reads it as JSON Schema's ECMA-262 does).
+    differ = ({"version": 1.0}, {"task": "a trailing newline\n"})
+    assert _quick()(document) == _jsonschema().is_valid(document) or change in differ
 
 
 def test_a_document_without_a_field_is_refused() -> None:
@@ -122,24 +124,6 @@ def test_the_quick_check_never_admits_what_jsonschema_refuses(
     for document in (VALID | {key: value}, VALID | {"entries": [ENTRY | entry]}):
         if quick(document):
             assert validator.is_valid(document), document
-
-
-@pytest.mark.parametrize(
-    "schema",
-    [
-        {"type": "integer"},
-        {"minLength": 1},
-        {"$ref": "#/$defs/line"},
-        {"additionalProperties": {"type": "string"}},
-        {"enum": [1.5]},
-        {"const": True},
-        {"properties": {"x": {"format": "date"}}},
-    ],
-)
-def test_a_schema_with_what_it_does_not_check_compiles_to_nothing(
-    schema: dict[str, Any],
-) -> None:
-    assert compiled_check(schema) is None
 
 
 @pytest.mark.slow
