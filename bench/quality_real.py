@@ -22,6 +22,7 @@ DEMO = "/path/to/Demo"
 SPOTTER = "/home/marco/projects/spotter"
 CODEMIE = "/Users/user/repo"
 SOPH = "/Users/soph/Work/entire/devenv/cli"
+PACKMIND = "/Users/cedricteyton/Code/agents-md-evaluator"
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,13 @@ REAL_SESSIONS = (
         "/Users/gtrrz-victor/wks/cli",
         True,
         "entire: stripe-cli style errors",
+    ),
+    RealSession(
+        "40656dd9-ec9c-43e3-880e-b326d2153ff3", PACKMIND, True, "packmind: skills directory"
+    ),
+    RealSession("5e1ab9a6-bf0e-4850-bd88-c2e45dea3d20", PACKMIND, True, "packmind: copilot label"),
+    RealSession(
+        "dbaea254-cab9-44ea-94ba-08b92be95cfd", PACKMIND, True, "packmind: product tour modal"
     ),
     RealSession(
         "6c2214d7-b87e-4432-8e41-22ba294ea584.agent-afc096d",

@@ -71,6 +71,8 @@ CODEMIE_TUI_ID = "019e1625-789d-76c0-80ab-3724b5ddb799"
 CODEMIE_TUI = f"codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-{CODEMIE_TUI_ID}.jsonl"
 SOPH = "claude/projects/-Users-soph-Work-entire-devenv-cli"
 SOPH_CWD = "/Users/soph/Work/entire/devenv/cli"
+PACKMIND = "claude/projects/-Users-cedricteyton-Code-agents-md-evaluator"
+PACKMIND_CWD = "/Users/cedricteyton/Code/agents-md-evaluator"
 
 
 @dataclass(frozen=True)
@@ -451,6 +453,36 @@ EXPECTED: dict[str, Expected] = {
         "2.1.12",
         None,
         "something like stripe-cli is doing about handling errors",
+    ),
+    # PackmindHub/context-evaluator's developer's own sessions, kept by Entire in the
+    # repository's `entire/checkpoints/v1` branch: a plan approved in plan mode, then short
+    # corrections and facts about the project; a pasted screenshot as a base64 `image` block.
+    f"{PACKMIND}/40656dd9-ec9c-43e3-880e-b326d2153ff3.jsonl": Expected(
+        "claude",
+        "40656dd9-ec9c-43e3-880e-b326d2153ff3",
+        PACKMIND_CWD,
+        "main",
+        "2.1.41",
+        None,
+        'for AGENTS.md target, the skills should be in ".agent/skills" directory',
+    ),
+    f"{PACKMIND}/5e1ab9a6-bf0e-4850-bd88-c2e45dea3d20.jsonl": Expected(
+        "claude",
+        "5e1ab9a6-bf0e-4850-bd88-c2e45dea3d20",
+        PACKMIND_CWD,
+        "main",
+        "2.1.47",
+        None,
+        'We should not display "AGENTS.md" for GitHub Copilot instructions',
+    ),
+    f"{PACKMIND}/dbaea254-cab9-44ea-94ba-08b92be95cfd.jsonl": Expected(
+        "claude",
+        "dbaea254-cab9-44ea-94ba-08b92be95cfd",
+        PACKMIND_CWD,
+        "main",
+        "2.1.45",
+        None,
+        "make the modal bigger and remove the button at the bottom right corner",
     ),
     # Published without its parent session: a sub-agent file whose parent is not on disk.
     "claude/projects/-home-USER-projects-spotter-worktrees-spotter-0rt/"
