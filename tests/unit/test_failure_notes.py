@@ -265,3 +265,29 @@ def test_a_missing_program_is_fixed_by_what_installs_it() -> None:
         output("c2", "added 1 package"),
     ).failures
     assert failure.fix == "npm install -g pnpm"
+
+
+def test_another_script_of_the_same_runner_is_no_fix() -> None:
+    notes = notes_of(
+        user("the test suite is red"),
+        shell("c1", "bun run test"),
+        output("c1", "error: Cannot find module '@octokit/rest'", 1),
+        shell("c2", "bun run lint"),
+        output("c2", "0 problems"),
+    )
+    assert [failure.fix for failure in notes.failures if failure.fix] == []
+
+
+def test_a_run_whose_output_head_or_tail_cut_passed_only_if_nothing_says_it_failed() -> None:
+    # Claude Code gives no exit code: past `| head`, the status and the last lines are gone.
+    def claude_output(call_id: str, text: str) -> RolloutItem:
+        return RolloutItem(ItemKind.TOOL_OUTPUT, text, call_id=call_id, exit_code=None)
+
+    notes = notes_of(
+        user("make lint pass"),
+        shell("c1", "npm run lint 2>&1 | tail -10"),
+        claude_output("c1", "src/a.ts: 3 errors\nerror: script lint exited with code 1"),
+        shell("c2", "npm run lint 2>&1 | head -20"),
+        claude_output("c2", "> lint\n> eslint src"),
+    )
+    assert [failure.fix for failure in notes.failures if failure.fix] == []

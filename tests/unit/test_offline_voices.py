@@ -164,3 +164,8 @@ def test_lines_pasted_into_a_message_are_not_read(message: str) -> None:
 def test_an_opening_sent_again_after_an_interruption_is_still_the_opening() -> None:
     opening = "make the errors print once. The command has already printed the error"
     assert user_statements([opening, opening]) == user_statements([opening])
+
+
+def test_what_an_order_says_to_write_is_not_a_rule_said_after_a_request() -> None:
+    asked = 'mention also that for the AGENTS.md target, the skills should be in ".agent/skills"'
+    assert user_statements([OPENING, asked]).instructions == []
