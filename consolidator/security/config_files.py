@@ -25,7 +25,8 @@ _NETRC = re.compile(
 )
 _NETRC_ANCHORS = (literal("machine", pivot=2), literal("default", pivot=2))
 # Each field stops at a colon or whitespace (`\:` escapes a colon); the port is digits or `*`.
-_PGPASS_FIELD = r"(?:[^:\s\\]|\\.)+"
+# An escaped `n` is a line break of a JSON string: a field never runs past it.
+_PGPASS_FIELD = r"(?:[^:\s\\]|\\[^n])+"
 _PGPASS = re.compile(
     rf"(?:^|(?<=\\n))[ \t]*{_PGPASS_FIELD}:(?:\d{{1,5}}|\*):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
     r"(?P<value>(?:[^\s:\\]|\\[^n])+)[ \t]*(?=$|\\n|\r)",

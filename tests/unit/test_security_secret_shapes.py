@@ -264,6 +264,8 @@ def test_everyday_credential_formats_are_redacted(case: str) -> None:
         "the sk-learn\nmodule",
         "ghp_ tokens are\nrevoked on push",
         "machine h login u password $NETRC_PASSWORD",
+        # A grep listing inside a JSON string: two lines of two colons each, not one of four.
+        json.dumps({"output": "2 found\nsrc/a.rs:652:#[cfg(test)]\nsrc/b.rs:1:#[cfg(test)]\n"}),
     ],
 )
 def test_text_near_the_everyday_formats_survives(text: str) -> None:
