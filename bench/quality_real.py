@@ -108,6 +108,12 @@ REAL_SESSIONS = (
         True,
         "codex TUI: context compaction setting",
     ),
+    RealSession(
+        "0199bb2a-4c23-76b1-bfb0-2d78295c0f29",
+        "/Users/cliftonc/work/guideai",
+        True,
+        "codex CLI 0.45: desktop app tests",
+    ),
     RealSession("63784323-7042-4ab8-82b1-3c0b79467bf9", SOPH, True, "entire: shadow branches"),
     RealSession("c26d2153-23c8-42ed-ab6c-808579b64e5b", SOPH, True, "entire: checkpoint ids doc"),
     RealSession(

@@ -400,6 +400,19 @@ EXPECTED: dict[str, Expected] = {
         None,
         "let's update the defailt context compart to 90 in env var",
     ),
+    # Codex CLI 0.45.0 (`codex_cli_rs`), interactive over two days: thirteen requests adding
+    # tests to a desktop app, `shell` calls whose output is a JSON string, `custom_tool_call`
+    # items (`apply_patch`), and the git remote in `session_meta`.
+    "codex/sessions/2025/10/06/"
+    "rollout-2025-10-06T20-15-35-0199bb2a-4c23-76b1-bfb0-2d78295c0f29.jsonl": Expected(
+        "codex",
+        "0199bb2a-4c23-76b1-bfb0-2d78295c0f29",
+        "/Users/cliftonc/work/guideai",
+        "main",
+        "envelope 0.45.0 codex_cli_rs",
+        None,
+        "I want to assess if the testing is any good?",
+    ),
     # The entireio/cli developers' own sessions, kept by Entire in the repository's
     # `entire/checkpoints/v1` branch (Entire replaced what looked like secrets by
     # `[REDACTED]`): design talks, corrections of facts about the project, pasted output and
