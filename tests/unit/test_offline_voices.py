@@ -169,3 +169,10 @@ def test_an_opening_sent_again_after_an_interruption_is_still_the_opening() -> N
 def test_what_an_order_says_to_write_is_not_a_rule_said_after_a_request() -> None:
     asked = 'mention also that for the AGENTS.md target, the skills should be in ".agent/skills"'
     assert user_statements([OPENING, asked]).instructions == []
+
+
+def test_lets_is_let_s_only_where_it_starts_a_sentence() -> None:
+    assert user_statements([OPENING, "Lets keep going"]) == user_statements([OPENING])
+    assert user_statements([OPENING, "Lets add coverage for the ingestion hooks"]).facts == []
+    kept = user_statements([OPENING, "the --fast flag lets you skip the e2e suite"]).facts
+    assert kept == ["the --fast flag lets you skip the e2e suite"]

@@ -34,9 +34,17 @@ def _segments(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
 def _spellings() -> tuple[re.Pattern[str], dict[str, str]]:
     """Informal or slipped spellings of words the rules read by ("dont", "allways", "pls"),
     each with the spelling the rules know: one table, so no rule lists a word's misspellings."""
-    spelled = dict(pair.split(" ", 1) for pair in word_list("informal-spellings"))
-    words = "|".join(sorted(map(re.escape, spelled), key=len, reverse=True))
-    return re.compile(rf"(?<![\w'@./-])(?:{words})(?![\w'@/-]|\.\w)", re.I), spelled
+    pairs = dict(pair.split(" ", 1) for pair in word_list("informal-spellings"))
+    # "^lets": a spelling that is another word where it does not start a sentence ("it lets").
+    spelled = {word.lstrip("^"): known for word, known in pairs.items()}
+
+    def alternatives(first: bool) -> str:
+        words = (word.lstrip("^") for word in pairs if word.startswith("^") == first)
+        return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+
+    anywhere = rf"(?<![\w'@./-])(?:{alternatives(False)})(?![\w'@/-]|\.\w)"
+    first = rf"(?:^|(?<=[.!?] ))(?:{alternatives(True)})(?![\w'@/-])"
+    return re.compile(f"{anywhere}|{first}", re.I | re.M), spelled
 
 
 def respelled(text: str) -> str:
