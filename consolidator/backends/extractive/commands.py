@@ -149,7 +149,9 @@ def _path_in(token: str) -> str:
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     """What a command runs (`make lint`, past wrappers, runners, `python -m` and shells), its
-    notable arguments, and whether it only reads."""
+    notable arguments (never a scratch path: two commands sharing one are not the same work),
+    and whether it leaves the project as it was: it only reads, or it only touches scratch
+    paths (`rm /tmp/app-test`)."""
     first_line = (command.strip().splitlines() or [""])[0]
     for argv in segments(first_line):
         while argv and (pattern("assignment").match(argv[0]) or argv[0] in word_list("wrappers")):
@@ -165,13 +167,16 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
             program, rest = rest[0], rest[1:]
         sub = rest[0] if rest and not rest[0].startswith("-") else ""
         key = f"{program} {sub}" if sub and program in word_list("subcommand-programs") else program
+        notable = frozenset(_significant(arg) for arg in rest) - {""}
+        scratch = tuple(word_list("temporary-roots"))
         read_only = (
             not word_list("probes").isdisjoint({program, key})
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
             or _asks_version(rest)
             or not word_list("value-getters").isdisjoint(rest[1:][-2:])
+            or (not notable and any(arg.startswith(scratch) for arg in rest))
         )
-        return key, frozenset(_significant(arg) for arg in rest) - {""}, read_only
+        return key, notable, read_only
     return first_line.split(" ", 1)[0], frozenset(), False
 
 
@@ -205,7 +210,8 @@ def command_family(command: str) -> str:
 
 def _significant(arg: str) -> str:
     value = pattern("version-suffix").sub("", arg.split("::", 1)[0]).removeprefix("./").rstrip("/")
-    plain = not arg.startswith("-") and not pattern("redirect").search(arg)
+    scratch = arg.startswith(tuple(word_list("temporary-roots")))
+    plain = not arg.startswith("-") and not pattern("redirect").search(arg) and not scratch
     kept = plain and len(value) >= 3 and not value.isdigit()
     return value.lower() if kept and arg.lower() not in word_list("generic-args") else ""
 

@@ -132,20 +132,8 @@ def _fixed(failed: Call, later: list[Call]) -> tuple[FailureNote, int]:
     """`failed` with what fixed it, and where in `later` the call that passed is (-1: none): the
     tool's next similar success, or else its next call if the failed one could not run or the
     user had named it. The last change before it is the fix; an edit is where the fix went."""
-    # What only touches scratch paths (`rm /tmp/app-test`) changes nothing of the project, and
-    # a scratch path two commands share does not make them the same work.
-    scratch = tuple(word_list("temporary-roots"))
-    ours = {c.command: {a for a in c.args if not a.startswith(scratch)} for c in [failed, *later]}
-    tried = [
-        (at, c)
-        for at, c in enumerate(later)
-        if c.tool == failed.tool and not c.read_only and (ours[c.command] or not c.args)
-    ]
-    passed = (
-        (at, c)
-        for at, c in tried
-        if c.ok and (failed.key == c.key or ours[failed.command] & ours[c.command])
-    )
+    tried = [(at, c) for at, c in enumerate(later) if c.tool == failed.tool and not c.read_only]
+    passed = ((at, c) for at, c in tried if c.ok and (failed.key == c.key or failed.args & c.args))
     at, fixed_by = next(passed, (-1, None))
     if fixed_by is None and tried and tried[0][1].ok:
         named = rf"(?<![\w-]){re.escape(tried[0][1].key)}(?![\w-])"
