@@ -20,13 +20,14 @@ The evidence, each a finder in `FINDERS`:
   or a routine of the work (commits, pushes, tests) to be sure, and so does a remark about
   "it" with a standing word in it ("it's bad idea, since ... every time");
 - `current_value`: knowledge the user stated as the project's state (or a tool's output
-  showed, with a value), not hedged, not told as past unless it says what became of it, not
+  showed, with a value), not hedged, not how it ought to be ("should"), not told as past
+  unless it says what became of it, not
   the agent's own state ("you have ..."), not about "it", "this" or "I" (what "it" was is in
   the conversation, not in the entry: "it runs on 8081"), a change only with what it became
   ("the script is different now" names nothing), not a setting printed from files outside
   the project (the user's machine), and not taken back or disputed;
 - `confirmed_fix`: a failure and the command or files that fixed it, as exit codes showed it,
-  when the failure was no test run's tally (the ordinary loop of edit and run again, whose
+  when the failure was no test run's verdict (the ordinary loop of edit and run again, whose
   fix the exit codes cannot name), not known by its exit code alone (nothing says when the
   fix applies again) and the fix names no value the memory marks superseded;
 - `several_sessions`: a fact or failure that two or more sessions witnessed, undisputed,
@@ -204,7 +205,13 @@ _HANDLE_OR_TICKET: Final = re.compile(r"@[\w.-]+\w|\b[A-Z][A-Z0-9]+-\d+\b")
 # A sentence about "it" or "this" names what it is about only in the conversation it was
 # said in.
 _POINTING_BACK: Final = r"it|it's|its|this|that|these|those|he|she|they"
-_PRONOUN_SUBJECT: Final = re.compile(rf"^(?:i|{_POINTING_BACK})\b", re.IGNORECASE)
+# The subject of the sentence's first verb is such a pronoun: it opens the sentence, or it
+# stands right before the verb after a few words run on ("check 019b7f04 it has examples").
+_PRONOUN_SUBJECT: Final = re.compile(
+    rf"^(?:i|{_POINTING_BACK})\b|^(?:\S+\s+){{1,3}}(?:it|this|they|he|she)\s+"
+    r"(?:is|isn't|are|aren't|was|were|has|have|had|can|can't|must|will|won't)\b",
+    re.IGNORECASE,
+)
 # What a subject that points back ("it's bad idea, since ... every time") says is about
 # something named earlier in the conversation, not a rule of its own; "there is" names
 # what it is about only with a value ("there is a redis on 6380").
@@ -228,6 +235,9 @@ _UNNAMED: Final = re.compile(r"\b(?:different|new|other)\b", re.IGNORECASE)
 _BECAME: Final = re.compile(r"\b(?:is|are|to|into|on|at|with|uses?)\b|->|\u2192", re.IGNORECASE)
 # What was rather than what is: an event told ("customer 4471 was billed 100.01").
 _PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
+# How something ought to be, which says it is not so yet ("the product tour should display
+# the code"): a wish or a plan for the work, not the project's state.
+_WISHED: Final = re.compile(r"\b(?:should|shouldn't|ought to)\b", re.IGNORECASE)
 _LEAD_IN: Final = re.compile(
     r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey|in addition"
     r"|(?:no|yes|yeah|nope|yep)(?=\s*,))\b[\s,:;.!-]*)+",
@@ -246,9 +256,11 @@ def said_with_doubt(text: str) -> bool:
 
 
 def _not_now(said: str) -> bool:
-    """Said with doubt, of what is yet to be, or of what was, unless it names what became of
-    it ("the port was moved to 6544"): none of it is how the project is now."""
-    return said_with_doubt(said) or bool(_PAST.search(said) and not facts.says_change(said))
+    """Said with doubt, of what is yet to be or ought to be, or of what was, unless it names
+    what became of it ("the port was moved to 6544"): none of it is how the project is now."""
+    if said_with_doubt(said) or _WISHED.search(said):
+        return True
+    return bool(_PAST.search(said) and not facts.says_change(said))
 
 
 def _alone(said: str) -> bool:
@@ -320,9 +332,11 @@ def _older_of_two(text: str) -> bool:
 
 # A failure entry of the offline reader: the command, its error, and what fixed it.
 _FIXED: Final = re.compile(r" -> (?:fixed by|fixed in) ")
-# A test run's tally: which edit made it pass, exit codes cannot tell.
+# A test run's verdict, its tally or its bare FAIL: which edit made it pass, exit codes
+# cannot tell.
 _TALLY: Final = re.compile(
-    r"\b\d+\s+(?:doctests?|tests?|examples?|specs?)\b[^)]*?\b\d+\s+(?:failures?|failed|errors?)\b"
+    r"^ failed \((?-i:(?:---\s*)?FAIL(?:ED)?)\b"
+    r"|\b\d+\s+(?:doctests?|tests?|examples?|specs?)\b[^)]*?\b\d+\s+(?:failures?|failed|errors?)\b"
     r"|\b\d+\s+passed\b[^)]*?\b\d+\s+failed\b|\b\d+\s+failed\b[^)]*?\b\d+\s+passed\b"
     r"|\btests?:?\s+\d+\s+failed\b",
     re.IGNORECASE,

@@ -442,3 +442,60 @@ def test_an_order_or_a_reply_to_the_agent_is_no_statement_of_the_project(message
     read_as = {spoken.rules[fact] for fact in spoken.facts if "search" in fact.lower()}
     assert read_as <= {"kept.after-order"}
     assert not [fact for fact in spoken.facts if "need to" in fact]
+
+
+@pytest.mark.parametrize(
+    "wished",
+    [
+        "The Packmind product tour should display the code in @frontend/src/productTour.tsx",
+        "The file system matches the last shadow commit, so we should add this session on top",
+    ],
+)
+def test_how_something_ought_to_be_is_not_the_project_s_state(wished: str) -> None:
+    """A wish or a plan for the work says the project is not so yet: stored, searchable,
+    never shown as how the project is."""
+    assert _evidence("knowledge", _said(wished)) == []
+    said_as_it_is = wished.replace("should display", "displays").replace("we should add", "we add")
+    assert _evidence("knowledge", _said(said_as_it_is)) == ["current_value"]
+
+
+def test_a_value_beside_a_pronoun_subject_run_on_after_it_is_not_sure() -> None:
+    """The pronoun is the subject of the verb even a few words in: what "it" was is in the
+    conversation, not in the entry."""
+    run_on = "Doublecheck 019b7f04-0b04-7cd3-b739-bfa632f7459e it has great example of tokens"
+    assert _evidence("knowledge", _said(run_on)) == []
+    named = "Session 019b7f04-0b04-7cd3-b739-bfa632f7459e has great examples of tokens"
+    assert _evidence("knowledge", _said(named)) == ["current_value"]
+
+
+def test_a_test_run_s_bare_fail_fixed_by_an_edit_is_not_a_confirmed_fix() -> None:
+    """Go's FAIL is a test run's verdict like a tally: the edit that made the run pass is the
+    ordinary loop of edit and run again, and the agent's account of it may be wrong."""
+    verdict = (
+        "`mise run test -- ./redact/...` failed (FAIL) -> the agent said: The test expectation"
+        " is wrong. -> fixed in `redact/redact_test.go`"
+    )
+    sandbox = (
+        "`pnpm test --filter web -- --run` failed (failed in sandbox: MISSING DEPENDENCY Cannot"
+        " find dependency 'jsdom') -> fixed by `pnpm add -D jsdom --filter web`"
+    )
+    assert _evidence("failures", _said(verdict, "tool")) == []
+    assert _evidence("failures", _said(sandbox, "tool")) == ["confirmed_fix"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Still reads for the quick reader as if we start a new branch always",
+        'Mention also that that for AGENTS.md target, the skills should be in ".agent/skills"'
+        " directory",
+    ],
+)
+def test_a_seeming_or_an_order_to_write_something_is_no_standing_rule_nor_a_fact(
+    message: str,
+) -> None:
+    """A standing word inside a comparison says how a text reads; an order to mention
+    something names the text to write. Both are kept for search at most."""
+    spoken = user_statements(["can you have a look at this", message])
+    assert spoken.instructions == []
+    assert {spoken.rules[fact].split(".")[0] for fact in spoken.facts} <= {"kept"}
