@@ -499,3 +499,13 @@ def test_a_seeming_or_an_order_to_write_something_is_no_standing_rule_nor_a_fact
     spoken = user_statements(["can you have a look at this", message])
     assert spoken.instructions == []
     assert {spoken.rules[fact].split(".")[0] for fact in spoken.facts} <= {"kept"}
+
+
+def test_a_terse_correction_naming_the_value_it_replaces_states_the_value_now() -> None:
+    """ "redis at 6380 not 6379" has no verb, but the value it replaces says it is how things
+    are now: read as a statement, shown, and the old value taken back."""
+    spoken = user_statements(["fix the queue", "redis at 6380 not 6379"])
+    assert spoken.facts == ["Redis at 6380"]
+    assert spoken.revoked == ["at 6379"]
+    [fact] = spoken.facts
+    assert _evidence("knowledge", _said(fact, rule=spoken.rules[fact])) == ["current_value"]
