@@ -509,3 +509,13 @@ def test_a_terse_correction_naming_the_value_it_replaces_states_the_value_now() 
     assert spoken.revoked == ["at 6379"]
     [fact] = spoken.facts
     assert _evidence("knowledge", _said(fact, rule=spoken.rules[fact])) == ["current_value"]
+
+
+@pytest.mark.parametrize("reply", ["its 6544 now", "6544 now", "6544*"])
+def test_a_value_given_again_with_now_or_a_trailing_star_corrects_the_last(reply: str) -> None:
+    """No word of correcting, but the value and "now" (or the star a typo's fix is written
+    with) say only that it replaces the value read last: the new one stands, the old is
+    taken back."""
+    spoken = user_statements(["fix staging", "the staging port is 6543", reply])
+    assert spoken.facts == ["The staging port is 6544"]
+    assert spoken.revoked == ["6543"]
