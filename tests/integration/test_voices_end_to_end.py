@@ -311,6 +311,19 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "5673",
         "5672",
     ),
+    "corrected-hyphenated-name": (
+        _once(ASK, "the k8s namespace is shop-dev", "wait no, shop-stage"),
+        "shop-stage",
+        "shop-dev",
+    ),
+    "lengthened-hyphenated-name": (
+        _once(ASK, "the bucket is acme-raw", "acme-raw-eu, sorry"),
+        "acme-raw-eu",
+        "acme-raw [",
+    ),
+    "corrected-its-now": (_once(ASK, "db port is 5433 btw", "its 5434 now"), "5434", "5433"),
+    "corrected-trailing-star": (_once(ASK, "mailpit port 1025", "1026*"), "1026", "1025"),
+    "corrected-verbless": (_once("redis at 6380 not 6379"), "6380", "6379"),
 }
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {

@@ -20,6 +20,8 @@ from consolidator.security.redaction import redact
 MAX_STATEMENTS = 8
 # A correction that gives only a value says it in a few words ("sorry i mean 5433").
 _MAX_CORRECTION_WORDS = 5
+# The kind of a name joined by "-" or "_" given again in place of the one said last.
+_JOINED_NAME = "joined-name"
 # The kinds of rule a part of a user's sentence is read by, in the table's precedence.
 _READ = ("drop", "trouble", "reminder", "take-back", "moment", "instruction", "fact", "person")
 # A statement about more than a pronoun ("its" beside a corrected value states nothing).
@@ -215,7 +217,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     told = rule("old-value.not").regex.sub(" ", sentence)
     worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
-    given = _values_given(told)
+    given = _values_given(told) or _name_like_the_last(told, read)
     if is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
@@ -239,8 +241,12 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
         if not words or not words <= about:
             return False
     ports = [("number", port) for k, port in shaped_in(previous.lower()) if k == "port"]
+    said_to_be = [
+        (_JOINED_NAME, m["value"].rstrip(".")) for m in [shape("is-value").match(previous)] if m
+    ]
     old = named or next(
-        (v for k, v in reversed([*ports, *_values_given(previous)]) if k == kind), None
+        (v for k, v in reversed([*said_to_be, *ports, *_values_given(previous)]) if k == kind),
+        None,
     )
     _, found, after = message.partition(sentence)
     # A reason naming the old value says the new one replaces it, unless more is said.
@@ -255,6 +261,21 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     kept = read.rules.get(previous) if into is read.instructions else None
     read.add(into, new.join(previous.rsplit(old, 1)), kept or "correction.value-only")
     return True
+
+
+def _name_like_the_last(told: str, read: UserStatements) -> list[tuple[str, str]]:
+    """The one word of `told` joined by "-" or "_" as the name the entry read last says a
+    thing is ("the namespace is shop-dev"): a name, given again ("wait no, shop-stage"),
+    though such a word alone is no value ("follow-up")."""
+    latest = (shape("is-value").match(text) for _, text in read.latest)
+    said = [m["value"].rstrip(".") for m in latest if m]
+    words = _beside(told, "")[0].replace(",", " ").split()
+    alike = len(said) == len(words) == 1
+    return [(_JOINED_NAME, words[0])] if alike and all(map(_joined_name, (*said, *words))) else []
+
+
+def _joined_name(word: str) -> bool:
+    return rule("shape.joined-name").regex.fullmatch(word) is not None
 
 
 def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
