@@ -51,8 +51,8 @@ class Rule:
     describe: str
     examples: list[str]
     counter_examples: list[str]
-    # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
-    # word, the order in it, or where a clause starts after a comma.
+    # Where the rule reads: anywhere, a clause's start or end, a word, the order in it, or
+    # where a clause starts after a comma.
     reads_as: str = "sentence"
     requires: list[str] = field(default_factory=list)
     unless: list[str] = field(default_factory=list)
@@ -71,8 +71,6 @@ class Rule:
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
         regex = self.regex
-        if self.reads_as == "whole":
-            return regex.fullmatch(text)
         if self.reads_as == "clause":
             return next(filter(None, map(regex.match, clauses(text))), None)
         if self.reads_as == "tail":
@@ -100,9 +98,8 @@ class Rule:
 
 @cache
 def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
-    """A row's pattern, compiled once: `re`'s own cache holds 512 patterns, fewer than a pass
-    compiles (the segmenter's, the redaction's, every module's), so it would compile a row
-    again each time the others pushed it out."""
+    """A row's pattern, compiled once: `re`'s own cache (512) is smaller than what a pass
+    compiles, so a row pushed out would be compiled again and again."""
     return re.compile(pattern, flags)
 
 
