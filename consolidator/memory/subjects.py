@@ -181,12 +181,8 @@ def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool
     reading = read(text)
     if not values and subject.kind not in {_HEAD_KINDS.get(w) for w in reading.subject}:
         return False
-    labels = {
-        stem(part.rstrip("0123456789"))
-        for value in values
-        for part in re.split(r"[^a-z0-9]+", value)
-        if len(part.rstrip("0123456789")) > 2
-    }
+    parts = (p.rstrip("0123456789") for value in values for p in re.split(r"[^a-z0-9]+", value))
+    labels = {stem(part) for part in parts if len(part) > 2}
     if not all(_among(word, reading.subject | labels) for word in subject.qualifiers):
         return False
     own = subject_of(text) if exactly else None
