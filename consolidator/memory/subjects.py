@@ -38,10 +38,9 @@ class Subject:
 
 
 def other_value(old: str, new: str) -> bool:
-    """Whether `new` gives another value of the subject `old` gives one of: of the subject
-    `new` names; one plain word said to be another ("the branch is now main"); one value each
-    of the same kinds in the same words; or one of one kind each, the newer's subject words all
-    among the older's (or, said as a change, the older's among its own)."""
+    """Whether `new` gives another value of the subject `old` gives one of: of the subject `new`
+    names, one plain word said to be another ("the branch is now main"), or one value each of
+    the same kinds in the same (or, said as a change, fewer) subject words."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True

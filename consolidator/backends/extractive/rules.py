@@ -1,8 +1,6 @@
-"""The engine of the offline reader's rule table (`rules.json`, beside this module).
-
-Each sentence decision is a row: kind, pattern, precedence, conditions, examples (see
-docs/contributing.md). `first` gives the row that decides, and the entry keeps its id;
-`without_rules` switches rows off, so a test shows each rule is needed by an example."""
+"""The engine of the offline reader's rule table, `rules.json` (see docs/contributing.md):
+`first` gives the row that decides a sentence, and the entry keeps its id; `without_rules`
+switches rows off, so a test shows each rule is needed by an example."""
 
 from __future__ import annotations
 
