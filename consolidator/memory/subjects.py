@@ -39,8 +39,8 @@ class Subject:
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of: of the subject `new`
-    names, one plain word said to be another ("the branch is now main"), or one value each of
-    the same kinds in the same (or, said as a change, fewer) subject words."""
+    names; one plain word said to be another ("the branch is now main"); or one value of a kind
+    each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True

@@ -47,8 +47,7 @@ class ExtractiveBackend:
 def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
     session = analyse(rollout.items, rollout.cwd)
     notes = _notes(session, rollout)
-    # Work worth a task: something stated or learned, a change made, or a question about
-    # the code answered in a sentence or more (a question back answers nothing).
+    # Worth a task: something stated or learned, a change made, or a question answered at length.
     answers = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT and i.name != DELEGATED)
     if not (
         notes.states_something

@@ -49,8 +49,7 @@ class Rule:
     describe: str
     examples: list[str]
     counter_examples: list[str]
-    # Where the rule reads: anywhere, a clause's start or end, a word, the order in it, or
-    # where a clause starts after a comma.
+    # Where it reads: anywhere, a clause's start or end, a word, an order, a clause's start.
     reads_as: str = "sentence"
     requires: list[str] = field(default_factory=list)
     unless: list[str] = field(default_factory=list)
