@@ -88,8 +88,7 @@ def same_fact(a: str, b: str) -> bool:
 
 
 def _value_parts(values: frozenset[str]) -> frozenset[str]:
-    """Each value cut at its colons ("localhost:5454", "client.py:41"): a port said with its
-    host and a port said alone are one value."""
+    """Values cut at colons: a port said with its host ("localhost:5454") or alone is one."""
     parts = (part for value in values for part in re.split(r"[:\s]+", value))
     return frozenset(part for part in parts if any(c.isdigit() or c in "/._~@" for c in part))
 

@@ -71,8 +71,7 @@ def other_value(old: str, new: str) -> bool:
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
-    """Two unmarked `texts` giving two values of one subject, not both `known` (accepted); the
-    one not known is the newer."""
+    """Two unmarked `texts` with two values of a subject, not both `known` (a known is older)."""
     candidates = [text for text in texts if not marks.is_marked(text)]
     index = SubjectIndex(candidates)
     for at, first in enumerate(candidates):
@@ -98,8 +97,7 @@ class SubjectIndex:
             self._at.setdefault(key, set()).add(at)
 
     def candidates(self, text: str, *, same: bool = False) -> list[int]:
-        """The entries `text` may give another value of the subject of; with `same`, those it
-        may state the same fact as."""
+        """The entries `text` may give another value of the subject of (`same`: the same fact)."""
         values = _values(text) if same else frozenset()
         return sorted(set().union(*(self._at.get(key, ()) for key in values or _keys(text))))
 

@@ -219,8 +219,7 @@ def _relative(path: str, cwd: str | None) -> str:
 
 
 def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
-    """The values `edits` changed: a rename, a key's n-th value out against its n-th in, and a
-    runtime's new pin even with no old one."""
+    """The values `edits` changed: a rename, a key's n-th value out against its n-th in, a pin."""
     found: list[EditedValue] = []
     for path, removed, added, moved_from in edits:
         if moved_from:

@@ -75,8 +75,7 @@ def fix_of(text: str) -> str:
 
 
 def same_failure(old: str, new: str) -> bool:
-    """One bullet per command family and fix: the error line and the agent's words may
-    differ between sessions, and so may how the command was run."""
+    """One bullet per command family and fix, however the command was run and its error worded."""
     return _failure_key(old) == _failure_key(new)
 
 

@@ -222,8 +222,7 @@ def limit(name: str) -> int:
 
 
 def table_in_markdown() -> str:
-    """The offline reader's section of `docs/backends.md`: each kind of rule, then each rule
-    with what it reads, one example and one counter-example."""
+    """The offline reader's section of `docs/backends.md`: per kind, each rule and its examples."""
     lines = [DOC_START, ""]
     for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")

@@ -250,8 +250,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
 
 
 def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
-    """`told` without a clause naming a value the entry read last gives ("4011, 4010 is taken
-    by prism"), the reason; and whether one was cut."""
+    """`told` without a reason naming a value the entry read last gives, and whether one was cut."""
     reason = rule("structure.reason-after").regex.search(told)
     if not reason or not read.latest or not _values_given(told[: reason.start()]):
         return told, False
