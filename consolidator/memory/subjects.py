@@ -131,8 +131,7 @@ def subject_of(text: str) -> Subject | None:
             continue
         while index + 1 < len(tokens) and tokens[index + 1] in _HEAD_KINDS:
             index += 1  # "the reporting db port": the last noun heads the phrase
-        qualifiers = _qualifiers(tokens, index)
-        if qualifiers:
+        if qualifiers := _qualifiers(tokens, index):
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
     plain = unmarked(text).lower()
     if (runtime := pinned_by(plain)) and values_of_kind(text, "version"):
