@@ -78,11 +78,8 @@ def same_fact(a: str, b: str) -> bool:
     """The same values in mostly the same words (also without change and place words and cited
     lines), or one's values and words all within the other's: not "8080 in dev, 9090 in prod"."""
     first, second = read(a), read(b)
-    if first.values == second.values:
-        if not first.subject and not second.subject:
-            return bool(first.values)
-        if jaccard(first.subject, second.subject) >= _SAME_SUBJECT:
-            return True
+    if first.values == second.values and jaccard(first.subject, second.subject) >= _SAME_SUBJECT:
+        return bool(first.values or first.subject)
     one, other = first.stated, second.stated
     if not one.values or not other.values:
         return False
@@ -91,8 +88,7 @@ def same_fact(a: str, b: str) -> bool:
 
 
 def _value_parts(values: frozenset[str]) -> frozenset[str]:
-    """Each value cut at its colons ("localhost:5454", "client.py:41"): a port said with its
-    host and a port said alone are one value."""
+    """Values cut at colons: a port said with its host ("localhost:5454") or alone is one."""
     parts = (part for value in values for part in re.split(r"[:\s]+", value))
     return frozenset(part for part in parts if any(c.isdigit() or c in "/._~@" for c in part))
 
@@ -103,9 +99,7 @@ def restates(said: str, shown: str) -> bool:
     postgres listens on localhost:5454"). A text with no value restates nothing."""
     one, other = read(said), read(shown)
     values = _value_parts(one.values)
-    return (
-        bool(values) and values <= _value_parts(other.values) and bool(one.subject & other.subject)
-    )
+    return bool(values and values <= _value_parts(other.values) and one.subject & other.subject)
 
 
 def _within(part: Reading, whole: Reading) -> bool:

@@ -38,10 +38,9 @@ class Subject:
 
 
 def other_value(old: str, new: str) -> bool:
-    """Whether `new` gives another value of the subject `old` gives one of: of the subject
-    `new` names; one plain word said to be another ("the branch is now main"); one value each
-    of the same kinds in the same words; or one of one kind each, the newer's subject words all
-    among the older's (or, said as a change, the older's among its own)."""
+    """Whether `new` gives another value of the subject `old` gives one of: of the subject `new`
+    names; one plain word said to be another ("the branch is now main"); or one value of a kind
+    each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old):
         return True
@@ -72,8 +71,7 @@ def other_value(old: str, new: str) -> bool:
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
-    """Two unmarked `texts` giving two values of one subject, not both `known` (accepted); the
-    one not known is the newer."""
+    """Two unmarked `texts` with two values of a subject, not both `known` (a known is older)."""
     candidates = [text for text in texts if not marks.is_marked(text)]
     index = SubjectIndex(candidates)
     for at, first in enumerate(candidates):
@@ -99,8 +97,7 @@ class SubjectIndex:
             self._at.setdefault(key, set()).add(at)
 
     def candidates(self, text: str, *, same: bool = False) -> list[int]:
-        """The entries `text` may give another value of the subject of; with `same`, those it
-        may state the same fact as."""
+        """The entries `text` may give another value of the subject of (`same`: the same fact)."""
         values = _values(text) if same else frozenset()
         return sorted(set().union(*(self._at.get(key, ()) for key in values or _keys(text))))
 
@@ -134,8 +131,7 @@ def subject_of(text: str) -> Subject | None:
             continue
         while index + 1 < len(tokens) and tokens[index + 1] in _HEAD_KINDS:
             index += 1  # "the reporting db port": the last noun heads the phrase
-        qualifiers = _qualifiers(tokens, index)
-        if qualifiers:
+        if qualifiers := _qualifiers(tokens, index):
             return Subject(_HEAD_KINDS[tokens[index]], qualifiers)
     plain = unmarked(text).lower()
     if (runtime := pinned_by(plain)) and values_of_kind(text, "version"):
@@ -181,12 +177,8 @@ def names_subject(text: str, subject: Subject, *, exactly: bool = False) -> bool
     reading = read(text)
     if not values and subject.kind not in {_HEAD_KINDS.get(w) for w in reading.subject}:
         return False
-    labels = {
-        stem(part.rstrip("0123456789"))
-        for value in values
-        for part in re.split(r"[^a-z0-9]+", value)
-        if len(part.rstrip("0123456789")) > 2
-    }
+    parts = (p.rstrip("0123456789") for value in values for p in re.split(r"[^a-z0-9]+", value))
+    labels = {stem(part) for part in parts if len(part) > 2}
     if not all(_among(word, reading.subject | labels) for word in subject.qualifiers):
         return False
     own = subject_of(text) if exactly else None

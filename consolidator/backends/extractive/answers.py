@@ -23,9 +23,8 @@ GUESSED_PRINTED: Final = "kept.output"
 
 
 def answered_facts(call: Call) -> list[tuple[str, str]]:
-    """What the command run right after a user's question printed in answer, with the rule it
-    was read by, where `printed_facts` took nothing: a keyed line the question names, a table's
-    one cell, or one value alone; sure only where the command names what it is the value of."""
+    """What the command run right after a user's question printed in answer, where
+    `printed_facts` took nothing; sure only where the command names what the value is of."""
     said = one_line(call.asked).strip()
     question = said if first(said, GUESSED_PRINTED, given=("answered",)) else ""
     if not (question and call.shell and call.ok and call.printed) or printed_facts(call):
@@ -52,9 +51,8 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
         found = _answer_keyed(lines, asked, words, "" if searched else read)
     printer = not last or last[0] in word_list("value-printers")
     if found is None and len(lines) == 1 and not searched and not printer:
-        # One value alone: of a field a reader of structured files was given with the file
-        # (`jq -r .engines.node package.json`), sure; else a guess, only where the command
-        # was chosen for it (the two share a word) or no status word is it (it has a digit).
+        # One value alone: sure as a field given with its file (`jq -r .engines.node x.json`);
+        # else a guess, where the command shares a word with the question or it has a digit.
         args = [arg for arg in last[1:] if not arg.startswith("-")]
         chosen = asked & {part for word in words for part in _parts(word)}
         if last[0] in word_list("field-readers") and len(args) == 2 and args[0].startswith("."):

@@ -1,7 +1,6 @@
-"""The offline stage-one backend: a deterministic extract of a rollout, with no model, for a
+"""The offline stage-one backend: a deterministic extract of a rollout with no model, for a
 machine with no key and for tests without a network. It keeps what can be taken verbatim and
-checked (the user's words, failures and their fixes, files edited, values printed), the same
-bytes for the same input, and words its notes (description, summary, keywords, slug)."""
+checked: the user's words, failures and their fixes, files edited, values printed."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ class ExtractiveBackend:
 def _extract(rollout: base.Stage1Input) -> base.Stage1Result:
     session = analyse(rollout.items, rollout.cwd)
     notes = _notes(session, rollout)
-    # Work worth a task: something stated or learned, a change made, or a question about
-    # the code answered in a sentence or more (a question back answers nothing).
+    # Worth a task: something stated or learned, a change made, or a question answered at length.
     answers = (i for i in rollout.items if i.kind is ItemKind.ASSISTANT and i.name != DELEGATED)
     if not (
         notes.states_something
@@ -77,13 +75,11 @@ def _notes(session: Session, rollout: base.Stage1Input) -> ExtractiveNotes:
     facts = dedupe([*noted, *spoken.facts, *printed.values(), *answered])
     rules = {text: f"{EVIDENCE}.{session.noted_by}" for text in noted} | spoken.rules
     rules |= dict.fromkeys(printed.values(), PRINTED) | answered
-    conclusions: list[str] = []
-    if session.last_agent_message:
-        agent_facts, conclusions = statements.agent_statements(session.last_agent_message, rules)
-        # A conclusion the session's own commands contradicted is not verified; what the
-        # agent said is its own, whoever stated it first: not a fact the user gave.
-        conclusions = [] if outcome == OUTCOME_PARTIAL else conclusions
-        conclusions = [c for c in dedupe([*conclusions, *agent_facts]) if c not in facts]
+    agent_facts, conclusions = statements.agent_statements(session.last_agent_message, rules)
+    # A conclusion the session's own commands contradicted is not verified; what the agent
+    # said is its own, whoever stated it first: not a fact the user gave.
+    conclusions = [] if outcome == OUTCOME_PARTIAL else conclusions
+    conclusions = [c for c in dedupe([*conclusions, *agent_facts]) if c not in facts]
     most = statements.MAX_STATEMENTS
     # A guess never crowds out a statement: the guesses go last before the cut.
     facts = sorted(facts, key=lambda fact: rules.get(fact, "").split(".")[0] in GUESSED_KINDS)

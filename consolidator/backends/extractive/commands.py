@@ -1,7 +1,6 @@
-"""A tool call and its result, read one way whatever the agent (spelling and shapes are data,
-`calls.json`; limits `words.json`): what it ran, the files it edited or read, whether it failed
-and on which line, the values it printed. A shell command's key (`python -m pytest` and `uv run
-pytest -x` are one) pairs a failure with its fix; an edit gives a new value nobody said."""
+"""A tool call and its result, read one way whatever the agent (spellings are `calls.json`):
+what it ran, the files it edited or read, whether and where it failed, the values it printed.
+A command's key (`python -m pytest` is `pytest`) pairs a failure with its fix."""
 
 from __future__ import annotations
 
@@ -149,9 +148,8 @@ def _path_in(token: str) -> str:
 
 def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
     """What a command runs (`make lint`, past wrappers, runners, `python -m` and shells), its
-    notable arguments (never a scratch path: two commands sharing one are not the same work),
-    and whether it leaves the project as it was: it only reads, or it only touches scratch
-    paths (`rm /tmp/app-test`)."""
+    notable arguments (no scratch path), and whether it leaves the project as it was: it only
+    reads, or only touches scratch paths (`rm /tmp/app-test`)."""
     first_line = (command.strip().splitlines() or [""])[0]
     for argv in segments(first_line):
         while argv and (pattern("assignment").match(argv[0]) or argv[0] in word_list("wrappers")):
@@ -181,9 +179,8 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
 
 
 def _asks_version(args: list[str]) -> bool:
-    """Whether a command asks it, or a server, for a version: a version flag alone (`-v` is
-    more often `--verbose`), a version word among flags only (`kubectl version --client`, not
-    `npm version patch`), after a subcommand's words, or a query (`select version()`)."""
+    """Whether a command asks for a version: a version flag alone (`-v` is more often
+    `--verbose`), a version word among flags only (not `npm version patch`), or a query."""
     args = [arg for arg in args if not pattern("redirect").search(arg)]
     words = word_list("version-words")
     asked = args[len(_subcommands(args)) :]
@@ -222,8 +219,7 @@ def _relative(path: str, cwd: str | None) -> str:
 
 
 def edited_values(edits: Iterable[FileEdit]) -> tuple[EditedValue, ...]:
-    """The values `edits` changed: a rename, a key's n-th value out against its n-th in, and a
-    runtime's new pin even with no old one."""
+    """The values `edits` changed: a rename, a key's n-th value out against its n-th in, a pin."""
     found: list[EditedValue] = []
     for path, removed, added, moved_from in edits:
         if moved_from:
@@ -250,7 +246,6 @@ def is_config(path: str) -> bool:
 def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
     """Each line's runtime pin or, in a configuration file, its key and value; never a secret."""
     config, listing = is_config(path), path.rsplit("/", 1)[-1] in word_list("version-lists")
-    most = limit("value-chars")
     for line in lines:
         if (pin := pinned_in_line(path, line)) is not None:
             yield f"{pin.runtime}{_PINNED}", pin.value.value
@@ -258,7 +253,7 @@ def _keyed(path: str, lines: list[str]) -> Iterator[tuple[str, str]]:
             yield f"{listed['tool']}{_PINNED}", listed["value"]
         elif config and (match := pattern("setting").match(redact(line).text)):
             value = one_line(match["value"]).strip("\"'")
-            if value and "[REDACTED" not in match["value"] and len(value) <= most:
+            if value and "[REDACTED" not in match["value"] and len(value) <= limit("value-chars"):
                 yield match["key"], value
 
 
@@ -328,8 +323,7 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
     elif argv[-2] in word_list("field-flags"):
         found = [(f"{argv[0]} {path.lstrip('.')}", one)]
     elif program in word_list("value-printers") and len(argv) == 2:
-        # What a printer was given back unchanged (`echo done`) or with no name (`echo $?`)
-        # tells nothing.
+        # A printer's value given back (`echo done`) or with no name (`echo $?`) tells nothing.
         named = pattern("printed-name").match(path)
         found = [(named["name"], one)] if named and one != path else []
     elif not word_list("value-getters").isdisjoint(argv[-2:]):

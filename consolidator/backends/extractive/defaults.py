@@ -20,11 +20,6 @@ USER_DEFAULTS_BLOCK_ID: Final = "user-defaults"
 EVERY_PROJECT: Final = "in every project"
 THIS_PROJECT: Final = "in this project"
 
-# The kinds of rule whose entries may hold in every project.
-_STANDING_KINDS: Final = STANDING_KINDS | {EVIDENCE}
-_MAKE_SURE = re.compile(r"\bmake sure\b")
-_FORM_ROWS: Final = ("instruction.standing-word", "instruction.every-project")
-
 
 def preference_text(where: str, quote: str) -> str:
     """How a standing instruction reads in a block: where it holds, then the user's words."""
@@ -98,7 +93,7 @@ def _instructions(blocks: Sequence[Block]) -> list[_Stated]:
         for bullet in block.preferences:
             quote = marks.asked_quote(bullet.text)
             kinds = {rule.split(".", 1)[0] for _, rule in bullet.rules}
-            if quote is None or (kinds and not kinds & _STANDING_KINDS):
+            if quote is None or (kinds and not kinds & (STANDING_KINDS | {EVIDENCE})):
                 continue
             cited = [c for t in bullet.task_ids if t in tasks for c in tasks[t].citations]
             if cited:
@@ -139,8 +134,9 @@ def _keys(quote: str) -> list[str | frozenset[str]]:
     names (words neither grammar nor of a rule's form, stemmed), so that "run black before
     committing" and "run ruff before committing" are two rules."""
     plain = " ".join(re.findall(r"[a-z0-9]+", quote.casefold()))
-    bare = _MAKE_SURE.sub(" ", quote.casefold())
-    for form in _FORM_ROWS:  # "from now on", "in every repo": how and where, not what
+    bare = re.sub(r"\bmake sure\b", " ", quote.casefold())
+    # "make sure", "from now on", "in every repo": how and where, not what.
+    for form in ("instruction.standing-word", "instruction.every-project"):
         bare = rule(form).regex.sub(" ", bare)
     named = re.findall(r"[a-z0-9][a-z0-9+_-]*", bare)
     names = frozenset(facts.stem(word) for word in named if word not in word_list("rule-form"))

@@ -40,8 +40,7 @@ def account(failure: FailureNote, between: Sequence[Call]) -> str:
     bare = (pattern("stray-stop").sub("", strip_lead_in(s)) for s in said)
     said_of_it: list[str] = []
     for s in bare:
-        # A question, a sentence that only introduces what follows, or what the agent will do
-        # next says nothing of why it failed.
+        # A question, an introduction ("...:") or the agent's next step says nothing of why.
         aside = is_question(s) or s.endswith(":") or first_person.regex.match(s)
         if not aside and len(s.split()) >= limit("explained-words") and _words(s) & about:
             said_of_it.append(doubled.regex.sub(r"\1", s))
@@ -76,8 +75,7 @@ def fix_of(text: str) -> str:
 
 
 def same_failure(old: str, new: str) -> bool:
-    """One bullet per command family and fix: the error line and the agent's words may
-    differ between sessions, and so may how the command was run."""
+    """One bullet per command family and fix, however the command was run and its error worded."""
     return _failure_key(old) == _failure_key(new)
 
 

@@ -1,8 +1,6 @@
-"""The engine of the offline reader's rule table (`rules.json`, beside this module).
-
-Each sentence decision is a row: kind, pattern, precedence, conditions, examples (see
-docs/contributing.md). `first` gives the row that decides, and the entry keeps its id;
-`without_rules` switches rows off, so a test shows each rule is needed by an example."""
+"""The engine of the offline reader's rule table, `rules.json` (see docs/contributing.md):
+`first` gives the row that decides a sentence, and the entry keeps its id; `without_rules`
+switches rows off, so a test shows each rule is needed by an example."""
 
 from __future__ import annotations
 
@@ -51,8 +49,7 @@ class Rule:
     describe: str
     examples: list[str]
     counter_examples: list[str]
-    # Where the rule reads: anywhere, the whole text, a clause's start, a clause's end, a
-    # word, the order in it, or where a clause starts after a comma.
+    # Where it reads: anywhere, a clause's start or end, a word, an order, a clause's start.
     reads_as: str = "sentence"
     requires: list[str] = field(default_factory=list)
     unless: list[str] = field(default_factory=list)
@@ -71,8 +68,6 @@ class Rule:
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
         regex = self.regex
-        if self.reads_as == "whole":
-            return regex.fullmatch(text)
         if self.reads_as == "clause":
             return next(filter(None, map(regex.match, clauses(text))), None)
         if self.reads_as == "tail":
@@ -100,9 +95,8 @@ class Rule:
 
 @cache
 def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
-    """A row's pattern, compiled once: `re`'s own cache holds 512 patterns, fewer than a pass
-    compiles (the segmenter's, the redaction's, every module's), so it would compile a row
-    again each time the others pushed it out."""
+    """A row's pattern, compiled once: `re`'s own cache (512) is smaller than what a pass
+    compiles, so a row pushed out would be compiled again and again."""
     return re.compile(pattern, flags)
 
 
@@ -228,8 +222,7 @@ def limit(name: str) -> int:
 
 
 def table_in_markdown() -> str:
-    """The offline reader's section of `docs/backends.md`: each kind of rule, then each rule
-    with what it reads, one example and one counter-example."""
+    """The offline reader's section of `docs/backends.md`: per kind, each rule and its examples."""
     lines = [DOC_START, ""]
     for kind in dict.fromkeys(row.kind for row in table()):
         lines.append(f"- **{kind}**")

@@ -17,8 +17,7 @@ _STOPS = str.maketrans({".": "\ue000", "!": "\ue000", "?": "\ue000"})
 @lru_cache(maxsize=4096)
 def _segments(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
     """`paragraph` cut into sentences, never where `no_break` reads (a code span, before a
-    dotfile's name): the segmenter reads a copy where those full stops are masked. Remembered
-    (sessions say "sounds good, go ahead" again and again); a switched-off rule reads nothing."""
+    dotfile's name); remembered, as sessions say "sounds good, go ahead" again and again."""
     masked = no_break.sub(lambda m: m.group(0).translate(_STOPS), paragraph)
     if masked.isascii() and not shape("segmenter-marks").search(masked):
         # One sentence, as the segmenter gives it: from its first character that is no space.
@@ -94,10 +93,8 @@ def is_question(sentence: str) -> bool:
 
 
 def strip_lead_in(sentence: str) -> str:
-    previous = None
-    while previous != sentence:
-        previous = sentence
-        sentence = rule("structure.lead-in").regex.sub("", sentence).strip()
+    while (stripped := rule("structure.lead-in").regex.sub("", sentence).strip()) != sentence:
+        sentence = stripped
     return sentence
 
 

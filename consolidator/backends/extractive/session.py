@@ -50,8 +50,7 @@ def analyse(items: Sequence[RolloutItem], cwd: str | None) -> Session:
     for item in items:
         delegated = delegated or (item.text if item.name == DELEGATED else "")
         if item.kind is ItemKind.USER and item.name == CHECK_ITEM:
-            # A tool's findings, not anyone's words: what the folder lacks is taken back, what
-            # the repository states otherwise is marked, and what it states is a fact.
+            # A tool's findings: what the folder lacks is taken back, what differs marked.
             check = read_check(item.text)
             session.disproved.extend(entry for entry, _ in check.gone)
             session.outdated.extend(entry for entry, _ in check.outdated)

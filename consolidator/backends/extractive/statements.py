@@ -49,8 +49,7 @@ class UserStatements:
     rules: dict[str, str] = field(default_factory=dict)
     # The entry read last, which a correction giving only a value corrects.
     latest: list[tuple[list[str], str]] = field(default_factory=list)
-    # A thing said last to be a name that gave no entry ("the bucket is acme-raw"), which a
-    # correction may lengthen.
+    # A name said last that gave no entry ("the bucket is acme-raw"): a correction may lengthen.
     heard: list[str] = field(default_factory=list)
 
     def add(self, into: list[str], text: str, rule_id: str) -> None:
@@ -101,12 +100,10 @@ def _units(sentence: str) -> list[str]:
 
 
 def _read_unit(bare: str, number: int, read: UserStatements, *, beside: bool = False) -> None:
-    """One part of a sentence read by the rule that decides it; `number` is its message's
-    place. Read by no rule, a part is a fact when it states something with a value, or about
-    more than a pronoun ("it works now" says nothing for later) said later or as a change: the
-    opening request is the task. A remark aside from the request (said later, or beside it in
-    an opening: `beside`) no rule reads as a statement is kept as a guess, and so is trouble
-    up to the end of its clause when it says where ("checkout svc on 8443 keeps timing out")."""
+    """One part of the `number`th message, read by the rule that decides it. Read by none, it
+    is a fact when it states a value, or more than a pronoun said later or as a change (the
+    opening request is the task); a remark aside from the request, or trouble saying where
+    ("checkout svc on 8443 keeps timing out"), is kept as a guess."""
     read.heard.clear()
     if len(bare.split()) < 2 or is_question(bare):
         return  # a word alone ("mix_audit" out of a list) states nothing
@@ -168,12 +165,11 @@ def _statement(text: str, *, user: bool = True) -> str:
 def negated_values(sentence: str) -> list[str]:
     """The distinctive values a sentence says are no longer so; a kind and its number are
     distinctive together, and so are a thing and the value an arrow leads from."""
-    found = [
-        m["old"] or m.groupdict().get("old_lead") or ""
+    values = [
+        (m["old"] or m.groupdict().get("old_lead") or "").rstrip(".,").strip("`")
         for rule_id in (*_OLD_VALUES, "take-back.was-old", "take-back.scratched")
         for m in rule(rule_id).regex.finditer(sentence)
     ]
-    values = (value.rstrip(".,").strip("`") for value in found)
     # "not 6543 but 6544": a value paired with one of its kind is taken back however plain.
     paired = [
         m["old_lead"]
@@ -208,12 +204,10 @@ def _words(text: str) -> set[str]:
 
 
 def _corrected(sentence: str, read: UserStatements, message: str, asked: str) -> bool:
-    """Read `sentence` of `message` as a correction in a few words ("no wait, 3301", "5433 not
-    5432"): worded, or a reply that only replaces a value, it gives one value of a kind the
-    entry read last holds (or lengthens a name said last), and says nothing else but that
-    entry's subject or its reason ("i bumped it", "4010 is taken by prism"); the value replaces
-    the last of its kind, taken back. An answer to the agent's question `asked` is worded, and
-    gives no value of a kind the question holds ("no, 16" to "4 workers?" answers it)."""
+    """Read `sentence` as a correction in a few words ("no wait, 3301"): one value of a kind the
+    entry read last holds, said with nothing but its subject or a reason, replaces the last of
+    its kind. An answer to the agent's question `asked` must be worded, and correct no value of
+    a kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = rule("old-value.not").regex.sub(" ", sentence)
     worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
@@ -221,8 +215,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     if is_question(sentence) or len(given) != 1:
         return False
     kind, new = given[0]
-    # A value lengthening the name a thing was said last to be ("the bucket is acme-raw"),
-    # heard without an entry or as the entry read last, corrects that name ("acme-raw-v2").
+    # A value lengthening a name said last ("acme-raw" to "acme-raw-v2") corrects that name.
     for chosen in [*((read.facts, _statement(said)) for said in read.heard), *read.latest]:
         named = ((m := shape("is-value").match(chosen[1])) and m["value"].strip(".`'\"")) or ""
         if len(named) > 2 and re.match(rf"{re.escape(named)}[-_.]\w", new):
@@ -234,8 +227,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     into, previous = chosen
     rest = _beside(told, new)[1]
     if len(told.split()) > _MAX_CORRECTION_WORDS or holds(_SAYS_SOMETHING, rest):
-        # Said more, unless it only names again what the entry is about ("no @ines does db
-        # access now" after "ask @tomas for db access").
+        # Said more, unless only what the entry is about ("no @ines does db access now").
         about, said = ({w.strip(".,;:!?") for w in t.lower().split()} for t in (previous, rest))
         words = {w for w in said - word_list("slug-stopwords") if not facts.says_change(w)}
         if not words or not words <= about:
@@ -279,8 +271,7 @@ def _joined_name(word: str) -> bool:
 
 
 def _without_reason(told: str, read: UserStatements) -> tuple[str, bool]:
-    """`told` without a clause naming a value the entry read last gives ("4011, 4010 is taken
-    by prism"), the reason; and whether one was cut."""
+    """`told` without a reason naming a value the entry read last gives, and whether one was cut."""
     reason = rule("structure.reason-after").regex.search(told)
     if not reason or not read.latest or not _values_given(told[: reason.start()]):
         return told, False
@@ -363,9 +354,8 @@ def _correction(sentence: str, read: UserStatements) -> None:
 def agent_statements(
     message: str, rules: dict[str, str] | None = None
 ) -> tuple[list[str], list[str]]:
-    """Facts the agent pointed out and the conclusions it reached in its final message; the
-    rule that read each goes into `rules`, by its text, when given. A finding without a cue
-    is a plain statement of how the project is, with a value, not of what the agent did."""
+    """Facts the agent pointed out and conclusions it reached in its final message, the rule of
+    each into `rules`; a finding without a cue states how the project is, with a value."""
     # The agent's conclusions are kept where the user's statements keep what is taken back.
     read = UserStatements([], [], [], {} if rules is None else rules)
     for sentence in sentences(message):

@@ -45,8 +45,7 @@ def newest_wins(
 
 
 def _stale_mark(old: str, new: str, stated: str, day: str) -> str:
-    """`old` superseded when all it gives is one value (or clause) of a kind `new` gives; only
-    a possible conflict when it says more."""
+    """Superseded if `old` gives one value (or clause) of a kind `new` gives, else in conflict."""
     one_clause = len(shape("more-clauses").split(old)) == 1
     if held := [subjects.same_kind(kind) for kind, _ in subjects.shaped_values(old)]:
         one = len(held) == 1 or (one_clause and len(facts.read(old).stated.values) == 1)
