@@ -193,6 +193,14 @@ ANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
         ),
         "7.2.4",
     ),
+    "misspelt-question": (
+        _answered(
+            "wat postgres version r we on",
+            "psql -tAc 'show server_version'",
+            "server_version\n----------------\n 15.4\n(1 row)",
+        ),
+        "15.4",
+    ),
     "psql-one-cell": (
         _answered(
             "whats max_connections on staging",

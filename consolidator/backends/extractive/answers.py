@@ -15,6 +15,7 @@ from consolidator.backends.extractive.commands import (
     segments,
 )
 from consolidator.backends.extractive.rules import first, limit, word_list
+from consolidator.backends.extractive.sentences import respelled
 from consolidator.memory.text import clip, code_span, one_line
 from consolidator.security.redaction import redact
 
@@ -26,7 +27,7 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     """What the command run right after a user's question printed in answer, where
     `printed_facts` took nothing; sure only where the command names what the value is of."""
     said = one_line(call.asked).strip()
-    question = said if first(said, GUESSED_PRINTED, given=("answered",)) else ""
+    question = said if first(respelled(said), GUESSED_PRINTED, given=("answered",)) else ""
     if not (question and call.shell and call.ok and call.printed) or printed_facts(call):
         return []
     argvs = segments(call.command)
