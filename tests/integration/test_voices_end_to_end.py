@@ -324,6 +324,21 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
     "corrected-its-now": (_once(ASK, "db port is 5433 btw", "its 5434 now"), "5434", "5433"),
     "corrected-trailing-star": (_once(ASK, "mailpit port 1025", "1026*"), "1026", "1025"),
     "corrected-verbless": (_once("redis at 6380 not 6379"), "6380", "6379"),
+    "corrected-as-the-correct-one": (
+        _once(
+            ASK,
+            "the api base url is `http://localhost:3000`",
+            "`http://localhost:3001` is correct one",
+        ),
+        "3001",
+        "3000",
+    ),
+    "corrected-after-a-misspelt-oops": (_once(ASK, "java version is 17", "ups, 21"), "21", "is 17"),
+    "corrected-with-a-reason-after-a-dash": (
+        _once(ASK, "max retries is 3", "5 \u2014 i checked the code"),
+        "retries is 5",
+        "is 3",
+    ),
 }
 
 ONCE: dict[str, tuple[tuple[Said, ...], str]] = {

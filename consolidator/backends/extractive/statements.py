@@ -298,7 +298,7 @@ def _changed_without_reason(said: str) -> str:
 def _beside(told: str, new: str) -> tuple[str, str]:
     """`told` without its words of correcting, and the words there beside the value `new`."""
     said = rule("correction.value-only").regex.sub(" ", told)
-    return said, said.replace(new, " ").strip(" ,.;:!-*`")
+    return said, said.replace(new, " ").strip(" ,.;:!*`-\u2013\u2014")
 
 
 def _values_given(text: str) -> list[tuple[str, str]]:
@@ -315,7 +315,8 @@ def _only_replaces(new: str, reply: str) -> bool:
     beside it ("600s, misremembered", "its 5673"; a bare "5433" may answer anything)."""
     heard = rule("old-value.not").regex.sub(" ", reply)
     said, beside = _beside(heard, new)
-    if len(heard.split()) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
+    words = [word for word in heard.split() if any(c.isalnum() for c in word)]  # not a dash
+    if len(words) > _MAX_CORRECTION_WORDS or not (beside or heard != reply):
         return False
     return not holds(_ABOUT_SOMETHING, beside) and not holds("shape.says-more", said)
 
