@@ -52,6 +52,17 @@ SHOWN: dict[str, tuple[tuple[Said, ...], tuple[str, ...]]] = {
         ("refs/remotes/origin/develop",),
     ),
     "git-config-get": (_once("git config --get core.hooksPath", ".githooks"), (".githooks",)),
+    "searched-through-a-folder": (
+        _once(
+            "grep -r STAGING_HOST config/",
+            "config/staging.env:STAGING_HOST=stg-7.shop.internal",
+        ),
+        ("STAGING_HOST in config/staging.env", "stg-7.shop.internal"),
+    ),
+    "file-piped-into-a-search": (
+        _once("cat alembic.ini | grep script_location", "script_location = db/migrations"),
+        ("script_location", "db/migrations"),
+    ),
     "env-with-a-secret": (
         _once("cat .env.local", "DB_PORT=5544\nAPI_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c"),
         ("DB_PORT", "5544"),
@@ -74,6 +85,10 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
 NOISE: dict[str, tuple[tuple[Said, ...], str]] = {
     "long-env-dump": (_once("cat .env", _ENV_DUMP), "8086"),
     "grepped-code": (_once("grep -n port src/server.py", "12:    port = 8087"), "8087"),
+    "searched-through-two-settings-files": (
+        _once("grep -r DB_PORT .", "config/dev.env:DB_PORT=5541\nconfig/test.env:DB_PORT=5542"),
+        "5541",
+    ),
     "getter-printing-a-table": (
         _once("kubectl get pods", "NAME READY\nweb-1 1/1\nweb-2 1/1"),
         "web-1",

@@ -277,11 +277,35 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     return pattern("refused").match(item.text) is None
 
 
+def _searched_file(argvs: list[list[str]]) -> list[list[str]]:
+    """`cat F | grep K` as the search it is, `grep K F`; any other command line as it is."""
+    read, searched = [*argvs, [], []][:2]
+    if len(argvs) == len(read) == 2 and read[0] in word_list("file-readers") and searched:
+        return [[*searched, read[1]]] if searched[0] in word_list("searchers") else argvs
+    return argvs
+
+
+def _lines_of_files(
+    path: str, printed: tuple[str, ...], searched: bool
+) -> Iterator[tuple[str, str]]:
+    """Each printed line with the file it is of: a search through several files (`grep -r K
+    config/`) names the file first."""
+    for line in printed:
+        hit = pattern("search-hit").match(line) if searched else None
+        yield (
+            (hit["path"], line[hit.end() :])
+            if hit
+            else (path, pattern("line-number").sub("", line))
+        )
+
+
 def printed_facts(call: Call) -> list[tuple[str, str]]:
     """What `call`, one command piping nothing past wrappers and runners, was run to print (a
     version, a one-value file, a getter's or a printer's value, a field, a file's settings)."""
-    printed = call.printed if call.shell and call.ok and "|" not in call.command else ()
-    words = segments(call.command) if printed else []
+    printed = call.printed if call.shell and call.ok else ()
+    words = _searched_file(segments(call.command)) if printed else []
+    if len(words) > 1 and "|" in call.command:
+        return []  # what a pipe printed is the last command's reading of another's output
     argvs = [[word for word in argv if word != "2>&1"] for argv in words]
     argvs = [argv for argv in argvs if argv and argv[0] not in word_list("setup-programs")]
     argv = argvs[0] if len(argvs) == 1 and printed else []
@@ -307,9 +331,16 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         name = " ".join([name, *_subcommands(argv[1:])]) if name == program else name
         found = [(f"{name}{_PINNED}", version.group(0))] if version else []
     elif reads and path.rsplit("/", 1)[-1] not in word_list("one-value-files"):
-        lines = [pattern("line-number").sub("", line) for line in printed]
-        wanted = argv[-2].lower() if program in word_list("searchers") else ""
-        found = [(f"{k} in {path}", v) for k, v in _keyed(path, lines) if wanted in k.lower()]
+        searched = program in word_list("searchers")
+        wanted = argv[-2].lower() if searched else ""
+        lines = list(_lines_of_files(path, printed, searched))
+        one_file = len({file for file, _ in lines}) == 1  # a search through many chose none
+        found = [
+            (f"{k} in {file}", v)
+            for file, line in lines
+            for k, v in _keyed(file, [line])
+            if wanted in k.lower() and one_file
+        ]
     elif template := [pattern("template-field").findall(arg) for arg in argv if "{{" in arg]:
         # The one row a template of two fields or more printed, named by its first cell
         # (`{{.Names}} {{.Ports}}`): each other field, a published port by its port on the host.
