@@ -188,6 +188,25 @@ def test_a_call_the_client_refused_to_run_is_no_failure_and_no_fix() -> None:
     assert failures == ()
 
 
+def test_a_command_the_sandbox_denied_is_no_failure_but_its_program_s_own_error_is() -> None:
+    # Codex's sandbox, as in the guideai-dev rollout of tests/fixtures/real: "failed in
+    # sandbox: " and nothing of the program, then the same command with more permissions.
+    failures = notes_of(
+        user("add vitest to the desktop app"),
+        shell("c1", "pnpm add -D vitest --filter desktop"),
+        output("c1", "failed in sandbox: ", 1),
+        shell("c2", "pnpm add -D vitest --filter desktop"),
+        output("c2", "Done in 2.1s"),
+        shell("c3", "pnpm test --filter desktop -- --run"),
+        output("c3", "failed in sandbox: MISSING DEPENDENCY Cannot find dependency 'jsdom'", 1),
+        shell("c4", "pnpm add -D jsdom --filter desktop"),
+        output("c4", "Done in 1.4s"),
+        shell("c5", "pnpm test --filter desktop -- --run"),
+        output("c5", "Test Files  3 passed (3)"),
+    ).failures
+    assert [failure.command for failure in failures] == ["pnpm test --filter desktop -- --run"]
+
+
 def test_a_redirection_both_commands_end_with_does_not_pair_a_failure_with_a_fix() -> None:
     (failure,) = notes_of(
         user("the renderer test is red"),
