@@ -37,7 +37,7 @@ from consolidator.backends.calls import Attempts, TransientFailure
 from consolidator.backends.endpoint import scrub
 from consolidator.backends.schema_calls import SchemaCallingBackend
 from consolidator.backends.token_budget import DailyBudget, TokenLedger, call_ceiling
-from consolidator.security.names import one_line
+from consolidator.security.names import escape_hidden
 from consolidator.security.redaction import redact
 from consolidator.sources.backend_runs import BACKEND_WORKDIR_PREFIX
 
@@ -279,7 +279,7 @@ class AgentCLIBackend(SchemaCallingBackend):
 def _reason(error: str) -> str:
     """An error as one short line, secrets and keys redacted."""
     text = " ".join(scrub(redact(error).text, None).split())
-    return one_line(text[:_MAX_REASON_CHARS])
+    return escape_hidden(text[:_MAX_REASON_CHARS])
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

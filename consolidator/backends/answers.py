@@ -21,7 +21,7 @@ from consolidator.memory.blocks import Block
 from consolidator.memory.edits import apply_edits
 from consolidator.memory.schema import blocks_from_model_output
 from consolidator.security.invisible import strip_invisible
-from consolidator.security.names import one_line
+from consolidator.security.names import escape_hidden
 from consolidator.security.redaction import redact
 
 _LOCAL_ONLY_KEYWORDS = frozenset({"maxLength"})
@@ -145,7 +145,7 @@ def quoted_start(text: str) -> str:
     start = strip_invisible(redact(text[: QUOTED_ANSWER_CHARS * 2]).text)
     start = " ".join(start.split())
     cut = "..." if len(start) > QUOTED_ANSWER_CHARS else ""
-    return json.dumps(one_line(start[:QUOTED_ANSWER_CHARS]) + cut, ensure_ascii=False)
+    return json.dumps(escape_hidden(start[:QUOTED_ANSWER_CHARS]) + cut, ensure_ascii=False)
 
 
 def check_answer(value: object, schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 
 from consolidator.memory import facts, marks
 from consolidator.memory.blocks import SECTIONS, Block, Bullet, Memory, Origin, Section
-from consolidator.memory.render import one_line
+from consolidator.memory.render import collapse_whitespace
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 from consolidator.memory.sureness import Entry, Evidence, Judgment, judge
 from consolidator.verify.entry import EntryChecker
@@ -177,7 +177,7 @@ class _Checks:
         for bullet in bullets:
             if marks.is_superseded(bullet.text):
                 continue  # a newer value is shown; MEMORY.md keeps this one, marked
-            plain = one_line(bullet.text)
+            plain = collapse_whitespace(bullet.text)
             verdict = None
             if self.checker is not None and folder is not None:
                 verdict = self.checker.verdict(folder, bullet.text)
@@ -307,7 +307,7 @@ def build_context(
     )
     everywhere = _asked_everywhere(user_wide)
     for block in projects:
-        budget.heading(f"## {one_line(block.title)}")
+        budget.heading(f"## {collapse_whitespace(block.title)}")
         for section in _PROJECT_ORDER:
             bullets = block.section(section)
             if section == "preferences":
@@ -412,7 +412,7 @@ def _summary_pointers(blocks: Iterable[Block], memory_dir: Path) -> Iterator[Sum
                 found.append(
                     SummaryPointer(
                         path=str(memory_dir / citation.rollout_summary_file),
-                        task=one_line(task.title),
+                        task=collapse_whitespace(task.title),
                         updated_at=citation.updated_at,
                         thread_id=citation.thread_id,
                     )

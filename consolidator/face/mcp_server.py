@@ -22,7 +22,7 @@ from pydantic import Field
 from consolidator.core.config import MAX_SEARCH_HITS, Settings
 from consolidator.face.context import provenance, read_memory
 from consolidator.memory.blocks import Block, Memory
-from consolidator.memory.render import one_line, render_block
+from consolidator.memory.render import collapse_whitespace, render_block
 from consolidator.memory.scope import applicable_blocks, is_user_wide
 from consolidator.memory.search import blocks_in_scope, search
 from consolidator.security.invisible import is_invisible
@@ -195,7 +195,7 @@ class MemoryTools:
                 tasks.append(
                     {
                         "block_id": block.block_id,
-                        "task": one_line(task.title),
+                        "task": collapse_whitespace(task.title),
                         "updated_at": max((c.updated_at for c in task.citations), default=""),
                         "thread_ids": list(task.thread_ids),
                         "rollout_summaries": [

@@ -34,7 +34,7 @@ from consolidator.memory.blocks import (
     spread_origins,
     stated_origin,
 )
-from consolidator.memory.render import ANY_CWD, one_line, split_keywords
+from consolidator.memory.render import ANY_CWD, collapse_whitespace, split_keywords
 from consolidator.memory.schema import UnknownCitation, block_to_payload
 
 SECTION_LETTERS: Final[dict[Section, str]] = {
@@ -192,7 +192,7 @@ class _Edit:
         return value
 
     def text(self, key: str, *, allow_empty: bool = False) -> str:
-        text = one_line(self.string(key))
+        text = collapse_whitespace(self.string(key))
         if not text and not allow_empty:
             raise ValueError(f"{self.where}.{key}: must not be empty")
         return text
@@ -328,7 +328,7 @@ def _delete_bullet(draft: _Draft, edit: _Edit) -> None:
 
 def _set_block(draft: _Draft, edit: _Edit) -> None:
     cwd: str | None = edit.fields["applies_to_cwd"]
-    cwd = one_line(cwd) if cwd is not None else ""
+    cwd = collapse_whitespace(cwd) if cwd is not None else ""
     draft.block = replace(
         draft.block,
         title=edit.text("title"),

@@ -60,7 +60,7 @@ _REF = re.compile(r"\[Task\s*(?P<number>\d+)\]", re.IGNORECASE)
 _TASK_LISTS: Final = {"rollout_summary_files": "citations", "keywords": "keywords"}
 
 
-def one_line(text: str) -> str:
+def collapse_whitespace(text: str) -> str:
     """The form every value takes in the file; parsing returns values already in this form."""
     return " ".join(text.split())
 
@@ -69,12 +69,14 @@ def shown_text(text: str) -> str:
     """A value as written: on one line, with nothing invisible in it. The gate quarantines
     entries holding invisible characters; this keeps any that reach the renderer out of the
     file all the same."""
-    return one_line(strip_invisible(text))
+    return collapse_whitespace(strip_invisible(text))
 
 
 def split_keywords(keywords: Iterable[str]) -> list[str]:
     """Keywords as they appear in the file: comma-separated on one line, so a comma splits."""
-    return [k for k in (one_line(part) for kw in keywords for part in kw.split(",")) if k]
+    return [
+        k for k in (collapse_whitespace(part) for kw in keywords for part in kw.split(",")) if k
+    ]
 
 
 def render_memory_md(memory: Memory) -> str:
@@ -198,7 +200,7 @@ def parse_memory_md(text: str) -> Memory:
     for raw in text.splitlines():
         line = raw.strip()
         if match := _BLOCK_HEADING.fullmatch(line):
-            block = _DraftBlock(title=one_line(match["title"]))
+            block = _DraftBlock(title=collapse_whitespace(match["title"]))
             drafts.append(block)
             task, task_list, section = None, None, None
         elif line.startswith("# "):
@@ -212,14 +214,16 @@ def parse_memory_md(text: str) -> Memory:
             elif kind == "task" and task is not None and task.task_id is None:
                 task.task_id = match["id"]
         elif match := _TASK_HEADING.fullmatch(line):
-            task = _DraftTask(number=int(match["number"]), title=one_line(match["title"]))
+            task = _DraftTask(
+                number=int(match["number"]), title=collapse_whitespace(match["title"])
+            )
             block.tasks.append(task)
             task_list, section = None, None
         elif line.startswith("### "):
-            task_list = _TASK_LISTS.get(one_line(line[4:]).lower()) if task else None
+            task_list = _TASK_LISTS.get(collapse_whitespace(line[4:]).lower()) if task else None
         elif line.startswith("## "):
             task, task_list = None, None
-            section = _SECTION_BY_HEADING.get(one_line(line).lower())
+            section = _SECTION_BY_HEADING.get(collapse_whitespace(line).lower())
         elif not line.startswith("-"):
             if task is None and section is None:
                 _parse_header_line(block, line)
@@ -235,11 +239,11 @@ def parse_memory_md(text: str) -> Memory:
 
 def _parse_header_line(block: _DraftBlock, line: str) -> None:
     if match := _SCOPE.fullmatch(line):
-        block.scope = one_line(match["scope"])
+        block.scope = collapse_whitespace(match["scope"])
     elif (match := _APPLIES_TO.match(line)) and (rule := _REUSE_RULE.search(line, match.end())):
-        cwd = one_line(line[match.end() : rule.start()])
+        cwd = collapse_whitespace(line[match.end() : rule.start()])
         block.applies_to_cwd = None if cwd in ("", ANY_CWD) else cwd
-        block.reuse_rule = one_line(line[rule.end() :])
+        block.reuse_rule = collapse_whitespace(line[rule.end() :])
 
 
 # The two parsers below scan with `str.find` and `rfind` rather than one regular expression:
@@ -261,7 +265,7 @@ def _parse_bullet(line: str) -> tuple[str, list[int]]:
         while end > 0 and line[end - 1].isspace():
             end -= 1
     numbers.reverse()
-    return one_line(line[1:end]), numbers
+    return collapse_whitespace(line[1:end]), numbers
 
 
 def _parse_citation(line: str) -> ThreadCitation | None:
@@ -273,9 +277,9 @@ def _parse_citation(line: str) -> ThreadCitation | None:
         found = line.find(separator, position)
         if found < 0:
             return None
-        values.append(one_line(line[position:found]))
+        values.append(collapse_whitespace(line[position:found]))
         position = found + len(separator)
-    values.append(one_line(line[position:-1]))
+    values.append(collapse_whitespace(line[position:-1]))
     summary_file, cwd, rollout_path, updated_at, thread_id = values
     if not summary_file or not thread_id:
         return None

@@ -13,10 +13,11 @@ Tasks in the answer cite bare thread ids; the worker's `citation_lookup` turns e
 already cited by the memory. Such an id raises `UnknownCitation`, raised only once everything
 else in the answer holds, so a caller can tell an invented citation from a malformed answer.
 
-Free text is normalised to the single-line form the renderer writes (`render.one_line`), so the
-stored memory and the file say the same thing, and citation markers such as `[Task 1]` at the
-end of a bullet are removed, since the renderer writes them from `task_ids`. An
-`applies_to_cwd` of `""` or `"*"` means no particular cwd and becomes `None`.
+Free text is normalised to the single-line form the renderer writes
+(`render.collapse_whitespace`), so the stored memory and the file say the same thing, and
+citation markers such as `[Task 1]` at the end of a bullet are removed, since the renderer
+writes them from `task_ids`. An `applies_to_cwd` of `""` or `"*"` means no particular cwd and
+becomes `None`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from consolidator.memory.blocks import (
     spread_origins,
     stated_origin,
 )
-from consolidator.memory.render import ANY_CWD, one_line, split_keywords
+from consolidator.memory.render import ANY_CWD, collapse_whitespace, split_keywords
 
 # Models imitate the file they have seen; the renderer adds the markers from `task_ids`.
 _TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[Task\s*\d+\])+\s*$", re.IGNORECASE)
@@ -160,7 +161,7 @@ def _block(fields: Mapping[str, Any], path: str) -> tuple[Block, list[_DraftTask
     block_id = _identifier(fields["block_id"], f"{path}.block_id")
     title = _text(fields["title"], f"{path}.title")
     scope = _text(fields["scope"], f"{path}.scope", allow_empty=True)
-    cwd = one_line(fields["applies_to_cwd"] or "")
+    cwd = collapse_whitespace(fields["applies_to_cwd"] or "")
     reuse_rule = _text(fields["reuse_rule"], f"{path}.reuse_rule", allow_empty=True)
     task_values = fields["tasks"]
     if not task_values:
@@ -230,7 +231,7 @@ def _bullets(items: list[Any], task_ids: set[str], path: str) -> tuple[Bullet, .
 
 
 def _text(value: str, path: str, *, allow_empty: bool = False, normalise: bool = True) -> str:
-    text = one_line(value) if normalise else value.strip()
+    text = collapse_whitespace(value) if normalise else value.strip()
     if not text and not allow_empty:
         raise ValueError(f"{path}: must not be empty")
     return text

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from consolidator.memory.blocks import Block, Memory
-from consolidator.memory.render import one_line
+from consolidator.memory.render import collapse_whitespace
 from consolidator.memory.scope import applicable_blocks, blocks_for_cwd, is_user_wide
 
 HitKind = Literal["bullet", "task", "rollout_summary"]
@@ -106,7 +106,7 @@ def _candidates(
             )
             yield SearchHit(
                 "bullet",
-                one_line(bullet.text),
+                collapse_whitespace(bullet.text),
                 block.block_id,
                 block.title,
                 section,
@@ -115,7 +115,7 @@ def _candidates(
             )
     for block in blocks:
         for task in block.tasks:
-            text = one_line(" ".join([task.title, *task.keywords]))
+            text = collapse_whitespace(" ".join([task.title, *task.keywords]))
             yield SearchHit("task", text, block.block_id, block.title, None, task.thread_ids)
     for block in blocks:
         for task in block.tasks:
@@ -126,7 +126,7 @@ def _candidates(
                 seen_threads.add(citation.thread_id)
                 yield SearchHit(
                     "rollout_summary",
-                    one_line(summary),
+                    collapse_whitespace(summary),
                     block.block_id,
                     block.title,
                     None,

@@ -4,7 +4,7 @@ They end up in file names, in line-oriented Markdown (`raw_memories.md`, `MEMORY
 terminals, so each is checked once where it enters: a session id must be a plain identifier,
 and a path, cwd or branch may hold no line break, control, bidi or other invisible character
 and no known injection phrase. A value that fails is bad input with a one-line reason, never an
-exception further down. `one_line` is the encoding for values printed back out: it escapes
+exception further down. `escape_hidden` is the encoding for values printed back out: it escapes
 what a check would have refused, so text stored before the checks existed cannot forge
 structure either.
 """
@@ -44,7 +44,7 @@ def thread_id_problem(value: str) -> str | None:
         return f"session id must have 1-{THREAD_ID_MAX_CHARS} characters"
     if _THREAD_ID.fullmatch(value) is None or ".." in value:
         return (
-            f"unsafe session id {one_line(value[:60])!r}: expected letters, digits and"
+            f"unsafe session id {escape_hidden(value[:60])!r}: expected letters, digits and"
             " '_.:-', not starting with a separator and without '..'"
         )
     return None
@@ -61,7 +61,7 @@ def text_problem(label: str, value: str | None, *, recurs: bool = True) -> str |
     if hidden is not None:
         return (
             f"{label} holds a line break, control or invisible character"
-            f" (U+{ord(hidden):04X}): {one_line(value[:120])}"
+            f" (U+{ord(hidden):04X}): {escape_hidden(value[:120])}"
         )
     threat = _recurring_threat(value) if recurs else _first_threat(value)
     return f"{label} looks like a prompt injection ({threat})" if threat is not None else None
@@ -87,7 +87,7 @@ def _first_hidden_character(value: str) -> str | None:
     return next((char for char in value if is_hidden_character(char)), None)
 
 
-def one_line(value: str) -> str:
+def escape_hidden(value: str) -> str:
     """`value` on one line with every hidden character escaped as `\\uXXXX`."""
     if _first_hidden_character(value) is None:
         return value

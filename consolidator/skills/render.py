@@ -12,7 +12,7 @@ import json
 import re
 from typing import Final
 
-from consolidator.memory.render import shown_text as one_line
+from consolidator.memory.render import shown_text
 from consolidator.skills.skill import Skill
 
 SKILL_FILE: Final = "SKILL.md"
@@ -21,7 +21,7 @@ _BACKTICKS = re.compile(r"`+")
 
 def code_span(text: str) -> str:
     """A Markdown code span holding any one-line text, backticks included."""
-    text = one_line(" ".join(text.split()))
+    text = shown_text(" ".join(text.split()))
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -34,23 +34,23 @@ def render_skill_md(skill: Skill) -> str:
     lines = [
         "---",
         f"name: {skill.name}",
-        f"description: {json.dumps(one_line(skill.description), ensure_ascii=False)}",
+        f"description: {json.dumps(shown_text(skill.description), ensure_ascii=False)}",
         "---",
         "",
         f"# {title}",
         "",
-        one_line(skill.description),
+        shown_text(skill.description),
         "",
         f"Proposed by consolidator from a procedure seen in {len(skill.witnesses)} sessions on"
         f" {days} different days in this project, and published after a person approved it.",
         "",
         "## When to use",
         "",
-        f"- Applies to: cwd={one_line(skill.cwd)} and the folders below it.",
+        f"- Applies to: cwd={shown_text(skill.cwd)} and the folders below it.",
     ]
     if skill.kind == "fix":
         lines.append(
-            f"- When {code_span(skill.trigger)} fails with: {one_line(skill.symptom)}"
+            f"- When {code_span(skill.trigger)} fails with: {shown_text(skill.symptom)}"
             if skill.symptom
             else f"- When {code_span(skill.trigger)} fails."
         )
@@ -59,11 +59,11 @@ def render_skill_md(skill: Skill) -> str:
     lines += ["", "## Steps", ""]
     lines += [f"{index}. Run {code_span(step)}" for index, step in enumerate(skill.steps, 1)]
     lines += ["", "## Success criteria", ""]
-    lines += [f"- {one_line(item)}" for item in skill.success]
+    lines += [f"- {shown_text(item)}" for item in skill.success]
     lines += ["", "## Sources", ""]
     lines += [
-        f"- {one_line(w.rollout_summary_file)} (thread_id={one_line(w.thread_id)},"
-        f" updated_at={one_line(w.updated_at)})"
+        f"- {shown_text(w.rollout_summary_file)} (thread_id={shown_text(w.thread_id)},"
+        f" updated_at={shown_text(w.updated_at)})"
         for w in skill.witnesses
     ]
     return "\n".join(lines) + "\n"

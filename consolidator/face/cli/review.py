@@ -310,12 +310,12 @@ def _print_pending(
     ]
 
     def human() -> None:
-        from consolidator.security.names import one_line
+        from consolidator.security.names import escape_hidden
 
         for note in notes:
             click.echo(
                 f"note {note.note_id} from {note.origin} for {note.cwd or 'no folder'}, "
-                f"waiting for approval: {one_line(note.text)}"
+                f"waiting for approval: {escape_hidden(note.text)}"
             )
         if not rows:
             click.echo(
@@ -344,7 +344,7 @@ def _print_pending(
 
 
 def _print_pending_diff(inv: Invocation, content: PendingContent, found: Sequence[Change]) -> None:
-    from consolidator.security.names import one_line
+    from consolidator.security.names import escape_hidden
 
     rows = [
         {
@@ -374,9 +374,9 @@ def _print_pending_diff(inv: Invocation, content: PendingContent, found: Sequenc
             cites = ", ".join(
                 f"thread_id={c.thread_id} ({c.rollout_summary_file})" for c in change.citations
             )
-            click.echo(f"{signs[change.change]} {what} [{where}] {one_line(change.text)}")
+            click.echo(f"{signs[change.change]} {what} [{where}] {escape_hidden(change.text)}")
             if cites:
-                click.echo(f"    cites {one_line(cites)}")
+                click.echo(f"    cites {escape_hidden(cites)}")
 
     inv.emit(
         {

@@ -316,11 +316,11 @@ def _status_lines(snap: StatusView, settings: Settings) -> list[str]:
         )
     lines += [f"held: {path}: {reason}" for path, reason in snap.held_problem]
     if counts.problems or counts.errors or snap.set_aside:
-        from consolidator.security.names import one_line  # loads the secret scanner
+        from consolidator.security.names import escape_hidden  # loads the secret scanner
 
         lines += [_set_aside_line(entry) for entry in snap.set_aside]
-        lines += [f"bad input: {one_line(p)}: {one_line(r)}" for p, r in counts.problems]
-        lines += [f"error: {one_line(t)}: {one_line(e)}" for t, e in counts.errors]
+        lines += [f"bad input: {escape_hidden(p)}: {escape_hidden(r)}" for p, r in counts.problems]
+        lines += [f"error: {escape_hidden(t)}: {escape_hidden(e)}" for t, e in counts.errors]
     lines += [
         f"clock: {kind} job {key}: {deadline} lies beyond now plus its length (set while"
         " the clock ran ahead); treated as passed"
@@ -409,16 +409,16 @@ def _set_aside_json(entry: SetAsideInput) -> dict[str, Any]:
 
 
 def _set_aside_line(entry: SetAsideInput) -> str:
-    from consolidator.security.names import one_line  # loads the secret scanner: only here
+    from consolidator.security.names import escape_hidden  # loads the secret scanner: only here
 
-    thread_id = one_line(entry.thread_id)
+    thread_id = escape_hidden(entry.thread_id)
     again = (
         f" (tried again after {entry.retry_at.isoformat()}, or now with "
         f"`consolidator retry {thread_id}`)"
         if entry.retry_at
         else " (queued for the next phase two)"
     )
-    return f"set aside by phase two: {thread_id}: {one_line(entry.reason)}{again}"
+    return f"set aside by phase two: {thread_id}: {escape_hidden(entry.reason)}{again}"
 
 
 def _run_state_rows(state: RunState) -> list[tuple[str, str]]:

@@ -27,7 +27,7 @@ from consolidator.phases.publish.projection import (
     memory_dir_lock,
     project,
 )
-from consolidator.security.names import one_line
+from consolidator.security.names import escape_hidden
 from consolidator.skills.render import render_skill_md
 
 log = logging.getLogger(__name__)
@@ -42,15 +42,15 @@ def load_projection(store: PublishStore) -> Projection:
         stem = summary_stem(output.thread_id, output.rollout_slug, output.source_updated_at)
         # Each value on one line: a path or cwd cannot open a `## <id>` section of its own.
         provenance = (
-            f"thread_id: {one_line(output.thread_id)}\n"
-            f"rollout_path: {one_line(output.rollout_path)}\n"
-            f"cwd: {one_line(output.cwd or 'unknown')}\n"
-            f"git_branch: {one_line(output.git_branch or 'unknown')}\n"
+            f"thread_id: {escape_hidden(output.thread_id)}\n"
+            f"rollout_path: {escape_hidden(output.rollout_path)}\n"
+            f"cwd: {escape_hidden(output.cwd or 'unknown')}\n"
+            f"git_branch: {escape_hidden(output.git_branch or 'unknown')}\n"
             f"updated_at: {output.source_updated_at.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
         )
         summaries[stem] = f"{provenance}\n{output.rollout_summary.strip()}\n"
         raw_sections.append(
-            f"## {one_line(output.thread_id)}\n{provenance}\n{output.raw_memory.strip()}\n"
+            f"## {escape_hidden(output.thread_id)}\n{provenance}\n{output.raw_memory.strip()}\n"
         )
     if version is None:
         return Projection(None, "", "", "", {})
