@@ -19,6 +19,7 @@ from consolidator.memory.offline_notes import EditedValue, ExtractiveNotes, Fail
 from consolidator.memory.offline_notes_json import (
     SCHEMA_FILE,
     Check,
+    _const_as_enum,
     _quick_check,
     notes_document,
 )
@@ -89,6 +90,22 @@ def test_the_quick_check_agrees_with_jsonschema(change: dict[str, Any]) -> None:
     # (the quick check reads it as JSON Schema's ECMA-262 does).
     differ = ({"version": 1.0}, {"task": "a trailing newline\n"})
     assert _quick()(document) == _jsonschema().is_valid(document) or change in differ
+
+
+def test_the_quick_check_reads_each_const_as_the_one_value_enum_it_equals() -> None:
+    schema = {
+        "properties": {"const": {"const": 1}, "kind": {"enum": ["const"]}},
+        "required": ["const"],
+        "items": [{"if": {"properties": {"kind": {"const": "a"}}}}],
+    }
+
+    assert _const_as_enum(schema) == {
+        "properties": {"const": {"enum": [1]}, "kind": {"enum": ["const"]}},
+        "required": ["const"],
+        "items": [{"if": {"properties": {"kind": {"enum": ["a"]}}}}],
+    }
+    with pytest.raises(ValueError):
+        _const_as_enum({"const": 1, "enum": [1, 2]})
 
 
 def test_a_document_without_a_field_is_refused() -> None:
