@@ -14,7 +14,7 @@ from consolidator.core import runtime_names
 from consolidator.core.runtime_names import Runtime, StatedVersion, pinned_by
 from consolidator.memory import facts, marks
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
-from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
+from consolidator.memory.lexicon import shape, shaped_in, value_kind, values_by_kind
 from consolidator.memory.marks import unmarked
 
 _HEAD_KINDS: Final[dict[str, str]] = WORDS["head-kinds"]
@@ -25,6 +25,7 @@ _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["no-subject-words"]})
 )
 _ASKED: Final = frozenset(map(stem, WORDS["asked-words"]))
+_CHANGE_WORDS: Final = frozenset(WORDS["change-words"])
 _MAX_QUALIFIERS: Final = 3
 _CACHED: Final = 65536
 
@@ -42,15 +43,8 @@ def other_value(old: str, new: str) -> bool:
     names; one plain word said to be another ("the branch is now main"); or one value of a kind
     each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
-    if supersedes(new, old):
+    if supersedes(new, old) or _changed_from(old, new) or _said_changed(old, new):
         return True
-    before = shape("is-value").match(unmarked(old).strip())
-    after = shape("changed-to").search(new) or shape("is-value").match(new.strip())
-    if before and after and (after.re is not shape("is-value") or "now" in new.lower()):
-        subject = read(before["subject"]).subject
-        was, now = (found["value"].lower().rstrip(".") for found in (before, after))
-        if subject and subject == read(after["subject"]).subject and was != now:
-            return True
     held, given = valued(old), valued(new)
     was, now = read(old).stated, read(new).stated
     alike = held and set(held.values()) == set(given.values()) and was.subject == now.subject
@@ -68,6 +62,56 @@ def other_value(old: str, new: str) -> bool:
     return all(_among(word, older) for word in newer) or (
         facts.says_change(new) and all(_among(word, newer) for word in older)
     )
+
+
+def _changed_from(old: str, new: str) -> bool:
+    """`new` names the value a change ends ("switched from helm to kustomize", "renamed master
+    to main"), said as a change (a slip in its verb too: "swithced"), and `old` holds that one:
+    as what it is, as the thing before its version, or as its one value."""
+    found = shape("changed-from").search(new)
+    if not found or not _one_kind(found["old"], found["new"]):
+        return False
+    if not any(_among(word, _CHANGE_WORDS) for word in _tokens(new)):
+        return False
+    plain = unmarked(old).strip().lower()
+    held = set(values) if len(values := read(old).values) == 1 else set()
+    held |= {named["subject"] for named in shape("tool-at").finditer(plain)}
+    held |= {
+        said["value"].rstrip(".").strip("`") for said in [shape("is-value").match(plain)] if said
+    }
+    return found["old"].lower() in held
+
+
+def _said_changed(old: str, new: str) -> bool:
+    """`old` gives a thing a value (it is one, or a number follows its name: "postgres 14") and
+    `new` says that thing changed to another of the kind ("postgres got bumped to 16", "we
+    raised the pool size to 20"), every word of it and around it among `old`'s."""
+    plain, said = unmarked(old).strip().lower(), new.strip().lower()
+    before = shape("is-value").match(plain) or _named_number(plain)
+    after = shape("changed-to").search(said)
+    if after is None and facts.says_change(said):
+        after = shape("is-value").match(said) or _named_number(said)
+    if not before or not after or not _one_kind(before["value"], after["value"]):
+        return False
+    if before["value"].rstrip(".") == after["value"].rstrip("."):
+        return False
+    thing, now = read(before["subject"]).subject, read(after["subject"]).subject
+    around = read(said[: after.start()] + " " + said[after.end() :]).stated.subject
+    words = (now | around) - _NOT_SUBJECT
+    return any(_among(word, thing) for word in now) and all(
+        _among(word, read(old).subject) for word in words
+    )
+
+
+def _named_number(text: str) -> re.Match[str] | None:
+    """The first thing `text` names right before a number or a version ("postgres 14")."""
+    return next((m for m in shape("tool-at").finditer(text) if m["subject"] not in STOPWORDS), None)
+
+
+def _one_kind(one: str, other: str) -> bool:
+    """Two values written as values of one kind (a number and a version are alike)."""
+    kinds = [{"version": "number"}.get(kind, kind) for kind in map(value_kind, (one, other))]
+    return kinds[0] == kinds[1]
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
@@ -136,9 +180,10 @@ def subject_of(text: str) -> Subject | None:
     plain = unmarked(text).lower()
     if (runtime := pinned_by(plain)) and values_of_kind(text, "version"):
         return Subject("version", frozenset({runtime}))
-    tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["version"]), None)
-    if tool and tool["tool"] not in STOPWORDS:
-        return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))
+    tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["value"]), None)
+    if tool and tool["subject"] not in STOPWORDS:
+        name = tool["subject"]
+        return Subject("version", frozenset({stem(SHORT_FORMS.get(name, name))}))
     # No noun of a kind: the words before the verb saying a change or a place, and the kind
     # of the one value the statement gives ("the job queue lives on mq-2.lan").
     verb = next((i for i, t in enumerate(tokens) if CHANGE.fullmatch(t) or t in _SAYS_WHERE), -1)
