@@ -40,7 +40,8 @@ class Subject:
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of: of the subject `new`
-    names; one plain word said to be another ("the branch is now main"); or one value of a kind
+    names; a change naming `old`'s value ("renamed master to main") or the thing it is the
+    value of ("the branch is now main", "postgres got bumped to 16"); or one value of a kind
     each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
     if supersedes(new, old) or _changed_from(old, new) or _said_changed(old, new):
@@ -79,7 +80,12 @@ def _changed_from(old: str, new: str) -> bool:
     held |= {
         said["value"].rstrip(".").strip("`") for said in [shape("is-value").match(plain)] if said
     }
-    return found["old"].lower() in held
+    # What the change is said of, if named ("we changed the ingress controller from ..."),
+    # is what `old` is about too: "we moved the fixtures from staging to prod" is no new env.
+    head = (w for w in _tokens(new[: found.start()]) if not _among(w, _CHANGE_WORDS))
+    said_of = {stem(word) for word in head if word not in STOPWORDS} - _NOT_SUBJECT
+    about = not said_of or any(_among(word, read(old).subject) for word in said_of)
+    return about and found["old"].lower() in held
 
 
 def _said_changed(old: str, new: str) -> bool:
