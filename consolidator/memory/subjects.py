@@ -67,46 +67,73 @@ def other_value(old: str, new: str) -> bool:
 
 def _changed_from(old: str, new: str) -> bool:
     """`new` names the value a change ends ("switched from helm to kustomize", "renamed master
-    to main"), said as a change (a slip in its verb too: "swithced"), and `old` holds that one:
-    as what it is, as the thing before its version, or as its one value."""
+    to main") and `old` holds that one, and is about what the change is said of, if named."""
+    if (change := _ended(new)) is None or change[0] not in _held(old):
+        return False
+    return not change[1] or any(_among(word, read(old).subject) for word in change[1])
+
+
+@lru_cache(maxsize=_CACHED)
+def _ended(new: str) -> tuple[str, frozenset[str]] | None:
+    """The value a change names as the one it ends, said as a change (a slip in its verb too:
+    "swithced"), and the words of what it is said of ("we changed the ingress controller from
+    traefik to nginx"): "we moved the fixtures from staging to prod" is of no env."""
     found = shape("changed-from").search(new)
     if not found or not _one_kind(found["old"], found["new"]):
-        return False
+        return None
     if not any(_among(word, _CHANGE_WORDS) for word in _tokens(new)):
-        return False
+        return None
+    head = (w for w in _tokens(new[: found.start()]) if not _among(w, _CHANGE_WORDS))
+    return found["old"].lower(), frozenset(
+        stem(w) for w in head if w not in STOPWORDS
+    ) - _NOT_SUBJECT
+
+
+@lru_cache(maxsize=_CACHED)
+def _held(old: str) -> frozenset[str]:
+    """The values `old` holds: as what it is, as the thing before its version or said to be
+    used, or as its one value."""
     plain = unmarked(old).strip().lower()
     held = set(values) if len(values := read(old).values) == 1 else set()
     held |= {named["subject"] for named in shape("tool-at").finditer(plain)}
-    held |= {
-        said["value"].rstrip(".").strip("`") for said in [shape("is-value").match(plain)] if said
-    }
-    # What the change is said of, if named ("we changed the ingress controller from ..."),
-    # is what `old` is about too: "we moved the fixtures from staging to prod" is no new env.
-    head = (w for w in _tokens(new[: found.start()]) if not _among(w, _CHANGE_WORDS))
-    said_of = {stem(word) for word in head if word not in STOPWORDS} - _NOT_SUBJECT
-    about = not said_of or any(_among(word, read(old).subject) for word in said_of)
-    return about and found["old"].lower() in held
+    held |= {used["value"] for used in shape("used").finditer(plain)}
+    held |= {said["value"].rstrip(".").strip("`") for said in [_given(old)] if said}
+    return frozenset(held)
 
 
 def _said_changed(old: str, new: str) -> bool:
     """`old` gives a thing a value (it is one, or a number follows its name: "postgres 14") and
     `new` says that thing changed to another of the kind ("postgres got bumped to 16", "we
     raised the pool size to 20"), every word of it and around it among `old`'s."""
-    plain, said = unmarked(old).strip().lower(), new.strip().lower()
-    before = shape("is-value").match(plain) or _named_number(plain)
-    after = shape("changed-to").search(said)
-    if after is None and facts.says_change(said):
-        after = shape("is-value").match(said) or _named_number(said)
+    before, (after, around) = _given(old), _change_to(new)
     if not before or not after or not _one_kind(before["value"], after["value"]):
         return False
     if before["value"].rstrip(".") == after["value"].rstrip("."):
         return False
     thing, now = read(before["subject"]).subject, read(after["subject"]).subject
-    around = read(said[: after.start()] + " " + said[after.end() :]).stated.subject
-    words = (now | around) - _NOT_SUBJECT
     return any(_among(word, thing) for word in now) and all(
-        _among(word, read(old).subject) for word in words
+        _among(word, read(old).subject) for word in (now - _NOT_SUBJECT) | around
     )
+
+
+@lru_cache(maxsize=_CACHED)
+def _given(old: str) -> re.Match[str] | None:
+    """The thing `old` gives a value: it is one, or a number follows its name ("postgres 14")."""
+    plain = unmarked(old).strip().lower()
+    return shape("is-value").match(plain) or _named_number(plain)
+
+
+@lru_cache(maxsize=_CACHED)
+def _change_to(new: str) -> tuple[re.Match[str] | None, frozenset[str]]:
+    """The thing `new` says changed and its new value, and the words around that."""
+    said = new.strip().lower()
+    after = shape("changed-to").search(said)
+    if after is None and facts.says_change(said):
+        after = shape("is-value").match(said) or _named_number(said)
+    if after is None:
+        return None, frozenset()
+    around = read(said[: after.start()] + " " + said[after.end() :]).stated.subject
+    return after, around - _NOT_SUBJECT
 
 
 def _named_number(text: str) -> re.Match[str] | None:

@@ -447,6 +447,21 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "node:20-alpine",
         "uses `node:18-alpine`",
     ),
+    "switched-from-the-tool-a-standing-rule-uses": (
+        _later("always use yarn for installs", "deps", "we switched from yarn to pnpm"),
+        "pnpm",
+        "use yarn",
+    ),
+    "moved-from-the-tool-said-used-with": (
+        _later("jobs are scheduled with cron", "jobs", "we moved from cron to airflow"),
+        "airflow",
+        "with cron",
+    ),
+    "bumped-a-name-of-two-letters": (
+        _later("we build with go 1.21", "build", "go got bumped to 1.22"),
+        "1.22",
+        "go 1.21",
+    ),
     "renamed-the-old-value": (
         _later("the main branch is master", "git", "we renamed master to main"),
         "main",
@@ -682,6 +697,11 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("we deploy with helm 3.12", "logs", "moved logging from fluentd to vector"),
         "3.12",
         "vector",
+    ),
+    "another-tool-switched-from-beside-one-used": (
+        _later("we lint with eslint 8", "format", "we switched formatting from prettier to biome"),
+        "eslint 8",
+        "biome",
     ),
     "another-db-moved-from": (
         _later(
