@@ -78,15 +78,21 @@ def _ended(new: str) -> tuple[str, frozenset[str]] | None:
     """The value a change names as the one it ends, said as a change (a slip in its verb too:
     "swithced"), and the words of what it is said of ("we changed the ingress controller from
     traefik to nginx"): "we moved the fixtures from staging to prod" is of no env."""
-    found = shape("changed-from").search(new)
+    said = new.lower()
+    found = next(filter(_said_as_change, shape("changed-from").finditer(said)), None)
     if not found or not _one_kind(found["old"], found["new"]):
         return None
-    if not any(_among(word, _CHANGE_WORDS) for word in _tokens(new)):
+    if not found["verb"] and not any(_among(word, _CHANGE_WORDS) for word in _tokens(new)):
         return None
-    head = (w for w in _tokens(new[: found.start()]) if not _among(w, _CHANGE_WORDS))
-    return found["old"].lower(), frozenset(
-        stem(w) for w in head if w not in STOPWORDS
-    ) - _NOT_SUBJECT
+    head = (w for w in _tokens(said[: found.start()]) if not _among(w, _CHANGE_WORDS))
+    said_of = frozenset(stem(word) for word in head if word not in STOPWORDS)
+    return found["old"], said_of - _NOT_SUBJECT
+
+
+def _said_as_change(found: re.Match[str]) -> bool:
+    """A change from A to B, or a verb of change before A in any form or with a slip."""
+    verb = found["verb"]
+    return not verb or bool(shape("change-verb").fullmatch(verb)) or _among(verb, _CHANGE_WORDS)
 
 
 @lru_cache(maxsize=_CACHED)

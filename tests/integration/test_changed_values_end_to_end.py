@@ -477,6 +477,11 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "main",
         "branch: `master`",
     ),
+    "renamed-the-old-value-with-a-slip-in-the-verb": (
+        _later("the default branch is master", "git", "we renmaed master to main"),
+        "main",
+        "branch is master",
+    ),
     "renamed-an-env-var-in-code": (
         _later("the env var is `DB_URL`", "env", "we renamed `DB_URL` to `DATABASE_URL`"),
         "DATABASE_URL",
