@@ -14,7 +14,7 @@ from consolidator.core import runtime_names
 from consolidator.core.runtime_names import Runtime, StatedVersion, pinned_by
 from consolidator.memory import facts, marks
 from consolidator.memory.facts import CHANGE, SHORT_FORMS, STOPWORDS, WORDS, read, stem
-from consolidator.memory.lexicon import shape, shaped_in, values_by_kind
+from consolidator.memory.lexicon import shape, shaped_in, value_kind, values_by_kind
 from consolidator.memory.marks import unmarked
 
 _HEAD_KINDS: Final[dict[str, str]] = WORDS["head-kinds"]
@@ -25,6 +25,7 @@ _NOT_SUBJECT: Final = frozenset(
     map(stem, {*_SAYS_WHERE, *_HEAD_KINDS, *_VALUE_KINDS, *WORDS["no-subject-words"]})
 )
 _ASKED: Final = frozenset(map(stem, WORDS["asked-words"]))
+_CHANGE_WORDS: Final = frozenset(WORDS["change-words"])
 _MAX_QUALIFIERS: Final = 3
 _CACHED: Final = 65536
 
@@ -39,18 +40,12 @@ class Subject:
 
 def other_value(old: str, new: str) -> bool:
     """Whether `new` gives another value of the subject `old` gives one of: of the subject `new`
-    names; one plain word said to be another ("the branch is now main"); or one value of a kind
+    names; a change naming `old`'s value ("renamed master to main") or the thing it is the
+    value of ("the branch is now main", "postgres got bumped to 16"); or one value of a kind
     each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
-    if supersedes(new, old):
+    if supersedes(new, old) or _changed_from(old, new) or _said_changed(old, new):
         return True
-    before = shape("is-value").match(unmarked(old).strip())
-    after = shape("changed-to").search(new) or shape("is-value").match(new.strip())
-    if before and after and (after.re is not shape("is-value") or "now" in new.lower()):
-        subject = read(before["subject"]).subject
-        was, now = (found["value"].lower().rstrip(".") for found in (before, after))
-        if subject and subject == read(after["subject"]).subject and was != now:
-            return True
     held, given = valued(old), valued(new)
     was, now = read(old).stated, read(new).stated
     alike = held and set(held.values()) == set(given.values()) and was.subject == now.subject
@@ -68,6 +63,94 @@ def other_value(old: str, new: str) -> bool:
     return all(_among(word, older) for word in newer) or (
         facts.says_change(new) and all(_among(word, newer) for word in older)
     )
+
+
+def _changed_from(old: str, new: str) -> bool:
+    """`new` names the value a change ends ("switched from helm to kustomize", "renamed master
+    to main") and `old` holds that one, and is about what the change is said of, if named."""
+    if (change := _ended(new)) is None or change[0] not in _held(old):
+        return False
+    return not change[1] or any(_among(word, read(old).subject) for word in change[1])
+
+
+@lru_cache(maxsize=_CACHED)
+def _ended(new: str) -> tuple[str, frozenset[str]] | None:
+    """The value a change names as the one it ends, said as a change (a slip in its verb too:
+    "swithced"), and the words of what it is said of ("we changed the ingress controller from
+    traefik to nginx"): "we moved the fixtures from staging to prod" is of no env."""
+    said = new.lower()
+    found = next(filter(_said_as_change, shape("changed-from").finditer(said)), None)
+    if not found or not _one_kind(found["old"], found["new"]):
+        return None
+    if not found["verb"] and not any(_among(word, _CHANGE_WORDS) for word in _tokens(new)):
+        return None
+    head = (w for w in _tokens(said[: found.start()]) if not _among(w, _CHANGE_WORDS))
+    said_of = frozenset(stem(word) for word in head if word not in STOPWORDS)
+    return found["old"], said_of - _NOT_SUBJECT
+
+
+def _said_as_change(found: re.Match[str]) -> bool:
+    """A change from A to B, or a verb of change before A in any form or with a slip."""
+    verb = found["verb"]
+    return not verb or bool(shape("change-verb").fullmatch(verb)) or _among(verb, _CHANGE_WORDS)
+
+
+@lru_cache(maxsize=_CACHED)
+def _held(old: str) -> frozenset[str]:
+    """The values `old` holds: as what it is, as the thing before its version or said to be
+    used, or as its one value."""
+    plain = unmarked(old).strip().lower()
+    held = set(values) if len(values := read(old).values) == 1 else set()
+    held |= {named["subject"] for named in shape("tool-at").finditer(plain)}
+    held |= {used["value"] for used in shape("used").finditer(plain)}
+    held |= {said["value"].rstrip(".").strip("`") for said in [_given(old)] if said}
+    return frozenset(held)
+
+
+def _said_changed(old: str, new: str) -> bool:
+    """`old` gives a thing a value (it is one, or a number follows its name: "postgres 14") and
+    `new` says that thing changed to another of the kind ("postgres got bumped to 16", "we
+    raised the pool size to 20"), every word of it and around it among `old`'s."""
+    before, (after, around) = _given(old), _change_to(new)
+    if not before or not after or not _one_kind(before["value"], after["value"]):
+        return False
+    if before["value"].rstrip(".") == after["value"].rstrip("."):
+        return False
+    thing, now = read(before["subject"]).subject, read(after["subject"]).subject
+    return any(_among(word, thing) for word in now) and all(
+        _among(word, read(old).subject) for word in (now - _NOT_SUBJECT) | around
+    )
+
+
+@lru_cache(maxsize=_CACHED)
+def _given(old: str) -> re.Match[str] | None:
+    """The thing `old` gives a value: it is one, or a number follows its name ("postgres 14")."""
+    plain = unmarked(old).strip().lower()
+    return shape("is-value").match(plain) or _named_number(plain)
+
+
+@lru_cache(maxsize=_CACHED)
+def _change_to(new: str) -> tuple[re.Match[str] | None, frozenset[str]]:
+    """The thing `new` says changed and its new value, and the words around that."""
+    said = new.strip().lower()
+    after = shape("changed-to").search(said)
+    if after is None and facts.says_change(said):
+        after = shape("is-value").match(said) or _named_number(said)
+    if after is None:
+        return None, frozenset()
+    around = read(said[: after.start()] + " " + said[after.end() :]).stated.subject
+    return after, around - _NOT_SUBJECT
+
+
+def _named_number(text: str) -> re.Match[str] | None:
+    """The first thing `text` names right before a number or a version ("postgres 14")."""
+    return next((m for m in shape("tool-at").finditer(text) if m["subject"] not in STOPWORDS), None)
+
+
+def _one_kind(one: str, other: str) -> bool:
+    """Two values written as values of one kind (a number and a version are alike)."""
+    kinds = [{"version": "number"}.get(kind, kind) for kind in map(value_kind, (one, other))]
+    return kinds[0] == kinds[1]
 
 
 def unmarked_disagreement(texts: list[str], known: frozenset[str]) -> tuple[str, str] | None:
@@ -136,9 +219,10 @@ def subject_of(text: str) -> Subject | None:
     plain = unmarked(text).lower()
     if (runtime := pinned_by(plain)) and values_of_kind(text, "version"):
         return Subject("version", frozenset({runtime}))
-    tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["version"]), None)
-    if tool and tool["tool"] not in STOPWORDS:
-        return Subject("version", frozenset({stem(SHORT_FORMS.get(tool["tool"], tool["tool"]))}))
+    tool = next((m for m in shape("tool-at").finditer(plain) if "." in m["value"]), None)
+    if tool and tool["subject"] not in STOPWORDS:
+        name = tool["subject"]
+        return Subject("version", frozenset({stem(SHORT_FORMS.get(name, name))}))
     # No noun of a kind: the words before the verb saying a change or a place, and the kind
     # of the one value the statement gives ("the job queue lives on mq-2.lan").
     verb = next((i for i, t in enumerate(tokens) if CHANGE.fullmatch(t) or t in _SAYS_WHERE), -1)

@@ -7,12 +7,17 @@ lower-case and second-language voices, by a short form or its long one, with an 
 the old value too, "db port 5432 -> 5433"), by a name with a digit both give ("s3 region
 eu-west-1", "we migrated s3 to eu-central-1"), in the opening message of the later session,
 or as a file pinning a runtime that the agent printed (`cat .nvmrc` after "we use node
-20.11"); and within one session, a correction naming the old value in its reason ("4011,
-4010 is taken by prism"). `context` shows the new value and not the old one.
+20.11"); as a change naming the old value or the thing before its version ("switched from
+helm to kustomize", "we renamed master to main"), or naming the thing in fewer words
+("postgres got bumped to 16" after "we use postgres 14", "we raised the pool size to 20");
+and within one session, a correction naming the old value in its reason ("4011, 4010 is
+taken by prism"). `context` shows the new value and not the old one.
 Two subjects that only look alike (the api port and the admin port, whom to ask about
-billing and whom about search, an arrow said of another service or by a verb) both stay
-shown, and a value added, an answer to the agent or a reason naming another value keeps the
-earlier one. One project folder per case, all in one memory.
+billing and whom about search, an arrow said of another service or by a verb, the pool size
+of the db and of redis) both stay shown, as does a value a change of another thing names
+("we moved the fixtures from staging to prod"); a value added, an answer to the agent or a
+reason naming another value keeps the earlier one. One project folder per case, all in one
+memory.
 """
 
 from __future__ import annotations
@@ -346,6 +351,147 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "60s",
         "30s",
     ),
+    "bare-major-version-after-a-name-bumped": (
+        _later("we use postgres 14", "db", "postgres got bumped to 16"),
+        "16",
+        "postgres 14",
+    ),
+    "bare-major-version-after-a-name-now": (
+        _later("we use postgres 14", "db again", "we're on postgres 16 now"),
+        "16",
+        "postgres 14",
+    ),
+    "bare-major-version-second-language-base-verb": (
+        _later(
+            "we are using elasticsearch 7 in staging",
+            "search",
+            "elasticsearch in staging is upgrade to 8 now",
+        ),
+        "8 now",
+        "elasticsearch 7",
+    ),
+    "subject-misspelt-then-upgraded": (
+        _later("redis verison is 6", "cache", "redis got upgraded to 7"),
+        "7",
+        "verison is 6",
+    ),
+    "raised-in-fewer-words": (
+        _later("max pool size is 10", "pool", "we raised the pool size to 20"),
+        "20",
+        "is 10",
+    ),
+    "raised-by-its-last-word-alone": (
+        _later("worker concurrency is 4", "jobs", "concurrency raised to 8"),
+        "8",
+        "concurrency is 4",
+    ),
+    "lowered-by-its-last-word-alone": (
+        _later("cache ttl is 300", "stale", "ttl lowered to 60"),
+        "60",
+        "ttl is 300",
+    ),
+    "raised-second-language-base-verb": (
+        _later("the rate limit is 100", "429s", "we have increase the rate limit to 200"),
+        "200",
+        "limit is 100",
+    ),
+    "switched-from-the-tool-before-its-version": (
+        _later("we deploy with helm 3.12", "deploy", "switched from helm to kustomize"),
+        "kustomize",
+        "helm 3.12",
+    ),
+    "switched-from-the-tool-before-a-bare-version": (
+        _later("we bundle with webpack 5", "bundle", "switched from webpack to vite"),
+        "vite",
+        "webpack 5",
+    ),
+    "moved-from-the-tool-in-a-terse-voice": (
+        _later("deploys go thru jenkins 2.4", "ci", "moved from jenkins to github actions"),
+        "github actions",
+        "jenkins 2.4",
+    ),
+    "switched-from-with-a-typo": (
+        _later("we instal deps with pip 23", "deps", "swithced from pip to uv"),
+        "uv",
+        "pip 23",
+    ),
+    "replaced-the-tool-with-another": (
+        _later(
+            "helm 3.12 is what we deploy with",
+            "deploy",
+            "we replaced helm with kustomize last sprint",
+        ),
+        "kustomize",
+        "helm 3.12",
+    ),
+    "migrated-from-second-language": (
+        _later(
+            "database is mysql 5.7 in our project",
+            "db",
+            "we migrate from mysql to postgres last month",
+        ),
+        "postgres",
+        "mysql 5.7",
+    ),
+    "moved-the-port-from-the-old-value": (
+        _later("the api listens on 8080", "api", "api moved from 8080 to 9090"),
+        "9090",
+        "listens on 8080",
+    ),
+    "switched-from-the-old-image-in-code": (
+        _later(
+            "ci uses `node:18-alpine`",
+            "ci",
+            "switched the ci image from `node:18-alpine` to `node:20-alpine`",
+        ),
+        "node:20-alpine",
+        "uses `node:18-alpine`",
+    ),
+    "switched-from-the-tool-a-standing-rule-uses": (
+        _later("always use yarn for installs", "deps", "we switched from yarn to pnpm"),
+        "pnpm",
+        "use yarn",
+    ),
+    "moved-from-the-tool-said-used-with": (
+        _later("jobs are scheduled with cron", "jobs", "we moved from cron to airflow"),
+        "airflow",
+        "with cron",
+    ),
+    "bumped-a-name-of-two-letters": (
+        _later("we build with go 1.21", "build", "go got bumped to 1.22"),
+        "1.22",
+        "go 1.21",
+    ),
+    "renamed-the-old-value": (
+        _later("the main branch is master", "git", "we renamed master to main"),
+        "main",
+        "branch is master",
+    ),
+    "renamed-the-old-value-misspelt-subject": (
+        _later("the defualt branch is develop", "git", "renamed develop to main last week"),
+        "main",
+        "branch is develop",
+    ),
+    "renamed-the-old-value-in-code": (
+        _later("default branch: `master`", "git", "we renamed `master` to `main`"),
+        "main",
+        "branch: `master`",
+    ),
+    "renamed-the-old-value-with-a-slip-in-the-verb": (
+        _later("the default branch is master", "git", "we renmaed master to main"),
+        "main",
+        "branch is master",
+    ),
+    "renamed-an-env-var-in-code": (
+        _later("the env var is `DB_URL`", "env", "we renamed `DB_URL` to `DATABASE_URL`"),
+        "DATABASE_URL",
+        "var is `DB_URL`",
+    ),
+    "renamed-in-title-case": (
+        _later("The Default Branch Is Develop", "git", "We Renamed Develop To Trunk"),
+        "Trunk",
+        "Is Develop",
+    ),
 }
 
 # Each case: its sessions and the two values `context` must both show.
@@ -499,6 +645,77 @@ BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
         _later("ebs volumes are gp2", "rds", "we moved the rds storage to gp3"),
         "gp2",
         "gp3",
+    ),
+    "two-ports-one-on-it-now": (
+        _later("the api is on port 8080", "admin", "admin is on port 8081 now"),
+        "8080",
+        "8081",
+    ),
+    "two-names-each-before-a-number": (
+        _later("we use postgres 14", "cache", "redis got bumped to 7"),
+        "14",
+        "7",
+    ),
+    "one-name-before-two-numbers-of-two-uses": (
+        _later(
+            "we use postgres 14 for the app", "analytics", "we're on postgres 16 now for analytics"
+        ),
+        "14",
+        "16",
+    ),
+    "two-sizes-one-raised": (
+        _later("max pool size is 10", "pool", "min pool size raised to 5"),
+        "10",
+        "5",
+    ),
+    "two-pools-one-raised": (
+        _later("the db pool size is 10", "cache", "raised the redis pool size to 50"),
+        "10",
+        "50",
+    ),
+    "two-limits-one-raised": (
+        _later("the upload limit is 10mb", "429s", "we raised the rate limit to 200"),
+        "10mb",
+        "200",
+    ),
+    "another-branch-renamed": (
+        _later("the main branch is master", "staging", "renamed the staging branch to stage"),
+        "master",
+        "stage",
+    ),
+    "another-thing-of-the-old-name-renamed": (
+        _later("the release branch is develop", "ci", "renamed the develop job to ci-develop"),
+        "branch is develop",
+        "ci-develop",
+    ),
+    "another-thing-moved-from-the-old-value": (
+        _later("the default env is staging", "seeds", "we moved the fixtures from staging to prod"),
+        "env is staging",
+        "prod",
+    ),
+    "another-service-moved-from-its-port": (
+        _later("the admin listens on 8080", "api", "api moved from 8000 to 9000"),
+        "8080",
+        "9000",
+    ),
+    "another-tool-switched-from": (
+        _later("we deploy with helm 3.12", "logs", "moved logging from fluentd to vector"),
+        "3.12",
+        "vector",
+    ),
+    "another-tool-switched-from-beside-one-used": (
+        _later("we lint with eslint 8", "format", "we switched formatting from prettier to biome"),
+        "eslint 8",
+        "biome",
+    ),
+    "another-db-moved-from": (
+        _later(
+            "we use postgres 14 for the app db",
+            "analytics",
+            "we moved the analytics db from mysql to clickhouse",
+        ),
+        "14",
+        "clickhouse",
     ),
 }
 
