@@ -44,6 +44,9 @@ def other_value(old: str, new: str) -> bool:
     value of ("the branch is now main", "postgres got bumped to 16"); or one value of a kind
     each in alike subject words (the newer's among the older's, or as a change the reverse)."""
     old, new = (shape("printed-by").sub("", text) for text in (old, new))
+    places = [_places(text) for text in (old, new)]
+    if all(places) and places[0].isdisjoint(places[1]):
+        return False  # "node 18.19 in ci", "node 20.11 on dev laptops": two things, each its own
     if supersedes(new, old) or _changed_from(old, new) or _said_changed(old, new):
         return True
     held, given = valued(old), valued(new)
@@ -290,6 +293,20 @@ def _alike(short: str, long: str) -> bool:
         swapped = len(apart) == 2 and apart[1] == apart[0] + 1
         return len(apart) == 1 or (swapped and short[apart[0]] == long[apart[1]])
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+_PLACE: Final = re.compile(r"\b(?:in|on)\s+(?:the\s+|our\s+|my\s+)?([a-z]+)(?![\w.:/@-])")
+
+
+def _places(text: str) -> frozenset[str]:
+    """The places `text` says its value holds in ("in ci", "on dev laptops"), by their first
+    word: no value, no noun of a kind ("on port 8080") and no word of time."""
+    words = _PLACE.findall(unmarked(text).lower())
+    return frozenset(
+        stem(word)
+        for word in words
+        if word not in _HEAD_KINDS and word not in STOPWORDS and not value_kind(word)
+    )
 
 
 def supersedes(new: str, old: str) -> bool:

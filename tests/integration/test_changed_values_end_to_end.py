@@ -496,6 +496,16 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
 
 # Each case: its sessions and the two values `context` must both show.
 BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "one-tool-in-two-places": (
+        _later("node 18.19 in ci", "dev setup", "node 20.11 on dev laptops now"),
+        "18.19",
+        "20.11",
+    ),
+    "one-server-in-two-environments": (
+        _later("we use postgres 14.9 in prod", "staging db", "postgres 16.2 in staging"),
+        "14.9",
+        "16.2",
+    ),
     "two-words-one-letter-apart": (
         _later("the react build takes 90s", "slow", "the reach build takes 40s"),
         "90s",
