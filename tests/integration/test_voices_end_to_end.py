@@ -479,6 +479,14 @@ GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
     "no-verb-with-an-aside": (_once("max upload size 25mb (nginx)"), "25mb"),
     "no-verb-a-place": (_once("certs in ~/.certs"), "~/.certs"),
     "addressed-to-the-reader": (_once("u need java 17 for the android build"), "java 17"),
+    "settings-pasted-between-fences": (
+        _once("our env for local:\n```\nPORT=8080\nDB_HOST=db.local\n```"),
+        "DB_HOST is db.local",
+    ),
+    "settings-pasted-indented": (
+        _once("prod settings\n\n    WORKERS=8\n    TIMEOUT=120\n"),
+        "TIMEOUT is 120",
+    ),
     "set-in-a-file": (_once("worker concurrency set to 12 in sidekiq.yml"), "sidekiq.yml"),
     "an-arrow-to-a-name": (_once("uploads bucket -> acme-uploads-prod"), "acme-uploads-prod"),
     "terse-is": (_once("orm is sqlalchemy"), "sqlalchemy"),

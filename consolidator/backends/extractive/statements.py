@@ -33,6 +33,9 @@ _SAYS_SOMETHING = f"{_ABOUT_SOMETHING}+!shape.first-person"
 _FOUND = "statement+shape.value+words>=5+!shape.narration"
 # Lines pasted into a message, not said: none of them is read.
 _PASTED_LINES = ("fenced-lines", "numbered-lines", "terminal-copy", "pasted-settings")
+# Of those, the ones whose settings are kept for search: a listing or a terminal shows code.
+_SETTINGS_KEPT_FROM = ("fenced-lines", "pasted-settings")
+_PASTED_SETTING = "kept.pasted-setting"
 # The old value a correction names beside its new one ("5433, not 5432").
 _OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
 # What a statement keeps of a match for an old value: the verb, or the thing it is of.
@@ -66,11 +69,12 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
     read = UserStatements([], [], [])
     block, labelled = rule("structure.code-block").regex, rule("structure.label-message").regex
     setting = rule("structure.setting-line").regex
-    copied = [rule(f"structure.{lines}").regex for lines in _PASTED_LINES]
+    copied = [(rule(f"structure.{n}").regex, n in _SETTINGS_KEPT_FROM) for n in _PASTED_LINES]
     # A message sent again (after an interruption) says nothing new, where it was first said.
     for number, message in enumerate(dict.fromkeys(spoken)):
         asked = answers.get(message, "")
-        for lines in copied:
+        for lines, kept in copied:
+            _keep_settings([m[0] for m in lines.finditer(message)] if kept else [], read)
             message = lines.sub("\n", message)
         message = labelled.sub(lambda m: f"{m['label']} is {m['value']}", message)
         message = setting.sub(lambda m: f"{m['name']} is ", message)
@@ -84,6 +88,15 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
                 _read_unit(strip_lead_in(unit), number, read, beside=beside)
     instructions, stated, revoked = map(dedupe, (read.instructions, read.facts, read.revoked))
     return UserStatements(instructions, stated, revoked, read.rules)
+
+
+def _keep_settings(pasted: list[str], read: UserStatements) -> None:
+    """Each setting in lines pasted between fences or as a list of settings (`PORT=8080`):
+    pasted, not said, so a guess, never shown, but what search should find."""
+    for block in pasted:
+        for m in rule(_PASTED_SETTING).regex.finditer(block):
+            if redact(m[0]).text == m[0]:  # a secret's name beside its mask says nothing
+                read.add(read.facts, _statement(f"{m['name']} is {m['value']}"), _PASTED_SETTING)
 
 
 def _units(sentence: str) -> list[str]:
