@@ -10,6 +10,7 @@ from consolidator.backends.extractive.commands import (
     PRINTED,
     Call,
     is_config,
+    lines_of_files,
     pattern,
     printed_facts,
     segments,
@@ -90,12 +91,10 @@ def _answer_keyed(
     """The one keyed line of a few (all keyed) whose key the question names: sure where the
     command names the key or the record (`pip show django`), not in code or a file of code."""
     keyed: list[tuple[str, str, str, str]] = []  # key, value, its shape, its file
-    for line in lines:
-        hit = pattern("search-hit").match(line)
-        text = line[hit.end() :] if hit else pattern("line-number").sub("", line)
+    for path, text in lines_of_files(read, lines, searched=True):
         for shape in ("code-setting", "setting", "named-version"):
             if match := pattern(shape).match(text):
-                keyed.append((match["key"], match["value"], shape, hit["path"] if hit else read))
+                keyed.append((match["key"], match["value"], shape, path))
                 break
     chosen = [entry for entry in keyed if _parts(entry[0]) & asked]
     if len(chosen) != 1 or (len(lines) > 1 and len(keyed) != len(lines)):

@@ -285,11 +285,9 @@ def _searched_file(argvs: list[list[str]]) -> list[list[str]]:
     return argvs
 
 
-def _lines_of_files(
-    path: str, printed: tuple[str, ...], searched: bool
-) -> Iterator[tuple[str, str]]:
-    """Each printed line with the file it is of: a search through several files (`grep -r K
-    config/`) names the file first."""
+def lines_of_files(path: str, printed: Iterable[str], searched: bool) -> Iterator[tuple[str, str]]:
+    """Each printed line with the file it is of, `path` unless a search through several files
+    (`grep -r K config/`) names the file first; a line's number is not its text."""
     for line in printed:
         hit = pattern("search-hit").match(line) if searched else None
         yield (
@@ -333,7 +331,7 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
     elif reads and path.rsplit("/", 1)[-1] not in word_list("one-value-files"):
         searched = program in word_list("searchers")
         wanted = argv[-2].lower() if searched else ""
-        lines = list(_lines_of_files(path, printed, searched))
+        lines = list(lines_of_files(path, printed, searched))
         one_file = len({file for file, _ in lines}) == 1  # a search through many chose none
         found = [
             (f"{k} in {file}", v)
