@@ -208,6 +208,27 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "make seed-all",
         "make seed`",
     ),
+    "changed-since-a-weekday": (
+        _later("prod db pg-prod-1", "db slow", "prod db is pg-prod-2 since monday"),
+        "pg-prod-2",
+        "pg-prod-1",
+    ),
+    "corrected-name-actually-after": (
+        _once("bucket is acme-exports-eu", "acme-exports-eu1 actually"),
+        "acme-exports-eu1",
+        "acme-exports-eu",
+    ),
+    "corrected-not-old-comma-new": (
+        (Said(0, (ASK, "the worker queue is jobs-low", "not jobs-low, jobs-bulk")),),
+        "jobs-bulk",
+        "jobs-low",
+    ),
+    "corrected-time-said-wrong": (
+        _once("the cron is at 02:00", "02:00 was wrong, its 03:30"),
+        "03:30",
+        "02:00",
+    ),
+    "corrected-said-again-no-cue": (_once("node is 18", "excuse me, node is 20"), "20", "18"),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",
@@ -477,6 +498,12 @@ ONCE: dict[str, tuple[tuple[Said, ...], str]] = {
 # Remarks with a value that no rule reads as a statement: stored for search, not shown.
 GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
     "no-verb-with-an-aside": (_once("max upload size 25mb (nginx)"), "25mb"),
+    "yaml-list-in-block": (
+        _once(
+            'the compose has this:\n```yaml\nservices:\n  db:\n    ports:\n      - "5544:5432"\n```'
+        ),
+        "5544:5432",
+    ),
     "no-verb-a-place": (_once("certs in ~/.certs"), "~/.certs"),
     "addressed-to-the-reader": (_once("u need java 17 for the android build"), "java 17"),
     "settings-pasted-between-fences": (
@@ -526,6 +553,11 @@ GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
 }
 
 BOTH: dict[str, tuple[tuple[Said, ...], str, str]] = {
+    "a-narrower-subject-said-first": (
+        _once("the api metrics port is 9090", "the api port is 8080"),
+        "9090",
+        "8080",
+    ),
     "two-urls": (
         _later("staging url: https://stg.shop.io", "prod check", "prod url: https://shop.io"),
         "https://stg.shop.io",

@@ -87,7 +87,20 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
                 _read_unit(strip_lead_in(unit), number, read, beside=beside)
     instructions, stated, revoked = map(dedupe, (read.instructions, read.facts, read.revoked))
-    return UserStatements(instructions, stated, revoked, read.rules)
+    return UserStatements(instructions, _newest_of_each(stated), revoked, read.rules)
+
+
+def _newest_of_each(stated: list[str]) -> list[str]:
+    """The facts of one session without those it said again later with another value of the
+    very same subject ("node is 18", then "node is 20"): the later is the newer."""
+    return [
+        said
+        for at, said in enumerate(stated)
+        if not any(
+            subjects.other_value(said, later) and subjects.other_value(later, said)
+            for later in stated[at + 1 :]
+        )
+    ]
 
 
 def _keep_settings(pasted: list[str], read: UserStatements) -> None:
@@ -221,13 +234,15 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     entry read last holds, said with nothing but its subject or a reason, replaces the last of
     its kind. An answer to the agent's question `asked` must be worded, and correct no value of
     a kind the question holds ("no, 16" to "4 workers?" answers it)."""
-    told = rule("old-value.not").regex.sub(" ", sentence)
+    told = sentence
+    for rule_id in ("old-value.not", "old-value.not-but", "take-back.was-old"):
+        told = rule(rule_id).regex.sub(lambda m: m.groupdict().get("verb") or " ", told)
     worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
     given = _values_given(told) or _name_like_the_last(told, read)
     if is_question(sentence) or len(given) != 1:
         return False
-    kind, new = given[0]
+    kind, new = _name_kind(*given[0])
     # A value lengthening a name said last ("acme-raw" to "acme-raw-v2") corrects that name.
     for chosen in [*((read.facts, _statement(said)) for said in read.heard), *read.latest]:
         named = ((m := shape("is-value").match(chosen[1])) and m["value"].strip(".`'\"")) or ""
@@ -250,7 +265,11 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
         (_JOINED_NAME, m["value"].rstrip(".")) for m in [shape("is-value").match(previous)] if m
     ]
     old = named or next(
-        (v for k, v in reversed([*said_to_be, *ports, *_values_given(previous)]) if k == kind),
+        (
+            v
+            for k, v in reversed([*said_to_be, *ports, *_values_given(previous)])
+            if _name_kind(k, v)[0] == kind
+        ),
         None,
     )
     _, found, after = message.partition(sentence)
@@ -277,6 +296,12 @@ def _name_like_the_last(told: str, read: UserStatements) -> list[tuple[str, str]
     words = _beside(told, "")[0].replace(",", " ").split()
     alike = len(said) == len(words) == 1
     return [(_JOINED_NAME, words[0])] if alike and all(map(_joined_name, (*said, *words))) else []
+
+
+def _name_kind(kind: str, value: str) -> tuple[str, str]:
+    """A value with the kind it is compared as: a name joined by "-" is one whether or not it
+    holds a digit ("acme-exports-eu", "acme-exports-eu1")."""
+    return (_JOINED_NAME if kind == "label" and _joined_name(value) else kind), value
 
 
 def _joined_name(word: str) -> bool:
