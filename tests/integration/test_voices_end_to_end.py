@@ -229,6 +229,16 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "02:00",
     ),
     "corrected-said-again-no-cue": (_once("node is 18", "excuse me, node is 20"), "20", "18"),
+    "corrected-person-said-as-a-change": (
+        _once("for the pdf stuff ask @ruben", "oh no, @rikke does pdf now"),
+        "@rikke",
+        "@ruben",
+    ),
+    "changed-tool-dropped-then-its": (
+        _later("we use yarn 1", "check the mailer", "we dont use yarn anymore, its pnpm 9 now"),
+        "pnpm 9",
+        "yarn 1",
+    ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",

@@ -193,7 +193,7 @@ def _with_session(
         *((knowledge, restated[f][0], "tool" if f in printed else author) for f in notes.facts),
         *((knowledge, conclusion, "agent") for conclusion in notes.conclusions),
     ]
-    newest_wins = supersede.newest_wins
+    wins = partial(supersede.newest_wins, day=day, days=days, task_id=task.task_id)
     for section, words, origin in stated:
         if not (text := one_line(words)):
             continue
@@ -201,8 +201,8 @@ def _with_session(
         if section is preferences:
             _add(preferences, liked, new)
         else:
-            newest_wins(preferences, liked, text, day, days)
-            _add(knowledge, known, new, lambda t: newest_wins(knowledge, known, t, day, days))
+            wins(preferences, liked, text)
+            _add(knowledge, known, new, lambda t: wins(knowledge, known, t))
     knowledge_now = supersede.merge_superseded(tuple(knowledge))
     return replace(
         block,

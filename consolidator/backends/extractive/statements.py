@@ -87,20 +87,7 @@ def user_statements(spoken: Iterable[str], answers: Mapping[str, str] = {}) -> U
             for unit in _units(label.found["rest"] if label else strip_lead_in(sentence)):
                 _read_unit(strip_lead_in(unit), number, read, beside=beside)
     instructions, stated, revoked = map(dedupe, (read.instructions, read.facts, read.revoked))
-    return UserStatements(instructions, _newest_of_each(stated), revoked, read.rules)
-
-
-def _newest_of_each(stated: list[str]) -> list[str]:
-    """The facts of one session without those it said again later with another value of the
-    very same subject ("node is 18", then "node is 20"): the later is the newer."""
-    return [
-        said
-        for at, said in enumerate(stated)
-        if not any(
-            subjects.other_value(said, later) and subjects.other_value(later, said)
-            for later in stated[at + 1 :]
-        )
-    ]
+    return UserStatements(instructions, stated, revoked, read.rules)
 
 
 def _keep_settings(pasted: list[str], read: UserStatements) -> None:
@@ -366,7 +353,7 @@ def _correction(sentence: str, read: UserStatements) -> None:
     given = {"gone"} if holds("structure.gone", sentence) else set()
     readings = [first(part, "take-back", given=given) for part in parts]
     by = next((found.rule.id for found in readings if found), "")
-    named, by_now = "", False
+    named, used, by_now = "", False, False
     for clause, found in zip(parts, readings, strict=True):
         read.revoked.extend(negated_values(clause))
         # What a take-back names: nothing for a pronoun or "that rule" (named elsewhere).
@@ -379,10 +366,12 @@ def _correction(sentence: str, read: UserStatements) -> None:
         if topic and found:
             read.revoked.append(topic)
             named = topic if found.rule.id in ("take-back.forget", "take-back.wrong-about") else ""
+            used = found.rule.id == "take-back.dropped"
         elif not found and not holds("structure.negation", clause):
             said = clause
-            if named and (it_is := rule("structure.it-is").regex).match(clause):
-                said = f"the {named} is {it_is.sub('', clause)}"
+            if (named or used) and (it_is := rule("structure.it-is").regex).match(clause):
+                # "we dropped yarn, it's pnpm now": what is used in its place
+                said = f"{f'the {named} is' if named else 'we use'} {it_is.sub('', clause)}"
             stated = holds("shape.value", said) or holds(_ABOUT_SOMETHING, said)
             # An order before anything is taken back is the work asked for, not the new value.
             work = holds("shape.order-on-it", said) or (holds("shape.order", said) and not by_now)

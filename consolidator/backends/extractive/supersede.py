@@ -21,10 +21,17 @@ from consolidator.verify.runtimes import agrees, as_stated, pin_value
 
 
 def newest_wins(
-    bullets: list[Bullet], index: SubjectIndex, text: str, day: str, days: Mapping[str, str]
+    bullets: list[Bullet],
+    index: SubjectIndex,
+    text: str,
+    day: str,
+    days: Mapping[str, str],
+    task_id: str,
 ) -> str:
-    """Mark each of `bullets` `text`, said on `day`, gives another value of the subject of;
-    the mark `text` itself carries (superseded when an entry is newer)."""
+    """Mark each of `bullets` `text`, said on `day` in the session of `task_id`, gives another
+    value of the subject of; the mark `text` itself carries (superseded when an entry is
+    newer). What the session itself said before `text` is older when `text` says it changed
+    or gives a value of the very same subject ("node is 18", then "node is 20")."""
     own = ""
     if said_with_doubt(text):
         return own
@@ -32,9 +39,11 @@ def newest_wins(
         bullet = bullets[at]
         if marks.is_superseded(bullet.text) or not subjects.other_value(bullet.text, text):
             continue
-        stated = max((days.get(task_id, "") for task_id in bullet.task_ids), default="")
+        stated = max((days.get(cited, "") for cited in bullet.task_ids), default="")
         old = marks.unmarked(bullet.text)
-        if stated < day:
+        mine = bullet.task_ids == (task_id,)
+        earlier = mine and (facts.says_change(text) or subjects.other_value(text, old))
+        if stated < day or earlier:
             bullets[at] = replace(bullet, text=_stale_mark(old, text, stated, day))
         elif stated == day:
             own = marks.marker(marks.CONFLICTING, day)
