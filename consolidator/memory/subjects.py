@@ -295,12 +295,13 @@ def _alike(short: str, long: str) -> bool:
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
-_PLACE: Final = re.compile(r"\b(?:in|on)\s+(?:the\s+|our\s+|my\s+)?([a-z]+)(?![\w.:/@-])")
+_PLACE: Final = re.compile(r"\b(?:in|on)\s+(?:the\s+|our\s+|my\s+)?([a-z]+)(?![\w.:/@-]|\s+v?\d)")
 
 
 def _places(text: str) -> frozenset[str]:
     """The places `text` says its value holds in ("in ci", "on dev laptops"), by their first
-    word: no value, no noun of a kind ("on port 8080") and no word of time."""
+    word: no value, no noun of a kind ("on port 8080"), no tool before its version ("on python
+    3.12") and no word of time."""
     words = _PLACE.findall(unmarked(text).lower())
     return frozenset(
         stem(word)

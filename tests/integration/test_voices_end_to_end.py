@@ -239,6 +239,15 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "pnpm 9",
         "yarn 1",
     ),
+    "changed-tool-on-its-version": (
+        _later(
+            "python 3.10 in the auth service",
+            "fix signup",
+            "auth service on python 3.12 since the upgrade",
+        ),
+        "3.12",
+        "3.10",
+    ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",
