@@ -21,6 +21,7 @@ FUM_SESSION = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 DEMO = "/path/to/Demo"
 SPOTTER = "/home/marco/projects/spotter"
 CODEMIE = "/Users/user/repo"
+CODEMIE_DEV = "/Users/Nikita_Levyankov/repos/EPMCDME/codemie-ai/codemie-code"
 SOPH = "/Users/soph/Work/entire/devenv/cli"
 PACKMIND = "/Users/cedricteyton/Code/agents-md-evaluator"
 
@@ -113,6 +114,16 @@ REAL_SESSIONS = (
         "/Users/cliftonc/work/guideai",
         True,
         "codex CLI 0.45: desktop app tests",
+    ),
+    RealSession("5c187f31-7d9e-49c6-86b2-206d3023f675", CODEMIE_DEV, True, "bedrock provider"),
+    RealSession("a1f75e0f-ecc5-4f62-be3d-336b8f0b3928", CODEMIE_DEV, True, "llm_models endpoint"),
+    RealSession("b68cb16e-c614-42d1-86fc-f0875d42724d", CODEMIE_DEV, True, "error metrics, commit"),
+    RealSession("c3a574c5-3ba6-4307-b123-b48a5d021db8", CODEMIE_DEV, True, "/memory-refresh"),
+    RealSession(
+        "019e1695-0522-7c83-8b39-0dd379793f80",
+        "/Users/Sample_User/naya",
+        True,
+        "codex desktop: demo preparation",
     ),
     RealSession("63784323-7042-4ab8-82b1-3c0b79467bf9", SOPH, True, "entire: shadow branches"),
     RealSession("c26d2153-23c8-42ed-ab6c-808579b64e5b", SOPH, True, "entire: checkpoint ids doc"),

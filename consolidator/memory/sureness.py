@@ -179,13 +179,18 @@ _FORMS_OF_THE_MOMENT_TOO: Final = frozenset(
 _ROUTINES: Final = frozenset(facts.stem(word) for word in facts.WORDS["routine-words"])
 
 
+# A number of one or two digits alone counts the thing at hand ("a max 8 min demo").
+_COUNT: Final = re.compile(r"\d{1,2}")
+
+
 def _tied_beyond_the_task(entry: Entry, quote: str) -> bool:
-    """Said in two or more sessions, naming a value (a command, a path, a version), or about
-    a routine that recurs in every task (commits, pushes, releases, tests)."""
+    """Said in two or more sessions, naming a value (a command, a path, a version, not a
+    count), or about a routine that recurs in every task (commits, pushes, releases, tests)."""
     if len(_threads(entry)) >= 2:
         return True
     said = facts.read(quote)
-    named = said.values or lexicon.shape("path").search(quote.lower())
+    values = [value for value in said.values if not _COUNT.fullmatch(value)]
+    named = values or lexicon.shape("path").search(quote.lower())
     return bool(named or said.subject & _ROUTINES)
 
 

@@ -333,6 +333,8 @@ def test_an_older_value_in_possible_conflict_is_left_to_search_a_same_day_disput
         " is implemented",
         "The issue must be address, option 1 is not accepable.",
         "Before providing proposal for phase 4.1 check existing implementation for metrics.",
+        "there is a need to prepare focused max 8 min demo scenario showcasing platform and"
+        " capabilities",
     ],
 )
 def test_a_request_about_the_work_at_hand_said_as_a_rule_is_stored_not_shown(quote: str) -> None:
@@ -351,6 +353,7 @@ def test_a_request_about_the_work_at_hand_said_as_a_rule_is_stored_not_shown(quo
         "don't touch the generated files in gen/",
         "Put [billing-layout] at the front of the commit subject",
         "Make lint has to pass before anything gets pushed",
+        "the e2e suite must always run with 4 workers on port 4173",
     ],
 )
 def test_a_rule_of_that_form_naming_a_value_or_a_routine_of_the_work_is_sure(quote: str) -> None:

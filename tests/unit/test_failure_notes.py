@@ -207,6 +207,23 @@ def test_a_command_the_sandbox_denied_is_no_failure_but_its_program_s_own_error_
     assert [failure.command for failure in failures] == ["pnpm test --filter desktop -- --run"]
 
 
+def test_a_program_the_shell_was_not_allowed_to_start_is_no_failure() -> None:
+    # The desktop app's sandbox on macOS, as in a codemie-code rollout of tests/fixtures/real:
+    # zsh itself refused to start `ps`; a file the program cannot touch is its own error.
+    failures = notes_of(
+        user("is chrome running with remote debugging?"),
+        shell("c1", 'ps -ef | rg -i "chrome.*remote"'),
+        output("c1", "zsh:1: operation not permitted: ps", 1),
+        shell("c2", 'pgrep -fl "remote-debugging"'),
+        output("c2", "4242 Google Chrome --remote-debugging-port=9222"),
+        shell("c3", "rm /var/run/app.pid"),
+        output("c3", "rm: /var/run/app.pid: Operation not permitted", 1),
+        shell("c4", "sudo rm /var/run/app.pid"),
+        output("c4", ""),
+    ).failures
+    assert [failure.command for failure in failures] == ["rm /var/run/app.pid"]
+
+
 def test_a_redirection_both_commands_end_with_does_not_pair_a_failure_with_a_fix() -> None:
     (failure,) = notes_of(
         user("the renderer test is red"),

@@ -102,6 +102,13 @@ SECRET_SHAPED: dict[str, tuple[str, ...]] = {
         "'REDACTED_API_KEY'",
         "apiKey: 'proxy-handled'",
     ),
+    "5c187f31-7d9e-49c6-86b2-206d3023f675.jsonl": (
+        "config.apiKey = 'aws-profile'",
+        "config.awsSecretAccessKey = credentials",
+        ": proxy-ha***dled",
+        "AWS_ACCESS_KEY_ID: 'AKIAXXXXXXXXXXXXXXXX'",
+    ),
+    "a1f75e0f-ecc5-4f62-be3d-336b8f0b3928.jsonl": ("apiKey: 'sso-provided'",),
     "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0.jsonl": (
         'highEntropySecret = "[REDACTED]"',
         '"token=" + highEntropySecret',

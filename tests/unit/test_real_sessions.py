@@ -69,6 +69,12 @@ CODEMIE = "claude/projects/-Users-user-repo"
 CODEMIE_CWD = "/Users/user/repo"
 CODEMIE_TUI_ID = "019e1625-789d-76c0-80ab-3724b5ddb799"
 CODEMIE_TUI = f"codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-{CODEMIE_TUI_ID}.jsonl"
+CODEMIE_DEV = "claude/projects/-Users-Nikita_Levyankov-repos-EPMCDME-codemie-ai-codemie-code"
+CODEMIE_DEV_CWD = "/Users/Nikita_Levyankov/repos/EPMCDME/codemie-ai/codemie-code"
+CODEMIE_DESKTOP_ID = "019e1695-0522-7c83-8b39-0dd379793f80"
+CODEMIE_DESKTOP = (
+    f"codex/sessions/2026/05/11/rollout-2026-05-11T13-28-45-{CODEMIE_DESKTOP_ID}.jsonl"
+)
 SOPH = "claude/projects/-Users-soph-Work-entire-devenv-cli"
 SOPH_CWD = "/Users/soph/Work/entire/devenv/cli"
 PACKMIND = "claude/projects/-Users-cedricteyton-Code-agents-md-evaluator"
@@ -399,6 +405,55 @@ EXPECTED: dict[str, Expected] = {
         "envelope 0.125.0 codex-tui",
         None,
         "let's update the defailt context compart to 90 in env var",
+    ),
+    # Another codemie-code developer's sessions (Claude Code 2.0.73 to 2.0.76, unredacted):
+    # short requests, an interruption, a bare slash command that expands to a long prompt.
+    f"{CODEMIE_DEV}/5c187f31-7d9e-49c6-86b2-206d3023f675.jsonl": Expected(
+        "claude",
+        "5c187f31-7d9e-49c6-86b2-206d3023f675",
+        CODEMIE_DEV_CWD,
+        "main",
+        "2.0.75",
+        None,
+        "analyze bedrock provider it configured correctly, but not working",
+    ),
+    f"{CODEMIE_DEV}/a1f75e0f-ecc5-4f62-be3d-336b8f0b3928.jsonl": Expected(
+        "claude",
+        "a1f75e0f-ecc5-4f62-be3d-336b8f0b3928",
+        CODEMIE_DEV_CWD,
+        "codex",
+        "2.0.76",
+        None,
+        "it should be included into constant",
+    ),
+    f"{CODEMIE_DEV}/b68cb16e-c614-42d1-86fc-f0875d42724d.jsonl": Expected(
+        "claude",
+        "b68cb16e-c614-42d1-86fc-f0875d42724d",
+        CODEMIE_DEV_CWD,
+        "fix-multiplatform",
+        "2.0.73",
+        None,
+        "analyze wether there is global error handling for agent start",
+    ),
+    f"{CODEMIE_DEV}/c3a574c5-3ba6-4307-b123-b48a5d021db8.jsonl": Expected(
+        "claude",
+        "c3a574c5-3ba6-4307-b123-b48a5d021db8",
+        CODEMIE_DEV_CWD,
+        "guide",
+        "2.0.76",
+        None,
+        "/memory-refresh",
+    ),
+    # Codex desktop app 0.128.0-alpha.1: the requests only as the UI's `user_message` events,
+    # the first wrapped in the files the user mentioned (a meeting transcript).
+    CODEMIE_DESKTOP: Expected(
+        "codex",
+        CODEMIE_DESKTOP_ID,
+        "/Users/Sample_User/naya",
+        None,
+        "envelope 0.128.0-alpha.1 Codex Desktop",
+        None,
+        "there is a need for nikita to draft demo scenario around governance",
     ),
     # Codex CLI 0.45.0 (`codex_cli_rs`), interactive over two days: thirteen requests adding
     # tests to a desktop app, `shell` calls whose output is a JSON string, `custom_tool_call`
