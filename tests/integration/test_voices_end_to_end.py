@@ -248,6 +248,20 @@ CHANGED: dict[str, tuple[tuple[Said, ...], str, str]] = {
         "3.12",
         "3.10",
     ),
+    "corrected-naming-what-was-said-before": (
+        _later(
+            "the login rate limit is 10/min",
+            "fix signup",
+            "earlier i said 10/min for the rate limit, it's 20/min",
+        ),
+        "20/min",
+        "10/min",
+    ),
+    "corrected-in-a-session-naming-what-was-said": (
+        _once("the api port is 8080", "i said 8080 before but it's 8081 for the api"),
+        "8081",
+        "8080",
+    ),
     "changed-java-now": (
         _later("the build use java 17", "build is red", "now we use java 21 for the build"),
         "21",
@@ -679,6 +693,10 @@ KEPT: dict[str, tuple[tuple[Said, ...], str]] = {
     "a-correction-naming-more": (
         _once("ask @tomas for db access", "no, @ines does db access for prod"),
         "@tomas",
+    ),
+    "said-before-restated": (
+        _once("the api port is 8080", "as i said, the api port is 8080"),
+        "8080",
     ),
     "a-correction-naming-another-thing": (
         _once("the cache ttl is 300s", "sorry, the session ttl is 600s"),

@@ -37,7 +37,12 @@ _PASTED_LINES = ("fenced-lines", "numbered-lines", "terminal-copy", "pasted-sett
 _SETTINGS_KEPT_FROM = ("fenced-lines", "pasted-settings")
 _PASTED_SETTING = "kept.pasted-setting"
 # The old value a correction names beside its new one ("5433, not 5432").
-_OLD_VALUES = ("old-value.not-but", "old-value.trailing-not", "old-value.not")
+_OLD_VALUES = (
+    "old-value.not-but",
+    "old-value.trailing-not",
+    "old-value.not",
+    "old-value.said-before",
+)
 # What a statement keeps of a match for an old value: the verb, or the thing it is of.
 _KEPT_BESIDE_OLD = ("verb", "subject")
 
@@ -185,9 +190,11 @@ def negated_values(sentence: str) -> list[str]:
     ]
     # "not 6543 but 6544": a value paired with one of its kind is taken back however plain.
     paired = [
-        m["old_lead"]
-        for m in rule("old-value.not-but").regex.finditer(sentence)
-        if m["old_lead"] and same_kind(m["old_lead"], sentence[m.end() :].split(",")[0])
+        old
+        for rule_id in ("old-value.not-but", "old-value.said-before")
+        for m in rule(rule_id).regex.finditer(sentence)
+        if (old := m.groupdict().get("old_lead") or (m["old"] if "said" in rule_id else ""))
+        and any(same_kind(old, v) for _, v in _values_given(sentence[m.end() :]))
     ]
     kind_number = rule("old-value.kind-not-number").regex.finditer(sentence)
     return [
@@ -222,7 +229,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     its kind. An answer to the agent's question `asked` must be worded, and correct no value of
     a kind the question holds ("no, 16" to "4 workers?" answers it)."""
     told = sentence
-    for rule_id in ("old-value.not", "old-value.not-but", "take-back.was-old"):
+    for rule_id in (*_OLD_VALUES, "take-back.was-old"):
         told = rule(rule_id).regex.sub(lambda m: m.groupdict().get("verb") or " ", told)
     worded = told != sentence or rule("correction.value-only").regex.search(sentence)
     told, reasoned = _without_reason(rule("structure.own-doing").regex.sub("", told), read)
