@@ -51,6 +51,9 @@ def other_value(old: str, new: str) -> bool:
         return True
     held, given = valued(old), valued(new)
     was, now = read(old).stated, read(new).stated
+    bare = not now.subject and len(held) == len(given) == 1 and facts.says_change(new)
+    if bare and held.keys() != given.keys() and _family(*held) == _family(*given) != "":
+        return True  # "release-4 now", nothing else said: a new value of "release-3"'s family
     alike = held and set(held.values()) == set(given.values()) and was.subject == now.subject
     if alike and was.subject and len(was.values) == len(now.values) == 1:
         return was.values != now.values
@@ -66,6 +69,12 @@ def other_value(old: str, new: str) -> bool:
     return all(_among(word, older) for word in newer) or (
         facts.says_change(new) and all(_among(word, newer) for word in older)
     )
+
+
+def _family(value: str) -> str:
+    """What a name is before its number ("release-" of "release-3"); "" for a number alone."""
+    family = value.rstrip("0123456789.")
+    return family if any(c.isalpha() for c in family) else ""
 
 
 def _changed_from(old: str, new: str) -> bool:

@@ -54,6 +54,8 @@ def _context(memory: Memory) -> str:
         ("for the fx rates ask @ines", "for the fx rates ask @tomas", "@ines"),
         ("the worker pool has 8 procs", "the worker pool has 16 procs", " 8 "),
         ("dev server runs on port 3300", "dev server: 3301", "3300"),
+        ("we deploy from release-3", "release-4 now", "release-3"),
+        ("prod db pg-prod-1", "prod db is pg-prod-2 since monday", "pg-prod-1"),
     ],
 )
 def test_a_later_value_of_the_same_subject_wins_without_a_cue_word(
@@ -78,6 +80,8 @@ def test_a_later_value_of_the_same_subject_wins_without_a_cue_word(
         ("node 20 is required", "node 22 is required in ci"),
         ("staging host is stg1.corp", "prod host is prd1.corp"),
         ("the client reads its timeout at src/client.py:41", "the client db is on 7400"),
+        ("the api listens on 7070", "7071 now"),
+        ("we deploy from release-3", "release-3-hotfix now"),
     ],
 )
 def test_another_subject_or_another_kind_of_value_leaves_both_current(
