@@ -4,6 +4,7 @@ maintained segmenter, with what only leads into a sentence taken off."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache, lru_cache
 
 import pysbd
@@ -25,8 +26,23 @@ def _segments(paragraph: str, no_break: re.Pattern[str]) -> tuple[str, ...]:
         return (paragraph[start:],) if start < len(paragraph) else ()
     # A segmenter keeps the text it works on in itself, so one shared by the stage-one
     # threads would mix their sentences up; making one costs under a microsecond.
-    segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    return tuple(paragraph[span.start : span.end] for span in segmenter.segment(masked))
+    found = pysbd.Segmenter(language="en", clean=False).processor(masked).process()
+    spans = [(0, 0)]
+    for said in found:  # where its `char_span` finds each, without a pattern per sentence
+        places = _places(masked, said) if said else (m.span() for m in re.finditer(r"\s*", masked))
+        if place := next((p for p in places if p[1] > spans[-1][1]), None):
+            spans.append(place)
+    return tuple(paragraph[start:end] for start, end in spans[1:])
+
+
+def _places(text: str, said: str) -> Iterator[tuple[int, int]]:
+    """Each place of `said` in `text` with the spaces after it, as `re.finditer` finds them."""
+    at = text.find(said)
+    while at >= 0:
+        end = at + len(said)
+        end += len(text[end:]) - len(text[end:].lstrip())
+        yield at, end
+        at = text.find(said, end)
 
 
 @cache
