@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Final, NamedTuple, TypeAlias
 
 from consolidator.memory.lexicon import data
@@ -60,10 +60,13 @@ class Rule:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        """Compiled on first use: a fresh process compiles only what it reads."""
-        if self.id in _SWITCHED_OFF.get():
-            return _NOTHING
-        return _compiled(self.pattern, re.I if "i" in self.flags else 0)
+        return _NOTHING if self.id in _SWITCHED_OFF.get() else self._compiled
+
+    @cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        """Compiled on first use, once a process (`re`'s cache of 512 is smaller than what a
+        pass compiles); on Python 3.11 once for all the stage-one threads starting together."""
+        return re.compile(self.pattern, re.I if "i" in self.flags else 0)
 
     def find(self, text: str) -> re.Match[str] | None:
         """Where the rule reads `text`, the way its row says it reads."""
@@ -91,13 +94,6 @@ class Rule:
 
     def reads(self, text: str) -> bool:
         return self.find(text) is not None
-
-
-@cache
-def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
-    """A row's pattern, compiled once: `re`'s own cache (512) is smaller than what a pass
-    compiles, so a row pushed out would be compiled again and again."""
-    return re.compile(pattern, flags)
 
 
 class Reading(NamedTuple):
