@@ -133,7 +133,7 @@ def apply_edit(block: Block, edit: EditedValue) -> tuple[Block, list[str], list[
 
 def _split(block: Block, gone: Callable[[str], bool]) -> tuple[Block, list[str], list[str]]:
     """`block` without the knowledge and preferences `gone` holds for, and their texts."""
-    both = (block.knowledge, block.preferences)
-    kept = [tuple(b for b in bs if not gone(b.text)) for bs in both]
-    knowledge, preferences = ([b.text for b in bs if gone(b.text)] for bs in both)
+    both = [[(b, gone(b.text)) for b in bs] for bs in (block.knowledge, block.preferences)]
+    kept = [tuple(b for b, out in bs if not out) for bs in both]
+    knowledge, preferences = ([b.text for b, out in bs if out] for bs in both)
     return replace(block, knowledge=kept[0], preferences=kept[1]), knowledge, preferences
