@@ -118,10 +118,11 @@ def nothing_to_redact(texts: Sequence[str]) -> bool:
     Joined, the texts can only show more findings, never fewer: no pattern crosses a line
     unless it is one that also matches inside a text (a private key's BEGIN and END lines),
     detect-secrets values and context words seen in one text count in the others, and each
-    text starts and ends at a line break. So True here means no change in any text alone.
+    text starts and ends at a line break. So True here means no change in any text alone,
+    and a text given twice (a session's task, quoted again) is searched once.
     """
     separator = f"\n\x1f{uuid.uuid4().hex[:16]}\x1f\n"
-    _, placed, _labels = redact_once(separator.join(texts))
+    _, placed, _labels = redact_once(separator.join(dict.fromkeys(texts)))
     return not placed
 
 
