@@ -39,9 +39,7 @@ def _places(text: str, said: str) -> Iterator[tuple[int, int]]:
     """Each place of `said` in `text` with the spaces after it, as `re.finditer` finds them."""
     at = text.find(said)
     while at >= 0:
-        end = at + len(said)
-        end += len(text[end:]) - len(text[end:].lstrip())
-        yield at, end
+        yield at, (end := len(text) - len(text[at + len(said) :].lstrip()))
         at = text.find(said, end)
 
 
