@@ -269,6 +269,23 @@ ANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
 # A question and one value alone (or a line of code) that only the question says what it is
 # of: stored in the project's entries for search, not shown.
 GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "setting-in-a-long-settings-file": (
+        _answered(
+            "which port does the api use",
+            "cat config/api.toml",
+            '[server]\nhost = "0.0.0.0"\nport = 8088\nworkers = 4\n[db]\nurl = "postgres://db.lan/s"',
+        ),
+        "8088",
+    ),
+    "first-item-listed-below-its-key": (
+        _answered(
+            "which port is redis on here?",
+            "cat docker-compose.yml",
+            'services:\n  cache:\n    image: redis:7.2\n    ports:\n      - "6390:6379"\n'
+            "  db:\n    image: postgres:15",
+        ),
+        "6390:6379",
+    ),
     "latest-tag": (
         _answered("what's the latest tag", "git describe --tags --abbrev=0", "v2.14.3"),
         "v2.14.3",
@@ -343,6 +360,23 @@ GUESSED: dict[str, tuple[tuple[Said, ...], str]] = {
 # A question and output that answers nothing for sure: stored nowhere in the project's
 # entries (a failure, several matches, a tally, many rows, a dump, no question asked).
 UNANSWERED: dict[str, tuple[tuple[Said, ...], str]] = {
+    "long-settings-file-naming-two": (
+        _answered(
+            "which ports are open?",
+            "cat docker-compose.yml",
+            'services:\n  web:\n    ports:\n      - "8080:80"\n'
+            '  db:\n    ports:\n      - "5433:5432"',
+        ),
+        "5433:5432",
+    ),
+    "long-code-file": (
+        _answered(
+            "which port does the app use?",
+            "cat src/app.py",
+            "import os\n\napp = make_app()\nPORT = 8088\nHOST = '0.0.0.0'\nDEBUG = False",
+        ),
+        "8088",
+    ),
     "failed-grep": (
         _answered("what's the db host", "env | grep DB_HOST", "DB_HOST=pg-old.internal", 1),
         "pg-old.internal",

@@ -29,17 +29,20 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     `printed_facts` took nothing; sure only where the command names what the value is of."""
     said = one_line(call.asked).strip()
     question = said if first(respelled(said), GUESSED_PRINTED, given=("answered",)) else ""
-    if not (question and call.shell and call.ok and call.printed) or printed_facts(call):
+    if not (question and call.shell and call.ok) or printed_facts(call):
         return []
     argvs = segments(call.command)
     words = [word.lower() for argv in argvs for word in argv[1:] if not word.startswith("-")]
     asked = {part for word in question.split() for part in _parts(word)}
     searched = any(argv and argv[0] in word_list("searchers") for argv in argvs)
-    lines, last = list(call.printed), argvs[-1]
-    if searched and len(lines) != 1:
-        return []  # a search that found several lines chose none of them
+    last = argvs[-1]
     # A file read whole is where every line it printed is (`cat invoice.py`).
     read = last[-1] if len(last) > 1 and last[0] in word_list("file-readers") else ""
+    # A settings file read whole may be long: the one setting the question names answers it.
+    listed = not call.printed and len(argvs) == 1 and bool(read) and is_config(read)
+    lines = list(call.listed if listed else call.printed)
+    if not lines or (searched and len(lines) != 1):
+        return []  # a search that found several lines chose none of them
     # A table of one column and one row (`psql -c 'show max_connections'`), sure where the
     # query named the column the question asks for; not one a function computed (`count(*)`).
     rows = [line for line in lines if not pattern("row-count").match(line)]
@@ -50,7 +53,7 @@ def answered_facts(call: Call) -> list[tuple[str, str]]:
     if header and plain and re.search(named, call.command, re.IGNORECASE):
         found: tuple[str, str, bool] | None = (header, cell, True)
     else:
-        found = _answer_keyed(lines, asked, words, "" if searched else read)
+        found = _answer_keyed(lines, asked, words, "" if searched else read, listed=listed)
     printer = not last or last[0] in word_list("value-printers")
     if found is None and len(lines) == 1 and not searched and not printer:
         # One value alone: sure as a field given with its file (`jq -r .engines.node x.json`);
@@ -86,18 +89,19 @@ def _parts(word: str) -> set[str]:
 
 
 def _answer_keyed(
-    lines: list[str], asked: set[str], words: list[str], read: str
+    lines: list[str], asked: set[str], words: list[str], read: str, *, listed: bool = False
 ) -> tuple[str, str, bool] | None:
-    """The one keyed line of a few (all keyed) whose key the question names: sure where the
-    command names the key or the record (`pip show django`), not in code or a file of code."""
+    """The one keyed line of a few (all keyed, unless a settings file was `listed` whole) whose
+    key the question names: sure where the command names the key or the record (`pip show
+    django`), not in code or a file of code."""
     keyed: list[tuple[str, str, str, str]] = []  # key, value, its shape, its file
-    for path, text in lines_of_files(read, lines, searched=True):
+    for path, text in lines_of_files(read, _listed_first(lines), searched=True):
         for shape in ("code-setting", "setting", "named-version"):
             if match := pattern(shape).match(text):
                 keyed.append((match["key"], match["value"], shape, path))
                 break
     chosen = [entry for entry in keyed if _parts(entry[0]) & asked]
-    if len(chosen) != 1 or (len(lines) > 1 and len(keyed) != len(lines)):
+    if len(chosen) != 1 or (len(lines) > 1 and len(keyed) != len(lines) and not listed):
         return None  # none, or several, or one line of a few that are not all keyed
     key, value, shape, path = chosen[0]
     records = [v.strip().lower() for k, v, _, _ in keyed if k != key]
@@ -108,3 +112,16 @@ def _answer_keyed(
     subject = f"{subject} in {path}" if path else subject
     code = shape == "code-setting" or bool(path and not is_config(path))
     return subject, value, not code and (given or bool(record))
+
+
+def _listed_first(lines: list[str]) -> list[str]:
+    """`lines` with a key that has nothing after it and the first item listed below it as one
+    setting (`ports:`, then `- "6390:6379"`)."""
+    joined: list[str] = []
+    for line in lines:
+        key = pattern("bare-key").match(joined[-1]) if joined else None
+        if key and (item := pattern("list-item").match(line)):
+            joined[-1] = f"{key['key']}: {item['item']}"
+        else:
+            joined.append(line)
+    return joined

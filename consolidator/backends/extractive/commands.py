@@ -44,6 +44,8 @@ class Call:
     error: str = ""
     # The output's lines when there are four at most (more is a dump): what a command printed.
     printed: tuple[str, ...] = ()
+    # A longer output's first lines: a settings file read whole, where a question names one.
+    listed: tuple[str, ...] = ()
 
 
 # One edit of a file: its path, the lines it took out and put in, and where it moved from.
@@ -267,6 +269,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
     unsure = not edges and pattern("truncated").search(call.command) is not None
     call.ok = (None if unsure else not edges) if item.exit_code is None else item.exit_code == 0
     call.printed = tuple(lines) if len(lines) <= 4 else ()
+    call.listed = () if call.printed else tuple(lines[: limit("listed-lines")])
     if not call.ok:
         found = (line for shape in shapes for line in lines if re.search(shape, line))
         said = [line for line in lines if not pattern("not-the-error").search(line)]
