@@ -134,6 +134,18 @@ REAL_SESSIONS = (
         "entire: a resume test that hangs",
     ),
     RealSession(
+        "f022dad1-9896-4a6c-bb91-0d1efb580b70",
+        "/Users/alex/workspace/cli/.worktrees/4",
+        True,
+        "entire: why lint fails on CI",
+    ),
+    RealSession(
+        "ce99376e-9bff-467b-91ed-b5ae280c1917",
+        "/Users/alex/workspace/cli/.worktrees/alex/test-explain-checkpoint-boundaries",
+        True,
+        "entire: explain --raw-transcript, an amend",
+    ),
+    RealSession(
         "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0",
         "/Users/paul/src/entireio/cli",
         True,

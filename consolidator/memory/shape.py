@@ -88,7 +88,8 @@ _QUESTION_START: Final = re.compile(
 # How a piece cut from a longer sentence begins or ends: on a word that joins it to what
 # came before, or that waits for what comes after.
 _JOINED_START: Final = re.compile(
-    r"^(?:and|or|but|nor|which|whose|whereas|plus|as well as|etc)\b", re.IGNORECASE
+    r"^(?:and|or|but|nor|which|whose|whereas|plus|as well as|etc|e\.g\.|i\.e\.)(?!\w)",
+    re.IGNORECASE,
 )
 _DANGLING_END: Final = re.compile(
     r"\b(?:and|or|but|nor|the|an|my|your|our|their)$",

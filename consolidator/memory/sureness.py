@@ -243,9 +243,10 @@ _PAST: Final = re.compile(r"\b(?:was|were)\b", re.IGNORECASE)
 # How something ought to be, which says it is not so yet ("the product tour should display
 # the code"): a wish or a plan for the work, not the project's state.
 _WISHED: Final = re.compile(r"\b(?:should|shouldn't|ought to)\b", re.IGNORECASE)
+# A word with a letter three times over ("arrggghh", "hmmm") is a sound, not a subject.
 _LEAD_IN: Final = re.compile(
     r"^(?:(?:ok|okay|also|and|so|pls|plz|please|btw|oh|hey|in addition"
-    r"|(?:no|yes|yeah|nope|yep)(?=\s*,))\b[\s,:;.!-]*)+",
+    r"|(?:no|yes|yeah|nope|yep)(?=\s*,)|[a-z]*([a-z])\1\1[a-z]*)\b[\s,:;.!-]*)+",
     re.IGNORECASE,
 )
 

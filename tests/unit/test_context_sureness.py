@@ -471,6 +471,23 @@ def test_a_value_beside_a_pronoun_subject_run_on_after_it_is_not_sure() -> None:
     assert _evidence("knowledge", _said(named)) == ["current_value"]
 
 
+def test_a_sound_before_a_pronoun_subject_or_an_example_cut_from_a_question_is_not_sure() -> None:
+    """As an entireio/cli session of tests/fixtures/real said them: a reaction after a sound
+    ("arrggghh"), and the example a question gave, split from it."""
+    for said in ("Arrggghh that is no good.", "e.g. `entire explain -c 7674489fb0a9`"):
+        assert not judge(Entry(_block(), "knowledge", _said(said))).sure, said
+    assert judge(Entry(_block(), "knowledge", _said("Sooo the api port is 7070"))).sure
+
+
+def test_trouble_said_after_the_opening_states_nothing_of_the_project() -> None:
+    spoken = user_statements(
+        ["let's make some more changes to explain", "hmm, the amend has broken our checkpoints"]
+    )
+    assert spoken.facts == []
+    kept = user_statements(["check the deploy", "ping Priya if the deploy fails"])
+    assert kept.facts == ["Ping Priya if the deploy fails"]
+
+
 def test_a_test_run_s_bare_fail_fixed_by_an_edit_is_not_a_confirmed_fix() -> None:
     """Go's FAIL is a test run's verdict like a tally: the edit that made the run pass is the
     ordinary loop of edit and run again, and the agent's account of it may be wrong."""

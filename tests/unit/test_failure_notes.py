@@ -327,3 +327,47 @@ def test_a_run_whose_output_head_or_tail_cut_passed_only_if_nothing_says_it_fail
         claude_output("c2", "> lint\n> eslint src"),
     )
     assert [failure.fix for failure in notes.failures if failure.fix] == []
+
+
+def test_a_call_the_user_rejected_or_the_shell_could_not_run_is_no_failure() -> None:
+    # As in an entireio/cli session of tests/fixtures/real: Claude Code's rejection, with the
+    # user's question in place of the output, and zsh refusing to evaluate a command.
+    rejected = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+        "if it was a file edit, the new_string was NOT written to the file). To tell you how "
+        "to proceed, the user said:\n_why_ is it removing these lines?"
+    )
+    failures = notes_of(
+        user("why is lint failing on the build?"),
+        shell("c1", "git checkout cmd/cli/checkpoint_test.go && git push"),
+        output("c1", rejected, 1),
+        shell("c2", "golangci-lint run ./cmd/cli/... 2>&1 | wc -l"),
+        output("c2", "Exit code 126\n(eval):1: permission denied: \n\n     194", 126),
+        shell("c3", "git push"),
+        output("c3", "Everything up-to-date"),
+    ).failures
+    assert failures == ()
+
+
+def test_another_operation_of_the_program_is_not_the_fix() -> None:
+    # `gh pr checks` exits non-zero while checks are pending; reading the diff fixes nothing.
+    # A usage error of `version` is not fixed by a `run`, nor by reading the program's help.
+    (checks, version, flag) = notes_of(
+        user("why is lint failing on the build?"),
+        shell("c1", "gh pr checks 142 2>&1"),
+        output("c1", "lint\tfail\t1m27s\nCursor Bugbot\tpending\t0", 8),
+        shell("c2", "gh pr diff 142 2>&1 | head -50"),
+        output("c2", "diff --git a/x.go b/x.go"),
+        shell("c3", "golangci-lint version --format json 2>&1"),
+        output("c3", "Error: unknown flag: --format", 1),
+        shell("c4", "golangci-lint run --enable-only=staticcheck ./cmd/... 2>&1"),
+        output("c4", "0 issues."),
+        shell("c5", "golangci-lint run --disable-all ./cmd/... 2>&1"),
+        output("c5", "Error: unknown flag: --disable-all", 1),
+        shell("c6", "golangci-lint run --help 2>&1 | grep -i enable"),
+        output("c6", "  -E, --enable strings   Enable specific linter"),
+        shell("c7", "golangci-lint run --enable-only=staticcheck ./cmd/checkpoint/... 2>&1"),
+        output("c7", "0 issues."),
+    ).failures
+    assert (checks.fix, version.fix) == ("", "")
+    assert flag.fix == "golangci-lint run --enable-only=staticcheck ./cmd/checkpoint/... 2>&1"

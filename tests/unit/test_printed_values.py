@@ -67,6 +67,12 @@ def _session(command: str, printed: str, exit_code: int | None = 0) -> Extractiv
         ),
         ("java -version 2>&1", 'openjdk version "17.0.9" 2023-10-17\n', "java version is 17.0.9"),
         ("go version", "go version go1.21.5 linux/amd64\n", "go version is 1.21.5"),
+        # The Go a program was built with is Go's version, not the program's.
+        (
+            "golangci-lint version --json 2>&1",
+            '{"goVersion":"go1.25.6","version":"2.8.0","commit":"(unknown)"}\n',
+            "golangci-lint version is 2.8.0",
+        ),
         ("kubectl version --client", "Client Version: v1.28.4\n", "kubectl version is v1.28.4"),
         ("cd web && node --version", "v18.19.1\n", "node version is v18.19.1"),
         ("uv run python --version", "Python 3.12.1\n", "python version is 3.12.1"),

@@ -501,6 +501,28 @@ EXPECTED: dict[str, Expected] = {
         None,
         "can we talk about what we're doing first?",
     ),
+    # Two worktrees of that developer: CI lint failing, tool calls the user rejected with a
+    # question instead, MCP tool calls; and changes to `entire explain`, an amend gone wrong.
+    "claude/projects/-Users-alex-workspace-cli-.worktrees-4/"
+    "f022dad1-9896-4a6c-bb91-0d1efb580b70.jsonl": Expected(
+        "claude",
+        "f022dad1-9896-4a6c-bb91-0d1efb580b70",
+        "/Users/alex/workspace/cli/.worktrees/4",
+        "gtrrz-victor/restructure-entire-session-files",
+        "2.1.31",
+        None,
+        "why is lint failing on the build?",
+    ),
+    "claude/projects/-Users-alex-workspace-cli-.worktrees-alex-test-explain-checkpoint-boundaries/"
+    "ce99376e-9bff-467b-91ed-b5ae280c1917.jsonl": Expected(
+        "claude",
+        "ce99376e-9bff-467b-91ed-b5ae280c1917",
+        "/Users/alex/workspace/cli/.worktrees/alex/test-explain-checkpoint-boundaries",
+        "alex/explain-raw-transcript",
+        "2.1.29",
+        None,
+        "Let's make some more changes to explain.",
+    ),
     "claude/projects/-Users-paul-src-entireio-cli/"
     "768de5d6-9fad-475b-8a4f-dfa7ddc01bb0.jsonl": Expected(
         "claude",

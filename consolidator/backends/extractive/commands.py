@@ -165,14 +165,17 @@ def _command_key(command: str) -> tuple[str, frozenset[str], bool]:
             program, rest = rest[1], rest[2:]
         if program in word_list("shells") and rest and not rest[0].startswith("-"):
             program, rest = rest[0], rest[1:]
-        sub = rest[0] if rest and not rest[0].startswith("-") else ""
-        key = f"{program} {sub}" if sub and program in word_list("subcommand-programs") else program
+        # "gh pr checks" and "gh pr diff" are two operations: a second plain word is part of it
+        sub = rest[:1] if rest and not rest[0].startswith("-") else []
+        sub += [word for word in rest[1:2] if sub and pattern("subcommand-word").fullmatch(word)]
+        key = " ".join([program, *sub]) if program in word_list("subcommand-programs") else program
         notable = frozenset(_significant(arg) for arg in rest) - {""}
         scratch = tuple(word_list("temporary-roots"))
         read_only = (
             not word_list("probes").isdisjoint({program, key})
             or (program == "sed" and not any(arg.startswith("-i") for arg in rest))
             or _asks_version(rest)
+            or not word_list("help-words").isdisjoint([*rest[:2], *rest[-1:]])
             or not word_list("value-getters").isdisjoint(rest[1:][-2:])
             or (not notable and any(arg.startswith(scratch) for arg in rest))
         )
@@ -277,7 +280,7 @@ def take_output(call: Call, item: RolloutItem) -> bool:
         missing = f"exit code {item.exit_code}" if item.exit_code is not None else ""
         error = clip(one_line(redact(chosen).text), limit("error-chars"))
         call.error = error or missing or "failed with no output"
-    return pattern("refused").match(item.text) is None
+    return pattern("refused").match("\n".join(lines)) is None
 
 
 def _searched_file(argvs: list[list[str]]) -> list[list[str]]:
@@ -325,7 +328,12 @@ def printed_facts(call: Call) -> list[tuple[str, str]]:
         # The first version printed, of the program or of what a query's output names before
         # it (`PostgreSQL 14.9`), after the subcommand asked (`docker compose version`).
         query = any(pattern("version-query").search(arg) for arg in argv[1:])
-        hits = ((line, m) for line in printed if (m := pattern("printed-version").search(line)))
+        hits = (
+            (line, m)
+            for line in printed
+            for m in pattern("printed-version").finditer(line)
+            if program == "go" or not line[: m.start()].endswith("go")  # go1.25.6: Go's own
+        )
         line, version = next(hits, ("", None))
         named = pattern("version-named").search(line[: version.start() if version and query else 0])
         name = named["name"] if named and named["name"].lower() != "version" else program
