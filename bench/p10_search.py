@@ -52,7 +52,14 @@ from consolidator.backends.extractive.backend import ExtractiveBackend
 from consolidator.core.config import setting_default
 from consolidator.db.records import Eligibility, Stage1Payload, ThreadRecord, ThreadState
 from consolidator.db.schema import Stage1Output, Thread
-from consolidator.db.search import PG_COLUMN, SQLITE_TABLE, QueryTerms, SearchScope, scope_key
+from consolidator.db.search import (
+    PG_COLUMN,
+    SQLITE_TABLE,
+    QueryTerms,
+    SearchScope,
+    index_pending,
+    scope_key,
+)
 from consolidator.db.store import Store
 from consolidator.phases.scan import scan
 from consolidator.phases.stage_one.input import build_input, transcript_budget_chars
@@ -121,6 +128,7 @@ def _seed(engine: Engine, first: int, count: int, seed: int) -> None:
         with engine.begin() as connection:
             connection.execute(insert(Thread), [thread for thread, _ in pairs])
             connection.execute(insert(Stage1Output), [output for _, output in pairs])
+            index_pending(connection)
 
 
 def _header(thread: dict[str, Any]) -> RolloutHeader:
@@ -177,6 +185,10 @@ def _stored(
                 finished = store.stage_one.complete_stage1_many(finishes)
             yield time.perf_counter() - started
             assert all(finished), finishes[0][0].job_key
+    # What a pass of stage one does once its sessions are stored.
+    started = time.perf_counter()
+    store.stage_one.index_stored()
+    yield time.perf_counter() - started
 
 
 def _storing_seconds(

@@ -47,6 +47,7 @@ from consolidator.db.records import (
     Stage1Waiting,
     ThreadState,
 )
+from consolidator.db.search import INDEX_BATCH, index_pending
 from consolidator.db.schema import STAGE1_BEHIND, STAGE1_FAILED, Job, Thread
 from consolidator.db.statements import (
     DELETE_OUTPUT,
@@ -288,7 +289,9 @@ class StageOneJobRepository:
         - A new or replaced output is logged as an upsert in the same transaction.
         """
         with self.db.write() as connection:
-            return finish_stage1(connection, self.db.now(connection), claim, payload)
+            finished = finish_stage1(connection, self.db.now(connection), claim, payload)
+            index_pending(connection, at_least=INDEX_BATCH)
+            return finished
 
     def complete_stage1_many(
         self, finishes: Sequence[tuple[Claim, Stage1Payload | None]]
@@ -297,13 +300,25 @@ class StageOneJobRepository:
 
         - Each finish is fenced by its own claim: a lost lease writes nothing of its finish
           and answers False, and the others are stored all the same.
-        - One commit for all of them: on SQLite the search index then writes one new FTS5
-          segment for the lot instead of one per session, most of what it costs a session.
+        - One commit for all of them.
         - An error rolls back every finish of the call; the caller may then try them alone.
+
+        Either adds the search terms of the outputs stored so far once `INDEX_BATCH` wait.
         """
         with self.db.write() as connection:
             now = self.db.now(connection)
-            return [finish_stage1(connection, now, claim, payload) for claim, payload in finishes]
+            finished = [
+                finish_stage1(connection, now, claim, payload) for claim, payload in finishes
+            ]
+            index_pending(connection, at_least=INDEX_BATCH)
+            return finished
+
+    @contention_retry
+    def index_stored(self) -> int:
+        """Add the search terms of every output stored and not yet indexed (the end of a
+        pass), so a search finds none waiting; the number indexed."""
+        with self.db.write() as connection:
+            return index_pending(connection)
 
     @contention_retry
     def fail_job(

@@ -123,6 +123,7 @@ class StageOneJobs(Protocol):
       each under its own fence (one answer each, in order): a lost lease refuses its finish
       alone. An error rolls back all of them.
     - `fail_job` backs off; a transient failure (the endpoint was down) refunds the attempt.
+    - `index_stored` adds the search terms of the outputs stored and not yet indexed.
     """
 
     def claim_stage1_batch(
@@ -140,6 +141,8 @@ class StageOneJobs(Protocol):
     def complete_stage1_many(
         self, finishes: Sequence[tuple[Claim, Stage1Payload | None]]
     ) -> list[bool]: ...
+
+    def index_stored(self) -> int: ...
 
     def fail_job(
         self, claim: Claim, error: str, *, retryable: bool, transient: bool = False

@@ -7,10 +7,16 @@ transaction, with no code of its own:
 - SQLite: the FTS5 table `session_search` (porter stemming over unicode61 tokens), kept by
   triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. It
   stores no text of its own: its snippets read the outputs' text through the view
-  `session_search_source`, so an output's text is written once. FTS5 keeps a deleted row's
-  terms in its index segments until they are merged, so the purge that follows every forget
-  (`scrub_deleted_terms`, then the WAL checkpoint with `secure_delete` on) merges them into
-  one segment first: no term of a forgotten session stays in the file.
+  `session_search_source`, so an output's text is written once. An output's terms are
+  written behind it: the trigger only notes its rowid as pending, and `index_pending` adds
+  the pending outputs in one statement (when `INDEX_BATCH` wait, at the end of a stage-one
+  pass, and before any search), since tokenizing a few rows per commit, each commit a new
+  segment for automerge to rewrite, cost a stored session more than the rest of its store.
+  Removing an output removes its terms, or its pending mark, in the same transaction. FTS5
+  keeps a deleted row's terms in its index segments until they are merged, so the purge
+  that follows every forget (`scrub_deleted_terms`, then the WAL checkpoint with
+  `secure_delete` on) merges them into one segment first: no term of a forgotten session
+  stays in the file.
 - PostgreSQL: a stored, generated `tsvector` column of the same text (English stemming) with
   a GIN index. `ts_rank_cd` knows nothing of how rare a word is, so sessions are ranked by
   how many of the query's terms they contain, then by `ts_rank_cd`. A deleted row is gone
@@ -49,7 +55,11 @@ from consolidator.db.base import Database, contention_retry
 from consolidator.db.search_statements import (
     PG_SEARCH,
     SCOPE_KEY_PREFIX,
+    SQLITE_ANY_PENDING,
+    SQLITE_CLEAR_PENDING,
     SQLITE_HOLDING,
+    SQLITE_INDEX_PENDING,
+    SQLITE_PENDING_COUNT,
     SQLITE_RANKED,
     SQLITE_SCOPE_KEYS,
     SQLITE_SNIPPETS,
@@ -76,6 +86,8 @@ RECENCY_HALF_LIFE_DAYS: Final = 30.0
 # Relevance picks this many candidates per hit asked before the recency boost reorders them.
 CANDIDATES_PER_HIT: Final = 5
 MAX_QUERY_TERMS: Final = 32
+# SQLite: a store adds the pending outputs' terms to the index once this many wait.
+INDEX_BATCH: Final = 256
 MAX_QUERY_CHARS: Final = 1000
 
 _TERM = re.compile(r'"([^"]*)"|(\w+)', re.UNICODE)
@@ -367,11 +379,25 @@ def _aware(moment: datetime | str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def index_pending(connection: Connection, *, at_least: int = 1) -> int:
+    """Add the terms of the outputs stored since the index was last brought up to date, in
+    one statement, when at least `at_least` wait (SQLite; PostgreSQL indexes each row as it
+    is written); the number of outputs indexed."""
+    if connection.dialect.name != "sqlite":
+        return 0
+    if at_least > 1 and connection.execute(text(SQLITE_PENDING_COUNT)).scalar_one() < at_least:
+        return 0
+    indexed = connection.execute(text(SQLITE_INDEX_PENDING.format(table=SQLITE_TABLE)))
+    connection.execute(text(SQLITE_CLEAR_PENDING))
+    return max(0, indexed.rowcount or 0)
+
+
 def rebuild_index(connection: Connection) -> int:
     """Build the index afresh from every stored output (after a restore, or to repair it);
     the number of sessions indexed."""
     if connection.dialect.name == "sqlite":
         connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('rebuild')"))
+        connection.execute(text(SQLITE_CLEAR_PENDING))
         scrub_deleted_terms(connection)
     else:
         connection.execute(text(f"REINDEX INDEX {PG_INDEX}"))
@@ -402,9 +428,27 @@ class SearchRepository:
         limit: int = 10,
     ) -> list[SessionHit]:
         with self._reading() as connection:
+            if not self._behind(connection):
+                return search_sessions(
+                    connection, query, scope, since=since, limit=limit, now=self._fixed_now()
+                )
+        self.index_pending()
+        with self._reading() as connection:
             return search_sessions(
                 connection, query, scope, since=since, limit=limit, now=self._fixed_now()
             )
+
+    def _behind(self, connection: Connection) -> bool:
+        """Whether outputs wait for their terms (SQLite)."""
+        return self.db.sqlite and bool(
+            _driver(connection).execute(SQLITE_ANY_PENDING).fetchone()[0]
+        )
+
+    @contention_retry
+    def index_pending(self) -> int:
+        """Bring the index up to date with every stored output; the number indexed."""
+        with self.db.write() as connection:
+            return index_pending(connection)
 
     def _fixed_now(self) -> datetime | None:
         """The time the recency boost counts from, when it is not the database's clock (as

@@ -157,6 +157,18 @@ SELECT count(*) FROM (
 ) AS held
 """
 
+# The outputs stored since the index was last brought up to date (`db.search.index_pending`).
+SQLITE_PENDING_TABLE: Final = "session_search_pending"
+SQLITE_PENDING_COUNT = f"SELECT count(*) FROM {SQLITE_PENDING_TABLE}"
+SQLITE_ANY_PENDING = f"SELECT EXISTS (SELECT 1 FROM {SQLITE_PENDING_TABLE})"
+SQLITE_INDEX_PENDING = (
+    "INSERT INTO {table}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)"
+    " SELECT output_rowid, scope_key, rollout_slug, rollout_summary, raw_memory"
+    f" FROM session_search_source WHERE output_rowid IN (SELECT output_rowid FROM"
+    f" {SQLITE_PENDING_TABLE})"
+)
+SQLITE_CLEAR_PENDING = f"DELETE FROM {SQLITE_PENDING_TABLE}"
+
 SQLITE_SNIPPETS = """
 SELECT rowid, snippet({table}, -1, '[', ']', '...', 16)
 FROM {table}

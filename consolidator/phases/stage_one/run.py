@@ -211,6 +211,8 @@ def run_stage_one(
     first = workers.claim()
     if first is not None:
         _work_in_parallel(workers, first, heartbeat)
+    if report.succeeded:
+        store.stage_one.index_stored()
     if workers.denied:
         raise workers.denied[0]
     log.log(
