@@ -47,8 +47,8 @@ from consolidator.db.records import (
     Stage1Waiting,
     ThreadState,
 )
-from consolidator.db.search import INDEX_BATCH, index_pending
 from consolidator.db.schema import STAGE1_BEHIND, STAGE1_FAILED, Job, Thread
+from consolidator.db.search import INDEX_BATCH, index_pending
 from consolidator.db.statements import (
     DELETE_OUTPUT,
     INSERT_OUTPUT,

@@ -8,11 +8,12 @@ transaction, with no code of its own:
   triggers on `stage1_outputs`, keyed by the output's rowid; ranked by FTS5's `bm25`. It
   stores no text of its own: its snippets read the outputs' text through the view
   `session_search_source`, so an output's text is written once. An output's terms are
-  written behind it: the trigger only notes its rowid as pending, and `index_pending` adds
-  the pending outputs in one statement (when `INDEX_BATCH` wait, at the end of a stage-one
-  pass, and before any search), since tokenizing a few rows per commit, each commit a new
-  segment for automerge to rewrite, cost a stored session more than the rest of its store.
-  Removing an output removes its terms, or its pending mark, in the same transaction. FTS5
+  written behind it: the index covers the outputs up to a row id, and `index_pending` adds
+  those stored after it in one statement (when `INDEX_BATCH` wait, at the end of a
+  stage-one pass, and before any search), since tokenizing a few rows per commit, each
+  commit a new segment for automerge to rewrite, cost a stored session more than the rest
+  of its store. An output given a row id the index already covers is indexed at once.
+  Removing an indexed output removes its terms in the same transaction. FTS5
   keeps a deleted row's terms in its index segments until they are merged, so the purge
   that follows every forget (`scrub_deleted_terms`, then the WAL checkpoint with
   `secure_delete` on) merges them into one segment first: no term of a forgotten session
@@ -55,11 +56,10 @@ from consolidator.db.base import Database, contention_retry
 from consolidator.db.search_statements import (
     PG_SEARCH,
     SCOPE_KEY_PREFIX,
-    SQLITE_ANY_PENDING,
-    SQLITE_CLEAR_PENDING,
+    SQLITE_BEHIND,
     SQLITE_HOLDING,
-    SQLITE_INDEX_PENDING,
-    SQLITE_PENDING_COUNT,
+    SQLITE_INDEX_BEHIND,
+    SQLITE_MARK_INDEXED,
     SQLITE_RANKED,
     SQLITE_SCOPE_KEYS,
     SQLITE_SNIPPETS,
@@ -380,15 +380,19 @@ def _aware(moment: datetime | str) -> datetime:
 
 
 def index_pending(connection: Connection, *, at_least: int = 1) -> int:
-    """Add the terms of the outputs stored since the index was last brought up to date, in
-    one statement, when at least `at_least` wait (SQLite; PostgreSQL indexes each row as it
-    is written); the number of outputs indexed."""
+    """Add the terms of the outputs stored after the index's mark, in one statement, when
+    at least `at_least` rows may wait (SQLite; PostgreSQL indexes each row as it is
+    written); the number of outputs indexed."""
     if connection.dialect.name != "sqlite":
         return 0
-    if at_least > 1 and connection.execute(text(SQLITE_PENDING_COUNT)).scalar_one() < at_least:
+    behind = connection.execute(text(SQLITE_BEHIND)).scalar_one()
+    if behind < 0:
+        # The last rows were removed: the outputs stored next get ids behind the mark again.
+        connection.execute(text(SQLITE_MARK_INDEXED))
+    if behind < max(1, at_least):
         return 0
-    indexed = connection.execute(text(SQLITE_INDEX_PENDING.format(table=SQLITE_TABLE)))
-    connection.execute(text(SQLITE_CLEAR_PENDING))
+    indexed = connection.execute(text(SQLITE_INDEX_BEHIND.format(table=SQLITE_TABLE)))
+    connection.execute(text(SQLITE_MARK_INDEXED))
     return max(0, indexed.rowcount or 0)
 
 
@@ -397,7 +401,7 @@ def rebuild_index(connection: Connection) -> int:
     the number of sessions indexed."""
     if connection.dialect.name == "sqlite":
         connection.execute(text(f"INSERT INTO {SQLITE_TABLE}({SQLITE_TABLE}) VALUES ('rebuild')"))
-        connection.execute(text(SQLITE_CLEAR_PENDING))
+        connection.execute(text(SQLITE_MARK_INDEXED))
         scrub_deleted_terms(connection)
     else:
         connection.execute(text(f"REINDEX INDEX {PG_INDEX}"))
@@ -440,9 +444,7 @@ class SearchRepository:
 
     def _behind(self, connection: Connection) -> bool:
         """Whether outputs wait for their terms (SQLite)."""
-        return self.db.sqlite and bool(
-            _driver(connection).execute(SQLITE_ANY_PENDING).fetchone()[0]
-        )
+        return self.db.sqlite and _driver(connection).execute(SQLITE_BEHIND).fetchone()[0] > 0
 
     @contention_retry
     def index_pending(self) -> int:

@@ -157,17 +157,18 @@ SELECT count(*) FROM (
 ) AS held
 """
 
-# The outputs stored since the index was last brought up to date (`db.search.index_pending`).
-SQLITE_PENDING_TABLE: Final = "session_search_pending"
-SQLITE_PENDING_COUNT = f"SELECT count(*) FROM {SQLITE_PENDING_TABLE}"
-SQLITE_ANY_PENDING = f"SELECT EXISTS (SELECT 1 FROM {SQLITE_PENDING_TABLE})"
-SQLITE_INDEX_PENDING = (
+# The index covers the outputs up to this row id; those after it wait for
+# `db.search.index_pending`, which adds them in one statement.
+SQLITE_INDEXED_TABLE: Final = "session_search_indexed"
+_LAST_ROWID = "coalesce((SELECT max(rowid) FROM stage1_outputs), 0)"
+SQLITE_BEHIND = f"SELECT {_LAST_ROWID} - through FROM {SQLITE_INDEXED_TABLE}"
+SQLITE_INDEX_BEHIND = (
     "INSERT INTO {table}(rowid, scope_key, rollout_slug, rollout_summary, raw_memory)"
     " SELECT output_rowid, scope_key, rollout_slug, rollout_summary, raw_memory"
-    f" FROM session_search_source WHERE output_rowid IN (SELECT output_rowid FROM"
-    f" {SQLITE_PENDING_TABLE})"
+    " FROM session_search_source"
+    f" WHERE output_rowid > (SELECT through FROM {SQLITE_INDEXED_TABLE})"
 )
-SQLITE_CLEAR_PENDING = f"DELETE FROM {SQLITE_PENDING_TABLE}"
+SQLITE_MARK_INDEXED = f"UPDATE {SQLITE_INDEXED_TABLE} SET through = {_LAST_ROWID}"
 
 SQLITE_SNIPPETS = """
 SELECT rowid, snippet({table}, -1, '[', ']', '...', 16)

@@ -5,14 +5,16 @@ Revises: 0022
 Create Date: 2026-12-07 23:10:00.000000
 
 SQLite's FTS5 index cost a stored output most of its price in the commit that stored it:
-tokenizing a few rows and writing them as a new segment that automerge soon rewrites. An
-output stored now only has its row id put in `session_search_pending`; its terms are added
-later, many outputs in one statement (`search.index_pending`: when enough are waiting, at
-the end of a stage-one pass, and before any search, so a search still sees every output).
-Removing an output removes its terms in the same transaction as before when they were
-indexed, and only its pending entry when not. The table starts empty: every output stored
-before this migration is indexed. The downgrade indexes what is pending and puts the
-triggers of 0021 back. PostgreSQL is unchanged.
+tokenizing a few rows and writing them as a new segment that automerge soon rewrites. The
+index now covers the outputs up to a row id, `session_search_indexed.through`; an output
+stored after it is indexed later, many in one statement (`search.index_pending`: when
+enough wait, at the end of a stage-one pass, and before any search, so a search still sees
+every output), and its store writes nothing for the index. An output stored at or below that
+row id (SQLite hands out a deleted last row's id again) is indexed at once, as before.
+Removing an indexed output removes its terms in the same transaction, as before. Every
+output stored before this migration is indexed: the mark starts at the last row id. The
+downgrade indexes what is behind and puts the triggers of 0021 back. PostgreSQL is
+unchanged.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ branch_labels = None
 depends_on = None
 
 _COLUMNS = "scope_key, rollout_slug, rollout_summary, raw_memory"
-_PENDING = "session_search_pending"
+_MARK = "session_search_indexed"
+_TRIGGERS = ("insert", "delete", "update")
 
 
 def _values(row: str) -> str:
@@ -37,25 +40,45 @@ def _values(row: str) -> str:
     )
 
 
-def _triggers(insert: str, delete: str) -> None:
-    for event, body in (("insert", insert), ("delete", delete), ("update", f"{delete} {insert}")):
+def _add(row: str, when: str) -> str:
+    return f"INSERT INTO session_search(rowid, {_COLUMNS}) SELECT {row}rowid, {_values(row)}{when};"
+
+
+def _remove(row: str, when: str) -> str:
+    return (
+        f"INSERT INTO session_search(session_search, rowid, {_COLUMNS})"
+        f" SELECT 'delete', {row}rowid, {_values(row)}{when};"
+    )
+
+
+def _triggers(add: str, remove: str, when: tuple[str, str, str] = ("", "", "")) -> None:
+    bodies = (add, remove, f"{remove} {add}")
+    for event, body, condition in zip(_TRIGGERS, bodies, when, strict=True):
         op.execute(f"DROP TRIGGER IF EXISTS session_search_{event}")
         op.execute(
             f"CREATE TRIGGER session_search_{event} AFTER {event.upper()} ON stage1_outputs"
-            f" BEGIN {body} END"
+            f"{condition} BEGIN {body} END"
         )
+
+
+def _indexed(row: str) -> str:
+    return f"{row}rowid <= (SELECT through FROM {_MARK})"
 
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
         return
-    op.execute(f"CREATE TABLE {_PENDING} (output_rowid INTEGER PRIMARY KEY)")
+    op.execute(f"CREATE TABLE {_MARK} (through INTEGER NOT NULL)")
+    op.execute(f"INSERT INTO {_MARK}(through) SELECT coalesce(max(rowid), 0) FROM stage1_outputs")
+    # The triggers of the rows behind the index do nothing, not even open it.
     _triggers(
-        f"INSERT OR IGNORE INTO {_PENDING}(output_rowid) VALUES (new.rowid);",
-        f"INSERT INTO session_search(session_search, rowid, {_COLUMNS})"
-        f" SELECT 'delete', old.rowid, {_values('old.')}"
-        f" WHERE NOT EXISTS (SELECT 1 FROM {_PENDING} WHERE output_rowid = old.rowid);"
-        f" DELETE FROM {_PENDING} WHERE output_rowid = old.rowid;",
+        _add("new.", f" WHERE {_indexed('new.')}"),
+        _remove("old.", f" WHERE {_indexed('old.')}"),
+        (
+            f" WHEN {_indexed('new.')}",
+            f" WHEN {_indexed('old.')}",
+            f" WHEN {_indexed('old.')} OR {_indexed('new.')}",
+        ),
     )
 
 
@@ -64,11 +87,7 @@ def downgrade() -> None:
         return
     op.execute(
         f"INSERT INTO session_search(rowid, {_COLUMNS}) SELECT output_rowid, {_COLUMNS}"
-        f" FROM session_search_source WHERE output_rowid IN (SELECT output_rowid FROM {_PENDING})"
+        f" FROM session_search_source WHERE output_rowid > (SELECT through FROM {_MARK})"
     )
-    _triggers(
-        f"INSERT INTO session_search(rowid, {_COLUMNS}) VALUES (new.rowid, {_values('new.')});",
-        f"INSERT INTO session_search(session_search, rowid, {_COLUMNS})"
-        f" VALUES ('delete', old.rowid, {_values('old.')});",
-    )
-    op.execute(f"DROP TABLE {_PENDING}")
+    _triggers(_add("new.", ""), _remove("old.", ""))
+    op.execute(f"DROP TABLE {_MARK}")

@@ -229,6 +229,49 @@ def test_forgetting_removes_every_trace_from_the_index(store: Store, db_url: str
             assert secret_word.encode() not in path.read_bytes(), path
 
 
+def test_sqlite_writes_the_index_behind_the_store_and_searches_see_every_output(
+    sqlite_url: str,
+) -> None:
+    engine = create_db_engine(sqlite_url)
+    segments = text("SELECT count(*), total(length(block)) FROM session_search_data")
+    matched = text("SELECT count(*) FROM session_search WHERE session_search MATCH :word")
+    try:
+        upgrade(engine)
+        store = Store(engine)
+        filler(store, 5)
+        assert found(store, "wombatferry") == []
+        with engine.connect() as connection:
+            before = connection.execute(segments).one()
+        for name in ("first", "doomed", "last"):
+            store_output(store, name, f"Met the {name} vendor.", f"- {name}wombatferry")
+        with engine.connect() as connection:
+            assert connection.execute(segments).one() == before
+        # Removed, and the last row stored again (under the same row id), before any search.
+        assert store.admin.forget_thread("doomed")
+        store.threads.register_thread(
+            header("last", T0 + timedelta(hours=1), size=200), ingested=False, retry_budget=3
+        )
+        claim = store.stage_one.try_claim_stage1("last", lease_seconds=LEASE)
+        assert claim.claimed
+        assert store.stage_one.complete_stage1(
+            claim, Stage1Payload("- lastkoala", "Met again.", "session", "extractive", "x")
+        )
+        downgrade(engine, "0022")
+        with engine.connect() as connection:
+            assert connection.execute(matched, {"word": "firstwombatferry"}).scalar_one() == 1
+        upgrade(engine)
+        assert found(store, "firstwombatferry") == ["first"]
+        assert found(store, "doomedwombatferry lastwombatferry") == []
+        assert found(store, "lastkoala") == ["last"]
+        store.admin.clear_all()
+        store_output(store, "after", "Met the vendor again.", "- afterwombatferry")
+        assert found(store, "afterwombatferry firstwombatferry") == ["after"]
+        assert store.search.reindex_sessions() == 1
+        assert found(store, "afterwombatferry") == ["after"]
+    finally:
+        engine.dispose()
+
+
 def test_nothing_to_remember_and_clear_all_empty_the_index(store: Store) -> None:
     store_output(store, "first", "Chased the flaky websocket test.", "- websocket flakes")
     store_output(store, "second", "Websocket reconnects.", "- websocket reconnect backoff")
@@ -277,6 +320,7 @@ def test_an_oversized_query_is_refused_with_a_reason() -> None:
 
 def test_reindex_rebuilds_an_index_restored_without_it(store: Store, db_url: str) -> None:
     store_output(store, "the-detail", DETAIL_SUMMARY, DETAIL_NOTES)
+    assert found(store, "nightly") == ["the-detail"]
     if db_url.startswith("sqlite"):
         with store.engine.begin() as connection:
             connection.execute(text("DELETE FROM session_search"))

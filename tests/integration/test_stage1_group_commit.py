@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from consolidator.backends.base import Stage1Input, Stage1Result
 from consolidator.backends.extractive.backend import ExtractiveBackend
@@ -40,6 +40,9 @@ from tests.store_reads import finished_rows, get_job, live_output_thread_ids
 
 EVERYTHING = Eligibility(min_idle_seconds=0, max_age_days=0)
 BACKEND = ExtractiveBackend()
+INDEXED_THROUGH_THE_LAST = text(
+    "SELECT (SELECT max(rowid) FROM stage1_outputs) = through FROM session_search_indexed"
+)
 TASKS = (
     "the migration test is flaky, please fix it",
     "the deploy script needs a dry-run flag",
@@ -203,6 +206,10 @@ def test_a_pass_stores_what_it_stores_one_by_one(
         if concurrency == 1:
             # One worker has at most one thread waiting to be stored.
             assert report.store_batches == 24
+        if store.engine.dialect.name == "sqlite":
+            # The pass leaves no output behind the search index.
+            with store.engine.connect() as connection:
+                assert connection.execute(INDEXED_THROUGH_THE_LAST).scalar_one() == 1
     assert finished_rows(driven) == finished_rows(twin)
 
 
