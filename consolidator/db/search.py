@@ -86,8 +86,8 @@ RECENCY_HALF_LIFE_DAYS: Final = 30.0
 # Relevance picks this many candidates per hit asked before the recency boost reorders them.
 CANDIDATES_PER_HIT: Final = 5
 MAX_QUERY_TERMS: Final = 32
-# SQLite: a store adds the pending outputs' terms to the index once this many wait.
-INDEX_BATCH: Final = 256
+# SQLite: a store adds the waiting outputs' terms to the index once this many wait.
+INDEX_BATCH: Final = 1024
 MAX_QUERY_CHARS: Final = 1000
 
 _TERM = re.compile(r'"([^"]*)"|(\w+)', re.UNICODE)
@@ -387,7 +387,7 @@ def index_pending(connection: Connection, *, at_least: int = 1) -> int:
         return 0
     behind = connection.execute(text(SQLITE_BEHIND)).scalar_one()
     if behind < 0:
-        # The last rows were removed: the outputs stored next get ids behind the mark again.
+        # The last rows were removed: brought down, the mark leaves the next ids behind it.
         connection.execute(text(SQLITE_MARK_INDEXED))
     if behind < max(1, at_least):
         return 0
