@@ -16,7 +16,8 @@
   taken from a real pass of stage one in the same run (the offline backend, the default
   number of workers, 64 KB rollouts, on a store of the same kind): the mean number of
   sessions its store thread found ready, rounded down. The claims, a batch at a time, are
-  not timed.
+  not timed; the catch-up of the index that ends a pass of stage one is, in both stores
+  (the copy's finds no text to index).
 
 The databases are filled with rows directly, so their size does not depend on stage one, and
 searched as the fill and the measured sessions leave them: on PostgreSQL the GIN index's
