@@ -379,6 +379,11 @@ def _aware(moment: datetime | str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _read_only(connection: Connection) -> bool:
+    """Whether the SQLite connection was opened so that it cannot write (`query_only`)."""
+    return bool(_driver(connection).execute("PRAGMA query_only").fetchone()[0])
+
+
 def index_pending(connection: Connection, *, at_least: int = 1) -> int:
     """Add the terms of the outputs stored after the index's mark, in one statement, when
     at least `at_least` rows may wait (SQLite; PostgreSQL indexes each row as it is
@@ -432,7 +437,9 @@ class SearchRepository:
         limit: int = 10,
     ) -> list[SessionHit]:
         with self._reading() as connection:
-            if not self._behind(connection):
+            # A reader that may not write (an agent's MCP server) searches what is indexed:
+            # the outputs still waiting are a pass's under way, indexed when it ends.
+            if not self._behind(connection) or _read_only(connection):
                 return search_sessions(
                     connection, query, scope, since=since, limit=limit, now=self._fixed_now()
                 )

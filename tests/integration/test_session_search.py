@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, inspect, text
 
-from consolidator.db.engine import create_db_engine
+from consolidator.db.engine import create_db_engine, create_read_only_engine
 from consolidator.db.migrate import downgrade, upgrade
 from consolidator.db.records import Stage1Payload
 from consolidator.db.search import QueryTerms, SearchQueryError, SearchScope, scope_key
@@ -268,6 +268,29 @@ def test_sqlite_writes_the_index_behind_the_store_and_searches_see_every_output(
         assert found(store, "afterwombatferry firstwombatferry") == ["after"]
         assert store.search.reindex_sessions() == 1
         assert found(store, "afterwombatferry") == ["after"]
+    finally:
+        engine.dispose()
+
+
+def test_a_reader_that_may_not_write_searches_what_is_indexed_while_a_pass_runs(
+    sqlite_url: str,
+) -> None:
+    engine = create_db_engine(sqlite_url)
+    try:
+        upgrade(engine)
+        store = Store(engine)
+        store_output(store, "indexed", "Met the vendor.", "- indexedwombat")
+        assert found(store, "indexedwombat") == ["indexed"]
+        store_output(store, "waiting", "Met the vendor again.", "- waitingwombat")
+        reader = create_read_only_engine(sqlite_url, wait_seconds=1.0)
+        assert reader is not None
+        try:
+            # As an agent's MCP server reads while a pass stores outputs it has not indexed.
+            assert found(Store(reader), "indexedwombat") == ["indexed"]
+            assert found(Store(reader), "waitingwombat") == []
+        finally:
+            reader.dispose()
+        assert found(store, "waitingwombat") == ["waiting"]
     finally:
         engine.dispose()
 
