@@ -127,6 +127,7 @@ REAL_SESSIONS = (
     ),
     RealSession("63784323-7042-4ab8-82b1-3c0b79467bf9", SOPH, True, "entire: shadow branches"),
     RealSession("c26d2153-23c8-42ed-ab6c-808579b64e5b", SOPH, True, "entire: checkpoint ids doc"),
+    RealSession("839b35f7-4dbd-4d93-9772-3c272cc87caa", SOPH, True, "entire: sessions left over"),
     RealSession(
         "85cc202e-0e74-46ce-a485-e5fcd11f7a8c",
         "/Users/alex/workspace/cli",

@@ -92,7 +92,7 @@ _JOINED_START: Final = re.compile(
     re.IGNORECASE,
 )
 _DANGLING_END: Final = re.compile(
-    r"\b(?:and|or|but|nor|the|an|my|your|our|their)$",
+    r"\b(?:and|or|but|nor|the|an|my|your|our|their|it's)$",
     re.IGNORECASE,
 )
 _LEAD_IN: Final = re.compile(

@@ -479,6 +479,20 @@ def test_a_sound_before_a_pronoun_subject_or_an_example_cut_from_a_question_is_n
     assert judge(Entry(_block(), "knowledge", _said("Sooo the api port is 7070"))).sure
 
 
+def test_a_message_sent_cut_off_mid_sentence_is_no_standing_rule() -> None:
+    # As an entireio/cli session of tests/fixtures/real ended a message.
+    spoken = user_statements(
+        [
+            "look at this",
+            "I'm quite sure this happened, branches got deleted, if not I'll retry this now and"
+            " make sure it's ",
+        ]
+    )
+    [said] = spoken.instructions
+    entry = Entry(_block(), "preferences", _said(_pref(said), rule=spoken.rules[said]))
+    assert not judge(entry).sure
+
+
 def test_trouble_said_after_the_opening_states_nothing_of_the_project() -> None:
     spoken = user_statements(
         ["let's make some more changes to explain", "hmm, the amend has broken our checkpoints"]

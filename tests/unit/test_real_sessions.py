@@ -490,6 +490,15 @@ EXPECTED: dict[str, Expected] = {
         None,
         "for manual-commits we use git hooks to also add the trailer to the commits",
     ),
+    f"{SOPH}/839b35f7-4dbd-4d93-9772-3c272cc87caa.jsonl": Expected(
+        "claude",
+        "839b35f7-4dbd-4d93-9772-3c272cc87caa",
+        SOPH_CWD,
+        "feat/gemini-cli-agent",
+        "2.1.14",
+        None,
+        "would 1 have helped in this scenario?",
+    ),
     # The branch changes mid-way (`add-codeowners`, then `fix-resume-test-hanging`).
     "claude/projects/-Users-alex-workspace-cli/"
     "85cc202e-0e74-46ce-a485-e5fcd11f7a8c.jsonl": Expected(
