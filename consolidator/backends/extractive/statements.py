@@ -190,11 +190,10 @@ def negated_values(sentence: str) -> list[str]:
     ]
     # "not 6543 but 6544": a value paired with one of its kind is taken back however plain.
     paired = [
-        old
-        for rule_id in ("old-value.not-but", "old-value.said-before")
+        m[group]
+        for rule_id, group in (("old-value.not-but", "old_lead"), ("old-value.said-before", "old"))
         for m in rule(rule_id).regex.finditer(sentence)
-        if (old := m.groupdict().get("old_lead") or (m["old"] if "said" in rule_id else ""))
-        and any(same_kind(old, v) for _, v in _values_given(sentence[m.end() :]))
+        if m[group] and any(same_kind(m[group], v) for _, v in _values_given(sentence[m.end() :]))
     ]
     kind_number = rule("old-value.kind-not-number").regex.finditer(sentence)
     return [
@@ -236,7 +235,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
     given = _values_given(told) or _name_like_the_last(told, read)
     if is_question(sentence) or len(given) != 1:
         return False
-    kind, new = _name_kind(*given[0])
+    kind, new = _compared_kind(*given[0]), given[0][1]
     # A value lengthening a name said last ("acme-raw" to "acme-raw-v2") corrects that name.
     for chosen in [*((read.facts, _statement(said)) for said in read.heard), *read.latest]:
         named = ((m := shape("is-value").match(chosen[1])) and m["value"].strip(".`'\"")) or ""
@@ -262,7 +261,7 @@ def _corrected(sentence: str, read: UserStatements, message: str, asked: str) ->
         (
             v
             for k, v in reversed([*said_to_be, *ports, *_values_given(previous)])
-            if _name_kind(k, v)[0] == kind
+            if _compared_kind(k, v) == kind
         ),
         None,
     )
@@ -292,10 +291,10 @@ def _name_like_the_last(told: str, read: UserStatements) -> list[tuple[str, str]
     return [(_JOINED_NAME, words[0])] if alike and all(map(_joined_name, (*said, *words))) else []
 
 
-def _name_kind(kind: str, value: str) -> tuple[str, str]:
-    """A value with the kind it is compared as: a name joined by "-" is one whether or not it
-    holds a digit ("acme-exports-eu", "acme-exports-eu1")."""
-    return (_JOINED_NAME if kind == "label" and _joined_name(value) else kind), value
+def _compared_kind(kind: str, value: str) -> str:
+    """The kind a value is compared as: a name joined by "-" is one whether or not it holds a
+    digit ("acme-exports-eu", "acme-exports-eu1")."""
+    return _JOINED_NAME if kind == "label" and _joined_name(value) else kind
 
 
 def _joined_name(word: str) -> bool:
